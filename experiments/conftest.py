@@ -1,0 +1,1 @@
+"""The experiments' conftest: pytest-mtpsweep supplies the fixtures; add your own here."""

@@ -1,0 +1,218 @@
+"""pytest hooks and fixtures; every piece of work is delegated to the modules they name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import server
+from .client import Measurement
+from .experiment import Case, Experiment, ExperimentError, LiveSession, row_table
+from .ladder import SUBSETS, LadderError
+from .prompts import PromptError
+from .provision import ProvisionError
+
+EXPERIMENT = pytest.StashKey[Experiment]()
+RESULT_DIR = pytest.StashKey[Path]()
+_USER_ERRORS = (LadderError, PromptError, ExperimentError, ProvisionError)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ladder option and the ladder overrides."""
+    g = parser.getgroup("mtpsweep", "LLM inference-server experiments (pytest-mtpsweep)")
+    g.addoption(
+        "--ladder",
+        dest="mtpsweep_ladder",
+        metavar="NAME|FILE",
+        help="run this ladder (a name under ladders/ or a .toml path)",
+    )
+    g.addoption(
+        "--model", dest="mtpsweep_model", metavar="GGUF", help="model file (overrides the ladder)"
+    )
+    g.addoption(
+        "--server-bin",
+        dest="mtpsweep_server_bin",
+        metavar="PATH",
+        help="llama-server executable (before MTPSWEEP_SERVER_BIN and the ladder)",
+    )
+    g.addoption("--max-tokens", dest="mtpsweep_max_tokens", type=int, metavar="N")
+    g.addoption("--seed", dest="mtpsweep_seed", type=int, metavar="N")
+    g.addoption("--temperature", dest="mtpsweep_temperature", type=float, metavar="T")
+    g.addoption(
+        "--cycles",
+        dest="mtpsweep_cycles",
+        type=int,
+        metavar="N",
+        help="number of cycles (odd: ladder order, even: reversed)",
+    )
+    g.addoption("--subset", dest="mtpsweep_subset", choices=SUBSETS)
+    g.addoption("--prompts-dir", dest="mtpsweep_prompts_dir", metavar="DIR")
+    g.addoption(
+        "--port",
+        dest="mtpsweep_port",
+        type=int,
+        metavar="PORT",
+        help="server port (0: a free port per session)",
+    )
+    g.addoption(
+        "--run-dir",
+        dest="mtpsweep_run_dir",
+        metavar="DIR",
+        help="run directory to create (must not exist; default runs/<ladder>/<run-id>)",
+    )
+    g.addoption("--note", dest="mtpsweep_note", metavar="TEXT")
+    g.addoption(
+        "--placement",
+        dest="mtpsweep_placement",
+        metavar="TEXT",
+        help="how the model is placed on the hardware (a comparability key)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load and validate the ladder named by --ladder; refuse parallel measurement."""
+    config.addinivalue_line("markers", "mtpsweep: a measurement of an mtpsweep ladder")
+    name = config.getoption("mtpsweep_ladder", None)
+    if not name:
+        return
+    if config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
+        raise pytest.UsageError(
+            "--ladder runs measurements one server at a time; drop -n/--numprocesses (xdist)."
+        )
+    args_dirs = [Path(a.split("::")[0]) for a in config.args]
+    search = [d / "ladders" for d in args_dirs if d.is_dir()]
+    search.append(config.rootpath / "experiments" / "ladders")
+    try:
+        config.stash[EXPERIMENT] = Experiment.from_options(
+            name,
+            vars(config.option),
+            search,
+            config.invocation_params.dir,
+            ["pytest", *config.invocation_params.args],
+        )
+    except _USER_ERRORS as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """One line naming the ladder and the size of its plan."""
+    exp = config.stash.get(EXPERIMENT, None)
+    if exp is None:
+        return []
+    lad = exp.ladder
+    return [
+        f"mtpsweep: ladder {lad.name} ({lad.path}): {len(lad.treatments)} treatments x "
+        f"{lad.cycles} cycles x {len(exp.prompts)} prompts, baseline {lad.baseline}"
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise every test that asks for `measurement` over the run plan."""
+    if "measurement" not in metafunc.fixturenames:
+        return
+    exp = metafunc.config.stash.get(EXPERIMENT, None)
+    if exp is None:
+        skip = pytest.mark.skip(
+            reason="no --ladder given: run e.g. pytest experiments/ --ladder=cpu-demo"
+        )
+        metafunc.parametrize(
+            ["mtpsweep_server", "mtpsweep_case"],
+            [pytest.param(None, None, marks=skip, id="no-ladder")],
+        )
+        return
+    cases = exp.cases()
+    metafunc.parametrize(
+        ["mtpsweep_server", "mtpsweep_case"],
+        [pytest.param(c.slot, c, id=c.id) for c in cases],
+        indirect=["mtpsweep_server"],
+        scope="session",
+    )
+
+
+def _case(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("mtpsweep_case") if callspec else None
+    return case if isinstance(case, Case) else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put measurements in run-plan order after -k deselection; other tests keep theirs, first."""
+    keyed = [(i, _case(item)) for i, item in enumerate(items)]
+    keyed.sort(key=lambda t: (0, t[0], 0) if t[1] is None else (1, *t[1].order_key))
+    items[:] = [items[i] for i, _ in keyed]
+
+
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Before the first measurement: resolve server and model, create the run directory."""
+    exp = session.config.stash.get(EXPERIMENT, None)
+    if exp is None or session.config.option.collectonly:
+        return
+    cases = [c for c in (_case(i) for i in session.items) if c is not None]
+    if not cases:
+        return
+    try:
+        exp.begin(cases)
+    except _USER_ERRORS as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    assert exp.run_dir is not None
+    session.config.stash[RESULT_DIR] = exp.run_dir.path
+
+
+@pytest.fixture(scope="session")
+def mtpsweep_experiment(pytestconfig: pytest.Config) -> Experiment:
+    """The running experiment (ladder, plan, run directory)."""
+    exp = pytestconfig.stash.get(EXPERIMENT, None)
+    if exp is None:
+        pytest.skip("no --ladder given")
+    return exp
+
+
+@pytest.fixture(scope="session")
+def mtpsweep_server(
+    request: pytest.FixtureRequest, mtpsweep_experiment: Experiment
+) -> Iterator[LiveSession]:
+    """One server per (treatment, cycle): started fresh, warmed up, stopped and checked."""
+    try:
+        live = mtpsweep_experiment.open_session(request.param)
+    except server.ServerError as exc:
+        pytest.fail(f"session {request.param.name}: {exc}", pytrace=False)
+    try:
+        yield live
+    finally:
+        mtpsweep_experiment.close_session(live)
+
+
+@pytest.fixture
+def measurement(
+    mtpsweep_experiment: Experiment, mtpsweep_server: LiveSession, mtpsweep_case: Case
+) -> Measurement:
+    """One streamed measurement, already recorded; assert `.valid` in the test."""
+    return mtpsweep_experiment.measure(mtpsweep_server, mtpsweep_case)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the row table (sessions.csv)."""
+    exp = session.config.stash.get(EXPERIMENT, None)
+    if exp is not None:
+        exp.finish()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Print the row table and where the run directory is."""
+    exp = config.stash.get(EXPERIMENT, None)
+    if exp is None or exp.run_dir is None:
+        return
+    tr = terminalreporter
+    tr.section("mtpsweep sessions")
+    if exp.rows:
+        tr.write_line(row_table(exp.rows))
+    tr.write_line(f"run directory: {exp.run_dir.path}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """No server outlives pytest, whatever happened."""
+    server.stop_all()

@@ -1,0 +1,285 @@
+"""A server session's lifecycle: launch, readiness, identity witnesses, stop, release check."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+_live: set[ServerProcess] = set()
+
+
+class ServerError(Exception):
+    """The server could not be started, reached or stopped; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one server for one treatment."""
+
+    server_bin: Path
+    argv_tail: tuple[str, ...]  # model, ctx, alias, ladder and treatment flags
+    host: str
+    port: int
+    alias: str
+    log_path: Path
+    ready_timeout_s: float = 300.0
+    stop_timeout_s: float = 10.0
+
+    @property
+    def argv(self) -> list[str]:
+        return [
+            str(self.server_bin),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--alias",
+            self.alias,
+            *self.argv_tail,
+        ]
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Release:
+    """How a server went away."""
+
+    released: bool
+    exit_code: int | None
+    signal_used: str
+    stop_s: float
+    port_free: bool
+    detail: str = ""
+
+
+@dataclass
+class ServerProcess:
+    """A running llama-server, owned by this pytest process and killed with it."""
+
+    spec: LaunchSpec
+    proc: subprocess.Popen[bytes]
+    log: IO[bytes]
+    load_s: float = 0.0
+    witnesses: dict[str, Any] = field(default_factory=dict)
+    release: Release | None = None
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    def preexec() -> None:
+        # The kernel kills the server if this pytest process dies, even by SIGKILL.
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Could a server listen here now? SO_REUSEADDR as llama-server's own socket has it, so
+    connections in TIME_WAIT from the last session do not count, but any listener does."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS just handed out; used when the ladder says port 0."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no server log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start(spec: LaunchSpec) -> ServerProcess:
+    """Launch the server and wait until /health says ok; fail fast with the log tail."""
+    if not os.access(spec.server_bin, os.X_OK):
+        raise ServerError(
+            f"server binary {spec.server_bin} is missing or not executable; run "
+            "`mtpsweep provision` or pass --server-bin."
+        )
+    if not port_is_free(spec.host, spec.port):
+        raise ServerError(
+            f"port {spec.port} on {spec.host} is already in use; stop whatever holds it or pass "
+            "--port with a free one."
+        )
+    spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = spec.log_path.open("ab")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        spec.argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so a stop reaches everything it spawned
+        preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
+    )
+    server = ServerProcess(spec, proc, log)
+    _live.add(server)
+    try:
+        _wait_ready(server, t0)
+    except BaseException:
+        stop(server)
+        raise
+    server.load_s = time.monotonic() - t0
+    return server
+
+
+def _wait_ready(server: ServerProcess, t0: float) -> None:
+    spec = server.spec
+    deadline = t0 + spec.ready_timeout_s
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            code = server.proc.poll()
+            if code is not None:
+                raise ServerError(
+                    f"the server exited with status {code} while loading "
+                    f"(log {spec.log_path}); last lines:\n{log_tail(spec.log_path)}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(f"{spec.base_url}/health").status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"the server was not healthy after {spec.ready_timeout_s:.0f} s "
+                    f"(log {spec.log_path}); raise server.ready_timeout_s in the ladder if the "
+                    f"model is slow to load. Last lines:\n{log_tail(spec.log_path)}"
+                )
+            time.sleep(0.02)
+
+
+def read_cmdline(pid: int) -> list[str]:
+    """The argv the kernel actually holds for the process, not what we meant to pass."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return [str(a) for a in psutil.Process(pid).cmdline()]
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def props(base_url: str) -> dict[str, Any]:
+    """`/props`, or an empty dict for servers that lack it."""
+    try:
+        r = httpx.get(f"{base_url}/props", timeout=10.0)
+    except httpx.HTTPError:
+        return {}
+    if r.status_code != 200:
+        return {}
+    data = r.json()
+    return data if isinstance(data, dict) else {}
+
+
+def rss_bytes(pid: int) -> int | None:
+    try:
+        p = psutil.Process(pid)
+        return int(p.memory_info().rss) + sum(
+            int(c.memory_info().rss) for c in p.children(recursive=True)
+        )
+    except psutil.Error:
+        return None
+
+
+def stop(server: ServerProcess) -> Release:
+    """SIGTERM the process group, wait, SIGKILL; then confirm the process is gone and the port free."""
+    if server.release is not None:
+        return server.release
+    t0 = time.monotonic()
+    proc, spec = server.proc, server.spec
+    signal_used = "none (already exited)"
+    if proc.poll() is None:
+        signal_used = "SIGTERM"
+        _killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=spec.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            signal_used = "SIGKILL"
+            _killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    # Children in the group that outlived the leader are killed too.
+    _killpg(proc.pid, signal.SIGKILL)
+    server.log.close()
+    gone = not psutil.pid_exists(proc.pid) or _is_zombie(proc.pid)
+    free = False
+    for _ in range(100):  # the kernel can take a moment to release the socket
+        free = port_is_free(spec.host, spec.port)
+        if free:
+            break
+        time.sleep(0.05)
+    detail = (
+        ""
+        if gone and free
+        else (
+            ("process still present; " if not gone else "")
+            + ("port still bound" if not free else "")
+        )
+    )
+    server.release = Release(
+        released=gone and free,
+        exit_code=proc.returncode,
+        signal_used=signal_used,
+        stop_s=time.monotonic() - t0,
+        port_free=free,
+        detail=detail,
+    )
+    _live.discard(server)
+    return server.release
+
+
+def _killpg(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return True
+
+
+def stop_all() -> None:
+    """Last line of defence at interpreter or pytest exit: nothing we started survives."""
+    for server in list(_live):
+        stop(server)

@@ -1,0 +1,270 @@
+"""End to end against the real llama-server and the real Gemma 3 270M model (CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_mtpsweep.records import read_records
+
+REPO = Path(__file__).resolve().parent.parent
+
+SMALL = """
+question = "Does ngram-simple decode faster than none on the small model?"
+baseline = "none"
+cycles = 2
+max_tokens = 16
+placement = "cpu"
+[model]
+path = "embedded:gemma3-270m"
+id = "gemma3-270m"
+[server]
+args = ["--parallel", "1"]
+port = 0
+ctx_size = 2048
+ready_timeout_s = 120
+[[treatments]]
+key = "none"
+[[treatments]]
+key = "ngram-simple"
+args = ["--spec-type", "ngram-simple"]
+"""
+
+RECORD_KEYS = {
+    "run_id",
+    "ladder",
+    "treatment",
+    "cycle",
+    "ordinal",
+    "prompt_id",
+    "subset",
+    "repeat",
+    "valid",
+    "reason",
+    "decode_rate_tps_primary",
+    "decode_rate_tps_interval",
+    "interval_basis",
+    "ttft_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "draft_n",
+    "draft_n_accepted",
+    "finish_reason",
+    "content_chars",
+    "content_sha256",
+    "chunks",
+    "server_alias",
+    "started_at",
+}
+
+
+def servers_of(binary: Path) -> list[psutil.Process]:
+    """Running processes whose executable is exactly this binary."""
+    found = []
+    for p in psutil.process_iter(["exe"]):
+        if p.info["exe"] and Path(p.info["exe"]) == binary:
+            found.append(p)
+    return found
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, server_bin: Path, model_path: Path) -> pytest.Pytester:
+    """The shipped experiments plus a small two-treatment ladder, in a sandbox."""
+    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+    (pytester.path / "experiments" / "ladders" / "small.toml").write_text(SMALL)
+    (pytester.path / "few").mkdir()
+    for pid in ("prose_01", "structured_01"):
+        shutil.copy(
+            REPO / "experiments" / "prompts" / "canonical" / f"{pid}.txt", pytester.path / "few"
+        )
+    return pytester
+
+
+def only_run(root: Path) -> Path:
+    runs = list((root / "runs").glob("*/*"))
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+class TestSmallLadder:
+    def test_records_sessions_argv_and_release(
+        self, project: pytest.Pytester, server_bin: Path
+    ) -> None:
+        result = project.runpytest(
+            "experiments/", "--ladder=small", f"--prompts-dir={project.path / 'few'}"
+        )
+        result.assert_outcomes(passed=8)
+        run = only_run(project.path)
+
+        plan = json.loads((run / "plan.json").read_text())
+        assert [(s["ordinal"], s["treatment"], s["cycle"]) for s in plan["sessions"]] == [
+            (1, "none", 1),
+            (2, "ngram-simple", 1),
+            (3, "ngram-simple", 2),
+            (4, "none", 2),
+        ]
+        assert plan["keyed"]["server_build"] == "b11434-515e85511"
+
+        records = []
+        for f in sorted((run / "records").glob("*.jsonl")):
+            rows, bad = read_records(f)
+            assert bad == 0
+            records += rows
+        assert len(records) == 8
+        for r in records:
+            assert r.keys() >= RECORD_KEYS
+            assert r["valid"] is True and r["reason"] is None
+            assert r["server_alias"] == f"gemma3-270m-{r['treatment']}"
+            assert r["completion_tokens"] == 16 and r["finish_reason"] == "length"
+            assert r["decode_rate_tps_primary"] > 0 and r["interval_basis"] == "server_timings"
+            assert r["started_at"].endswith("Z")
+        assert {r["ordinal"] for r in records} == {1, 2, 3, 4}
+        # the n-gram drafter really ran: the server reports drafted tokens only for that treatment
+        assert all(r["draft_n"] is None for r in records if r["treatment"] == "none")
+
+        sessions = sorted((run / "sessions").glob("*.json"))
+        assert [s.stem for s in sessions] == [
+            "01_none_c1",
+            "02_ngram-simple_c1",
+            "03_ngram-simple_c2",
+            "04_none_c2",
+        ]
+        for s in sessions:
+            info = json.loads(s.read_text())
+            argv = info["argv"]
+            assert argv[0] == str(server_bin) and argv[argv.index("--host") + 1] == "127.0.0.1"
+            assert argv[argv.index("--alias") + 1] == info["alias"]
+            assert ("--spec-type" in argv) == (info["treatment"] == "ngram-simple")
+            assert info["n_ctx"] == 2048 and info["build_info"] == "b11434-515e85511"
+            assert info["load_s"] > 0 and info["rss_after_load_bytes"] > 100 * 2**20
+            assert info["released"] is True and info["warmup"]["valid"] is True
+            assert info["measured"] == info["valid"] == 2
+        flags = sorted((run / "servers").glob("*.flags.txt"))
+        assert len(flags) == 4
+        assert (
+            flags[1].read_text() != flags[0].read_text()
+        )  # same-treatment sessions keep their own file
+        assert (run / "sessions.csv").read_text().count("\n") == 5
+        result.stdout.fnmatch_lines(
+            ["*mtpsweep sessions*", "*2*ngram-simple*1*gemma3-270m-ngram-simple*2/2/0*yes*"]
+        )
+        assert servers_of(server_bin) == []
+
+    def test_k_starts_exactly_the_selected_servers(
+        self, project: pytest.Pytester, server_bin: Path
+    ) -> None:
+        result = project.runpytest(
+            "experiments/",
+            "--ladder=cpu-demo",
+            "-k",
+            "ngram-mod and prose",
+            "--max-tokens=8",
+            "--port=0",
+        )
+        result.assert_outcomes(passed=16, deselected=80)
+        run = only_run(project.path)
+        assert sorted(p.name for p in (run / "servers").glob("*.log")) == [
+            "03_ngram-mod_c1.log",
+            "04_ngram-mod_c2.log",
+        ]
+        assert [s["selected"] for s in json.loads((run / "plan.json").read_text())["sessions"]] == [
+            False,
+            False,
+            True,
+            True,
+            False,
+            False,
+        ]
+        assert servers_of(server_bin) == []
+
+
+class TestFailures:
+    def test_server_that_exits_at_start_fails_its_session_only(
+        self, project: pytest.Pytester, server_bin: Path
+    ) -> None:
+        bad = SMALL.replace(
+            'args = ["--spec-type", "ngram-simple"]', 'args = ["--spec-type", "no-such-type"]'
+        )
+        (project.path / "experiments" / "ladders" / "bad.toml").write_text(bad)
+        result = project.runpytest(
+            "experiments/", "--ladder=bad", f"--prompts-dir={project.path / 'few'}"
+        )
+        result.assert_outcomes(passed=4, errors=4)
+        result.stdout.fnmatch_lines(
+            [
+                "*session 02_ngram-simple_c1: the server exited with status 1 while loading*",
+                "*unknown speculative type: no-such-type*",
+            ]
+        )
+        run = only_run(project.path)
+        info = json.loads((run / "sessions" / "02_ngram-simple_c1.json").read_text())
+        assert "exited with status" in info["error"] and info["measured"] == 0
+        assert servers_of(server_bin) == []
+
+    def test_occupied_port_is_named(self, project: pytest.Pytester, server_bin: Path) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            port = s.getsockname()[1]
+            result = project.runpytest(
+                "experiments/",
+                "--ladder=small",
+                f"--port={port}",
+                f"--prompts-dir={project.path / 'few'}",
+            )
+        result.assert_outcomes(errors=8)
+        result.stdout.fnmatch_lines([f"*port {port} on 127.0.0.1 is already in use*"])
+
+    def test_kill_9_of_pytest_leaves_no_server_and_whole_lines(
+        self, project: pytest.Pytester, server_bin: Path
+    ) -> None:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "experiments/",
+                "--ladder=small",
+                "--max-tokens=64",
+                f"--prompts-dir={project.path / 'few'}",
+                "-p",
+                "no:cacheprovider",
+            ],
+            cwd=project.path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                recs = list(project.path.glob("runs/*/*/records/*.jsonl"))
+                if recs and recs[0].read_text().count("\n") >= 1:
+                    break
+                time.sleep(0.05)
+            else:
+                pytest.fail("the run wrote no record within 120 s")
+            children = [
+                c for c in psutil.Process(proc.pid).children() if c.exe() == str(server_bin)
+            ]
+            assert children, "a server should be running mid-session"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            _, alive = psutil.wait_procs(children, timeout=5)
+            assert alive == []
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        for f in project.path.glob("runs/*/*/records/*.jsonl"):
+            rows, bad = read_records(f)
+            assert bad == 0 and rows

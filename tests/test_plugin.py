@@ -1,0 +1,160 @@
+"""Plugin behaviour without a server: collection, ids, -k, run order, option errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def experiments(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A copy of the shipped experiments directory inside a pytester sandbox."""
+    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+    return pytester
+
+
+def ids(result: pytest.RunResult) -> list[str]:
+    return [
+        line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_decode[" in line
+    ]
+
+
+def sessions(item_ids: list[str]) -> list[str]:
+    out: list[str] = []
+    for i in item_ids:
+        s = i.rsplit("-", 1)[0]
+        if not out or out[-1] != s:
+            out.append(s)
+    return out
+
+
+class TestCollection:
+    def test_cpu_demo_collects_96_in_counterbalanced_order(
+        self, experiments: pytest.Pytester
+    ) -> None:
+        result = experiments.runpytest("experiments/", "--ladder=cpu-demo", "--collect-only", "-q")
+        got = ids(result)
+        assert len(got) == 96
+        assert sessions(got) == [
+            "c1-none",
+            "c1-ngram-simple",
+            "c1-ngram-mod",
+            "c2-ngram-mod",
+            "c2-ngram-simple",
+            "c2-none",
+        ]
+        assert got[:2] == ["c1-none-prose_01", "c1-none-prose_02"]
+        assert got[15] == "c1-none-structured_08"
+        assert not (experiments.path / "runs").exists()
+
+    def test_k_keeps_run_order(self, experiments: pytest.Pytester) -> None:
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", "-k", "ngram-mod and c2", "--collect-only", "-q"
+        )
+        got = ids(result)
+        assert len(got) == 16 and sessions(got) == ["c2-ngram-mod"]
+        result.stdout.fnmatch_lines(["*16/96 tests collected (80 deselected)*"])
+
+    def test_k_prose_spans_every_session(self, experiments: pytest.Pytester) -> None:
+        got = ids(
+            experiments.runpytest(
+                "experiments/", "--ladder=cpu-demo", "-k", "prose", "--collect-only", "-q"
+            )
+        )
+        assert len(got) == 48 and len(sessions(got)) == 6
+        assert all("prose" in i for i in got)
+
+    def test_cycles_and_subset_override_the_ladder(self, experiments: pytest.Pytester) -> None:
+        got = ids(
+            experiments.runpytest(
+                "experiments/",
+                "--ladder=cpu-demo",
+                "--cycles",
+                "3",
+                "--subset",
+                "structured",
+                "--collect-only",
+                "-q",
+            )
+        )
+        assert len(got) == 3 * 3 * 8
+        assert sessions(got)[-3:] == ["c3-none", "c3-ngram-simple", "c3-ngram-mod"]
+
+    def test_prompts_dir(self, experiments: pytest.Pytester) -> None:
+        d = experiments.path / "mine"
+        d.mkdir()
+        (d / "prose_01.txt").write_text("Tell me a story.")
+        got = ids(
+            experiments.runpytest(
+                "experiments/", "--ladder=cpu-demo", f"--prompts-dir={d}", "--collect-only", "-q"
+            )
+        )
+        assert got == [
+            f"{s}-prose_01"
+            for s in (
+                "c1-none",
+                "c1-ngram-simple",
+                "c1-ngram-mod",
+                "c2-ngram-mod",
+                "c2-ngram-simple",
+                "c2-none",
+            )
+        ]
+
+    def test_ladder_by_path(self, experiments: pytest.Pytester) -> None:
+        path = experiments.path / "experiments" / "ladders" / "lowerarm-cpu.toml"
+        got = ids(experiments.runpytest("experiments/", f"--ladder={path}", "--collect-only", "-q"))
+        assert sessions(got)[:3] == ["c1-none", "c1-gate_0.10", "c1-gate_0.25"]
+
+    def test_without_ladder_measurements_skip_with_the_reason(
+        self, experiments: pytest.Pytester
+    ) -> None:
+        result = experiments.runpytest("experiments/", "-rs")
+        result.assert_outcomes(skipped=1)
+        result.stdout.fnmatch_lines(
+            ["*no --ladder given: run e.g. pytest experiments/ --ladder=cpu-demo*"]
+        )
+
+
+class TestUsageErrors:
+    def run_error(self, pytester: pytest.Pytester, *args: str) -> str:
+        result = pytester.runpytest("experiments/", *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "Traceback" not in result.stdout.str() + result.stderr.str()
+        return result.stderr.str()
+
+    def test_lowerarm_needs_model(self, experiments: pytest.Pytester) -> None:
+        err = self.run_error(experiments, "--ladder=lowerarm")
+        assert "needs --model" in err and "MTP" in err
+
+    def test_unknown_ladder_lists_available(self, experiments: pytest.Pytester) -> None:
+        err = self.run_error(experiments, "--ladder=nope")
+        assert "available: cpu-demo, lowerarm, lowerarm-cpu" in err
+
+    def test_bad_override(self, experiments: pytest.Pytester) -> None:
+        err = self.run_error(experiments, "--ladder=cpu-demo", "--max-tokens", "1")
+        assert "command line: max_tokens is 1" in err
+
+    def test_xdist_is_refused(self, experiments: pytest.Pytester) -> None:
+        err = self.run_error(experiments, "--ladder=cpu-demo", "-n", "2")
+        assert "one server at a time" in err
+
+    def test_missing_server_binary_names_the_fix(self, experiments: pytest.Pytester) -> None:
+        result = experiments.runpytest(
+            "experiments/",
+            "--ladder=cpu-demo",
+            "--server-bin",
+            "/nonexistent/llama-server",
+            "-k",
+            "c1-none-prose_01",
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert (
+            "--server-bin names '/nonexistent/llama-server'"
+            in result.stdout.str() + result.stderr.str()
+        )
+        assert not (experiments.path / "runs").exists()
