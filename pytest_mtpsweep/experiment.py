@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
-from . import __version__, provision, server
+from . import __version__, gpu, preflight, provision, server
 from .client import Measurement, RequestSpec, stream_chat
 from .ladder import (
     Ladder,
@@ -42,6 +43,16 @@ OVERRIDES = {
 
 class ExperimentError(Exception):
     """Bad options or a run that cannot proceed; the message is one sentence with the fix."""
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    """The command line's say over preflight."""
+
+    waive: frozenset[str] = frozenset()
+    against: Path | None = None
+    verify_digests: bool = False
+    server_build: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,15 +162,60 @@ class Experiment:
 
     # -- the run ------------------------------------------------------------------------
 
-    def begin(self, cases: list[Case]) -> None:
-        """Resolve server and model, create the run directory and write the plan."""
+    def resolve(self) -> Path:
+        """Find the server and the model; fix the run id and the run directory's path."""
         lad = self.ladder
         self.server_bin = provision.resolve_server_bin(self.cli_server_bin, lad.server_bin)
         self.server_version = provision.server_version(self.server_bin.path)
         self.model_path = provision.resolve_model(lad.model)
         self.run_id = new_run_id()
-        path = self.run_dir_opt or self.runs_root / lad.name / self.run_id
-        self.run_dir = RunDir.create(path)
+        return self.run_dir_opt or self.runs_root / lad.name / self.run_id
+
+    def model_files(self) -> tuple[Path, ...]:
+        """The model and any draft model a treatment names."""
+        files = [self.model_path] if self.model_path else []
+        for t in self.ladder.treatments:
+            args = self._subst(t.args)
+            for flag in ("-md", "--model-draft"):
+                if flag in args[:-1]:
+                    files.append(Path(args[args.index(flag) + 1]).resolve())
+        return tuple(dict.fromkeys(files))
+
+    def run_preflight(
+        self, run_path: Path, opts: PreflightOptions
+    ) -> list[preflight.PreflightItem]:
+        """Every preflight item for this run, before anything starts."""
+        assert self.server_bin is not None
+        lad, pre = self.ladder, self.ladder.preflight
+        inputs = preflight.PreflightInputs(
+            run_dir=run_path,
+            server_bin=self.server_bin.path,
+            expected_build=opts.server_build or pre.server_build,
+            ports=(lad.port,) if lad.port else (),
+            host=lad.host,
+            model_files=self.model_files(),
+            ram_floor_gb=pre.ram_floor_gb,
+            disk_floor_gb=pre.disk_floor_gb,
+            must_be_inactive_processes=pre.inactive_processes,
+            must_be_inactive_units=pre.inactive_units,
+            launchers={},
+            experiments_dir=lad.path.parent.parent,
+            ladder_file=lad.path,
+            prompt_set_digest=self.prompt_set_digest,
+            package_version=__version__,
+        )
+        return preflight.run_preflight(
+            inputs, waive=opts.waive, against=opts.against, verify_digests=opts.verify_digests
+        )
+
+    def begin(
+        self, cases: list[Case], run_path: Path, checks: list[preflight.PreflightItem]
+    ) -> None:
+        """Create the run directory; write the preflight and the plan."""
+        lad = self.ladder
+        assert self.server_bin is not None, "resolve() comes first"
+        self.run_dir = RunDir.create(run_path)
+        preflight.write_preflight_json(checks, run_path / "preflight.json")
         seen: dict[SessionSlot, int] = {}
         for c in cases:
             seen[c.slot] = seen.get(c.slot, 0) + 1
@@ -288,13 +344,14 @@ class Experiment:
                 "n_ctx": (props.get("default_generation_settings") or {}).get("n_ctx"),
                 "model_path": props.get("model_path"),
                 "rss_after_load_bytes": server.rss_bytes(proc.pid),
+                "gpu_used_mib_after_load": gpu.used_mib(),
             }
         )
-        treatment_args = self._treatment_args(slot)
-        if not _contains(argv, treatment_args):
-            info["error"] = f"the running server's argv lacks the treatment flags {treatment_args}"
+        witness_error = self._witness_error(slot, argv, info["n_ctx"])
+        if witness_error:
+            info["error"] = witness_error
             self.close_session(live)
-            raise server.ServerError(info["error"] + "; check the launcher or ladder.")
+            raise server.ServerError(witness_error)
         warm = stream_chat(
             live.http, spec.base_url, WARMUP_PROMPT, self._request_spec(slot, WARMUP_TOKENS)
         )
@@ -309,6 +366,21 @@ class Experiment:
             self.close_session(live)
             raise server.ServerError(info["error"])
         return live
+
+    def _witness_error(self, slot: SessionSlot, argv: list[str], n_ctx: Any) -> str | None:
+        """The identity witnesses a session must pass before it may measure anything."""
+        treatment_args = self._treatment_args(slot)
+        if not _contains(argv, treatment_args):
+            return (
+                f"the running server's argv lacks the treatment flags {treatment_args}; "
+                "check the launcher or the ladder."
+            )
+        if n_ctx is not None and n_ctx != self.ladder.ctx_size:
+            return (
+                f"the server serves n_ctx {n_ctx}, not the requested {self.ladder.ctx_size}; "
+                "use --parallel 1 in server.args or set ctx_size to what each slot gets."
+            )
+        return None
 
     def _request_spec(self, slot: SessionSlot, max_tokens: int | None = None) -> RequestSpec:
         lad = self.ladder
@@ -355,7 +427,13 @@ class Experiment:
         live.http.close()  # idle keep-alive connections would hold up the server's shutdown
         if live.proc is not None:
             info["props_end"] = server.props(live.proc.spec.base_url) if live.proc.alive() else {}
+            info["props_changed"] = server.props_diff(
+                info.get("props_start") or {}, info["props_end"]
+            )
+            info["props_stable"] = bool(info["props_end"]) and not info["props_changed"]
             release = server.stop(live.proc)
+            info["gpu_used_mib_after_release"] = gpu.used_mib()
+            info["host_available_mib_after_release"] = psutil.virtual_memory().available // 2**20
             info["release"] = {
                 "released": release.released,
                 "exit_code": release.exit_code,

@@ -33,6 +33,17 @@ class AnalysisConfig:
 
 
 @dataclass(frozen=True)
+class PreflightConfig:
+    """What the rig must look like before a run starts."""
+
+    server_build: str | None = None
+    ram_floor_gb: float | None = None
+    disk_floor_gb: float | None = None
+    inactive_processes: tuple[str, ...] = ()
+    inactive_units: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Ladder:
     """An experiment definition, after command-line overrides are applied."""
 
@@ -59,6 +70,7 @@ class Ladder:
     note: str
     requires_model: str
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    preflight: PreflightConfig = field(default_factory=PreflightConfig)
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:
@@ -119,6 +131,7 @@ _TOP: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "server": (dict, True),
     "treatments": (list, True),
     "analysis": (dict, False),
+    "preflight": (dict, False),
 }
 _MODEL: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "path": (str, False),
@@ -141,6 +154,13 @@ _ANALYSIS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "margin_pct": ((int, float), False),
     "tiebreak_pp": ((int, float), False),
     "primary_endpoint": (str, False),
+}
+_PREFLIGHT: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "server_build": (str, False),
+    "ram_floor_gb": ((int, float), False),
+    "disk_floor_gb": ((int, float), False),
+    "inactive_processes": (list, False),
+    "inactive_units": (list, False),
 }
 SUBSETS = ("prose", "structured", "both")
 
@@ -200,6 +220,8 @@ def load_ladder(path: Path) -> Ladder:
     _check_table(server, _SERVER, "server.", path)
     analysis_raw = raw.get("analysis", {})
     _check_table(analysis_raw, _ANALYSIS, "analysis.", path)
+    pre = raw.get("preflight", {})
+    _check_table(pre, _PREFLIGHT, "preflight.", path)
 
     treatments: list[Treatment] = []
     for i, t in enumerate(raw["treatments"]):
@@ -261,6 +283,17 @@ def load_ladder(path: Path) -> Ladder:
             margin_pct=float(analysis_raw.get("margin_pct", 1.0)),
             tiebreak_pp=float(analysis_raw.get("tiebreak_pp", 1.0)),
             primary_endpoint=analysis_raw.get("primary_endpoint", "primary"),
+        ),
+        preflight=PreflightConfig(
+            server_build=pre.get("server_build"),
+            ram_floor_gb=pre.get("ram_floor_gb"),
+            disk_floor_gb=pre.get("disk_floor_gb"),
+            inactive_processes=_str_list(
+                pre.get("inactive_processes", []), "preflight.inactive_processes", path
+            ),
+            inactive_units=_str_list(
+                pre.get("inactive_units", []), "preflight.inactive_units", path
+            ),
         ),
     )
     validate(ladder, path)

@@ -10,8 +10,9 @@ import pytest
 
 from . import server
 from .client import Measurement
-from .experiment import Case, Experiment, ExperimentError, LiveSession, row_table
+from .experiment import Case, Experiment, ExperimentError, LiveSession, PreflightOptions, row_table
 from .ladder import SUBSETS, LadderError
+from .preflight import PreflightError, failures, render_fixes, render_table
 from .prompts import PromptError
 from .provision import ProvisionError
 
@@ -69,6 +70,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="mtpsweep_placement",
         metavar="TEXT",
         help="how the model is placed on the hardware (a comparability key)",
+    )
+    g.addoption(
+        "--preflight-only",
+        dest="mtpsweep_preflight_only",
+        action="store_true",
+        help="run the preflight checks, print the table, start nothing",
+    )
+    g.addoption(
+        "--waive",
+        dest="mtpsweep_waive",
+        action="append",
+        default=[],
+        metavar="ITEM",
+        help="let this preflight item fail without stopping the run (recorded)",
+    )
+    g.addoption(
+        "--against",
+        dest="mtpsweep_against",
+        metavar="RUN_DIR",
+        help="say per preflight item whether it is identical to that earlier run's",
+    )
+    g.addoption(
+        "--verify-digests",
+        dest="mtpsweep_verify_digests",
+        action="store_true",
+        help="re-hash model files instead of trusting the digest cache",
+    )
+    g.addoption(
+        "--server-build",
+        dest="mtpsweep_server_build",
+        metavar="BUILD",
+        help="the server build this run must use, e.g. 515e85511 or b11434",
     )
 
 
@@ -147,17 +180,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Before the first measurement: resolve server and model, create the run directory."""
-    exp = session.config.stash.get(EXPERIMENT, None)
-    if exp is None or session.config.option.collectonly:
+    """Before the first measurement: preflight, then create the run directory."""
+    config = session.config
+    exp = config.stash.get(EXPERIMENT, None)
+    only = config.getoption("mtpsweep_preflight_only")
+    if exp is None or (config.option.collectonly and not only):
         return
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
-    if not cases:
+    if not cases and not only:
         return
+    opts = PreflightOptions(
+        waive=frozenset(config.getoption("mtpsweep_waive")),
+        against=Path(a) if (a := config.getoption("mtpsweep_against")) else None,
+        verify_digests=config.getoption("mtpsweep_verify_digests"),
+        server_build=config.getoption("mtpsweep_server_build"),
+    )
     try:
-        exp.begin(cases)
-    except _USER_ERRORS as exc:
+        run_path = exp.resolve()
+        checks = exp.run_preflight(run_path, opts)
+    except (*_USER_ERRORS, PreflightError) as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.section("mtpsweep preflight")
+        reporter.write_line(render_table(checks))
+    failed = failures(checks)
+    if only:
+        pytest.exit(
+            f"preflight only: {len(failed)} item(s) failed"
+            if failed
+            else "preflight only: all items pass",
+            returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
+        )
+    if failed:
+        pytest.exit(
+            "preflight failed, so no server was started:\n" + render_fixes(failed),
+            returncode=pytest.ExitCode.TESTS_FAILED,
+        )
+    exp.begin(cases, run_path, checks)
     assert exp.run_dir is not None
     session.config.stash[RESULT_DIR] = exp.run_dir.path
 

@@ -431,9 +431,9 @@ def _bind_error(host: str, port: int) -> str | None:
     except socket.gaierror as exc:
         return f"cannot resolve {host}: {exc.strerror}"
     with socket.socket(family, kind, proto) as sock:
-        # SO_REUSEADDR would let the bind succeed beside a lingering socket the server
-        # itself might trip over; test the strict case.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
+        # llama-server (cpp-httplib) binds with SO_REUSEADDR, so only a listener stops it; a
+        # TIME_WAIT socket left by the previous run's last connection must not fail preflight.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(address)
         except OSError as exc:

@@ -211,6 +211,18 @@ def props(base_url: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def props_diff(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two /props snapshots."""
+    changed: list[str] = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changed += props_diff(a, b, f"{prefix}{key}.")
+        elif a != b:
+            changed.append(f"{prefix}{key}")
+    return changed
+
+
 def rss_bytes(pid: int) -> int | None:
     try:
         p = psutil.Process(pid)

@@ -148,6 +148,8 @@ class TestSmallLadder:
             assert info["load_s"] > 0 and info["rss_after_load_bytes"] > 100 * 2**20
             assert info["released"] is True and info["warmup"]["valid"] is True
             assert info["measured"] == info["valid"] == 2
+            assert info["props_stable"] is True and info["props_changed"] == []
+            assert info["props_end"]["model_alias"] == info["alias"]
         flags = sorted((run / "servers").glob("*.flags.txt"))
         assert len(flags) == 4
         assert (
@@ -208,6 +210,20 @@ class TestFailures:
         run = only_run(project.path)
         info = json.loads((run / "sessions" / "02_ngram-simple_c1.json").read_text())
         assert "exited with status" in info["error"] and info["measured"] == 0
+        assert servers_of(server_bin) == []
+
+    def test_served_context_must_match_the_request(self, project: pytest.Pytester, server_bin: Path) -> None:
+        # Four slots share the 2048 context, so each serves 512: the witness must refuse it.
+        (project.path / "experiments" / "ladders" / "np.toml").write_text(
+            SMALL.replace('args = ["--parallel", "1"]', 'args = ["--parallel", "4"]')
+        )
+        result = project.runpytest(
+            "experiments/", "--ladder=np", f"--prompts-dir={project.path / 'few'}", "-k", "c1-none"
+        )
+        result.assert_outcomes(errors=2)
+        result.stdout.fnmatch_lines(["*serves n_ctx 512, not the requested 2048*"])
+        info = json.loads((only_run(project.path) / "sessions" / "01_none_c1.json").read_text())
+        assert info["released"] is True and info["argv"][-2:] == ["--parallel", "4"]
         assert servers_of(server_bin) == []
 
     def test_occupied_port_is_named(self, project: pytest.Pytester, server_bin: Path) -> None:

@@ -158,3 +158,72 @@ class TestUsageErrors:
             in result.stdout.str() + result.stderr.str()
         )
         assert not (experiments.path / "runs").exists()
+
+
+class TestPreflightGate:
+    """Preflight against the real server binary: a failing item stops the run before any server."""
+
+    def test_occupied_port_stops_the_run_before_any_server(
+        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        import socket
+
+        from tests.test_integration import servers_of
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            port = s.getsockname()[1]
+            result = experiments.runpytest(
+                "experiments/", "--ladder=cpu-demo", f"--port={port}", "-k", "c1-none-prose_01"
+            )
+            assert servers_of(server_bin) == []
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        out = result.stdout.str()
+        assert "mtpsweep preflight" in out and f"{port}: Address already in use" in out
+        assert f"ports: Stop whatever holds port {port} on 127.0.0.1" in out
+        assert "no server was started" in out
+        assert not (experiments.path / "runs").exists()
+
+    def test_waived_item_lets_the_run_proceed_and_is_recorded(
+        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", "--preflight-only", "--server-build=deadbeef",
+        )
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(["*server_version*deadbeef*fail*"])
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", "--preflight-only", "--server-build=deadbeef",
+            "--waive=server_version",
+        )
+        assert result.ret == pytest.ExitCode.OK
+        result.stdout.fnmatch_lines(["*server_version*deadbeef*waived*"])
+
+    def test_against_reports_a_touched_model(
+        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path, tmp_path: Path
+    ) -> None:
+        import json
+        import os
+
+        model = tmp_path / "copy.gguf"
+        shutil.copyfile(model_path, model)
+        first = experiments.path / "first"
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", f"--model={model}", f"--run-dir={first}",
+            "-k", "c1-none-prose_01", "--max-tokens=4", "--port=0",
+        )
+        result.assert_outcomes(passed=1, deselected=95)
+        items = {i["name"]: i for i in json.loads((first / "preflight.json").read_text())}
+        assert items["model:copy.gguf"]["verdict"] == "pass"
+
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", f"--model={model}", f"--against={first}", "--preflight-only"
+        )
+        result.stdout.fnmatch_lines(["*model:copy.gguf*pass*yes*"])
+        st = model.stat()
+        os.utime(model, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", f"--model={model}", f"--against={first}", "--preflight-only"
+        )
+        result.stdout.fnmatch_lines(["*model:copy.gguf*pass*no*"])
