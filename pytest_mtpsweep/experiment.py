@@ -198,7 +198,7 @@ class Experiment:
             disk_floor_gb=pre.disk_floor_gb,
             must_be_inactive_processes=pre.inactive_processes,
             must_be_inactive_units=pre.inactive_units,
-            launchers={},
+            launchers=self._launcher_pins(),
             experiments_dir=lad.path.parent.parent,
             ladder_file=lad.path,
             prompt_set_digest=self.prompt_set_digest,
@@ -207,6 +207,12 @@ class Experiment:
         return preflight.run_preflight(
             inputs, waive=opts.waive, against=opts.against, verify_digests=opts.verify_digests
         )
+
+    def _launcher_pins(self) -> dict[str, tuple[Path, str | None]]:
+        lau = self.ladder.launchers
+        if lau is None:
+            return {}
+        return {"launch": (lau.launch, lau.launch_sha256), "stop": (lau.stop, lau.stop_sha256)}
 
     def begin(
         self, cases: list[Case], run_path: Path, checks: list[preflight.PreflightItem]
@@ -296,14 +302,27 @@ class Experiment:
         assert self.run_dir is not None and self.server_bin is not None
         lad = self.ladder
         port = lad.port or server.free_port(lad.host)
+        launcher = None
+        log_path = self.run_dir.path / "servers" / f"{slot.name}.log"
+        if lad.launchers is not None:
+            session_dir = self.run_dir.path / "servers" / slot.name
+            launcher = server.Launcher(
+                lad.launchers.launch,
+                lad.launchers.stop,
+                slot.treatment,
+                session_dir,
+                timeout_s=max(120.0, lad.ready_timeout_s),
+            )
+            log_path = session_dir / "server.log"
         spec = server.LaunchSpec(
             server_bin=self.server_bin.path,
             argv_tail=self._argv_tail(slot),
             host=lad.host,
             port=port,
             alias=self.alias(slot.treatment),
-            log_path=self.run_dir.path / "servers" / f"{slot.name}.log",
+            log_path=log_path,
             ready_timeout_s=lad.ready_timeout_s,
+            launcher=launcher,
         )
         info: dict[str, Any] = {
             "session": slot.name,
@@ -320,6 +339,11 @@ class Experiment:
             "started_at": utc_now_iso(),
             **self.keyed,
         }
+        if lad.launchers is not None:
+            info["launchers"] = {
+                name: {"path": str(path), "sha256": preflight.file_digest(path, cache=None)}
+                for name, (path, _) in self._launcher_pins().items()
+            }
         # One fresh connection per request: a kept-alive socket that the server has just closed
         # would turn into a spurious failed measurement. trust_env=False keeps proxies off loopback.
         http = httpx.Client(trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))

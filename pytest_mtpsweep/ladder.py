@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,16 @@ class PreflightConfig:
 
 
 @dataclass(frozen=True)
+class ExternalLaunchers:
+    """A rig's own launch/stop executables, with optional pinned sha256 digests."""
+
+    launch: Path
+    stop: Path
+    launch_sha256: str | None = None
+    stop_sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class Ladder:
     """An experiment definition, after command-line overrides are applied."""
 
@@ -71,6 +82,7 @@ class Ladder:
     requires_model: str
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
+    launchers: ExternalLaunchers | None = None
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:
@@ -145,6 +157,10 @@ _SERVER: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "port": (int, False),
     "ctx_size": (int, False),
     "ready_timeout_s": ((int, float), False),
+    "launch": (str, False),
+    "stop": (str, False),
+    "launch_sha256": (str, False),
+    "stop_sha256": (str, False),
 }
 _TREATMENT: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "key": (str, True),
@@ -297,7 +313,29 @@ def load_ladder(path: Path) -> Ladder:
         ),
     )
     validate(ladder, path)
-    return ladder
+    return ladder.replace(launchers=_launchers(server, path))
+
+
+def _launchers(server: dict[str, Any], path: Path) -> ExternalLaunchers | None:
+    if "launch" not in server and "stop" not in server:
+        return None
+    if "launch" not in server or "stop" not in server:
+        raise LadderError(
+            f"{path}: server.launch and server.stop come as a pair; give both or neither."
+        )
+    found: list[Path] = []
+    for key in ("launch", "stop"):
+        p = Path(server[key]).expanduser()
+        p = (p if p.is_absolute() else path.parent / p).resolve()
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise LadderError(
+                f"{path}: server.{key} names {p}, which is not an executable file; fix the path "
+                "(relative paths start at the ladder's directory) or chmod +x it."
+            )
+        found.append(p)
+    return ExternalLaunchers(
+        found[0], found[1], server.get("launch_sha256"), server.get("stop_sha256")
+    )
 
 
 def validate(ladder: Ladder, where: Path | str) -> None:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +27,25 @@ class ServerError(Exception):
 
 
 @dataclass(frozen=True)
+class Launcher:
+    """An external launch/stop pair for rigs that must start servers their own way.
+
+    Called as `launch TREATMENT PORT SESSION_DIR -- SERVER_ARGV...` (it starts the server in the
+    background and writes its pid to SESSION_DIR/server.pid) and `stop TREATMENT PORT SESSION_DIR`.
+    """
+
+    launch: Path
+    stop: Path
+    treatment: str
+    session_dir: Path
+    timeout_s: float = 120.0
+
+    @property
+    def pid_file(self) -> Path:
+        return self.session_dir / "server.pid"
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """Everything needed to start one server for one treatment."""
 
@@ -38,6 +57,7 @@ class LaunchSpec:
     log_path: Path
     ready_timeout_s: float = 300.0
     stop_timeout_s: float = 10.0
+    launcher: Launcher | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -72,24 +92,28 @@ class Release:
 
 @dataclass
 class ServerProcess:
-    """A running llama-server, owned by this pytest process and killed with it."""
+    """A running server: our child (killed with us), or a launcher's (stopped by its stop script)."""
 
     spec: LaunchSpec
-    proc: subprocess.Popen[bytes]
-    log: IO[bytes]
+    pid: int
+    popen: subprocess.Popen[bytes] | None
+    log: IO[bytes] | None
     load_s: float = 0.0
-    witnesses: dict[str, Any] = field(default_factory=dict)
     release: Release | None = None
 
     def __hash__(self) -> int:
         return id(self)
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def exit_code(self) -> int | None:
+        """The exit status once the server has gone; None while it runs."""
+        if self.popen is not None:
+            return self.popen.poll()
+        if psutil.pid_exists(self.pid) and not _is_zombie(self.pid):
+            return None
+        return -1  # not our child: the status is the launcher's to know
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.exit_code() is None
 
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:
@@ -146,17 +170,8 @@ def start(spec: LaunchSpec) -> ServerProcess:
             "--port with a free one."
         )
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = spec.log_path.open("ab")
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        spec.argv,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so a stop reaches everything it spawned
-        preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
-    )
-    server = ServerProcess(spec, proc, log)
+    server = _launch(spec) if spec.launcher else _spawn(spec)
     _live.add(server)
     try:
         _wait_ready(server, t0)
@@ -167,12 +182,56 @@ def start(spec: LaunchSpec) -> ServerProcess:
     return server
 
 
+def _spawn(spec: LaunchSpec) -> ServerProcess:
+    log = spec.log_path.open("ab")
+    proc = subprocess.Popen(
+        spec.argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so a stop reaches everything it spawned
+        preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
+    )
+    return ServerProcess(spec, proc.pid, proc, log)
+
+
+def _launch(spec: LaunchSpec) -> ServerProcess:
+    lau = spec.launcher
+    assert lau is not None
+    lau.session_dir.mkdir(parents=True, exist_ok=True)
+    argv = [str(lau.launch), lau.treatment, str(spec.port), str(lau.session_dir), "--", *spec.argv]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=lau.timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ServerError(
+            f"launcher {lau.launch} did not return within {lau.timeout_s:.0f} s; it must start the "
+            "server in the background and exit."
+        ) from None
+    with spec.log_path.open("ab") as log:
+        log.write(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise ServerError(
+            f"launcher {lau.launch} exited with status {done.returncode}; its output:\n"
+            f"{(done.stdout + done.stderr).decode(errors='replace')[-2000:]}"
+        )
+    try:
+        pid = int(lau.pid_file.read_text().strip())
+    except (OSError, ValueError):
+        raise ServerError(
+            f"launcher {lau.launch} wrote no pid to {lau.pid_file}; it must write the server's "
+            "pid there."
+        ) from None
+    return ServerProcess(spec, pid, None, None)
+
+
 def _wait_ready(server: ServerProcess, t0: float) -> None:
     spec = server.spec
     deadline = t0 + spec.ready_timeout_s
     with httpx.Client(timeout=2.0) as client:
         while True:
-            code = server.proc.poll()
+            code = server.exit_code()
             if code is not None:
                 raise ServerError(
                     f"the server exited with status {code} while loading "
@@ -238,21 +297,23 @@ def stop(server: ServerProcess) -> Release:
     if server.release is not None:
         return server.release
     t0 = time.monotonic()
-    proc, spec = server.proc, server.spec
+    spec = server.spec
     signal_used = "none (already exited)"
-    if proc.poll() is None:
+    if spec.launcher is not None:
+        signal_used = _stop_with_launcher(server)
+    elif server.alive():
         signal_used = "SIGTERM"
-        _killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=spec.stop_timeout_s)
-        except subprocess.TimeoutExpired:
+        _killpg(server.pid, signal.SIGTERM)
+        if not _wait_gone(server, spec.stop_timeout_s):
             signal_used = "SIGKILL"
-            _killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-    # Children in the group that outlived the leader are killed too.
-    _killpg(proc.pid, signal.SIGKILL)
-    server.log.close()
-    gone = not psutil.pid_exists(proc.pid) or _is_zombie(proc.pid)
+            _killpg(server.pid, signal.SIGKILL)
+            _wait_gone(server, 30)
+    if spec.launcher is None:
+        # Children in the group that outlived the leader are killed too.
+        _killpg(server.pid, signal.SIGKILL)
+    if server.log is not None:
+        server.log.close()
+    gone = not psutil.pid_exists(server.pid) or _is_zombie(server.pid)
     free = False
     for _ in range(100):  # the kernel can take a moment to release the socket
         free = port_is_free(spec.host, spec.port)
@@ -269,7 +330,7 @@ def stop(server: ServerProcess) -> Release:
     )
     server.release = Release(
         released=gone and free,
-        exit_code=proc.returncode,
+        exit_code=server.popen.returncode if server.popen else None,
         signal_used=signal_used,
         stop_s=time.monotonic() - t0,
         port_free=free,
@@ -277,6 +338,45 @@ def stop(server: ServerProcess) -> Release:
     )
     _live.discard(server)
     return server.release
+
+
+def _wait_gone(server: ServerProcess, timeout_s: float) -> bool:
+    if server.popen is not None:
+        try:
+            server.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    deadline = time.monotonic() + timeout_s
+    while server.alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stop_with_launcher(server: ServerProcess) -> str:
+    """Run the rig's stop script; if the server outlives it, kill the pid ourselves."""
+    lau, spec = server.spec.launcher, server.spec
+    assert lau is not None
+    argv = [str(lau.stop), lau.treatment, str(spec.port), str(lau.session_dir)]
+    how = f"stop script {lau.stop.name}"
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=lau.timeout_s, check=False
+        )
+        with spec.log_path.open("ab") as log:
+            log.write(done.stdout + done.stderr)
+        if done.returncode != 0:
+            how += f" (exit {done.returncode})"
+    except subprocess.TimeoutExpired:
+        how += " (timed out)"
+    if not _wait_gone(server, spec.stop_timeout_s):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(server.pid).kill()
+        _wait_gone(server, 30)
+        how += ", then SIGKILL"
+    return how
 
 
 def _killpg(pid: int, sig: signal.Signals) -> None:

@@ -212,7 +212,9 @@ class TestFailures:
         assert "exited with status" in info["error"] and info["measured"] == 0
         assert servers_of(server_bin) == []
 
-    def test_served_context_must_match_the_request(self, project: pytest.Pytester, server_bin: Path) -> None:
+    def test_served_context_must_match_the_request(
+        self, project: pytest.Pytester, server_bin: Path
+    ) -> None:
         # Four slots share the 2048 context, so each serves 512: the witness must refuse it.
         (project.path / "experiments" / "ladders" / "np.toml").write_text(
             SMALL.replace('args = ["--parallel", "1"]', 'args = ["--parallel", "4"]')
@@ -284,3 +286,73 @@ class TestFailures:
         for f in project.path.glob("runs/*/*/records/*.jsonl"):
             rows, bad = read_records(f)
             assert bad == 0 and rows
+
+
+class TestExternalLaunchers:
+    @pytest.fixture
+    def launched(self, project: pytest.Pytester) -> pytest.Pytester:
+        shutil.copytree(REPO / "launchers", project.path / "launchers")
+        ladder = SMALL.replace(
+            "[server]",
+            '[server]\nlaunch = "../../launchers/serve.sh"\nstop = "../../launchers/stop.sh"',
+        )
+        (project.path / "experiments" / "ladders" / "ext.toml").write_text(ladder)
+        return project
+
+    def test_reference_pair_runs_every_treatment(
+        self, launched: pytest.Pytester, server_bin: Path
+    ) -> None:
+        result = launched.runpytest(
+            "experiments/", "--ladder=ext", f"--prompts-dir={launched.path / 'few'}"
+        )
+        result.assert_outcomes(passed=8)
+        run = only_run(launched.path)
+        info = json.loads((run / "sessions" / "02_ngram-simple_c1.json").read_text())
+        assert info["argv"][-2:] == ["--spec-type", "ngram-simple"]
+        assert info["launchers"]["launch"]["path"].endswith("launchers/serve.sh")
+        assert len(info["launchers"]["launch"]["sha256"]) == 64
+        assert info["released"] is True and "stop script stop.sh" in info["release"]["signal"]
+        pid = int((run / "servers" / "02_ngram-simple_c1" / "server.pid").read_text())
+        assert info["pid"] == pid and not psutil.pid_exists(pid)
+        items = {i["name"]: i for i in json.loads((run / "preflight.json").read_text())}
+        assert items["launcher:launch"]["verdict"] == "pass"
+        assert servers_of(server_bin) == []
+
+    def test_changed_launcher_fails_preflight(self, launched: pytest.Pytester) -> None:
+        ladder = launched.path / "experiments" / "ladders" / "ext.toml"
+        ladder.write_text(
+            ladder.read_text().replace("[server]", f'[server]\nlaunch_sha256 = "{"0" * 64}"')
+        )
+        result = launched.runpytest(
+            "experiments/", "--ladder=ext", f"--prompts-dir={launched.path / 'few'}"
+        )
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(["*launcher:launch*fail*", "*no server was started*"])
+        assert not (launched.path / "runs").exists()
+
+    def test_launcher_that_drops_treatment_flags_is_caught(
+        self, launched: pytest.Pytester, server_bin: Path
+    ) -> None:
+        # A launcher that "forgets" the treatment: it strips --spec-type and its value.
+        bad = launched.path / "launchers" / "forgetful.sh"
+        bad.write_text(
+            "#!/usr/bin/env bash\n"
+            "d=$3; shift 4; args=(); skip=0\n"
+            'for a in "$@"; do if [ $skip = 1 ]; then skip=0; continue; fi\n'
+            '  if [ "$a" = --spec-type ]; then skip=1; continue; fi; args+=("$a"); done\n'
+            'mkdir -p "$d"; setsid "${args[@]}" >>"$d/server.log" 2>&1 </dev/null &\n'
+            'echo $! >"$d/server.pid"\n'
+        )
+        bad.chmod(0o755)
+        ladder = launched.path / "experiments" / "ladders" / "ext.toml"
+        ladder.write_text(
+            ladder.read_text().replace("launchers/serve.sh", "launchers/forgetful.sh")
+        )
+        result = launched.runpytest(
+            "experiments/", "--ladder=ext", f"--prompts-dir={launched.path / 'few'}"
+        )
+        result.assert_outcomes(passed=4, errors=4)
+        result.stdout.fnmatch_lines(
+            ["*argv lacks the treatment flags*'--spec-type', 'ngram-simple'*check the launcher*"]
+        )
+        assert servers_of(server_bin) == []
