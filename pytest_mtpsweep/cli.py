@@ -6,8 +6,24 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import provision
+from .analysis import cli as analysis_cli
+from .curtailment import DeadlineError
+from .experiment import ExperimentError
+from .ladder import LadderError
+from .preflight import PreflightError
+from .prompts import PromptError
+
+USER_ERRORS = (
+    provision.ProvisionError,
+    LadderError,
+    PromptError,
+    ExperimentError,
+    PreflightError,
+    DeadlineError,
+)
 
 
 def _provision(args: argparse.Namespace) -> int:
@@ -29,6 +45,40 @@ def _provision(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preflight(args: argparse.Namespace) -> int:
+    from .experiment import Experiment, PreflightOptions
+    from .preflight import failures, render_fixes, render_table
+
+    cwd = Path.cwd()
+    options = {
+        "mtpsweep_model": args.model,
+        "mtpsweep_server_bin": args.server_bin,
+        "mtpsweep_port": args.port,
+    }
+    exp = Experiment.from_options(
+        args.ladder,
+        options,
+        [cwd / "experiments" / "ladders", cwd / "ladders"],
+        cwd,
+        ["mtpsweep", "preflight", "--ladder", args.ladder],
+    )
+    run_path = exp.resolve()
+    checks = exp.run_preflight(
+        run_path,
+        PreflightOptions(
+            waive=frozenset(args.waive),
+            against=args.against,
+            verify_digests=args.verify_digests,
+            server_build=args.server_build,
+        ),
+    )
+    print(render_table(checks))
+    failed = failures(checks)
+    if failed:
+        print("\n" + render_fixes(failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
@@ -38,12 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server-bin", help="an explicit llama-server executable")
     p.add_argument("--no-model", action="store_true", help="do not assemble the default model")
     p.set_defaults(func=_provision)
-    try:  # TEMP until analysis lands
-        from .analysis import cli as analysis_cli
-
-        analysis_cli.register(sub)
-    except ImportError:
-        pass
+    analysis_cli.register(sub)
+    p = sub.add_parser("preflight", help="run a ladder's preflight checks; start nothing")
+    p.add_argument(
+        "--ladder", required=True, help="a name under experiments/ladders/ or a .toml path"
+    )
+    p.add_argument("--model", help="model file (overrides the ladder)")
+    p.add_argument("--server-bin", help="an explicit llama-server executable")
+    p.add_argument("--port", type=int, help="server port to check")
+    p.add_argument("--server-build", help="the build the server must be, e.g. 515e85511")
+    p.add_argument("--waive", action="append", default=[], metavar="ITEM")
+    p.add_argument("--against", type=Path, metavar="RUN_DIR")
+    p.add_argument("--verify-digests", action="store_true")
+    p.set_defaults(func=_preflight)
     return parser
 
 
@@ -51,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
-    except provision.ProvisionError as exc:
+    except USER_ERRORS as exc:
         print(f"mtpsweep: {exc}", file=sys.stderr)
         return 2
     return code

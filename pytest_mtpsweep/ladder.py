@@ -44,6 +44,25 @@ class PreflightConfig:
     inactive_units: tuple[str, ...] = ()
 
 
+DEFAULT_CURTAILMENT = (
+    "This run was curtailed: [treatment] lost part of its counterbalanced positions, so its "
+    "contrast with the baseline is not balanced against drift and may be biased in either "
+    "direction; the cell is reported as order-confounded and no conclusion rests on it."
+)
+
+
+@dataclass(frozen=True)
+class Preregistration:
+    """What the ladder commits to before the first measurement."""
+
+    primary_contrasts: tuple[str, ...] = ()
+    secondary_contrasts: tuple[str, ...] = ()
+    multiplicity: str = ""
+    drop_order: tuple[str, ...] = ()  # "treatment:cN", first dropped first
+    never_drop: str = ""
+    curtailment_sentence: str = DEFAULT_CURTAILMENT
+
+
 @dataclass(frozen=True)
 class ExternalLaunchers:
     """A rig's own launch/stop executables, with optional pinned sha256 digests."""
@@ -83,6 +102,8 @@ class Ladder:
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     launchers: ExternalLaunchers | None = None
+    prereg: Preregistration = field(default_factory=Preregistration)
+    reasoning_expected: bool = False
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:
@@ -121,6 +142,11 @@ def run_plan(treatment_keys: tuple[str, ...] | list[str], cycles: int) -> list[S
     return slots
 
 
+def session_label(slot: SessionSlot) -> str:
+    """How a ladder names a session in its drop order: `treatment:cN`."""
+    return f"{slot.treatment}:c{slot.cycle}"
+
+
 def run_order_key(slot: SessionSlot, prompt_index: int) -> tuple[int, int]:
     """Sort key of a measurement: its session's ordinal, then its prompt's place in the set."""
     return (slot.ordinal, prompt_index)
@@ -144,6 +170,16 @@ _TOP: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "treatments": (list, True),
     "analysis": (dict, False),
     "preflight": (dict, False),
+    "preregistration": (dict, False),
+    "reasoning_expected": (bool, False),
+}
+_PREREG: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "primary_contrasts": (list, False),
+    "secondary_contrasts": (list, False),
+    "multiplicity": (str, False),
+    "drop_order": (list, False),
+    "never_drop": (str, False),
+    "curtailment_sentence": (str, False),
 }
 _MODEL: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "path": (str, False),
@@ -236,6 +272,8 @@ def load_ladder(path: Path) -> Ladder:
     _check_table(server, _SERVER, "server.", path)
     analysis_raw = raw.get("analysis", {})
     _check_table(analysis_raw, _ANALYSIS, "analysis.", path)
+    reg = raw.get("preregistration", {})
+    _check_table(reg, _PREREG, "preregistration.", path)
     pre = raw.get("preflight", {})
     _check_table(pre, _PREFLIGHT, "preflight.", path)
 
@@ -312,8 +350,24 @@ def load_ladder(path: Path) -> Ladder:
             ),
         ),
     )
+    ladder = ladder.replace(
+        launchers=_launchers(server, path),
+        reasoning_expected=raw.get("reasoning_expected", False),
+        prereg=Preregistration(
+            primary_contrasts=_str_list(
+                reg.get("primary_contrasts", []), "preregistration.primary_contrasts", path
+            ),
+            secondary_contrasts=_str_list(
+                reg.get("secondary_contrasts", []), "preregistration.secondary_contrasts", path
+            ),
+            multiplicity=reg.get("multiplicity", ""),
+            drop_order=_str_list(reg.get("drop_order", []), "preregistration.drop_order", path),
+            never_drop=reg.get("never_drop", ""),
+            curtailment_sentence=reg.get("curtailment_sentence", DEFAULT_CURTAILMENT),
+        ),
+    )
     validate(ladder, path)
-    return ladder.replace(launchers=_launchers(server, path))
+    return ladder
 
 
 def _launchers(server: dict[str, Any], path: Path) -> ExternalLaunchers | None:
@@ -357,6 +411,19 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         if not ok:
             value = getattr(ladder, name.split(".")[-1])
             raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
+    names = {session_label(s) for s in run_plan([t.key for t in ladder.treatments], ladder.cycles)}
+    reg = ladder.prereg
+    for label in (*reg.drop_order, *([reg.never_drop] if reg.never_drop else [])):
+        if label not in names:
+            raise LadderError(
+                f"{where}: preregistration names session {label!r}, which is not in the plan; "
+                f"use TREATMENT:cN with one of {', '.join(sorted(names))}."
+            )
+    if reg.never_drop and reg.never_drop in reg.drop_order:
+        raise LadderError(
+            f"{where}: preregistration.drop_order includes the never-drop session "
+            f"{reg.never_drop!r}; remove it from drop_order."
+        )
 
 
 def find_ladder(name_or_path: str, search_dirs: list[Path]) -> Path:

@@ -9,8 +9,22 @@ from typing import Any
 import pytest
 
 from . import server
+from .analysis import ExpectationError, parse_expectation
 from .client import Measurement
-from .experiment import Case, Experiment, ExperimentError, LiveSession, PreflightOptions, row_table
+from .curtailment import DeadlineError
+from .experiment import (
+    AlreadyDone,
+    Case,
+    Curtailed,
+    Experiment,
+    ExperimentError,
+    LiveSession,
+    PreflightOptions,
+    SessionEndAnalysis,
+    StopRun,
+    analyse_at_end,
+    row_table,
+)
 from .ladder import SUBSETS, LadderError
 from .preflight import PreflightError, failures, render_fixes, render_table
 from .prompts import PromptError
@@ -18,7 +32,8 @@ from .provision import ProvisionError
 
 EXPERIMENT = pytest.StashKey[Experiment]()
 RESULT_DIR = pytest.StashKey[Path]()
-_USER_ERRORS = (LadderError, PromptError, ExperimentError, ProvisionError)
+ANALYSIS = pytest.StashKey[SessionEndAnalysis]()
+_USER_ERRORS = (LadderError, PromptError, ExperimentError, ProvisionError, DeadlineError)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -128,6 +143,12 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except _USER_ERRORS as exc:
         raise pytest.UsageError(str(exc)) from None
+    keys = [t.key for t in config.stash[EXPERIMENT].ladder.treatments]
+    for text in config.getoption("mtpsweep_expect"):
+        try:
+            parse_expectation(text, treatments=keys)
+        except ExpectationError as exc:
+            raise pytest.UsageError(f"--expect {text}: {exc}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -217,7 +238,10 @@ def pytest_runtestloop(session: pytest.Session) -> None:
             "preflight failed, so no server was started:\n" + render_fixes(failed),
             returncode=pytest.ExitCode.TESTS_FAILED,
         )
-    exp.begin(cases, run_path, checks)
+    try:
+        exp.begin(cases, run_path, checks)
+    except ExperimentError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     assert exp.run_dir is not None
     session.config.stash[RESULT_DIR] = exp.run_dir.path
 
@@ -236,10 +260,16 @@ def mtpsweep_server(
     request: pytest.FixtureRequest, mtpsweep_experiment: Experiment
 ) -> Iterator[LiveSession]:
     """One server per (treatment, cycle): started fresh, warmed up, stopped and checked."""
+    slot = request.param
     try:
-        live = mtpsweep_experiment.open_session(request.param)
+        mtpsweep_experiment.check_schedule(slot)
+        live = mtpsweep_experiment.open_session(slot)
+    except (Curtailed, AlreadyDone) as exc:
+        pytest.skip(str(exc))
     except server.ServerError as exc:
-        pytest.fail(f"session {request.param.name}: {exc}", pytrace=False)
+        pytest.fail(f"session {slot.name}: {exc}", pytrace=False)
+    except StopRun as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
     try:
         yield live
     finally:
@@ -251,14 +281,34 @@ def measurement(
     mtpsweep_experiment: Experiment, mtpsweep_server: LiveSession, mtpsweep_case: Case
 ) -> Measurement:
     """One streamed measurement, already recorded; assert `.valid` in the test."""
-    return mtpsweep_experiment.measure(mtpsweep_server, mtpsweep_case)
+    try:
+        return mtpsweep_experiment.measure(mtpsweep_server, mtpsweep_case)
+    except StopRun as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Write the row table (sessions.csv)."""
-    exp = session.config.stash.get(EXPERIMENT, None)
-    if exp is not None:
-        exp.finish()
+    """After the last server is down: the row table, the analysis, and the --expect gates."""
+    config = session.config
+    exp = config.stash.get(EXPERIMENT, None)
+    if exp is None:
+        return
+    run_dir = exp.finish()
+    if run_dir is None or config.getoption("mtpsweep_no_analysis"):
+        return
+    end = analyse_at_end(
+        run_dir,
+        config.getoption("mtpsweep_baseline"),
+        config.getoption("mtpsweep_boot"),
+        config.getoption("mtpsweep_boot_seed"),
+        config.getoption("mtpsweep_expect"),
+    )
+    config.stash[ANALYSIS] = end
+    if (end.gate_failures or (end.error and config.getoption("mtpsweep_expect"))) and (
+        session.exitstatus == pytest.ExitCode.OK
+    ):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -270,6 +320,22 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.section("mtpsweep sessions")
     if exp.rows:
         tr.write_line(row_table(exp.rows))
+    end = config.stash.get(ANALYSIS, None)
+    if end is not None:
+        tr.section("mtpsweep analysis")
+        if end.error:
+            tr.write_line(f"analysis: {end.error}")
+        else:
+            tr.write_line(end.table)
+            tr.write_line(f"report: {end.report}")
+        for failure in end.gate_failures:
+            tr.write_line(f"--expect not met: {failure}", red=True)
+        if end.error and config.getoption("mtpsweep_expect"):
+            tr.write_line("--expect not met: the analysis did not run", red=True)
+    if exp.stopped:
+        tr.write_line(f"STOPPED by a protocol rule: {exp.stopped}")
+    for name, why in exp.dropped.items():
+        tr.write_line(f"{name}: {why}")
     tr.write_line(f"run directory: {exp.run_dir.path}")
 
 

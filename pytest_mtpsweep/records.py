@@ -91,6 +91,27 @@ class RunDir:
             os.fsync(f.fileno())
         return target
 
+    def quarantine(self, session: str, reason: str) -> Path:
+        """Move everything a session wrote under quarantine/, with the reason; delete nothing."""
+        base = self.path / "quarantine" / session
+        target, n = base, 1
+        while target.exists():  # a re-run that is quarantined again keeps both attempts
+            n += 1
+            target = base.with_name(f"{session}.{n}")
+        target.mkdir(parents=True)
+        moves = {
+            self.path / "records" / f"{session}.jsonl": "records.jsonl",
+            self.path / "sessions" / f"{session}.json": "session.json",
+            self.path / "servers" / f"{session}.log": "server.log",
+            self.path / "servers" / f"{session}.flags.txt": "flags.txt",
+            self.path / "servers" / session: "server",
+        }
+        for src, name in moves.items():
+            if src.exists():
+                os.replace(src, target / name)
+        (target / "reason.txt").write_text(reason.rstrip() + "\n", encoding="utf-8")
+        return target
+
     def record_writer(self, session: str) -> RecordWriter:
         return RecordWriter(self.path / "records" / f"{session}.jsonl")
 

@@ -189,12 +189,18 @@ class TestPreflightGate:
         self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
     ) -> None:
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", "--preflight-only", "--server-build=deadbeef",
+            "experiments/",
+            "--ladder=cpu-demo",
+            "--preflight-only",
+            "--server-build=deadbeef",
         )
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         result.stdout.fnmatch_lines(["*server_version*deadbeef*fail*"])
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", "--preflight-only", "--server-build=deadbeef",
+            "experiments/",
+            "--ladder=cpu-demo",
+            "--preflight-only",
+            "--server-build=deadbeef",
             "--waive=server_version",
         )
         assert result.ret == pytest.ExitCode.OK
@@ -210,20 +216,34 @@ class TestPreflightGate:
         shutil.copyfile(model_path, model)
         first = experiments.path / "first"
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", f"--model={model}", f"--run-dir={first}",
-            "-k", "c1-none-prose_01", "--max-tokens=4", "--port=0",
+            "experiments/",
+            "--ladder=cpu-demo",
+            f"--model={model}",
+            f"--run-dir={first}",
+            "-k",
+            "c1-none-prose_01",
+            "--max-tokens=4",
+            "--port=0",
         )
         result.assert_outcomes(passed=1, deselected=95)
         items = {i["name"]: i for i in json.loads((first / "preflight.json").read_text())}
         assert items["model:copy.gguf"]["verdict"] == "pass"
 
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", f"--model={model}", f"--against={first}", "--preflight-only"
+            "experiments/",
+            "--ladder=cpu-demo",
+            f"--model={model}",
+            f"--against={first}",
+            "--preflight-only",
         )
         result.stdout.fnmatch_lines(["*model:copy.gguf*pass*yes*"])
         st = model.stat()
         os.utime(model, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", f"--model={model}", f"--against={first}", "--preflight-only"
+            "experiments/",
+            "--ladder=cpu-demo",
+            f"--model={model}",
+            f"--against={first}",
+            "--preflight-only",
         )
         result.stdout.fnmatch_lines(["*model:copy.gguf*pass*no*"])

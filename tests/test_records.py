@@ -49,7 +49,12 @@ class TestRecords:
     ) -> None:
         synced: list[int] = []
         real_fsync = os.fsync
-        monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+
+        def fsync(fd: int) -> None:
+            synced.append(fd)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
         w = RunDir.create(tmp_path / "r").record_writer("01_a_c1")
         w.append({"i": 1, "rate": float("nan")})
         # readable by another reader before the writer closes

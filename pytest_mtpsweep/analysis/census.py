@@ -1,0 +1,119 @@
+"""Record-level diagnostics: exclusions, truncation, calibration drift, quarantine."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pytest_mtpsweep.analysis.model import ENDPOINTS, QuarantinedSession
+
+EXCLUSION_SUMMARY_COLUMNS: tuple[str, ...] = ("reason", "n", "sessions")
+TRUNCATED_COLUMNS: tuple[str, ...] = (
+    "prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
+    "completion_tokens",
+)  # fmt: skip
+CALIBRATION_COLUMNS: tuple[str, ...] = (
+    "run_id", "session", "ordinal", "treatment", "cycle", "start_tps", "end_tps", "drift_pct",
+)  # fmt: skip
+QUARANTINE_COLUMNS: tuple[str, ...] = ("run_id", "session", "n_records", "reason")
+QUARANTINED = "quarantined session"
+OTHER_GROUP = "other comparability group"
+
+
+def invalid_exclusions(records: pd.DataFrame) -> pd.DataFrame:
+    """One exclusion per invalid record, its reason taken from the record."""
+    bad = records[~records["valid"]]
+    reasons = bad["reason"].fillna("no reason given").astype(str)
+    return pd.DataFrame(
+        {"run_id": bad["run_id"], "session": bad["session"], "reason": "invalid: " + reasons}
+    )
+
+
+def missing_rate_exclusions(records: pd.DataFrame) -> pd.DataFrame:
+    """One exclusion per valid record and endpoint whose rate is missing or not positive."""
+    frames = []
+    for endpoint in ENDPOINTS:
+        lacking = records[~np.isfinite(records[f"rate_{endpoint}"].to_numpy(dtype=np.float64))]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run_id": lacking["run_id"],
+                    "session": lacking["session"],
+                    "reason": f"no usable {endpoint} rate (that endpoint only)",
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def quarantine_exclusions(quarantined: Sequence[QuarantinedSession]) -> pd.DataFrame:
+    """One exclusion per record of a quarantined session."""
+    rows = [
+        {"run_id": q.run_id, "session": q.session, "reason": QUARANTINED}
+        for q in quarantined
+        for _ in range(q.n_records)
+    ]
+    return pd.DataFrame(rows, columns=["run_id", "session", "reason"])
+
+
+def summarise_exclusions(events: Sequence[pd.DataFrame], *, qualify: bool) -> pd.DataFrame:
+    """Exclusions counted by reason, with the sessions each reason touched."""
+    frames = [e for e in events if not e.empty]
+    if not frames:
+        return pd.DataFrame(columns=list(EXCLUSION_SUMMARY_COLUMNS))
+    every = pd.concat(frames, ignore_index=True)
+    label = every["run_id"] + "/" + every["session"] if qualify else every["session"]
+    every = every.assign(label=label.astype(str))
+    summary = every.groupby("reason", as_index=False, sort=True).agg(
+        n=("label", "size"), sessions=("label", lambda s: ", ".join(sorted(set(s))))
+    )
+    return summary.sort_values(["n", "reason"], ascending=[False, True]).reset_index(drop=True)
+
+
+def truncated(records: pd.DataFrame) -> pd.DataFrame:
+    """Measurements cut by the token cap (finish_reason "length"), listed by prompt."""
+    cut = records[records["finish_reason"] == "length"]
+    ordered = cut.sort_values(["subset", "prompt_id", "treatment", "run_id", "cycle", "repeat"])
+    return ordered[list(TRUNCATED_COLUMNS)].reset_index(drop=True)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    return float(value)
+
+
+def calibration(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """Per-session calibration drift, for the sessions that recorded one."""
+    rows = []
+    for run_id, facts in sessions:
+        cal = facts.get("calibration")
+        if not isinstance(cal, Mapping):
+            continue
+        rows.append(
+            {
+                "run_id": run_id,
+                "session": str(facts.get("session", "")),
+                "ordinal": facts.get("ordinal"),
+                "treatment": facts.get("treatment"),
+                "cycle": facts.get("cycle"),
+                "start_tps": _number(cal.get("start_tps")),
+                "end_tps": _number(cal.get("end_tps")),
+                "drift_pct": _number(cal.get("drift_pct")),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+    return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
+
+
+def quarantine_table(quarantined: Sequence[QuarantinedSession]) -> pd.DataFrame:
+    """The quarantined sessions with their reasons."""
+    rows = [
+        {"run_id": q.run_id, "session": q.session, "n_records": q.n_records, "reason": q.reason}
+        for q in quarantined
+    ]
+    return pd.DataFrame(rows, columns=list(QUARANTINE_COLUMNS))

@@ -1,0 +1,129 @@
+"""The `analyse` and `compare` subcommands, registered onto the `mtpsweep` parser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
+from pytest_mtpsweep.analysis.gates import evaluate_expectations, parse_expectation
+from pytest_mtpsweep.analysis.io import analyse_run, load_and_analyse
+from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED
+from pytest_mtpsweep.analysis.report import COMPARE_LABEL, compare_table, headline_table
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    # Users get one sentence on stderr and exit 2, never a traceback, for anything foreseeable.
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except (AnalysisError, ExpectationError) as exc:
+            print(f"mtpsweep {args.command}: error: {exc}", file=sys.stderr)
+        except OSError as exc:
+            print(
+                f"mtpsweep {args.command}: error: cannot access {exc.filename or 'a file'} "
+                f"({exc.strerror}); check the path and its permissions",
+                file=sys.stderr,
+            )
+        return EXIT_ERROR
+
+    return run
+
+
+def _analyse(args: argparse.Namespace) -> int:
+    # Check gate syntax before spending time on the bootstrap.
+    gates = [parse_expectation(text) for text in args.expect]
+    result = analyse_run(
+        [Path(p) for p in args.runs],
+        baseline=args.baseline,
+        boot=args.boot,
+        seed=args.boot_seed,
+        out=Path(args.out) if args.out else None,
+        pool=args.pool,
+    )
+    print(headline_table(result))
+    print(f"outputs: {result.out_dir}")
+    if not gates:
+        return EXIT_OK
+    failures = evaluate_expectations(result, gates)
+    for gate in gates:
+        if not any(f.startswith(f"{gate} ") for f in failures):
+            print(f"gate met: {gate}")
+    for failure in failures:
+        print(f"gate FAILED: {failure}", file=sys.stderr)
+    return EXIT_GATE_FAILED if failures else EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    results = [
+        load_and_analyse([Path(p)], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+        for p in (args.run_a, args.run_b)
+    ]
+    print(compare_table(results))
+    return EXIT_OK
+
+
+def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="baseline treatment (default: plan.json analysis.baseline)",
+    )
+    parser.add_argument(
+        "--boot", type=int, default=DEFAULT_BOOT, help=f"resamples (default {DEFAULT_BOOT})"
+    )
+    parser.add_argument(
+        "--boot-seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help=f"bootstrap seed (default {DEFAULT_SEED})",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `analyse` and `compare` to an argparse subparsers object."""
+    analyse = subparsers.add_parser(
+        "analyse",
+        help="analyse a run directory: contrasts, census, report",
+        description="Paired cluster-bootstrap contrasts of every treatment against a baseline.",
+    )
+    analyse.add_argument("runs", nargs="+", metavar="RUN", help="run directory")
+    _bootstrap_options(analyse)
+    analyse.add_argument("--out", default=None, help="output directory (default: RUN/analysis)")
+    analyse.add_argument(
+        "--pool",
+        action="store_true",
+        help="pool several run directories (only when their keyed fields match)",
+    )
+    analyse.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="TREATMENT:SUBSET:faster|slower|equivalent",
+        help="gate: exit 1 unless the published decision matches (repeatable)",
+    )
+    analyse.set_defaults(func=_guarded(_analyse), command="analyse")
+
+    compare = subparsers.add_parser(
+        "compare",
+        help=f"side-by-side of two runs' own contrasts ({COMPARE_LABEL})",
+        description="Analyse each run separately and show their contrasts side by side; the "
+        "runs are never pooled into one bootstrap.",
+    )
+    compare.add_argument("run_a", metavar="RUN_A")
+    compare.add_argument("run_b", metavar="RUN_B")
+    _bootstrap_options(compare)
+    compare.set_defaults(func=_guarded(_compare), command="compare")
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Run `analyse` or `compare` on their own (the `mtpsweep` command embeds them)."""
+    parser = argparse.ArgumentParser(prog="mtpsweep")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    status: int = args.func(args)
+    return status

@@ -1,0 +1,166 @@
+"""Raw JSONL lines -> one tidy records DataFrame plus the lines and records set aside."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from pytest_mtpsweep.analysis.model import ENDPOINT_COLUMNS, KEYED_FIELDS, RecordFile
+
+REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
+RECORD_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "session",
+    "treatment",
+    "cycle",
+    "ordinal",
+    "prompt_id",
+    "subset",
+    "repeat",
+    "valid",
+    "reason",
+    "rate_primary",
+    "rate_interval",
+    "interval_basis",
+    "finish_reason",
+    "completion_tokens",
+    "group_key",
+    *(f"keyed_{name}" for name in KEYED_FIELDS),
+)
+EXCLUSION_COLUMNS: tuple[str, ...] = ("run_id", "session", "reason")
+UNPARSEABLE = "unparseable line"
+
+
+def canonical(value: Any) -> str:
+    """A comparison form of a keyed value, so 0 and 0.0 (or 65536 and 65536.0) match."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return json.dumps(int(value))
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _rate(value: Any) -> float:
+    # A rate that is absent, non-numeric or non-positive has no logarithm, so it is missing.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    rate = float(value)
+    return rate if math.isfinite(rate) and rate > 0 else math.nan
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _keyed_value(
+    name: str, record: Mapping[str, Any], session: Mapping[str, Any], plan_keyed: Mapping[str, Any]
+) -> Any:
+    # Records are the ground truth; older records may lack a field the session or plan kept.
+    for source in (record, session, plan_keyed):
+        if source.get(name) is not None:
+            return source[name]
+    return None
+
+
+def parse_records(
+    files: Sequence[RecordFile],
+    *,
+    session_facts: Mapping[tuple[str, str], Mapping[str, Any]],
+    plan_keyed: Mapping[str, Mapping[str, Any]],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Parse every line; return (records, exclusions) where each exclusion is one line set aside.
+
+    `session_facts` maps (run_id, session) to the session JSON and `plan_keyed` maps run_id to
+    plan.json's keyed fields (with the ladder); both fill keyed fields a record lacks.
+    """
+    rows: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    for file in files:
+        for line in file.lines:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict):
+                excluded.append(
+                    {"run_id": file.run_id, "session": file.session, "reason": UNPARSEABLE}
+                )
+                continue
+            session = str(obj.get("session") or file.session)
+            missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
+            cycle = _int(obj.get("cycle"))
+            if missing or cycle is None:
+                what = ", ".join(missing) if missing else "cycle"
+                excluded.append(
+                    {
+                        "run_id": file.run_id,
+                        "session": session,
+                        "reason": f"missing or malformed field: {what}",
+                    }
+                )
+                continue
+            facts = session_facts.get((file.run_id, session), {})
+            keyed = {
+                name: _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
+                for name in KEYED_FIELDS
+            }
+            ordinal = _int(obj.get("ordinal"))
+            repeat = _int(obj.get("repeat"))
+            tokens = _int(obj.get("completion_tokens"))
+            reason = obj.get("reason")
+            rows.append(
+                {
+                    "run_id": file.run_id,
+                    "session": session,
+                    "treatment": str(obj["treatment"]),
+                    "cycle": cycle,
+                    "ordinal": ordinal if ordinal is not None else -1,
+                    "prompt_id": str(obj["prompt_id"]),
+                    "subset": str(obj["subset"]),
+                    "repeat": repeat if repeat is not None else 1,
+                    "valid": obj["valid"] is True,
+                    "reason": str(reason) if reason is not None else None,
+                    "rate_primary": _rate(obj.get(ENDPOINT_COLUMNS["primary"])),
+                    "rate_interval": _rate(obj.get(ENDPOINT_COLUMNS["interval"])),
+                    "interval_basis": obj.get("interval_basis"),
+                    "finish_reason": obj.get("finish_reason"),
+                    "completion_tokens": tokens if tokens is not None else -1,
+                    "group_key": json.dumps([canonical(keyed[name]) for name in KEYED_FIELDS]),
+                    **{f"keyed_{name}": _display(keyed[name]) for name in KEYED_FIELDS},
+                }
+            )
+    records = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+    records = records.astype(
+        {
+            "cycle": "int64",
+            "ordinal": "int64",
+            "repeat": "int64",
+            "valid": "bool",
+            "rate_primary": "float64",
+            "rate_interval": "float64",
+            "completion_tokens": "int64",
+        }
+    )
+    return records, pd.DataFrame(excluded, columns=list(EXCLUSION_COLUMNS))
+
+
+def _display(value: Any) -> str:
+    if value is None:
+        return "(missing)"
+    return value if isinstance(value, str) else canonical(value)

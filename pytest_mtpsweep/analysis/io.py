@@ -1,0 +1,250 @@
+"""The analysis' only edge: read run directories, write the outputs. Everything else is pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pytest_mtpsweep.analysis.errors import AnalysisError
+from pytest_mtpsweep.analysis.model import (
+    DEFAULT_BOOT,
+    DEFAULT_SEED,
+    ENDPOINTS,
+    AnalysisResult,
+    QuarantinedSession,
+    RecordFile,
+    RunData,
+)
+from pytest_mtpsweep.analysis.pipeline import analyse
+from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
+
+OUTPUT_FILES: tuple[str, ...] = (
+    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv", "report.md",
+    "forest.png",
+)  # fmt: skip
+
+
+def _read_text(path: Path) -> str:
+    # A run killed mid-write can leave a torn multi-byte character; that line then fails to
+    # parse and is counted, rather than failing the whole file.
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise AnalysisError(
+            f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}); restore or "
+            "rewrite it"
+        ) from None
+
+
+def _protocol_notes(run_dir: Path, plan: Mapping[str, Any]) -> list[str]:
+    """What the protocol left in the run directory: pre-registration, stop marker, curtailment."""
+    notes: list[str] = []
+    sha = plan.get("preregistration_sha256")
+    if sha:
+        notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
+    stopped = run_dir / "STOPPED"
+    if stopped.is_file():
+        notes.append(f"the run was STOPPED by a protocol rule: {_read_text(stopped).strip()}")
+    curtailed = run_dir / "curtailment.json"
+    if curtailed.is_file():
+        facts = _read_json(curtailed, "curtailment file")
+        dropped = ", ".join(d["session"] for d in facts.get("dropped", []))
+        notes.append(f"curtailed: sessions dropped to meet the deadline: {dropped}")
+        for treatment in facts.get("affected_treatments", []):
+            notes.append(str(facts.get("sentence", "")).replace("[treatment]", f"`{treatment}`"))
+    return notes
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read one run directory without interpreting it."""
+    if not run_dir.is_dir():
+        raise AnalysisError(
+            f"run directory {run_dir} does not exist; pass a path like runs/<ladder>/<run-id>"
+        )
+    notes: list[str] = []
+    plan_path = run_dir / "plan.json"
+    plan: Mapping[str, Any] = {}
+    if plan_path.is_file():
+        loaded = _read_json(plan_path, "plan file")
+        if not isinstance(loaded, Mapping):
+            raise AnalysisError(
+                f"plan file {plan_path} does not hold a JSON object; restore it from the run"
+            )
+        plan = loaded
+    else:
+        notes.append(f"{plan_path} is missing: default analysis settings were used")
+    run_id = str(plan.get("run_id") or run_dir.name)
+    notes += _protocol_notes(run_dir, plan)
+    files = tuple(
+        RecordFile(run_id=run_id, session=p.stem, lines=tuple(_read_text(p).splitlines()))
+        for p in sorted((run_dir / "records").glob("*.jsonl"))
+    )
+    sessions: list[Mapping[str, Any]] = []
+    for path in sorted((run_dir / "sessions").glob("*.json")):
+        try:
+            facts = json.loads(_read_text(path))
+        except ValueError:
+            notes.append(f"session file {path} is not valid JSON and was ignored")
+            continue
+        if isinstance(facts, Mapping):
+            sessions.append({"session": path.stem, **facts})
+    quarantined = []
+    for qdir in sorted(p for p in (run_dir / "quarantine").glob("*") if p.is_dir()):
+        rec = qdir / "records.jsonl"
+        n = sum(1 for line in _read_text(rec).splitlines() if line.strip()) if rec.is_file() else 0
+        reason_path = qdir / "reason.txt"
+        reason = _read_text(reason_path).strip() if reason_path.is_file() else ""
+        quarantined.append(
+            QuarantinedSession(run_id, qdir.name, n, reason.splitlines()[0] if reason else "")
+        )
+    return RunData(
+        run_dir=str(run_dir),
+        run_id=run_id,
+        plan=plan,
+        record_files=files,
+        sessions=tuple(sessions),
+        quarantined=tuple(quarantined),
+        notes=tuple(notes),
+    )
+
+
+def default_out_dir(result: AnalysisResult) -> Path:
+    """<run>/analysis; a non-registered baseline or a pooled analysis gets its own folder.
+
+    This keeps an exploratory or pooled analysis from overwriting the pre-registered one.
+    """
+    first = Path(result.run_dirs[0])
+    if len(result.run_dirs) > 1:
+        return first / "analysis_pooled"
+    if result.settings.exploratory:
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", result.settings.baseline)
+        return first / f"analysis_vs_{safe}"
+    return first / "analysis"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def _frame(frame: pd.DataFrame) -> list[Any]:
+    return [_jsonable(row) for row in frame.astype(object).to_dict(orient="records")]
+
+
+def result_json(result: AnalysisResult) -> dict[str, Any]:
+    """Everything in a result as plain JSON (NaN becomes null)."""
+    n_cells = len(result.treatments) * (len(result.subsets) + (len(result.subsets) >= 2))
+    return {
+        "run_ids": list(result.run_ids),
+        "run_dirs": list(result.run_dirs),
+        "ladder": result.ladder,
+        "settings": _jsonable(dataclasses.asdict(result.settings)),
+        "treatments": list(result.treatments),
+        "subsets": list(result.subsets),
+        "multiplicity": {
+            "treatments": len(result.treatments),
+            "subset_cells": n_cells // max(len(result.treatments), 1),
+            "endpoints": len(ENDPOINTS),
+            "intervals": n_cells * len(ENDPOINTS),
+            "correction": "none",
+        },
+        "contrasts": _frame(result.contrasts),
+        "census": _frame(result.census),
+        "gaps": _frame(result.gaps),
+        "exclusions": _frame(result.exclusions),
+        "per_cycle": _frame(result.per_cycle),
+        "drift": _frame(result.drift),
+        "calibration": _frame(result.calibration),
+        "truncated": _frame(result.truncated),
+        "quarantined": _frame(result.quarantined),
+        "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
+        "notes": list(result.notes),
+    }
+
+
+def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
+    """Write every output file into `out`; returns the result with out_dir and files set."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        result.contrasts.to_csv(out / "contrasts.csv", index=False)
+        result.census.to_csv(out / "census.csv", index=False)
+        # census.csv is one row per cell; these two are its itemised companions.
+        result.gaps.to_csv(out / "gaps.csv", index=False)
+        result.exclusions.to_csv(out / "exclusions.csv", index=False)
+        (out / "contrasts.json").write_text(
+            json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
+        (out / "report.md").write_text(result.report_md, encoding="utf-8")
+        written += [name for name in OUTPUT_FILES if name != "forest.png"]
+        stale = out / "forest.png"
+        figure = forest_figure(result) if result.plot_available else None
+        if figure is not None:
+            figure.savefig(stale, dpi=120)
+            written.append("forest.png")
+        elif stale.exists():
+            # A plot left by an earlier analysis would contradict this report.
+            stale.unlink()
+    except OSError as exc:
+        raise AnalysisError(
+            f"cannot write the analysis outputs to {out} ({exc.strerror}); pass --out with a "
+            "writable directory"
+        ) from None
+    return dataclasses.replace(
+        result, out_dir=str(out), written=tuple(str(out / name) for name in written)
+    )
+
+
+def analyse_run(
+    run_dirs: Sequence[Path],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    out: Path | None = None,
+    pool: bool = False,
+) -> AnalysisResult:
+    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's."""
+    result = load_and_analyse(run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool)
+    return write_outputs(result, out if out is not None else default_out_dir(result))
+
+
+def load_and_analyse(
+    run_dirs: Sequence[Path],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    pool: bool = False,
+) -> AnalysisResult:
+    """Load and analyse without writing anything (used by `compare`)."""
+    runs = [load_run(Path(d)) for d in run_dirs]
+    return analyse(
+        runs,
+        baseline=baseline,
+        boot=boot,
+        seed=seed,
+        pool=pool,
+        plot_available=plotting_available(),
+    )

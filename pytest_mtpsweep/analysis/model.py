@@ -1,0 +1,183 @@
+"""Value types shared by the analysis modules: settings, raw run contents, the result."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pytest_mtpsweep.analysis.errors import AnalysisError
+
+ENDPOINTS: tuple[str, ...] = ("primary", "interval")
+ENDPOINT_COLUMNS: Mapping[str, str] = {
+    "primary": "decode_rate_tps_primary",
+    "interval": "decode_rate_tps_interval",
+}
+ENDPOINT_LABELS: Mapping[str, str] = {
+    "primary": "client-clock primary",
+    "interval": "interval basis",
+}
+KEYED_FIELDS: tuple[str, ...] = (
+    "model_id",
+    "ctx_size",
+    "seed",
+    "max_tokens",
+    "temperature",
+    "server_build",
+    "placement",
+    "prompt_set_digest",
+    "ladder",
+)
+CANONICAL_SUBSETS: tuple[str, ...] = ("prose", "structured")
+POOLED = "pooled"
+KNOWN_SUBSETS: tuple[str, ...] = (*CANONICAL_SUBSETS, POOLED)
+DECISIONS: tuple[str, ...] = ("faster", "slower", "equivalent", "inconclusive")
+
+DEFAULT_BOOT = 2000
+DEFAULT_SEED = 42
+DEFAULT_MARGIN_PCT = 1.0
+DEFAULT_TIEBREAK_PP = 1.0
+# 2.8 = z(0.975) + z(0.80): the true effect a two-sided 5 % test detects 80 % of the time.
+MDE_MULTIPLIER = 2.8
+# Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
+EXACT_SIGN_FLIP_MAX_N = 16
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Everything that changes the numbers; identical settings give identical output."""
+
+    baseline: str
+    boot: int = DEFAULT_BOOT
+    seed: int = DEFAULT_SEED
+    margin_pct: float = DEFAULT_MARGIN_PCT
+    tiebreak_pp: float = DEFAULT_TIEBREAK_PP
+    primary_endpoint: str = "primary"
+    registered_baseline: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.baseline:
+            raise AnalysisError(
+                "no baseline treatment is set; pass --baseline TREATMENT or set "
+                "analysis.baseline in plan.json"
+            )
+        if self.boot < 1:
+            raise AnalysisError(
+                f"the resample count {self.boot} is not positive; pass --boot with a count "
+                "such as 2000"
+            )
+        if not (math.isfinite(self.margin_pct) and self.margin_pct > 0):
+            raise AnalysisError(
+                f"the equivalence margin {self.margin_pct} % is not a positive number; fix "
+                "analysis.margin_pct in plan.json"
+            )
+        if not (math.isfinite(self.tiebreak_pp) and self.tiebreak_pp >= 0):
+            raise AnalysisError(
+                f"the endpoint tie-break {self.tiebreak_pp} pp is not a non-negative number; "
+                "fix analysis.tiebreak_pp in plan.json"
+            )
+        if self.primary_endpoint not in ENDPOINTS:
+            raise AnalysisError(
+                f"the primary endpoint {self.primary_endpoint!r} is not one of "
+                f"{', '.join(ENDPOINTS)}; fix analysis.primary_endpoint in plan.json"
+            )
+
+    @property
+    def exploratory(self) -> bool:
+        """True when the baseline is not the one the plan pre-registered."""
+        return self.registered_baseline is not None and self.baseline != self.registered_baseline
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """The raw lines of one records/<session>.jsonl file."""
+
+    run_id: str
+    session: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QuarantinedSession:
+    """A session set aside in quarantine/: counted, never analysed."""
+
+    run_id: str
+    session: str
+    n_records: int
+    reason: str
+
+
+@dataclass(frozen=True, eq=False)
+class RunData:
+    """Everything read from one run directory, before any analysis."""
+
+    run_dir: str
+    run_id: str
+    plan: Mapping[str, Any]
+    record_files: tuple[RecordFile, ...]
+    sessions: tuple[Mapping[str, Any], ...]
+    quarantined: tuple[QuarantinedSession, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ladder(self) -> str | None:
+        value = self.plan.get("ladder")
+        return str(value) if value is not None else None
+
+    @property
+    def analysis_plan(self) -> Mapping[str, Any]:
+        value = self.plan.get("analysis")
+        return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class ComparabilityGroup:
+    """Sessions whose keyed fields are identical and may therefore be pooled."""
+
+    keyed: tuple[tuple[str, str], ...]
+    sessions: tuple[str, ...]
+    treatments: tuple[str, ...]
+    n_records: int
+    n_baseline_records: int
+    chosen: bool
+
+
+@dataclass(frozen=True, eq=False)
+class AnalysisResult:
+    """One analysis of one comparability group, with every table the outputs need."""
+
+    run_dirs: tuple[str, ...]
+    run_ids: tuple[str, ...]
+    ladder: str | None
+    settings: AnalysisSettings
+    treatments: tuple[str, ...]
+    known_treatments: tuple[str, ...]
+    subsets: tuple[str, ...]
+    contrasts: pd.DataFrame
+    census: pd.DataFrame
+    gaps: pd.DataFrame
+    exclusions: pd.DataFrame
+    per_cycle: pd.DataFrame
+    drift: pd.DataFrame
+    calibration: pd.DataFrame
+    truncated: pd.DataFrame
+    quarantined: pd.DataFrame
+    groups: tuple[ComparabilityGroup, ...]
+    notes: tuple[str, ...] = ()
+    report_md: str = ""
+    plot_available: bool = False
+    out_dir: str | None = None
+    written: tuple[str, ...] = field(default=())
+
+    @property
+    def has_pairs(self) -> bool:
+        """True when at least one treatment-baseline pair entered the analysis."""
+        return bool(len(self.contrasts)) and int(self.contrasts["n_pairs"].max()) > 0
+
+    @property
+    def published(self) -> pd.DataFrame:
+        """The published endpoint's row for every treatment × subset."""
+        return self.contrasts[self.contrasts["published"]].reset_index(drop=True)

@@ -1,0 +1,188 @@
+"""The whole analysis as one pure function of what was read from the run directories."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from pytest_mtpsweep.analysis import census as cen
+from pytest_mtpsweep.analysis.comparability import (
+    check_poolable,
+    comparability_groups,
+    differing_fields,
+    plan_keyed,
+    run_keyed,
+)
+from pytest_mtpsweep.analysis.contrasts import compute_contrasts
+from pytest_mtpsweep.analysis.errors import AnalysisError
+from pytest_mtpsweep.analysis.frame import parse_records
+from pytest_mtpsweep.analysis.model import (
+    CANONICAL_SUBSETS,
+    DEFAULT_BOOT,
+    DEFAULT_MARGIN_PCT,
+    DEFAULT_SEED,
+    DEFAULT_TIEBREAK_PP,
+    ENDPOINT_COLUMNS,
+    AnalysisResult,
+    AnalysisSettings,
+    RunData,
+)
+from pytest_mtpsweep.analysis.report import render_report
+
+_ENDPOINT_ALIASES = {
+    **{v: k for k, v in ENDPOINT_COLUMNS.items()},
+    "primary": "primary",
+    "interval": "interval",
+}
+
+
+def _float_setting(plan: Mapping[str, Any], name: str, default: float, run: RunData) -> float:
+    value = plan.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise AnalysisError(
+            f"analysis.{name} in {run.run_dir}/plan.json is {value!r}, not a number; write a "
+            "number there"
+        )
+    return float(value)
+
+
+def settings_for(run: RunData, *, baseline: str | None, boot: int, seed: int) -> AnalysisSettings:
+    """Settings from plan.json's analysis section, with the caller's overrides."""
+    plan = run.analysis_plan
+    registered = plan.get("baseline")
+    registered = str(registered) if registered is not None else None
+    endpoint = str(plan.get("primary_endpoint") or "primary")
+    return AnalysisSettings(
+        baseline=baseline if baseline is not None else (registered or ""),
+        boot=boot,
+        seed=seed,
+        margin_pct=_float_setting(plan, "margin_pct", DEFAULT_MARGIN_PCT, run),
+        tiebreak_pp=_float_setting(plan, "tiebreak_pp", DEFAULT_TIEBREAK_PP, run),
+        primary_endpoint=_ENDPOINT_ALIASES.get(endpoint, endpoint),
+        registered_baseline=registered,
+    )
+
+
+def _plan_treatments(runs: Sequence[RunData], *, selected_only: bool) -> list[str]:
+    entries: list[tuple[int, str]] = []
+    for run in runs:
+        sessions = run.plan.get("sessions")
+        for i, entry in enumerate(sessions if isinstance(sessions, list) else []):
+            if not isinstance(entry, Mapping) or entry.get("treatment") is None:
+                continue
+            if selected_only and entry.get("selected") is False:
+                continue
+            ordinal = entry.get("ordinal")
+            entries.append((ordinal if isinstance(ordinal, int) else i, str(entry["treatment"])))
+    return list(dict.fromkeys(t for _, t in sorted(entries)))
+
+
+def _ordered(first: Sequence[str], records: pd.DataFrame) -> list[str]:
+    by_ordinal = records.sort_values(["ordinal", "treatment"])["treatment"]
+    return list(dict.fromkeys([*first, *(str(t) for t in by_ordinal)]))
+
+
+def _subsets(records: pd.DataFrame) -> list[str]:
+    present = {str(s) for s in records["subset"].unique()}
+    return [s for s in CANONICAL_SUBSETS if s in present] + sorted(present - set(CANONICAL_SUBSETS))
+
+
+def analyse(
+    runs: Sequence[RunData],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_SEED,
+    pool: bool = False,
+    plot_available: bool = False,
+) -> AnalysisResult:
+    """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals."""
+    if not runs:
+        raise AnalysisError("no run directory was given; pass the path of a run to analyse")
+    settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed)
+    facts = {(run.run_id, str(s.get("session"))): s for run in runs for s in run.sessions}
+    records, parse_excluded = parse_records(
+        [f for run in runs for f in run.record_files],
+        session_facts=facts,
+        plan_keyed={run.run_id: plan_keyed(run) for run in runs},
+    )
+    if records.empty and parse_excluded.empty:
+        where = ", ".join(f"{run.run_dir}/records" for run in runs)
+        raise AnalysisError(
+            f"there are no records in {where}; run the experiment first or check the run path"
+        )
+    check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
+
+    everything = _ordered(_plan_treatments(runs, selected_only=False), records)
+    if settings.baseline not in everything:
+        raise AnalysisError(
+            f"baseline {settings.baseline!r} is not a treatment of run "
+            f"{', '.join(r.run_id for r in runs)} (treatments: {', '.join(everything)}); pass "
+            "--baseline with one of those"
+        )
+    multi = len(runs) > 1
+    valid = records[records["valid"]]
+    groups, chosen = comparability_groups(valid, settings.baseline, qualify_sessions=multi)
+    analysed = valid[valid["group_key"] == chosen] if chosen is not None else valid.iloc[0:0]
+    elsewhere = valid[valid["group_key"] != chosen]
+
+    treatments = [
+        t
+        for t in _ordered(_plan_treatments(runs, selected_only=True), analysed)
+        if t != settings.baseline
+    ]
+    subsets = _subsets(analysed)
+    tables = compute_contrasts(analysed, treatments=treatments, subsets=subsets, settings=settings)
+    quarantined = [q for run in runs for q in run.quarantined]
+    exclusions = cen.summarise_exclusions(
+        [
+            parse_excluded,
+            cen.quarantine_exclusions(quarantined),
+            cen.invalid_exclusions(records),
+            elsewhere[["run_id", "session"]].assign(reason=cen.OTHER_GROUP),
+            cen.missing_rate_exclusions(analysed),
+        ],
+        qualify=multi,
+    )
+    notes = [note for run in runs for note in run.notes]
+    chosen_group = next((g for g in groups if g.chosen), None)
+    for group in groups:
+        if chosen_group is not None and not group.chosen:
+            fields = ", ".join(differing_fields(chosen_group, group))
+            notes.append(
+                f"{len(group.sessions)} session(s) ({', '.join(group.sessions)}) form another "
+                f"comparability group (differing: {fields}) and were not analysed"
+            )
+    for run in runs[1:]:
+        if run.analysis_plan != runs[0].analysis_plan:
+            notes.append(
+                f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
+                f"the settings of {runs[0].run_id} were used"
+            )
+    result = AnalysisResult(
+        run_dirs=tuple(run.run_dir for run in runs),
+        run_ids=tuple(run.run_id for run in runs),
+        ladder=runs[0].ladder,
+        settings=settings,
+        treatments=tuple(treatments),
+        known_treatments=tuple(everything),
+        subsets=tuple(subsets),
+        contrasts=tables.contrasts,
+        census=tables.census,
+        gaps=tables.gaps,
+        exclusions=exclusions,
+        per_cycle=tables.per_cycle,
+        drift=tables.drift,
+        calibration=cen.calibration([(run.run_id, s) for run in runs for s in run.sessions]),
+        truncated=cen.truncated(analysed),
+        quarantined=cen.quarantine_table(quarantined),
+        groups=groups,
+        notes=tuple(notes),
+        plot_available=plot_available,
+    )
+    return dataclasses.replace(result, report_md=render_report(result))
