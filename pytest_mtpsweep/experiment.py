@@ -31,7 +31,7 @@ from .records import RecordWriter, RunDir, new_run_id, utc_now_iso
 WARMUP_PROMPT = "Say hello in one short sentence."
 WARMUP_TOKENS = 8
 CALIBRATION_PROMPT = "Count from one to forty in words, separated by commas."
-CALIBRATION_TOKENS = 64
+CALIBRATION_TOKENS = 32
 STOPPED_FILE = "STOPPED"
 
 # option dest -> ladder field it overrides

@@ -236,7 +236,8 @@ def _check_table(
             continue
         value = table[key]
         # bool is an int subclass; a flag value of `true` for cycles would slip through otherwise.
-        if isinstance(value, bool) or not isinstance(value, types):
+        allowed = (types,) if isinstance(types, type) else types
+        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, types):
             names = (
                 types.__name__
                 if isinstance(types, type)

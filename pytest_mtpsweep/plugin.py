@@ -87,6 +87,73 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how the model is placed on the hardware (a comparability key)",
     )
     g.addoption(
+        "--deadline",
+        dest="mtpsweep_deadline",
+        metavar="HH:MM",
+        help="local time by which the run must end; sessions are dropped in the "
+        "pre-registered order if it would overrun",
+    )
+    g.addoption(
+        "--time-budget",
+        dest="mtpsweep_time_budget",
+        metavar="DURATION",
+        help="like --deadline, as a duration from the start: 90s, 10m, 1h30m",
+    )
+    g.addoption(
+        "--resume",
+        dest="mtpsweep_resume",
+        metavar="RUN_DIR",
+        help="continue an interrupted run with the same ladder and options",
+    )
+    g.addoption(
+        "--no-warmup",
+        dest="mtpsweep_no_warmup",
+        action="store_true",
+        help="skip the warm-up request at session start",
+    )
+    g.addoption(
+        "--no-calibration",
+        dest="mtpsweep_no_calibration",
+        action="store_true",
+        help="skip the calibration prompt at session start and end",
+    )
+    g.addoption(
+        "--baseline",
+        dest="mtpsweep_baseline",
+        metavar="TREATMENT",
+        help="contrast against this treatment (default: the ladder's baseline)",
+    )
+    g.addoption(
+        "--boot",
+        dest="mtpsweep_boot",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples (default 2000)",
+    )
+    g.addoption(
+        "--boot-seed",
+        dest="mtpsweep_boot_seed",
+        type=int,
+        default=42,
+        metavar="N",
+        help="bootstrap seed (default 42)",
+    )
+    g.addoption(
+        "--expect",
+        dest="mtpsweep_expect",
+        action="append",
+        default=[],
+        metavar="TREATMENT:SUBSET:faster|slower|equivalent",
+        help="fail the session unless the analysis supports this (repeatable)",
+    )
+    g.addoption(
+        "--no-analysis",
+        dest="mtpsweep_no_analysis",
+        action="store_true",
+        help="do not analyse at session end",
+    )
+    g.addoption(
         "--preflight-only",
         dest="mtpsweep_preflight_only",
         action="store_true",

@@ -1,0 +1,388 @@
+"""The protocol's safety rules, end to end through pytest.
+
+Faults a real server cannot be made to produce on demand (hidden reasoning, unknown stream
+fields, a refused warm-up, a hang) come from the STUB server `tests/stub_llama_server.py`;
+everything else (a server killed mid-session, curtailment, resume) runs the real llama-server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_mtpsweep.records import read_records
+from tests.test_integration import SMALL, servers_of
+
+REPO = Path(__file__).resolve().parent.parent
+STUB = REPO / "tests" / "stub_llama_server.py"
+
+STUB_LADDER = """
+question = "Does the harness keep its rules when the server misbehaves?"
+baseline = "a"
+cycles = 2
+max_tokens = 8
+[model]
+path = "{model}"
+id = "stub"
+[server]
+port = 0
+ctx_size = 4096
+ready_timeout_s = 30
+[[treatments]]
+key = "a"
+[[treatments]]
+key = "b"
+args = {b_args}
+"""
+
+
+def stub_project(pytester: pytest.Pytester, b_args: list[str], prompts: int = 2) -> Path:
+    """A sandbox with a stub ladder whose treatment `b` carries the fault flags."""
+    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+    model = pytester.path / "model.gguf"
+    model.write_bytes(b"GGUF stub model")
+    ladder = STUB_LADDER.format(model=model, b_args=json.dumps(["--stub", "b", *b_args]))
+    (pytester.path / "experiments" / "ladders" / "stub.toml").write_text(ladder)
+    few = pytester.path / "few"
+    few.mkdir()
+    for i in range(1, prompts + 1):
+        (few / f"prose_{i:02d}.txt").write_text(f"Write sentence number {i}.")
+    return few
+
+
+def run_stub(pytester: pytest.Pytester, few: Path, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "experiments/",
+        "--ladder=stub",
+        f"--server-bin={STUB}",
+        f"--prompts-dir={few}",
+        "--boot=200",
+        *args,
+    )
+
+
+def only_run(root: Path) -> Path:
+    runs = list((root / "runs").glob("*/*"))
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def stubs_running() -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if any(str(STUB) == c for c in cmd[:3]):
+            found.append(p)
+    return found
+
+
+def all_records(run: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for f in sorted(run.glob("**/*.jsonl")):
+        rows, bad = read_records(f)
+        assert bad == 0, f
+        out += rows
+    return out
+
+
+class TestStopMarkers:
+    # Request count per stub process, with --no-calibration: 1 warm-up, 2 and 3 measurements.
+    @pytest.mark.parametrize(
+        ("fault", "marker"),
+        [
+            ("reasoning@3", "** HIDDEN-REASONING=11 chars at 02_b_c1/prose_02"),
+            ("unknown-delta@3", "** UNRECOGNISED-DELTA-FIELDS=secret_field at 02_b_c1/prose_02"),
+        ],
+    )
+    def test_marker_stops_quarantines_and_analyses(
+        self, pytester: pytest.Pytester, fault: str, marker: str
+    ) -> None:
+        few = stub_project(pytester, ["--fault", fault])
+        result = run_stub(pytester, few, "--no-calibration")
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines([f"*{marker}*", "*STOPPED by a protocol rule*"])
+        result.assert_outcomes(passed=3)
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_b_c1"
+        assert marker in (q / "reason.txt").read_text()
+        assert marker in (q / "server.log").read_text()
+        assert len(read_records(q / "records.jsonl")[0]) == 2  # the marked measurement is kept
+        assert marker in (run / "STOPPED").read_text()
+        assert [p.name for p in (run / "records").iterdir()] == ["01_a_c1.jsonl"]
+        report = (run / "analysis" / "report.md").read_text()
+        assert "STOPPED by a protocol rule" in report
+        assert stubs_running() == []
+
+        again = pytester.runpytest(
+            "experiments/",
+            "--ladder=stub",
+            f"--server-bin={STUB}",
+            f"--prompts-dir={few}",
+            f"--resume={run}",
+        )
+        assert again.ret == pytest.ExitCode.USAGE_ERROR
+        again.stdout.fnmatch_lines(["*stopped by a protocol rule*must not be resumed*"])
+
+    def test_reasoning_is_data_when_the_ladder_expects_it(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, ["--fault", "reasoning"])
+        ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
+        ladder.write_text("reasoning_expected = true\n" + ladder.read_text())
+        result = run_stub(pytester, few, "--no-calibration")
+        result.assert_outcomes(passed=8)
+        recs = all_records(only_run(pytester.path))
+        assert {r["reasoning_chars"] for r in recs if r["treatment"] == "b"} == {11}
+
+
+class TestWarmup:
+    def test_failed_twice_stops_the_run(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, ["--fault", "http-400@1"])
+        result = run_stub(pytester, few)
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(["*WARMUP-FAILED-TWICE=02_b_c1*HTTP 400*"])
+        run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "quarantine").iterdir()) == ["02_b_c1", "02_b_c1.2"]
+        assert (
+            "warm-up request failed: HTTP 400"
+            in (run / "quarantine" / "02_b_c1" / "reason.txt").read_text()
+        )
+        assert stubs_running() == []
+
+    def test_failed_once_gets_a_fresh_server(
+        self, pytester: pytest.Pytester, tmp_path: Path
+    ) -> None:
+        # A wrapper that injects the fault into the first server it starts, and only that one.
+        marker = tmp_path / "first-done"
+        wrapper = tmp_path / "once.sh"
+        wrapper.write_text(
+            "#!/usr/bin/env bash\n"
+            f'if [ "$1" = --version ]; then exec {STUB} --version; fi\n'
+            f'case " $* " in *" b "*) if [ ! -e {marker} ]; then touch {marker}; '
+            f'exec {STUB} "$@" --fault http-400@1; fi;; esac\n'
+            f'exec {STUB} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        few = stub_project(pytester, [])
+        result = pytester.runpytest(
+            "experiments/",
+            "--ladder=stub",
+            f"--server-bin={wrapper}",
+            f"--prompts-dir={few}",
+            "--boot=200",
+        )
+        result.assert_outcomes(passed=8)
+        run = only_run(pytester.path)
+        assert [p.name for p in (run / "quarantine").iterdir()] == ["02_b_c1"]
+        info = json.loads((run / "sessions" / "02_b_c1.json").read_text())
+        assert info["warmup"]["valid"] is True and info["measured"] == 2
+
+
+class TestPartialCensus:
+    def test_invalid_measurement_quarantines_and_reruns_once(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        # no-usage@3 strikes the first attempt and the re-run alike: both are kept, no third try.
+        few = stub_project(pytester, ["--fault", "no-usage@3"])
+        result = run_stub(pytester, few, "--no-calibration")
+        result.assert_outcomes(passed=6, failed=2)
+        run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "quarantine").iterdir()) == [
+            "02_b_c1",
+            "02_b_c1.2",
+            "03_b_c2",
+            "03_b_c2.2",
+        ]
+        reason = (run / "quarantine" / "02_b_c1.2" / "reason.txt").read_text()
+        assert "partial census: 1 of 2 measurements valid" in reason
+        rerun = json.loads((run / "quarantine" / "02_b_c1.2" / "session.json").read_text())
+        assert rerun["rerun"] is True
+        census = (run / "analysis" / "census.csv").read_text().splitlines()
+        # every baseline measurement lost its partner: four gaps, none kept
+        assert "primary,b,a,prose,0,0,4,0,200,0" in census
+        assert stubs_running() == []
+
+
+class TestHang:
+    def test_timeout_quarantines_the_session_and_the_run_goes_on(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, ["--fault", "hang@3"], prompts=3)
+        result = run_stub(pytester, few, "--no-calibration", "--timeout=5", "-k", "c1")
+        # the hung measurement errors (its fixture timed out); the next one fails, not measured
+        result.assert_outcomes(passed=4, errors=1, failed=1)
+        result.stdout.fnmatch_lines(["*Timeout*"])
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_b_c1"
+        assert "interrupted" in (q / "reason.txt").read_text()
+        recs = read_records(q / "records.jsonl")[0]
+        assert [r["valid"] for r in recs] == [True, False, False]
+        assert "interrupted" in str(recs[1]["reason"]) and "interrupted" in str(recs[2]["reason"])
+        assert stubs_running() == []
+
+
+class TestServerKilledMidSession:
+    def test_quarantine_clean_next_session_no_lost_records(
+        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(SMALL)
+        few = pytester.path / "few"
+        few.mkdir()
+        for i in range(1, 5):
+            shutil.copy(REPO / "experiments" / "prompts" / "canonical" / f"prose_0{i}.txt", few)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "experiments/",
+                "--ladder=small",
+                f"--prompts-dir={few}",
+                "--max-tokens=48",
+                "--no-calibration",
+                "--boot=200",
+                "-p",
+                "no:cacheprovider",
+            ],
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 180
+            target = None
+            while time.monotonic() < deadline and target is None:
+                rec = list(pytester.path.glob("runs/*/*/records/02_*.jsonl"))
+                if rec and rec[0].read_text().count("\n") >= 1:
+                    target = [
+                        c for c in psutil.Process(proc.pid).children() if c.exe() == str(server_bin)
+                    ]
+                time.sleep(0.02)
+            assert target, "session 2 never started measuring"
+            target[0].kill()
+            out, _ = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_ngram-simple_c1"
+        assert "the server died mid-session" in (q / "reason.txt").read_text(), out
+        kept = read_records(q / "records.jsonl")[0]
+        assert len(kept) == 4 and kept[0]["valid"] is True and kept[-1]["valid"] is False
+        nxt = json.loads((run / "sessions" / "03_ngram-simple_c2.json").read_text())
+        assert nxt["valid"] == nxt["planned_measurements"] == 4 and nxt["released"] is True
+        assert sum(1 for _ in run.glob("records/*.jsonl")) == 3
+        gaps = (run / "analysis" / "gaps.csv").read_text()
+        assert "ngram-simple" in gaps and ",1," in gaps  # cycle 1 of ngram-simple is missing
+        assert servers_of(server_bin) == []
+
+
+class TestCurtailment:
+    def test_budget_drops_in_the_registered_order_never_the_final_baseline(
+        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+        ladder = SMALL.replace("cycles = 2", "cycles = 2\nmax_tokens = 4").replace(
+            "max_tokens = 16\n", ""
+        )
+        ladder += '\n[preregistration]\ndrop_order = ["ngram-simple:c2", "none:c1"]\nnever_drop = "none:c2"\n'
+        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(ladder)
+        few = pytester.path / "few"
+        few.mkdir()
+        shutil.copy(REPO / "experiments" / "prompts" / "canonical" / "prose_01.txt", few)
+        # After the first session nothing is left of a 1 s budget: every listed session goes.
+        result = pytester.runpytest(
+            "experiments/",
+            "--ladder=small",
+            f"--prompts-dir={few}",
+            "--time-budget=1s",
+            "--no-calibration",
+            "--boot=200",
+        )
+        result.assert_outcomes(passed=3, skipped=1)
+        run = only_run(pytester.path)
+        cut = json.loads((run / "curtailment.json").read_text())
+        assert [d["session"] for d in cut["dropped"]] == ["03_ngram-simple_c2"]
+        assert cut["affected_treatments"] == ["ngram-simple"]
+        assert (run / "sessions" / "04_none_c2.json").exists()
+        report = (run / "analysis" / "report.md").read_text()
+        assert (
+            "This run was curtailed: `ngram-simple` lost part of its counterbalanced positions"
+            in report
+        )
+        assert "order-confounded" in report
+
+    def test_bad_deadline_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
+        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+        result = pytester.runpytest(
+            "experiments/", "--ladder=cpu-demo", "--deadline=25:00", "--collect-only"
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "write it as HH:MM" in result.stderr.str()
+
+
+class TestResume:
+    def test_interrupted_run_resumes_where_it_stopped(
+        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(SMALL)
+        few = pytester.path / "few"
+        few.mkdir()
+        for i in range(1, 4):
+            shutil.copy(REPO / "experiments" / "prompts" / "canonical" / f"prose_0{i}.txt", few)
+        args = [
+            "experiments/",
+            "--ladder=small",
+            f"--prompts-dir={few}",
+            "--no-calibration",
+            "--boot=200",
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"],
+            cwd=pytester.path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                rec = list(pytester.path.glob("runs/*/*/records/02_*.jsonl"))
+                if rec and rec[0].read_text().count("\n") >= 1:
+                    break
+                time.sleep(0.02)
+            os.kill(proc.pid, signal.SIGKILL)  # the harshest interruption there is
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run = only_run(pytester.path)
+
+        refused = pytester.runpytest(*args, f"--resume={run}", "--max-tokens=8")
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stdout.fnmatch_lines(["*differs from the run in keyed.max_tokens*"])
+
+        result = pytester.runpytest(*args, f"--resume={run}")
+        result.assert_outcomes(passed=9, skipped=3)
+        assert (
+            "interrupted" in (run / "quarantine" / "02_ngram-simple_c1" / "reason.txt").read_text()
+        )
+        assert sorted(p.stem for p in (run / "sessions").glob("*.json")) == [
+            "01_none_c1",
+            "02_ngram-simple_c1",
+            "03_ngram-simple_c2",
+            "04_none_c2",
+        ]
+        kept = [r for f in (run / "records").glob("*.jsonl") for r in read_records(f)[0]]
+        assert len(kept) == 12 and all(r["valid"] for r in kept)
+        assert "resumed" in (run / "resume.log").read_text()
+        assert servers_of(server_bin) == []
