@@ -235,10 +235,12 @@ class TestFailures:
             s.bind(("127.0.0.1", 0))
             s.listen()
             port = s.getsockname()[1]
+            # preflight stops this run first (tests/test_plugin.py); waived, the launch refuses too
             result = project.runpytest(
                 "experiments/",
                 "--ladder=small",
                 f"--port={port}",
+                "--waive=ports",
                 f"--prompts-dir={project.path / 'few'}",
             )
         result.assert_outcomes(errors=8)
