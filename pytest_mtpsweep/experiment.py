@@ -5,14 +5,23 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 
-from . import __version__, curtailment, gpu, preflight, preregistration, provision, server
+from . import (
+    __version__,
+    curtailment,
+    gpu,
+    preflight,
+    preregistration,
+    provision,
+    server,
+    witnesses,
+)
 from .client import Measurement, RequestSpec, stream_chat
 from .ladder import (
     Ladder,
@@ -149,6 +158,8 @@ class Experiment:
     dropped: dict[str, str] = field(default_factory=dict)  # session name -> reason
     done: set[str] = field(default_factory=set)  # sessions completed in a resumed run
     stopped: str | None = None
+    session_infos: list[dict[str, Any]] = field(default_factory=list)
+    memory_lines: list[str] = field(default_factory=list)
 
     # -- building -----------------------------------------------------------------------
 
@@ -767,6 +778,8 @@ class Experiment:
         if live.measured and live.quarantine is None:
             self.durations.append((info["duration_s"], live.measured))
         self.rows.append(_row(live, info))
+        if live.quarantine is None:
+            self.session_infos.append(info)
         if live.quarantine is not None:
             self.run_dir.quarantine(live.slot.name, live.quarantine)
         if partial and not live.rerun and self._time_for(live.slot):
@@ -794,6 +807,15 @@ class Experiment:
         if self.run_dir is None:
             return None
         self.run_dir.write_sessions_csv(sorted(self.rows, key=lambda r: r["ordinal"]))
+        declared = {
+            t.key: t.memory_step_mib
+            for t in self.ladder.treatments
+            if t.memory_step_mib is not None
+        }
+        if declared and self.session_infos:
+            steps = witnesses.memory_steps(self.session_infos, declared, self.ladder.baseline)
+            self.memory_lines = [witnesses.describe(s) for s in steps]
+            self.run_dir.write_json("memory_check.json", [asdict(s) for s in steps])
         return self.run_dir.path
 
 

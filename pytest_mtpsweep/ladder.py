@@ -22,6 +22,7 @@ class Treatment:
 
     key: str
     args: tuple[str, ...] = ()
+    memory_step_mib: float | None = None  # expected extra memory after load over the baseline
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ _SERVER: dict[str, tuple[type | tuple[type, ...], bool]] = {
 _TREATMENT: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "key": (str, True),
     "args": (list, False),
+    "memory_step_mib": ((int, float), False),
 }
 _ANALYSIS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "margin_pct": ((int, float), False),
@@ -292,7 +294,14 @@ def load_ladder(path: Path) -> Ladder:
                 f"{path}: field {where}key {key!r} must be non-empty letters, digits, '.', '_' or '-' "
                 "(it names files and test ids); rename it."
             )
-        treatments.append(Treatment(key, _str_list(t.get("args", []), where + "args", path)))
+        step = t.get("memory_step_mib")
+        treatments.append(
+            Treatment(
+                key,
+                _str_list(t.get("args", []), where + "args", path),
+                float(step) if step is not None else None,
+            )
+        )
     if not treatments:
         raise LadderError(f"{path}: field 'treatments' is empty; add at least two [[treatments]].")
     keys = [t.key for t in treatments]

@@ -401,6 +401,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             tr.write_line("--expect not met: the analysis did not run", red=True)
     if exp.stopped:
         tr.write_line(f"STOPPED by a protocol rule: {exp.stopped}")
+    for line in exp.memory_lines:
+        tr.write_line(line)
     for name, why in exp.dropped.items():
         tr.write_line(f"{name}: {why}")
     tr.write_line(f"run directory: {exp.run_dir.path}")

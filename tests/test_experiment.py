@@ -13,14 +13,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from pytest_mtpsweep.records import read_records
-from tests.test_integration import SMALL, servers_of
+from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of, wait_for_record
+from tests.test_integration import SMALL
 
 REPO = Path(__file__).resolve().parent.parent
 STUB = REPO / "tests" / "stub_llama_server.py"
@@ -47,7 +47,7 @@ args = {b_args}
 
 def stub_project(pytester: pytest.Pytester, b_args: list[str], prompts: int = 2) -> Path:
     """A sandbox with a stub ladder whose treatment `b` carries the fault flags."""
-    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+    copy_experiments(pytester)
     model = pytester.path / "model.gguf"
     model.write_bytes(b"GGUF stub model")
     ladder = STUB_LADDER.format(model=model, b_args=json.dumps(["--stub", "b", *b_args]))
@@ -68,12 +68,6 @@ def run_stub(pytester: pytest.Pytester, few: Path, *args: str) -> pytest.RunResu
         "--boot=200",
         *args,
     )
-
-
-def only_run(root: Path) -> Path:
-    runs = list((root / "runs").glob("*/*"))
-    assert len(runs) == 1, runs
-    return runs[0]
 
 
 def stubs_running() -> list[psutil.Process]:
@@ -232,12 +226,9 @@ class TestServerKilledMidSession:
     def test_quarantine_clean_next_session_no_lost_records(
         self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
     ) -> None:
-        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
-        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(SMALL)
-        few = pytester.path / "few"
-        few.mkdir()
-        for i in range(1, 5):
-            shutil.copy(REPO / "experiments" / "prompts" / "canonical" / f"prose_0{i}.txt", few)
+        copy_experiments(pytester, {"small": SMALL})
+        few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03", "prose_04"])
+        log = pytester.path / "run.log"
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -253,26 +244,19 @@ class TestServerKilledMidSession:
                 "no:cacheprovider",
             ],
             cwd=pytester.path,
-            stdout=subprocess.PIPE,
+            stdout=log.open("w"),
             stderr=subprocess.STDOUT,
-            text=True,
         )
         try:
-            deadline = time.monotonic() + 180
-            target = None
-            while time.monotonic() < deadline and target is None:
-                rec = list(pytester.path.glob("runs/*/*/records/02_*.jsonl"))
-                if rec and rec[0].read_text().count("\n") >= 1:
-                    target = [
-                        c for c in psutil.Process(proc.pid).children() if c.exe() == str(server_bin)
-                    ]
-                time.sleep(0.02)
-            assert target, "session 2 never started measuring"
+            wait_for_record(pytester.path, "02_*.jsonl", proc)
+            target = [c for c in psutil.Process(proc.pid).children() if c.exe() == str(server_bin)]
+            assert target, "session 2's server should be running"
             target[0].kill()
-            out, _ = proc.communicate(timeout=300)
+            proc.wait(timeout=300)
         finally:
             if proc.poll() is None:
                 proc.kill()
+        out = log.read_text()
         run = only_run(pytester.path)
         q = run / "quarantine" / "02_ngram-simple_c1"
         assert "the server died mid-session" in (q / "reason.txt").read_text(), out
@@ -334,12 +318,8 @@ class TestResume:
     def test_interrupted_run_resumes_where_it_stopped(
         self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
     ) -> None:
-        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
-        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(SMALL)
-        few = pytester.path / "few"
-        few.mkdir()
-        for i in range(1, 4):
-            shutil.copy(REPO / "experiments" / "prompts" / "canonical" / f"prose_0{i}.txt", few)
+        copy_experiments(pytester, {"small": SMALL})
+        few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03"])
         args = [
             "experiments/",
             "--ladder=small",
@@ -354,12 +334,7 @@ class TestResume:
             stderr=subprocess.DEVNULL,
         )
         try:
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                rec = list(pytester.path.glob("runs/*/*/records/02_*.jsonl"))
-                if rec and rec[0].read_text().count("\n") >= 1:
-                    break
-                time.sleep(0.02)
+            wait_for_record(pytester.path, "02_*.jsonl", proc)
             os.kill(proc.pid, signal.SIGKILL)  # the harshest interruption there is
             proc.wait(10)
         finally:
@@ -386,3 +361,27 @@ class TestResume:
         assert len(kept) == 12 and all(r["valid"] for r in kept)
         assert "resumed" in (run / "resume.log").read_text()
         assert servers_of(server_bin) == []
+
+
+class TestGates:
+    def test_expect_sets_the_exit_status(self, pytester: pytest.Pytester) -> None:
+        # The stub streams b at 1 ms a token against a's default 2 ms: a known, large effect.
+        few = stub_project(pytester, ["--stub-token-ms", "1"], prompts=4)
+        ok = run_stub(
+            pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:faster"
+        )
+        assert ok.ret == pytest.ExitCode.OK
+        ok.stdout.fnmatch_lines(["*vs baseline 'a'*", "*b*prose*faster*"])
+        shutil.rmtree(pytester.path / "runs")
+        bad = run_stub(
+            pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:slower"
+        )
+        assert bad.ret == pytest.ExitCode.TESTS_FAILED
+        bad.stdout.fnmatch_lines(["*--expect not met:*b*prose*slower*faster*"])
+        bad.assert_outcomes(passed=16)
+
+    def test_bad_expectation_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, [])
+        result = run_stub(pytester, few, "--expect=c:prose:faster")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "--expect c:prose:faster" in result.stderr.str()

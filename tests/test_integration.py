@@ -8,15 +8,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from pytest_mtpsweep.records import read_records
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.sandbox import REPO, copy_experiments, only_run, prompt_dir, servers_of, wait_for_record
 
 SMALL = """
 question = "Does ngram-simple decode faster than none on the small model?"
@@ -67,32 +65,12 @@ RECORD_KEYS = {
 }
 
 
-def servers_of(binary: Path) -> list[psutil.Process]:
-    """Running processes whose executable is exactly this binary."""
-    found = []
-    for p in psutil.process_iter(["exe"]):
-        if p.info["exe"] and Path(p.info["exe"]) == binary:
-            found.append(p)
-    return found
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester, server_bin: Path, model_path: Path) -> pytest.Pytester:
     """The shipped experiments plus a small two-treatment ladder, in a sandbox."""
-    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
-    (pytester.path / "experiments" / "ladders" / "small.toml").write_text(SMALL)
-    (pytester.path / "few").mkdir()
-    for pid in ("prose_01", "structured_01"):
-        shutil.copy(
-            REPO / "experiments" / "prompts" / "canonical" / f"{pid}.txt", pytester.path / "few"
-        )
+    copy_experiments(pytester, {"small": SMALL})
+    prompt_dir(pytester, ["prose_01", "structured_01"])
     return pytester
-
-
-def only_run(root: Path) -> Path:
-    runs = list((root / "runs").glob("*/*"))
-    assert len(runs) == 1, runs
-    return runs[0]
 
 
 class TestSmallLadder:
@@ -266,14 +244,7 @@ class TestFailures:
             stderr=subprocess.DEVNULL,
         )
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                recs = list(project.path.glob("runs/*/*/records/*.jsonl"))
-                if recs and recs[0].read_text().count("\n") >= 1:
-                    break
-                time.sleep(0.05)
-            else:
-                pytest.fail("the run wrote no record within 120 s")
+            wait_for_record(project.path, "*.jsonl", proc)
             children = [
                 c for c in psutil.Process(proc.pid).children() if c.exe() == str(server_bin)
             ]
@@ -358,3 +329,32 @@ class TestExternalLaunchers:
             ["*argv lacks the treatment flags*'--spec-type', 'ngram-simple'*check the launcher*"]
         )
         assert servers_of(server_bin) == []
+
+
+class TestMemoryStep:
+    def test_declared_steps_are_confirmed_or_flagged(self, project: pytest.Pytester) -> None:
+        # A draft model really loads a second copy of the weights; ngram drafting loads nothing.
+        ladder = SMALL + (
+            "memory_step_mib = 100\n"
+            '[[treatments]]\nkey = "draft"\nmemory_step_mib = 100\n'
+            'args = ["--spec-type", "draft-simple", "-md", "{model}"]\n'
+        )
+        (project.path / "experiments" / "ladders" / "mem.toml").write_text(ladder)
+        result = project.runpytest(
+            "experiments/",
+            "--ladder=mem",
+            "--cycles=1",
+            "--max-tokens=4",
+            "--no-calibration",
+            f"--prompts-dir={project.path / 'few'}",
+            "-k",
+            "prose_01",
+        )
+        result.assert_outcomes(passed=3, deselected=3)
+        steps = {
+            s["treatment"]: s
+            for s in json.loads((only_run(project.path) / "memory_check.json").read_text())
+        }
+        assert steps["draft"]["verdict"] == "confirmed" and steps["draft"]["observed_mib"] > 100
+        assert steps["ngram-simple"]["verdict"] == "flagged"
+        result.stdout.fnmatch_lines(["*memory step ngram-simple: flagged*"])

@@ -1,4 +1,4 @@
-"""Plugin behaviour without a server: collection, ids, -k, run order, option errors."""
+"""Plugin behaviour: collection, ids, -k, run order, option errors, and the preflight gate."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.sandbox import copy_experiments, servers_of
 
 
 @pytest.fixture
 def experiments(pytester: pytest.Pytester) -> pytest.Pytester:
     """A copy of the shipped experiments directory inside a pytester sandbox."""
-    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+    copy_experiments(pytester)
     return pytester
 
 
@@ -167,8 +167,6 @@ class TestPreflightGate:
         self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
     ) -> None:
         import socket
-
-        from tests.test_integration import servers_of
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

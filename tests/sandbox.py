@@ -1,0 +1,58 @@
+"""Helpers shared by the tests that run experiments inside a pytester sandbox."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CANONICAL = REPO / "experiments" / "prompts" / "canonical"
+
+
+def copy_experiments(pytester: pytest.Pytester, ladders: dict[str, str] | None = None) -> None:
+    """The shipped experiments directory, plus extra ladders by name, in the sandbox."""
+    shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+    for name, text in (ladders or {}).items():
+        (pytester.path / "experiments" / "ladders" / f"{name}.toml").write_text(text)
+
+
+def prompt_dir(pytester: pytest.Pytester, ids: list[str]) -> Path:
+    """A prompt set made of some of the canonical prompts."""
+    few = pytester.path / "few"
+    few.mkdir()
+    for pid in ids:
+        shutil.copy(CANONICAL / f"{pid}.txt", few)
+    return few
+
+
+def only_run(root: Path) -> Path:
+    runs = list((root / "runs").glob("*/*"))
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def servers_of(binary: Path) -> list[psutil.Process]:
+    """Running processes whose executable is exactly this binary."""
+    return [
+        p for p in psutil.process_iter(["exe"]) if p.info["exe"] and Path(p.info["exe"]) == binary
+    ]
+
+
+def wait_for_record(
+    root: Path, pattern: str, proc: subprocess.Popen[str] | subprocess.Popen[bytes]
+) -> None:
+    """Block until a records file matching `pattern` holds a line (a run is mid-session)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        recs = list(root.glob(f"runs/*/*/records/{pattern}"))
+        if recs and recs[0].read_text().count("\n") >= 1:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended (status {proc.returncode}) before writing {pattern}")
+        time.sleep(0.02)
+    pytest.fail(f"no record matching {pattern} within 180 s")

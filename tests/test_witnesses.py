@@ -1,0 +1,44 @@
+"""The memory-step witness across session files."""
+
+from __future__ import annotations
+
+from pytest_mtpsweep.witnesses import describe, memory_steps, session_memory_mib
+
+MIB = 2**20
+
+
+def info(
+    treatment: str, rss_mib: float | None = None, gpu_mib: float | None = None
+) -> dict[str, object]:
+    return {
+        "treatment": treatment,
+        "rss_after_load_bytes": rss_mib * MIB if rss_mib is not None else None,
+        "gpu_used_mib_after_load": gpu_mib,
+    }
+
+
+def test_gpu_memory_is_preferred_over_rss() -> None:
+    assert session_memory_mib(info("a", rss_mib=300, gpu_mib=20_000)) == (20_000.0, "gpu")
+    assert session_memory_mib(info("a", rss_mib=300)) == (300.0, "rss")
+    assert session_memory_mib(info("a")) == (None, "rss")
+
+
+def test_step_confirmed_and_flagged() -> None:
+    sessions = [
+        info("none", 340),
+        info("none", 350),
+        info("spec", 600),
+        info("spec", 610),
+        info("flat", 351),
+    ]
+    steps = {s.treatment: s for s in memory_steps(sessions, {"spec": 100, "flat": 100}, "none")}
+    assert steps["spec"].verdict == "confirmed" and steps["spec"].observed_mib == 260
+    assert steps["flat"].verdict == "flagged" and steps["flat"].observed_mib == 6
+    assert "flagged, +6 MiB over the baseline (rss), expected at least +100 MiB" in describe(
+        steps["flat"]
+    )
+
+
+def test_unknown_without_readings() -> None:
+    (step,) = memory_steps([info("spec", 600)], {"spec": 100}, "none")
+    assert step.verdict == "unknown" and "unknown" in describe(step)
