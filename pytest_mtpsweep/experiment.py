@@ -19,6 +19,7 @@ from . import (
     preflight,
     preregistration,
     provision,
+    rowtable,
     server,
     witnesses,
 )
@@ -588,7 +589,9 @@ class Experiment:
                 "gpu_used_mib_after_load": gpu.used_mib(),
             }
         )
-        witness_error = self._witness_error(slot, argv, info["n_ctx"])
+        witness_error = witnesses.startup_error(
+            argv, self._treatment_args(slot), info["n_ctx"], lad.ctx_size
+        )
         if witness_error:
             info["error"] = witness_error
             self.close_session(live)
@@ -620,21 +623,6 @@ class Experiment:
             self._request_spec(live.slot, CALIBRATION_TOKENS),
         )
         return m.decode_rate_tps_primary if m.valid else None
-
-    def _witness_error(self, slot: SessionSlot, argv: list[str], n_ctx: Any) -> str | None:
-        """The identity witnesses a session must pass before it may measure anything."""
-        treatment_args = self._treatment_args(slot)
-        if not _contains(argv, treatment_args):
-            return (
-                f"the running server's argv lacks the treatment flags {treatment_args}; "
-                "check the launcher or the ladder."
-            )
-        if n_ctx is not None and n_ctx != self.ladder.ctx_size:
-            return (
-                f"the server serves n_ctx {n_ctx}, not the requested {self.ladder.ctx_size}; "
-                "use --parallel 1 in server.args or set ctx_size to what each slot gets."
-            )
-        return None
 
     def _request_spec(self, slot: SessionSlot, max_tokens: int | None = None) -> RequestSpec:
         lad = self.ladder
@@ -777,7 +765,7 @@ class Experiment:
         self.run_dir.write_json(f"sessions/{live.slot.name}.json", info)
         if live.measured and live.quarantine is None:
             self.durations.append((info["duration_s"], live.measured))
-        self.rows.append(_row(live, info))
+        self.rows.append(rowtable.session_row(info, live.slot, rerun=live.rerun))
         if live.quarantine is None:
             self.session_infos.append(info)
         if live.quarantine is not None:
@@ -875,83 +863,3 @@ def _not_measured(reason: str) -> Measurement:
         content_chunks=0,
         server_alias=None,
     )
-
-
-def _row(live: LiveSession, info: dict[str, Any]) -> dict[str, Any]:
-    rss = info.get("rss_after_load_bytes")
-    drift = (info.get("calibration") or {}).get("drift_pct")
-    return {
-        "ordinal": live.slot.ordinal,
-        "treatment": live.slot.treatment,
-        "cycle": live.slot.cycle,
-        "load_s": info.get("load_s"),
-        "mem_after_load_mib": round(rss / 2**20, 1) if rss else None,
-        "alias": info["alias"],
-        "measured": live.measured,
-        "valid": live.valid,
-        "failed": live.measured - live.valid,
-        "length_prompts": live.length_prompts,
-        "calibration_drift_pct": drift,
-        "released": info["released"],
-        "quarantined": live.quarantine or "",
-        "rerun": live.rerun,
-        "error": info.get("error", ""),
-    }
-
-
-def _contains(argv: list[str], needle: list[str]) -> bool:
-    if not needle:
-        return True
-    n = len(needle)
-    return any(argv[i : i + n] == needle for i in range(len(argv) - n + 1))
-
-
-def row_table(rows: list[dict[str, Any]]) -> str:
-    """The users' hand-kept row table, one line per server session."""
-    header = [
-        "#",
-        "treatment",
-        "cyc",
-        "load s",
-        "mem MiB",
-        "alias",
-        "meas/ok/fail",
-        "length",
-        "drift %",
-        "released",
-        "note",
-    ]
-    body = [
-        [
-            str(r["ordinal"]),
-            r["treatment"],
-            str(r["cycle"]),
-            f"{r['load_s']:.1f}" if r.get("load_s") is not None else "-",
-            f"{r['mem_after_load_mib']:.0f}" if r.get("mem_after_load_mib") else "-",
-            r["alias"],
-            f"{r['measured']}/{r['valid']}/{r['failed']}",
-            ",".join(r["length_prompts"]) or "-",
-            f"{r['calibration_drift_pct']:+.1f}"
-            if r.get("calibration_drift_pct") is not None
-            else "-",
-            "yes" if r["released"] else "NO",
-            "; ".join(
-                x
-                for x in (
-                    "re-run" if r.get("rerun") else "",
-                    f"quarantined: {r['quarantined']}" if r.get("quarantined") else "",
-                    r.get("error", ""),
-                )
-                if x
-            ).splitlines()[0]
-            if (r.get("quarantined") or r.get("error") or r.get("rerun"))
-            else "",
-        ]
-        for r in sorted(rows, key=lambda r: (r["ordinal"], r.get("rerun", False)))
-    ]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for row in [header, *body]
-    ]
-    return "\n".join(lines)

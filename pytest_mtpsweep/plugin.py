@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from . import server
+from . import rowtable, server
 from .analysis import ExpectationError, parse_expectation
 from .client import Measurement
 from .curtailment import DeadlineError
@@ -23,7 +23,6 @@ from .experiment import (
     SessionEndAnalysis,
     StopRun,
     analyse_at_end,
-    row_table,
 )
 from .ladder import SUBSETS, LadderError
 from .preflight import PreflightError, failures, render_fixes, render_table
@@ -31,7 +30,6 @@ from .prompts import PromptError
 from .provision import ProvisionError
 
 EXPERIMENT = pytest.StashKey[Experiment]()
-RESULT_DIR = pytest.StashKey[Path]()
 ANALYSIS = pytest.StashKey[SessionEndAnalysis]()
 _USER_ERRORS = (LadderError, PromptError, ExperimentError, ProvisionError, DeadlineError)
 
@@ -309,8 +307,6 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         exp.begin(cases, run_path, checks)
     except ExperimentError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-    assert exp.run_dir is not None
-    session.config.stash[RESULT_DIR] = exp.run_dir.path
 
 
 @pytest.fixture(scope="session")
@@ -386,7 +382,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr = terminalreporter
     tr.section("mtpsweep sessions")
     if exp.rows:
-        tr.write_line(row_table(exp.rows))
+        tr.write_line(rowtable.render(exp.rows))
     end = config.stash.get(ANALYSIS, None)
     if end is not None:
         tr.section("mtpsweep analysis")

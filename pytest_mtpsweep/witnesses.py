@@ -1,4 +1,4 @@
-"""Cross-session identity witnesses: does each treatment's memory after load step as declared?"""
+"""Identity witnesses: is the server that runs the one the treatment asked for?"""
 
 from __future__ import annotations
 
@@ -19,6 +19,29 @@ class MemoryStep:
     observed_mib: float | None
     verdict: str  # "confirmed", "flagged" or "unknown"
     basis: str  # "gpu" or "rss"
+
+
+def argv_contains(argv: Sequence[str], needle: Sequence[str]) -> bool:
+    """Whether `needle` appears in `argv` as one contiguous run of arguments."""
+    n = len(needle)
+    return n == 0 or any(list(argv[i : i + n]) == list(needle) for i in range(len(argv) - n + 1))
+
+
+def startup_error(
+    argv: Sequence[str], treatment_args: Sequence[str], n_ctx: Any, ctx_size: int
+) -> str | None:
+    """Why a freshly started server may not be measured, or None when its witnesses agree."""
+    if not argv_contains(argv, treatment_args):
+        return (
+            f"the running server's argv lacks the treatment flags {list(treatment_args)}; "
+            "check the launcher or the ladder."
+        )
+    if n_ctx is not None and n_ctx != ctx_size:
+        return (
+            f"the server serves n_ctx {n_ctx}, not the requested {ctx_size}; "
+            "use --parallel 1 in server.args or set ctx_size to what each slot gets."
+        )
+    return None
 
 
 def session_memory_mib(info: Mapping[str, Any]) -> tuple[float | None, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.witnesses import describe, memory_steps, session_memory_mib
+from pytest_mtpsweep.witnesses import describe, memory_steps, session_memory_mib, startup_error
 
 MIB = 2**20
 
@@ -42,3 +42,17 @@ def test_step_confirmed_and_flagged() -> None:
 def test_unknown_without_readings() -> None:
     (step,) = memory_steps([info("spec", 600)], {"spec": 100}, "none")
     assert step.verdict == "unknown" and "unknown" in describe(step)
+
+
+def test_treatment_flags_must_appear_together_in_argv() -> None:
+    argv = ["llama-server", "-m", "m.gguf", "--spec-type", "ngram-simple", "--ctx-size", "4096"]
+    assert startup_error(argv, ["--spec-type", "ngram-simple"], 4096, 4096) is None
+    assert startup_error(argv, [], None, 4096) is None
+    split = ["llama-server", "--spec-type", "x", "ngram-simple"]
+    assert "lacks the treatment flags" in str(
+        startup_error(split, ["--spec-type", "ngram-simple"], None, 1)
+    )
+
+
+def test_served_context_must_match() -> None:
+    assert "serves n_ctx 1024, not the requested 4096" in str(startup_error([], [], 1024, 4096))
