@@ -187,7 +187,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Load and validate the ladder named by --ladder; refuse parallel measurement."""
-    config.addinivalue_line("markers", "mtpsweep: a measurement of an mtpsweep ladder")
+    config.addinivalue_line(
+        "markers", "mtpsweep: a measurement of an mtpsweep ladder (select or exclude with -m)"
+    )
     name = config.getoption("mtpsweep_ladder", None)
     if not name:
         return
@@ -245,7 +247,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     cases = exp.cases()
     metafunc.parametrize(
         ["mtpsweep_server", "mtpsweep_case"],
-        [pytest.param(c.slot, c, id=c.id) for c in cases],
+        [pytest.param(c.slot, c, id=c.id, marks=pytest.mark.mtpsweep) for c in cases],
         indirect=["mtpsweep_server"],
         scope="session",
     )

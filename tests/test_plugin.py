@@ -68,6 +68,25 @@ class TestCollection:
         assert len(got) == 48 and len(sessions(got)) == 6
         assert all("prose" in i for i in got)
 
+    def test_measurements_carry_the_mtpsweep_marker(self, experiments: pytest.Pytester) -> None:
+        experiments.makepyfile(test_other="def test_plain():\n    pass\n")
+        both = experiments.runpytest(
+            "experiments/", "test_other.py", "--ladder=cpu-demo", "--collect-only", "-q"
+        )
+        both.stdout.fnmatch_lines(["*97 tests collected*"])
+        plain = experiments.runpytest(
+            "experiments/",
+            "test_other.py",
+            "--ladder=cpu-demo",
+            "-m",
+            "not mtpsweep",
+            "--collect-only",
+            "-q",
+        )
+        plain.stdout.fnmatch_lines(
+            ["test_other.py::test_plain", "*1/97 tests collected (96 deselected)*"]
+        )
+
     def test_cycles_and_subset_override_the_ladder(self, experiments: pytest.Pytester) -> None:
         got = ids(
             experiments.runpytest(
