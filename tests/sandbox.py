@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -56,3 +57,14 @@ def wait_for_record(
             pytest.fail(f"the run ended (status {proc.returncode}) before writing {pattern}")
         time.sleep(0.02)
     pytest.fail(f"no record matching {pattern} within 180 s")
+
+
+def spawn_pytest(root: Path, *args: str) -> subprocess.Popen[bytes]:
+    """pytest in a separate process (so it can be killed), its output in root/run.log."""
+    log = (root / "run.log").open("wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )

@@ -11,15 +11,20 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
 from pytest_mtpsweep.records import read_records
-from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of, wait_for_record
+from tests.sandbox import (
+    copy_experiments,
+    only_run,
+    prompt_dir,
+    servers_of,
+    spawn_pytest,
+    wait_for_record,
+)
 from tests.test_integration import SMALL
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,24 +233,14 @@ class TestServerKilledMidSession:
     ) -> None:
         copy_experiments(pytester, {"small": SMALL})
         few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03", "prose_04"])
-        log = pytester.path / "run.log"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "experiments/",
-                "--ladder=small",
-                f"--prompts-dir={few}",
-                "--max-tokens=48",
-                "--no-calibration",
-                "--boot=200",
-                "-p",
-                "no:cacheprovider",
-            ],
-            cwd=pytester.path,
-            stdout=log.open("w"),
-            stderr=subprocess.STDOUT,
+        proc = spawn_pytest(
+            pytester.path,
+            "experiments/",
+            "--ladder=small",
+            f"--prompts-dir={few}",
+            "--max-tokens=48",
+            "--no-calibration",
+            "--boot=200",
         )
         try:
             wait_for_record(pytester.path, "02_*.jsonl", proc)
@@ -256,7 +251,7 @@ class TestServerKilledMidSession:
         finally:
             if proc.poll() is None:
                 proc.kill()
-        out = log.read_text()
+        out = (pytester.path / "run.log").read_text()
         run = only_run(pytester.path)
         q = run / "quarantine" / "02_ngram-simple_c1"
         assert "the server died mid-session" in (q / "reason.txt").read_text(), out
@@ -327,12 +322,7 @@ class TestResume:
             "--no-calibration",
             "--boot=200",
         ]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"],
-            cwd=pytester.path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = spawn_pytest(pytester.path, *args)
         try:
             wait_for_record(pytester.path, "02_*.jsonl", proc)
             os.kill(proc.pid, signal.SIGKILL)  # the harshest interruption there is

@@ -6,15 +6,21 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
 from pytest_mtpsweep.records import read_records
-from tests.sandbox import REPO, copy_experiments, only_run, prompt_dir, servers_of, wait_for_record
+from tests.sandbox import (
+    REPO,
+    copy_experiments,
+    only_run,
+    prompt_dir,
+    servers_of,
+    spawn_pytest,
+    wait_for_record,
+)
 
 SMALL = """
 question = "Does ngram-simple decode faster than none on the small model?"
@@ -228,21 +234,12 @@ class TestFailures:
     def test_kill_9_of_pytest_leaves_no_server_and_whole_lines(
         self, project: pytest.Pytester, server_bin: Path
     ) -> None:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "experiments/",
-                "--ladder=small",
-                "--max-tokens=64",
-                f"--prompts-dir={project.path / 'few'}",
-                "-p",
-                "no:cacheprovider",
-            ],
-            cwd=project.path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        proc = spawn_pytest(
+            project.path,
+            "experiments/",
+            "--ladder=small",
+            "--max-tokens=64",
+            f"--prompts-dir={project.path / 'few'}",
         )
         try:
             wait_for_record(project.path, "*.jsonl", proc)
