@@ -16,6 +16,7 @@ from . import (
     __version__,
     curtailment,
     gpu,
+    planfile,
     preflight,
     preregistration,
     provision,
@@ -328,52 +329,53 @@ class Experiment:
         text = preregistration.render(
             lad, self.plan, self.selected, self.invocation, self.run_id, created
         )
-        (run_path / "preregistration.md").write_text(text, encoding="utf-8")
+        self.run_dir.write_text_new("preregistration.md", text)
         self.prereg_sha256 = preregistration.digest(text)
+        self.run_dir.write_json("plan.json", self._plan_document(created))
+
+    def _plan_document(self, created: str) -> dict[str, Any]:
+        lad = self.ladder
+        assert self.server_bin is not None, "resolve() comes first"
         reg = preregistration.effective(lad, self.plan)
-        self.run_dir.write_json(
-            "plan.json",
-            {
-                "run_id": self.run_id,
-                "ladder": lad.name,
-                "ladder_file": str(lad.path),
-                "question": lad.question,
-                "created_at": created,
-                "invocation": self.invocation,
-                "harness_version": __version__,
-                "server_bin": str(self.server_bin.path),
-                "server_bin_source": self.server_bin.source,
-                "server_version": self.server_version,
-                "model_path": str(self.model_path),
-                "note": lad.note,
-                "keyed": self.keyed,
-                "preregistration_sha256": self.prereg_sha256,
-                "analysis": {
-                    "baseline": lad.baseline,
-                    "margin_pct": lad.analysis.margin_pct,
-                    "tiebreak_pp": lad.analysis.tiebreak_pp,
-                    "primary_endpoint": lad.analysis.primary_endpoint,
-                    "curtailment_sentence": reg.curtailment_sentence,
-                },
-                "treatments": [{"key": t.key, "args": list(t.args)} for t in lad.treatments],
-                "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
-                "sessions": [
-                    {
-                        "ordinal": s.ordinal,
-                        "treatment": s.treatment,
-                        "cycle": s.cycle,
-                        "session": s.name,
-                        "selected": s.name in self.cases_by_session,
-                        "measurements": len(self.cases_by_session.get(s.name, [])),
-                    }
-                    for s in self.plan
-                ],
+        return {
+            "run_id": self.run_id,
+            "ladder": lad.name,
+            "ladder_file": str(lad.path),
+            "question": lad.question,
+            "created_at": created,
+            "invocation": self.invocation,
+            "harness_version": __version__,
+            "server_bin": str(self.server_bin.path),
+            "server_bin_source": self.server_bin.source,
+            "server_version": self.server_version,
+            "model_path": str(self.model_path),
+            "note": lad.note,
+            "keyed": self.keyed,
+            "preregistration_sha256": self.prereg_sha256,
+            "analysis": {
+                "baseline": lad.baseline,
+                "margin_pct": lad.analysis.margin_pct,
+                "tiebreak_pp": lad.analysis.tiebreak_pp,
+                "primary_endpoint": lad.analysis.primary_endpoint,
+                "curtailment_sentence": reg.curtailment_sentence,
             },
-        )
+            "treatments": [{"key": t.key, "args": list(t.args)} for t in lad.treatments],
+            "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
+            "sessions": [
+                {
+                    "ordinal": s.ordinal,
+                    "treatment": s.treatment,
+                    "cycle": s.cycle,
+                    "session": s.name,
+                    "selected": s.name in self.cases_by_session,
+                    "measurements": len(self.cases_by_session.get(s.name, [])),
+                }
+                for s in self.plan
+            ],
+        }
 
     def _reopen(self, run_path: Path, checks: list[preflight.PreflightItem]) -> None:
         """Continue an interrupted run: same ladder and options, or a refusal naming the change."""
-        lad = self.ladder
         plan_file = run_path / "plan.json"
         if not plan_file.is_file():
             raise ExperimentError(f"--resume {run_path}: no plan.json there; name a run directory.")
@@ -384,21 +386,7 @@ class Experiment:
                 f"({stopped.read_text().strip()}) and must not be resumed; start a new run."
             )
         old = json.loads(plan_file.read_text())
-        now = {
-            "ladder": lad.name,
-            "treatments": [{"key": t.key, "args": list(t.args)} for t in lad.treatments],
-            "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
-            "sessions": [s.name for s in self.plan],
-            **{f"keyed.{k}": v for k, v in self.keyed.items()},
-        }
-        before = {
-            "ladder": old.get("ladder"),
-            "treatments": old.get("treatments"),
-            "prompts": old.get("prompts"),
-            "sessions": [s["session"] for s in old.get("sessions", [])],
-            **{f"keyed.{k}": v for k, v in old.get("keyed", {}).items()},
-        }
-        differ = sorted(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))
+        differ = planfile.differences(old, self._plan_document(utc_now_iso()))
         if differ:
             raise ExperimentError(
                 f"--resume {run_path}: this invocation differs from the run in {', '.join(differ)}; "
