@@ -59,6 +59,10 @@ def _analyse(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if Path(args.run_a).resolve() == Path(args.run_b).resolve():
+        raise AnalysisError(
+            f"compare was given the same run twice ({args.run_a}); name two different run directories."
+        )
     results = [
         load_and_analyse([Path(p)], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
         for p in (args.run_a, args.run_b)
