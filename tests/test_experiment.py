@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pytest_mtpsweep.analysis.cli import run_cli
 from pytest_mtpsweep.records import read_records
 from tests.sandbox import (
     copy_experiments,
@@ -362,6 +363,13 @@ class TestGates:
         )
         assert ok.ret == pytest.ExitCode.OK
         ok.stdout.fnmatch_lines(["*vs baseline 'a'*", "*b*prose*faster*"])
+        # the CLI on the same records gives the same numbers as the session end did
+        run = only_run(pytester.path)
+        out = pytester.path / "cli"
+        assert run_cli(["analyse", str(run), "--boot", "200", "--out", str(out)]) == 0
+        assert (out / "contrasts.csv").read_bytes() == (
+            run / "analysis" / "contrasts.csv"
+        ).read_bytes()
         shutil.rmtree(pytester.path / "runs")
         bad = run_stub(
             pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:slower"
