@@ -773,10 +773,12 @@ class Experiment:
             live = self._start(slot, rerun=True)
         except server.ServerError:
             return  # its session file says why; the census shows the gap
-        if live.quarantine is None:
-            for case in self.cases_by_session[slot.name]:
-                self.measure(live, case)
-        self.close_session(live)
+        try:
+            if live.quarantine is None:
+                for case in self.cases_by_session[slot.name]:
+                    self.measure(live, case)
+        finally:  # a stop marker in the re-run still releases and quarantines it first
+            self.close_session(live)
 
     def finish(self) -> Path | None:
         """Write the row table; return the run directory."""

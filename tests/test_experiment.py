@@ -209,6 +209,37 @@ class TestPartialCensus:
         assert "primary,b,a,prose,0,0,4,0,200,0" in census
         assert stubs_running() == []
 
+    def test_stop_marker_in_the_rerun_still_stops_the_run(
+        self, pytester: pytest.Pytester, tmp_path: Path
+    ) -> None:
+        # The first server for b loses a usage chunk (partial census); its re-run shows reasoning.
+        first = tmp_path / "first-done"
+        wrapper = tmp_path / "then.sh"
+        wrapper.write_text(
+            "#!/usr/bin/env bash\n"
+            f'if [ "$1" = --version ]; then exec {STUB} --version; fi\n'
+            f'case " $* " in *" b "*) if [ ! -e {first} ]; then touch {first}; '
+            f'exec {STUB} "$@" --fault no-usage@3; fi; exec {STUB} "$@" --fault reasoning@2;; esac\n'
+            f'exec {STUB} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        few = stub_project(pytester, [])
+        result = pytester.runpytest(
+            "experiments/",
+            "--ladder=stub",
+            f"--server-bin={wrapper}",
+            f"--prompts-dir={few}",
+            "--boot=200",
+            "--no-calibration",
+        )
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(["*HIDDEN-REASONING=11 chars at 02_b_c1/prose_01*"])
+        run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "quarantine").iterdir()) == ["02_b_c1", "02_b_c1.2"]
+        assert (run / "STOPPED").is_file()
+        assert not (run / "sessions" / "03_b_c2.json").exists()  # nothing ran after the stop
+        assert stubs_running() == []
+
 
 class TestHang:
     def test_timeout_quarantines_the_session_and_the_run_goes_on(
