@@ -65,15 +65,33 @@ def stub_project(pytester: pytest.Pytester, b_args: list[str], prompts: int = 2)
     return few
 
 
-def run_stub(pytester: pytest.Pytester, few: Path, *args: str) -> pytest.RunResult:
+def run_stub(
+    pytester: pytest.Pytester, few: Path, *args: str, server_bin: Path = STUB
+) -> pytest.RunResult:
     return pytester.runpytest(
         "experiments/",
         "--ladder=stub",
-        f"--server-bin={STUB}",
+        f"--server-bin={server_bin}",
         f"--prompts-dir={few}",
         "--boot=200",
         *args,
     )
+
+
+def staged_stub(tmp_path: Path, first: str, later: str = "") -> Path:
+    """A wrapper around the stub: the first server for treatment b gets the fault flags `first`,
+    every later one for b gets `later` (faults live per process, so a fresh start resets them)."""
+    done = tmp_path / "first-done"
+    wrapper = tmp_path / "staged.sh"
+    wrapper.write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [ "$1" = --version ]; then exec {STUB} --version; fi\n'
+        f'case " $* " in *" b "*) if [ ! -e {done} ]; then touch {done}; '
+        f'exec {STUB} "$@" {first}; fi; exec {STUB} "$@" {later};; esac\n'
+        f'exec {STUB} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 def stubs_running() -> list[psutil.Process]:
@@ -159,25 +177,10 @@ class TestWarmup:
     def test_failed_once_gets_a_fresh_server(
         self, pytester: pytest.Pytester, tmp_path: Path
     ) -> None:
-        # A wrapper that injects the fault into the first server it starts, and only that one.
-        marker = tmp_path / "first-done"
-        wrapper = tmp_path / "once.sh"
-        wrapper.write_text(
-            "#!/usr/bin/env bash\n"
-            f'if [ "$1" = --version ]; then exec {STUB} --version; fi\n'
-            f'case " $* " in *" b "*) if [ ! -e {marker} ]; then touch {marker}; '
-            f'exec {STUB} "$@" --fault http-400@1; fi;; esac\n'
-            f'exec {STUB} "$@"\n'
-        )
-        wrapper.chmod(0o755)
+        # Only the first server for b refuses its warm-up; the fresh one works.
+        wrapper = staged_stub(tmp_path, "--fault http-400@1")
         few = stub_project(pytester, [])
-        result = pytester.runpytest(
-            "experiments/",
-            "--ladder=stub",
-            f"--server-bin={wrapper}",
-            f"--prompts-dir={few}",
-            "--boot=200",
-        )
+        result = run_stub(pytester, few, server_bin=wrapper)
         result.assert_outcomes(passed=8)
         run = only_run(pytester.path)
         assert [p.name for p in (run / "quarantine").iterdir()] == ["02_b_c1"]
@@ -213,25 +216,9 @@ class TestPartialCensus:
         self, pytester: pytest.Pytester, tmp_path: Path
     ) -> None:
         # The first server for b loses a usage chunk (partial census); its re-run shows reasoning.
-        first = tmp_path / "first-done"
-        wrapper = tmp_path / "then.sh"
-        wrapper.write_text(
-            "#!/usr/bin/env bash\n"
-            f'if [ "$1" = --version ]; then exec {STUB} --version; fi\n'
-            f'case " $* " in *" b "*) if [ ! -e {first} ]; then touch {first}; '
-            f'exec {STUB} "$@" --fault no-usage@3; fi; exec {STUB} "$@" --fault reasoning@2;; esac\n'
-            f'exec {STUB} "$@"\n'
-        )
-        wrapper.chmod(0o755)
+        wrapper = staged_stub(tmp_path, "--fault no-usage@3", "--fault reasoning@2")
         few = stub_project(pytester, [])
-        result = pytester.runpytest(
-            "experiments/",
-            "--ladder=stub",
-            f"--server-bin={wrapper}",
-            f"--prompts-dir={few}",
-            "--boot=200",
-            "--no-calibration",
-        )
+        result = run_stub(pytester, few, "--no-calibration", server_bin=wrapper)
         assert result.ret == pytest.ExitCode.INTERRUPTED
         result.stdout.fnmatch_lines(["*HIDDEN-REASONING=11 chars at 02_b_c1/prose_01*"])
         run = only_run(pytester.path)
