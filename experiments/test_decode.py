@@ -1,6 +1,6 @@
 """Streamed decoding, measured on every prompt x treatment x cycle of the chosen ladder."""
 
-from pytest_mtpsweep.client import Measurement
+from pytest_mtpsweep import Measurement
 
 
 def test_decode(measurement: Measurement) -> None:

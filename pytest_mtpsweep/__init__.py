@@ -1,3 +1,8 @@
 """pytest-mtpsweep: LLM inference-server experiments as pytest suites."""
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+from .schema import Measurement
+
+__version__ = "0.2.0"
+__all__ = ["Measurement", "__version__"]

@@ -1,4 +1,8 @@
-"""The `mtpsweep` command: provision, analyse, compare, preflight."""
+"""The `mtpsweep` command: provision, preflight, analyse, compare.
+
+Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
+analysis and nothing else.
+"""
 
 from __future__ import annotations
 
@@ -8,31 +12,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import provision
-from .analysis import cli as analysis_cli
-from .curtailment import DeadlineError
-from .experiment import ExperimentError
-from .ladder import LadderError
-from .preflight import PreflightError
-from .prompts import PromptError
-
-USER_ERRORS = (
-    provision.ProvisionError,
-    LadderError,
-    PromptError,
-    ExperimentError,
-    PreflightError,
-    DeadlineError,
-)
+from . import options
+from .errors import UserError
 
 
 def _provision(args: argparse.Namespace) -> int:
+    from .rig import provision
+    from .rig.version import build_id
+
     t0 = time.monotonic()
     binary = provision.resolve_server_bin(args.server_bin)
     version = provision.server_version(binary.path)
     print(f"server:  {binary.path}  (from {binary.source})")
     print(f"build:   {version}")
-    build = provision.build_id(version)
+    build = build_id(version)
     if build is None or build.endswith("-unknown") or build.startswith("b0-"):
         print(
             "warning: this build does not identify itself; rebuild with: "
@@ -46,32 +39,21 @@ def _provision(args: argparse.Namespace) -> int:
 
 
 def _preflight(args: argparse.Namespace) -> int:
-    from .experiment import Experiment, PreflightOptions
+    from .ladder import search_dirs
     from .preflight import failures, render_fixes, render_table
+    from .protocol.run import Run
 
     cwd = Path.cwd()
-    options = {
-        "mtpsweep_model": args.model,
-        "mtpsweep_server_bin": args.server_bin,
-        "mtpsweep_port": args.port,
-    }
-    exp = Experiment.from_options(
-        args.ladder,
-        options,
-        [cwd / "experiments" / "ladders", cwd / "ladders"],
-        cwd,
-        ["mtpsweep", "preflight", "--ladder", args.ladder],
+    values = options.values_from(lambda dest: getattr(args, dest, None))
+    request = options.run_request(
+        values,
+        search_dirs=search_dirs([], cwd, cwd),
+        cwd=cwd,
+        invocation=["mtpsweep", "preflight", *(args.argv or [])],
     )
-    run_path = exp.resolve()
-    checks = exp.run_preflight(
-        run_path,
-        PreflightOptions(
-            waive=frozenset(args.waive),
-            against=args.against,
-            verify_digests=args.verify_digests,
-            server_build=args.server_build,
-        ),
-    )
+    run = Run.from_request(request)
+    run.resolve()
+    checks = run.preflight()
     print(render_table(checks))
     failed = failures(checks)
     if failed:
@@ -80,6 +62,8 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .analysis import cli as analysis_cli
+
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
     )
@@ -90,27 +74,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_provision)
     analysis_cli.register(sub)
     p = sub.add_parser("preflight", help="run a ladder's preflight checks; start nothing")
-    p.add_argument(
-        "--ladder", required=True, help="a name under experiments/ladders/ or a .toml path"
-    )
-    p.add_argument("--model", help="model file (overrides the ladder)")
-    p.add_argument("--server-bin", help="an explicit llama-server executable")
-    p.add_argument("--port", type=int, help="server port to check")
-    p.add_argument("--server-build", help="the build the server must be, e.g. 515e85511")
-    p.add_argument("--waive", action="append", default=[], metavar="ITEM")
-    p.add_argument("--against", type=Path, metavar="RUN_DIR")
-    p.add_argument("--verify-digests", action="store_true")
+    options.add_argparse_options(p, options.PREFLIGHT_CLI)
     p.set_defaults(func=_preflight)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     try:
         code: int = args.func(args)
-    except USER_ERRORS as exc:
+    except UserError as exc:
         print(f"mtpsweep: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("mtpsweep: interrupted", file=sys.stderr)
+        return 130
     return code
 
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpcore  # noqa: F401
+import numpy  # noqa: F401
+import pandas  # noqa: F401
 import pytest
+import scipy.stats  # noqa: F401
 
-from pytest_mtpsweep import provision
+from pytest_mtpsweep.rig import provision
 
-# httpx imports httpcore lazily; imported during an in-process pytester run, it would be dropped
-# from sys.modules afterwards and re-imported by the next run, leaving httpx mapping exceptions of
-# one httpcore copy while the other raises them. Importing it here keeps one copy for the session.
+# Modules first imported inside an in-process pytester run are dropped from sys.modules
+# afterwards and re-imported by the next run: httpx would then map exceptions of one httpcore copy
+# while the other raises them, and numpy refuses a second import outright. The plugin imports them
+# lazily, so import them here to keep one copy for the whole session.
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent

@@ -156,7 +156,7 @@ class TestUsageErrors:
 
     def test_bad_override(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=cpu-demo", "--max-tokens", "1")
-        assert "command line: max_tokens is 1" in err
+        assert "(with --max-tokens 1 from the command line): max_tokens is 1" in err
 
     def test_xdist_is_refused(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=cpu-demo", "-n", "2")

@@ -9,7 +9,8 @@ import pandas as pd
 
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.analysis.frame import canonical
-from pytest_mtpsweep.analysis.model import KEYED_FIELDS, ComparabilityGroup, RunData
+from pytest_mtpsweep.analysis.model import ComparabilityGroup, RunData
+from pytest_mtpsweep.schema import KEYED_FIELDS
 
 
 def plan_keyed(run: RunData) -> dict[str, Any]:

@@ -1,9 +1,5 @@
-"""The two exceptions the analysis raises; both carry one-sentence messages."""
+"""The analysis' exceptions live in the package's one exceptions module; named here for imports."""
 
+from pytest_mtpsweep.errors import AnalysisError, ExpectationError
 
-class AnalysisError(Exception):
-    """A refusal: incomparable runs, no records, an unknown baseline, bad settings."""
-
-
-class ExpectationError(ValueError):
-    """A `--expect` gate that cannot be understood or names something the run lacks."""
+__all__ = ["AnalysisError", "ExpectationError"]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINT_COLUMNS, KEYED_FIELDS, RecordFile
+from pytest_mtpsweep.analysis.model import ENDPOINT_COLUMNS, RecordFile
+from pytest_mtpsweep.schema import KEYED_FIELDS
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
 RECORD_COLUMNS: tuple[str, ...] = (

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pytest_mtpsweep import schema
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.analysis.model import (
     DEFAULT_BOOT,
@@ -54,15 +55,22 @@ def _protocol_notes(run_dir: Path, plan: Mapping[str, Any]) -> list[str]:
     sha = plan.get("preregistration_sha256")
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
-    stopped = run_dir / "STOPPED"
+    stopped = run_dir / schema.STOPPED_FILE
     if stopped.is_file():
         notes.append(f"the run was STOPPED by a protocol rule: {_read_text(stopped).strip()}")
-    curtailed = run_dir / "curtailment.json"
+    curtailed = run_dir / schema.CURTAILMENT_FILE
     if curtailed.is_file():
         facts = _read_json(curtailed, "curtailment file")
-        dropped = ", ".join(d["session"] for d in facts.get("dropped", []))
+        if not isinstance(facts, Mapping) or not isinstance(facts.get("dropped", []), list):
+            raise AnalysisError(
+                f"curtailment file {curtailed} does not hold the object the protocol writes; "
+                "restore it from the run"
+            )
+        dropped = ", ".join(
+            str(d.get("session")) for d in facts.get("dropped", []) if isinstance(d, Mapping)
+        )
         notes.append(f"curtailed: sessions dropped to meet the deadline: {dropped}")
-        for treatment in facts.get("affected_treatments", []):
+        for treatment in facts.get("affected_treatments", []) or []:
             notes.append(str(facts.get("sentence", "")).replace("[treatment]", f"`{treatment}`"))
     return notes
 
@@ -74,7 +82,7 @@ def load_run(run_dir: Path) -> RunData:
             f"run directory {run_dir} does not exist; pass a path like runs/<ladder>/<run-id>"
         )
     notes: list[str] = []
-    plan_path = run_dir / "plan.json"
+    plan_path = run_dir / schema.PLAN_FILE
     plan: Mapping[str, Any] = {}
     if plan_path.is_file():
         loaded = _read_json(plan_path, "plan file")
@@ -89,10 +97,10 @@ def load_run(run_dir: Path) -> RunData:
     notes += _protocol_notes(run_dir, plan)
     files = tuple(
         RecordFile(run_id=run_id, session=p.stem, lines=tuple(_read_text(p).splitlines()))
-        for p in sorted((run_dir / "records").glob("*.jsonl"))
+        for p in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl"))
     )
     sessions: list[Mapping[str, Any]] = []
-    for path in sorted((run_dir / "sessions").glob("*.json")):
+    for path in sorted((run_dir / schema.SESSIONS_DIR).glob("*.json")):
         try:
             facts = json.loads(_read_text(path))
         except ValueError:
@@ -101,10 +109,10 @@ def load_run(run_dir: Path) -> RunData:
         if isinstance(facts, Mapping):
             sessions.append({"session": path.stem, **facts})
     quarantined = []
-    for qdir in sorted(p for p in (run_dir / "quarantine").glob("*") if p.is_dir()):
-        rec = qdir / "records.jsonl"
+    for qdir in sorted(p for p in (run_dir / schema.QUARANTINE_DIR).glob("*") if p.is_dir()):
+        rec = qdir / schema.QUARANTINE_MEMBERS["records"]
         n = sum(1 for line in _read_text(rec).splitlines() if line.strip()) if rec.is_file() else 0
-        reason_path = qdir / "reason.txt"
+        reason_path = qdir / schema.QUARANTINE_REASON
         reason = _read_text(reason_path).strip() if reason_path.is_file() else ""
         quarantined.append(
             QuarantinedSession(run_id, qdir.name, n, reason.splitlines()[0] if reason else "")

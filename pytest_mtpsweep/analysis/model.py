@@ -10,27 +10,14 @@ from typing import Any
 import pandas as pd
 
 from pytest_mtpsweep.analysis.errors import AnalysisError
+from pytest_mtpsweep.schema import ENDPOINT_FIELDS
 
-ENDPOINTS: tuple[str, ...] = ("primary", "interval")
-ENDPOINT_COLUMNS: Mapping[str, str] = {
-    "primary": "decode_rate_tps_primary",
-    "interval": "decode_rate_tps_interval",
-}
+ENDPOINTS: tuple[str, ...] = tuple(ENDPOINT_FIELDS)
+ENDPOINT_COLUMNS: Mapping[str, str] = ENDPOINT_FIELDS
 ENDPOINT_LABELS: Mapping[str, str] = {
     "primary": "client-clock primary",
     "interval": "interval basis",
 }
-KEYED_FIELDS: tuple[str, ...] = (
-    "model_id",
-    "ctx_size",
-    "seed",
-    "max_tokens",
-    "temperature",
-    "server_build",
-    "placement",
-    "prompt_set_digest",
-    "ladder",
-)
 CANONICAL_SUBSETS: tuple[str, ...] = ("prose", "structured")
 POOLED = "pooled"
 KNOWN_SUBSETS: tuple[str, ...] = (*CANONICAL_SUBSETS, POOLED)

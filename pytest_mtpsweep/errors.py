@@ -1,0 +1,88 @@
+"""Every exception the package raises, in one hierarchy.
+
+MtpsweepError
+├── UserError            one sentence naming what is wrong, where, and the fix; every
+│   │                    edge (pytest hooks, the CLI) prints it as one line, no traceback
+│   ├── LadderError      a ladder file or an option that overrides it
+│   ├── PromptError      a prompt set or a task set
+│   ├── OptionError      a command-line option on its own (a deadline, a bootstrap count)
+│   ├── ProvisionError   the server binary or the model cannot be found or made
+│   ├── PreflightError   preflight cannot run as asked (unknown waiver, bad --against)
+│   ├── RunDirError      the run directory cannot be created, reopened or written
+│   ├── AnalysisError    the analysis refuses (incomparable runs, no records, bad settings)
+│   └── ExpectationError an --expect gate that cannot be understood
+├── ServerError          a session's server could not be started, reached or witnessed:
+│                        that session fails, the run goes on
+└── ProtocolSignal       not errors: a protocol rule changes the course of the run
+    ├── StopRun          the whole run stops now (a stop marker, a second failed warm-up,
+    │                    a write failure, the token budget)
+    └── SkipSession      this session does not run
+        ├── AlreadyDone  --resume: it completed in the run being resumed
+        └── Curtailed    dropped, in the pre-registered order, to meet the deadline
+"""
+
+from __future__ import annotations
+
+
+class MtpsweepError(Exception):
+    """Base of every exception this package raises on purpose."""
+
+
+class UserError(MtpsweepError):
+    """Something the user can fix; the message is one sentence with the fix."""
+
+
+class LadderError(UserError):
+    """A ladder is missing, malformed or inconsistent; the message names file, field and fix."""
+
+
+class PromptError(UserError):
+    """A prompt set (or task set) is missing or malformed; the message names the path."""
+
+
+class OptionError(UserError, ValueError):
+    """A command-line value that cannot be read; the message shows the expected form."""
+
+
+class ProvisionError(UserError):
+    """The server or the model cannot be found or made; the message names the fix."""
+
+
+class PreflightError(UserError):
+    """Preflight cannot run as asked (unknown waiver, unreadable earlier run)."""
+
+
+class RunDirError(UserError):
+    """The run directory cannot be created or written; the message says where and what to do."""
+
+
+class AnalysisError(UserError):
+    """A refusal of the analysis: incomparable runs, no records, an unknown baseline, bad settings."""
+
+
+class ExpectationError(UserError, ValueError):
+    """An `--expect` gate that cannot be understood or names something the run lacks."""
+
+
+class ServerError(MtpsweepError):
+    """A session's server could not be started, reached or witnessed; the message says why."""
+
+
+class ProtocolSignal(MtpsweepError):
+    """A protocol rule that changes the course of the run (not a failure of the harness)."""
+
+
+class StopRun(ProtocolSignal):
+    """A protocol rule says the whole run stops now; the message is the marker line."""
+
+
+class SkipSession(ProtocolSignal):
+    """This session does not run; the message says why."""
+
+
+class AlreadyDone(SkipSession):
+    """On --resume: this session completed in the run being resumed."""
+
+
+class Curtailed(SkipSession):
+    """This session was dropped to meet the deadline, in the pre-registered order."""

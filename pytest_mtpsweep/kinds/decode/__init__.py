@@ -1,0 +1,1 @@
+"""The decode-rate experiment: prompt × treatment × cycle, one streamed request each."""

@@ -1,0 +1,42 @@
+"""A decode ladder's own fields: the prompt set and the subset; treatments are compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...errors import LadderError
+from ...ladder.fields import Spec
+from ...ladder.load import parse_treatments
+from ...ladder.model import SUBSETS, Ladder, Treatment
+from .. import KindSpec
+
+FIELDS: Spec = {"prompt_set": (str, False), "subset": (str, False)}
+
+
+def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
+    if "treatments" not in raw:
+        raise LadderError(f"{path}: missing required field 'treatments'; add [[treatments]].")
+    return parse_treatments(raw["treatments"], "treatments", path)
+
+
+def validate(ladder: Ladder, where: Path | str) -> None:
+    keys = ladder.treatment_keys
+    if len(keys) < 2:
+        raise LadderError(
+            f"{where}: a decode ladder needs at least two [[treatments]] (a baseline and one to "
+            f"compare with it), but it has only {', '.join(keys)}; add another treatment."
+        )
+    if ladder.baseline not in keys:
+        raise LadderError(
+            f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
+            f"({', '.join(keys)}); name one of them."
+        )
+    subset = ladder.kind_fields.get("subset", "both")
+    if subset not in SUBSETS:
+        raise LadderError(
+            f"{where}: field 'subset' is {subset!r}; use one of {', '.join(SUBSETS)}."
+        )
+
+
+SPEC = KindSpec("decode", FIELDS, treatments, validate)

@@ -1,0 +1,21 @@
+"""Stop markers of a decode measurement: what must stop the run the moment it is seen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...ladder import Ladder
+from ...schema import Measurement
+
+if TYPE_CHECKING:
+    from .run import DecodeCase
+
+
+def stop_marker(case: DecodeCase, m: Measurement, ladder: Ladder) -> str | None:
+    """A protocol stop marker for what this measurement showed, if any."""
+    where = f"{case.slot.name}/{case.prompt.id}"
+    if m.unrecognised_delta_fields:
+        return f"** UNRECOGNISED-DELTA-FIELDS={','.join(m.unrecognised_delta_fields)} at {where}"
+    if m.reasoning_chars and not ladder.reasoning_expected:
+        return f"** HIDDEN-REASONING={m.reasoning_chars} chars at {where}"
+    return None

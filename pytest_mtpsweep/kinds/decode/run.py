@@ -1,0 +1,153 @@
+"""The decode kind on the protocol: a case is prompt × session; one streamed request each."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ... import rig, schema
+from ...errors import PromptError
+from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
+from ...options import AnalysisRequest, RunRequest
+from ...preflight import PreflightItem, check_prompt_set
+from .. import EndAnalysis, Outcome
+from .markers import stop_marker
+
+if TYPE_CHECKING:
+    from ...protocol.lifecycle import LiveSession
+
+
+@dataclass(frozen=True)
+class DecodeCase:
+    """One measurement: a prompt in a session, at its position in that session's order."""
+
+    slot: SessionSlot
+    prompt: Prompt
+    position: int
+    repeat: int = 1
+
+    @property
+    def id(self) -> str:
+        return f"{self.slot.id}-{self.prompt.id}"
+
+
+def session_order(prompts: tuple[Prompt, ...], cycle: int, seed: int) -> list[Prompt]:
+    """The prompts in the order a session of this cycle runs them.
+
+    Every session of a cycle runs the same order, so a treatment and its baseline meet each
+    prompt at the same position; odd cycles rotate the set by a seeded offset per cycle pair and
+    even cycles run the exact reverse, so over a pair every prompt's positions sum to n−1 and a
+    treatment whose speed drifts within a session shows it as a trend on position.
+    """
+    n = len(prompts)
+    pair = (cycle - 1) // 2
+    offset = 0 if pair == 0 or n == 0 else random.Random(f"{seed}:{pair}").randrange(n)
+    order = list(prompts[offset:] + prompts[:offset])
+    return order if cycle % 2 == 1 else order[::-1]
+
+
+class DecodeRun:
+    """One decode run: the prompt set, the keyed fields it adds, measuring and its analysis."""
+
+    name = "decode"
+    fixture = "measurement"
+    calibrates = True
+
+    def __init__(self, ladder: Ladder, prompts: tuple[Prompt, ...], prompts_dir: Path) -> None:
+        self.ladder = ladder
+        self.prompts = prompts
+        self.prompts_dir = prompts_dir
+        self.digest = prompt_digest(prompts)
+
+    def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
+        out: list[DecodeCase] = []
+        for slot in plan:
+            order = session_order(self.prompts, slot.cycle, self.ladder.seed)
+            out += [DecodeCase(slot, p, i) for i, p in enumerate(order)]
+        return out
+
+    def keyed(self) -> dict[str, Any]:
+        return {"prompt_set_digest": self.digest}
+
+    def plan_fields(self) -> dict[str, Any]:
+        orders = {
+            f"c{c}": [p.id for p in session_order(self.prompts, c, self.ladder.seed)]
+            for c in range(1, self.ladder.cycles + 1)
+        }
+        return {
+            "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
+            "prompt_order": orders,
+        }
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        return (check_prompt_set(self.digest),)
+
+    def quarantine_members(self, session: str) -> dict[str, str]:
+        return {}
+
+    def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
+        started_at = schema.utc_now_iso()
+        m = rig.stream_chat(live.http, live.base_url, case.prompt.text, live.request_spec())
+        return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder))
+
+    def unmeasured(self, live: LiveSession, case: DecodeCase, reason: str) -> Outcome:
+        return self._record(
+            live, case, schema.Measurement.not_measured(reason), schema.utc_now_iso(), None
+        )
+
+    def _record(
+        self,
+        live: LiveSession,
+        case: DecodeCase,
+        m: schema.Measurement,
+        started_at: str,
+        marker: str | None,
+    ) -> Outcome:
+        ctx, slot = live.ctx, case.slot
+        identity = {
+            "run_id": ctx.run_id,
+            "ladder": self.ladder.name,
+            "treatment": slot.treatment,
+            "cycle": slot.cycle,
+            "ordinal": slot.ordinal,
+            "session": slot.name,
+            "prompt_id": case.prompt.id,
+            "subset": case.prompt.subset,
+            "repeat": case.repeat,
+            "position": case.position,
+        }
+        live.writer.append(
+            schema.decode_record(identity, m, started_at, dict(ctx.keyed), ctx.provenance())
+        )
+        if m.finish_reason == "length":
+            live.extra.setdefault("length_prompts", []).append(case.prompt.id)
+        return Outcome(m, marker)
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        return {"length_prompts": list(live.extra.get("length_prompts", []))}
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        """Every analysis option, checked before the first server starts."""
+        from .analysis import validate_request
+
+        validate_request(self.ladder, request)
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        from .analysis import analyse_at_end
+
+        return analyse_at_end(run_dir, request)
+
+
+def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
+    """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
+    prompt_set = str(ladder.kind_fields.get("prompt_set", "canonical"))
+    subset = str(ladder.kind_fields.get("subset", "both"))
+    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / prompt_set
+    prompts = select(load_prompt_set(directory), subset)
+    if not prompts:
+        raise PromptError(
+            f"prompt set {directory} has no {subset} prompts; choose another --subset."
+        )
+    return DecodeRun(ladder, prompts, directory)

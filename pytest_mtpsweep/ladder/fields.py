@@ -1,0 +1,79 @@
+"""Field specifications for TOML tables, checked with one-line errors naming file and fix."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import LadderError
+
+# field name -> (allowed type(s), required)
+Spec = dict[str, tuple[type | tuple[type, ...], bool]]
+
+
+def check_table(table: dict[str, Any], spec: Spec, where: str, path: Path | str) -> None:
+    """Unknown fields, missing required fields and wrong types, each a one-line LadderError."""
+    for key in table:
+        if key not in spec:
+            known = ", ".join(sorted(spec))
+            raise LadderError(
+                f"{path}: unknown field {where}{key!r}; remove it or use one of: {known}."
+            )
+    for key, (types, required) in spec.items():
+        if key not in table:
+            if required:
+                raise LadderError(f"{path}: missing required field {where}{key!r}; add it.")
+            continue
+        value = table[key]
+        # bool is an int subclass; a flag value of `true` for cycles would slip through otherwise.
+        allowed = (types,) if isinstance(types, type) else types
+        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in allowed)
+            raise LadderError(
+                f"{path}: field {where}{key!r} is {value!r} but must be a {names}; fix its value."
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise LadderError(f"{path}: field {where}{key!r} is {value!r}; write a finite number.")
+
+
+def str_list(value: list[Any], where: str, path: Path | str) -> tuple[str, ...]:
+    """A TOML list whose items must all be strings (argv items, names)."""
+    if not all(isinstance(v, str) for v in value):
+        raise LadderError(
+            f"{path}: field {where} must be a list of strings (one argv item each), e.g. "
+            f'["--spec-type", "ngram-simple"]; quote every item.'
+        )
+    return tuple(value)
+
+
+def check_key(key: str, where: str, path: Path | str) -> None:
+    """A key that names files and test ids: letters, digits, '.', '_' or '-'."""
+    if not key or not all(c.isascii() and (c.isalnum() or c in "._-") for c in key):
+        raise LadderError(
+            f"{path}: field {where} {key!r} must be non-empty letters, digits, '.', '_' or '-' "
+            "(it names files and test ids); rename it."
+        )
+
+
+def check_url(url: str, where: str, path: Path | str) -> str:
+    """An http(s) base URL of an attached server, without a trailing `/v1` or slash."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LadderError(
+            f"{path}: field {where} {url!r} is not an http(s) URL; write it like "
+            "http://127.0.0.1:8000."
+        )
+    return re.sub(r"/v1/?$", "", url.rstrip("/"))
+
+
+def check_env_name(name: str, where: str, path: Path | str) -> str:
+    """The NAME of an environment variable (the key itself is never written in a ladder)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise LadderError(
+            f"{path}: field {where} {name!r} is not an environment variable name; name the "
+            "variable that holds the key (e.g. OPENAI_API_KEY), never the key itself."
+        )
+    return name

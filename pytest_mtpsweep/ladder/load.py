@@ -1,0 +1,324 @@
+"""Reading a ladder: TOML -> validated `Ladder`, command-line overrides merged in first."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import LadderError
+from .fields import Spec, check_env_name, check_key, check_table, check_url, str_list
+from .model import (
+    DEFAULT_CURTAILMENT,
+    KINDS,
+    AnalysisConfig,
+    ExternalLaunchers,
+    Ladder,
+    PreflightConfig,
+    Preregistration,
+    Treatment,
+)
+from .plan import run_plan
+
+TOP: Spec = {
+    "kind": (str, False),
+    "name": (str, False),
+    "question": (str, True),
+    "baseline": (str, True),
+    "cycles": (int, False),
+    "max_tokens": (int, False),
+    "seed": (int, False),
+    "temperature": ((int, float), False),
+    "placement": (str, False),
+    "note": (str, False),
+    "model": (dict, True),
+    "server": (dict, True),
+    "treatments": (list, False),
+    "analysis": (dict, False),
+    "preflight": (dict, False),
+    "preregistration": (dict, False),
+    "reasoning_expected": (bool, False),
+}
+MODEL: Spec = {"path": (str, False), "id": (str, True), "requires": (str, False)}
+SERVER: Spec = {
+    "bin": (str, False),
+    "args": (list, False),
+    "host": (str, False),
+    "port": (int, False),
+    "ctx_size": (int, False),
+    "ready_timeout_s": ((int, float), False),
+    "launch": (str, False),
+    "stop": (str, False),
+    "launch_sha256": (str, False),
+    "stop_sha256": (str, False),
+}
+TREATMENT: Spec = {
+    "key": (str, True),
+    "args": (list, False),
+    "memory_step_mib": ((int, float), False),
+    "base_url": (str, False),
+    "api_key_env": (str, False),
+    "served_model": (str, False),
+    "flags_file": (str, False),
+}
+ANALYSIS: Spec = {
+    "margin_pct": ((int, float), False),
+    "tiebreak_pp": ((int, float), False),
+    "primary_endpoint": (str, False),
+}
+PREFLIGHT: Spec = {
+    "server_build": (str, False),
+    "ram_floor_gb": ((int, float), False),
+    "disk_floor_gb": ((int, float), False),
+    "inactive_processes": (list, False),
+    "inactive_units": (list, False),
+}
+PREREG: Spec = {
+    "primary_contrasts": (list, False),
+    "secondary_contrasts": (list, False),
+    "multiplicity": (str, False),
+    "drop_order": (list, False),
+    "never_drop": (str, False),
+    "curtailment_sentence": (str, False),
+}
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The TOML document at `path`, or a one-line LadderError saying why it cannot be read."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise LadderError(
+            f"{path}: ladder file not found; check the --ladder name or path."
+        ) from None
+    except IsADirectoryError:
+        raise LadderError(
+            f"{path}: is a directory, not a ladder file; name a .toml file."
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise LadderError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the ladder as UTF-8 TOML."
+        ) from None
+    except OSError as exc:
+        raise LadderError(
+            f"{path}: cannot be read ({exc.strerror}); check the path and its permissions."
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LadderError(f"{path}: not valid TOML ({exc}); fix the syntax at that spot.") from None
+
+
+def merge_overrides(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with dotted overrides (`max_tokens`, `model.path`, `server.port`) set."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for dotted, value in overrides.items():
+        table, _, name = dotted.rpartition(".")
+        target = out.setdefault(table, {}) if table else out
+        if isinstance(target, dict):
+            target[name] = value
+    return out
+
+
+def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: str = "") -> Ladder:
+    """Read, override and validate one ladder file.
+
+    `overrides` are dotted ladder fields set on the command line; `said` is how the command
+    line said them (`--max-tokens 1`), for the error message.
+    """
+    overrides = overrides or {}
+    raw = merge_overrides(read_toml(path), overrides)
+    said = said or ", ".join(sorted(overrides))
+    where: Path | str = f"{path} (with {said} from the command line)" if overrides else path
+    from ..kinds import kind_spec
+
+    kind = raw.get("kind", "decode")
+    if kind not in KINDS:
+        raise LadderError(f"{path}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}.")
+    spec = kind_spec(kind)
+    check_table(raw, {**TOP, **spec.fields}, "", where)
+    for table, table_spec in (
+        ("model", MODEL),
+        ("server", SERVER),
+        ("analysis", ANALYSIS),
+        ("preregistration", PREREG),
+        ("preflight", PREFLIGHT),
+    ):
+        check_table(raw.get(table, {}), table_spec, f"{table}.", where)
+    if not raw["question"].strip():
+        raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
+    ladder = _build(raw, path, spec.treatments(raw, path))
+    validate(ladder, where)
+    spec.validate(ladder, where)
+    return ladder
+
+
+def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
+    model, server = raw["model"], raw["server"]
+    common = set(TOP)
+    return Ladder(
+        name=raw.get("name", path.stem),
+        path=path,
+        question=raw["question"].strip(),
+        treatments=treatments,
+        baseline=raw["baseline"],
+        cycles=raw.get("cycles", 2),
+        model=model.get("path", ""),
+        model_id=model["id"],
+        requires_model=model.get("requires", ""),
+        server_bin=server.get("bin"),
+        server_args=str_list(server.get("args", []), "server.args", path),
+        host=server.get("host", "127.0.0.1"),
+        port=server.get("port", 8080),
+        ctx_size=server.get("ctx_size", 4096),
+        ready_timeout_s=float(server.get("ready_timeout_s", 300.0)),
+        max_tokens=raw.get("max_tokens", 256),
+        seed=raw.get("seed", 42),
+        temperature=float(raw.get("temperature", 0.0)),
+        placement=raw.get("placement", ""),
+        note=raw.get("note", ""),
+        kind=raw.get("kind", "decode"),
+        kind_fields={k: v for k, v in raw.items() if k not in common},
+        analysis=_analysis(raw.get("analysis", {})),
+        preflight=_preflight(raw.get("preflight", {}), path),
+        launchers=_launchers(server, path),
+        prereg=_prereg(raw.get("preregistration", {}), path),
+        reasoning_expected=raw.get("reasoning_expected", False),
+    )
+
+
+def parse_treatments(items: list[Any], table: str, path: Path) -> tuple[Treatment, ...]:
+    """`[[treatments]]` (or another array of server configurations) -> unique Treatments."""
+    out: list[Treatment] = []
+    for i, t in enumerate(items):
+        where = f"{table}[{i}]."
+        if not isinstance(t, dict):
+            raise LadderError(
+                f"{path}: {where[:-1]} must be a table with key and args; use [[{table}]]."
+            )
+        check_table(t, TREATMENT, where, path)
+        check_key(t["key"], where + "key", path)
+        step = t.get("memory_step_mib")
+        flags = t.get("flags_file")
+        out.append(
+            Treatment(
+                t["key"],
+                str_list(t.get("args", []), where + "args", path),
+                float(step) if step is not None else None,
+                base_url=check_url(t["base_url"], where + "base_url", path)
+                if "base_url" in t
+                else None,
+                api_key_env=check_env_name(t["api_key_env"], where + "api_key_env", path)
+                if "api_key_env" in t
+                else None,
+                served_model=t.get("served_model"),
+                flags_file=(path.parent / flags).resolve() if flags else None,
+            )
+        )
+    if not out:
+        raise LadderError(f"{path}: field '{table}' is empty; add at least two [[{table}]].")
+    keys = [t.key for t in out]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise LadderError(f"{path}: {table} keys {dupes} appear twice; give each a unique key.")
+    return tuple(out)
+
+
+def _analysis(raw: dict[str, Any]) -> AnalysisConfig:
+    return AnalysisConfig(
+        margin_pct=float(raw.get("margin_pct", 1.0)),
+        tiebreak_pp=float(raw.get("tiebreak_pp", 1.0)),
+        primary_endpoint=raw.get("primary_endpoint", "primary"),
+    )
+
+
+def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
+    return PreflightConfig(
+        server_build=raw.get("server_build"),
+        ram_floor_gb=raw.get("ram_floor_gb"),
+        disk_floor_gb=raw.get("disk_floor_gb"),
+        inactive_processes=str_list(
+            raw.get("inactive_processes", []), "preflight.inactive_processes", path
+        ),
+        inactive_units=str_list(raw.get("inactive_units", []), "preflight.inactive_units", path),
+    )
+
+
+def _prereg(raw: dict[str, Any], path: Path) -> Preregistration:
+    def names(field: str) -> tuple[str, ...]:
+        return str_list(raw.get(field, []), f"preregistration.{field}", path)
+
+    return Preregistration(
+        primary_contrasts=names("primary_contrasts"),
+        secondary_contrasts=names("secondary_contrasts"),
+        multiplicity=raw.get("multiplicity", ""),
+        drop_order=names("drop_order"),
+        never_drop=raw.get("never_drop", ""),
+        curtailment_sentence=raw.get("curtailment_sentence", DEFAULT_CURTAILMENT),
+    )
+
+
+def _launchers(server: dict[str, Any], path: Path) -> ExternalLaunchers | None:
+    if "launch" not in server and "stop" not in server:
+        return None
+    if "launch" not in server or "stop" not in server:
+        raise LadderError(
+            f"{path}: server.launch and server.stop come as a pair; give both or neither."
+        )
+    found: list[Path] = []
+    for key in ("launch", "stop"):
+        p = Path(server[key]).expanduser()
+        p = (p if p.is_absolute() else path.parent / p).resolve()
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise LadderError(
+                f"{path}: server.{key} names {p}, which is not an executable file; fix the path "
+                "(relative paths start at the ladder's directory) or chmod +x it."
+            )
+        found.append(p)
+    return ExternalLaunchers(
+        found[0], found[1], server.get("launch_sha256"), server.get("stop_sha256")
+    )
+
+
+def validate(ladder: Ladder, where: Path | str) -> None:
+    """The numeric ranges and the pre-registered sessions, whatever kind the ladder is."""
+    checks: list[tuple[bool, str, str]] = [
+        (ladder.cycles >= 1, "cycles", "use 1 or more (2 for one counterbalanced pair)"),
+        (ladder.max_tokens >= 2, "max_tokens", "use 2 or more (a decode rate needs two tokens)"),
+        (
+            0 <= ladder.port <= 65535,
+            "server.port",
+            "use a TCP port 1-65535, or 0 for any free port",
+        ),
+        (ladder.ctx_size > 0, "server.ctx_size", "use a positive context size"),
+        (ladder.temperature >= 0, "temperature", "use 0 (greedy) or a positive temperature"),
+        (ladder.seed >= 0, "seed", "use a non-negative seed"),
+        (ladder.ready_timeout_s > 0, "server.ready_timeout_s", "use a positive number of seconds"),
+        (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
+        (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),
+        (
+            ladder.analysis.primary_endpoint in ("primary", "interval"),
+            "analysis.primary_endpoint",
+            "use primary or interval",
+        ),
+    ]
+    for ok, name, fix in checks:
+        if not ok:
+            obj: Any = ladder.analysis if name.startswith("analysis.") else ladder
+            value = getattr(obj, name.split(".")[-1])
+            raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
+    labels = {s.label for s in run_plan(ladder.treatment_keys, ladder.cycles)}
+    reg = ladder.prereg
+    for label in (*reg.drop_order, *([reg.never_drop] if reg.never_drop else [])):
+        if label not in labels:
+            raise LadderError(
+                f"{where}: preregistration names session {label!r}, which is not in the plan; "
+                f"use TREATMENT:cN with one of {', '.join(sorted(labels))}."
+            )
+    if reg.never_drop and reg.never_drop in reg.drop_order:
+        raise LadderError(
+            f"{where}: preregistration.drop_order includes the never-drop session "
+            f"{reg.never_drop!r}; remove it from drop_order."
+        )

@@ -1,0 +1,138 @@
+"""The value types of a ladder: an experiment definition after validation (all frozen)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KINDS = ("decode", "authoring")
+SUBSETS = ("prose", "structured", "both")
+
+DEFAULT_CURTAILMENT = (
+    "This run was curtailed: [treatment] lost part of its counterbalanced positions, so its "
+    "contrast with the baseline is not balanced against drift and may be biased in either "
+    "direction; the cell is reported as order-confounded and no conclusion rests on it."
+)
+
+
+@dataclass(frozen=True)
+class Treatment:
+    """One server configuration: a key and the server flags that realise it.
+
+    In a decode ladder a treatment is what is compared; in an authoring ladder each subject is
+    the server configuration of its sessions.
+    """
+
+    key: str
+    args: tuple[str, ...] = ()
+    memory_step_mib: float | None = None  # expected extra memory after load over the baseline
+    # Attached: a server the harness does not launch (vLLM, SGLang, a container, another host).
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
+    served_model: str | None = None  # the `model` every response must carry
+    flags_file: Path | None = None  # the server's argv as the rig captured it
+
+    @property
+    def attached(self) -> bool:
+        return self.base_url is not None
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Pre-registered analysis settings carried by the ladder."""
+
+    margin_pct: float = 1.0
+    tiebreak_pp: float = 1.0
+    primary_endpoint: str = "primary"
+
+
+@dataclass(frozen=True)
+class PreflightConfig:
+    """What the rig must look like before a run starts."""
+
+    server_build: str | None = None
+    ram_floor_gb: float | None = None
+    disk_floor_gb: float | None = None
+    inactive_processes: tuple[str, ...] = ()
+    inactive_units: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Preregistration:
+    """What the ladder commits to before the first measurement."""
+
+    primary_contrasts: tuple[str, ...] = ()
+    secondary_contrasts: tuple[str, ...] = ()
+    multiplicity: str = ""
+    drop_order: tuple[str, ...] = ()  # "treatment:cN", first dropped first
+    never_drop: str = ""
+    curtailment_sentence: str = DEFAULT_CURTAILMENT
+
+
+@dataclass(frozen=True)
+class ExternalLaunchers:
+    """A rig's own launch/stop executables, with optional pinned sha256 digests."""
+
+    launch: Path
+    stop: Path
+    launch_sha256: str | None = None
+    stop_sha256: str | None = None
+
+    def pins(self) -> dict[str, tuple[Path, str | None]]:
+        return {"launch": (self.launch, self.launch_sha256), "stop": (self.stop, self.stop_sha256)}
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """An experiment definition, with any command-line overrides already applied.
+
+    `kind_fields` holds the top-level fields that belong to the experiment kind (a decode
+    ladder's prompt set and subset, an authoring ladder's cohorts and tasks); the kind reads
+    and validates them.
+    """
+
+    name: str
+    path: Path
+    question: str
+    treatments: tuple[Treatment, ...]
+    baseline: str
+    cycles: int
+    model: str
+    model_id: str
+    server_bin: str | None
+    server_args: tuple[str, ...]
+    host: str
+    port: int
+    ctx_size: int
+    ready_timeout_s: float
+    max_tokens: int
+    seed: int
+    temperature: float
+    placement: str
+    note: str
+    requires_model: str
+    kind: str = "decode"
+    kind_fields: Mapping[str, Any] = field(default_factory=dict)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    preflight: PreflightConfig = field(default_factory=PreflightConfig)
+    launchers: ExternalLaunchers | None = None
+    prereg: Preregistration = field(default_factory=Preregistration)
+    reasoning_expected: bool = False
+
+    def treatment(self, key: str) -> Treatment:
+        for t in self.treatments:
+            if t.key == key:
+                return t
+        raise KeyError(key)
+
+    @property
+    def treatment_keys(self) -> tuple[str, ...]:
+        return tuple(t.key for t in self.treatments)
+
+    def alias(self, treatment: str) -> str:
+        """The `model` every response of this treatment's server must carry: the `--alias` the
+        harness gives a server it launches, or what an attached server serves."""
+        t = self.treatment(treatment)
+        return t.served_model or f"{self.model_id}-{treatment}"

@@ -1,0 +1,84 @@
+"""Prompt sets: one text file per prompt, named `<subset>_<nn>.txt`."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import PromptError
+
+SUBSET_NAMES = ("prose", "structured")
+_NAME = re.compile(r"(prose|structured)_[0-9]+")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One canonical prompt."""
+
+    id: str
+    subset: str
+    text: str
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A UTF-8 text file, or a one-line error saying why it cannot be read and what to do."""
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise PromptError(f"{what} {path} is a directory; remove it or put a file there.") from None
+    except OSError as exc:
+        raise PromptError(
+            f"{what} {path} cannot be read ({exc.strerror or exc}); fix its permissions or "
+            "replace the file."
+        ) from None
+    if b"\0" in data:
+        raise PromptError(f"{what} {path} is binary, not text; replace it with a UTF-8 text file.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptError(
+            f"{what} {path} is not UTF-8 (byte {exc.start}); save it as UTF-8."
+        ) from None
+
+
+def load_prompt_set(directory: Path) -> tuple[Prompt, ...]:
+    """Every `<subset>_<nn>.txt` in a directory, sorted by id."""
+    if not directory.is_dir():
+        raise PromptError(
+            f"prompt set {directory} does not exist; pass --prompts-dir or set prompt_set in "
+            "the ladder."
+        )
+    prompts: list[Prompt] = []
+    for path in sorted(directory.glob("*.txt")):
+        if not _NAME.fullmatch(path.stem):
+            raise PromptError(
+                f"{path}: prompt file names must be prose_<nn>.txt or structured_<nn>.txt "
+                "(e.g. prose_01.txt); rename it or move it out of the prompt set."
+            )
+        text = read_text_file(path, "prompt file").strip()
+        if not text:
+            raise PromptError(f"{path}: the prompt is empty; write the prompt or remove the file.")
+        prompts.append(Prompt(path.stem, path.stem.split("_", 1)[0], text))
+    if not prompts:
+        raise PromptError(f"prompt set {directory} holds no *.txt prompts; add prose_01.txt etc.")
+    return tuple(prompts)
+
+
+def select(prompts: tuple[Prompt, ...], subset: str) -> tuple[Prompt, ...]:
+    """`prose`, `structured` or `both`."""
+    if subset == "both":
+        return prompts
+    return tuple(p for p in prompts if p.subset == subset)
+
+
+def digest(prompts: tuple[Prompt, ...]) -> str:
+    """sha256 over ids and texts: the prompt set's identity for comparability."""
+    h = hashlib.sha256()
+    for p in sorted(prompts, key=lambda p: p.id):
+        h.update(p.id.encode())
+        h.update(b"\0")
+        h.update(p.text.encode())
+        h.update(b"\0")
+    return h.hexdigest()

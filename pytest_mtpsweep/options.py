@@ -1,0 +1,261 @@
+"""Every command-line option, declared once: pytest's `--ladder` family and the `mtpsweep` CLI
+both register from this table, and `RunRequest` is built from it. No option dest travels
+past this module; the rest of the package sees domain names only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import OptionError
+
+if TYPE_CHECKING:
+    import pytest
+
+SUBSET_CHOICES = ("prose", "structured", "both")
+DEFAULT_BOOT = 2000
+DEFAULT_BOOT_SEED = 42
+MIN_BOOT = 1000
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option: its flag, its dest (shared by pytest and argparse) and its help."""
+
+    flag: str
+    name: str  # the domain name RunRequest reads it by
+    help: str = ""
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    action: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    overrides: str | None = None  # the ladder field (dotted) it overrides
+
+    @property
+    def dest(self) -> str:
+        return f"mtpsweep_{self.name}"
+
+    def kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"dest": self.dest, "help": self.help}
+        if self.action:
+            kw["action"] = self.action
+            if self.action == "append":
+                kw["default"] = []
+        else:
+            kw["default"] = self.default
+        for key in ("type", "metavar", "choices"):
+            if getattr(self, key) is not None:
+                kw[key] = getattr(self, key)
+        return kw
+
+
+OPTIONS: tuple[Opt, ...] = (
+    Opt("--ladder", "ladder", "run this ladder (a name under ladders/ or a .toml path)", metavar="NAME|FILE"),
+    Opt("--model", "model", "model file (overrides the ladder)", metavar="GGUF", overrides="model.path"),
+    Opt("--server-bin", "server_bin", "llama-server executable (before MTPSWEEP_SERVER_BIN and the ladder)", metavar="PATH"),
+    Opt("--max-tokens", "max_tokens", "tokens per request (overrides the ladder)", int, metavar="N", overrides="max_tokens"),
+    Opt("--seed", "seed", "sampling seed (overrides the ladder)", int, metavar="N", overrides="seed"),
+    Opt("--temperature", "temperature", "sampling temperature (overrides the ladder)", _finite_float, metavar="T", overrides="temperature"),
+    Opt("--cycles", "cycles", "number of cycles (odd: ladder order, even: reversed)", int, metavar="N", overrides="cycles"),
+    Opt("--subset", "subset", "which prompts: prose, structured or both", choices=SUBSET_CHOICES, overrides="subset"),
+    Opt("--prompts-dir", "prompts_dir", "a prompt set directory instead of the ladder's", metavar="DIR"),
+    Opt("--port", "port", "server port (0: a free port per session)", int, metavar="PORT", overrides="server.port"),
+    Opt("--run-dir", "run_dir", "run directory to create (must not exist; default runs/<ladder>/<run-id>)", metavar="DIR"),
+    Opt("--note", "note", "a note recorded with every record", metavar="TEXT", overrides="note"),
+    Opt("--placement", "placement", "how the model is placed on the hardware (a comparability key)", metavar="TEXT", overrides="placement"),
+    Opt("--deadline", "deadline", "local time by which the run must end; sessions are dropped in the pre-registered order if it would overrun", metavar="HH:MM"),
+    Opt("--time-budget", "time_budget", "like --deadline, as a duration from the start: 90s, 10m, 1h30m", metavar="DURATION"),
+    Opt("--resume", "resume", "continue an interrupted run with the same ladder and options", metavar="RUN_DIR"),
+    Opt("--no-warmup", "no_warmup", "skip the warm-up request at session start", action="store_true"),
+    Opt("--no-calibration", "no_calibration", "skip the calibration prompt at session start and end", action="store_true"),
+    Opt("--baseline", "baseline", "contrast against this treatment (default: the ladder's baseline)", metavar="TREATMENT"),
+    Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, at least {MIN_BOOT})", int, DEFAULT_BOOT, metavar="N"),
+    Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {DEFAULT_BOOT_SEED})", int, DEFAULT_BOOT_SEED, metavar="N"),
+    Opt("--expect", "expect", "fail the session unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent"),
+    Opt("--no-analysis", "no_analysis", "do not analyse at session end", action="store_true"),
+    Opt("--preflight-only", "preflight_only", "run the preflight checks, print the table, start nothing", action="store_true"),
+    Opt("--waive", "waive", "let this preflight item fail without stopping the run (recorded)", action="append", metavar="ITEM"),
+    Opt("--against", "against", "say per preflight item whether it is identical to that earlier run's", metavar="RUN_DIR"),
+    Opt("--verify-digests", "verify_digests", "re-hash model files instead of trusting the digest cache", action="store_true"),
+    Opt("--server-build", "server_build", "the server build this run must use, e.g. 515e85511 or b11434", metavar="BUILD"),
+)  # fmt: skip
+BY_NAME: dict[str, Opt] = {o.name: o for o in OPTIONS}
+# What `mtpsweep preflight` takes: the ladder, what decides the rig, and preflight's own.
+PREFLIGHT_CLI = ("ladder", "model", "server_bin", "port", "server_build", "waive", "against", "verify_digests")  # fmt: skip
+BOOTSTRAP_CLI = ("baseline", "boot", "boot_seed")
+
+
+def add_pytest_options(parser: pytest.Parser) -> None:
+    """Register every option in pytest's `mtpsweep` group."""
+    group = parser.getgroup("mtpsweep", "LLM inference-server experiments (pytest-mtpsweep)")
+    for opt in OPTIONS:
+        group.addoption(opt.flag, **opt.kwargs())
+
+
+def add_argparse_options(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    """Register the named options on an argparse (sub)parser, with the same dests."""
+    for name in names:
+        opt = BY_NAME[name]
+        kwargs = opt.kwargs()
+        if name == "ladder":
+            kwargs["required"] = True
+        parser.add_argument(opt.flag, **kwargs)
+
+
+def values_from(getter: Callable[[str], Any]) -> dict[str, Any]:
+    """Option values by domain name, read through `getter(dest)` (pytest or argparse)."""
+    return {o.name: getter(o.dest) for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class PreflightRequest:
+    """The command line's say over preflight."""
+
+    only: bool = False
+    waive: frozenset[str] = frozenset()
+    against: Path | None = None
+    verify_digests: bool = False
+    server_build: str | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisRequest:
+    """The command line's say over the session-end analysis."""
+
+    enabled: bool = True
+    baseline: str | None = None
+    boot: int = DEFAULT_BOOT
+    seed: int = DEFAULT_BOOT_SEED
+    expect: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One invocation's wishes, in domain terms: which ladder, what it overrides, how to run."""
+
+    ladder: str
+    search_dirs: tuple[Path, ...]
+    cwd: Path
+    invocation: tuple[str, ...]
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # dotted ladder field -> value
+    prompts_dir: Path | None = None
+    server_bin: str | None = None
+    run_dir: Path | None = None
+    resume: Path | None = None
+    warmup: bool = True
+    calibration: bool = True
+    deadline: str | None = None
+    time_budget: str | None = None
+    preflight: PreflightRequest = field(default_factory=PreflightRequest)
+    analysis: AnalysisRequest = field(default_factory=AnalysisRequest)
+
+
+def _path(value: Any) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def run_request(
+    values: Mapping[str, Any], *, search_dirs: Iterable[Path], cwd: Path, invocation: Iterable[str]
+) -> RunRequest:
+    """A RunRequest from option values by domain name; bad combinations are OptionErrors."""
+    v = dict(values)
+    overrides = {
+        o.overrides: v[o.name]
+        for o in OPTIONS
+        if o.overrides is not None and v.get(o.name) is not None
+    }
+    if v.get("resume") and v.get("run_dir"):
+        raise OptionError("--resume continues its own run directory; drop --run-dir.")
+    boot = v.get("boot")
+    boot = DEFAULT_BOOT if boot is None else boot
+    seed = v.get("boot_seed")
+    seed = DEFAULT_BOOT_SEED if seed is None else seed
+    check_bootstrap(boot, seed)
+    # A bad deadline is a usage error now, not a surprise an hour into the run.
+    if v.get("deadline"):
+        parse_deadline(str(v["deadline"]), dt.datetime.now())
+    if v.get("time_budget"):
+        parse_duration(str(v["time_budget"]))
+    return RunRequest(
+        ladder=str(v["ladder"]),
+        search_dirs=tuple(search_dirs),
+        cwd=cwd,
+        invocation=tuple(invocation),
+        overrides=overrides,
+        prompts_dir=_path(v.get("prompts_dir")),
+        server_bin=v.get("server_bin"),
+        run_dir=_path(v.get("run_dir")),
+        resume=_path(v.get("resume")),
+        warmup=not v.get("no_warmup"),
+        calibration=not v.get("no_calibration"),
+        deadline=v.get("deadline"),
+        time_budget=v.get("time_budget"),
+        preflight=PreflightRequest(
+            only=bool(v.get("preflight_only")),
+            waive=frozenset(v.get("waive") or ()),
+            against=_path(v.get("against")),
+            verify_digests=bool(v.get("verify_digests")),
+            server_build=v.get("server_build"),
+        ),
+        analysis=AnalysisRequest(
+            enabled=not v.get("no_analysis"),
+            baseline=v.get("baseline"),
+            boot=boot,
+            seed=seed,
+            expect=tuple(v.get("expect") or ()),
+        ),
+    )
+
+
+def describe_overrides(overrides: Mapping[str, Any]) -> str:
+    """The overrides as the command line said them: `--max-tokens 1 --port 0`."""
+    flags = {o.overrides: o.flag for o in OPTIONS if o.overrides}
+    return " ".join(f"{flags.get(k, k)} {v}" for k, v in overrides.items())
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in `90s`, `10m`, `1h30m`, `2h`."""
+    m = re.fullmatch(r"\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text)
+    if not text.strip() or m is None or not any(m.groups()):
+        raise OptionError(
+            f"--time-budget {text!r} is not a duration; write it like 90s, 10m, 1h30m or 2h."
+        )
+    h, mi, s = (int(g) if g else 0 for g in m.groups())
+    return float(h * 3600 + mi * 60 + s)
+
+
+def parse_deadline(text: str, now: dt.datetime) -> dt.datetime:
+    """The next local `HH:MM` after `now` (tomorrow if that time has passed today)."""
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})", text.strip())
+    if m is None or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+        raise OptionError(
+            f"--deadline {text!r} is not a local time; write it as HH:MM, e.g. 04:00."
+        )
+    at = now.replace(hour=int(m.group(1)), minute=int(m.group(2)), second=0, microsecond=0)
+    return at if at > now else at + dt.timedelta(days=1)
+
+
+def check_bootstrap(boot: int, seed: int) -> None:
+    """--boot and --boot-seed, checked before anything runs."""
+    if boot < MIN_BOOT:
+        raise OptionError(
+            f"--boot {boot} is too few resamples for a stable 95 % interval; use {MIN_BOOT} or "
+            f"more (default {DEFAULT_BOOT})."
+        )
+    if seed < 0:
+        raise OptionError(f"--boot-seed {seed} is negative; use a seed of 0 or more (default 42).")

@@ -1,0 +1,138 @@
+"""Session-scoped checks that run once, before any server starts.
+
+Every item records what was expected, what was observed and a verdict (pass, fail, skip or
+waived). A failing item stops the run unless the user waives it by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..rig.digests import default_digest_cache
+from ..rig.gpu import load_nvml
+from .artefacts import (
+    check_harness,
+    check_ladder_file,
+    check_launchers,
+    check_models,
+    check_prompt_set,
+    check_run_dir,
+    check_server_version,
+    model_names,
+)
+from .host import (
+    check_disk,
+    check_gpu,
+    check_inactive_processes,
+    check_inactive_units,
+    check_ports,
+    check_ram,
+    check_server_processes,
+)
+from .items import (
+    FAIL,
+    PASS,
+    SKIP,
+    WAIVED,
+    PreflightItem,
+    check_waivers,
+    compare_items,
+    failures,
+    load_preflight_json,
+    render_fixes,
+    render_table,
+    waived,
+    write_preflight_json,
+)
+
+__all__ = [
+    "FAIL",
+    "PASS",
+    "SKIP",
+    "WAIVED",
+    "PreflightInputs",
+    "PreflightItem",
+    "check_prompt_set",
+    "failures",
+    "item_names",
+    "render_fixes",
+    "render_table",
+    "run_preflight",
+    "write_preflight_json",
+]
+
+
+@dataclass(frozen=True)
+class PreflightInputs:
+    """Everything preflight checks; paths are as configured, resolved where needed."""
+
+    run_dir: Path
+    server_bin: Path | None
+    expected_build: str | None
+    ports: tuple[int, ...]
+    host: str
+    model_files: tuple[Path, ...]
+    ram_floor_gb: float | None
+    disk_floor_gb: float | None
+    must_be_inactive_processes: tuple[str, ...]
+    must_be_inactive_units: tuple[str, ...]
+    launchers: dict[str, tuple[Path, str | None]]
+    experiments_dir: Path
+    ladder_file: Path
+    package_version: str
+    # the experiment kind's own items (a decode run's prompt set, an authoring run's tasks)
+    kind_items: tuple[PreflightItem, ...] = ()
+
+
+def run_preflight(
+    inputs: PreflightInputs,
+    *,
+    waive: frozenset[str] = frozenset(),
+    against: Path | None = None,
+    verify_digests: bool = False,
+    digest_cache: Path | None = None,
+) -> list[PreflightItem]:
+    """Run every check; ``digest_cache`` None means ``default_digest_cache()``."""
+    check_waivers(waive, item_names(inputs))
+    # Read the earlier run first so a bad --against fails before any model is hashed.
+    earlier = load_preflight_json(against / "preflight.json") if against is not None else None
+    cache = digest_cache if digest_cache is not None else default_digest_cache()
+    items = [
+        check_gpu(load_nvml()),
+        check_ram(inputs.ram_floor_gb),
+        check_disk(inputs.run_dir, inputs.disk_floor_gb),
+        check_ports(inputs.host, inputs.ports),
+        check_server_processes(inputs.server_bin),
+        check_inactive_processes(inputs.must_be_inactive_processes),
+        check_inactive_units(inputs.must_be_inactive_units),
+        *check_models(inputs.model_files, cache=cache, verify=verify_digests),
+        check_server_version(inputs.server_bin, inputs.expected_build),
+        *check_launchers(inputs.launchers),
+        check_harness(inputs.package_version, inputs.experiments_dir),
+        *inputs.kind_items,
+        check_ladder_file(inputs.ladder_file),
+        check_run_dir(inputs.run_dir),
+    ]
+    items = [waived(item, waive) for item in items]
+    return compare_items(items, earlier) if earlier is not None else items
+
+
+def item_names(inputs: PreflightInputs) -> list[str]:
+    """The item names a run with these inputs produces, in table order."""
+    return [
+        "gpu",
+        "ram",
+        "disk",
+        "ports",
+        "server_processes",
+        "inactive_processes",
+        "inactive_units",
+        *model_names(inputs.model_files),
+        "server_version",
+        *(f"launcher:{name}" for name in inputs.launchers),
+        "harness",
+        *(i.name for i in inputs.kind_items),
+        "ladder_file",
+        "run_dir",
+    ]

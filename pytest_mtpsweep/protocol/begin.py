@@ -1,0 +1,78 @@
+"""The start of a run: its directory founded (or reopened), its schedule and its sessions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..ladder import Ladder, SessionSlot
+from ..options import RunRequest
+from . import documents
+from .context import RunContext
+from .schedule import Schedule, deadline_from
+from .session import Sessions
+from .setup import Resolved
+
+if TYPE_CHECKING:
+    from ..kinds import Case, KindRun
+    from ..preflight import PreflightItem
+
+
+def begin(
+    request: RunRequest,
+    ladder: Ladder,
+    kind: KindRun,
+    plan: list[SessionSlot],
+    res: Resolved,
+    cases: Sequence[Case],
+    checks: Sequence[PreflightItem],
+) -> Sessions:
+    """Found the run directory (or reopen the resumed one) and make the run's sessions."""
+    by_session: dict[str, list[Case]] = {}
+    for c in cases:
+        by_session.setdefault(c.slot.name, []).append(c)
+    planned = {name: len(cs) for name, cs in by_session.items()}
+    p = documents.Plan(
+        ladder=ladder,
+        plan=plan,
+        planned=planned,
+        invocation=request.invocation,
+        run_id=res.run_id,
+        server={
+            "server_bin": str(res.server_bin.path),
+            "server_bin_source": res.server_bin.source,
+            "server_version": res.server_version,
+            "model_path": str(res.model_path),
+        },
+        keyed=res.keyed,
+        kind_fields=kind.plan_fields(),
+    )
+    if request.resume is not None:
+        f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)
+    else:
+        f = documents.found(res.run_path, p, checks)
+    schedule = Schedule.for_run(
+        ladder,
+        plan,
+        planned,
+        deadline=deadline_from(
+            request.deadline, request.time_budget, time.monotonic(), dt.datetime.now()
+        ),
+        done=f.done,
+    )
+    ctx = RunContext(
+        ladder=ladder,
+        run_dir=f.run_dir,
+        run_id=f.run_id,
+        server_bin=res.server_bin,
+        server_version=res.server_version,
+        model_path=res.model_path,
+        keyed=res.keyed,
+        prereg_sha256=f.prereg_sha256,
+        planned=planned,
+        warmup=request.warmup,
+        calibration=request.calibration,
+    )
+    return Sessions(ctx, kind, schedule, by_session)

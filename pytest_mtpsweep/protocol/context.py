@@ -1,0 +1,82 @@
+"""What every session of one run shares, fixed once the run directory exists."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..ladder.model import Ladder
+from ..ladder.plan import SessionSlot
+from ..rig.provision import ServerBinary
+from ..rig.server import Launcher, LaunchSpec
+from .rundir import RunDir
+
+WARMUP_PROMPT = "Say hello in one short sentence."
+WARMUP_TOKENS = 8
+CALIBRATION_PROMPT = "Count from one to forty in words, separated by commas."
+CALIBRATION_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The resolved run: ladder, run directory, server binary, model, keyed fields."""
+
+    ladder: Ladder
+    run_dir: RunDir
+    run_id: str
+    server_bin: ServerBinary
+    server_version: str
+    model_path: Path
+    keyed: Mapping[str, Any]
+    prereg_sha256: str
+    planned: Mapping[str, int]  # session name -> measurements selected in it
+    warmup: bool = True
+    calibration: bool = True
+
+    def subst(self, args: tuple[str, ...]) -> list[str]:
+        # `{model}` lets a treatment name the session's own model, e.g. as its draft model.
+        return [a.replace("{model}", str(self.model_path)) for a in args]
+
+    def treatment_args(self, slot: SessionSlot) -> list[str]:
+        return self.subst(self.ladder.treatment(slot.treatment).args)
+
+    def provenance(self) -> dict[str, Any]:
+        """The fields every record carries after its measurement and keyed fields."""
+        return {"note": self.ladder.note, "preregistration_sha256": self.prereg_sha256}
+
+    def launch_spec(self, slot: SessionSlot, port: int) -> LaunchSpec:
+        """How to start this slot's server: spawned from argv, or through the rig's launcher."""
+        lad = self.ladder
+        servers = self.run_dir.path / "servers"
+        launcher = None
+        log_path = servers / f"{slot.name}.log"
+        if lad.launchers is not None:
+            session_dir = servers / slot.name
+            launcher = Launcher(
+                lad.launchers.launch,
+                lad.launchers.stop,
+                slot.treatment,
+                session_dir,
+                timeout_s=max(120.0, lad.ready_timeout_s),
+            )
+            log_path = session_dir / "server.log"
+        tail = (
+            "-m",
+            str(self.model_path),
+            "--ctx-size",
+            str(lad.ctx_size),
+            *self.subst(lad.server_args),
+            *self.treatment_args(slot),
+        )
+        return LaunchSpec(
+            server_bin=self.server_bin.path,
+            argv_tail=tail,
+            host=lad.host,
+            port=port,
+            alias=lad.alias(slot.treatment),
+            log_path=log_path,
+            ready_timeout_s=lad.ready_timeout_s,
+            launcher=launcher,
+        )

@@ -1,0 +1,62 @@
+"""After the last session: the row table and the memory witness, from the session files.
+
+Everything is rebuilt from what the run directory holds (its session files, the quarantined
+ones included), so a resumed run's table has every session, before and after the interruption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import schema
+from ..ladder import Ladder
+from . import rowtable, witnesses
+from .rundir import RunDir
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the terminal shows at the end of a run."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    memory_lines: list[str] = field(default_factory=list)
+
+    def table(self) -> str:
+        return rowtable.render(self.rows) if self.rows else ""
+
+
+def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
+    import json
+
+    out: list[dict[str, Any]] = []
+    member = schema.QUARANTINE_MEMBERS["session"]
+    for path in sorted((run_dir.path / schema.QUARANTINE_DIR).glob(f"*/{member}")):
+        try:
+            facts = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(facts, dict):
+            out.append(facts)
+    return out
+
+
+def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:
+    """Write sessions.csv and memory_check.json; return the rows and memory lines."""
+    kept = list(run_dir.session_files())
+    every = kept + _quarantined_session_files(run_dir)
+    rows = sorted(
+        (rowtable.session_row(info) for info in every),
+        key=lambda r: (r.get("ordinal") or 0, bool(r.get("rerun")), bool(r.get("quarantined"))),
+    )
+    run_dir.write_sessions_csv(rows)
+    lines: list[str] = []
+    declared = {
+        t.key: t.memory_step_mib for t in ladder.treatments if t.memory_step_mib is not None
+    }
+    usable = [info for info in kept if not info.get("quarantined") and not info.get("error")]
+    if declared and usable:
+        steps = witnesses.memory_steps(usable, declared, ladder.baseline)
+        lines = [witnesses.describe(s) for s in steps]
+        run_dir.write_json(schema.MEMORY_CHECK_FILE, [asdict(s) for s in steps])
+    return Summary(rows, lines)

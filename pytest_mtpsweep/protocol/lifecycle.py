@@ -1,0 +1,260 @@
+"""The server side of a session: bring it up (launch or attach, witness, warm up, calibrate)
+and take it down (final witnesses, stop, release). The rules around it live in session.py."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .. import rig, schema
+from ..errors import ServerError
+from ..ladder.plan import SessionSlot
+from .context import (
+    CALIBRATION_PROMPT,
+    CALIBRATION_TOKENS,
+    WARMUP_PROMPT,
+    WARMUP_TOKENS,
+    RunContext,
+)
+from .rundir import RecordWriter
+from .witnesses import startup_error
+
+# What cannot be witnessed of a server the harness did not start: said so, never passed.
+ATTACHED_NOT_APPLICABLE = ("argv_from_proc", "rss", "release", "gpu_memory")
+
+
+@dataclass
+class LiveSession:
+    """A session in progress: its server, its records file, and its tallies."""
+
+    slot: SessionSlot
+    proc: rig.ServerProcess | None
+    writer: RecordWriter
+    info: schema.SessionFile
+    http: httpx.Client
+    ctx: RunContext
+    t0: float = field(default_factory=time.monotonic)
+    measured: int = 0
+    valid: int = 0
+    dead: str | None = None  # why the server is gone mid-session
+    quarantine: str | None = None  # why this session is set aside
+    rerun: bool = False  # this is the one re-run after a partial census
+    extra: dict[str, Any] = field(default_factory=dict)  # the kind's own tallies
+
+    base_url: str = ""
+    endpoint: rig.Endpoint | None = None  # set when the server is attached, not launched
+
+    def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
+        lad = self.ctx.ladder
+        return rig.RequestSpec(
+            alias=lad.alias(self.slot.treatment),
+            max_tokens=max_tokens or lad.max_tokens,
+            seed=lad.seed,
+            temperature=lad.temperature,
+            headers=tuple(self.endpoint.headers().items()) if self.endpoint else (),
+        )
+
+    @classmethod
+    def new(cls, ctx: RunContext, slot: SessionSlot, rerun: bool) -> LiveSession:
+        """A session about to start: its session-file facts so far and its records file."""
+        info: schema.SessionFile = {
+            "session": slot.name,
+            "ordinal": slot.ordinal,
+            "treatment": slot.treatment,
+            "cycle": slot.cycle,
+            "alias": ctx.ladder.alias(slot.treatment),
+            "planned_measurements": ctx.planned.get(slot.name, 0),
+            "rerun": rerun,
+            "started_at": schema.utc_now_iso(),
+            **ctx.keyed,  # type: ignore[typeddict-item]
+        }
+        live = cls(
+            slot, None, ctx.run_dir.record_writer(slot.name), info, rig.new_http_client(), ctx
+        )
+        live.rerun = rerun
+        return live
+
+
+def bring_up(live: LiveSession, calibrates: bool) -> None:
+    """Launch or attach, witness, warm up and calibrate; sets `live.quarantine` if the warm-up
+    fails, raises ServerError if a witness refuses the server."""
+    treatment = live.ctx.ladder.treatment(live.slot.treatment)
+    if treatment.base_url is not None:
+        _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env))
+    else:
+        _launch(live)
+        _witness(live)
+    _warm_up(live, calibrates)
+
+
+def _launch(live: LiveSession) -> None:
+    ctx, info = live.ctx, live.info
+    spec = ctx.launch_spec(live.slot, ctx.ladder.port or rig.free_port(ctx.ladder.host))
+    info.update(
+        {
+            "rig": "launched" if spec.launcher else "spawned",
+            "argv_requested": spec.argv,
+            "server_bin": str(spec.server_bin),
+            "server_bin_source": ctx.server_bin.source,
+            "server_version": ctx.server_version,
+            "port": spec.port,
+        }
+    )
+    if ctx.ladder.launchers is not None:
+        info["launchers"] = {
+            name: {"path": str(path), "sha256": rig.file_digest(path, cache=None)}
+            for name, (path, _) in ctx.ladder.launchers.pins().items()
+        }
+    live.proc = rig.start(spec)
+    live.base_url = spec.base_url
+
+
+def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
+    """A server the harness does not own: witnessed where it can be, never stopped."""
+    info, treatment = live.info, live.ctx.ladder.treatment(live.slot.treatment)
+    info.update(
+        {
+            "rig": "attached",
+            "base_url": endpoint.base_url,
+            "not_applicable": {
+                name: "not applicable: attached" for name in ATTACHED_NOT_APPLICABLE
+            },
+        }
+    )
+    live.endpoint, live.base_url = endpoint, endpoint.base_url
+    info["load_s"] = endpoint.wait_ready(live.ctx.ladder.ready_timeout_s)
+    ident = endpoint.identity()
+    props = ident.get("/props") or {}
+    info.update(
+        {
+            "endpoint_identity": ident,
+            "props_start": props if isinstance(props, dict) else {},
+            "served_models": rig.served_models(ident),
+            "n_ctx": ((props or {}).get("default_generation_settings") or {}).get("n_ctx"),
+            "build_info": (props or {}).get("build_info"),
+        }
+    )
+    argv: list[str] = []
+    if treatment.flags_file is not None:
+        try:
+            argv = treatment.flags_file.read_text(encoding="utf-8", errors="replace").split()
+        except OSError as exc:
+            info["error"] = f"flags_file {treatment.flags_file} cannot be read ({exc.strerror})"
+            raise ServerError(info["error"]) from None
+        info["argv"] = argv
+    error = startup_error(
+        argv if treatment.flags_file else None,
+        live.ctx.treatment_args(live.slot),
+        info.get("n_ctx"),
+        live.ctx.ladder.ctx_size,
+    )
+    if error:
+        info["error"] = error
+        raise ServerError(error)
+
+
+def _witness(live: LiveSession) -> None:
+    assert live.proc is not None
+    info, proc = live.info, live.proc
+    argv = rig.read_cmdline(proc.pid)
+    live.ctx.run_dir.write_text_new(schema.flags_file(live.slot.name), " ".join(argv) + "\n")
+    props = rig.props(proc.spec.base_url)
+    info.update(
+        {
+            "pid": proc.pid,
+            "load_s": proc.load_s,
+            "argv": argv,
+            "props_start": props,
+            "build_info": props.get("build_info"),
+            "n_ctx": (props.get("default_generation_settings") or {}).get("n_ctx"),
+            "model_path": props.get("model_path"),
+            "rss_after_load_bytes": rig.rss_bytes(proc.pid),
+            "gpu_used_mib_after_load": rig.gpu_used_mib(),
+        }
+    )
+    error = startup_error(
+        argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
+    )
+    if error:
+        info["error"] = error
+        raise ServerError(error)
+
+
+def _warm_up(live: LiveSession, calibrates: bool) -> None:
+    if live.ctx.warmup:
+        warm = rig.stream_chat(
+            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
+        )
+        live.info["warmup"] = {
+            "valid": warm.valid,
+            "reason": warm.reason,
+            "http_status": warm.http_status,
+            "ttft_s": warm.ttft_s,
+        }
+        if not warm.valid:
+            # No silent fallback (e.g. to a stream without usage): set the session aside.
+            live.quarantine = f"warm-up request failed: {warm.reason}"
+            return
+    if live.ctx.calibration and calibrates:
+        live.info["calibration"] = {"start_tps": calibrate(live)}
+
+
+def final_witnesses(live: LiveSession) -> None:
+    info = live.info
+    if live.proc is None and live.endpoint is None:
+        return
+    try:
+        alive = live.proc.alive() if live.proc is not None else True
+        cal = info.get("calibration")
+        if cal is not None and alive and live.quarantine is None:
+            cal["end_tps"] = calibrate(live)
+            start, end = cal.get("start_tps"), cal.get("end_tps")
+            if start and end:
+                cal["drift_pct"] = (end / start - 1) * 100
+        if live.endpoint is not None:
+            ident = live.endpoint.identity()
+            info["endpoint_identity_end"] = ident
+            info["props_end"] = ident.get("/props") or {}
+        else:
+            info["props_end"] = rig.props(live.base_url) if alive else {}
+        info["props_changed"] = rig.props_diff(info.get("props_start") or {}, info["props_end"])
+        info["props_stable"] = bool(info["props_end"]) and not info["props_changed"]
+    except BaseException as exc:
+        live.quarantine = live.quarantine or (
+            f"the session close was interrupted ({type(exc).__name__}: {one_line(exc)})"
+        )
+        raise
+
+
+def release(live: LiveSession) -> None:
+    live.http.close()  # before the stop: idle connections would hold up the shutdown
+    live.writer.close()
+    if live.proc is None:
+        return
+    release = rig.stop(live.proc)
+    live.info["gpu_used_mib_after_release"] = rig.gpu_used_mib()
+    live.info["host_available_mib_after_release"] = rig.host_available_mib()
+    live.info["release"] = {
+        "released": release.released,
+        "exit_code": release.exit_code,
+        "signal": release.signal_used,
+        "stop_s": release.stop_s,
+        "port_free": release.port_free,
+        "detail": release.detail,
+    }
+
+
+def calibrate(live: LiveSession) -> float | None:
+    """The decode rate of the fixed calibration prompt now (None when it fails)."""
+    m = rig.stream_chat(
+        live.http, live.base_url, CALIBRATION_PROMPT, live.request_spec(CALIBRATION_TOKENS)
+    )
+    return m.decode_rate_tps_primary if m.valid else None
+
+
+def one_line(exc: BaseException | str) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,92 @@
+"""--resume: reopen an interrupted run if, and only if, this invocation is the same run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import schema
+from ..errors import RunDirError
+from ..preflight.items import PreflightItem, write_preflight_json
+from . import planfile
+from .rundir import RunDir
+
+INTERRUPTED = "interrupted before it finished; run again from a fresh server on --resume"
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """What the resumed run already holds."""
+
+    run_dir: RunDir
+    run_id: str
+    prereg_sha256: str
+    done: set[str]
+
+
+def read_plan(run_path: Path) -> dict[str, Any]:
+    plan_file = run_path / schema.PLAN_FILE
+    if not plan_file.is_file():
+        raise RunDirError(f"--resume {run_path}: no plan.json there; name a run directory.")
+    try:
+        old = json.loads(plan_file.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunDirError(
+            f"--resume {run_path}: plan.json cannot be read ({exc}); restore it or start a new run."
+        ) from None
+    if not isinstance(old, dict) or not isinstance(old.get("run_id"), str):
+        raise RunDirError(
+            f"--resume {run_path}: plan.json holds no run; restore it or start a new run."
+        )
+    return old
+
+
+def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
+    names = [str(s.get("session")) for s in plan.get("sessions") or [] if isinstance(s, dict)]
+    return {n for n in names if (run_path / schema.session_file(n)).exists()}
+
+
+def reopen(
+    run_path: Path,
+    now: Mapping[str, Any],
+    checks: Sequence[PreflightItem],
+    members: Callable[[str], dict[str, str]],
+) -> ResumeState:
+    """Continue an interrupted run: same ladder and options, or a refusal naming the change."""
+    old = read_plan(run_path)
+    stopped = run_path / schema.STOPPED_FILE
+    if stopped.exists():
+        raise RunDirError(
+            f"--resume {run_path}: the run was stopped by a protocol rule "
+            f"({stopped.read_text(errors='replace').strip()}) and must not be resumed; start a "
+            "new run."
+        )
+    differ = planfile.differences(old, now)
+    if differ:
+        raise RunDirError(
+            f"--resume {run_path}: this invocation differs from the run in {', '.join(differ)}; "
+            "resume with the same ladder and options, or start a new run."
+        )
+    done = finished_sessions(run_path, old)
+    selected = {str(s["session"]) for s in now.get("sessions", []) if s.get("selected")}
+    if selected and selected <= done:
+        raise RunDirError(
+            f"--resume {run_path}: every selected session already finished, so there is nothing "
+            "to resume; nothing was changed."
+        )
+    run_dir = RunDir.reopen(run_path)
+    n = len(list(run_path.glob("preflight*.json")))
+    write_preflight_json(checks, run_path / schema.preflight_resume_file(n))
+    for s in old.get("sessions") or []:
+        name = str(s.get("session"))
+        if name in done:
+            continue
+        touched = (run_path / schema.records_file(name)).exists() or (
+            run_path / schema.server_log(name)
+        ).exists()
+        if touched:
+            run_dir.quarantine(name, INTERRUPTED, members(name))
+    return ResumeState(run_dir, old["run_id"], str(old.get("preregistration_sha256", "")), done)

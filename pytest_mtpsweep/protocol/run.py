@@ -1,0 +1,100 @@
+"""One pytest run of a ladder, as the plugin and the CLI see it: a thin object that holds the
+request, the ladder, the kind and the plan, and hands each step to the module that does it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import kinds, schema
+from ..errors import ProvisionError
+from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
+from ..options import PreflightRequest, RunRequest, describe_overrides
+from . import finish, setup
+from .begin import begin
+
+if TYPE_CHECKING:
+    from ..kinds import Case, KindRun
+    from ..preflight import PreflightItem
+    from .rundir import RunDir
+    from .schedule import Schedule
+    from .session import Sessions
+
+
+@dataclass
+class Run:
+    """The state of one pytest session that runs a ladder."""
+
+    request: RunRequest
+    ladder: Ladder
+    kind: KindRun
+    plan: list[SessionSlot]
+    resolved: setup.Resolved | None = None
+    sessions: Sessions | None = None
+    summary: finish.Summary | None = None
+
+    @classmethod
+    def from_request(cls, request: RunRequest) -> Run:
+        """Load and check everything the command line names, before anything starts."""
+        path = find_ladder(request.ladder, list(request.search_dirs))
+        ladder = load_ladder(path, request.overrides, describe_overrides(request.overrides))
+        if not ladder.model:
+            raise ProvisionError(
+                f"ladder {ladder.name} ({ladder.path}) needs --model: "
+                f"{ladder.requires_model or 'a GGUF model file'}."
+            )
+        kind = kinds.prepare(ladder, request)
+        kind.validate_analysis(request.analysis)
+        return cls(request, ladder, kind, run_plan(ladder.treatment_keys, ladder.cycles))
+
+    @property
+    def run_dir(self) -> RunDir | None:
+        return self.sessions.ctx.run_dir if self.sessions else None
+
+    @property
+    def schedule(self) -> Schedule | None:
+        return self.sessions.schedule if self.sessions else None
+
+    @property
+    def stopped(self) -> str | None:
+        return self.sessions.stopped if self.sessions else None
+
+    def cases(self) -> list[Case]:
+        """Every case of the plan, in run order."""
+        return self.kind.cases(self.plan)
+
+    def resolve(self) -> setup.Resolved:
+        """Find the server and the model; fix the keyed fields, the run id and its path."""
+        self.resolved = setup.resolve(self.ladder, self.kind, self.request)
+        return self.resolved
+
+    def preflight(self, opts: PreflightRequest | None = None) -> list[PreflightItem]:
+        """Every preflight item for this run, before anything starts."""
+        assert self.resolved is not None, "resolve() comes first"
+        opts = opts or self.request.preflight
+        return setup.preflight(self.ladder, self.kind, self.request, self.resolved, opts)
+
+    def begin(self, cases: Sequence[Case], checks: Sequence[PreflightItem]) -> None:
+        """Found the run directory (or reopen the resumed one); make the sessions."""
+        assert self.resolved is not None, "resolve() comes first"
+        self.sessions = begin(
+            self.request, self.ladder, self.kind, self.plan, self.resolved, cases, checks
+        )
+
+    def check_schedule(self, slot: SessionSlot) -> None:
+        """AlreadyDone or Curtailed when this session must not run."""
+        assert self.sessions is not None, "begin() comes first"
+        run_dir = self.sessions.ctx.run_dir
+
+        def record_drops(doc: dict[str, Any]) -> None:
+            run_dir.write_json(schema.CURTAILMENT_FILE, doc)
+
+        self.sessions.schedule.check(slot, record_drops)
+
+    def finish(self) -> finish.Summary | None:
+        """The row table and the memory witness, rebuilt from the session files."""
+        if self.sessions is None:
+            return None
+        self.summary = finish.summarise(self.sessions.ctx.run_dir, self.ladder)
+        return self.summary

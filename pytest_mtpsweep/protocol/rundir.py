@@ -1,0 +1,215 @@
+"""The run directory: created new, never reused; records appended and fsync'd as made."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .. import schema
+from ..errors import RunDirError
+from ..fileio import atomic_write_json, atomic_write_text, dumps_line, write_new_text
+
+
+def _write_error(path: Path, exc: OSError) -> RunDirError:
+    return RunDirError(
+        f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions there, "
+        "then --resume the run."
+    )
+
+
+class RunDir:
+    """One run's directory; created new, never reused."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, path: Path) -> RunDir:
+        if path.exists() or path.is_symlink():
+            raise RunDirError(
+                f"run directory {path} already exists; a run never writes into another run's "
+                "directory: choose a new --run-dir or leave it unset for a fresh run id."
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+            for sub in schema.RUN_SUBDIRS:
+                (path / sub).mkdir()
+        except FileExistsError:
+            raise RunDirError(
+                f"run directory {path} appeared while creating it; run again for a fresh id."
+            ) from None
+        except OSError as exc:
+            raise RunDirError(
+                f"cannot create run directory {path} ({exc.strerror or exc}); pass --run-dir "
+                "with a writable place."
+            ) from None
+        return cls(path)
+
+    @classmethod
+    def reopen(cls, path: Path) -> RunDir:
+        for sub in schema.RUN_SUBDIRS:
+            (path / sub).mkdir(exist_ok=True)
+        return cls(path)
+
+    def write_json(self, relpath: str, obj: Any) -> Path:
+        """Write a whole JSON file atomically (temp file + rename), fsync'd."""
+        target = self.path / relpath
+        try:
+            atomic_write_json(target, obj)
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+        return target
+
+    def write_text(self, relpath: str, text: str) -> Path:
+        target = self.path / relpath
+        try:
+            atomic_write_text(target, text)
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+        return target
+
+    def write_text_new(self, relpath: str, text: str) -> Path:
+        """Write a file that must not exist yet (e.g. a cycle-tagged flags file)."""
+        target = self.path / relpath
+        try:
+            write_new_text(target, text)
+        except FileExistsError:
+            raise RunDirError(
+                f"{target} already exists and is never overwritten; start a new run."
+            ) from None
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+        return target
+
+    def append_text(self, relpath: str, line: str) -> None:
+        target = self.path / relpath
+        try:
+            with target.open("a", encoding="utf-8") as f:
+                f.write(line.rstrip("\n") + "\n")
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+
+    def quarantine(self, session: str, reason: str, extra: Mapping[str, str] | None = None) -> Path:
+        """Move everything a session wrote under quarantine/, with the reason; delete nothing."""
+        base = self.path / schema.QUARANTINE_DIR / session
+        target, n = base, 1
+        while target.exists():  # a re-run that is quarantined again keeps both attempts
+            n += 1
+            target = base.with_name(f"{session}.{n}")
+        target.mkdir(parents=True)
+        m = schema.QUARANTINE_MEMBERS
+        moves = {
+            schema.records_file(session): m["records"],
+            schema.session_file(session): m["session"],
+            schema.server_log(session): m["log"],
+            schema.flags_file(session): m["flags"],
+            schema.launcher_dir(session): m["launcher"],
+            **(extra or {}),
+        }
+        for src, name in moves.items():
+            if (self.path / src).exists():
+                os.replace(self.path / src, target / name)
+        (target / schema.QUARANTINE_REASON).write_text(reason.rstrip() + "\n", encoding="utf-8")
+        return target
+
+    def record_writer(self, session: str) -> RecordWriter:
+        return RecordWriter(self.path / schema.records_file(session))
+
+    def session_files(self) -> Iterator[dict[str, Any]]:
+        """Every readable session file, in name (run) order."""
+        for path in sorted((self.path / schema.SESSIONS_DIR).glob("*.json")):
+            try:
+                facts = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(facts, dict):
+                yield {"session": path.stem, **facts}
+
+    def write_sessions_csv(self, rows: Sequence[Mapping[str, Any]]) -> Path:
+        columns: list[str] = []
+        for row in rows:
+            columns.extend(k for k in row if k not in columns)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _csv_cell(v) for k, v in row.items()})
+        return self.write_text(schema.SESSIONS_CSV, buf.getvalue())
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return value
+
+
+class RecordWriter:
+    """Appends one JSON line per record; each line is on disk before the test reports.
+
+    A failed write (a full disk) is cut back to the last whole line, so every line in the file
+    stays a complete record, and raises RunDirError.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        line = dumps_line(record) + "\n"
+        try:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8")
+            start = self._file.tell()
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+        try:
+            self._file.write(line)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            self._cut_back(start)
+            raise _write_error(self.path, exc) from None
+
+    def _cut_back(self, size: int) -> None:
+        file, self._file = self._file, None
+        # The buffered tail may fail to flush on close: it is cut off below anyway.
+        with contextlib.suppress(OSError):
+            if file is not None:
+                file.close()
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, size)
+
+    def close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Parsed records and the count of lines that did not parse (a run killed mid-write)."""
+    records: list[dict[str, Any]] = []
+    bad = 0
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(obj, dict):
+            records.append(obj)
+        else:
+            bad += 1
+    return records, bad

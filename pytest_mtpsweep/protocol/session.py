@@ -1,0 +1,187 @@
+"""A session's protocol rules, kind-neutral (the server side is lifecycle.py).
+
+A failed warm-up is quarantined and tried once more from a fresh server (a second failure
+stops the run); a server that dies mid-session fails the rest of the session; a partial census
+is quarantined and re-run once if time allows; whatever goes wrong after a launch, the server
+is stopped and the session file written before the error travels on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from .. import schema
+from ..errors import RunDirError, ServerError, StopRun
+from ..ladder.plan import SessionSlot
+from . import lifecycle
+from .context import RunContext
+from .lifecycle import LiveSession, one_line
+from .schedule import Schedule
+
+if TYPE_CHECKING:
+    from ..kinds import Case, KindRun, Result
+
+
+class Sessions:
+    """Opens, measures in and closes the sessions of one run."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        kind: KindRun,
+        schedule: Schedule,
+        cases: Mapping[str, Sequence[Case]],
+    ) -> None:
+        self.ctx = ctx
+        self.kind = kind
+        self.schedule = schedule
+        self.cases = cases  # session name -> its selected cases, in run order
+        self.stopped: str | None = None
+
+    # -- opening ------------------------------------------------------------------------
+
+    def open(self, slot: SessionSlot) -> LiveSession:
+        """Start this slot's server, witness it, warm it up; a failed warm-up gets one fresh try."""
+        live = self._start(slot)
+        if live.quarantine is None:
+            return live
+        first = live.quarantine
+        self.close(live)
+        live = self._start(slot)
+        if live.quarantine is not None:
+            reason = f"warm-up failed twice: {first}; then {live.quarantine}"
+            self.close(live)
+            self.stop_run(f"** WARMUP-FAILED-TWICE={slot.name}: {reason}")
+        return live
+
+    def _start(self, slot: SessionSlot, rerun: bool = False) -> LiveSession:
+        live = LiveSession.new(self.ctx, slot, rerun)
+        try:
+            lifecycle.bring_up(live, self.kind.calibrates)
+        except BaseException as exc:
+            # Whatever failed after the launch, the server goes down and the session is filed.
+            if "error" not in live.info:
+                live.info["error"] = one_line(exc)
+            self.close(live)
+            if isinstance(exc, Exception) and not isinstance(
+                exc, ServerError | StopRun | RunDirError
+            ):
+                raise ServerError(f"session start failed: {one_line(exc)}") from exc
+            raise
+        return live
+
+    # -- measuring ----------------------------------------------------------------------
+
+    def measure(self, live: LiveSession, case: Case) -> Result:
+        """One case, measured by the kind; its record is on disk before this returns."""
+        interrupted: BaseException | None = None
+        if live.dead is not None:
+            outcome = self.kind.unmeasured(live, case, live.dead)
+        else:
+            try:
+                outcome = self.kind.measure(live, case)
+            except RunDirError as exc:
+                live.quarantine = f"a record could not be written: {exc}"
+                self.stop_run(f"** WRITE-FAILED at {live.slot.name}/{case.id}: {exc}")
+            except BaseException as exc:  # a timeout or Ctrl-C mid-request: record it, go on
+                interrupted = exc
+                live.dead = f"a measurement was interrupted ({type(exc).__name__}: {one_line(exc)})"
+                live.quarantine = live.dead
+                outcome = self.kind.unmeasured(live, case, live.dead)
+        live.measured += 1
+        live.valid += outcome.result.valid
+        if interrupted is not None:
+            raise interrupted
+        if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
+            live.dead = f"the server died mid-session (during {case.id}): {outcome.result.reason}"
+            live.quarantine = live.dead
+        if outcome.marker:
+            live.quarantine = outcome.marker
+            self._log(live, outcome.marker)
+            self.stop_run(outcome.marker)
+        return outcome.result
+
+    def _log(self, live: LiveSession, line: str) -> None:
+        if live.proc is not None:
+            try:
+                with live.proc.spec.log_path.open("a", encoding="utf-8") as f:
+                    f.write(line + "\n")
+            except OSError:
+                pass  # the marker still reaches STOPPED, the terminal and the session file
+
+    def stop_run(self, marker: str) -> NoReturn:
+        """Mark the run so --resume refuses it, and stop everything."""
+        self.stopped = marker
+        try:
+            self.ctx.run_dir.write_text(schema.STOPPED_FILE, marker + "\n")
+        finally:
+            raise StopRun(marker)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def close(self, live: LiveSession) -> None:
+        """Calibrate, stop the server, confirm its release, write the session file; set the
+        session aside if a rule says so, and re-run a partial census once."""
+        try:
+            lifecycle.final_witnesses(live)
+        finally:
+            # Even if the end-of-session calibration is interrupted, the server is released and
+            # the session filed (and set aside), so nothing half-done enters the analysis.
+            lifecycle.release(live)
+            partial = self._file(live)
+        if partial and not live.rerun and self.schedule.time_for(live.slot):
+            self._rerun(live.slot)
+
+    def _file(self, live: LiveSession) -> bool:
+        """Write the session file and quarantine if a rule says so; True on a partial census."""
+        info = live.info
+        planned = info.get("planned_measurements", 0)
+        partial = (
+            live.quarantine is None
+            and "error" not in info
+            and self.stopped is None
+            and live.measured == planned
+            and live.valid < planned
+        )
+        if partial:
+            live.quarantine = f"partial census: {live.valid} of {planned} measurements valid"
+        release = info.get("release")
+        released: bool | str = release["released"] if release else live.proc is None
+        if live.endpoint is not None:
+            released = "not applicable: attached"
+        info.update(
+            {
+                "ended_at": schema.utc_now_iso(),
+                "duration_s": time.monotonic() - live.t0,
+                "measured": live.measured,
+                "valid": live.valid,
+                "failed": live.measured - live.valid,
+                "released": released,
+                "quarantined": live.quarantine,
+                **self.kind.session_facts(live),  # type: ignore[typeddict-item]
+            }
+        )
+        run_dir = self.ctx.run_dir
+        run_dir.write_json(schema.session_file(live.slot.name), info)
+        if live.quarantine is None:
+            self.schedule.record(info["duration_s"], live.measured)
+        else:
+            run_dir.quarantine(
+                live.slot.name, live.quarantine, self.kind.quarantine_members(live.slot.name)
+            )
+        return partial
+
+    def _rerun(self, slot: SessionSlot) -> None:
+        """The one re-run of a session with a partial census, from a fresh server."""
+        try:
+            live = self._start(slot, rerun=True)
+        except ServerError:
+            return  # its session file says why; the census shows the gap
+        try:
+            if live.quarantine is None:
+                for case in self.cases.get(slot.name, ()):
+                    self.measure(live, case)
+        finally:  # a stop marker in the re-run still releases and quarantines it first
+            self.close(live)

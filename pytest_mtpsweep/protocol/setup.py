@@ -1,0 +1,89 @@
+"""Before the run directory exists: find the rig (server binary, model, keyed fields, run path)
+and run preflight against it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__, rig, schema
+from ..ladder import Ladder
+from ..options import PreflightRequest, RunRequest
+
+if TYPE_CHECKING:
+    from ..kinds import KindRun
+    from ..preflight import PreflightItem
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The rig this run will use, found before preflight."""
+
+    server_bin: rig.ServerBinary
+    server_version: str
+    model_path: Path
+    keyed: dict[str, Any]
+    run_path: Path
+    run_id: str
+
+
+def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
+    """Find the server and the model; fix the keyed fields, the run id and its path."""
+    server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin)
+    version = rig.server_version(server_bin.path)
+    keyed = {
+        "ladder": ladder.name,
+        "model_id": ladder.model_id,
+        "ctx_size": ladder.ctx_size,
+        "seed": ladder.seed,
+        "max_tokens": ladder.max_tokens,
+        "temperature": ladder.temperature,
+        "server_build": rig.server_build(version),
+        "placement": ladder.placement,
+        **kind.keyed(),
+    }
+    run_id = schema.new_run_id()
+    path = request.resume or request.run_dir or request.cwd / "runs" / ladder.name / run_id
+    return Resolved(server_bin, version, rig.resolve_model(ladder.model), keyed, path, run_id)
+
+
+def model_files(ladder: Ladder, model_path: Path) -> tuple[Path, ...]:
+    """The model and any draft model a treatment names."""
+    files = [model_path]
+    for t in ladder.treatments:
+        args = [a.replace("{model}", str(model_path)) for a in t.args]
+        for flag in ("-md", "--model-draft"):
+            if flag in args[:-1]:
+                files.append(Path(args[args.index(flag) + 1]).resolve())
+    return tuple(dict.fromkeys(files))
+
+
+def preflight(
+    ladder: Ladder, kind: KindRun, request: RunRequest, res: Resolved, opts: PreflightRequest
+) -> list[PreflightItem]:
+    """Every preflight item for this run, before anything starts."""
+    from ..preflight import PreflightInputs, run_preflight
+
+    pre = ladder.preflight
+    inputs = PreflightInputs(
+        run_dir=res.run_path,
+        server_bin=res.server_bin.path,
+        expected_build=opts.server_build or pre.server_build,
+        ports=(ladder.port,) if ladder.port else (),
+        host=ladder.host,
+        model_files=model_files(ladder, res.model_path),
+        ram_floor_gb=pre.ram_floor_gb,
+        disk_floor_gb=pre.disk_floor_gb,
+        must_be_inactive_processes=pre.inactive_processes,
+        must_be_inactive_units=pre.inactive_units,
+        launchers=ladder.launchers.pins() if ladder.launchers else {},
+        experiments_dir=ladder.path.parent.parent,
+        ladder_file=ladder.path,
+        package_version=__version__,
+        kind_items=kind.preflight_items(),
+    )
+    waive = opts.waive | ({"run_dir"} if request.resume else set())
+    return run_preflight(
+        inputs, waive=waive, against=opts.against, verify_digests=opts.verify_digests
+    )

@@ -1,0 +1,83 @@
+"""One streamed chat completion over HTTP: the timed loop only stamps and keeps raw lines."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..schema import Measurement
+from .stream import RawStream, reduce_stream
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """What to ask: everything that goes into the request body besides the prompt."""
+
+    alias: str
+    max_tokens: int
+    seed: int
+    temperature: float
+    timeout_s: float = 600.0
+    headers: tuple[
+        tuple[str, str], ...
+    ] = ()  # e.g. an attached server's bearer key; never recorded
+
+    def __repr__(self) -> str:  # the headers may hold a key: keep it out of any repr
+        return f"RequestSpec(alias={self.alias!r}, max_tokens={self.max_tokens})"
+
+
+def request_body(prompt: str, spec: RequestSpec) -> dict[str, Any]:
+    return {
+        "model": spec.alias,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": spec.max_tokens,
+        "temperature": spec.temperature,
+        "seed": spec.seed,
+        # A repeated prompt would otherwise reuse its cached prefix and skew prompt timings.
+        "cache_prompt": False,
+    }
+
+
+def new_http_client() -> httpx.Client:
+    """One fresh connection per request: a kept-alive socket the server has just closed would
+    turn into a spurious failed measurement. trust_env=False keeps proxies off loopback."""
+    return httpx.Client(trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
+
+
+def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestSpec) -> Measurement:
+    """Send one streamed request and reduce it; transport failures become invalid measurements."""
+    body = request_body(prompt, spec)
+    lines: list[str] = []
+    stamps: list[int] = []
+    status: int | None = None
+    error: str | None = None
+    t_send = time.monotonic_ns()
+    try:
+        with client.stream(
+            "POST",
+            f"{base_url}/v1/chat/completions",
+            json=body,
+            timeout=spec.timeout_s,
+            headers=dict(spec.headers),
+        ) as resp:
+            status = resp.status_code
+            if status != 200:
+                resp.read()
+                error = f"HTTP {status}: {resp.text[:300]!r}"
+            else:
+                # The timed loop: stamp each event as it arrives and keep the raw line.
+                # Parsing waits until the stream has ended so it never lands inside an interval.
+                append_line, append_stamp, now = lines.append, stamps.append, time.monotonic_ns
+                for line in resp.iter_lines():
+                    append_stamp(now())
+                    append_line(line)
+    except httpx.HTTPError as exc:
+        error = f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
+    t_end = time.monotonic_ns()
+    raw = RawStream(lines, stamps, t_send=t_send, t_end=t_end, status=status, error=error)
+    return reduce_stream(raw, expected_alias=spec.alias)

@@ -1,0 +1,82 @@
+"""An attached server: one the harness did not launch and will not stop.
+
+It is reached by its base URL (and a bearer key read from the environment variable the ladder
+names, at request time, never stored); it is ready when it answers; what it says about itself
+(`/v1/models`, `/props`, `/version`) is its identity.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..errors import ServerError
+
+IDENTITY_PATHS = ("/v1/models", "/props", "/version")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where an attached server answers, and the name of the variable holding its key."""
+
+    base_url: str
+    api_key_env: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        """The Authorization header, read from the environment now (empty without a key)."""
+        if self.api_key_env is None:
+            return {}
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ServerError(
+                f"the environment variable {self.api_key_env} that should hold the API key for "
+                f"{self.base_url} is not set; export it before the run."
+            )
+        return {"Authorization": f"Bearer {key}"}
+
+    def get(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
+        return httpx.get(
+            f"{self.base_url}{path}", headers=self.headers(), timeout=timeout_s, trust_env=False
+        )
+
+    def wait_ready(self, timeout_s: float) -> float:
+        """Seconds until `/v1/models` (or `/health`) answers 200; ServerError if it never does."""
+        t0 = time.monotonic()
+        last = "no answer"
+        while True:
+            for path in ("/v1/models", "/health"):
+                try:
+                    status = self.get(path, timeout_s=5.0).status_code
+                except httpx.HTTPError as exc:
+                    last = f"{type(exc).__name__}: {exc}"
+                    continue
+                if status == 200:
+                    return time.monotonic() - t0
+                last = f"HTTP {status} from {path}"
+            if time.monotonic() - t0 > timeout_s:
+                raise ServerError(
+                    f"the attached server at {self.base_url} did not answer within "
+                    f"{timeout_s:.0f} s ({last}); start it, or check base_url in the ladder."
+                )
+            time.sleep(0.5)
+
+    def identity(self) -> dict[str, Any]:
+        """Whatever the server says about itself, by path; absent paths are left out."""
+        out: dict[str, Any] = {}
+        for path in IDENTITY_PATHS:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                r = self.get(path)
+                if r.status_code == 200:
+                    out[path] = r.json()
+        return out
+
+
+def served_models(identity: dict[str, Any]) -> list[str]:
+    """The model ids an OpenAI-compatible `/v1/models` lists."""
+    data = (identity.get("/v1/models") or {}).get("data")
+    return [str(m.get("id")) for m in data if isinstance(m, dict)] if isinstance(data, list) else []

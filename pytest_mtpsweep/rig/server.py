@@ -1,0 +1,330 @@
+"""A server's lifecycle: spawn or launch, readiness, stop, release check; nothing outlives us."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+import psutil
+
+from ..errors import ServerError
+from .net import port_is_free
+
+_PR_SET_PDEATHSIG = 1
+_live: set[ServerProcess] = set()
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """An external launch/stop pair for rigs that must start servers their own way.
+
+    Called as `launch TREATMENT PORT SESSION_DIR -- SERVER_ARGV...` (it starts the server in the
+    background and writes its pid to SESSION_DIR/server.pid) and `stop TREATMENT PORT SESSION_DIR`.
+    """
+
+    launch: Path
+    stop: Path
+    treatment: str
+    session_dir: Path
+    timeout_s: float = 120.0
+
+    @property
+    def pid_file(self) -> Path:
+        return self.session_dir / "server.pid"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one server for one treatment."""
+
+    server_bin: Path
+    argv_tail: tuple[str, ...]  # model, ctx, alias, ladder and treatment flags
+    host: str
+    port: int
+    alias: str
+    log_path: Path
+    ready_timeout_s: float = 300.0
+    stop_timeout_s: float = 10.0
+    launcher: Launcher | None = None
+
+    @property
+    def argv(self) -> list[str]:
+        return [
+            str(self.server_bin),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--alias",
+            self.alias,
+            *self.argv_tail,
+        ]
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Release:
+    """How a server went away."""
+
+    released: bool
+    exit_code: int | None
+    signal_used: str
+    stop_s: float
+    port_free: bool
+    detail: str = ""
+
+
+@dataclass
+class ServerProcess:
+    """A running server: our child (killed with us), or a launcher's (stopped by its stop script)."""
+
+    spec: LaunchSpec
+    pid: int
+    popen: subprocess.Popen[bytes] | None
+    log: IO[bytes] | None
+    load_s: float = 0.0
+    release: Release | None = None
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def exit_code(self) -> int | None:
+        """The exit status once the server has gone; None while it runs."""
+        if self.popen is not None:
+            return self.popen.poll()
+        if psutil.pid_exists(self.pid) and not _is_zombie(self.pid):
+            return None
+        return -1  # not our child: the status is the launcher's to know
+
+    def alive(self) -> bool:
+        return self.exit_code() is None
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    def preexec() -> None:
+        # The kernel kills the server if this pytest process dies, even by SIGKILL.
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no server log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start(spec: LaunchSpec) -> ServerProcess:
+    """Launch the server and wait until /health says ok; fail fast with the log tail."""
+    if not os.access(spec.server_bin, os.X_OK):
+        raise ServerError(
+            f"server binary {spec.server_bin} is missing or not executable; run "
+            "`mtpsweep provision` or pass --server-bin."
+        )
+    if not port_is_free(spec.host, spec.port):
+        raise ServerError(
+            f"port {spec.port} on {spec.host} is already in use; stop whatever holds it or pass "
+            "--port with a free one."
+        )
+    spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    server = _launch(spec) if spec.launcher else _spawn(spec)
+    _live.add(server)
+    try:
+        _wait_ready(server, t0)
+    except BaseException:
+        stop(server)
+        raise
+    server.load_s = time.monotonic() - t0
+    return server
+
+
+def _spawn(spec: LaunchSpec) -> ServerProcess:
+    log = spec.log_path.open("ab")
+    proc = subprocess.Popen(
+        spec.argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so a stop reaches everything it spawned
+        preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
+    )
+    return ServerProcess(spec, proc.pid, proc, log)
+
+
+def _launch(spec: LaunchSpec) -> ServerProcess:
+    lau = spec.launcher
+    assert lau is not None
+    lau.session_dir.mkdir(parents=True, exist_ok=True)
+    argv = [str(lau.launch), lau.treatment, str(spec.port), str(lau.session_dir), "--", *spec.argv]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=lau.timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ServerError(
+            f"launcher {lau.launch} did not return within {lau.timeout_s:.0f} s; it must start the "
+            "server in the background and exit."
+        ) from None
+    with spec.log_path.open("ab") as log:
+        log.write(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise ServerError(
+            f"launcher {lau.launch} exited with status {done.returncode}; its output:\n"
+            f"{(done.stdout + done.stderr).decode(errors='replace')[-2000:]}"
+        )
+    try:
+        pid = int(lau.pid_file.read_text().strip())
+    except (OSError, ValueError):
+        raise ServerError(
+            f"launcher {lau.launch} wrote no pid to {lau.pid_file}; it must write the server's "
+            "pid there."
+        ) from None
+    return ServerProcess(spec, pid, None, None)
+
+
+def _wait_ready(server: ServerProcess, t0: float) -> None:
+    spec = server.spec
+    deadline = t0 + spec.ready_timeout_s
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while True:
+            code = server.exit_code()
+            if code is not None:
+                raise ServerError(
+                    f"the server exited with status {code} while loading "
+                    f"(log {spec.log_path}); last lines:\n{log_tail(spec.log_path)}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(f"{spec.base_url}/health").status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"the server was not healthy after {spec.ready_timeout_s:.0f} s "
+                    f"(log {spec.log_path}); raise server.ready_timeout_s in the ladder if the "
+                    f"model is slow to load. Last lines:\n{log_tail(spec.log_path)}"
+                )
+            time.sleep(0.02)
+
+
+def stop(server: ServerProcess) -> Release:
+    """SIGTERM the process group, wait, SIGKILL; then confirm the process is gone and the port free."""
+    if server.release is not None:
+        return server.release
+    t0 = time.monotonic()
+    spec = server.spec
+    signal_used = "none (already exited)"
+    if spec.launcher is not None:
+        signal_used = _stop_with_launcher(server)
+    elif server.alive():
+        signal_used = "SIGTERM"
+        _killpg(server.pid, signal.SIGTERM)
+        if not _wait_gone(server, spec.stop_timeout_s):
+            signal_used = "SIGKILL"
+            _killpg(server.pid, signal.SIGKILL)
+            _wait_gone(server, 30)
+    if spec.launcher is None:
+        # Children in the group that outlived the leader are killed too.
+        _killpg(server.pid, signal.SIGKILL)
+    if server.log is not None:
+        server.log.close()
+    gone = not psutil.pid_exists(server.pid) or _is_zombie(server.pid)
+    free = False
+    for _ in range(100):  # the kernel can take a moment to release the socket
+        free = port_is_free(spec.host, spec.port)
+        if free:
+            break
+        time.sleep(0.05)
+    detail = (
+        ""
+        if gone and free
+        else (
+            ("process still present; " if not gone else "")
+            + ("port still bound" if not free else "")
+        )
+    )
+    server.release = Release(
+        released=gone and free,
+        exit_code=server.popen.returncode if server.popen else None,
+        signal_used=signal_used,
+        stop_s=time.monotonic() - t0,
+        port_free=free,
+        detail=detail,
+    )
+    _live.discard(server)
+    return server.release
+
+
+def _wait_gone(server: ServerProcess, timeout_s: float) -> bool:
+    if server.popen is not None:
+        try:
+            server.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    deadline = time.monotonic() + timeout_s
+    while server.alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stop_with_launcher(server: ServerProcess) -> str:
+    """Run the rig's stop script; if the server outlives it, kill the pid ourselves."""
+    lau, spec = server.spec.launcher, server.spec
+    assert lau is not None
+    argv = [str(lau.stop), lau.treatment, str(spec.port), str(lau.session_dir)]
+    how = f"stop script {lau.stop.name}"
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=lau.timeout_s, check=False
+        )
+        with spec.log_path.open("ab") as log:
+            log.write(done.stdout + done.stderr)
+        if done.returncode != 0:
+            how += f" (exit {done.returncode})"
+    except subprocess.TimeoutExpired:
+        how += " (timed out)"
+    if not _wait_gone(server, spec.stop_timeout_s):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(server.pid).kill()
+        _wait_gone(server, 30)
+        how += ", then SIGKILL"
+    return how
+
+
+def _killpg(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return True
+
+
+def stop_all() -> None:
+    """Last line of defence at interpreter or pytest exit: nothing we started survives."""
+    for server in list(_live):
+        stop(server)

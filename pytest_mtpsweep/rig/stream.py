@@ -1,0 +1,216 @@
+"""A recorded SSE stream -> a Measurement: parse the events, compute the rates, judge validity.
+
+Pure functions over the raw lines and their arrival stamps (monotonic ns); nothing here runs
+while the stream is timed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..schema import Measurement
+
+# Delta fields an OpenAI-compatible stream may carry; anything else is an anomaly worth a look.
+KNOWN_DELTA_FIELDS = frozenset(
+    {"role", "content", "reasoning_content", "tool_calls", "function_call", "refusal"}
+)
+
+
+@dataclass(frozen=True)
+class RawStream:
+    """What the timed loop kept: raw lines, their arrival stamps, and how the request ended."""
+
+    lines: list[str]
+    stamps: list[int]
+    t_send: int
+    t_end: int
+    status: int | None
+    error: str | None
+
+
+@dataclass
+class Events:
+    """What the events of one stream said, before any rate is computed."""
+
+    content_parts: list[str] = field(default_factory=list)
+    content_stamps: list[int] = field(default_factory=list)
+    t_first_token: int | None = None
+    reasoning_chars: int = 0
+    chunks: int = 0
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    models: set[str] = field(default_factory=set)
+    unknown_fields: set[str] = field(default_factory=set)
+    anomalies: dict[str, int] = field(default_factory=dict)
+    done: bool = False
+
+    def note(self, kind: str) -> None:
+        self.anomalies[kind] = self.anomalies.get(kind, 0) + 1
+
+
+def parse_events(raw: RawStream) -> Events:
+    """Walk the SSE lines once, collecting content, usage, timings, models and anomalies."""
+    ev = Events()
+    for line, t in zip(raw.lines, raw.stamps, strict=True):
+        if not line:
+            continue
+        if line.startswith(":"):
+            ev.note("keepalive")
+            continue
+        if not line.startswith("data:"):
+            ev.note("non_data_line")
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            ev.done = True
+            continue
+        if ev.done:
+            ev.note("data_after_done")
+        try:
+            event = json.loads(payload)
+        except json.JSONDecodeError:
+            event = None
+        if not isinstance(event, dict):
+            ev.note("bad_json")
+            continue
+        _event(ev, event, t)
+    if raw.lines and not ev.done and raw.error is None:
+        ev.note("missing_done")
+    return ev
+
+
+def _event(ev: Events, event: dict[str, Any], t: int) -> None:
+    ev.chunks += 1
+    if isinstance(event.get("model"), str):
+        ev.models.add(event["model"])
+    if isinstance(event.get("usage"), dict):
+        ev.usage = event["usage"]
+    if isinstance(event.get("timings"), dict):
+        ev.timings = event["timings"]
+    choices = event.get("choices")
+    choices = choices if isinstance(choices, list) else []
+    if len(choices) > 1:
+        ev.note("multiple_choices")
+    for choice in choices[:1]:
+        if not isinstance(choice, dict):
+            ev.note("bad_json")
+            continue
+        if ev.finish_reason is not None:
+            ev.note("event_after_finish")
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        unknown = set(delta) - KNOWN_DELTA_FIELDS
+        if unknown:
+            ev.unknown_fields |= unknown
+            ev.note("unrecognised_delta_fields")
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            ev.content_parts.append(content)
+            ev.content_stamps.append(t)
+            if ev.t_first_token is None:
+                ev.t_first_token = t
+        reasoning = delta.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            ev.reasoning_chars += len(reasoning)
+            ev.note("reasoning_events")
+            if ev.t_first_token is None:
+                ev.t_first_token = t
+        if choice.get("finish_reason"):
+            ev.finish_reason = str(choice["finish_reason"])
+
+
+def primary_rate(completion_tokens: int | None, content_stamps: list[int]) -> float | None:
+    """(completion tokens − 1) / (last content event − first content event), client clock."""
+    if completion_tokens is None or completion_tokens < 2 or len(content_stamps) < 2:
+        return None
+    span_ns = content_stamps[-1] - content_stamps[0]
+    return (completion_tokens - 1) / (span_ns / 1e9) if span_ns > 0 else None
+
+
+def interval_rate(
+    timings: dict[str, Any] | None, content_stamps: list[int]
+) -> tuple[float | None, str | None]:
+    """The server's own decode interval, else content events per second; and which basis."""
+    predicted_n = _int(timings, "predicted_n")
+    predicted_ms = _float(timings, "predicted_ms")
+    if predicted_n is not None and predicted_n >= 2 and predicted_ms:
+        return (predicted_n - 1) / (predicted_ms / 1000.0), "server_timings"
+    if len(content_stamps) >= 2 and content_stamps[-1] > content_stamps[0]:
+        # No server timings: one token per content event is the best the stream can say.
+        span_s = (content_stamps[-1] - content_stamps[0]) / 1e9
+        return (len(content_stamps) - 1) / span_s, "inter_chunk"
+    return None, None
+
+
+def invalid_reasons(raw: RawStream, ev: Events, expected_alias: str) -> list[str]:
+    """Why a measurement is not valid (empty: it is)."""
+    reasons: list[str] = []
+    if raw.error is not None:
+        reasons.append(raw.error)
+    elif raw.status != 200:
+        reasons.append(f"HTTP {raw.status}")
+    if raw.error is None and ev.usage is None:
+        reasons.append("no usage in the stream (the server ignored stream_options.include_usage)")
+    if ev.models and ev.models != {expected_alias}:
+        reasons.append(
+            f"wrong server answered: model {sorted(ev.models)} != alias {expected_alias!r}"
+        )
+    elif raw.error is None and not ev.models:
+        reasons.append("no model field in the stream: the alias witness is missing")
+    if raw.error is None and ev.finish_reason is None:
+        reasons.append("no finish_reason arrived")
+    if ev.unknown_fields:
+        reasons.append(f"unrecognised delta fields {sorted(ev.unknown_fields)}")
+    return reasons
+
+
+def reduce_stream(raw: RawStream, *, expected_alias: str) -> Measurement:
+    """Turn a recorded stream into a Measurement."""
+    ev = parse_events(raw)
+    completion_tokens = _int(ev.usage, "completion_tokens")
+    interval, basis = interval_rate(ev.timings, ev.content_stamps)
+    content = "".join(ev.content_parts)
+    reasons = invalid_reasons(raw, ev, expected_alias)
+    alias = next(iter(ev.models)) if len(ev.models) == 1 else (",".join(sorted(ev.models)) or None)
+    return Measurement(
+        valid=not reasons,
+        reason="; ".join(reasons) or None,
+        http_status=raw.status,
+        decode_rate_tps_primary=primary_rate(completion_tokens, ev.content_stamps),
+        decode_rate_tps_interval=interval,
+        interval_basis=basis,
+        ttft_s=(ev.t_first_token - raw.t_send) / 1e9 if ev.t_first_token is not None else None,
+        e2e_s=(raw.t_end - raw.t_send) / 1e9,
+        prompt_tokens=_int(ev.usage, "prompt_tokens"),
+        completion_tokens=completion_tokens,
+        predicted_n=_int(ev.timings, "predicted_n"),
+        predicted_ms=_float(ev.timings, "predicted_ms"),
+        prompt_ms=_float(ev.timings, "prompt_ms"),
+        cache_n=_int(ev.timings, "cache_n"),
+        draft_n=_int(ev.timings, "draft_n"),
+        draft_n_accepted=_int(ev.timings, "draft_n_accepted"),
+        finish_reason=ev.finish_reason,
+        content_chars=len(content),
+        content_sha256=hashlib.sha256(content.encode()).hexdigest(),
+        reasoning_chars=ev.reasoning_chars,
+        chunks=ev.chunks,
+        content_chunks=len(ev.content_stamps),
+        server_alias=alias,
+        anomalies=ev.anomalies,
+        unrecognised_delta_fields=tuple(sorted(ev.unknown_fields)),
+        content=content,
+    )
+
+
+def _int(d: dict[str, Any] | None, key: str) -> int | None:
+    v = d.get(key) if d else None
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _float(d: dict[str, Any] | None, key: str) -> float | None:
+    v = d.get(key) if d else None
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

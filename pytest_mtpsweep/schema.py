@@ -1,0 +1,276 @@
+"""The one home of record fields, session-file fields, keyed fields and run-directory names.
+
+The producer (the protocol and the kinds), the analysis and the tests all import these names;
+nobody else spells them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypedDict
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """A run's id: UTC time plus a short random suffix, sortable and unique within one second."""
+    now = now or dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def utc_now_iso() -> str:
+    """A record's time stamp (`started_at`, `ended_at`): UTC, milliseconds, a `Z`."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------- run directory
+
+RECORDS_DIR = "records"
+SESSIONS_DIR = "sessions"
+SERVERS_DIR = "servers"
+QUARANTINE_DIR = "quarantine"
+ANALYSIS_DIR = "analysis"
+RUN_SUBDIRS = (RECORDS_DIR, SESSIONS_DIR, SERVERS_DIR, QUARANTINE_DIR, ANALYSIS_DIR)
+
+PLAN_FILE = "plan.json"
+PREFLIGHT_FILE = "preflight.json"
+PREREGISTRATION_FILE = "preregistration.md"
+STOPPED_FILE = "STOPPED"
+RUN_STATUS_FILE = "RUN_STATUS"
+CURTAILMENT_FILE = "curtailment.json"
+RESUME_LOG = "resume.log"
+SESSIONS_CSV = "sessions.csv"
+MEMORY_CHECK_FILE = "memory_check.json"
+QUARANTINE_REASON = "reason.txt"
+
+
+def records_file(session: str) -> str:
+    """One JSON line per measurement of a session, fsync'd as made."""
+    return f"{RECORDS_DIR}/{session}.jsonl"
+
+
+def session_file(session: str) -> str:
+    """The session's facts: argv, identity, load time, memory, calibration, census."""
+    return f"{SESSIONS_DIR}/{session}.json"
+
+
+def server_log(session: str) -> str:
+    return f"{SERVERS_DIR}/{session}.log"
+
+
+def flags_file(session: str) -> str:
+    """The argv the running server really holds, read from /proc, cycle-tagged by the name."""
+    return f"{SERVERS_DIR}/{session}.flags.txt"
+
+
+def launcher_dir(session: str) -> str:
+    """Where a rig's launch/stop pair keeps a session's pid and log."""
+    return f"{SERVERS_DIR}/{session}"
+
+
+def preflight_resume_file(n: int) -> str:
+    return f"preflight.resume{n}.json"
+
+
+# What a quarantined session's files are called inside quarantine/<session>/.
+QUARANTINE_MEMBERS: dict[str, str] = {
+    "records": "records.jsonl",
+    "session": "session.json",
+    "log": "server.log",
+    "flags": "flags.txt",
+    "launcher": "server",
+}
+
+# --------------------------------------------------------------------------- record fields
+
+# Which measurement of which session: every record of every kind starts with these.
+IDENTITY_FIELDS: tuple[str, ...] = (
+    "run_id",
+    "ladder",
+    "treatment",
+    "cycle",
+    "ordinal",
+    "session",
+    "prompt_id",
+    "subset",
+    "repeat",
+    "position",
+)
+# Sessions pool only when all of these are identical (comparability).
+KEYED_FIELDS: tuple[str, ...] = (
+    "model_id",
+    "ctx_size",
+    "seed",
+    "max_tokens",
+    "temperature",
+    "server_build",
+    "placement",
+    "prompt_set_digest",
+    "ladder",
+)
+PROVENANCE_FIELDS: tuple[str, ...] = ("started_at", "note", "preregistration_sha256")
+
+# The two decode-rate endpoints: analysis name -> record field.
+ENDPOINT_FIELDS: dict[str, str] = {
+    "primary": "decode_rate_tps_primary",
+    "interval": "decode_rate_tps_interval",
+}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One streamed request, reduced to the numbers a decode record keeps."""
+
+    valid: bool
+    reason: str | None
+    http_status: int | None = None
+    decode_rate_tps_primary: float | None = None
+    decode_rate_tps_interval: float | None = None
+    interval_basis: str | None = None  # "server_timings" or "inter_chunk"
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    predicted_n: int | None = None
+    predicted_ms: float | None = None
+    prompt_ms: float | None = None
+    cache_n: int | None = None
+    draft_n: int | None = None
+    draft_n_accepted: int | None = None
+    finish_reason: str | None = None
+    content_chars: int = 0
+    content_sha256: str = ""
+    reasoning_chars: int = 0
+    chunks: int = 0
+    content_chunks: int = 0
+    server_alias: str | None = None
+    anomalies: dict[str, int] = field(default_factory=dict)
+    unrecognised_delta_fields: tuple[str, ...] = ()
+    # What the model wrote, kept so a reader can check it; judged after the stream ended.
+    content: str = ""
+    degenerate: str | None = None  # why the text is not a real answer (echo, loop, control strings)
+
+    @classmethod
+    def not_measured(cls, reason: str) -> Measurement:
+        """An invalid measurement that never reached the server (it is recorded all the same)."""
+        return cls(valid=False, reason=reason)
+
+    def fields(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["unrecognised_delta_fields"] = list(self.unrecognised_delta_fields)
+        return d
+
+
+MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Measurement))
+
+# A decode record, in the order its JSON line holds the fields.
+DECODE_RECORD_FIELDS: tuple[str, ...] = (
+    *IDENTITY_FIELDS,
+    *MEASUREMENT_FIELDS,
+    *PROVENANCE_FIELDS[:1],
+    *(k for k in KEYED_FIELDS if k != "ladder"),
+    *PROVENANCE_FIELDS[1:],
+)
+
+
+def decode_record(
+    identity: dict[str, Any],
+    measurement: Measurement,
+    started_at: str,
+    keyed: dict[str, Any],
+    provenance: dict[str, Any],
+) -> dict[str, Any]:
+    """One decode record: identity, the measurement, when, the keyed fields, provenance."""
+    return {
+        **identity,
+        **measurement.fields(),
+        "started_at": started_at,
+        **keyed,
+        **provenance,
+    }
+
+
+# --------------------------------------------------------------------------- session files
+
+
+class WarmupFacts(TypedDict):
+    valid: bool
+    reason: str | None
+    http_status: int | None
+    ttft_s: float | None
+
+
+class CalibrationFacts(TypedDict, total=False):
+    start_tps: float | None
+    end_tps: float | None
+    drift_pct: float
+
+
+class ReleaseFacts(TypedDict):
+    released: bool
+    exit_code: int | None
+    signal: str
+    stop_s: float
+    port_free: bool
+    detail: str
+
+
+class SessionFile(TypedDict, total=False):
+    """sessions/<session>.json: everything known about one server session."""
+
+    session: str
+    ordinal: int
+    treatment: str
+    cycle: int
+    alias: str
+    rig: str  # "spawned" or "launched"
+    argv_requested: list[str]
+    server_bin: str
+    server_bin_source: str
+    server_version: str
+    port: int
+    planned_measurements: int
+    rerun: bool
+    started_at: str
+    launchers: dict[str, dict[str, str]]
+    error: str
+    pid: int
+    load_s: float
+    argv: list[str]
+    props_start: dict[str, Any]
+    props_end: dict[str, Any]
+    props_changed: list[str]
+    props_stable: bool
+    build_info: Any
+    n_ctx: Any
+    model_path: Any
+    rss_after_load_bytes: int | None
+    gpu_used_mib_after_load: int | None
+    gpu_used_mib_after_release: int | None
+    host_available_mib_after_release: int
+    warmup: WarmupFacts
+    calibration: CalibrationFacts
+    release: ReleaseFacts
+    ended_at: str
+    duration_s: float
+    measured: int
+    valid: int
+    failed: int
+    length_prompts: list[str]
+    released: bool | str  # "not applicable: attached" for a server the harness did not start
+    quarantined: str | None
+    base_url: str
+    not_applicable: dict[str, str]
+    endpoint_identity: dict[str, Any]
+    endpoint_identity_end: dict[str, Any]
+    served_models: list[str]
+    # the keyed fields are copied in too (KEYED_FIELDS)
+    model_id: str
+    ctx_size: int
+    seed: int
+    max_tokens: int
+    temperature: float
+    server_build: str
+    placement: str
+    prompt_set_digest: str
+    ladder: str

@@ -1,0 +1,70 @@
+"""The decode kind: its cases, the order prompts run in each session, its stop markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_mtpsweep.kinds.decode.markers import stop_marker
+from pytest_mtpsweep.kinds.decode.run import DecodeCase, prepare, session_order
+from pytest_mtpsweep.ladder import load_ladder, run_plan
+from pytest_mtpsweep.ladder.prompts import Prompt
+from pytest_mtpsweep.options import RunRequest
+from pytest_mtpsweep.schema import Measurement
+
+REPO = Path(__file__).resolve().parents[2]
+LADDER = REPO / "experiments" / "ladders" / "cpu-demo.toml"
+
+
+def prompts(n: int) -> tuple[Prompt, ...]:
+    return tuple(Prompt(f"prose_{i:02d}", "prose", f"text {i}") for i in range(n))
+
+
+@given(st.integers(1, 20), st.integers(1, 8), st.integers(0, 2**16))
+def test_each_cycle_pair_mirrors_positions(n: int, pairs: int, seed: int) -> None:
+    ps = prompts(n)
+    for pair in range(pairs):
+        odd, even = session_order(ps, 2 * pair + 1, seed), session_order(ps, 2 * pair + 2, seed)
+        assert sorted(p.id for p in odd) == sorted(p.id for p in ps)
+        for p in ps:
+            # over a cycle pair every prompt's positions sum to n-1, as ABC CBA does for sessions
+            assert odd.index(p) + even.index(p) == n - 1
+
+
+def test_later_pairs_rotate_by_a_seeded_offset() -> None:
+    ps = prompts(16)
+    first = [p.id for p in session_order(ps, 1, 42)]
+    assert first == [p.id for p in ps]  # the first cycle keeps the set's order
+    later = {tuple(p.id for p in session_order(ps, c, 42)) for c in (3, 5, 7)}
+    assert len(later | {tuple(first)}) > 1
+    assert session_order(ps, 3, 42) == session_order(ps, 3, 42)
+
+
+def test_cases_cover_the_plan_with_one_order_per_cycle() -> None:
+    lad = load_ladder(LADDER)
+    run = prepare(lad, RunRequest(ladder="cpu-demo", search_dirs=(), cwd=REPO, invocation=()))
+    plan = run_plan(lad.treatment_keys, lad.cycles)
+    cases = run.cases(plan)
+    assert len(cases) == len(plan) * 16 and cases[0].id == "c1-none-prose_01"
+    by_cycle: dict[int, set[tuple[str, ...]]] = {}
+    for slot in plan:
+        order = tuple(c.prompt.id for c in cases if c.slot == slot)
+        by_cycle.setdefault(slot.cycle, set()).add(order)
+        assert [c.position for c in cases if c.slot == slot] == list(range(16))
+    # every session of a cycle runs the same order, so a pair meets a prompt at one position
+    assert all(len(orders) == 1 for orders in by_cycle.values())
+    assert run.plan_fields()["prompt_order"]["c2"][0] == "structured_08"
+
+
+def test_stop_markers() -> None:
+    lad = load_ladder(LADDER)
+    case = DecodeCase(run_plan(["none"], 1)[0], prompts(1)[0], 0)
+    assert stop_marker(case, Measurement(True, None), lad) is None
+    hidden = stop_marker(case, Measurement(True, None, reasoning_chars=12), lad)
+    assert hidden == "** HIDDEN-REASONING=12 chars at 01_none_c1/prose_00"
+    odd = Measurement(False, "x", unrecognised_delta_fields=("audio",))
+    assert (
+        stop_marker(case, odd, lad) == "** UNRECOGNISED-DELTA-FIELDS=audio at 01_none_c1/prose_00"
+    )

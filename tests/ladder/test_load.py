@@ -1,0 +1,156 @@
+"""Ladder loading, validation and the counterbalanced run plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.ladder import load_ladder
+
+REPO = Path(__file__).resolve().parents[2]
+LADDERS = REPO / "experiments" / "ladders"
+
+MINIMAL = """
+question = "Is B faster than A?"
+baseline = "a"
+[model]
+path = "m.gguf"
+id = "m"
+[server]
+port = 0
+[[treatments]]
+key = "a"
+[[treatments]]
+key = "b"
+args = ["--spec-type", "ngram-simple"]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "l.toml"
+    p.write_text(text)
+    return p
+
+
+class TestShippedLadders:
+    @pytest.mark.parametrize("name", ["cpu-demo", "lowerarm", "lowerarm-cpu"])
+    def test_loads(self, name: str) -> None:
+        lad = load_ladder(LADDERS / f"{name}.toml")
+        assert lad.name == name
+        assert lad.baseline == lad.treatments[0].key == "none"
+        assert lad.cycles == 2 and lad.seed == 42 and lad.temperature == 0.0
+
+    def test_cpu_demo_is_the_demo(self) -> None:
+        lad = load_ladder(LADDERS / "cpu-demo.toml")
+        assert [t.key for t in lad.treatments] == ["none", "ngram-simple", "ngram-mod"]
+        assert lad.max_tokens == 128 and lad.model == "embedded:gemma3-270m"
+
+    def test_lowerarm_gates(self) -> None:
+        lad = load_ladder(LADDERS / "lowerarm.toml")
+        assert lad.ctx_size == 65536 and lad.max_tokens == 256 and lad.model == ""
+        assert lad.treatment("gate_0.10").args == (
+            "--spec-type",
+            "draft-mtp",
+            "--spec-draft-n-max",
+            "6",
+            "--spec-draft-p-min",
+            "0.10",
+        )
+
+    def test_lowerarm_cpu_drafts_with_its_own_model(self) -> None:
+        lad = load_ladder(LADDERS / "lowerarm-cpu.toml")
+        args = lad.treatment("gate_0.25").args
+        assert args[args.index("-md") + 1] == "{model}"
+        assert "draft-simple" in args and "0.25" in args
+
+
+class TestValidation:
+    def test_minimal_defaults(self, tmp_path: Path) -> None:
+        lad = load_ladder(write(tmp_path, MINIMAL))
+        assert lad.name == "l" and lad.port == 0 and lad.host == "127.0.0.1"
+        assert lad.treatment("b").args == ("--spec-type", "ngram-simple")
+
+    @pytest.mark.parametrize(
+        ("edit", "needle"),
+        [
+            (
+                lambda s: s.replace('question = "Is B faster than A?"', ""),
+                "missing required field 'question'",
+            ),
+            (lambda s: s.replace('baseline = "a"', 'baseline = "z"'), "field 'baseline' is 'z'"),
+            (lambda s: "bogus = 1\n" + s, "unknown field 'bogus'"),
+            (lambda s: s + "\nbogus = 1\n", "unknown field treatments[1].'bogus'"),
+            (lambda s: s.replace("port = 0", 'port = "80"'), "field server.'port'"),
+            (lambda s: s.replace("port = 0", "port = 70000"), "server.port is 70000"),
+            (lambda s: s.replace('key = "b"', 'key = "a"'), "appear twice"),
+            (lambda s: s.replace('key = "b"', 'key = "b c"'), "letters, digits"),
+            (
+                lambda s: s.replace('args = ["--spec-type", "ngram-simple"]', "args = [1]"),
+                "list of strings",
+            ),
+            (lambda s: "cycles = 0\n" + s, "cycles is 0"),
+            (lambda s: "cycles = true\n" + s, "must be a int"),
+            (lambda s: s + "\n[[treatments]\n", "not valid TOML"),
+        ],
+    )
+    def test_errors_name_file_field_and_fix(self, tmp_path: Path, edit, needle: str) -> None:  # type: ignore[no-untyped-def]
+        path = write(tmp_path, edit(MINIMAL))
+        with pytest.raises(LadderError) as info:
+            load_ladder(path)
+        msg = str(info.value)
+        assert str(path) in msg and needle in msg
+        assert "\n" not in msg.strip()
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        with pytest.raises(LadderError, match="not found"):
+            load_ladder(tmp_path / "nope.toml")
+
+
+class TestKindsAndOverrides:
+    def test_a_decode_ladder_needs_two_treatments(self, tmp_path: Path) -> None:
+        text = MINIMAL.replace(
+            '[[treatments]]\nkey = "b"\nargs = ["--spec-type", "ngram-simple"]\n', ""
+        )
+        with pytest.raises(LadderError, match="at least two"):
+            load_ladder(write(tmp_path, text))
+
+    def test_unknown_kind(self, tmp_path: Path) -> None:
+        with pytest.raises(LadderError, match="field 'kind' is 'poetry'"):
+            load_ladder(write(tmp_path, 'kind = "poetry"\n' + MINIMAL))
+
+    def test_overrides_are_validated_and_named(self, tmp_path: Path) -> None:
+        path = write(tmp_path, MINIMAL)
+        assert load_ladder(path, {"cycles": 4, "server.port": 9}).cycles == 4
+        with pytest.raises(LadderError) as info:
+            load_ladder(path, {"cycles": 0})
+        assert "from the command line" in str(info.value) and "cycles is 0" in str(info.value)
+
+    @pytest.mark.parametrize("value", [float("inf"), float("nan")])
+    def test_floats_must_be_finite(self, tmp_path: Path, value: float) -> None:
+        with pytest.raises(LadderError, match="finite"):
+            load_ladder(write(tmp_path, MINIMAL), {"temperature": value})
+
+    def test_non_utf8_ladder_is_one_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "l.toml"
+        path.write_bytes(MINIMAL.encode() + b"# caf\xe9\n")
+        with pytest.raises(LadderError, match="not UTF-8"):
+            load_ladder(path)
+
+    def test_a_directory_is_one_line(self, tmp_path: Path) -> None:
+        with pytest.raises(LadderError, match="is a directory"):
+            load_ladder(tmp_path)
+
+    @pytest.mark.parametrize(
+        ("table", "needle"),
+        [
+            ('[analysis]\nprimary_endpoint = "speed"\n', "primary_endpoint"),
+            ("[analysis]\nmargin_pct = -5\n", "margin_pct"),
+        ],
+    )
+    def test_analysis_settings_fail_before_the_run(
+        self, tmp_path: Path, table: str, needle: str
+    ) -> None:
+        with pytest.raises(LadderError, match=needle):
+            load_ladder(write(tmp_path, MINIMAL + table))

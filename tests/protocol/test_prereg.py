@@ -1,0 +1,36 @@
+"""The pre-registration document and its defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_mtpsweep.ladder import load_ladder, run_plan
+from pytest_mtpsweep.protocol import prereg as preregistration
+
+LADDERS = Path(__file__).resolve().parents[2] / "experiments" / "ladders"
+
+
+def test_defaults_fill_what_the_ladder_leaves_out() -> None:
+    lad = load_ladder(LADDERS / "cpu-demo.toml")
+    plan = run_plan([t.key for t in lad.treatments], lad.cycles)
+    reg = preregistration.effective(lad, plan)
+    assert reg.primary_contrasts == ("ngram-simple vs none", "ngram-mod vs none")
+    assert reg.never_drop == "none:c2"  # the final baseline: without it cycle 2 has no pairs
+    assert (
+        reg.drop_order[:2] == ("ngram-simple:c2", "ngram-mod:c2")
+        and "none:c2" not in reg.drop_order
+    )
+    assert "2 treatment(s) x 2 subsets x 2 endpoints = 8 intervals" in reg.multiplicity
+
+
+def test_render_holds_question_invocation_plan_and_is_hashed() -> None:
+    lad = load_ladder(LADDERS / "lowerarm-cpu.toml")
+    plan = run_plan([t.key for t in lad.treatments], lad.cycles)
+    text = preregistration.render(
+        lad, plan, plan[:3], ["pytest", "--ladder=lowerarm-cpu"], "R1", "T0"
+    )
+    assert lad.question in text and "    pytest --ladder=lowerarm-cpu" in text
+    assert "| 4 | gate_0.25 | 2 | no |" in text and "| 1 | none | 1 | yes |" in text
+    assert "[treatment]" in text  # the curtailment sentence, verbatim with its placeholder
+    assert preregistration.digest(text) == preregistration.digest(text)
+    assert preregistration.digest(text) != preregistration.digest(text + " ")

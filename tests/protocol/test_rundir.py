@@ -1,0 +1,86 @@
+"""The run directory: never reused, records appended and durable, tables written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.protocol.rundir import RunDir, read_records
+from pytest_mtpsweep.schema import RUN_SUBDIRS, new_run_id
+
+
+class TestRunDir:
+    def test_layout(self, tmp_path: Path) -> None:
+        rd = RunDir.create(tmp_path / "runs" / "x" / "r1")
+        assert sorted(p.name for p in rd.path.iterdir()) == sorted(RUN_SUBDIRS)
+
+    def test_never_reused(self, tmp_path: Path) -> None:
+        RunDir.create(tmp_path / "r")
+        (tmp_path / "r" / "records" / "keep.jsonl").write_text("{}\n")
+        with pytest.raises(RunDirError, match="already exists"):
+            RunDir.create(tmp_path / "r")
+        assert (tmp_path / "r" / "records" / "keep.jsonl").read_text() == "{}\n"
+
+    def test_flags_file_is_never_overwritten(self, tmp_path: Path) -> None:
+        rd = RunDir.create(tmp_path / "r")
+        rd.write_text_new("servers/01_a_c1.flags.txt", "one")
+        with pytest.raises(RunDirError):
+            rd.write_text_new("servers/01_a_c1.flags.txt", "two")
+
+    def test_json_has_no_nan(self, tmp_path: Path) -> None:
+        rd = RunDir.create(tmp_path / "r")
+        p = rd.write_json("plan.json", {"x": float("nan"), "y": [float("inf"), 1.5]})
+        assert json.loads(p.read_text()) == {"x": None, "y": [None, 1.5]}
+
+    def test_sessions_csv(self, tmp_path: Path) -> None:
+        rd = RunDir.create(tmp_path / "r")
+        p = rd.write_sessions_csv(
+            [{"ordinal": 1, "length_prompts": ["p1", "p2"], "load_s": 1.23456}]
+        )
+        assert p.read_text().splitlines() == ["ordinal,length_prompts,load_s", "1,p1 p2,1.235"]
+
+
+class TestRecords:
+    def test_each_append_is_on_disk_at_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        synced: list[int] = []
+        real_fsync = os.fsync
+
+        def fsync(fd: int) -> None:
+            synced.append(fd)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        w = RunDir.create(tmp_path / "r").record_writer("01_a_c1")
+        w.append({"i": 1, "rate": float("nan")})
+        # readable by another reader before the writer closes
+        assert read_records(w.path) == ([{"i": 1, "rate": None}], 0)
+        w.append({"i": 2})
+        assert len(synced) == 2
+        w.close()
+        assert [r["i"] for r in read_records(w.path)[0]] == [1, 2]
+
+    def test_appends_never_truncate(self, tmp_path: Path) -> None:
+        rd = RunDir.create(tmp_path / "r")
+        rd.record_writer("s").append({"i": 1})
+        rd.record_writer("s").append({"i": 2})
+        assert [r["i"] for r in read_records(rd.path / "records" / "s.jsonl")[0]] == [1, 2]
+
+    def test_torn_last_line_is_counted_not_fatal(self, tmp_path: Path) -> None:
+        p = tmp_path / "x.jsonl"
+        p.write_text('{"i": 1}\n{"i": 2, "tr')
+        assert read_records(p) == ([{"i": 1}], 1)
+
+
+class TestRunId:
+    def test_sortable_and_unique(self) -> None:
+        t = dt.datetime(2026, 8, 11, 4, 5, 6, tzinfo=dt.UTC)
+        ids = {new_run_id(t) for _ in range(50)}
+        assert len(ids) == 50
+        assert all(i.startswith("20260811T040506Z-") for i in ids)

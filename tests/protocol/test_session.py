@@ -1,0 +1,403 @@
+"""The protocol's safety rules, end to end through pytest.
+
+Faults a real server cannot be made to produce on demand (hidden reasoning, unknown stream
+fields, a refused warm-up, a hang) come from the STUB server `tests/stub_llama_server.py`;
+everything else (a server killed mid-session, curtailment, resume) runs the real llama-server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_mtpsweep.analysis.cli import run_cli
+from pytest_mtpsweep.protocol.rundir import read_records
+from tests.sandbox import (
+    copy_experiments,
+    only_run,
+    prompt_dir,
+    servers_of,
+    spawn_pytest,
+    wait_for_record,
+)
+from tests.test_integration import SMALL
+
+REPO = Path(__file__).resolve().parents[2]
+STUB = REPO / "tests" / "stub_llama_server.py"
+
+STUB_LADDER = """
+question = "Does the harness keep its rules when the server misbehaves?"
+baseline = "a"
+cycles = 2
+max_tokens = 8
+[model]
+path = "{model}"
+id = "stub"
+[server]
+port = 0
+ctx_size = 4096
+ready_timeout_s = 30
+[[treatments]]
+key = "a"
+[[treatments]]
+key = "b"
+args = {b_args}
+"""
+
+
+def stub_project(pytester: pytest.Pytester, b_args: list[str], prompts: int = 2) -> Path:
+    """A sandbox with a stub ladder whose treatment `b` carries the fault flags."""
+    copy_experiments(pytester)
+    model = pytester.path / "model.gguf"
+    model.write_bytes(b"GGUF stub model")
+    ladder = STUB_LADDER.format(model=model, b_args=json.dumps(["--stub", "b", *b_args]))
+    (pytester.path / "experiments" / "ladders" / "stub.toml").write_text(ladder)
+    few = pytester.path / "few"
+    few.mkdir()
+    for i in range(1, prompts + 1):
+        (few / f"prose_{i:02d}.txt").write_text(f"Write sentence number {i}.")
+    return few
+
+
+def run_stub(
+    pytester: pytest.Pytester, few: Path, *args: str, server_bin: Path = STUB
+) -> pytest.RunResult:
+    return pytester.runpytest(
+        "experiments/",
+        "--ladder=stub",
+        f"--server-bin={server_bin}",
+        f"--prompts-dir={few}",
+        "--boot=1000",
+        *args,
+    )
+
+
+def staged_stub(tmp_path: Path, first: str, later: str = "") -> Path:
+    """A wrapper around the stub: the first server for treatment b gets the fault flags `first`,
+    every later one for b gets `later` (faults live per process, so a fresh start resets them)."""
+    done = tmp_path / "first-done"
+    wrapper = tmp_path / "staged.sh"
+    wrapper.write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [ "$1" = --version ]; then exec {STUB} --version; fi\n'
+        f'case " $* " in *" b "*) if [ ! -e {done} ]; then touch {done}; '
+        f'exec {STUB} "$@" {first}; fi; exec {STUB} "$@" {later};; esac\n'
+        f'exec {STUB} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def stubs_running() -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if any(str(STUB) == c for c in cmd[:3]):
+            found.append(p)
+    return found
+
+
+def all_records(run: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for f in sorted(run.glob("**/*.jsonl")):
+        rows, bad = read_records(f)
+        assert bad == 0, f
+        out += rows
+    return out
+
+
+class TestStopMarkers:
+    # Request count per stub process, with --no-calibration: 1 warm-up, 2 and 3 measurements.
+    @pytest.mark.parametrize(
+        ("fault", "marker"),
+        [
+            ("reasoning@3", "** HIDDEN-REASONING=11 chars at 02_b_c1/prose_02"),
+            ("unknown-delta@3", "** UNRECOGNISED-DELTA-FIELDS=secret_field at 02_b_c1/prose_02"),
+        ],
+    )
+    def test_marker_stops_quarantines_and_analyses(
+        self, pytester: pytest.Pytester, fault: str, marker: str
+    ) -> None:
+        few = stub_project(pytester, ["--fault", fault])
+        result = run_stub(pytester, few, "--no-calibration")
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines([f"*{marker}*", "*STOPPED by a protocol rule*"])
+        result.assert_outcomes(passed=3)
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_b_c1"
+        assert marker in (q / "reason.txt").read_text()
+        assert marker in (q / "server.log").read_text()
+        assert len(read_records(q / "records.jsonl")[0]) == 2  # the marked measurement is kept
+        assert marker in (run / "STOPPED").read_text()
+        assert [p.name for p in (run / "records").iterdir()] == ["01_a_c1.jsonl"]
+        report = (run / "analysis" / "report.md").read_text()
+        assert "STOPPED by a protocol rule" in report
+        assert stubs_running() == []
+
+        again = pytester.runpytest(
+            "experiments/",
+            "--ladder=stub",
+            f"--server-bin={STUB}",
+            f"--prompts-dir={few}",
+            f"--resume={run}",
+        )
+        assert again.ret == pytest.ExitCode.USAGE_ERROR
+        again.stdout.fnmatch_lines(["*stopped by a protocol rule*must not be resumed*"])
+
+    def test_reasoning_is_data_when_the_ladder_expects_it(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, ["--fault", "reasoning"])
+        ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
+        ladder.write_text("reasoning_expected = true\n" + ladder.read_text())
+        result = run_stub(pytester, few, "--no-calibration")
+        result.assert_outcomes(passed=8)
+        recs = all_records(only_run(pytester.path))
+        assert {r["reasoning_chars"] for r in recs if r["treatment"] == "b"} == {11}
+
+
+class TestWarmup:
+    def test_failed_twice_stops_the_run(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, ["--fault", "http-400@1"])
+        result = run_stub(pytester, few)
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(["*WARMUP-FAILED-TWICE=02_b_c1*HTTP 400*"])
+        run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "quarantine").iterdir()) == ["02_b_c1", "02_b_c1.2"]
+        assert (
+            "warm-up request failed: HTTP 400"
+            in (run / "quarantine" / "02_b_c1" / "reason.txt").read_text()
+        )
+        assert stubs_running() == []
+
+    def test_failed_once_gets_a_fresh_server(
+        self, pytester: pytest.Pytester, tmp_path: Path
+    ) -> None:
+        # Only the first server for b refuses its warm-up; the fresh one works.
+        wrapper = staged_stub(tmp_path, "--fault http-400@1")
+        few = stub_project(pytester, [])
+        result = run_stub(pytester, few, server_bin=wrapper)
+        result.assert_outcomes(passed=8)
+        run = only_run(pytester.path)
+        assert [p.name for p in (run / "quarantine").iterdir()] == ["02_b_c1"]
+        info = json.loads((run / "sessions" / "02_b_c1.json").read_text())
+        assert info["warmup"]["valid"] is True and info["measured"] == 2
+
+
+class TestPartialCensus:
+    def test_invalid_measurement_quarantines_and_reruns_once(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        # no-usage@3 strikes the first attempt and the re-run alike: both are kept, no third try.
+        few = stub_project(pytester, ["--fault", "no-usage@3"])
+        result = run_stub(pytester, few, "--no-calibration")
+        result.assert_outcomes(passed=6, failed=2)
+        run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "quarantine").iterdir()) == [
+            "02_b_c1",
+            "02_b_c1.2",
+            "03_b_c2",
+            "03_b_c2.2",
+        ]
+        reason = (run / "quarantine" / "02_b_c1.2" / "reason.txt").read_text()
+        assert "partial census: 1 of 2 measurements valid" in reason
+        rerun = json.loads((run / "quarantine" / "02_b_c1.2" / "session.json").read_text())
+        assert rerun["rerun"] is True
+        census = (run / "analysis" / "census.csv").read_text().splitlines()
+        # every baseline measurement lost its partner: four gaps, none kept
+        assert "primary,b,a,prose,0,0,4,0,1000,0" in census
+        assert stubs_running() == []
+
+    def test_stop_marker_in_the_rerun_still_stops_the_run(
+        self, pytester: pytest.Pytester, tmp_path: Path
+    ) -> None:
+        # The first server for b loses a usage chunk (partial census); its re-run shows reasoning.
+        wrapper = staged_stub(tmp_path, "--fault no-usage@3", "--fault reasoning@2")
+        few = stub_project(pytester, [])
+        result = run_stub(pytester, few, "--no-calibration", server_bin=wrapper)
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(["*HIDDEN-REASONING=11 chars at 02_b_c1/prose_01*"])
+        run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "quarantine").iterdir()) == ["02_b_c1", "02_b_c1.2"]
+        assert (run / "STOPPED").is_file()
+        assert not (run / "sessions" / "03_b_c2.json").exists()  # nothing ran after the stop
+        assert stubs_running() == []
+
+
+class TestHang:
+    def test_timeout_quarantines_the_session_and_the_run_goes_on(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, ["--fault", "hang@3"], prompts=3)
+        result = run_stub(pytester, few, "--no-calibration", "--timeout=5", "-k", "c1")
+        # the hung measurement errors (its fixture timed out); the next one fails, not measured
+        result.assert_outcomes(passed=4, errors=1, failed=1)
+        result.stdout.fnmatch_lines(["*Timeout*"])
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_b_c1"
+        assert "interrupted" in (q / "reason.txt").read_text()
+        recs = read_records(q / "records.jsonl")[0]
+        assert [r["valid"] for r in recs] == [True, False, False]
+        assert "interrupted" in str(recs[1]["reason"]) and "interrupted" in str(recs[2]["reason"])
+        assert stubs_running() == []
+
+
+class TestServerKilledMidSession:
+    def test_quarantine_clean_next_session_no_lost_records(
+        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        copy_experiments(pytester, {"small": SMALL})
+        few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03", "prose_04"])
+        proc = spawn_pytest(
+            pytester.path,
+            "experiments/",
+            "--ladder=small",
+            f"--prompts-dir={few}",
+            "--max-tokens=48",
+            "--no-calibration",
+            "--boot=1000",
+        )
+        try:
+            wait_for_record(pytester.path, "02_*.jsonl", proc)
+            target = [c for c in psutil.Process(proc.pid).children() if c.exe() == str(server_bin)]
+            assert target, "session 2's server should be running"
+            target[0].kill()
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        out = (pytester.path / "run.log").read_text()
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_ngram-simple_c1"
+        assert "the server died mid-session" in (q / "reason.txt").read_text(), out
+        kept = read_records(q / "records.jsonl")[0]
+        assert len(kept) == 4 and kept[0]["valid"] is True and kept[-1]["valid"] is False
+        nxt = json.loads((run / "sessions" / "03_ngram-simple_c2.json").read_text())
+        assert nxt["valid"] == nxt["planned_measurements"] == 4 and nxt["released"] is True
+        assert sum(1 for _ in run.glob("records/*.jsonl")) == 3
+        gaps = (run / "analysis" / "gaps.csv").read_text()
+        assert "ngram-simple" in gaps and ",1," in gaps  # cycle 1 of ngram-simple is missing
+        assert servers_of(server_bin) == []
+
+
+class TestCurtailment:
+    def test_budget_drops_in_the_registered_order_never_the_final_baseline(
+        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+        ladder = SMALL.replace("cycles = 2", "cycles = 2\nmax_tokens = 4").replace(
+            "max_tokens = 16\n", ""
+        )
+        ladder += '\n[preregistration]\ndrop_order = ["ngram-simple:c2", "none:c1"]\nnever_drop = "none:c2"\n'
+        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(ladder)
+        few = pytester.path / "few"
+        few.mkdir()
+        shutil.copy(REPO / "experiments" / "prompts" / "canonical" / "prose_01.txt", few)
+        # After the first session nothing is left of a 1 s budget: every listed session goes.
+        result = pytester.runpytest(
+            "experiments/",
+            "--ladder=small",
+            f"--prompts-dir={few}",
+            "--time-budget=1s",
+            "--no-calibration",
+            "--boot=1000",
+        )
+        result.assert_outcomes(passed=3, skipped=1)
+        run = only_run(pytester.path)
+        cut = json.loads((run / "curtailment.json").read_text())
+        assert [d["session"] for d in cut["dropped"]] == ["03_ngram-simple_c2"]
+        assert cut["affected_treatments"] == ["ngram-simple"]
+        assert (run / "sessions" / "04_none_c2.json").exists()
+        report = (run / "analysis" / "report.md").read_text()
+        assert (
+            "This run was curtailed: `ngram-simple` lost part of its counterbalanced positions"
+            in report
+        )
+        assert "order-confounded" in report
+
+    def test_bad_deadline_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
+        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
+        result = pytester.runpytest(
+            "experiments/", "--ladder=cpu-demo", "--deadline=25:00", "--collect-only"
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "write it as HH:MM" in result.stderr.str()
+
+
+class TestResume:
+    def test_interrupted_run_resumes_where_it_stopped(
+        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    ) -> None:
+        copy_experiments(pytester, {"small": SMALL})
+        few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03"])
+        args = [
+            "experiments/",
+            "--ladder=small",
+            f"--prompts-dir={few}",
+            "--no-calibration",
+            "--boot=1000",
+        ]
+        proc = spawn_pytest(pytester.path, *args)
+        try:
+            wait_for_record(pytester.path, "02_*.jsonl", proc)
+            os.kill(proc.pid, signal.SIGKILL)  # the harshest interruption there is
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run = only_run(pytester.path)
+
+        refused = pytester.runpytest(*args, f"--resume={run}", "--max-tokens=8")
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stdout.fnmatch_lines(["*differs from the run in keyed.max_tokens*"])
+
+        result = pytester.runpytest(*args, f"--resume={run}")
+        result.assert_outcomes(passed=9, skipped=3)
+        assert (
+            "interrupted" in (run / "quarantine" / "02_ngram-simple_c1" / "reason.txt").read_text()
+        )
+        assert sorted(p.stem for p in (run / "sessions").glob("*.json")) == [
+            "01_none_c1",
+            "02_ngram-simple_c1",
+            "03_ngram-simple_c2",
+            "04_none_c2",
+        ]
+        kept = [r for f in (run / "records").glob("*.jsonl") for r in read_records(f)[0]]
+        assert len(kept) == 12 and all(r["valid"] for r in kept)
+        assert "resumed" in (run / "resume.log").read_text()
+        assert servers_of(server_bin) == []
+
+
+class TestGates:
+    def test_expect_sets_the_exit_status(self, pytester: pytest.Pytester) -> None:
+        # The stub streams b at 1 ms a token against a's default 2 ms: a known, large effect.
+        few = stub_project(pytester, ["--stub-token-ms", "1"], prompts=4)
+        ok = run_stub(
+            pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:faster"
+        )
+        assert ok.ret == pytest.ExitCode.OK
+        ok.stdout.fnmatch_lines(["*vs baseline 'a'*", "*b*prose*faster*"])
+        # the CLI on the same records gives the same numbers as the session end did
+        run = only_run(pytester.path)
+        out = pytester.path / "cli"
+        assert run_cli(["analyse", str(run), "--boot", "1000", "--out", str(out)]) == 0
+        assert (out / "contrasts.csv").read_bytes() == (
+            run / "analysis" / "contrasts.csv"
+        ).read_bytes()
+        shutil.rmtree(pytester.path / "runs")
+        bad = run_stub(
+            pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:slower"
+        )
+        assert bad.ret == pytest.ExitCode.TESTS_FAILED
+        bad.stdout.fnmatch_lines(["*--expect not met:*b*prose*slower*faster*"])
+        bad.assert_outcomes(passed=16)
+
+    def test_bad_expectation_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, [])
+        result = run_stub(pytester, few, "--expect=c:prose:faster")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "--expect c:prose:faster" in result.stderr.str()

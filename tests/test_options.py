@@ -1,0 +1,72 @@
+"""Options are declared once and shared by pytest and the CLI; RunRequest speaks domain terms."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep import options
+from pytest_mtpsweep.errors import OptionError
+
+
+def request(**values: object) -> options.RunRequest:
+    base: dict[str, object] = {"ladder": "cpu-demo"}
+    return options.run_request(
+        {**base, **values}, search_dirs=[], cwd=Path("/x"), invocation=["pytest"]
+    )
+
+
+def test_each_flag_and_dest_is_declared_once() -> None:
+    flags = [o.flag for o in options.OPTIONS]
+    dests = [o.dest for o in options.OPTIONS]
+    assert len(set(flags)) == len(flags) and len(set(dests)) == len(dests)
+
+
+def test_the_cli_uses_the_same_dests_as_pytest() -> None:
+    parser = argparse.ArgumentParser()
+    options.add_argparse_options(parser, options.PREFLIGHT_CLI)
+    args = parser.parse_args(["--ladder", "x", "--port", "9", "--waive", "gpu", "--waive", "ram"])
+    values = options.values_from(lambda dest: getattr(args, dest, None))
+    assert values["port"] == 9 and values["waive"] == ["gpu", "ram"] and values["ladder"] == "x"
+
+
+def test_overrides_name_ladder_fields() -> None:
+    r = request(max_tokens=16, port=0, model="/m.gguf", subset="prose", seed=None)
+    assert r.overrides == {
+        "max_tokens": 16,
+        "server.port": 0,
+        "model.path": "/m.gguf",
+        "subset": "prose",
+    }
+
+
+def test_defaults() -> None:
+    r = request()
+    assert r.warmup and r.calibration and r.analysis.boot == 2000 and r.analysis.seed == 42
+    assert r.analysis.enabled and r.preflight.waive == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("values", "needle"),
+    [
+        ({"resume": "r", "run_dir": "d"}, "drop --run-dir"),
+        ({"boot": 200}, "--boot 200"),
+        ({"boot": 0}, "--boot 0"),
+        ({"boot_seed": -1}, "--boot-seed -1"),
+    ],
+)
+def test_bad_combinations_are_one_line(values: dict[str, object], needle: str) -> None:
+    with pytest.raises(OptionError) as info:
+        request(**values)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+def test_temperature_must_be_finite() -> None:
+    parser = argparse.ArgumentParser()
+    group = parser.add_argument_group()
+    opt = options.BY_NAME["temperature"]
+    group.add_argument(opt.flag, **opt.kwargs())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--temperature", "inf"])
