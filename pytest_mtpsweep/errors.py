@@ -15,10 +15,12 @@ MtpsweepError
 │                        that session fails, the run goes on
 └── ProtocolSignal       not errors: a protocol rule changes the course of the run
     ├── StopRun          the whole run stops now (a stop marker, a second failed warm-up,
-    │                    a write failure, the token budget)
-    └── SkipSession      this session does not run
-        ├── AlreadyDone  --resume: it completed in the run being resumed
-        └── Curtailed    dropped, in the pre-registered order, to meet the deadline
+    │                    a write failure)
+    ├── SkipSession      this session does not run
+    │   ├── AlreadyDone  --resume: it completed in the run being resumed
+    │   ├── Curtailed    dropped, in the pre-registered order, to meet the deadline
+    │   └── OutOfBudget  the token budget is spent (its cases are recorded as not run)
+    └── SkipCase         this case was not run, and its record says so (the token budget)
 """
 
 from __future__ import annotations
@@ -86,3 +88,11 @@ class AlreadyDone(SkipSession):
 
 class Curtailed(SkipSession):
     """This session was dropped to meet the deadline, in the pre-registered order."""
+
+
+class OutOfBudget(SkipSession):
+    """The run's token budget is spent: this session does not start; its cases are recorded."""
+
+
+class SkipCase(ProtocolSignal):
+    """This case was not run (its record, already written, says why): the test is skipped."""

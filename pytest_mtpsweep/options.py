@@ -80,6 +80,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--placement", "placement", "how the model is placed on the hardware (a comparability key)", metavar="TEXT", overrides="placement"),
     Opt("--deadline", "deadline", "local time by which the run must end; sessions are dropped in the pre-registered order if it would overrun", metavar="HH:MM"),
     Opt("--time-budget", "time_budget", "like --deadline, as a duration from the start: 90s, 10m, 1h30m", metavar="DURATION"),
+    Opt("--token-budget", "token_budget", "authoring: stop before a turn could take the run past N prompt+completion tokens (overrides the ladder)", int, metavar="N", overrides="token_budget"),
     Opt("--resume", "resume", "continue an interrupted run with the same ladder and options", metavar="RUN_DIR"),
     Opt("--no-warmup", "no_warmup", "skip the warm-up request at session start", action="store_true"),
     Opt("--no-calibration", "no_calibration", "skip the calibration prompt at session start and end", action="store_true"),

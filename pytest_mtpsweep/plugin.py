@@ -6,6 +6,7 @@ rest of the package (and pandas, numpy, scipy, httpx, psutil) is imported only b
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,6 +69,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"mtpsweep: {lad.kind} ladder {lad.name} ({lad.path}): {len(lad.treatments)} "
         f"treatments x {lad.cycles} cycles, {len(run.cases())} cases, baseline {lad.baseline}"
     ]
+
+
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:
+    """With a ladder, a test asking for another kind's fixture is not collected at all: a
+    decode run of experiments/ shows no authoring test, and the other way round."""
+    run = collector.config.stash.get(RUN, None)
+    if run is None or not inspect.isfunction(obj) or not name.startswith("test"):
+        return None
+    params = inspect.signature(obj).parameters
+    if run.kind.fixture not in params and any(f in params for f in KIND_FIXTURES):
+        return []
+    return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -189,11 +202,13 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
 
 
 def _measured(run: Run, live: LiveSession, case: Case) -> Result:
-    from .errors import StopRun
+    from .errors import SkipCase, StopRun
 
     assert run.sessions is not None
     try:
         return run.sessions.measure(live, case)
+    except SkipCase as exc:  # recorded as not run (e.g. the token budget): say so, go on
+        pytest.skip(str(exc))
     except StopRun as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
 
@@ -252,6 +267,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             tr.write_line(f"--expect not met: {failure}", red=True)
         if end.error and expect:
             tr.write_line("--expect not met: the analysis did not run", red=True)
+    for line in summary.kind_lines if summary else []:
+        tr.write_line(line)
     if run.stopped:
         tr.write_line(f"STOPPED by a protocol rule: {run.stopped}")
     for line in summary.memory_lines if summary else []:

@@ -15,18 +15,20 @@ A kind lives in `kinds/<name>/`: `ladder.py` defines `SPEC`, `run.py` defines `p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..ladder.fields import Spec
-    from ..ladder.model import Ladder, Treatment
+    from ..ladder.model import Ladder, Preregistration, Treatment
     from ..ladder.plan import SessionSlot
     from ..options import AnalysisRequest, RunRequest
     from ..preflight.items import PreflightItem
+    from ..protocol.context import RunContext
     from ..protocol.lifecycle import LiveSession
+    from ..schema import WarmupFacts
 
 
 # The fixture a test asks for to be parametrised over a kind's cases.
@@ -41,6 +43,7 @@ class KindSpec:
     fields: Spec  # top-level fields the kind adds to a ladder
     treatments: Callable[[dict[str, Any], Path], tuple[Treatment, ...]]
     validate: Callable[[Ladder, Path | str], None]
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # shared fields it defaults otherwise
 
 
 def kind_spec(name: str) -> KindSpec:
@@ -78,6 +81,7 @@ class Outcome:
 
     result: Result
     marker: str | None = None  # a stop marker: the run stops once this is recorded
+    skip: str | None = None  # the case was not run (its record says so): the test is skipped
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,14 @@ class KindRun(Protocol):
 
     def quarantine_members(self, session: str) -> dict[str, str]: ...
 
+    def prereg_lines(self, reg: Preregistration) -> list[str]: ...
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        """Called before a session starts; raises SkipSession if it must not."""
+
+    def warm_up(self, live: LiveSession) -> WarmupFacts:
+        """One short request before the first case; invalid facts set the session aside."""
+
     def measure(self, live: LiveSession, case: Case) -> Outcome: ...
 
     def unmeasured(self, live: LiveSession, case: Case, reason: str) -> Outcome: ...
@@ -117,6 +129,10 @@ class KindRun(Protocol):
     def validate_analysis(self, request: AnalysisRequest) -> None: ...
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis: ...
+
+    def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
+        """After the last session, analysis or not: the kind's own end files (e.g. a run
+        status); returns lines for the terminal."""
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> KindRun:

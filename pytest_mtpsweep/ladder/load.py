@@ -62,6 +62,8 @@ TREATMENT: Spec = {
     "api_key_env": (str, False),
     "served_model": (str, False),
     "flags_file": (str, False),
+    "model": (str, False),
+    "model_id": (str, False),
 }
 ANALYSIS: Spec = {
     "margin_pct": ((int, float), False),
@@ -138,6 +140,7 @@ def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: st
     if kind not in KINDS:
         raise LadderError(f"{path}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}.")
     spec = kind_spec(kind)
+    raw = {**spec.defaults, **raw}
     check_table(raw, {**TOP, **spec.fields}, "", where)
     for table, table_spec in (
         ("model", MODEL),
@@ -146,7 +149,8 @@ def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: st
         ("preregistration", PREREG),
         ("preflight", PREFLIGHT),
     ):
-        check_table(raw.get(table, {}), table_spec, f"{table}.", where)
+        if table in raw or table != "model":  # a kind may make [model] optional
+            check_table(raw.get(table, {}), table_spec, f"{table}.", where)
     if not raw["question"].strip():
         raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
     ladder = _build(raw, path, spec.treatments(raw, path))
@@ -156,7 +160,7 @@ def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: st
 
 
 def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
-    model, server = raw["model"], raw["server"]
+    model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
     return Ladder(
         name=raw.get("name", path.stem),
@@ -166,7 +170,7 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         baseline=raw["baseline"],
         cycles=raw.get("cycles", 2),
         model=model.get("path", ""),
-        model_id=model["id"],
+        model_id=model.get("id", ""),
         requires_model=model.get("requires", ""),
         server_bin=server.get("bin"),
         server_args=str_list(server.get("args", []), "server.args", path),
@@ -215,6 +219,8 @@ def parse_treatments(items: list[Any], table: str, path: Path) -> tuple[Treatmen
                 else None,
                 served_model=t.get("served_model"),
                 flags_file=(path.parent / flags).resolve() if flags else None,
+                model=t.get("model"),
+                model_id=t.get("model_id"),
             )
         )
     if not out:

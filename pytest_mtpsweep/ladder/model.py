@@ -33,6 +33,9 @@ class Treatment:
     api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
     served_model: str | None = None  # the `model` every response must carry
     flags_file: Path | None = None  # the server's argv as the rig captured it
+    # Its own model (a GGUF path or an embedded name) instead of the ladder's [model].
+    model: str | None = None
+    model_id: str | None = None  # what records call that model (default: the ladder's id)
 
     @property
     def attached(self) -> bool:
@@ -135,4 +138,14 @@ class Ladder:
         """The `model` every response of this treatment's server must carry: the `--alias` the
         harness gives a server it launches, or what an attached server serves."""
         t = self.treatment(treatment)
-        return t.served_model or f"{self.model_id}-{treatment}"
+        return t.served_model or f"{self.model_id_of(treatment)}-{treatment}"
+
+    def model_id_of(self, treatment: str) -> str:
+        """The model id a treatment's records carry: its own, else the ladder's."""
+        t = self.treatment(treatment)
+        return t.model_id or t.served_model or self.model_id
+
+    def model_of(self, treatment: str) -> str | None:
+        """The model a launched treatment loads (None for an attached one)."""
+        t = self.treatment(treatment)
+        return None if t.attached else (t.model or self.model or None)

@@ -130,7 +130,9 @@ def check_server_version(server_bin: Path | None, expected_build: str | None) ->
     """``server_bin --version`` parses and names the expected build."""
     expected = f"build {expected_build}" if expected_build else "any build (none pinned)"
     if server_bin is None:
-        return make_item("server_version", expected, "skipped: external launcher", SKIP)
+        return make_item(
+            "server_version", expected, "skipped: no server binary of ours is run", SKIP
+        )
     problem = _unrunnable(server_bin)
     if problem is not None:
         fix = f"Build or install llama-server at {server_bin}, or point the run at the right one."

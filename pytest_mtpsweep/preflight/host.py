@@ -173,7 +173,9 @@ def _port_owner(port: int) -> str:
 def check_server_processes(server_bin: Path | None) -> PreflightItem:
     """No process already runs the configured server executable (exact match, not cmdline)."""
     if server_bin is None:
-        return make_item("server_processes", "none", "skipped: external launcher", SKIP)
+        return make_item(
+            "server_processes", "none", "skipped: no server binary of ours is run", SKIP
+        )
     target = os.path.realpath(server_bin)
     expected = f"no process running {target}"
     pids = _pids_running(target, _is_script(Path(target)))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ladder import Ladder, SessionSlot
 from ..options import RunRequest
-from . import documents
+from . import documents, prereg
 from .context import RunContext
 from .schedule import Schedule, deadline_from
 from .session import Sessions
@@ -40,14 +40,10 @@ def begin(
         planned=planned,
         invocation=request.invocation,
         run_id=res.run_id,
-        server={
-            "server_bin": str(res.server_bin.path),
-            "server_bin_source": res.server_bin.source,
-            "server_version": res.server_version,
-            "model_path": str(res.model_path),
-        },
+        server=_server_facts(ladder, res),
         keyed=res.keyed,
         kind_fields=kind.plan_fields(),
+        endpoints=kind.prereg_lines(prereg.effective(ladder, plan)),
     )
     if request.resume is not None:
         f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)
@@ -69,6 +65,7 @@ def begin(
         server_bin=res.server_bin,
         server_version=res.server_version,
         model_path=res.model_path,
+        models=res.models,
         keyed=res.keyed,
         prereg_sha256=f.prereg_sha256,
         planned=planned,
@@ -76,3 +73,16 @@ def begin(
         calibration=request.calibration,
     )
     return Sessions(ctx, kind, schedule, by_session)
+
+
+def _server_facts(ladder: Ladder, res: Resolved) -> dict[str, Any]:
+    """What plan.json says of the server binary and the models."""
+    facts: dict[str, Any] = {
+        "server_bin": str(res.server_bin.path) if res.server_bin else None,
+        "server_bin_source": res.server_bin.source if res.server_bin else None,
+        "server_version": res.server_version,
+        "model_path": str(res.model_path) if res.model_path else None,
+    }
+    if any(t.model for t in ladder.treatments):
+        facts["models"] = {key: str(path) for key, path in res.models.items()}
+    return facts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +26,27 @@ class RunContext:
     ladder: Ladder
     run_dir: RunDir
     run_id: str
-    server_bin: ServerBinary
+    server_bin: ServerBinary | None  # None when every treatment is attached
     server_version: str
-    model_path: Path
+    model_path: Path | None  # the ladder's [model]
     keyed: Mapping[str, Any]
     prereg_sha256: str
     planned: Mapping[str, int]  # session name -> measurements selected in it
     warmup: bool = True
     calibration: bool = True
+    models: Mapping[str, Path] = field(default_factory=dict)  # launched treatment -> its model
 
-    def subst(self, args: tuple[str, ...]) -> list[str]:
+    def model_for(self, slot: SessionSlot) -> Path | None:
+        """The model this slot's server loads: the treatment's own, else the ladder's."""
+        return self.models.get(slot.treatment, self.model_path)
+
+    def subst(self, args: tuple[str, ...], slot: SessionSlot | None = None) -> list[str]:
         # `{model}` lets a treatment name the session's own model, e.g. as its draft model.
-        return [a.replace("{model}", str(self.model_path)) for a in args]
+        model = self.model_for(slot) if slot is not None else self.model_path
+        return [a.replace("{model}", str(model)) for a in args]
 
     def treatment_args(self, slot: SessionSlot) -> list[str]:
-        return self.subst(self.ladder.treatment(slot.treatment).args)
+        return self.subst(self.ladder.treatment(slot.treatment).args, slot)
 
     def provenance(self) -> dict[str, Any]:
         """The fields every record carries after its measurement and keyed fields."""
@@ -64,12 +70,13 @@ class RunContext:
             log_path = session_dir / "server.log"
         tail = (
             "-m",
-            str(self.model_path),
+            str(self.model_for(slot)),
             "--ctx-size",
             str(lad.ctx_size),
-            *self.subst(lad.server_args),
+            *self.subst(lad.server_args, slot),
             *self.treatment_args(slot),
         )
+        assert self.server_bin is not None, "a launched treatment resolves the server first"
         return LaunchSpec(
             server_bin=self.server_bin.path,
             argv_tail=tail,

@@ -37,6 +37,7 @@ class Plan:
     server: Mapping[str, Any]
     keyed: Mapping[str, Any]
     kind_fields: Mapping[str, Any]
+    endpoints: Sequence[str] | None = None  # the kind's pre-registered endpoints and contrasts
 
     def document(self, prereg_sha256: str) -> dict[str, Any]:
         return planfile.plan_document(
@@ -61,7 +62,7 @@ def found(path: Path, p: Plan, checks: Sequence[PreflightItem]) -> Founded:
     write_preflight_json(checks, path / schema.PREFLIGHT_FILE)
     selected = [s for s in p.plan if s.name in p.planned]
     text = prereg.render(
-        p.ladder, p.plan, selected, list(p.invocation), p.run_id, schema.utc_now_iso()
+        p.ladder, p.plan, selected, list(p.invocation), p.run_id, schema.utc_now_iso(), p.endpoints
     )
     run_dir.write_text_new(schema.PREREGISTRATION_FILE, text)
     sha = prereg.digest(text)

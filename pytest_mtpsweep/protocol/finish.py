@@ -21,6 +21,7 @@ class Summary:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     memory_lines: list[str] = field(default_factory=list)
+    kind_lines: list[str] = field(default_factory=list)  # e.g. an authoring run's status
 
     def table(self) -> str:
         return rowtable.render(self.rows) if self.rows else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -21,6 +21,9 @@ from .context import (
 )
 from .rundir import RecordWriter
 from .witnesses import startup_error
+
+if TYPE_CHECKING:
+    from ..kinds import KindRun
 
 # What cannot be witnessed of a server the harness did not start: said so, never passed.
 ATTACHED_NOT_APPLICABLE = ("argv_from_proc", "rss", "release", "gpu_memory")
@@ -78,16 +81,16 @@ class LiveSession:
         return live
 
 
-def bring_up(live: LiveSession, calibrates: bool) -> None:
-    """Launch or attach, witness, warm up and calibrate; sets `live.quarantine` if the warm-up
-    fails, raises ServerError if a witness refuses the server."""
+def bring_up(live: LiveSession, kind: KindRun) -> None:
+    """Launch or attach, witness, warm up (as the kind does it) and calibrate; sets
+    `live.quarantine` if the warm-up fails, raises ServerError if a witness refuses the server."""
     treatment = live.ctx.ladder.treatment(live.slot.treatment)
     if treatment.base_url is not None:
         _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env))
     else:
         _launch(live)
         _witness(live)
-    _warm_up(live, calibrates)
+    _warm_up(live, kind)
 
 
 def _launch(live: LiveSession) -> None:
@@ -98,7 +101,7 @@ def _launch(live: LiveSession) -> None:
             "rig": "launched" if spec.launcher else "spawned",
             "argv_requested": spec.argv,
             "server_bin": str(spec.server_bin),
-            "server_bin_source": ctx.server_bin.source,
+            "server_bin_source": ctx.server_bin.source if ctx.server_bin else "",
             "server_version": ctx.server_version,
             "port": spec.port,
         }
@@ -183,23 +186,29 @@ def _witness(live: LiveSession) -> None:
         raise ServerError(error)
 
 
-def _warm_up(live: LiveSession, calibrates: bool) -> None:
+def _warm_up(live: LiveSession, kind: KindRun) -> None:
     if live.ctx.warmup:
-        warm = rig.stream_chat(
-            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
-        )
-        live.info["warmup"] = {
-            "valid": warm.valid,
-            "reason": warm.reason,
-            "http_status": warm.http_status,
-            "ttft_s": warm.ttft_s,
-        }
-        if not warm.valid:
+        facts = kind.warm_up(live)
+        live.info["warmup"] = facts
+        if not facts["valid"]:
             # No silent fallback (e.g. to a stream without usage): set the session aside.
-            live.quarantine = f"warm-up request failed: {warm.reason}"
+            live.quarantine = f"warm-up request failed: {facts['reason']}"
             return
-    if live.ctx.calibration and calibrates:
+    if live.ctx.calibration and kind.calibrates:
         live.info["calibration"] = {"start_tps": calibrate(live)}
+
+
+def stream_warm_up(live: LiveSession) -> schema.WarmupFacts:
+    """One short streamed request, judged as a decode measurement is (the decode warm-up)."""
+    warm = rig.stream_chat(
+        live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
+    )
+    return {
+        "valid": warm.valid,
+        "reason": warm.reason,
+        "http_status": warm.http_status,
+        "ttft_s": warm.ttft_s,
+    }
 
 
 def final_witnesses(live: LiveSession) -> None:

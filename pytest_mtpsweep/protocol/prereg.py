@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from ..ladder.model import Ladder, Preregistration
 from ..ladder.plan import SessionSlot, session_label
@@ -32,6 +33,20 @@ def effective(ladder: Ladder, plan: list[SessionSlot]) -> Preregistration:
     )
 
 
+def decode_lines(ladder: Ladder, reg: Preregistration) -> list[str]:
+    """The decode kind's endpoints and contrasts."""
+    a = ladder.analysis
+    return [
+        f"- Primary endpoint: `decode_rate_tps_{a.primary_endpoint}`, paired within (prompt, cycle).",
+        f"- Primary contrasts: {'; '.join(reg.primary_contrasts) or 'none'}.",
+        f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
+        f"- Tie-break: if the primary and interval-basis figures differ by more than "
+        f"{a.tiebreak_pp:g} pp on a headline cell, the interval-basis figure is published.",
+        f"- Decision margin: ±{a.margin_pct:g} %.",
+        f"- Multiplicity: {reg.multiplicity}",
+    ]
+
+
 def render(
     ladder: Ladder,
     plan: list[SessionSlot],
@@ -39,10 +54,10 @@ def render(
     invocation: list[str],
     run_id: str,
     created_at: str,
+    endpoints: Sequence[str] | None = None,
 ) -> str:
-    """The pre-registration document, in Markdown."""
+    """The pre-registration document, in Markdown; `endpoints` is the kind's own section."""
     reg = effective(ladder, plan)
-    a = ladder.analysis
     chosen = set(selected)
     lines = [
         f"# Pre-registration: {ladder.name} / {run_id}",
@@ -55,13 +70,7 @@ def render(
         "",
         "## Endpoints and contrasts",
         "",
-        f"- Primary endpoint: `decode_rate_tps_{a.primary_endpoint}`, paired within (prompt, cycle).",
-        f"- Primary contrasts: {'; '.join(reg.primary_contrasts) or 'none'}.",
-        f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
-        f"- Tie-break: if the primary and interval-basis figures differ by more than "
-        f"{a.tiebreak_pp:g} pp on a headline cell, the interval-basis figure is published.",
-        f"- Decision margin: ±{a.margin_pct:g} %.",
-        f"- Multiplicity: {reg.multiplicity}",
+        *(decode_lines(ladder, reg) if endpoints is None else endpoints),
         "",
         "## Curtailment",
         "",

@@ -15,6 +15,7 @@ from . import planfile
 from .rundir import RunDir
 
 INTERRUPTED = "interrupted before it finished; run again from a fresh server on --resume"
+INCOMPLETE = "closed with cases its kind will run again on --resume (e.g. budget_stopped cells)"
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,20 @@ def read_plan(run_path: Path) -> dict[str, Any]:
 
 
 def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
+    """Sessions whose session file exists and does not say `complete: false` (a kind whose
+    cases can be resumed one by one writes that when some still need running)."""
     names = [str(s.get("session")) for s in plan.get("sessions") or [] if isinstance(s, dict)]
-    return {n for n in names if (run_path / schema.session_file(n)).exists()}
+    return {n for n in names if _complete(run_path / schema.session_file(n))}
+
+
+def _complete(path: Path) -> bool:
+    if not path.exists():
+        return False
+    try:
+        facts = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return True  # unreadable, but closed: as before, not run again
+    return not (isinstance(facts, dict) and facts.get("complete") is False)
 
 
 def reopen(
@@ -83,6 +96,9 @@ def reopen(
     for s in old.get("sessions") or []:
         name = str(s.get("session"))
         if name in done:
+            continue
+        if (run_path / schema.session_file(name)).exists():  # closed, but incomplete
+            run_dir.quarantine(name, INCOMPLETE, members(name))
             continue
         touched = (run_path / schema.records_file(name)).exists() or (
             run_path / schema.server_log(name)

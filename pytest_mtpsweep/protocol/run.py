@@ -3,6 +3,7 @@ request, the ladder, the kind and the plan, and hands each step to the module th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ class Run:
         """Load and check everything the command line names, before anything starts."""
         path = find_ladder(request.ladder, list(request.search_dirs))
         ladder = load_ladder(path, request.overrides, describe_overrides(request.overrides))
-        if not ladder.model:
+        if any(ladder.model_of(t.key) is None for t in ladder.treatments if not t.attached):
             raise ProvisionError(
                 f"ladder {ladder.name} ({ladder.path}) needs --model: "
                 f"{ladder.requires_model or 'a GGUF model file'}."
@@ -96,5 +97,8 @@ class Run:
         """The row table and the memory witness, rebuilt from the session files."""
         if self.sessions is None:
             return None
-        self.summary = finish.summarise(self.sessions.ctx.run_dir, self.ladder)
+        summary = finish.summarise(self.sessions.ctx.run_dir, self.ladder)
+        selected = [c for cs in self.sessions.cases.values() for c in cs]
+        lines = self.kind.finish(self.sessions.ctx.run_dir.path, selected)
+        self.summary = dataclasses.replace(summary, kind_lines=lines)
         return self.summary

@@ -8,12 +8,13 @@ is stopped and the session file written before the error travels on.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from .. import schema
-from ..errors import RunDirError, ServerError, StopRun
+from ..errors import RunDirError, ServerError, SkipCase, StopRun
 from ..ladder.plan import SessionSlot
 from . import lifecycle
 from .context import RunContext
@@ -43,7 +44,11 @@ class Sessions:
     # -- opening ------------------------------------------------------------------------
 
     def open(self, slot: SessionSlot) -> LiveSession:
-        """Start this slot's server, witness it, warm it up; a failed warm-up gets one fresh try."""
+        """Start this slot's server, witness it, warm it up; a failed warm-up gets one fresh try.
+
+        The kind is asked first (it may raise SkipSession, e.g. when its token budget is spent).
+        """
+        self.kind.before_session(self.ctx, slot, self.cases.get(slot.name, ()))
         live = self._start(slot)
         if live.quarantine is None:
             return live
@@ -59,7 +64,7 @@ class Sessions:
     def _start(self, slot: SessionSlot, rerun: bool = False) -> LiveSession:
         live = LiveSession.new(self.ctx, slot, rerun)
         try:
-            lifecycle.bring_up(live, self.kind.calibrates)
+            lifecycle.bring_up(live, self.kind)
         except BaseException as exc:
             # Whatever failed after the launch, the server goes down and the session is filed.
             if "error" not in live.info:
@@ -75,7 +80,10 @@ class Sessions:
     # -- measuring ----------------------------------------------------------------------
 
     def measure(self, live: LiveSession, case: Case) -> Result:
-        """One case, measured by the kind; its record is on disk before this returns."""
+        """One case, measured by the kind; its record is on disk before this returns.
+
+        SkipCase when the kind did not run it (its record says why).
+        """
         interrupted: BaseException | None = None
         if live.dead is not None:
             outcome = self.kind.unmeasured(live, case, live.dead)
@@ -101,6 +109,8 @@ class Sessions:
             live.quarantine = outcome.marker
             self._log(live, outcome.marker)
             self.stop_run(outcome.marker)
+        if outcome.skip:
+            raise SkipCase(outcome.skip)
         return outcome.result
 
     def _log(self, live: LiveSession, line: str) -> None:
@@ -182,6 +192,7 @@ class Sessions:
         try:
             if live.quarantine is None:
                 for case in self.cases.get(slot.name, ()):
-                    self.measure(live, case)
+                    with contextlib.suppress(SkipCase):
+                        self.measure(live, case)
         finally:  # a stop marker in the re-run still releases and quarantines it first
             self.close(live)

@@ -3,7 +3,7 @@ and run preflight against it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,18 +20,23 @@ if TYPE_CHECKING:
 class Resolved:
     """The rig this run will use, found before preflight."""
 
-    server_bin: rig.ServerBinary
+    server_bin: rig.ServerBinary | None  # None when every treatment is attached
     server_version: str
-    model_path: Path
+    model_path: Path | None  # the ladder's [model], when it names one
     keyed: dict[str, Any]
     run_path: Path
     run_id: str
+    models: dict[str, Path] = field(default_factory=dict)  # launched treatment -> its model
+
+
+NOT_LAUNCHED = "none launched"  # the server build of a run whose servers are all attached
 
 
 def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
-    """Find the server and the model; fix the keyed fields, the run id and its path."""
-    server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin)
-    version = rig.server_version(server_bin.path)
+    """Find the server and the models; fix the keyed fields, the run id and its path."""
+    launched = [t.key for t in ladder.treatments if not t.attached]
+    server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin) if launched else None
+    version = rig.server_version(server_bin.path) if server_bin else ""
     keyed = {
         "ladder": ladder.name,
         "model_id": ladder.model_id,
@@ -39,20 +44,30 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
         "seed": ladder.seed,
         "max_tokens": ladder.max_tokens,
         "temperature": ladder.temperature,
-        "server_build": rig.server_build(version),
+        "server_build": rig.server_build(version) if version else NOT_LAUNCHED,
         "placement": ladder.placement,
         **kind.keyed(),
     }
     run_id = schema.new_run_id()
     path = request.resume or request.run_dir or request.cwd / "runs" / ladder.name / run_id
-    return Resolved(server_bin, version, rig.resolve_model(ladder.model), keyed, path, run_id)
+    found: dict[str, Path] = {}  # each distinct model resolved (and assembled) once
+    for key in launched:
+        value = ladder.model_of(key) or ""
+        if value not in found:
+            found[value] = rig.resolve_model(value)
+    default = None
+    if ladder.model:
+        default = found.get(ladder.model) or rig.resolve_model(ladder.model)
+    models = {key: found[ladder.model_of(key) or ""] for key in launched}
+    return Resolved(server_bin, version, default, keyed, path, run_id, models)
 
 
-def model_files(ladder: Ladder, model_path: Path) -> tuple[Path, ...]:
-    """The model and any draft model a treatment names."""
-    files = [model_path]
+def model_files(ladder: Ladder, models: dict[str, Path], default: Path | None) -> tuple[Path, ...]:
+    """Every model a session loads, and any draft model a treatment names."""
+    files = [*([default] if default else []), *models.values()]
     for t in ladder.treatments:
-        args = [a.replace("{model}", str(model_path)) for a in t.args]
+        own = models.get(t.key, default)
+        args = [a.replace("{model}", str(own)) for a in t.args]
         for flag in ("-md", "--model-draft"):
             if flag in args[:-1]:
                 files.append(Path(args[args.index(flag) + 1]).resolve())
@@ -68,11 +83,11 @@ def preflight(
     pre = ladder.preflight
     inputs = PreflightInputs(
         run_dir=res.run_path,
-        server_bin=res.server_bin.path,
+        server_bin=res.server_bin.path if res.server_bin else None,
         expected_build=opts.server_build or pre.server_build,
-        ports=(ladder.port,) if ladder.port else (),
+        ports=(ladder.port,) if ladder.port and res.server_bin else (),
         host=ladder.host,
-        model_files=model_files(ladder, res.model_path),
+        model_files=model_files(ladder, res.models, res.model_path),
         ram_floor_gb=pre.ram_floor_gb,
         disk_floor_gb=pre.disk_floor_gb,
         must_be_inactive_processes=pre.inactive_processes,

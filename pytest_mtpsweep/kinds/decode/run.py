@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,10 @@ from .. import EndAnalysis, Outcome
 from .markers import stop_marker
 
 if TYPE_CHECKING:
+    from ...ladder.model import Preregistration
+    from ...protocol.context import RunContext
     from ...protocol.lifecycle import LiveSession
+    from .. import Case
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,19 @@ class DecodeRun:
     def quarantine_members(self, session: str) -> dict[str, str]:
         return {}
 
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        from ...protocol.prereg import decode_lines
+
+        return decode_lines(self.ladder, reg)
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        return None
+
+    def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
+        from ...protocol.lifecycle import stream_warm_up
+
+        return stream_warm_up(live)
+
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
         m = rig.stream_chat(live.http, live.base_url, case.prompt.text, live.request_spec())
@@ -138,6 +155,9 @@ class DecodeRun:
         from .analysis import analyse_at_end
 
         return analyse_at_end(run_dir, request)
+
+    def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
+        return []  # a decode run's end files are the protocol's and the analysis'
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
