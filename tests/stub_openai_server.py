@@ -1,0 +1,135 @@
+"""A STUB OpenAI-compatible chat server, for what a real server cannot be made to do on demand:
+demand a bearer key, answer 429 then succeed, fail with 500 for good, send no choices, reset the
+connection, and play a scripted model. It is a real HTTP server (http.server, in a thread of the
+test process) spoken to over TCP, not a mock object.
+
+`Script` decides each /v1/chat/completions answer from the request: `faults` is a queue of
+forced answers taken first (an HTTP status, "reset", "empty", "notjson"); then `reply(messages)`
+gives the assistant's text. Usage counts are made up but consistent: prompt tokens = characters
+of all messages // 4 + 10, completion tokens = characters of the reply // 4 + 1.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Messages = list[dict[str, str]]
+
+
+@dataclass
+class Script:
+    """How the stub behaves; the test may change it while the server runs."""
+
+    reply: Callable[[Messages], str] = lambda messages: "```python\nx = 1\n```"
+    key: str | None = None  # the bearer key every request must carry
+    served_model: str = "stub-model"
+    faults: deque[Any] = field(default_factory=deque)  # 429, 500, "reset", "empty", "notjson"
+    retry_after: str | None = None  # sent with a 429
+    requests: list[Messages] = field(default_factory=list)  # the chats that got an answer
+    unauthorised: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def usage(messages: Messages, content: str) -> dict[str, int]:
+    prompt = sum(len(m.get("content", "")) for m in messages) // 4 + 10
+    completion = len(content) // 4 + 1
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}  # fmt: skip
+
+
+def handler(script: Script) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorised(self) -> bool:
+            if script.key is None:
+                return True
+            if self.headers.get("Authorization") == f"Bearer {script.key}":
+                return True
+            with script.lock:
+                script.unauthorised += 1
+            self._send(401, {"error": {"message": "missing or wrong API key"}})
+            return False
+
+        def do_GET(self) -> None:
+            if not self._authorised():
+                return
+            if self.path in ("/v1/models", "/health"):
+                self._send(200, {"object": "list", "data": [{"id": script.served_model}]})
+            else:
+                self._send(404, {"error": "not found"})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self._authorised():
+                return
+            with script.lock:
+                fault = script.faults.popleft() if script.faults else None
+            if fault == "reset":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+                self.close_connection = True
+                self.connection.close()
+                return
+            if isinstance(fault, int):
+                headers = (
+                    {"Retry-After": script.retry_after}
+                    if fault == 429 and script.retry_after
+                    else {}
+                )
+                self._send(fault, {"error": {"message": f"stub fault {fault}"}}, headers)
+                return
+            messages = body.get("messages", [])
+            if fault == "notjson":
+                self._send(200, b"<html>gateway</html>")
+                return
+            if fault == "empty":
+                self._send(200, {"model": script.served_model, "choices": [],
+                                 "usage": usage(messages, "")})  # fmt: skip
+                return
+            content = script.reply(messages)
+            with script.lock:
+                script.requests.append(messages)
+            self._send(200, {
+                "model": script.served_model,
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content}}],
+                "usage": usage(messages, content),
+            })  # fmt: skip
+
+    return Handler
+
+
+@contextmanager
+def serve(script: Script) -> Iterator[str]:
+    """Run the stub on a free loopback port; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler(script))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
