@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .schema import Measurement
+from .schema import CellResult, Measurement
 
 __version__ = "0.2.0"
-__all__ = ["Measurement", "__version__"]
+__all__ = ["CellResult", "Measurement", "__version__"]

@@ -274,3 +274,177 @@ class SessionFile(TypedDict, total=False):
     placement: str
     prompt_set_digest: str
     ladder: str
+
+
+# --------------------------------------------------------------------------- authoring kind
+# A case is one cell: subject x cohort x task x repeat, a conversation to its outcome. The
+# cells and turns live outside records/ on purpose: quarantine moves a session's records/ file,
+# but a cell that reached its outcome stays valid data whatever happens to its session later,
+# and --resume re-runs only the cells without one.
+
+CELLS_DIR = "cells"
+TURNS_DIR = "turns"
+CONVERSATIONS_DIR = "conversations"
+SCORES_CSV = "scores.csv"
+AUTHORING_SUBDIRS = (CELLS_DIR, TURNS_DIR, CONVERSATIONS_DIR)
+
+
+def cells_file(session: str) -> str:
+    """One JSON line per cell (its outcome), fsync'd as made."""
+    return f"{CELLS_DIR}/{session}.jsonl"
+
+
+def turns_file(session: str) -> str:
+    """One JSON line per turn (request, reply, check), fsync'd as made."""
+    return f"{TURNS_DIR}/{session}.jsonl"
+
+
+def conversation_file(session: str, cell: str, attempt: int) -> str:
+    """The full message list of one cell's conversation, for inspection."""
+    suffix = f".a{attempt}" if attempt else ""
+    return f"{CONVERSATIONS_DIR}/{session}/{cell}{suffix}.json"
+
+
+# Cell outcomes. A cell with one of FINAL_OUTCOMES is never run again (not even on --resume);
+# a budget_stopped cell, or one without a cell record, runs again on --resume.
+FIRST_ATTEMPT_GREEN = "first_attempt_green"
+GREEN_AFTER_K = "green_after_k"
+EXHAUSTED = "exhausted"
+API_FAILURE = "api_failure"
+CHECKER_ERROR = "checker_error"
+BUDGET_STOPPED = "budget_stopped"
+OUTCOMES = (
+    FIRST_ATTEMPT_GREEN,
+    GREEN_AFTER_K,
+    EXHAUSTED,
+    API_FAILURE,
+    CHECKER_ERROR,
+    BUDGET_STOPPED,
+)
+FINAL_OUTCOMES = OUTCOMES[:-1]
+GREEN_OUTCOMES = (FIRST_ATTEMPT_GREEN, GREEN_AFTER_K)
+# Informative cells say something about the subject; the others are counted, by name.
+INFORMATIVE_OUTCOMES = (FIRST_ATTEMPT_GREEN, GREEN_AFTER_K, EXHAUSTED)
+
+# Turn verdicts: what the checker said of the artefact of one reply.
+VERDICT_PASS = "pass"
+VERDICT_FAIL = "fail"  # the artefact failed, hung, or broke a limit: the model gets the error
+VERDICT_NO_ARTEFACT = "no_artefact"  # nothing to extract: the model is told so
+VERDICT_CHECKER_ERROR = "checker_error"  # the checker could not judge: the cell ends
+VERDICT_NOT_CHECKED = "not_checked"  # no reply came back
+
+RUN_OK, RUN_PARTIAL, RUN_STOPPED = "ok", "partial", "stopped"
+
+# Which cell of which session: every authoring turn and cell record starts with these.
+CELL_IDENTITY_FIELDS: tuple[str, ...] = (
+    "run_id",
+    "ladder",
+    "session",
+    "subject",
+    "model_id",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    "position",
+    "attempt",  # 0 for the first invocation, n after the n-th --resume
+)
+TURN_FIELDS: tuple[str, ...] = (
+    "turn",
+    "started_at",
+    "latency_s",  # the successful (or last) request, send to full response
+    "request_s",  # all tries of this turn, backoff included
+    "api_tries",
+    "api_retried",  # HTTP status (or "reset") of each retried try
+    "http_status",
+    "api_error",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+    "response_model",
+    "reasoning_chars",
+    "content_chars",
+    "artefact_sha256",
+    "artefact_bytes",
+    "verdict",
+    "exit_code",
+    "check_s",
+    "check_reason",
+    "error_first_line",
+    "feedback_chars",
+)
+CELL_FIELDS: tuple[str, ...] = (
+    "valid",
+    "reason",
+    "outcome",
+    "green_turn",  # k of green_after_k (1 for first_attempt_green)
+    "turns_used",
+    "prompt_tokens",
+    "completion_tokens",
+    "api_retries",
+    "api_status",
+    "api_error",
+    "checker_error",
+    "started_at",
+    "ended_at",
+    "conversation",
+)
+# Sessions of an authoring run pool only when these are identical.
+AUTHORING_KEYED_FIELDS: tuple[str, ...] = (
+    "ladder",
+    "seed",
+    "max_tokens",
+    "temperature",
+    "max_turns",
+    "task_set_digest",
+    "cohort_set_digest",
+    "checker_limits",
+    "server_build",
+    "placement",
+)
+SCORES_COLUMNS: tuple[str, ...] = (
+    "subject",
+    "model_id",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    "outcome",
+    "green_turn",
+    "turns_used",
+    "prompt_tokens",
+    "completion_tokens",
+    "api_retries",
+    "api_status",
+    "api_error",
+    "checker_error",
+    "attempt",
+)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What an authoring test receives: valid when the cell reached an outcome (any outcome)."""
+
+    cell: str
+    valid: bool
+    reason: str | None
+    outcome: str | None = None
+    green_turn: int | None = None
+    turns_used: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def authoring_record(
+    identity: dict[str, Any], body: dict[str, Any], fields_: tuple[str, ...], tail: dict[str, Any]
+) -> dict[str, Any]:
+    """A turn or cell record: identity, the named fields (missing ones null), keyed, provenance."""
+    return {**identity, **{k: body.get(k) for k in fields_}, **tail}
+
+
+# What the authoring analysis writes into analysis/.
+COHORT_TABLE_CSV = "cohort_table.csv"  # subject x cohort: green first / after k / never, tokens
+CONTRASTS_CSV = "contrasts.csv"  # within subject: cohort vs baseline cohort, paired by task
+CENSUS_CSV = "census.csv"  # every cell: informative or not, and why
+REPORT_MD = "report.md"

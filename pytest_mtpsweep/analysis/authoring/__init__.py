@@ -1,0 +1,10 @@
+"""The authoring analysis: cohort B vs cohort A within each subject, paired by task, with a
+cluster bootstrap over tasks; subjects side by side, never pooled unless the ladder asks.
+
+`frame`, `tables`, `contrast` and `report` are pure functions over DataFrames; `io` is the
+only edge that reads a run directory and writes the outputs.
+"""
+
+from pytest_mtpsweep.analysis.authoring.io import AuthoringResult, analyse_at_end, analyse_dir
+
+__all__ = ["AuthoringResult", "analyse_at_end", "analyse_dir"]

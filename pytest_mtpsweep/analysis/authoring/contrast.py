@@ -1,0 +1,163 @@
+"""Cohort vs baseline cohort within a subject, paired by task, cluster bootstrap over tasks.
+
+Repeats are averaged within a task first (a task is the cluster: its repeats are not
+independent). Per task, the green-rate endpoints are differences (cohort − baseline) and the
+token endpoints log ratios; the estimate is their mean over tasks (a ratio: exp of the mean
+log), the interval the 95 % percentile interval of the same mean over task resamples, drawn
+with the existing `stats.index_matrix` (seed and resamples from the ladder), one index matrix
+shared by the endpoints of a (subject, cohort). Only informative cells enter; a task enters
+when both cohorts have one. Subjects are never pooled unless asked; then each task's value is
+the mean over the subjects that have it paired in all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pytest_mtpsweep.analysis.stats import index_matrix, percentile_interval, resample_means
+
+# endpoint -> (column, "difference" | "ratio")
+ENDPOINTS: dict[str, tuple[str, str]] = {
+    "green": ("green", "difference"),
+    "first_attempt": ("first", "difference"),
+    "prompt_tokens": ("prompt_tokens", "ratio"),
+    "completion_tokens": ("completion_tokens", "ratio"),
+}
+LEVEL = 0.95
+POOLED = "pooled"
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One endpoint of one cohort vs the baseline cohort, in one subject (or pooled)."""
+
+    subject: str
+    cohort: str
+    baseline: str
+    endpoint: str
+    scale: str  # "difference" (rates, in fractions) or "ratio"
+    tasks: int  # tasks paired
+    estimate: float
+    low: float
+    high: float
+    resamples_kept: int
+    baseline_value: float  # mean over the paired tasks
+    cohort_value: float
+
+
+def task_means(cells: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Informative cells' `column`, averaged over repeats: rows tasks, columns cohorts."""
+    info = cells[cells["informative"]]
+    return info.pivot_table(index="task", columns="cohort", values=column, aggfunc="mean")
+
+
+def per_task(cells: pd.DataFrame, cohort: str, baseline: str, column: str, scale: str) -> pd.Series:
+    """The paired value of each task: difference or log ratio (NaN where it cannot be formed)."""
+    means = task_means(cells, column)
+    if cohort not in means or baseline not in means:
+        return pd.Series(dtype=float)
+    pair = means[[baseline, cohort]].dropna()
+    a, b = pair[baseline].to_numpy(float), pair[cohort].to_numpy(float)
+    if scale == "difference":
+        values = b - a
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.where((a > 0) & (b > 0), np.log(b / a), np.nan)
+    return pd.Series(values, index=pair.index)
+
+
+def _summarise(values: pd.Series, scale: str, idx: np.ndarray) -> tuple[float, float, float, int]:
+    arr = values.to_numpy(float)
+    boots = resample_means(arr[None, :], idx)[0] if arr.size else np.array([np.nan])
+    finite = arr[np.isfinite(arr)]
+    est = float(finite.mean()) if finite.size else math.nan
+    low, high = percentile_interval(boots, LEVEL)
+    kept = int(np.isfinite(boots).sum())
+    if scale == "ratio":
+        est, low, high = (math.exp(x) if math.isfinite(x) else math.nan for x in (est, low, high))
+    return est, low, high, kept
+
+
+def contrasts(
+    cells: pd.DataFrame, subject: str, cohort: str, baseline: str, boot: int, seed: int
+) -> list[Contrast]:
+    """Every endpoint of `cohort` vs `baseline` within `subject`."""
+    mine = cells[cells["subject"] == subject]
+    series = {e: per_task(mine, cohort, baseline, col, sc) for e, (col, sc) in ENDPOINTS.items()}
+    tasks = sorted(set().union(*(s.index for s in series.values())))
+    idx = index_matrix(len(tasks), boot, seed, f"{subject}:{cohort}:{baseline}")
+    out = []
+    for endpoint, (column, scale) in ENDPOINTS.items():
+        values = series[endpoint].reindex(tasks)
+        est, low, high, kept = _summarise(values, scale, idx)
+        means = task_means(mine, column).reindex(tasks)
+        base_v, coh_v = (
+            float(means[c].mean()) if c in means else math.nan for c in (baseline, cohort)
+        )
+        out.append(Contrast(subject, cohort, baseline, endpoint, scale, int(values.notna().sum()),
+                            est, low, high, kept, base_v, coh_v))  # fmt: skip
+    return out
+
+
+def pooled(
+    cells: pd.DataFrame, subjects: Sequence[str], cohort: str, baseline: str, boot: int, seed: int
+) -> list[Contrast]:
+    """Asked for only: each task's value averaged over the subjects, resampled over tasks."""
+    out = []
+    per = {e: [per_task(cells[cells["subject"] == s], cohort, baseline, col, sc) for s in subjects]
+           for e, (col, sc) in ENDPOINTS.items()}  # fmt: skip
+    common = sorted(set.intersection(*(set(s.index) for s in per["green"]))) if subjects else []
+    idx = index_matrix(len(common), boot, seed, f"{POOLED}:{cohort}:{baseline}")
+    for endpoint, (_, scale) in ENDPOINTS.items():
+        frame = pd.concat([s.reindex(common) for s in per[endpoint]], axis=1)
+        values = frame.mean(axis=1, skipna=False) if len(frame.columns) else pd.Series(dtype=float)
+        est, low, high, kept = _summarise(values, scale, idx)
+        out.append(Contrast(POOLED, cohort, baseline, endpoint, scale, int(values.notna().sum()),
+                            est, low, high, kept, math.nan, math.nan))  # fmt: skip
+    return out
+
+
+def direction(c: Contrast) -> int:
+    """+1, −1 or 0 (no difference, or nothing to compare)."""
+    centre = (
+        c.estimate
+        if c.scale == "difference"
+        else math.log(c.estimate)
+        if c.estimate > 0
+        else math.nan
+    )
+    if not math.isfinite(centre) or abs(centre) < 1e-12:
+        return 0
+    return 1 if centre > 0 else -1
+
+
+def agreement(rows: Sequence[Contrast]) -> list[str]:
+    """Whether the subjects point the same way, endpoint by endpoint, said in words."""
+    subjects = list(dict.fromkeys(r.subject for r in rows if r.subject != POOLED))
+    if len(subjects) < 2:
+        return ["One subject: there is nothing to compare across subjects."]
+    lines, same = [], []
+    for (cohort, endpoint), group in _by(rows).items():
+        signs = {r.subject: direction(r) for r in group}
+        if len(set(signs.values())) == 1:  # all up, all down, or none moves
+            same.append(f"{cohort}/{endpoint}")
+        else:
+            word = {1: "up", -1: "down", 0: "no difference"}
+            told = ", ".join(f"{s} {word[v]}" for s, v in signs.items())
+            lines.append(f"{cohort} vs {group[0].baseline}, {endpoint}: subjects differ ({told}).")
+    if not lines:
+        return [f"All {len(subjects)} subjects point the same way on every endpoint."]
+    return [f"Subjects point the same way on: {', '.join(same) or 'none'}.", *lines]
+
+
+def _by(rows: Sequence[Contrast]) -> dict[tuple[str, str], list[Contrast]]:
+    out: dict[tuple[str, str], list[Contrast]] = {}
+    for r in rows:
+        if r.subject != POOLED:
+            out.setdefault((r.cohort, r.endpoint), []).append(r)
+    return out

@@ -1,0 +1,34 @@
+"""Cell records -> one row per cell (its latest record), with the flags the analysis uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from pytest_mtpsweep import schema
+
+COLUMNS: tuple[str, ...] = (
+    "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",
+    "turns_used", "prompt_tokens", "completion_tokens", "api_status", "api_error",
+    "checker_error", "reason",
+)  # fmt: skip
+
+
+def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The latest record of each cell; `informative`, `green` and `first` flags added."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for rec in records:
+        if isinstance(rec.get("cell"), str):
+            latest[rec["cell"]] = rec
+    df = pd.DataFrame(
+        [{k: r.get(k) for k in COLUMNS} for r in latest.values()], columns=list(COLUMNS)
+    )
+    outcome = df["outcome"].astype(object)
+    df["informative"] = outcome.isin(schema.INFORMATIVE_OUTCOMES)
+    df["green"] = outcome.isin(schema.GREEN_OUTCOMES).astype(float)
+    df["first"] = (outcome == schema.FIRST_ATTEMPT_GREEN).astype(float)
+    for col in ("prompt_tokens", "completion_tokens", "turns_used", "repeat"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df

@@ -1,0 +1,94 @@
+"""The authoring analysis' only edge: read a run directory, write analysis/ and report.md."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pytest_mtpsweep import schema
+from pytest_mtpsweep.analysis.authoring import contrast, report, tables
+from pytest_mtpsweep.analysis.authoring.frame import cell_frame
+from pytest_mtpsweep.analysis.errors import AnalysisError
+from pytest_mtpsweep.fileio import atomic_write_text
+from pytest_mtpsweep.kinds import EndAnalysis
+from pytest_mtpsweep.protocol.rundir import read_records
+
+
+@dataclass(frozen=True)
+class AuthoringResult:
+    """What the analysis found and where it wrote it."""
+
+    table: pd.DataFrame
+    contrasts: list[contrast.Contrast]
+    agreement: list[str]
+    census: pd.DataFrame
+    headline: str
+    out_dir: Path
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in sorted((run_dir / schema.CELLS_DIR).glob("*.jsonl")):
+        out += read_records(path)[0]
+    return out
+
+
+def _notes(run_dir: Path) -> list[str]:
+    notes = []
+    plan_path = run_dir / schema.PLAN_FILE
+    if plan_path.is_file():
+        plan = json.loads(plan_path.read_text(encoding="utf-8"))
+        notes.append(f"pre-registration sha256 {plan.get('preregistration_sha256')}")
+    for name in (schema.RUN_STATUS_FILE, schema.STOPPED_FILE):
+        path = run_dir / name
+        if path.is_file():
+            first = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            notes.append(f"{name}: {' / '.join(first)}")
+    return notes
+
+
+def analyse_dir(
+    run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool
+) -> AuthoringResult:
+    """Analyse an authoring run directory; write contrasts, table, census and report.md."""
+    records = _records(run_dir)
+    if not records:
+        raise AnalysisError(f"{run_dir} holds no cell records; run the ladder first")
+    cells = cell_frame(records)
+    if baseline not in set(cells["cohort"]):
+        raise AnalysisError(f"baseline cohort {baseline!r} has no cells in {run_dir}")
+    table = tables.cohort_table(cells)
+    census = tables.census(cells)
+    subjects = list(dict.fromkeys(cells["subject"]))
+    cohorts = [c for c in dict.fromkeys(cells["cohort"]) if c != baseline]
+    rows = [r for s in subjects for c in cohorts
+            for r in contrast.contrasts(cells, s, c, baseline, boot, seed)]  # fmt: skip
+    agree = contrast.agreement(rows)
+    if pooled:
+        rows += [
+            r for c in cohorts for r in contrast.pooled(cells, subjects, c, baseline, boot, seed)
+        ]
+    out = run_dir / schema.ANALYSIS_DIR
+    out.mkdir(exist_ok=True)
+    atomic_write_text(out / schema.COHORT_TABLE_CSV, table.to_csv(index=False))
+    atomic_write_text(out / schema.CONTRASTS_CSV, report.contrasts_frame(rows).to_csv(index=False))
+    atomic_write_text(out / schema.CENSUS_CSV, census.to_csv(index=False))
+    settings = f"{boot} resamples, seed {seed}"
+    text = report.markdown(
+        f"Authoring report: {run_dir.name}", table, rows, agree, census, _notes(run_dir), settings
+    )
+    atomic_write_text(out / schema.REPORT_MD, text)
+    return AuthoringResult(table, rows, agree, census, report.headline(table, rows, agree), out)
+
+
+def analyse_at_end(run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool) -> EndAnalysis:
+    """The session-end call: a refusal is a line, never a traceback."""
+    try:
+        result = analyse_dir(run_dir, baseline, boot, seed, pooled)
+    except AnalysisError as exc:
+        return EndAnalysis(error=str(exc))
+    return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)

@@ -1,0 +1,82 @@
+"""The authoring report: the subject x cohort table, the paired contrasts, the census."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from pytest_mtpsweep.analysis.authoring.contrast import LEVEL, Contrast
+
+LABELS = {
+    "green": "reached green (pp)",
+    "first_attempt": "first-attempt green (pp)",
+    "prompt_tokens": "prompt tokens (ratio)",
+    "completion_tokens": "completion tokens (ratio)",
+}
+
+
+def _num(x: float, fmt: str) -> str:
+    return format(x, fmt) if isinstance(x, int | float) and math.isfinite(x) else "-"
+
+
+def table_text(table: pd.DataFrame) -> str:
+    """The subject x cohort table as aligned text (terminal and report)."""
+    head = ["subject", "cohort", "cells", "green 1st", "green k>1", "never", "api fail",
+            "chk err", "budget", "no outcome", "green %", "prompt tok", "compl tok"]  # fmt: skip
+    rows = [head] + [
+        [str(r.subject), str(r.cohort), str(r.cells), str(r.first_attempt_green),
+         str(r.green_after_k), str(r.never_green), str(r.api_failure), str(r.checker_error),
+         str(r.budget_stopped), str(r.no_outcome), _num(100 * r.green_rate, ".0f"),
+         _num(r.mean_prompt_tokens, ".0f"), _num(r.mean_completion_tokens, ".0f")]
+        for r in table.itertuples()
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)  # fmt: skip
+
+
+def contrast_text(c: Contrast) -> str:
+    if c.scale == "difference":
+        est = f"{_num(100 * c.estimate, '+.1f')} pp [{_num(100 * c.low, '+.1f')}, {_num(100 * c.high, '+.1f')}]"
+    else:
+        est = f"x{_num(c.estimate, '.3f')} [{_num(c.low, '.3f')}, {_num(c.high, '.3f')}]"
+    return f"{c.subject}: {c.cohort} vs {c.baseline}, {LABELS[c.endpoint]}: {est}, {c.tasks} tasks"
+
+
+def contrasts_frame(rows: Sequence[Contrast]) -> pd.DataFrame:
+    return pd.DataFrame([r.__dict__ for r in rows])
+
+
+def headline(table: pd.DataFrame, rows: Sequence[Contrast], agree: Sequence[str]) -> str:
+    """What the terminal shows at the end of the run."""
+    lines = [table_text(table), ""]
+    lines += [contrast_text(r) for r in rows]
+    return "\n".join([*lines, *agree])
+
+
+def markdown(
+    title: str,
+    table: pd.DataFrame,
+    rows: Sequence[Contrast],
+    agree: Sequence[str],
+    census: pd.DataFrame,
+    notes: Sequence[str],
+    settings: str,
+) -> str:
+    """report.md."""
+    out = [f"# {title}", "", *[f"- {n}" for n in notes], "", "## Subjects x cohorts", "",
+           "Rates and mean tokens are over informative cells (first_attempt_green, "
+           "green_after_k, exhausted); the other outcomes are counted and named below.", "",
+           "```", table_text(table), "```", "", "## Cohort contrasts, within subject", "",
+           f"Paired by task (repeats averaged within a task first); {int(LEVEL * 100)} % "
+           f"cluster-bootstrap intervals over tasks ({settings}). Differences are in percentage "
+           "points of the rate; token ratios are cohort / baseline.", ""]  # fmt: skip
+    out += [f"- {contrast_text(r)}" for r in rows] or ["- no contrast could be formed"]
+    out += ["", "## Across subjects", "", *[f"- {a}" for a in agree], "", "## Census", ""]
+    missing = census[census["class"] != "informative"]
+    counts = census["class"].value_counts()
+    out += [f"- {k}: {v}" for k, v in counts.items()]
+    out += [f"- {r.cell}: {r['class']} ({r.why})" for _, r in missing.iterrows()]
+    return "\n".join(out) + "\n"

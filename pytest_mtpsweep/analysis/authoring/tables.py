@@ -1,0 +1,56 @@
+"""The subject x cohort table and the census of cells, as the users tabulated them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pytest_mtpsweep import schema
+
+TABLE_COLUMNS: tuple[str, ...] = (
+    "subject", "cohort", "cells", "informative", "first_attempt_green", "green_after_k",
+    "never_green", "api_failure", "checker_error", "budget_stopped", "no_outcome",
+    "green_rate", "first_attempt_rate", "mean_prompt_tokens", "mean_completion_tokens",
+)  # fmt: skip
+CENSUS_COLUMNS: tuple[str, ...] = ("subject", "cohort", "task", "repeat", "cell", "class", "why")
+
+
+def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per subject x cohort: how often green (first attempt / after k / never), what it cost.
+
+    Rates and mean tokens are over informative cells only; the other classes are counted.
+    """
+    rows = []
+    for (subject, cohort), g in cells.groupby(["subject", "cohort"], sort=False):
+        info = g[g["informative"]]
+        count = g["outcome"].value_counts()
+        rows.append(
+            {
+                "subject": subject,
+                "cohort": cohort,
+                "cells": len(g),
+                "informative": len(info),
+                "first_attempt_green": int(count.get(schema.FIRST_ATTEMPT_GREEN, 0)),
+                "green_after_k": int(count.get(schema.GREEN_AFTER_K, 0)),
+                "never_green": int(count.get(schema.EXHAUSTED, 0)),
+                "api_failure": int(count.get(schema.API_FAILURE, 0)),
+                "checker_error": int(count.get(schema.CHECKER_ERROR, 0)),
+                "budget_stopped": int(count.get(schema.BUDGET_STOPPED, 0)),
+                "no_outcome": int(g["outcome"].isna().sum()),
+                "green_rate": info["green"].mean() if len(info) else float("nan"),
+                "first_attempt_rate": info["first"].mean() if len(info) else float("nan"),
+                "mean_prompt_tokens": info["prompt_tokens"].mean() if len(info) else float("nan"),
+                "mean_completion_tokens": (
+                    info["completion_tokens"].mean() if len(info) else float("nan")
+                ),
+            }
+        )
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def census(cells: pd.DataFrame) -> pd.DataFrame:
+    """Every cell: informative, or which kind of not, and why (by name, as the users did)."""
+    out = cells[["subject", "cohort", "task", "repeat", "cell"]].copy()
+    out["class"] = cells["outcome"].where(~cells["informative"], "informative").fillna("no outcome")
+    why = cells["api_error"].fillna(cells["checker_error"]).fillna(cells["reason"])
+    out["why"] = why.where(~cells["informative"], "").fillna("")
+    return out.reset_index(drop=True)[list(CENSUS_COLUMNS)]

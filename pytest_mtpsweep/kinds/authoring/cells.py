@@ -1,0 +1,78 @@
+"""An authoring run's cells on disk: what a cell record holds, and what the run already has.
+
+Cells and turns are appended (fsync'd) to `cells/<session>.jsonl` and `turns/<session>.jsonl`;
+the full conversation goes to `conversations/<session>/<cell>.json`. A cell record is written
+last, so it is the commit point: a cell whose record has a final outcome is never run again; a
+cell without one (interrupted, its server gone) or `budget_stopped` runs again on --resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ... import schema
+from ...protocol.rundir import RecordWriter, read_records
+from ...schema import CellResult
+
+
+def append(run_dir: Path, relpath: str, record: Mapping[str, Any]) -> None:
+    """One fsync'd line; a failed write raises RunDirError (the protocol stops the run)."""
+    writer = RecordWriter(run_dir / relpath)
+    try:
+        writer.append(record)
+    finally:
+        writer.close()
+
+
+def records(run_dir: Path, subdir: str) -> Iterator[dict[str, Any]]:
+    """Every record under `subdir` (cells/ or turns/), file by file in name order."""
+    for path in sorted((run_dir / subdir).glob("*.jsonl")):
+        yield from read_records(path)[0]
+
+
+def latest(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each cell's last record (a later attempt replaces an earlier one)."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records(run_dir, schema.CELLS_DIR):
+        cell = rec.get("cell")
+        if isinstance(cell, str):
+            out[cell] = rec
+    return out
+
+
+def is_final(record: Mapping[str, Any] | None) -> bool:
+    return record is not None and record.get("outcome") in schema.FINAL_OUTCOMES
+
+
+def spent(run_dir: Path) -> int:
+    """Tokens the run has spent so far, by its turn records (every attempt)."""
+    total = 0
+    for rec in records(run_dir, schema.TURNS_DIR):
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = rec.get(key)
+            total += value if isinstance(value, int) else 0
+    return total
+
+
+def attempt(run_dir: Path) -> int:
+    """0 for the first invocation, n after the n-th --resume (resume.log has a line each)."""
+    log = run_dir / schema.RESUME_LOG
+    if not log.is_file():
+        return 0
+    return sum(1 for line in log.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def result_of(record: Mapping[str, Any]) -> CellResult:
+    """The test's result from a cell record."""
+    return CellResult(
+        cell=str(record.get("cell")),
+        valid=bool(record.get("valid")),
+        reason=record.get("reason"),
+        outcome=record.get("outcome"),
+        green_turn=record.get("green_turn"),
+        turns_used=int(record.get("turns_used") or 0),
+        prompt_tokens=int(record.get("prompt_tokens") or 0),
+        completion_tokens=int(record.get("completion_tokens") or 0),
+    )

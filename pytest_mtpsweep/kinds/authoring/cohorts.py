@@ -1,0 +1,119 @@
+"""Cohorts: a directory of templates each, turning a task into the first message(s), and the
+rule that takes the artefact out of a reply.
+
+    cohorts/<name>/user.txt      the first user message; ${statement}, ${task} and the task's
+                                 own variables (${function}, ${signature}, ${example}, ...)
+    cohorts/<name>/system.txt    optional system message (the same variables)
+    cohorts/<name>/cohort.toml   optional: extract = "fenced:python" (default), "fenced", "whole"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import PromptError
+from ...ladder.prompts import read_text_file
+from .extract import check_mode
+from .tasks import Task
+
+USER_FILE, SYSTEM_FILE, COHORT_FILE = "user.txt", "system.txt", "cohort.toml"
+DEFAULT_EXTRACT = "fenced:python"
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """One prompt/output format."""
+
+    name: str
+    user: str
+    system: str | None
+    extract: str
+    digest: str
+
+    def messages(self, task: Task) -> list[dict[str, str]]:
+        """The conversation's first messages for this task."""
+        values = task.template_vars()
+        out = []
+        if self.system is not None:
+            out.append({"role": "system", "content": _fill(self.system, values, self, task)})
+        out.append({"role": "user", "content": _fill(self.user, values, self, task)})
+        return out
+
+
+def _fill(template: str, values: dict[str, str], cohort: Cohort, task: Task) -> str:
+    try:
+        return string.Template(template).substitute(values).strip()
+    except KeyError as exc:
+        raise PromptError(
+            f"cohort {cohort.name}: its template uses ${{{exc.args[0]}}}, which task {task.id} "
+            f"does not define; add {exc.args[0]} to tasks/{task.id}/task.toml or drop it from "
+            "the template."
+        ) from None
+    except ValueError as exc:
+        raise PromptError(
+            f"cohort {cohort.name}: a template has a bad placeholder ({exc}); write $$ for a "
+            "literal dollar sign."
+        ) from None
+
+
+def _settings(path: Path) -> str:
+    if not path.is_file():
+        return DEFAULT_EXTRACT
+    try:
+        raw = tomllib.loads(read_text_file(path, "cohort file"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PromptError(f"cohort file {path} is not valid TOML ({exc}); fix it.") from None
+    unknown = set(raw) - {"extract", "description"}
+    if unknown:
+        raise PromptError(
+            f"cohort file {path}: unknown field {sorted(unknown)[0]!r}; use extract or description."
+        )
+    mode = str(raw.get("extract", DEFAULT_EXTRACT))
+    problem = check_mode(mode)
+    if problem:
+        raise PromptError(f"cohort file {path}: {problem}; fix it.")
+    return mode
+
+
+def load_cohort(directory: Path) -> Cohort:
+    """One cohort directory, or a one-line PromptError naming what is missing."""
+    if not (directory / USER_FILE).is_file():
+        raise PromptError(f"cohort {directory} has no {USER_FILE}; add the first-message template.")
+    user = read_text_file(directory / USER_FILE, "cohort template")
+    system_path = directory / SYSTEM_FILE
+    system = read_text_file(system_path, "cohort template") if system_path.is_file() else None
+    h = hashlib.sha256()
+    for name in (USER_FILE, SYSTEM_FILE, COHORT_FILE):
+        p = directory / name
+        h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
+    return Cohort(directory.name, user, system, _settings(directory / COHORT_FILE), h.hexdigest())
+
+
+def load_cohorts(
+    directory: Path, names: Sequence[str], tasks: Sequence[Task]
+) -> tuple[Cohort, ...]:
+    """The named cohorts, each checked against every task (every variable defined)."""
+    cohorts = []
+    for name in names:
+        path = directory / name
+        if not path.is_dir():
+            raise PromptError(
+                f"cohort {name} has no directory {path}; add it or fix the ladder's cohorts list."
+            )
+        cohorts.append(load_cohort(path))
+    for c in cohorts:
+        for t in tasks:
+            c.messages(t)  # raises on a variable the task lacks
+    return tuple(cohorts)
+
+
+def digest(cohorts: Sequence[Cohort]) -> str:
+    h = hashlib.sha256()
+    for c in cohorts:
+        h.update(f"{c.name}\0{c.digest}\0".encode())
+    return h.hexdigest()

@@ -1,0 +1,188 @@
+"""An authoring ladder's own fields: subjects, cohorts, tasks, turns, repeats, the budget, the
+checker's limits, the API retry policy and the registered contrast settings.
+
+`baseline` names the baseline cohort (cohort A): every other cohort is contrasted with it
+within each subject. `[[subjects]]` are server configurations like decode's treatments: a
+local subject runs our llama-server with the ladder's model or its own `model`; a remote one is
+attached by `base_url`, `served_model` and `api_key_env` (the NAME of the variable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import LadderError
+from ...ladder.fields import Spec, check_key, check_table, str_list
+from ...ladder.load import parse_treatments
+from ...ladder.model import Ladder, Treatment
+from .. import KindSpec
+
+FIELDS: Spec = {
+    "model": (dict, False),  # optional here: every subject may name its own
+    "server": (dict, False),  # optional here: remote subjects need no local server
+    "subjects": (list, True),
+    "cohorts": (list, True),
+    "tasks": (list, False),
+    "authoring_dir": (str, False),
+    "max_turns": (int, False),
+    "repeats": (int, False),
+    "token_budget": (int, False),
+    "feedback_chars": (int, False),
+    "checker": (dict, False),
+    "api": (dict, False),
+    "contrast": (dict, False),
+}
+CHECKER: Spec = {
+    "timeout_s": ((int, float), False),
+    "cpu_s": (int, False),
+    "memory_mib": (int, False),
+    "file_mib": (int, False),
+    "tmp_mib": (int, False),
+    "nproc": (int, False),
+    "output_kib": (int, False),
+}
+API: Spec = {
+    "retries": (int, False),
+    "backoff_s": ((int, float), False),
+    "max_backoff_s": ((int, float), False),
+    "timeout_s": ((int, float), False),
+}
+CONTRAST: Spec = {"resamples": (int, False), "seed": (int, False), "pooled": (bool, False)}
+
+
+@dataclass(frozen=True)
+class CheckerLimits:
+    """What one check may use; a check past any of them is a failed check with the reason."""
+
+    timeout_s: float = 20.0  # wall clock
+    cpu_s: int = 10
+    memory_mib: int = 1024  # address space
+    file_mib: int = 16  # the largest file it may write
+    tmp_mib: int = 64  # all it may write, where a private tmpfs is possible
+    nproc: int = 64  # processes and threads beyond those its user already has
+    output_kib: int = 256  # stdout + stderr kept; more stops the check
+
+
+@dataclass(frozen=True)
+class ApiPolicy:
+    """Transient API errors (429, 5xx, a reset connection) are retried with backoff, bounded."""
+
+    retries: int = 4
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class AuthoringSettings:
+    """An authoring ladder's own fields, validated."""
+
+    cohorts: tuple[str, ...]
+    tasks: tuple[str, ...]  # empty: every task in the task directory
+    authoring_dir: Path
+    max_turns: int = 3
+    repeats: int = 3
+    token_budget: int | None = None
+    feedback_chars: int = 1500
+    checker: CheckerLimits = CheckerLimits()
+    api: ApiPolicy = ApiPolicy()
+    resamples: int = 2000
+    boot_seed: int = 42
+    pooled: bool = False
+
+
+def settings(ladder: Ladder) -> AuthoringSettings:
+    """The authoring fields of a loaded ladder (validated by `validate`)."""
+    f = ladder.kind_fields
+    chk, api, con = f.get("checker", {}), f.get("api", {}), f.get("contrast", {})
+    directory = Path(f.get("authoring_dir", "../authoring")).expanduser()
+    return AuthoringSettings(
+        cohorts=tuple(f["cohorts"]),
+        tasks=tuple(f.get("tasks", ())),
+        authoring_dir=(ladder.path.parent / directory).resolve(),
+        max_turns=f.get("max_turns", 3),
+        repeats=f.get("repeats", 3),
+        token_budget=f.get("token_budget"),
+        feedback_chars=f.get("feedback_chars", 1500),
+        checker=CheckerLimits(**{k: chk[k] for k in chk}),
+        api=ApiPolicy(**{k: api[k] for k in api}),
+        resamples=con.get("resamples", 2000),
+        boot_seed=con.get("seed", 42),
+        pooled=con.get("pooled", False),
+    )
+
+
+def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
+    if not raw.get("subjects"):
+        raise LadderError(f"{path}: field 'subjects' is empty; add at least one [[subjects]].")
+    subjects = parse_treatments(raw["subjects"], "subjects", path)
+    for i, s in enumerate(subjects):
+        where = f"{path}: subjects[{i}] ({s.key})"
+        if s.attached and s.model:
+            raise LadderError(
+                f"{where} has both base_url and model; a remote subject names what it serves "
+                "with served_model, a local one its GGUF with model."
+            )
+        if s.attached and not s.served_model:
+            raise LadderError(
+                f"{where} has a base_url but no served_model; name the model to request there."
+            )
+        if not s.attached and not s.model and "path" not in raw.get("model", {}):
+            raise LadderError(
+                f"{where} is local but names no model and the ladder has no [model] path; add "
+                'model = "...gguf" to it, or a [model] table.'
+            )
+    return subjects
+
+
+def _check_names(values: list[Any], field: str, where: Path | str) -> tuple[str, ...]:
+    names = str_list(values, field, where)
+    for n in names:
+        check_key(n, field, where)
+    if len(set(names)) != len(names):
+        raise LadderError(f"{where}: field '{field}' names an entry twice; list each once.")
+    return names
+
+
+def validate(ladder: Ladder, where: Path | str) -> None:
+    f = ladder.kind_fields
+    for table, spec in (("checker", CHECKER), ("api", API), ("contrast", CONTRAST)):
+        check_table(f.get(table, {}), spec, f"{table}.", where)
+    cohorts = _check_names(f["cohorts"], "cohorts", where)
+    _check_names(f.get("tasks", []), "tasks", where)
+    if ladder.baseline not in cohorts:
+        raise LadderError(
+            f"{where}: field 'baseline' is {ladder.baseline!r}, which is not one of the cohorts "
+            f"({', '.join(cohorts)}); name the cohort the others are contrasted with."
+        )
+    if ladder.cycles != 1:
+        raise LadderError(
+            f"{where}: cycles is {ladder.cycles}; an authoring ladder runs one session per "
+            "subject: drop cycles (or --cycles) and use repeats."
+        )
+    s = settings(ladder)
+    c, a = s.checker, s.api
+    checks: list[tuple[bool, str, Any, str]] = [
+        (s.max_turns >= 1, "max_turns", s.max_turns, "use 1 or more turns"),
+        (s.repeats >= 1, "repeats", s.repeats, "use 1 or more (3 or more at temperature 0)"),
+        (s.token_budget is None or s.token_budget > 0, "token_budget", s.token_budget,
+         "use a positive number of tokens, or leave it out for no budget"),
+        (s.feedback_chars >= 80, "feedback_chars", s.feedback_chars, "use 80 or more"),
+        (c.timeout_s > 0 and c.cpu_s >= 1, "checker.timeout_s/cpu_s", (c.timeout_s, c.cpu_s),
+         "use positive limits"),
+        (min(c.memory_mib, c.file_mib, c.tmp_mib, c.nproc, c.output_kib) >= 1, "checker",
+         c, "use positive limits"),
+        (a.retries >= 0 and a.backoff_s >= 0 and a.max_backoff_s >= a.backoff_s, "api",
+         a, "use retries >= 0 and 0 <= backoff_s <= max_backoff_s"),
+        (a.timeout_s > 0, "api.timeout_s", a.timeout_s, "use a positive number of seconds"),
+        (s.resamples >= 1000, "contrast.resamples", s.resamples, "use 1000 or more"),
+        (s.boot_seed >= 0, "contrast.seed", s.boot_seed, "use a non-negative seed"),
+    ]  # fmt: skip
+    for ok, name, value, fix in checks:
+        if not ok:
+            raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
+
+
+SPEC = KindSpec("authoring", FIELDS, treatments, validate, defaults={"cycles": 1})

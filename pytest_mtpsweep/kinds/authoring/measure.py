@@ -1,0 +1,114 @@
+"""Measuring one cell on a live session: the conversation, wired to the session's server and
+the task's checker, its turns recorded as they happen."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from ... import schema
+from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
+from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat
+from . import cells
+from .conversation import CellEnd, Messages, Settings, converse
+from .sandbox import Check, run_check
+from .tasks import ARTEFACT_FILE, CHECKER_FILE
+
+if TYPE_CHECKING:
+    from ...protocol.lifecycle import LiveSession
+    from .run import AuthoringCase, AuthoringRun, RunState
+
+
+def chat_spec(kind: AuthoringRun, live: LiveSession) -> ChatSpec:
+    lad, api = kind.ladder, kind.settings.api
+    endpoint = live.endpoint
+    return ChatSpec(
+        model=lad.alias(live.slot.treatment),
+        max_tokens=lad.max_tokens,
+        seed=lad.seed,
+        temperature=lad.temperature,
+        timeout_s=api.timeout_s,
+        # our own llama-server: no prompt cache, so repeats are processed alike
+        extra={} if endpoint else {"cache_prompt": False},
+        headers=endpoint.headers if endpoint else dict,
+    )
+
+
+def warm_up(kind: AuthoringRun, live: LiveSession, st: RunState) -> schema.WarmupFacts:
+    """One short chat turn, as the cells will be asked (non-streamed); its tokens are spent."""
+    spec = dataclasses.replace(chat_spec(kind, live), max_tokens=WARMUP_TOKENS)
+    api = kind.settings.api
+    policy = RetryPolicy(api.retries, api.backoff_s, api.max_backoff_s)
+    reply = chat(
+        live.http, live.base_url, [{"role": "user", "content": WARMUP_PROMPT}], spec, policy
+    )
+    st.budget.spend(reply.tokens)
+    live.extra["warmup_tokens"] = reply.tokens
+    reason = reply.error
+    if reply.ok and live.endpoint is None and reply.response_model != spec.model:
+        # our own server answers with its --alias: anything else is not this session's server
+        reason = f"the reply's model {reply.response_model!r} is not the alias {spec.model!r}"
+    return {
+        "valid": reply.ok and reason is None,
+        "reason": reason,
+        "http_status": reply.http_status,
+        "ttft_s": None,  # not streamed: there is no first token to time
+    }
+
+
+def measure_cell(
+    kind: AuthoringRun, live: LiveSession, case: AuthoringCase, st: RunState
+) -> dict[str, Any]:
+    """Run the cell's conversation; returns the cell record's body (turns already written)."""
+    ctx, s = live.ctx, kind.settings
+    task, cohort = kind.tasks[case.task], kind.cohorts[case.cohort]
+    spec = chat_spec(kind, live)
+    policy = RetryPolicy(s.api.retries, s.api.backoff_s, s.api.max_backoff_s)
+    identity, tail = kind.identity(ctx, case), kind.tail(ctx)
+    run_path = ctx.run_dir.path
+
+    def send(messages: Messages) -> ChatReply:
+        return chat(live.http, live.base_url, messages, spec, policy)
+
+    def judge(artefact: str) -> Check:
+        files = {ARTEFACT_FILE: artefact, CHECKER_FILE: task.checker}
+        return run_check(files, CHECKER_FILE, s.checker)
+
+    def on_turn(fields: dict[str, Any]) -> None:
+        body = {"started_at": schema.utc_now_iso(), **fields}
+        record = schema.authoring_record(identity, body, schema.TURN_FIELDS, tail)
+        cells.append(run_path, schema.turns_file(case.slot.name), record)
+
+    started = schema.utc_now_iso()
+    settings = Settings(s.max_turns, kind.ladder.max_tokens, cohort.extract, s.feedback_chars)
+    end = converse(cohort.messages(task), settings, send, judge, st.budget, on_turn)
+    if end.isolation:
+        live.extra["sandbox"] = end.isolation
+    conversation = schema.conversation_file(case.slot.name, case.id, st.attempt)
+    ctx.run_dir.write_json(conversation, {"cell": case.id, "outcome": end.outcome,
+                                          "messages": end.messages})  # fmt: skip
+    return {"started_at": started, "conversation": conversation, **_cell_body(end, live)}
+
+
+def _cell_body(end: CellEnd, live: LiveSession) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "valid": True,
+        "reason": end.budget,
+        "outcome": end.outcome,
+        "green_turn": end.green_turn,
+        "turns_used": end.turns_used,
+        "prompt_tokens": end.prompt_tokens,
+        "completion_tokens": end.completion_tokens,
+        "api_retries": end.api_retries,
+        "api_status": end.api_status,
+        "api_error": end.api_error,
+        "checker_error": end.checker_error,
+    }
+    if end.outcome == schema.API_FAILURE and live.proc is not None and not live.proc.alive():
+        # Our own server died: not the subject's failure. No outcome; --resume runs it again.
+        body.update(
+            valid=False,
+            outcome=None,
+            reason=f"the server of this session died during the cell ({end.api_error})",
+        )
+    return body

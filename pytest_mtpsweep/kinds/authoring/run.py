@@ -1,0 +1,299 @@
+"""The authoring kind on the protocol: a case (a cell) is subject × cohort × task × repeat.
+
+A subject is a session slot (one server session per subject: launched, or attached when
+remote); its cells run in the counterbalanced order of `order.py`. A cell is measured by
+running its conversation to an outcome; its turns, its conversation and its cell record are
+written as they are made (`cells.py`). A test passes when the cell reached an outcome; the
+outcome itself is data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ... import schema
+from ...errors import OptionError, OutOfBudget, SkipSession
+from ...ladder import Ladder, SessionSlot
+from ...ladder.model import Preregistration
+from ...options import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisRequest, RunRequest
+from ...preflight import PreflightItem
+from .. import EndAnalysis, Outcome
+from . import cells, describe
+from .budget import Budget, warmup_bound
+from .cohorts import Cohort, load_cohorts
+from .cohorts import digest as cohorts_digest
+from .ladder import AuthoringSettings, settings
+from .order import subject_order
+from .tasks import Task, load_tasks
+from .tasks import digest as tasks_digest
+
+if TYPE_CHECKING:
+    from ...protocol.context import RunContext
+    from ...protocol.lifecycle import LiveSession
+    from .. import Case
+
+
+@dataclass(frozen=True)
+class AuthoringCase:
+    """One cell: a subject's session slot, a cohort, a task and a repeat, at its position."""
+
+    slot: SessionSlot
+    cohort: str
+    task: str
+    repeat: int
+    position: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.slot.treatment}-{self.cohort}-{self.task}-r{self.repeat}"
+
+
+@dataclass
+class RunState:
+    """What the run holds across sessions: the budget, the attempt, each cell's last record."""
+
+    budget: Budget
+    attempt: int
+    latest: dict[str, dict[str, Any]]
+
+
+class AuthoringRun:
+    """One authoring run: tasks and cohorts loaded, cells measured, the end written."""
+
+    name = "authoring"
+    fixture = "cell"
+    calibrates = False
+
+    def __init__(
+        self,
+        ladder: Ladder,
+        s: AuthoringSettings,
+        tasks: tuple[Task, ...],
+        cohorts: tuple[Cohort, ...],
+    ) -> None:
+        self.ladder, self.settings = ladder, s
+        self.tasks = {t.id: t for t in tasks}
+        self.cohorts = {c.name: c for c in cohorts}
+        self.state: RunState | None = None
+
+    # -- before the run ----------------------------------------------------------------
+
+    def cases(self, plan: list[SessionSlot]) -> list[AuthoringCase]:
+        order = subject_order(list(self.cohorts), list(self.tasks), self.settings.repeats,
+                              self.ladder.seed)  # fmt: skip
+        return [
+            AuthoringCase(slot, c, t, r, i) for slot in plan for i, (c, t, r) in enumerate(order)
+        ]
+
+    def keyed(self) -> dict[str, Any]:
+        return {
+            "task_set_digest": tasks_digest(tuple(self.tasks.values())),
+            "cohort_set_digest": cohorts_digest(tuple(self.cohorts.values())),
+            "max_turns": self.settings.max_turns,
+            "checker_limits": describe.limits_text(self.settings.checker),
+        }
+
+    def plan_fields(self) -> dict[str, Any]:
+        return describe.plan_fields(
+            self.ladder, self.settings, tuple(self.tasks.values()), tuple(self.cohorts.values())
+        )
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        from .sandbox import probe
+
+        check = probe(self.settings.checker)
+        digest = tasks_digest(tuple(self.tasks.values()))
+        return (
+            describe.tasks_item(digest, len(self.tasks)),
+            describe.sandbox_item(check.verdict, check.reason, dict(check.isolation)),
+        )
+
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        return describe.prereg_lines(
+            self.ladder, self.settings, reg, len(self.tasks), list(self.cohorts)
+        )
+
+    def quarantine_members(self, session: str) -> dict[str, str]:
+        return {}  # a cell with an outcome stays valid data whatever its session became
+
+    # -- sessions and cells --------------------------------------------------------------
+
+    def run_state(self, run_dir: Path) -> RunState:
+        if self.state is None:
+            self.state = RunState(
+                Budget(self.settings.token_budget, cells.spent(run_dir)),
+                cells.attempt(run_dir),
+                cells.latest(run_dir),
+            )
+        return self.state
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        st = self.run_state(ctx.run_dir.path)
+        pending = [cast(AuthoringCase, c) for c in cases if not cells.is_final(st.latest.get(c.id))]
+        if not pending:
+            raise SkipSession(f"every selected cell of {slot.treatment} already has its outcome")
+        if st.budget.refused is None and ctx.warmup:
+            st.budget.allows(warmup_bound())  # the warm-up spends tokens too
+        if st.budget.refused is not None:
+            for case in pending:
+                self._record_cell(ctx, case, {"outcome": schema.BUDGET_STOPPED, "valid": True,
+                                              "reason": st.budget.refused})  # fmt: skip
+            raise OutOfBudget(
+                f"{schema.BUDGET_STOPPED}: {st.budget.refused}; the {len(pending)} cells of "
+                f"{slot.treatment} were not run"
+            )
+
+    def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
+        from .measure import warm_up
+
+        return warm_up(self, live, self.run_state(live.ctx.run_dir.path))
+
+    def measure(self, live: LiveSession, case: Case) -> Outcome:
+        from .measure import measure_cell
+
+        c = cast(AuthoringCase, case)
+        st = self.run_state(live.ctx.run_dir.path)
+        prior = st.latest.get(c.id)
+        if cells.is_final(prior):
+            assert prior is not None
+            why = f"{c.id} has its outcome ({prior['outcome']}) from before the resume"
+            live.extra.setdefault("outcomes", {})
+            return Outcome(cells.result_of(prior), skip=why)
+        if st.budget.refused is not None:
+            record = self._record_cell(live.ctx, c, {"outcome": schema.BUDGET_STOPPED,
+                                                     "valid": True, "reason": st.budget.refused})  # fmt: skip
+            self._tally(live, record)
+            return Outcome(
+                cells.result_of(record), skip=f"{schema.BUDGET_STOPPED}: {st.budget.refused}"
+            )
+        body = measure_cell(self, live, c, st)
+        record = self._record_cell(live.ctx, c, body)
+        self._tally(live, record)
+        result = cells.result_of(record)
+        if record["outcome"] == schema.BUDGET_STOPPED:
+            return Outcome(result, skip=f"{schema.BUDGET_STOPPED}: {st.budget.refused}")
+        return Outcome(result)
+
+    def unmeasured(self, live: LiveSession, case: Case, reason: str) -> Outcome:
+        record = self._record_cell(
+            live.ctx, cast(AuthoringCase, case), {"outcome": None, "valid": False, "reason": reason}
+        )
+        self._tally(live, record)
+        return Outcome(cells.result_of(record))
+
+    def identity(self, ctx: RunContext, case: AuthoringCase) -> dict[str, Any]:
+        st = self.run_state(ctx.run_dir.path)
+        return {
+            "run_id": ctx.run_id,
+            "ladder": self.ladder.name,
+            "session": case.slot.name,
+            "subject": case.slot.treatment,
+            "model_id": self.ladder.model_id_of(case.slot.treatment),
+            "cohort": case.cohort,
+            "task": case.task,
+            "repeat": case.repeat,
+            "cell": case.id,
+            "position": case.position,
+            "attempt": st.attempt,
+        }
+
+    def tail(self, ctx: RunContext) -> dict[str, Any]:
+        # the keyed fields' ladder-wide model_id must not mask the subject's own
+        keyed = {k: v for k, v in ctx.keyed.items() if k not in schema.CELL_IDENTITY_FIELDS}
+        return {**keyed, **ctx.provenance()}
+
+    def _record_cell(
+        self, ctx: RunContext, case: AuthoringCase, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        body = {"started_at": schema.utc_now_iso(), **body, "ended_at": schema.utc_now_iso()}
+        record = schema.authoring_record(
+            self.identity(ctx, case), body, schema.CELL_FIELDS, self.tail(ctx)
+        )
+        cells.append(ctx.run_dir.path, schema.cells_file(case.slot.name), record)
+        self.run_state(ctx.run_dir.path).latest[case.id] = record
+        return record
+
+    def _tally(self, live: LiveSession, record: dict[str, Any]) -> None:
+        counts = live.extra.setdefault("outcomes", {})
+        if not cells.is_final(record):
+            live.extra["incomplete"] = live.extra.get("incomplete", 0) + 1
+        key = str(record.get("outcome") or "no outcome")
+        counts[key] = counts.get(key, 0) + 1
+        live.extra["tokens"] = live.extra.get("tokens", 0) + int(
+            (record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0)
+        )
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        planned = live.info.get("planned_measurements", 0)
+        return {
+            # --resume runs an incomplete session again (only its cells without an outcome)
+            "complete": live.measured >= planned and not live.extra.get("incomplete"),
+            "outcomes": dict(live.extra.get("outcomes", {})),
+            "warmup_tokens": live.extra.get("warmup_tokens", 0),
+            "tokens": live.extra.get("tokens", 0),
+            "sandbox": dict(live.extra.get("sandbox", {})),
+        }
+
+    # -- after the run -------------------------------------------------------------------
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        if request.baseline and request.baseline not in self.cohorts:
+            raise OptionError(
+                f"--baseline {request.baseline}: not a cohort of ladder {self.ladder.name}; use "
+                f"one of {', '.join(self.cohorts)}."
+            )
+        if request.expect:
+            raise OptionError(
+                "--expect gates judge decode contrasts; an authoring run has none: drop --expect."
+            )
+        contrast = self.ladder.kind_fields.get("contrast", {})
+        for flag, given, default, field in (
+            ("--boot", request.boot, DEFAULT_BOOT, "resamples"),
+            ("--boot-seed", request.seed, DEFAULT_BOOT_SEED, "seed"),
+        ):
+            if field in contrast and given not in (default, contrast[field]):
+                raise OptionError(
+                    f"{flag} {given}: the ladder pre-registers contrast.{field} = "
+                    f"{contrast[field]}; drop {flag} or change the ladder."
+                )
+
+    def bootstrap(self, request: AnalysisRequest) -> tuple[str, int, int]:
+        """The baseline cohort, resamples and seed the analysis uses."""
+        contrast = self.ladder.kind_fields.get("contrast", {})
+        return (
+            request.baseline or self.ladder.baseline,
+            int(contrast.get("resamples", request.boot)),
+            int(contrast.get("seed", request.seed)),
+        )
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        from ...analysis.authoring import analyse_at_end
+
+        baseline, boot, seed = self.bootstrap(request)
+        return analyse_at_end(run_dir, baseline, boot, seed, self.settings.pooled)
+
+    def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
+        from .status import finish_run
+
+        planned = [
+            {"cell": c.id, "subject": c.slot.treatment, "cohort": c.cohort, "task": c.task,
+             "repeat": c.repeat, "model_id": self.ladder.model_id_of(c.slot.treatment)}
+            for c in (cast(AuthoringCase, x) for x in selected)
+        ]  # fmt: skip
+        return finish_run(run_dir, planned)
+
+
+def prepare(ladder: Ladder, request: RunRequest) -> AuthoringRun:
+    """Load the tasks and cohorts the ladder names (each template checked against each task)."""
+    if request.prompts_dir is not None:
+        raise OptionError(
+            "--prompts-dir picks a decode prompt set; an authoring ladder names its tasks and "
+            "cohorts through authoring_dir: drop --prompts-dir."
+        )
+    s = settings(ladder)
+    tasks = load_tasks(s.authoring_dir / "tasks", s.tasks)
+    cohorts = load_cohorts(s.authoring_dir / "cohorts", s.cohorts, tasks)
+    return AuthoringRun(ladder, s, tasks, cohorts)

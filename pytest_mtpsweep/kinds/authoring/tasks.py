@@ -1,0 +1,100 @@
+"""Tasks: a directory each, holding the statement, the checker and the template variables.
+
+tasks/<id>/statement.md   what the subject is asked to write (the ${statement} variable)
+tasks/<id>/checker.py     a pytest file; it imports the artefact as `solution`
+tasks/<id>/task.toml      optional: more template variables (function, signature, example)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import PromptError
+from ...ladder.fields import check_key
+from ...ladder.prompts import read_text_file
+
+ARTEFACT_FILE = "solution.py"  # what the checker imports
+CHECKER_FILE = "checker.py"
+STATEMENT_FILE = "statement.md"
+TASK_FILE = "task.toml"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: its id, its template variables, and its checker's source."""
+
+    id: str
+    statement: str
+    checker: str
+    variables: Mapping[str, str] = field(default_factory=dict)
+    digest: str = ""
+
+    def template_vars(self) -> dict[str, str]:
+        return {"task": self.id, "statement": self.statement.strip(), **self.variables}
+
+
+def _variables(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    try:
+        raw = tomllib.loads(read_text_file(path, "task file"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PromptError(f"task file {path} is not valid TOML ({exc}); fix it.") from None
+    bad = [k for k, v in raw.items() if not isinstance(v, str)]
+    if bad:
+        raise PromptError(
+            f"task file {path}: {', '.join(bad)} must be strings (template variables); quote them."
+        )
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def load_task(directory: Path) -> Task:
+    """One task directory, or a one-line PromptError naming what is missing."""
+    check_key(directory.name, "task directory", directory.parent)
+    for name in (STATEMENT_FILE, CHECKER_FILE):
+        if not (directory / name).is_file():
+            raise PromptError(f"task {directory} has no {name}; add it.")
+    statement = read_text_file(directory / STATEMENT_FILE, "task statement")
+    checker = read_text_file(directory / CHECKER_FILE, "task checker")
+    if "def test" not in checker:
+        raise PromptError(
+            f"task checker {directory / CHECKER_FILE} defines no test function; write pytest "
+            "tests (def test_...) that import from solution."
+        )
+    variables = _variables(directory / TASK_FILE)
+    h = hashlib.sha256()
+    for name in (STATEMENT_FILE, CHECKER_FILE, TASK_FILE):
+        p = directory / name
+        h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
+    return Task(directory.name, statement, checker, variables, h.hexdigest())
+
+
+def load_tasks(directory: Path, wanted: Sequence[str] = ()) -> tuple[Task, ...]:
+    """The tasks of a task directory (the `wanted` ones, in that order; else all, sorted)."""
+    if not directory.is_dir():
+        raise PromptError(
+            f"task directory {directory} does not exist; set authoring_dir in the ladder to the "
+            "directory holding tasks/ and cohorts/."
+        )
+    names = list(wanted) or sorted(p.name for p in directory.iterdir() if p.is_dir())
+    missing = [n for n in names if not (directory / n).is_dir()]
+    if missing:
+        raise PromptError(
+            f"task directory {directory} has no task {', '.join(missing)}; fix the ladder's "
+            "tasks list or add the task."
+        )
+    if not names:
+        raise PromptError(f"task directory {directory} holds no task; add one directory per task.")
+    return tuple(load_task(directory / n) for n in names)
+
+
+def digest(tasks: Sequence[Task]) -> str:
+    """sha256 over the tasks' ids and files, in order: a keyed field of the run."""
+    h = hashlib.sha256()
+    for t in tasks:
+        h.update(f"{t.id}\0{t.digest}\0".encode())
+    return h.hexdigest()
