@@ -1,0 +1,68 @@
+"""The subject x cohort table, the census, and the analysis' edge (a run directory)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_mtpsweep import schema
+from pytest_mtpsweep.analysis.authoring import analyse_dir
+from pytest_mtpsweep.analysis.authoring.frame import cell_frame
+from pytest_mtpsweep.analysis.authoring.tables import census, cohort_table
+from tests.analysis.authoring.test_contrast import cell
+
+RECS = [
+    cell("s", "a", "t0", 1, schema.FIRST_ATTEMPT_GREEN, 100, 10),
+    cell("s", "a", "t1", 1, schema.GREEN_AFTER_K, 300, 30),
+    cell("s", "a", "t2", 1, schema.EXHAUSTED, 500, 50),
+    cell("s", "a", "t3", 1, schema.API_FAILURE, 0, 0)
+    | {"api_status": 500, "api_error": "HTTP 500"},
+    cell("s", "b", "t0", 1, schema.BUDGET_STOPPED, 0, 0) | {"reason": "the token budget"},
+    cell("s", "b", "t1", 1, None, 0, 0) | {"reason": "the server died"},
+]
+
+
+def test_the_table_counts_every_class_and_rates_informative_cells_only() -> None:
+    t = cohort_table(cell_frame(RECS)).set_index("cohort")
+    a = t.loc["a"]
+    assert (a.cells, a.informative, a.first_attempt_green, a.green_after_k, a.never_green) == (
+        4,
+        3,
+        1,
+        1,
+        1,
+    )
+    assert a.api_failure == 1 and a.green_rate == 2 / 3 and a.mean_prompt_tokens == 300
+    b = t.loc["b"]
+    assert (b.budget_stopped, b.no_outcome, b.informative) == (1, 1, 0)
+
+
+def test_the_census_names_each_uninformative_cell_and_why() -> None:
+    c = census(cell_frame(RECS)).set_index("cell")
+    assert c.loc["s-a-t3-r1", "class"] == "api_failure" and c.loc["s-a-t3-r1", "why"] == "HTTP 500"
+    assert (
+        c.loc["s-b-t1-r1", "class"] == "no outcome"
+        and c.loc["s-b-t1-r1", "why"] == "the server died"
+    )
+    assert c.loc["s-a-t0-r1", "class"] == "informative" and c.loc["s-a-t0-r1", "why"] == ""
+
+
+def test_a_later_record_of_a_cell_replaces_an_earlier_one(tmp_path: Path) -> None:
+    (tmp_path / schema.CELLS_DIR).mkdir()
+    recs = [*RECS, cell("s", "b", "t0", 1, schema.FIRST_ATTEMPT_GREEN)]  # the resumed cell
+    (tmp_path / schema.cells_file("01_s_c1")).write_text(
+        "".join(json.dumps(r) + "\n" for r in recs)
+    )
+    result = analyse_dir(tmp_path, "a", 1000, 42, pooled=False)
+    b = result.table.set_index("cohort").loc["b"]
+    assert b.budget_stopped == 0 and b.first_attempt_green == 1
+    out = tmp_path / schema.ANALYSIS_DIR
+    for name in (
+        schema.COHORT_TABLE_CSV,
+        schema.CONTRASTS_CSV,
+        schema.CENSUS_CSV,
+        schema.REPORT_MD,
+    ):
+        assert (out / name).is_file()
+    assert "pooled" not in (out / schema.CONTRASTS_CSV).read_text()  # never pooled unless asked
+    assert "s-a-t3-r1: api_failure (HTTP 500)" in (out / schema.REPORT_MD).read_text()

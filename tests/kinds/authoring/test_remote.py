@@ -1,0 +1,268 @@
+"""Authoring runs against remote subjects: STUB OpenAI-compatible servers started in the test
+(real HTTP servers on loopback, tests/stub_openai_server.py) that need a bearer key, fail on
+demand, and play a scripted model. Through pytest, end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mtpsweep import schema
+from tests.kinds.authoring.project import KEY_ENV, function_of, make_project, scripted
+from tests.sandbox import only_run, spawn_pytest
+from tests.stub_openai_server import Messages, Script, serve
+
+KEY = "sk-live-7f3a9c1e5b2d4f60a8e1"
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    return KEY
+
+
+@pytest.fixture
+def stub(key: str) -> Iterator[tuple[Script, str]]:
+    script = Script(reply=scripted, key=key)
+    with serve(script) as url:
+        yield script, url
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("experiments/", "--ladder=tiny", *args)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def every_file(root: Path) -> Iterator[Path]:
+    return (p for p in root.rglob("*") if p.is_file())
+
+
+class TestTwoRemoteSubjects:
+    def test_cells_turns_scores_report_and_no_key_anywhere(
+        self, pytester: pytest.Pytester, key: str
+    ) -> None:
+        alpha, beta = Script(reply=scripted, key=key), Script(reply=scripted, key=key)
+        with serve(alpha) as a, serve(beta) as b:
+            make_project(pytester, {"alpha": a, "beta": b})
+            result = run(pytester)
+        result.assert_outcomes(passed=16)
+        rd = only_run(pytester.path)
+        assert (rd / schema.RUN_STATUS_FILE).read_text().splitlines()[0] == schema.RUN_OK
+        cells = [r for f in sorted((rd / schema.CELLS_DIR).glob("*.jsonl")) for r in lines(f)]
+        assert len(cells) == 16 and {c["subject"] for c in cells} == {"alpha", "beta"}
+        for c in cells:
+            assert set(schema.CELL_IDENTITY_FIELDS) | set(schema.CELL_FIELDS) <= c.keys()
+            assert c["model_id"] == "stub-model" and c["valid"] is True
+            want = schema.GREEN_AFTER_K if c["cohort"] == "plain" else schema.FIRST_ATTEMPT_GREEN
+            assert c["outcome"] == want and c["green_turn"] == (2 if c["cohort"] == "plain" else 1)
+            assert (rd / str(c["conversation"])).is_file()
+        turns = [r for f in sorted((rd / schema.TURNS_DIR).glob("*.jsonl")) for r in lines(f)]
+        assert len(turns) == 2 * (4 * 2 + 4 * 1)
+        first = next(t for t in turns if t["cohort"] == "plain" and t["turn"] == 1)
+        assert (first["verdict"] == "fail" and first["error_first_line"] == "assert -1 == 5") or (
+            first["error_first_line"] == "assert 4 == -4"
+        )
+        assert first["artefact_sha256"] and first["prompt_tokens"] and first["feedback_chars"]
+        convo = json.loads((rd / str(cells[0]["conversation"])).read_text())
+        assert [m["role"] for m in convo["messages"]][:2] == ["user", "assistant"]
+        with (rd / schema.SCORES_CSV).open() as f:
+            scores = list(csv.DictReader(f))
+        assert len(scores) == 16 and list(scores[0]) == list(schema.SCORES_COLUMNS)
+        report = (rd / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
+        assert "alpha: doctest vs plain, first-attempt green (pp): +100.0 pp" in report
+        assert "beta: doctest vs plain" in report
+        assert "All 2 subjects point the same way on every endpoint." in report
+        result.stdout.fnmatch_lines(["*alpha*plain*4*0*4*0*", "RUN_STATUS: ok"])
+        # the key: sent on every request, written nowhere, printed nowhere
+        assert alpha.unauthorised == beta.unauthorised == 0 and len(alpha.requests) == 13
+        assert KEY not in result.stdout.str() + result.stderr.str()
+        for path in every_file(rd):
+            assert KEY.encode() not in path.read_bytes(), path
+        plan = json.loads((rd / schema.PLAN_FILE).read_text())
+        assert {s["api_key_env"] for s in plan["subjects"]} == {KEY_ENV}
+
+    def test_without_the_key_the_session_fails_and_says_which_variable(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        script, url = stub
+        monkeypatch.delenv(KEY_ENV)
+        make_project(pytester, {"alpha": url})
+        result = run(pytester)
+        result.stdout.fnmatch_lines([f"*{KEY_ENV}*is not set*"])
+        assert not script.requests
+
+
+class TestApiFaults:
+    def test_429_then_success_is_retried_and_counted(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        script, url = stub
+        script.retry_after = "0"
+        script.faults.extend([429, 429])  # the first turn of the first cell (no warm-up)
+        make_project(pytester, {"alpha": url}, repeats=1)
+        run(pytester, "--no-warmup").assert_outcomes(passed=4)
+        rd = only_run(pytester.path)
+        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        assert turns[0]["api_retried"] == ["429", "429"] and turns[0]["api_tries"] == 3
+        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        assert cells[0]["api_retries"] == 2 and cells[0]["outcome"] == schema.GREEN_AFTER_K
+
+    def test_a_terminal_500_is_api_failure_with_zero_tokens_and_not_rerun(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        script, url = stub
+        script.faults.extend([500] * 3)  # the first turn of the first cell: 1 try + 2 retries
+        make_project(pytester, {"alpha": url}, repeats=1)
+        result = run(pytester, "--no-warmup")
+        result.assert_outcomes(passed=4)  # an api_failure is an outcome: the test passes
+        rd = only_run(pytester.path)
+        cell = lines(rd / schema.cells_file("01_alpha_c1"))[0]
+        assert cell["outcome"] == schema.API_FAILURE and cell["api_status"] == 500
+        assert cell["prompt_tokens"] == 0 and cell["completion_tokens"] == 0
+        assert "after 2 retries" in str(cell["api_error"])
+        status = (rd / schema.RUN_STATUS_FILE).read_text()
+        assert (
+            status.startswith("ok\n")
+            and f"1 api_failure (an outcome, not informative): {cell['cell']}" in status
+        )
+        report = (rd / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
+        assert f"{cell['cell']}: api_failure (HTTP 500" in report
+
+    def test_a_reply_without_choices_is_api_failure(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        script, url = stub
+        script.faults.append("empty")
+        make_project(pytester, {"alpha": url}, repeats=1)
+        run(pytester, "--no-warmup").assert_outcomes(passed=4)
+        cell = lines(only_run(pytester.path) / schema.cells_file("01_alpha_c1"))[0]
+        assert cell["outcome"] == schema.API_FAILURE
+        assert cell["api_error"] == "the response holds no choices" and cell["api_status"] == 200
+
+
+class TestBudget:
+    def test_a_small_budget_stops_before_exceeding_it_and_names_the_cells(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        _, url = stub
+        make_project(pytester, {"alpha": url})
+        result = run(pytester, "--token-budget", "700")
+        rd = only_run(pytester.path)
+        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        spent = sum(int(t["prompt_tokens"] or 0) + int(t["completion_tokens"] or 0) for t in turns)
+        session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
+        assert spent + session["warmup_tokens"] <= 700
+        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        stopped = [c["cell"] for c in cells if c["outcome"] == schema.BUDGET_STOPPED]
+        assert stopped and len(cells) == 8
+        status = (rd / schema.RUN_STATUS_FILE).read_text().splitlines()
+        assert status[0] == schema.RUN_PARTIAL
+        assert any(line.startswith(f"{len(stopped)} budget_stopped") for line in status)
+        assert all(c in "\n".join(status) for c in stopped)
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("skipped") == len(stopped)
+        result.stdout.fnmatch_lines(["RUN_STATUS: partial", f"*{len(stopped)} budget_stopped*"])
+        assert not (rd / schema.STOPPED_FILE).exists()  # a budget is not a protocol fault
+
+    def test_resume_with_a_larger_budget_runs_only_the_cells_without_a_final_outcome(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        script, url = stub
+        make_project(pytester, {"alpha": url})
+        run(pytester, "--token-budget", "700")
+        rd = only_run(pytester.path)
+        before = {c["cell"]: c for c in lines(rd / schema.cells_file("01_alpha_c1"))}
+        final = {k for k, c in before.items() if c["outcome"] in schema.FINAL_OUTCOMES}
+        asked = len(script.requests)
+        result = run(pytester, "--resume", str(rd), "--token-budget", "100000")
+        result.assert_outcomes(passed=8 - len(final), skipped=len(final))
+        after = lines(rd / schema.cells_file("01_alpha_c1"))
+        rerun = [c for c in after if c["attempt"] == 1]
+        assert {c["cell"] for c in rerun} == set(before) - final
+        assert all(c["outcome"] in schema.FINAL_OUTCOMES for c in rerun)
+        assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
+        # only the re-run cells were asked again (and one warm-up)
+        firsts = [
+            m for m in script.requests[asked:] if len(m) == 1 and "hello" not in m[0]["content"]
+        ]
+        assert len(firsts) == len(set(before) - final)
+        assert (rd / schema.QUARANTINE_DIR / "01_alpha_c1" / schema.QUARANTINE_REASON).is_file()
+
+
+def test_k_selects_by_subject_cohort_and_task(pytester: pytest.Pytester, key: str) -> None:
+    make_project(pytester, {"alpha": "http://127.0.0.1:9", "beta": "http://127.0.0.1:9"})
+
+    def ids(expr: str) -> list[str]:
+        out = run(pytester, "--collect-only", "-q", "-k", expr).outlines
+        return [x.split("[", 1)[1].rstrip("]") for x in out if "::test_authoring[" in x]
+
+    assert len(ids("alpha")) == 8 and all(i.startswith("alpha-") for i in ids("alpha"))
+    assert sorted(ids("beta and doctest and t_neg")) == [
+        "beta-doctest-t_neg-r1",
+        "beta-doctest-t_neg-r2",
+    ]
+    assert len(ids("plain")) == 8 and len(ids("r2")) == 8
+    every = ids("alpha or beta")
+    assert every[:4] == ["alpha-plain-t_add-r1", "alpha-doctest-t_add-r1", "alpha-doctest-t_neg-r1",
+                         "alpha-plain-t_neg-r1"]  # fmt: skip
+    assert function_of([{"role": "user", "content": "add(a, b)"}]) == "add"
+
+
+def test_resume_after_a_kill_reruns_only_the_cells_without_an_outcome(
+    pytester: pytest.Pytester, stub: tuple[Script, str]
+) -> None:
+    script, url = stub
+    gate = threading.Event()
+
+    def reply(messages: Messages) -> str:
+        if "neg(" in messages[0]["content"] and not gate.is_set():
+            gate.wait(120)  # the third cell hangs until pytest has been killed
+        return scripted(messages)
+
+    script.reply = reply
+    make_project(pytester, {"alpha": url})
+    proc = spawn_pytest(pytester.path, "experiments/", "--ladder=tiny")
+    try:
+        deadline = time.monotonic() + 180
+        cells_path: Path | None = None
+        while time.monotonic() < deadline:
+            found = list(pytester.path.glob(f"runs/tiny/*/{schema.cells_file('01_alpha_c1')}"))
+            if found and len(found[0].read_text().splitlines()) >= 2:
+                cells_path = found[0]
+                break
+            assert proc.poll() is None, (pytester.path / "run.log").read_text()
+            time.sleep(0.05)
+        assert cells_path is not None, "two cells were not recorded in time"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        gate.set()
+    rd = only_run(pytester.path)
+    before = lines(cells_path)
+    assert [c["cell"] for c in before] == ["alpha-plain-t_add-r1", "alpha-doctest-t_add-r1"]
+    result = run(pytester, "--resume", str(rd))
+    result.assert_outcomes(passed=6, skipped=2)
+    after = lines(cells_path)
+    assert after[:2] == before  # appended to, never rewritten
+    assert {c["cell"] for c in after if c["attempt"] == 1} == {
+        f"alpha-{c}-{t}-r{r}"
+        for c in ("plain", "doctest")
+        for t in ("t_add", "t_neg")
+        for r in (1, 2)
+    } - {c["cell"] for c in before}
+    assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
+    # the killed cell's first turn is on disk (attempt 0) and its cell ran again in attempt 1
+    turns = lines(rd / schema.turns_file("01_alpha_c1"))
+    assert {(t["cell"], t["attempt"]) for t in turns} >= {("alpha-doctest-t_neg-r1", 1)}
