@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pytest_mtpsweep import schema
 from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
 from pytest_mtpsweep.analysis.gates import evaluate_expectations, parse_expectation
 from pytest_mtpsweep.analysis.io import analyse_run, load_and_analyse
@@ -34,7 +36,41 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return run
 
 
+def _authoring(args: argparse.Namespace) -> int | None:
+    """An authoring run has its own analysis; None when the run is not one."""
+    runs = [Path(p) for p in args.runs]
+    kinds = []
+    for run in runs:
+        try:
+            kinds.append(json.loads((run / schema.PLAN_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            kinds.append({})
+    if not any(k.get("kind") == "authoring" for k in kinds):
+        return None
+    if len(runs) > 1 or args.pool or args.expect or args.out:
+        raise AnalysisError(
+            "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
+            "--expect, --out and the other runs"
+        )
+    from pytest_mtpsweep.analysis.authoring import analyse_dir
+
+    plan = kinds[0]
+    registered = plan.get("contrast") or {}
+    boot = args.boot if args.boot != DEFAULT_BOOT else registered.get("resamples", args.boot)
+    seed = (
+        args.boot_seed if args.boot_seed != DEFAULT_SEED else registered.get("seed", args.boot_seed)
+    )
+    baseline = args.baseline or plan.get("baseline_cohort") or ""
+    result = analyse_dir(runs[0], baseline, int(boot), int(seed), bool(registered.get("pooled")))
+    print(result.headline)
+    print(f"outputs: {result.out_dir}")
+    return EXIT_OK
+
+
 def _analyse(args: argparse.Namespace) -> int:
+    authoring = _authoring(args)
+    if authoring is not None:
+        return authoring
     # Check gate syntax before spending time on the bootstrap.
     gates = [parse_expectation(text) for text in args.expect]
     result = analyse_run(

@@ -53,6 +53,7 @@ def plan_fields(
         "token_budget": s.token_budget,
         "feedback_chars": s.feedback_chars,
         "checker_limits": limits_text(s.checker),
+        "contrast": {"resamples": s.resamples, "seed": s.boot_seed, "pooled": s.pooled},
         "cell_order": [f"{c}-{t}-r{r}" for c, t, r in order],
     }
 

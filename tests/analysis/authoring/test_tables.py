@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.analysis.authoring import analyse_dir
 from pytest_mtpsweep.analysis.authoring.frame import cell_frame
@@ -66,3 +68,25 @@ def test_a_later_record_of_a_cell_replaces_an_earlier_one(tmp_path: Path) -> Non
         assert (out / name).is_file()
     assert "pooled" not in (out / schema.CONTRASTS_CSV).read_text()  # never pooled unless asked
     assert "s-a-t3-r1: api_failure (HTTP 500)" in (out / schema.REPORT_MD).read_text()
+
+
+def test_mtpsweep_analyse_runs_the_authoring_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_mtpsweep.analysis.cli import run_cli
+
+    (tmp_path / schema.CELLS_DIR).mkdir()
+    (tmp_path / schema.cells_file("01_s_c1")).write_text(
+        "".join(json.dumps(r) + "\n" for r in RECS)
+    )
+    plan = {"kind": "authoring", "baseline_cohort": "a", "contrast": {"resamples": 1000, "seed": 7}}
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps(plan))
+    assert run_cli(["analyse", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "s: b vs a" in out
+        and "(1000 resamples, seed 7)"
+        in (tmp_path / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
+    )
+    assert run_cli(["analyse", str(tmp_path), "--pool"]) == 2
+    assert "analysed on its own" in capsys.readouterr().err

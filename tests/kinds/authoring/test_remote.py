@@ -10,10 +10,12 @@ import os
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from pytest_mtpsweep import schema
@@ -266,3 +268,41 @@ def test_resume_after_a_kill_reruns_only_the_cells_without_an_outcome(
     # the killed cell's first turn is on disk (attempt 0) and its cell ran again in attempt 1
     turns = lines(rd / schema.turns_file("01_alpha_c1"))
     assert {(t["cell"], t["attempt"]) for t in turns} >= {("alpha-doctest-t_neg-r1", 1)}
+
+
+def test_hostile_artefacts_end_as_outcomes_and_the_run_completes(
+    pytester: pytest.Pytester, stub: tuple[Script, str]
+) -> None:
+    script, url = stub
+    marker = f"hostile-{uuid.uuid4().hex}"
+    hostile = {
+        "plain": "import os\nwhile True:\n    try:\n        if os.fork() == 0:\n"
+        f"            os.execv('/bin/sleep', ['/bin/sleep', '300', {marker!r}])\n"
+        "    except OSError:\n        pass\n",
+        "doctest": "import sys\nsys.stdout.write('y' * (100 << 20))\nwhile True:\n    pass\n",
+    }
+
+    def reply(messages: Messages) -> str:
+        if "add(" not in messages[0]["content"]:
+            return scripted(messages)
+        cohort = "doctest" if "docstring" in messages[0]["content"] else "plain"
+        return f"```python\n{hostile[cohort]}```"
+
+    script.reply = reply
+    make_project(pytester, {"alpha": url}, repeats=1)
+    run(pytester, "--no-warmup").assert_outcomes(passed=4)
+    rd = only_run(pytester.path)
+    cells = {c["cell"]: c for c in lines(rd / schema.cells_file("01_alpha_c1"))}
+    for cohort in ("plain", "doctest"):
+        assert cells[f"alpha-{cohort}-t_add-r1"]["outcome"] == schema.EXHAUSTED
+    turns = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["task"] == "t_add"]
+    assert len(turns) == 4 and all(t["verdict"] == schema.VERDICT_FAIL for t in turns)
+    assert all(t["check_reason"] for t in turns), [t["check_reason"] for t in turns]
+    # the model was told why, in a message no longer than the ladder allows
+    convo = json.loads((rd / str(cells["alpha-plain-t_add-r1"]["conversation"])).read_text())
+    assert convo["messages"][2]["content"].startswith("check: the check was stopped: ")
+    assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
+    time.sleep(0.2)
+    assert not [
+        p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])
+    ]
