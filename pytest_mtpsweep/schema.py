@@ -336,90 +336,30 @@ VERDICT_NOT_CHECKED = "not_checked"  # no reply came back
 RUN_OK, RUN_PARTIAL, RUN_STOPPED = "ok", "partial", "stopped"
 
 # Which cell of which session: every authoring turn and cell record starts with these.
+# `attempt` is 0 for the first invocation, n after the n-th --resume.
 CELL_IDENTITY_FIELDS: tuple[str, ...] = (
-    "run_id",
-    "ladder",
-    "session",
-    "subject",
-    "model_id",
-    "cohort",
-    "task",
-    "repeat",
-    "cell",
-    "position",
-    "attempt",  # 0 for the first invocation, n after the n-th --resume
-)
+    "run_id", "ladder", "session", "subject", "model_id", "cohort", "task", "repeat", "cell",
+    "position", "attempt",
+)  # fmt: skip
+# latency_s: the successful (or last) try, send to full response; request_s: every try and wait;
+# api_retried: the HTTP status (or error name) of each retried try.
 TURN_FIELDS: tuple[str, ...] = (
-    "turn",
-    "started_at",
-    "latency_s",  # the successful (or last) request, send to full response
-    "request_s",  # all tries of this turn, backoff included
-    "api_tries",
-    "api_retried",  # HTTP status (or "reset") of each retried try
-    "http_status",
-    "api_error",
-    "prompt_tokens",
-    "completion_tokens",
-    "finish_reason",
-    "response_model",
-    "reasoning_chars",
-    "content_chars",
-    "artefact_sha256",
-    "artefact_bytes",
-    "verdict",
-    "exit_code",
-    "check_s",
-    "check_reason",
-    "error_first_line",
-    "feedback_chars",
-)
+    "turn", "started_at", "latency_s", "request_s", "api_tries", "api_retried", "http_status",
+    "api_error", "prompt_tokens", "completion_tokens", "finish_reason", "response_model",
+    "reasoning_chars", "content_chars", "artefact_sha256", "artefact_bytes", "verdict",
+    "exit_code", "check_s", "check_reason", "error_first_line", "feedback_chars",
+)  # fmt: skip
+# green_turn: the k of green_after_k (1 for first_attempt_green).
 CELL_FIELDS: tuple[str, ...] = (
-    "valid",
-    "reason",
-    "outcome",
-    "green_turn",  # k of green_after_k (1 for first_attempt_green)
-    "turns_used",
-    "prompt_tokens",
-    "completion_tokens",
-    "api_retries",
-    "api_status",
-    "api_error",
-    "checker_error",
-    "started_at",
-    "ended_at",
-    "conversation",
-)
-# Sessions of an authoring run pool only when these are identical.
-AUTHORING_KEYED_FIELDS: tuple[str, ...] = (
-    "ladder",
-    "seed",
-    "max_tokens",
-    "temperature",
-    "max_turns",
-    "task_set_digest",
-    "cohort_set_digest",
-    "checker_limits",
-    "server_build",
-    "placement",
-)
+    "valid", "reason", "outcome", "green_turn", "turns_used", "prompt_tokens",
+    "completion_tokens", "api_retries", "api_status", "api_error", "checker_error", "started_at",
+    "ended_at", "conversation",
+)  # fmt: skip
 SCORES_COLUMNS: tuple[str, ...] = (
-    "subject",
-    "model_id",
-    "cohort",
-    "task",
-    "repeat",
-    "cell",
-    "outcome",
-    "green_turn",
-    "turns_used",
-    "prompt_tokens",
-    "completion_tokens",
-    "api_retries",
-    "api_status",
-    "api_error",
-    "checker_error",
-    "attempt",
-)
+    "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",
+    "turns_used", "prompt_tokens", "completion_tokens", "api_retries", "api_status", "api_error",
+    "checker_error", "attempt",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

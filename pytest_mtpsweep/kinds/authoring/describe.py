@@ -67,7 +67,12 @@ def prereg_lines(
     own = ladder.prereg.primary_contrasts
     contrasts = "; ".join(own) if own else "; ".join(f"{c} vs {base}" for c in others)
     subjects = ", ".join(ladder.treatment_keys)
-    budget = f"{s.token_budget} tokens" if s.token_budget else "none"
+    budget = (
+        f"{s.token_budget} tokens for the whole run; a turn is sent only if it cannot take the "
+        "run past it."
+        if s.token_budget
+        else "none."
+    )
     return [
         f"- Subjects: {subjects}; each analysed on its own, side by side, never pooled"
         + (" (a pooled estimate is also reported, as the ladder asks)." if s.pooled else "."),
@@ -83,7 +88,7 @@ def prereg_lines(
         f"- Intervals: cluster bootstrap over tasks, {s.resamples} resamples, seed "
         f"{s.boot_seed}, 95 % percentile interval.",
         f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
-        f"- Token budget: {budget}; a turn is sent only if it cannot take the run past it.",
+        f"- Token budget: {budget}",
         f"- Multiplicity: {ladder.prereg.multiplicity or _multiplicity(len(others), ladder)}",
     ]
 
