@@ -3,16 +3,21 @@ run's secrets never reach it, and no process of it is left behind."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import psutil
 import pytest
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring.ladder import CheckerLimits
-from pytest_mtpsweep.kinds.authoring.sandbox import Check, probe, run_check, scrubbed_env
+from pytest_mtpsweep.kinds.authoring.sandbox import JAIL, Check, probe, run_check, scrubbed_env
 
 CHECKER = "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 GOOD = "def add(a, b):\n    return a + b\n"
@@ -194,3 +199,67 @@ def test_the_probe_reports_what_is_isolated() -> None:
     assert c.verdict == schema.VERDICT_PASS, c.output
     assert c.isolation.get("network") in ("namespace", "host")
     assert c.isolation.get("pids") in ("namespace", "process group")
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not SYSTEM_PYTHON.exists(),
+    reason="needs root (to become an unprivileged user with setpriv) and a system python3",
+)
+def test_the_jail_of_an_unprivileged_user() -> None:
+    """What a CI machine (not root) gets: a user namespace around the others, where granted."""
+    tmp = Path(tempfile.mkdtemp(prefix="mtpsweep-jailtest-"))
+    try:
+        top = tmp / "j"
+        (top / "stage").mkdir(parents=True)
+        (top / "box").mkdir()
+        (top / "stage" / "solution.py").write_text("x = 1\n")
+        shutil.copy(JAIL, top / "jail.py")
+        for p in (tmp, top, *top.rglob("*")):
+            os.chown(p, 65534, 65534)
+        os.chmod(tmp, 0o755)
+        out, report = _jail_as_nobody(top)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    words = out.stdout.split()
+    assert "WROTE" not in words and not Path("/tmp/jail-escape").exists()
+    if report.get("userns"):
+        assert report["network"] == "namespace" and report["pids"] == "namespace"
+        assert report["user"] == "namespace root" and words[-1] == "3"  # sh, ls, grep: own /proc
+        assert "x = 1" in out.stdout and int(words[2]) <= 64  # Max processes <soft> ...
+    else:
+        assert report["network"] == "host"  # the README's "not isolated" case
+
+
+def _jail_as_nobody(top: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    script = (
+        "touch /tmp/jail-escape 2>/dev/null && echo WROTE; grep 'Max processes' /proc/self/limits; "
+        "cat solution.py; "
+        "ls /proc | grep -c '^[0-9]'"
+    )
+    r, w = os.pipe()
+    cfg = {
+        "stage": str(top / "stage"),
+        "box": str(top / "box"),
+        "argv": ["/bin/sh", "-c", script],
+        "env": {"PATH": "/usr/bin:/bin"},
+        "report_fd": w,
+        "expose": [],
+        "cpu_s": 5,
+        "memory_mib": 512,
+        "file_mib": 4,
+        "tmp_mib": 8,
+        "nproc": 16,
+    }
+    become = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    jail = [str(SYSTEM_PYTHON), "-I", "-S", str(top / "jail.py"), json.dumps(cfg)]
+    out = subprocess.run(
+        [*become, *jail], pass_fds=(w,), capture_output=True, text=True, timeout=60, check=False
+    )
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        report = json.loads(f.read() or b"{}")
+    return out, report
