@@ -286,7 +286,6 @@ CELLS_DIR = "cells"
 TURNS_DIR = "turns"
 CONVERSATIONS_DIR = "conversations"
 SCORES_CSV = "scores.csv"
-AUTHORING_SUBDIRS = (CELLS_DIR, TURNS_DIR, CONVERSATIONS_DIR)
 
 
 def cells_file(session: str) -> str:

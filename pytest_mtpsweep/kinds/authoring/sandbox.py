@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +57,6 @@ class Check:
     reason: str | None  # beyond failed tests: a timeout, a limit, too much output
     output: str  # capped; the work directory's path replaced by "."
     isolation: Mapping[str, Any] = field(default_factory=dict)
-
-    def fields(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def scrubbed_env(workdir: str) -> dict[str, str]:
