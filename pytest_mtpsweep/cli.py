@@ -17,7 +17,8 @@ from .errors import UserError
 
 
 def _provision(args: argparse.Namespace) -> int:
-    from .rig import provision
+    from .errors import ProvisionError
+    from .rig import models, provision
     from .rig.version import build_id
 
     t0 = time.monotonic()
@@ -32,8 +33,19 @@ def _provision(args: argparse.Namespace) -> int:
             f"{provision.INSTALL_COMMAND}"
         )
     if not args.no_model:
-        model = provision.default_model_path()
-        print(f"model:   {model}  ({model.stat().st_size:,} bytes, sha256 checked)")
+        for name in args.model or [provision.EMBEDDED_MODEL]:
+            embedded = models.lookup(name)
+            if embedded is None:
+                raise ProvisionError(
+                    f"--model {name}: provision assembles embedded models only; use one of "
+                    f"{', '.join(models.PREFIX + n for n in models.MODELS)}."
+                )
+            t1 = time.monotonic()
+            path = provision.model_path(embedded)
+            print(
+                f"model:   {path}  ({path.stat().st_size:,} bytes, sha256 checked, "
+                f"{time.monotonic() - t1:.1f} s; {embedded.upstream}; {embedded.licence})"
+            )
     print(f"ready in {time.monotonic() - t0:.2f} s")
     return 0
 
@@ -70,7 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("provision", help="locate llama-server and assemble the default model")
     p.add_argument("--server-bin", help="an explicit llama-server executable")
-    p.add_argument("--no-model", action="store_true", help="do not assemble the default model")
+    p.add_argument("--no-model", action="store_true", help="do not assemble any model")
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="embedded:NAME",
+        help="assemble this embedded model (repeatable; default: the embedded default)",
+    )
     p.set_defaults(func=_provision)
     analysis_cli.register(sub)
     p = sub.add_parser("preflight", help="run a ladder's preflight checks; start nothing")

@@ -257,6 +257,9 @@ class SessionFile(TypedDict, total=False):
     valid: int
     failed: int
     length_prompts: list[str]
+    degenerate_prompts: list[str]
+    chat_template_sha256: str | None
+    chat_template_first_line: str | None
     released: bool | str  # "not applicable: attached" for a server the harness did not start
     quarantined: str | None
     base_url: str

@@ -41,7 +41,12 @@ TOP: Spec = {
     "preregistration": (dict, False),
     "reasoning_expected": (bool, False),
 }
-MODEL: Spec = {"path": (str, False), "id": (str, True), "requires": (str, False)}
+MODEL: Spec = {
+    "path": (str, False),
+    "id": (str, True),
+    "requires": (str, False),
+    "chat_template_sha256": (str, False),
+}
 SERVER: Spec = {
     "bin": (str, False),
     "args": (list, False),
@@ -168,6 +173,7 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         model=model.get("path", ""),
         model_id=model["id"],
         requires_model=model.get("requires", ""),
+        chat_template_sha256=model.get("chat_template_sha256"),
         server_bin=server.get("bin"),
         server_args=str_list(server.get("args", []), "server.args", path),
         host=server.get("host", "127.0.0.1"),

@@ -113,6 +113,7 @@ class Ladder:
     placement: str
     note: str
     requires_model: str
+    chat_template_sha256: str | None = None  # the template the model must be served with
     kind: str = "decode"
     kind_fields: Mapping[str, Any] = field(default_factory=dict)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..rig.digests import default_digest_cache
 from ..rig.gpu import load_nvml
 from .artefacts import (
+    check_chat_template,
     check_harness,
     check_ladder_file,
     check_launchers,
@@ -83,6 +84,7 @@ class PreflightInputs:
     package_version: str
     # the experiment kind's own items (a decode run's prompt set, an authoring run's tasks)
     kind_items: tuple[PreflightItem, ...] = ()
+    chat_template_pin: str | None = None
 
 
 def run_preflight(
@@ -107,6 +109,11 @@ def run_preflight(
         check_inactive_processes(inputs.must_be_inactive_processes),
         check_inactive_units(inputs.must_be_inactive_units),
         *check_models(inputs.model_files, cache=cache, verify=verify_digests),
+        *(
+            [check_chat_template(inputs.model_files[0], inputs.chat_template_pin)]
+            if inputs.model_files
+            else []
+        ),
         check_server_version(inputs.server_bin, inputs.expected_build),
         *check_launchers(inputs.launchers),
         check_harness(inputs.package_version, inputs.experiments_dir),
@@ -129,6 +136,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
         "inactive_processes",
         "inactive_units",
         *model_names(inputs.model_files),
+        *(["chat_template"] if inputs.model_files else []),
         "server_version",
         *(f"launcher:{name}" for name in inputs.launchers),
         "harness",

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..rig.digests import file_digest
+from ..rig.gguf import CHAT_TEMPLATE, GGUFError, read_metadata, template_identity
 from ..rig.version import build_matches, parse_server_version, version_output
 from .items import FAIL, PASS, SKIP, PreflightItem, make_item, nearest_existing, one_line
 
@@ -204,3 +205,27 @@ def _git(directory: Path, *args: str) -> subprocess.CompletedProcess[str] | None
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def check_chat_template(model: Path, pin: str | None) -> PreflightItem:
+    """The chat template the model file carries (llama-server serves it unless told otherwise)."""
+    expected = f"sha256 {pin}" if pin else "recorded (none pinned)"
+    try:
+        meta = read_metadata(model, [CHAT_TEMPLATE])
+    except (OSError, GGUFError) as exc:
+        fix = f"Check that {model} is a GGUF model file."
+        return make_item("chat_template", expected, f"unreadable: {exc}", FAIL, fix=fix)
+    sha, first = template_identity(meta.get(CHAT_TEMPLATE))
+    if sha is None:
+        observed = (
+            "none in the GGUF: llama-server falls back to ChatML, which this model may not know"
+        )
+    else:
+        observed = f"sha256 {sha}; first line {first!r}"
+    if pin is None or pin.strip().lower() == sha:
+        return make_item("chat_template", expected, observed, PASS)
+    fix = (
+        "Serve the model with the pinned template (--chat-template-file), or pin "
+        f"chat_template_sha256 = {sha!r} if this template is the one you mean."
+    )
+    return make_item("chat_template", expected, observed, FAIL, fix=fix)

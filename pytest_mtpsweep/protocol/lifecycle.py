@@ -12,6 +12,7 @@ import httpx
 from .. import rig, schema
 from ..errors import ServerError
 from ..ladder.plan import SessionSlot
+from ..rig.gguf import template_identity
 from .context import (
     CALIBRATION_PROMPT,
     CALIBRATION_TOKENS,
@@ -150,7 +151,7 @@ def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
         live.ctx.treatment_args(live.slot),
         info.get("n_ctx"),
         live.ctx.ladder.ctx_size,
-    )
+    ) or _template_witness(live, info.get("props_start") or {})
     if error:
         info["error"] = error
         raise ServerError(error)
@@ -177,10 +178,25 @@ def _witness(live: LiveSession) -> None:
     )
     error = startup_error(
         argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
-    )
+    ) or _template_witness(live, props)
     if error:
         info["error"] = error
         raise ServerError(error)
+
+
+def _template_witness(live: LiveSession, props: dict[str, Any]) -> str | None:
+    """Record the chat template the server really uses; refuse one the ladder did not pin."""
+    template = props.get("chat_template")
+    sha, first = template_identity(template if isinstance(template, str) else None)
+    live.info["chat_template_sha256"] = sha
+    live.info["chat_template_first_line"] = first
+    pin = live.ctx.ladder.chat_template_sha256
+    if pin and sha is not None and pin.strip().lower() != sha:
+        return (
+            f"the server uses chat template sha256 {sha} (first line {first!r}), not the pinned "
+            f"{pin}; serve the pinned template or change chat_template_sha256 in the ladder."
+        )
+    return None
 
 
 def _warm_up(live: LiveSession, calibrates: bool) -> None:

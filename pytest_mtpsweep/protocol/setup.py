@@ -82,6 +82,7 @@ def preflight(
         ladder_file=ladder.path,
         package_version=__version__,
         kind_items=kind.preflight_items(),
+        chat_template_pin=ladder.chat_template_sha256,
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

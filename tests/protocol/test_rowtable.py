@@ -35,6 +35,7 @@ def test_row_from_session_facts() -> None:
         "m-none",
         "16/16/0",
         "prose_05,prose_07",
+        "-",
         "-1.0",
         "yes",
     ]
@@ -62,3 +63,13 @@ def test_many_truncations_are_counted_and_problems_noted() -> None:
     assert "9 prompts" in first
     assert second.split("NO", 1)[1].strip() == "re-run; quarantined: partial census: 1 of 2"
     assert " - " in second  # no load time, no drift
+
+
+def test_degenerate_answers_are_counted() -> None:
+    row = session_row(
+        info(degenerate_prompts=["prose_01", "prose_02"], ordinal=1, cycle=1, treatment="none")
+    )
+    assert row["degenerate"] == 2
+    head, line = render([row]).splitlines()
+    col = head.index("degen")
+    assert line[col : col + 5].strip() == "2"

@@ -11,7 +11,8 @@ from ...ladder.load import parse_treatments
 from ...ladder.model import SUBSETS, Ladder, Treatment
 from .. import KindSpec
 
-FIELDS: Spec = {"prompt_set": (str, False), "subset": (str, False)}
+FIELDS: Spec = {"prompt_set": (str, False), "subset": (str, False), "degenerate": (str, False)}
+DEGENERATE_RULES = ("flag", "stop")
 
 
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
@@ -31,6 +32,11 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         raise LadderError(
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
             f"({', '.join(keys)}); name one of them."
+        )
+    rule = ladder.kind_fields.get("degenerate", "flag")
+    if rule not in DEGENERATE_RULES:
+        raise LadderError(
+            f"{where}: field 'degenerate' is {rule!r}; use flag (record it) or stop (a stop rule)."
         )
     subset = ladder.kind_fields.get("subset", "both")
     if subset not in SUBSETS:

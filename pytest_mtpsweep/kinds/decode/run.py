@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_diges
 from ...options import AnalysisRequest, RunRequest
 from ...preflight import PreflightItem, check_prompt_set
 from .. import EndAnalysis, Outcome
+from .degeneracy import degenerate
 from .markers import stop_marker
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ class DecodeRun:
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
         m = rig.stream_chat(live.http, live.base_url, case.prompt.text, live.request_spec())
+        # Judged after the stream has ended, so it never lands inside a timed interval.
+        if m.valid:
+            m = replace(m, degenerate=degenerate(case.prompt.text, m.content))
         return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder))
 
     def unmeasured(self, live: LiveSession, case: DecodeCase, reason: str) -> Outcome:
@@ -123,10 +127,15 @@ class DecodeRun:
         )
         if m.finish_reason == "length":
             live.extra.setdefault("length_prompts", []).append(case.prompt.id)
+        if m.degenerate:
+            live.extra.setdefault("degenerate_prompts", []).append(case.prompt.id)
         return Outcome(m, marker)
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
-        return {"length_prompts": list(live.extra.get("length_prompts", []))}
+        return {
+            "length_prompts": list(live.extra.get("length_prompts", [])),
+            "degenerate_prompts": list(live.extra.get("degenerate_prompts", [])),
+        }
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
