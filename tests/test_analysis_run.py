@@ -43,7 +43,7 @@ def records(design: Design = DESIGN, **effects: float) -> list[dict[str, Any]]:
 
 def analyse(run: Path | list[Path], **kwargs: Any) -> Any:
     runs = run if isinstance(run, list) else [run]
-    return analyse_run(runs, boot=kwargs.pop("boot", 200), **kwargs)
+    return analyse_run(runs, boot=kwargs.pop("boot", 1000), **kwargs)
 
 
 def exclusions(result: Any) -> dict[str, int]:

@@ -37,7 +37,7 @@ def run(
     design: Design,
     rate: RateFn,
     *,
-    boot: int = 200,
+    boot: int = 1000,
     seed: int = 42,
     interval: RateFn | None = None,
 ) -> AnalysisResult:
@@ -65,7 +65,7 @@ class TestEffectRecovery:
             for column in ("pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high",
                            "arith_pct_change", "t_ci_low", "t_ci_high"):  # fmt: skip
                 assert row[column] == pytest.approx(expected, rel=1e-9, abs=1e-9), column
-            assert row["boot_kept"] == 200
+            assert row["boot_kept"] == 1000
             if abs(expected) < 1.0 - 1e-6:
                 assert row["decision"] == "equivalent"
             elif abs(expected) > 1.0 + 1e-6:
@@ -159,12 +159,12 @@ class TestPooledAndIntervals:
             r for r in make_records(design, noisy(design, {"ngram": 1.1}))
             if r["treatment"] == "none" or r["prompt_id"] == "p2"
         ]  # fmt: skip
-        result = analyse([run_data(design, records)], boot=300, seed=5)
+        result = analyse([run_data(design, records)], boot=1000, seed=5)
         row = result.contrasts.query("endpoint == 'primary'").iloc[0]
-        idx = index_matrix(4, 300, 5, "prose")
-        assert row["boot_requested"] == 300
+        idx = index_matrix(4, 1000, 5, "prose")
+        assert row["boot_requested"] == 1000
         assert row["boot_kept"] == int((idx == 2).any(axis=1).sum())
-        assert row["boot_kept"] < 300
+        assert row["boot_kept"] < 1000
 
 
 class TestDrift:

@@ -40,6 +40,8 @@ DEFAULT_BOOT = 2000
 DEFAULT_SEED = 42
 DEFAULT_MARGIN_PCT = 1.0
 DEFAULT_TIEBREAK_PP = 1.0
+# Fewer resamples make the interval ends visibly noisy from one seed to the next.
+MIN_BOOT = 1000
 # 2.8 = z(0.975) + z(0.80): the true effect a two-sided 5 % test detects 80 % of the time.
 MDE_MULTIPLIER = 2.8
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
@@ -64,11 +66,7 @@ class AnalysisSettings:
                 "no baseline treatment is set; pass --baseline TREATMENT or set "
                 "analysis.baseline in plan.json"
             )
-        if self.boot < 1:
-            raise AnalysisError(
-                f"the resample count {self.boot} is not positive; pass --boot with a count "
-                "such as 2000"
-            )
+        self.check_resampling(self.boot, self.seed)
         if not (math.isfinite(self.margin_pct) and self.margin_pct > 0):
             raise AnalysisError(
                 f"the equivalence margin {self.margin_pct} % is not a positive number; fix "
@@ -83,6 +81,20 @@ class AnalysisSettings:
             raise AnalysisError(
                 f"the primary endpoint {self.primary_endpoint!r} is not one of "
                 f"{', '.join(ENDPOINTS)}; fix analysis.primary_endpoint in plan.json"
+            )
+
+    @staticmethod
+    def check_resampling(boot: int, seed: int) -> None:
+        """Refuse a resample count below MIN_BOOT or a negative seed (the CLI checks early)."""
+        if boot < MIN_BOOT:
+            raise AnalysisError(
+                f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
+                f"more (default {DEFAULT_BOOT})"
+            )
+        if seed < 0:
+            raise AnalysisError(
+                f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
+                f"more (default {DEFAULT_SEED})"
             )
 
     @property
