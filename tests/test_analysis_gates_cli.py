@@ -20,8 +20,8 @@ from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 DESIGN = Design(
     treatments=("none", "ngram", "gate"),
-    prompts={"prose": ("prose_01", "prose_02", "prose_03", "prose_04"),
-             "structured": ("structured_01", "structured_02", "structured_03", "structured_04")},
+    prompts={"prose": tuple(f"prose_{i:02d}" for i in range(1, 7)),
+             "structured": tuple(f"structured_{i:02d}" for i in range(1, 7))},
 )  # fmt: skip
 
 

@@ -12,9 +12,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_mtpsweep.analysis.model import AnalysisResult
+from pytest_mtpsweep.analysis.model import MIN_PROMPTS_FOR_DECISION, AnalysisResult
 from pytest_mtpsweep.analysis.pipeline import analyse
-from pytest_mtpsweep.analysis.stats import index_matrix, sign_flip_pvalue, t_interval
+from pytest_mtpsweep.analysis.stats import (
+    index_matrix,
+    prompt_spread,
+    published_interval,
+    sign_flip_pvalue,
+)
 from tests.strategies import (
     Design,
     RateFn,
@@ -30,7 +35,7 @@ from tests.strategies import (
 
 FAST = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NUMERIC = ["pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high", "arith_pct_change",
-           "t_ci_low", "t_ci_high", "perm_p", "se_pct", "mde_pct"]  # fmt: skip
+           "boot_ci_low", "boot_ci_high", "perm_p", "se_pct", "df", "mde_pct"]  # fmt: skip
 
 
 def run(
@@ -50,7 +55,7 @@ def from_cells(cells: dict[tuple[str, int, str], float], scale: float = 1.0) -> 
 
 class TestEffectRecovery:
     @FAST
-    @given(data=st.data(), design=designs())
+    @given(data=st.data(), design=designs(max_prompts=7))
     def test_a_multiplicative_effect_on_every_pair_is_recovered_exactly(
         self, data: st.DataObject, design: Design
     ) -> None:
@@ -63,10 +68,13 @@ class TestEffectRecovery:
         for _, row in result.contrasts.iterrows():
             expected = 100.0 * (factor[row["treatment"]] - 1.0)
             for column in ("pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high",
-                           "arith_pct_change", "t_ci_low", "t_ci_high"):  # fmt: skip
+                           "arith_pct_change", "boot_ci_low", "boot_ci_high"):  # fmt: skip
                 assert row[column] == pytest.approx(expected, rel=1e-9, abs=1e-9), column
             assert row["boot_kept"] == 1000
-            if abs(expected) < 1.0 - 1e-6:
+            sizes = [len(p) for s, p in design.prompts.items() if row["subset"] in (s, "pooled")]
+            if min(sizes) < MIN_PROMPTS_FOR_DECISION:
+                assert row["decision"] == "insufficient"
+            elif abs(expected) < 1.0 - 1e-6:
                 assert row["decision"] == "equivalent"
             elif abs(expected) > 1.0 + 1e-6:
                 assert row["decision"] == ("faster" if expected > 0 else "slower")
@@ -119,7 +127,7 @@ class TestPooledAndIntervals:
         for _, r in result.contrasts.iterrows():
             tol = 1e-9 * max(1.0, abs(r["pct_change"]))
             assert r["ci_low"] - tol <= r["pct_change"] <= r["ci_high"] + tol
-            assert r["t_ci_low"] - tol <= r["pct_change"] <= r["t_ci_high"] + tol
+            assert r["boot_ci_low"] - tol <= r["pct_change"] <= r["boot_ci_high"] + tol
             assert r["ci_low"] - tol <= r["ci90_low"] <= r["ci90_high"] <= r["ci_high"] + tol
 
     def test_same_seed_identical_numbers_and_another_seed_other_intervals(self) -> None:
@@ -133,7 +141,8 @@ class TestPooledAndIntervals:
         pd.testing.assert_frame_equal(first.contrasts, again.contrasts, check_exact=True)
         other = run(design, rate, seed=7).contrasts
         assert (first.contrasts["pct_change"] == other["pct_change"]).all()
-        for column in ("ci_low", "ci_high", "ci90_low", "ci90_high"):
+        assert (first.contrasts["se_pct"] == other["se_pct"]).all()
+        for column in ("boot_ci_low", "boot_ci_high"):
             assert not np.allclose(first.contrasts[column], other[column]), column
 
     def test_one_index_matrix_serves_every_treatment(self) -> None:
@@ -151,7 +160,8 @@ class TestPooledAndIntervals:
         c = run(design, rate).contrasts.set_index(["endpoint", "subset", "treatment"])
         for endpoint, subset in itertools.product(("primary", "interval"), ("prose", "pooled")):
             a, b = c.loc[(endpoint, subset, "a")], c.loc[(endpoint, subset, "b")]
-            assert (a["ci_low"], a["ci_high"]) == (b["ci_low"], b["ci_high"])
+            for column in ("ci_low", "ci_high", "boot_ci_low", "boot_ci_high"):
+                assert a[column] == b[column], column
 
     def test_resamples_that_draw_no_pair_are_dropped_and_counted(self) -> None:
         design = Design(prompts={"prose": ("p0", "p1", "p2", "p3")}, cycles=2)
@@ -241,17 +251,23 @@ class TestSignFlip:
 
 
 class TestSmallHelpers:
-    def test_t_interval_matches_scipy_for_one_group(self) -> None:
+    def test_without_a_bootstrap_quantile_the_interval_is_scipys_t_interval(self) -> None:
         x = np.array([0.1, -0.05, 0.2, 0.07])
-        lo, hi = t_interval([x], 0.95)
+        lo, hi = published_interval(float(x.mean()), prompt_spread([x]), math.nan, 0.95)
         ref = sps.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=sps.sem(x))
         assert (lo, hi) == pytest.approx(ref)
+        # A larger bootstrap-t quantile widens it; a smaller one never narrows it.
+        wide = published_interval(float(x.mean()), prompt_spread([x]), 10.0, 0.95)
+        assert wide[0] < lo and wide[1] > hi
+        assert published_interval(float(x.mean()), prompt_spread([x]), 0.1, 0.95) == (lo, hi)
 
-    def test_t_interval_for_two_groups_is_centred_on_the_mean_of_means(self) -> None:
+    def test_two_groups_use_welch_satterthwaite(self) -> None:
         a, b = np.array([0.1, 0.2, 0.3]), np.array([-0.2, 0.0, 0.1, 0.3])
-        lo, hi = t_interval([a, b], 0.95)
-        assert (lo + hi) / 2 == pytest.approx((a.mean() + b.mean()) / 2)
-        assert all(math.isnan(x) for x in t_interval([a[:1], b], 0.95))
+        spread = prompt_spread([a, b])
+        va, vb = a.var(ddof=1) / 3 / 4, b.var(ddof=1) / 4 / 4
+        assert spread.se == pytest.approx(math.sqrt(va + vb))
+        assert spread.df == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 3))
+        assert math.isnan(prompt_spread([a[:1], b]).se)
 
     def test_index_matrix_is_fixed_by_seed_and_subset(self) -> None:
         m = index_matrix(5, 50, 42, "prose")

@@ -34,16 +34,22 @@ KEYED_FIELDS: tuple[str, ...] = (
 CANONICAL_SUBSETS: tuple[str, ...] = ("prose", "structured")
 POOLED = "pooled"
 KNOWN_SUBSETS: tuple[str, ...] = (*CANONICAL_SUBSETS, POOLED)
-DECISIONS: tuple[str, ...] = ("faster", "slower", "equivalent", "inconclusive")
+DECISIONS: tuple[str, ...] = ("faster", "slower", "equivalent", "inconclusive", "insufficient")
 
 DEFAULT_BOOT = 2000
 DEFAULT_SEED = 42
 DEFAULT_MARGIN_PCT = 1.0
 DEFAULT_TIEBREAK_PP = 1.0
-# Fewer resamples make the interval ends visibly noisy from one seed to the next.
+# Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
 MIN_BOOT = 1000
-# 2.8 = z(0.975) + z(0.80): the true effect a two-sided 5 % test detects 80 % of the time.
-MDE_MULTIPLIER = 2.8
+# Power of the MDE: the true effect a two-sided 5 % test detects this often.
+MDE_POWER = 0.80
+# Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and the
+# t-interval leans wholly on normality, so a subset this small gets no decision.
+MIN_PROMPTS_FOR_DECISION = 6
+# The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
+# cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
+MIN_CYCLES_FOR_SESSION = 4
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
 EXACT_SIGN_FLIP_MAX_N = 16
 
