@@ -350,36 +350,33 @@ def _summarise(parts: Sequence[_Series], boot: _Boot, settings: AnalysisSettings
     return row
 
 
-def _tiebreak_choice(prim: float, intv: float, registered: str, tb: float) -> tuple[str, str]:
+def _tiebreak_cell(
+    prim: float, intv: float, registered: str, trigger: str | None
+) -> tuple[str, str]:
     has_p, has_i = math.isfinite(prim), math.isfinite(intv)
     if not (has_p or has_i):
         return registered, f"neither endpoint has pairs; the registered {registered} row stands"
     if not has_i:
-        return "primary", "interval basis has no pairs, so the primary figure is published"
+        return "primary", "interval basis has no pairs here, so the primary figure is published"
     if not has_p:
         return (
             "interval",
-            "primary endpoint has no pairs, so the interval-basis figure is published",
+            "primary endpoint has no pairs here, so the interval-basis figure is published",
         )
-    div = abs(prim - intv)
     if registered == "interval":
         return "interval", "interval basis is the pre-registered endpoint"
-    if div > tb:
-        return "interval", (
-            f"endpoints differ by {div:.2f} pp > {tb:g} pp tie-break, so the interval-basis "
-            "figure is published"
-        )
-    return "primary", (
-        f"endpoints agree within {div:.2f} pp (tie-break {tb:g} pp), so the primary figure stands"
-    )
+    if trigger is not None:
+        return "interval", f"{trigger}, so the interval-basis figure is published headline-wide"
+    return "primary", "endpoints agree within the tie-break in every cell, so the primary stands"
 
 
 def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.DataFrame:
     """Mark which endpoint is published per treatment × subset, with the reason.
 
-    The pre-registered endpoint stands unless the two endpoints differ by more than the
-    tie-break (in percentage points), in which case the interval-basis figure is published;
-    an endpoint without pairs yields to the other.
+    One endpoint for the whole headline: the pre-registered endpoint stands unless, in ANY
+    treatment × subset cell, the two endpoints differ by more than the tie-break (percentage
+    points); then every cell publishes the interval-basis figure. A cell where one endpoint
+    lacks pairs still yields to the other there.
     """
     if contrasts.empty:
         return contrasts.assign(divergence_pp=[], published=[], published_reason=[])
@@ -387,13 +384,24 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
     wide = wide.reindex(columns=list(ENDPOINTS))
     prim = wide["primary"].to_numpy(dtype=np.float64)
     intv = wide["interval"].to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        divergence = np.abs(prim - intv)
+    over = np.isfinite(divergence) & (divergence > settings.tiebreak_pp)
+    trigger = None
+    if over.any():
+        worst = int(np.nanargmax(np.where(over, divergence, -1.0)))
+        t, s = wide.index[worst]
+        trigger = (
+            f"{t}/{s} endpoints differ by {divergence[worst]:.2f} pp > "
+            f"{settings.tiebreak_pp:g} pp tie-break"
+        )
     choices = [
-        _tiebreak_choice(p, i, settings.primary_endpoint, settings.tiebreak_pp)
+        _tiebreak_cell(p, i, settings.primary_endpoint, trigger)
         for p, i in zip(prim, intv, strict=True)
     ]
     decided = pd.DataFrame(
         {
-            "divergence_pp": np.abs(prim - intv),
+            "divergence_pp": divergence,
             "chosen": [c[0] for c in choices],
             "published_reason": [c[1] for c in choices],
         },
