@@ -434,7 +434,7 @@ class TestNoPairs:
         assert set(result.gaps["direction"]) == {"treatment without baseline"}
 
 
-class TestSessions:
+class TestSessionsAndPosition:
     def test_two_cycles_say_the_intervals_are_conditional_beside_per_cycle_figures(
         self, tmp_path: Path
     ) -> None:
@@ -464,3 +464,38 @@ class TestSessions:
         # Session offsets of sd 0.05 swamp prompt noise of sd 0.01: the SE is mostly sessions.
         assert (rows["session_se_pct"] > 0.5 * rows["se_pct"]).all()
         assert "conditional on the server sessions" not in result.report_md
+
+    def test_a_treatment_trending_within_its_sessions_is_flagged_stateful(
+        self, tmp_path: Path
+    ) -> None:
+        rng = np.random.default_rng(11)
+        order = {
+            name: list(rng.permutation(12))
+            for name in [session_name(o, t, c) for o, t, c in DESIGN.sessions()]
+        }
+        recs = records()
+        for r in recs:
+            prompts = [*DESIGN.prompts["prose"], *DESIGN.prompts["structured"]]
+            r["position"] = int(order[r["session"]][prompts.index(r["prompt_id"])])
+            if r["treatment"] == "ngram":  # +3 % per position: a cache warming up
+                for key in ("decode_rate_tps_primary", "decode_rate_tps_interval"):
+                    r[key] *= math.exp(0.03 * r["position"])
+        run = write_run(tmp_path, DESIGN, recs)
+        result = analyse(run)
+        trend = result.position_trend.set_index(["endpoint", "treatment"])
+        assert trend.loc[("primary", "ngram"), "stateful"]
+        assert trend.loc[("primary", "ngram"), "slope_pct"] == pytest.approx(3.05, abs=0.3)
+        assert not trend.loc[("primary", "none"), "stateful"]
+        assert (trend["n_sessions"] == 2).all() and (trend["n_obs"] == 24).all()
+        table = pd.read_csv(run / "analysis" / "position_trend.csv")
+        assert {"slope_pct", "ci_low", "ci_high", "stateful"} <= set(table.columns)
+        assert "Stateful: ngram" in result.report_md
+
+    def test_records_without_positions_leave_the_trend_table_empty(self, tmp_path: Path) -> None:
+        recs = records()
+        recs[0]["position"] = -3  # a negative position is as good as none
+        run = write_run(tmp_path, DESIGN, recs)
+        result = analyse(run)
+        assert result.position_trend.empty
+        assert "Not available: no record carries a `position`" in result.report_md
+        assert pd.read_csv(run / "analysis" / "position_trend.csv").empty

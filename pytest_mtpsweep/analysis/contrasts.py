@@ -1,4 +1,5 @@
-"""Treatment-vs-baseline contrasts: pairing, intervals, decisions and the tie-break."""
+"""Treatment-vs-baseline contrasts: pairing, intervals, decisions, the tie-break and the
+within-session position trend."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pytest_mtpsweep.analysis.model import (
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
     POOLED,
+    STATEFUL_MIN_PCT_PER_POSITION,
     AnalysisSettings,
 )
 from pytest_mtpsweep.analysis.stats import (
@@ -24,6 +26,7 @@ from pytest_mtpsweep.analysis.stats import (
     FloatArray,
     Resamples,
     Spread,
+    fixed_effects_slope,
     index_matrix,
     mde_pct,
     nan_mean,
@@ -33,6 +36,7 @@ from pytest_mtpsweep.analysis.stats import (
     session_spread,
     sign_flip_pvalue,
     summarise_resamples,
+    t_quantile,
     to_pct,
 )
 
@@ -57,6 +61,10 @@ CENSUS_COLUMNS: tuple[str, ...] = (
 PER_CYCLE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "run_id", "cycle", "n_pairs", "pct_change",
 )  # fmt: skip
+POSITION_COLUMNS: tuple[str, ...] = (
+    "endpoint", "treatment", "n_obs", "n_sessions", "slope_pct", "ci_low", "ci_high", "df",
+    "stateful", "note",
+)  # fmt: skip
 DRIFT_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "pct_odd_cycles", "pct_even_cycles",
     "drift_pp",
@@ -72,6 +80,7 @@ class ContrastTables:
     gaps: pd.DataFrame
     per_cycle: pd.DataFrame
     drift: pd.DataFrame
+    position_trend: pd.DataFrame
 
 
 SERIES_KEYS: list[str] = ["endpoint", "treatment"]
@@ -494,6 +503,58 @@ def drift_table(
     return table.sort_values(order, kind="stable").reset_index(drop=True)
 
 
+def _trend_row(frame: pd.DataFrame, endpoint: str) -> dict[str, Any]:
+    rate = frame[f"rate_{endpoint}"].to_numpy(dtype=np.float64)
+    kept = np.isfinite(rate)
+    sessions = pd.factorize(frame["run_id"] + "/" + frame["session"])[0][kept]
+    prompts = pd.factorize(frame["prompt_id"])[0][kept]
+    row: dict[str, Any] = {"n_obs": int(kept.sum()), "n_sessions": int(np.unique(sessions).size)}
+    if not kept.any():
+        nothing = {"slope_pct": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+        return {**row, **nothing, "df": math.nan, "stateful": False, "note": "no measurements"}
+    slope = fixed_effects_slope(
+        np.log(rate[kept]),
+        frame["position"].to_numpy(dtype=np.float64)[kept],
+        [sessions.astype(np.int64), prompts.astype(np.int64)],
+    )
+    half = t_quantile(0.975, slope.df) * slope.se
+    low, high = to_pct(slope.estimate - half), to_pct(slope.estimate + half)
+    pct = to_pct(slope.estimate)
+    clear = math.isfinite(half) and (low > 0 or high < 0)
+    row.update(slope_pct=pct, ci_low=low, ci_high=high, df=slope.df)
+    row["stateful"] = bool(clear and abs(pct) >= STATEFUL_MIN_PCT_PER_POSITION)
+    row["note"] = (
+        ""
+        if math.isfinite(pct)
+        else "not identifiable: positions must differ between sessions of a prompt"
+    )
+    return row
+
+
+def position_trend_table(
+    records: pd.DataFrame, treatments: Sequence[str], baseline: str
+) -> pd.DataFrame:
+    """Per endpoint and treatment (baseline first): log rate's trend on position in session.
+
+    log rate = session effect + prompt effect + slope · position + noise, fitted by OLS; the
+    slope in percent per position has a t-interval. `stateful` when that 95 % interval excludes
+    0 and the slope is at least STATEFUL_MIN_PCT_PER_POSITION. Records without a position
+    (older runs) are left out; with none at all the table is empty.
+    """
+    placed = records[records["position"] >= 0]
+    if placed.empty:
+        return pd.DataFrame(columns=list(POSITION_COLUMNS))
+    by_treatment = dict(iter(placed.groupby("treatment", sort=False)))
+    rows: list[dict[str, Any]] = []
+    for endpoint in ENDPOINTS:
+        for treatment in [baseline, *treatments]:
+            frame = by_treatment.get(treatment, placed.iloc[0:0])
+            trend = _trend_row(frame, endpoint)
+            rows.append({"endpoint": endpoint, "treatment": treatment, **trend})
+    table = pd.DataFrame(rows, columns=list(POSITION_COLUMNS))
+    return table.astype({"stateful": "bool", "n_obs": "int64", "n_sessions": "int64"})
+
+
 def compute_contrasts(
     records: pd.DataFrame,
     *,
@@ -574,6 +635,9 @@ def _tables(
         gaps=gaps.reset_index(drop=True),
         per_cycle=per_cycle_table(layouts, keys, baseline),
         drift=drift_table(layouts, keys, baseline),
+        position_trend=position_trend_table(
+            records, [t for e, t in keys if e == ENDPOINTS[0]], baseline
+        ),
     )
 
 

@@ -50,6 +50,9 @@ MIN_PROMPTS_FOR_DECISION = 6
 # The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
 # cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
 MIN_CYCLES_FOR_SESSION = 4
+# A within-session trend smaller than this (percent per position) is not called stateful even
+# when it is statistically clear: 0.1 % per position is under 2 % across a 16-prompt session.
+STATEFUL_MIN_PCT_PER_POSITION = 0.1
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
 EXACT_SIGN_FLIP_MAX_N = 16
 
@@ -185,6 +188,7 @@ class AnalysisResult:
     quarantined: pd.DataFrame
     groups: tuple[ComparabilityGroup, ...]
     notes: tuple[str, ...] = ()
+    position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

@@ -16,6 +16,7 @@ from pytest_mtpsweep.analysis.model import (
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
     POOLED,
+    STATEFUL_MIN_PCT_PER_POSITION,
     AnalysisResult,
 )
 from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
@@ -23,6 +24,8 @@ from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
 COMPARE_LABEL = "secondary, descriptive: different runs"
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
                     "beyond tie-break", "published", "why"]  # fmt: skip
+POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per position",
+                    "95% CI", "stateful", "note"]  # fmt: skip
 
 
 def _pct(value: Any) -> str:
@@ -269,6 +272,48 @@ def _section_crosschecks(result: AnalysisResult) -> list[str]:
                "sign-flip p", "min attainable p", "sign disagreement",
                "interval vs p<0.05 disagree"]  # fmt: skip
     return [*out, _md_table(headers, rows), ""]
+
+
+def _section_position(result: AnalysisResult) -> list[str]:
+    out = ["## Position within session", ""]
+    t = result.position_trend
+    if t.empty:
+        return [
+            *out,
+            "Not available: no record carries a `position` (runs from before the field).",
+            "",
+        ]
+    rows = [
+        [
+            str(r["treatment"]),
+            str(r["endpoint"]),
+            str(r["n_obs"]),
+            str(r["n_sessions"]),
+            _pct(r["slope_pct"]),
+            _ci(r["ci_low"], r["ci_high"]),
+            "**stateful**" if bool(r["stateful"]) else "no",
+            str(r["note"]),
+        ]
+        for r in _rows(t)
+    ]
+    flagged = sorted({str(r["treatment"]) for r in _rows(t) if bool(r["stateful"])})
+    verdict = (
+        f"Stateful: {', '.join(flagged)} — their rate drifts with the measurement's place in "
+        "the session, so the contrast depends on the prompt order."
+        if flagged
+        else "No treatment is stateful."
+    )
+    return [
+        *out,
+        "Trend of log rate on the 0-based position within its server session, per treatment, "
+        "with a fixed effect per session and per prompt (prompts run in a different order in "
+        "each session); change per position with a 95% t-interval. `stateful` when that "
+        f"interval excludes 0 and the trend is at least {STATEFUL_MIN_PCT_PER_POSITION:g}% per "
+        f"position. {verdict}",
+        "",
+        _md_table(POSITION_HEADERS, rows),
+        "",
+    ]
 
 
 def _section_census(result: AnalysisResult) -> list[str]:
@@ -546,6 +591,7 @@ def render_report(result: AnalysisResult) -> str:
     lines += _section_census(result)
     if reason is None:
         lines += _section_drift(result)
+        lines += _section_position(result)
     lines += _section_truncation(result)
     lines += _section_groups(result)
     lines += _section_method(result)

@@ -1,5 +1,5 @@
 """Small-sample statistics on cluster values: the published interval, the session variance, the
-percentile bootstrap cross-check, the sign-flip test and the MDE.
+percentile bootstrap cross-check, the sign-flip test, the MDE and the within-session trend.
 
 Every function is pure and vectorised; values are log rate ratios unless a name says percent.
 
@@ -297,3 +297,39 @@ def mde_pct(spread: Spread) -> float:
     if not (math.isfinite(spread.se) and math.isfinite(spread.df)):
         return math.nan
     return to_pct(mde_multiplier(spread.df) * spread.se)
+
+
+@dataclass(frozen=True)
+class Slope:
+    """An OLS slope (log scale) with its SE and residual df; NaN where not identifiable."""
+
+    estimate: float
+    se: float
+    df: float
+
+
+def fixed_effects_slope(y: FloatArray, x: FloatArray, groupings: Sequence[IntArray]) -> Slope:
+    """Slope of y on x with one fixed effect per level of each grouping (Frisch-Waugh-Lovell).
+
+    With session and prompt groupings, the slope is identified only when positions vary within
+    prompts across sessions; where x is (numerically) a combination of the fixed effects, or
+    no residual df is left, the slope is NaN.
+    """
+    n = y.size
+    columns = [np.ones(n)]
+    for codes in groupings:
+        levels = np.unique(codes)
+        columns += [(codes == level).astype(np.float64) for level in levels[1:]]
+    design = np.column_stack(columns)
+    both = np.column_stack([y, x])
+    coef, _, rank, _ = np.linalg.lstsq(design, both, rcond=None)
+    resid = both - design @ coef
+    ry, rx = resid[:, 0], resid[:, 1]
+    sxx = float(rx @ rx)
+    df = n - int(rank) - 1
+    centred = x - x.mean()
+    if df < 1 or sxx <= 1e-9 * max(float(centred @ centred), 1e-300):
+        return Slope(math.nan, math.nan, math.nan)
+    beta = float(rx @ ry) / sxx
+    e = ry - beta * rx
+    return Slope(beta, math.sqrt(float(e @ e) / df / sxx), float(df))
