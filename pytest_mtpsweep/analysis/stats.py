@@ -5,10 +5,14 @@ Every function is pure and vectorised; values are log rate ratios unless a name 
 
 The published interval is est ± q·se with se from the per-prompt log ratios (Welch-Satterthwaite
 for the pooled mean, plus the session level with enough cycles) and q the larger of Student's t
-quantile and the symmetric bootstrap-t quantile. bench/coverage.py chose it: at 4-16 prompts per
-subset the percentile bootstrap covered 0.82-0.92, the plain t-interval 0.925-0.93 under an
-exponential (skewed) prompt effect, and this interval 0.94 or more under normal, skewed and
-t(3) prompt effects; it is never narrower than the t-interval.
+quantile and the symmetric bootstrap-t quantile. Chosen by measurement (bench/coverage.py, 600
+replications a cell): at 4-16 prompts per subset the percentile bootstrap covered 0.77-0.94,
+Student's t quantile alone 0.91-0.97 (0.913 under a skewed, centred exponential, prompt effect)
+and this interval 0.938-0.992 under normal, skewed and t(3) prompt effects; it is never
+narrower than the t-interval. The equal-tailed bootstrap-t was erratic at 6 prompts (0.91
+skewed, in a numpy prototype); the symmetric one corrects for skew but degenerates at 2-3
+prompts and knows nothing of the session level's few degrees of freedom, which Student's t at
+the Satterthwaite df carries. The larger of the two quantiles keeps both.
 """
 
 from __future__ import annotations
@@ -212,7 +216,7 @@ def published_interval(
 ) -> tuple[float, float]:
     """est ± q·se with q = max(Student's t at the spread's df, the bootstrap-t quantile).
 
-    The t quantile alone under-covers a skewed prompt effect (0.925 at 6-8 prompts); the
+    The t quantile alone under-covers a skewed prompt effect (0.91-0.95 at 4-16 prompts); the
     bootstrap-t quantile alone misses the session level's few degrees of freedom. The larger of
     the two keeps both, and the interval is never narrower than the t-interval.
     """
