@@ -24,6 +24,7 @@ from pytest_mtpsweep.analysis.stats import (
     WITH_SESSION,
     BootSummary,
     FloatArray,
+    IntArray,
     Resamples,
     Spread,
     fixed_effects_slope,
@@ -503,20 +504,18 @@ def drift_table(
     return table.sort_values(order, kind="stable").reset_index(drop=True)
 
 
-def _trend_row(frame: pd.DataFrame, endpoint: str) -> dict[str, Any]:
-    rate = frame[f"rate_{endpoint}"].to_numpy(dtype=np.float64)
-    kept = np.isfinite(rate)
-    sessions = pd.factorize(frame["run_id"] + "/" + frame["session"])[0][kept]
-    prompts = pd.factorize(frame["prompt_id"])[0][kept]
-    row: dict[str, Any] = {"n_obs": int(kept.sum()), "n_sessions": int(np.unique(sessions).size)}
+def _trend_row(
+    log_rate: FloatArray, position: FloatArray, session: IntArray, prompt: IntArray
+) -> dict[str, Any]:
+    kept = np.isfinite(log_rate)
+    row: dict[str, Any] = {
+        "n_obs": int(kept.sum()),
+        "n_sessions": int(np.unique(session[kept]).size),
+    }
     if not kept.any():
         nothing = {"slope_pct": math.nan, "ci_low": math.nan, "ci_high": math.nan}
         return {**row, **nothing, "df": math.nan, "stateful": False, "note": "no measurements"}
-    slope = fixed_effects_slope(
-        np.log(rate[kept]),
-        frame["position"].to_numpy(dtype=np.float64)[kept],
-        [sessions.astype(np.int64), prompts.astype(np.int64)],
-    )
+    slope = fixed_effects_slope(log_rate[kept], position[kept], [session[kept], prompt[kept]])
     half = t_quantile(0.975, slope.df) * slope.se
     low, high = to_pct(slope.estimate - half), to_pct(slope.estimate + half)
     pct = to_pct(slope.estimate)
@@ -544,12 +543,18 @@ def position_trend_table(
     placed = records[records["position"] >= 0]
     if placed.empty:
         return pd.DataFrame(columns=list(POSITION_COLUMNS))
-    by_treatment = dict(iter(placed.groupby("treatment", sort=False)))
+    # Codes once for every treatment: per-treatment pandas work dominated this table.
+    session = placed.groupby(["run_id", "session"], sort=False).ngroup().to_numpy(np.int64)
+    prompt = pd.factorize(placed["prompt_id"])[0].astype(np.int64)
+    position = placed["position"].to_numpy(dtype=np.float64)
+    owner = placed["treatment"].to_numpy()
     rows: list[dict[str, Any]] = []
     for endpoint in ENDPOINTS:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_rate = np.log(placed[f"rate_{endpoint}"].to_numpy(dtype=np.float64))
         for treatment in [baseline, *treatments]:
-            frame = by_treatment.get(treatment, placed.iloc[0:0])
-            trend = _trend_row(frame, endpoint)
+            mine = owner == treatment
+            trend = _trend_row(log_rate[mine], position[mine], session[mine], prompt[mine])
             rows.append({"endpoint": endpoint, "treatment": treatment, **trend})
     table = pd.DataFrame(rows, columns=list(POSITION_COLUMNS))
     return table.astype({"stateful": "bool", "n_obs": "int64", "n_sessions": "int64"})
