@@ -15,9 +15,12 @@ from scipy import stats as sps
 from pytest_mtpsweep.analysis.model import MIN_PROMPTS_FOR_DECISION, AnalysisResult
 from pytest_mtpsweep.analysis.pipeline import analyse
 from pytest_mtpsweep.analysis.stats import (
+    fixed_effects_slope,
     index_matrix,
     prompt_spread,
     published_interval,
+    row_quantiles,
+    session_spread,
     sign_flip_pvalue,
 )
 from tests.strategies import (
@@ -275,3 +278,57 @@ class TestSmallHelpers:
         assert np.array_equal(m, index_matrix(5, 50, 42, "prose"))
         assert not np.array_equal(m, index_matrix(5, 50, 43, "prose"))
         assert not np.array_equal(m, index_matrix(5, 50, 42, "structured"))
+
+
+class TestSessionAndTrendHelpers:
+    def test_row_quantiles_match_numpy_on_rows_with_gaps(self) -> None:
+        rng = np.random.default_rng(1)
+        values = rng.normal(size=(5, 40))
+        values[1, ::3] = np.nan
+        values[4, :] = np.nan
+        got = row_quantiles(values, (0.025, 0.5, 0.95))
+        for r in range(4):
+            kept = values[r][np.isfinite(values[r])]
+            assert got[r] == pytest.approx(np.quantile(kept, [0.025, 0.5, 0.95]), rel=1e-12)
+        assert np.isnan(got[4]).all()
+
+    def test_session_variance_is_the_two_way_anova_identity_on_a_complete_matrix(self) -> None:
+        rng = np.random.default_rng(2)
+        n, k = 6, 4
+        y = (
+            rng.normal(size=(n, 1)) * 0.1
+            + rng.normal(size=(1, k)) * 0.2
+            + rng.normal(size=(n, k)) * 0.05
+        )
+        spread = session_spread([y.mean(axis=1)], [y])
+        grand, rows, cols = y.mean(), y.mean(axis=1), y.mean(axis=0)
+        ms_p = k * ((rows - grand) ** 2).sum() / (n - 1)
+        ms_c = n * ((cols - grand) ** 2).sum() / (k - 1)
+        resid = y - rows[:, None] - cols[None, :] + grand
+        ms_e = (resid**2).sum() / ((n - 1) * (k - 1))
+        assert ms_c > ms_e  # the cycle level is there, so nothing is truncated
+        assert spread.method == "boot-t+session"
+        assert spread.se**2 == pytest.approx((ms_p + ms_c - ms_e) / (n * k))
+        parts = [(ms_p / (n * k)) ** 2 / (n - 1), (ms_c / (n * k)) ** 2 / (k - 1),
+                 (ms_e / (n * k)) ** 2 / ((n - 1) * (k - 1))]  # fmt: skip
+        assert spread.df == pytest.approx(spread.se**4 / sum(parts))
+
+    def test_without_a_cycle_level_the_session_term_is_truncated_to_the_t_interval(self) -> None:
+        y = np.array([[0.1, 0.1, 0.1, 0.1], [0.3, 0.3, 0.3, 0.3], [0.2, 0.2, 0.2, 0.2]])
+        y = y + np.array([[0.01, -0.01, 0.01, -0.01], [-0.01, 0.01, -0.01, 0.01], [0, 0, 0, 0]])
+        spread, plain = session_spread([y.mean(axis=1)], [y]), prompt_spread([y.mean(axis=1)])
+        assert spread.method == "boot-t+session" and spread.session_var == 0.0
+        assert (spread.se, spread.df) == (plain.se, plain.df)
+
+    def test_fixed_effects_slope_recovers_a_trend_and_refuses_a_confounded_one(self) -> None:
+        prompts = np.repeat(np.arange(4), 3)
+        sessions = np.tile(np.arange(3), 4)
+        position = np.array([0, 3, 1, 1, 0, 2, 2, 1, 3, 3, 2, 0], dtype=np.float64)
+        rng = np.random.default_rng(3)
+        y = 0.5 * prompts + 0.2 * sessions + 0.01 * position + rng.normal(0, 1e-4, 12)
+        slope = fixed_effects_slope(y, position, [sessions, prompts])
+        assert slope.estimate == pytest.approx(0.01, abs=3e-4)
+        assert slope.df == 12 - (1 + 2 + 3) - 1
+        # Every session in the same order: position is the prompt, so no slope is identified.
+        same = prompts.astype(np.float64)
+        assert math.isnan(fixed_effects_slope(y, same, [sessions, prompts]).estimate)
