@@ -89,7 +89,8 @@ def prompt_table(reps: int, boot: int) -> Iterator[str]:
             called = rows["decision"].isin(["faster", "slower"]).mean()
             boot_called = ((rows["boot_ci_low"] > 0) | (rows["boot_ci_high"] < 0)).mean()
             false = f"{called:.3f}/{boot_called:.3f}" if n >= 6 else "(insufficient)"
-            yield f"{shape:8} {n:>3}  {cells(pub):20}  {cells(t_alone):20}  {cells(pct):20}  {false}"
+            columns = f"{cells(pub):20}  {cells(t_alone):20}  {cells(pct):20}"
+            yield f"{shape:8} {n:>3}  {columns}  {false}"
     yield f"published coverage, lowest cell: {min(lows):.3f}"
 
 

@@ -565,9 +565,10 @@ def _section_method(result: AnalysisResult) -> list[str]:
         f"{MDE_POWER:.0%} power.",
         "",
         "Columns (issue 13): `interval_method`, `se_pct` (100·SE), `df`, `session_se_pct` "
-        "(what the session level adds to SE in quadrature, percent), `boot_ci_low`/`boot_ci_high` (the "
-        "percentile bootstrap, a cross-check now); `t_ci_low`/`t_ci_high` are gone (the "
-        f"published interval is t-based); `--boot` must be {MIN_BOOT} or more.",
+        "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "
+        "`boot_ci_high` (the percentile bootstrap, a cross-check now); `t_ci_low` / "
+        "`t_ci_high` are gone (the published interval is t-based); `--boot` must be "
+        f"{MIN_BOOT} or more.",
         "",
         f"Multiplicity: {n_t} treatment(s) × {n_s} subset cell(s) × {len(ENDPOINTS)} endpoints "
         f"= {total} intervals; no correction for multiplicity is applied, so each interval "
