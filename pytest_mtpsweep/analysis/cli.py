@@ -10,7 +10,7 @@ from pathlib import Path
 from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
 from pytest_mtpsweep.analysis.gates import evaluate_expectations, parse_expectation
 from pytest_mtpsweep.analysis.io import analyse_run, load_and_analyse
-from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED
+from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED, MIN_BOOT, AnalysisSettings
 from pytest_mtpsweep.analysis.report import COMPARE_LABEL, compare_table, headline_table
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
@@ -35,7 +35,8 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 
 def _analyse(args: argparse.Namespace) -> int:
-    # Check gate syntax before spending time on the bootstrap.
+    # Check options and gate syntax before reading the run or spending time on the bootstrap.
+    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
     gates = [parse_expectation(text) for text in args.expect]
     result = analyse_run(
         [Path(p) for p in args.runs],
@@ -59,6 +60,7 @@ def _analyse(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
     if Path(args.run_a).resolve() == Path(args.run_b).resolve():
         raise AnalysisError(
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
@@ -78,13 +80,16 @@ def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
         help="baseline treatment (default: plan.json analysis.baseline)",
     )
     parser.add_argument(
-        "--boot", type=int, default=DEFAULT_BOOT, help=f"resamples (default {DEFAULT_BOOT})"
+        "--boot",
+        type=int,
+        default=DEFAULT_BOOT,
+        help=f"resamples, at least {MIN_BOOT} (default {DEFAULT_BOOT})",
     )
     parser.add_argument(
         "--boot-seed",
         type=int,
         default=DEFAULT_SEED,
-        help=f"bootstrap seed (default {DEFAULT_SEED})",
+        help=f"bootstrap seed, 0 or more (default {DEFAULT_SEED})",
     )
 
 

@@ -1,24 +1,43 @@
-"""Treatment-vs-baseline contrasts: pairing, cluster bootstrap, decisions and the tie-break."""
+"""Treatment-vs-baseline contrasts: pairing, intervals, decisions, the tie-break and the
+within-session position trend."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINTS, POOLED, AnalysisSettings
+from pytest_mtpsweep.analysis.model import (
+    ENDPOINTS,
+    MIN_CYCLES_FOR_SESSION,
+    MIN_PROMPTS_FOR_DECISION,
+    POOLED,
+    STATEFUL_MIN_PCT_PER_POSITION,
+    AnalysisSettings,
+)
 from pytest_mtpsweep.analysis.stats import (
+    WITH_SESSION,
+    BootSummary,
     FloatArray,
+    IntArray,
+    Resamples,
+    Spread,
+    fixed_effects_slope,
     index_matrix,
     mde_pct,
-    percentile_interval,
-    resample_means,
+    nan_mean,
+    prompt_spread,
+    published_interval,
+    resample,
+    session_spread,
     sign_flip_pvalue,
-    t_interval,
+    summarise_resamples,
+    t_quantile,
     to_pct,
 )
 
@@ -27,11 +46,11 @@ TREATMENT_ONLY = "treatment without baseline"
 
 CONTRAST_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs", "cycles",
-    "pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high", "arith_pct_change",
-    "t_ci_low", "t_ci_high", "perm_p", "perm_method", "sign_disagreement",
-    "significance_disagreement", "boot_requested", "boot_kept", "se_pct", "mde_pct",
-    "underpowered", "decision", "counterbalanced", "divergence_pp", "published",
-    "published_reason", "note",
+    "pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high", "interval_method", "se_pct",
+    "df", "session_se_pct", "arith_pct_change", "boot_ci_low", "boot_ci_high", "perm_p",
+    "perm_method", "sign_disagreement", "significance_disagreement", "boot_requested",
+    "boot_kept", "mde_pct", "underpowered", "decision", "counterbalanced", "divergence_pp",
+    "published", "published_reason", "note",
 )  # fmt: skip
 GAP_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "run_id", "prompt_id", "cycle", "direction",
@@ -42,6 +61,10 @@ CENSUS_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 PER_CYCLE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "run_id", "cycle", "n_pairs", "pct_change",
+)  # fmt: skip
+POSITION_COLUMNS: tuple[str, ...] = (
+    "endpoint", "treatment", "n_obs", "n_sessions", "slope_pct", "ci_low", "ci_high", "df",
+    "stateful", "note",
 )  # fmt: skip
 DRIFT_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "pct_odd_cycles", "pct_even_cycles",
@@ -58,6 +81,7 @@ class ContrastTables:
     gaps: pd.DataFrame
     per_cycle: pd.DataFrame
     drift: pd.DataFrame
+    position_trend: pd.DataFrame
 
 
 SERIES_KEYS: list[str] = ["endpoint", "treatment"]
@@ -103,183 +127,266 @@ def pair_cells(
     return pairs.reset_index(drop=True), gaps.reset_index(drop=True)
 
 
-def cluster_values(pairs: pd.DataFrame) -> pd.DataFrame:
-    """One value per prompt and series: the mean over its cycles of the log ratio (and ratio-1)."""
-    parity = pairs["cycle"].to_numpy() % 2
-    return (
-        pairs.assign(odd=parity == 1, even=parity == 0)
-        .groupby([*SERIES_KEYS, "subset", "prompt_id"], as_index=False, sort=True)
-        .agg(
-            log_value=("log_ratio", "mean"),
-            arith_value=("ratio_minus_1", "mean"),
-            n_pairs=("log_ratio", "size"),
-            odd=("odd", "any"),
-            even=("even", "any"),
-        )
-    )
-
-
 @dataclass(frozen=True)
 class _Series:
-    """One (endpoint, treatment) series on one subset's clusters; NaN where a prompt lacks pairs."""
+    """One (endpoint, treatment) series on one subset's clusters; NaN where a prompt lacks pairs.
 
+    `matrix` holds every pair's log ratio, prompts × the run's (run, cycle) sessions.
+    """
+
+    subset: str
     log: FloatArray
     arith: FloatArray
     n_pairs: FloatArray
     balanced: FloatArray
+    matrix: FloatArray
     cycles: frozenset[int]
 
 
 @dataclass(frozen=True)
 class _Layout:
-    """Every series of one subset as (series, clusters) arrays, rows in `keys` order."""
+    """Every series of one subset as arrays, rows in `keys` order.
 
+    `matrix` is (series, prompts, sessions) of pair log ratios; `log`, `arith`, `n_pairs` and
+    `balanced` are (series, prompts): a prompt's cluster value is the mean over its pairs.
+    """
+
+    subset: str
+    sessions: tuple[tuple[str, int], ...]
+    matrix: FloatArray
     log: FloatArray
     arith: FloatArray
     n_pairs: FloatArray
     balanced: FloatArray
     cycles: tuple[frozenset[int], ...]
 
+    @property
+    def log_mean(self) -> FloatArray:
+        """Each series' estimate: the mean over its prompts with pairs (NaN without any)."""
+        return nan_mean(self.log)
+
     def series(self, k: int) -> _Series:
         return _Series(
-            self.log[k], self.arith[k], self.n_pairs[k], self.balanced[k], self.cycles[k]
+            self.subset,
+            self.log[k],
+            self.arith[k],
+            self.n_pairs[k],
+            self.balanced[k],
+            self.matrix[k],
+            self.cycles[k],
         )
 
 
 def _layout(
-    clusters: pd.DataFrame,
+    subset: str,
     pairs: pd.DataFrame,
     keys: Sequence[tuple[str, str]],
     universe: Sequence[str],
+    sessions: Sequence[tuple[str, int]],
 ) -> _Layout:
-    shape = (len(keys), len(universe))
-    log, arith, n_pairs, balanced = (np.full(shape, np.nan) for _ in range(4))
-    index = pd.MultiIndex.from_tuples(list(keys), names=SERIES_KEYS) if keys else None
-    if index is not None and not clusters.empty:
-        rows = index.get_indexer(pd.MultiIndex.from_frame(clusters[SERIES_KEYS]))
-        cols = pd.Categorical(clusters["prompt_id"], categories=list(universe)).codes
-        log[rows, cols] = clusters["log_value"].to_numpy(dtype=np.float64)
-        arith[rows, cols] = clusters["arith_value"].to_numpy(dtype=np.float64)
-        n_pairs[rows, cols] = clusters["n_pairs"].to_numpy(dtype=np.float64)
-        balanced[rows, cols] = (clusters["odd"] & clusters["even"]).to_numpy(dtype=np.float64)
-    seen = {
-        (str(e), str(t)): frozenset(int(c) for c in cycles)
-        for (e, t), cycles in pairs.groupby(SERIES_KEYS, sort=False)["cycle"].unique().items()
-    }
-    cycles = tuple(seen.get(key, frozenset()) for key in keys)
-    return _Layout(log, arith, n_pairs, balanced, cycles)
+    # numpy fancy indexing instead of groupbys: this was most of the analysis' pandas time.
+    shape = (len(keys), len(universe), len(sessions))
+    matrix, arith = np.full(shape, np.nan), np.full(shape, np.nan)
+    if keys and sessions and not pairs.empty:
+        index = pd.MultiIndex.from_tuples(list(keys), names=SERIES_KEYS)
+        rows = index.get_indexer(pd.MultiIndex.from_frame(pairs[SERIES_KEYS]))
+        cols = pd.Categorical(pairs["prompt_id"], categories=list(universe)).codes
+        where = pd.MultiIndex.from_tuples(list(sessions), names=["run_id", "cycle"])
+        depth = where.get_indexer(pd.MultiIndex.from_frame(pairs[["run_id", "cycle"]]))
+        matrix[rows, cols, depth] = pairs["log_ratio"].to_numpy(dtype=np.float64)
+        arith[rows, cols, depth] = pairs["ratio_minus_1"].to_numpy(dtype=np.float64)
+    has = np.isfinite(matrix)
+    count = has.sum(axis=-1)
+    odd = np.array([c % 2 == 1 for _, c in sessions], dtype=bool)
+    balanced = has[..., odd].any(axis=-1) & has[..., ~odd].any(axis=-1)
+    cycle_of = np.array([c for _, c in sessions], dtype=np.int64)
+    return _Layout(
+        subset=subset,
+        sessions=tuple(sessions),
+        matrix=matrix,
+        log=nan_mean(matrix),
+        arith=nan_mean(arith),
+        n_pairs=np.where(count > 0, count, np.nan),
+        balanced=np.where(count > 0, balanced.astype(np.float64), np.nan),
+        cycles=tuple(frozenset(int(c) for c in cycle_of[seen]) for seen in has.any(axis=1)),
+    )
 
 
-def _decision(row: dict[str, Any], margin: float, decidable: bool) -> str:
+DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent")
+
+
+def _decision(row: dict[str, Any], parts: Sequence[_Series], margin: float) -> tuple[str, str]:
+    """(decision, why not) for one row; `insufficient` below MIN_PROMPTS_FOR_DECISION."""
+    sizes = {p.subset: int(np.isfinite(p.log).sum()) for p in parts}
+    if not sizes or min(sizes.values()) == 0:
+        return "inconclusive", ""
+    small = [f"{s} {n}" for s, n in sizes.items() if n < MIN_PROMPTS_FOR_DECISION]
+    if small:
+        return "insufficient", (
+            f"fewer than {MIN_PROMPTS_FOR_DECISION} prompts ({', '.join(small)}): no decision"
+        )
     bounds = [row["ci_low"], row["ci_high"], row["ci90_low"], row["ci90_high"]]
-    if not decidable or not all(math.isfinite(b) for b in bounds):
-        return "inconclusive"
+    if not all(math.isfinite(b) for b in bounds):
+        return "inconclusive", "no interval"
     # Equivalence first: an effect pinned inside the margin is negligible even if non-zero.
     if -margin < row["ci90_low"] and row["ci90_high"] < margin:
-        return "equivalent"
+        return "equivalent", ""
     if row["ci_low"] > 0:
-        return "faster"
+        return "faster", ""
     if row["ci_high"] < 0:
-        return "slower"
-    return "inconclusive"
+        return "slower", ""
+    return "inconclusive", ""
 
 
-def _summarise(
-    parts: Sequence[_Series], boot_log: FloatArray, settings: AnalysisSettings
+def _spread(parts: Sequence[_Series], finite: Sequence[FloatArray]) -> tuple[Spread, str]:
+    """The published SE: prompts only, or with the session level given enough shared cycles."""
+    shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
+    if int(shared.sum()) < MIN_CYCLES_FOR_SESSION:
+        return prompt_spread(finite), ""
+    spread = session_spread(finite, [p.matrix[:, shared] for p in parts])
+    if spread.method != WITH_SESSION and math.isfinite(spread.se):
+        return spread, "session level not estimable: fewer than 2 prompts hold every cycle"
+    return spread, ""
+
+
+@dataclass(frozen=True)
+class _Boot:
+    """One row's share of a BootSummary."""
+
+    kept: int
+    q95: float
+    q90: float
+    low: float
+    high: float
+
+
+def _boot_row(summary: BootSummary, k: int) -> _Boot:
+    return _Boot(
+        int(summary.kept[k]),
+        float(summary.q95[k]),
+        float(summary.q90[k]),
+        float(summary.low[k]),
+        float(summary.high[k]),
+    )
+
+
+def _interval_columns(
+    point: float, finite: Sequence[FloatArray], parts: Sequence[_Series], boot: _Boot
+) -> tuple[dict[str, Any], Spread, str]:
+    """The published 95 % / 90 % intervals and their SE, df and method, in percent."""
+    spread, note = _spread(parts, finite)
+    lo95, hi95 = published_interval(point, spread, boot.q95, 0.95)
+    lo90, hi90 = published_interval(point, spread, boot.q90, 0.90)
+    session_se = math.sqrt(spread.session_var) if spread.method == WITH_SESSION else math.nan
+    columns = {
+        "ci_low": to_pct(lo95),
+        "ci_high": to_pct(hi95),
+        "ci90_low": to_pct(lo90),
+        "ci90_high": to_pct(hi90),
+        "interval_method": spread.method,
+        "se_pct": 100.0 * spread.se,
+        "df": spread.df,
+        "session_se_pct": 100.0 * session_se,
+        "mde_pct": mde_pct(spread),
+    }
+    return columns, spread, note
+
+
+def _crosscheck_columns(
+    finite: Sequence[FloatArray], boot: _Boot, settings: AnalysisSettings
 ) -> dict[str, Any]:
-    finite = [p.log[np.isfinite(p.log)] for p in parts]
-    sizes = [v.size for v in finite]
-    complete = all(size > 0 for size in sizes)
-    kept = boot_log[np.isfinite(boot_log)] if complete else np.empty(0)
-    point = float(np.mean([v.mean() for v in finite])) if complete else math.nan
-    arith = float(np.mean([np.nanmean(p.arith) for p in parts])) * 100.0 if complete else math.nan
-    lo95, hi95 = percentile_interval(kept, 0.95)
-    lo90, hi90 = percentile_interval(kept, 0.90)
-    t_lo, t_hi = t_interval(finite, 0.95) if complete else (math.nan, math.nan)
-    if complete:
+    """The percentile-bootstrap interval and the sign-flip p-value."""
+    if finite and all(v.size for v in finite):
         weights = np.concatenate([np.full(v.size, 1.0 / (len(finite) * v.size)) for v in finite])
         perm_p, perm_method = sign_flip_pvalue(
             np.concatenate(finite), weights, seed=settings.seed, n_mc=settings.boot
         )
     else:
         perm_p, perm_method = math.nan, "none"
-    se, mde = mde_pct(kept)
-    balanced = np.concatenate([p.balanced[np.isfinite(p.balanced)] for p in parts])
-    cycles = sorted(frozenset().union(*(p.cycles for p in parts)))
-    row: dict[str, Any] = {
-        "n_prompts": int(sum(sizes)),
-        "n_pairs": int(sum(np.nansum(p.n_pairs) for p in parts)),
-        "cycles": ",".join(str(c) for c in cycles),
-        "pct_change": to_pct(point),
-        "ci_low": to_pct(lo95),
-        "ci_high": to_pct(hi95),
-        "ci90_low": to_pct(lo90),
-        "ci90_high": to_pct(hi90),
-        "arith_pct_change": arith,
-        "t_ci_low": to_pct(t_lo),
-        "t_ci_high": to_pct(t_hi),
+    return {
+        "boot_ci_low": to_pct(boot.low),
+        "boot_ci_high": to_pct(boot.high),
         "perm_p": perm_p,
         "perm_method": perm_method,
         "boot_requested": settings.boot,
-        "boot_kept": int(kept.size),
-        "se_pct": se,
-        "mde_pct": mde,
-        "underpowered": not (math.isfinite(mde) and mde <= settings.margin_pct),
+        "boot_kept": boot.kept,
+    }
+
+
+def _summarise(parts: Sequence[_Series], boot: _Boot, settings: AnalysisSettings) -> dict[str, Any]:
+    finite = [p.log[np.isfinite(p.log)] for p in parts]
+    complete = all(v.size > 0 for v in finite)
+    point = float(np.mean([v.mean() for v in finite])) if complete else math.nan
+    arith = float(np.mean([np.nanmean(p.arith) for p in parts])) * 100.0 if complete else math.nan
+    if complete:
+        intervals, _, session_note = _interval_columns(point, finite, parts, boot)
+    else:
+        intervals, session_note = _interval_columns(math.nan, [], parts, boot)[0], ""
+    balanced = np.concatenate([p.balanced[np.isfinite(p.balanced)] for p in parts])
+    cycles = sorted(frozenset().union(*(p.cycles for p in parts)))
+    row: dict[str, Any] = {
+        "n_prompts": int(sum(v.size for v in finite)),
+        "n_pairs": int(sum(np.nansum(p.n_pairs) for p in parts)),
+        "cycles": ",".join(str(c) for c in cycles),
+        "pct_change": to_pct(point),
+        **intervals,
+        "arith_pct_change": arith,
+        **_crosscheck_columns(finite, boot, settings),
         "counterbalanced": bool(balanced.size) and bool(balanced.all()),
     }
-    pct = row["pct_change"]
     row["sign_disagreement"] = bool(
-        pct * arith < 0
-        or (row["ci_low"] > 0 and row["t_ci_high"] < 0)
-        or (row["ci_high"] < 0 and row["t_ci_low"] > 0)
+        row["pct_change"] * arith < 0
+        or (row["ci_low"] > 0 and row["boot_ci_high"] < 0)
+        or (row["ci_high"] < 0 and row["boot_ci_low"] > 0)
     )
-    boot_excludes_zero = row["ci_low"] > 0 or row["ci_high"] < 0
+    excludes_zero = row["ci_low"] > 0 or row["ci_high"] < 0
     row["significance_disagreement"] = bool(
-        math.isfinite(perm_p) and boot_excludes_zero != (perm_p < 0.05)
+        math.isfinite(row["perm_p"]) and excludes_zero != (row["perm_p"] < 0.05)
     )
-    decidable = complete and min(sizes) >= 2
-    row["decision"] = _decision(row, settings.margin_pct, decidable)
-    notes: list[str] = []
+    row["decision"], why = _decision(row, parts, settings.margin_pct)
+    # Power matters only where no decision was reached; a decided cell was powered enough.
+    mde = row["mde_pct"]
+    row["underpowered"] = row["decision"] not in DECIDED and not (
+        math.isfinite(mde) and mde <= settings.margin_pct
+    )
+    notes = [why] if why else []
     if not complete:
         notes.append("no pairs" if len(parts) == 1 else "pooled needs pairs in every subset")
-    elif not decidable:
-        notes.append("fewer than 2 prompts in a subset: no decision")
     if complete and not row["counterbalanced"]:
         notes.append("not counterbalanced: some prompts lack an odd or an even cycle")
+    if session_note:
+        notes.append(session_note)
     row["note"] = "; ".join(notes)
     return row
 
 
-def _tiebreak_choice(prim: float, intv: float, registered: str, tb: float) -> tuple[str, str]:
+def _tiebreak_cell(
+    prim: float, intv: float, registered: str, trigger: str | None
+) -> tuple[str, str]:
     has_p, has_i = math.isfinite(prim), math.isfinite(intv)
     if not (has_p or has_i):
         return registered, f"neither endpoint has pairs; the registered {registered} row stands"
     if not has_i:
-        return "primary", "interval basis has no pairs, so the primary figure is published"
+        return "primary", "interval basis has no pairs here, so the primary figure is published"
     if not has_p:
         return (
             "interval",
-            "primary endpoint has no pairs, so the interval-basis figure is published",
+            "primary endpoint has no pairs here, so the interval-basis figure is published",
         )
-    div = abs(prim - intv)
     if registered == "interval":
         return "interval", "interval basis is the pre-registered endpoint"
-    if div > tb:
-        return "interval", (
-            f"endpoints differ by {div:.2f} pp > {tb:g} pp tie-break, so the interval-basis "
-            "figure is published"
-        )
-    return "primary", (
-        f"endpoints agree within {div:.2f} pp (tie-break {tb:g} pp), so the primary figure stands"
-    )
+    if trigger is not None:
+        return "interval", f"{trigger}, so the interval-basis figure is published headline-wide"
+    return "primary", "endpoints agree within the tie-break in every cell, so the primary stands"
 
 
 def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.DataFrame:
     """Mark which endpoint is published per treatment × subset, with the reason.
 
-    The pre-registered endpoint stands unless the two endpoints differ by more than the
-    tie-break (in percentage points), in which case the interval-basis figure is published;
-    an endpoint without pairs yields to the other.
+    One endpoint for the whole headline: the pre-registered endpoint stands unless, in ANY
+    treatment × subset cell, the two endpoints differ by more than the tie-break (percentage
+    points); then every cell publishes the interval-basis figure. A cell where one endpoint
+    lacks pairs still yields to the other there.
     """
     if contrasts.empty:
         return contrasts.assign(divergence_pp=[], published=[], published_reason=[])
@@ -287,13 +394,24 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
     wide = wide.reindex(columns=list(ENDPOINTS))
     prim = wide["primary"].to_numpy(dtype=np.float64)
     intv = wide["interval"].to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        divergence = np.abs(prim - intv)
+    over = np.isfinite(divergence) & (divergence > settings.tiebreak_pp)
+    trigger = None
+    if over.any():
+        worst = int(np.nanargmax(np.where(over, divergence, -1.0)))
+        t, s = wide.index[worst]
+        trigger = (
+            f"{t}/{s} endpoints differ by {divergence[worst]:.2f} pp > "
+            f"{settings.tiebreak_pp:g} pp tie-break"
+        )
     choices = [
-        _tiebreak_choice(p, i, settings.primary_endpoint, settings.tiebreak_pp)
+        _tiebreak_cell(p, i, settings.primary_endpoint, trigger)
         for p, i in zip(prim, intv, strict=True)
     ]
     decided = pd.DataFrame(
         {
-            "divergence_pp": np.abs(prim - intv),
+            "divergence_pp": divergence,
             "chosen": [c[0] for c in choices],
             "published_reason": [c[1] for c in choices],
         },
@@ -306,36 +424,140 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
     return out.drop(columns="chosen")
 
 
-def per_cycle_table(pairs: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """The contrast within each (run, cycle): the mean log ratio over its prompts, in percent."""
-    grouped = pairs.groupby(
-        [*SERIES_KEYS, "subset", "run_id", "cycle"], as_index=False, sort=True
-    ).agg(n_pairs=("log_ratio", "size"), mean_log=("log_ratio", "mean"))
-    pct = 100.0 * np.expm1(grouped["mean_log"].to_numpy(dtype=np.float64))
-    return grouped.assign(baseline=baseline, pct_change=pct)[list(PER_CYCLE_COLUMNS)]
+def _cycle_rows(
+    keys: Sequence[tuple[str, str]],
+    subset: str,
+    sessions: Sequence[tuple[str, int]],
+    count: npt.NDArray[np.int64],
+    mean_log: FloatArray,
+) -> pd.DataFrame:
+    k, j = np.nonzero(count > 0)
+    return pd.DataFrame(
+        {
+            "endpoint": [keys[i][0] for i in k.tolist()],
+            "treatment": [keys[i][1] for i in k.tolist()],
+            "subset": subset,
+            "run_id": [sessions[i][0] for i in j.tolist()],
+            "cycle": np.array([sessions[i][1] for i in j.tolist()], dtype=np.int64),
+            "n_pairs": count[k, j].astype(np.int64),
+            "pct_change": 100.0 * np.expm1(mean_log[k, j]),
+        }
+    )
 
 
-def drift_table(pairs: pd.DataFrame, baseline: str) -> pd.DataFrame:
+def per_cycle_table(
+    layouts: Mapping[str, _Layout], keys: Sequence[tuple[str, str]], baseline: str
+) -> pd.DataFrame:
+    """The contrast within each (run, cycle): the mean log ratio over its prompts, in percent.
+
+    With two or more subsets a pooled row is the equal-weight mean of the subset contrasts,
+    where the cycle holds pairs in every subset.
+    """
+    frames, counts, means = [], [], []
+    for subset, layout in layouts.items():
+        count, mean = np.isfinite(layout.matrix).sum(axis=1), nan_mean(layout.matrix, axis=1)
+        frames.append(_cycle_rows(keys, subset, layout.sessions, count, mean))
+        counts.append(count)
+        means.append(mean)
+    if len(layouts) >= 2:
+        every = (np.stack(counts) > 0).all(axis=0)
+        total = np.where(every, np.stack(counts).sum(axis=0), 0)
+        sessions = next(iter(layouts.values())).sessions
+        frames.append(_cycle_rows(keys, POOLED, sessions, total, np.stack(means).mean(axis=0)))
+    if not frames:
+        return pd.DataFrame(columns=list(PER_CYCLE_COLUMNS))
+    table = pd.concat(frames, ignore_index=True).assign(baseline=baseline)
+    order = ["endpoint", "treatment", "subset", "run_id", "cycle"]
+    return table.sort_values(order, kind="stable").reset_index(drop=True)[list(PER_CYCLE_COLUMNS)]
+
+
+def drift_table(
+    layouts: Mapping[str, _Layout], keys: Sequence[tuple[str, str]], baseline: str
+) -> pd.DataFrame:
     """Half the odd-minus-even cycle contrast per series and subset.
 
     With ABC CBA order a linear drift adds +d to odd cycles and -d to even ones, so half their
-    difference estimates d; with two cycles this is (cycle 1 - cycle 2) / 2.
+    difference estimates d; with two cycles this is (cycle 1 - cycle 2) / 2. Each side is the
+    mean over all its pairs.
     """
-    parity = np.where(pairs["cycle"].to_numpy() % 2 == 1, "odd", "even")
-    means = (
-        pairs.assign(parity=parity)
-        .groupby([*SERIES_KEYS, "subset", "parity"], sort=True)["log_ratio"]
-        .mean()
-        .unstack("parity")
+    rows = []
+    for subset, layout in layouts.items():
+        odd = np.array([c % 2 == 1 for _, c in layout.sessions], dtype=bool)
+        flat = (len(keys), layout.matrix.shape[1] * int(odd.sum()))
+        pct_odd = 100.0 * np.expm1(nan_mean(layout.matrix[..., odd].reshape(flat)))
+        flat = (len(keys), layout.matrix.shape[1] * int((~odd).sum()))
+        pct_even = 100.0 * np.expm1(nan_mean(layout.matrix[..., ~odd].reshape(flat)))
+        for k in np.nonzero(np.isfinite(pct_odd) & np.isfinite(pct_even))[0].tolist():
+            rows.append(
+                {
+                    "endpoint": keys[k][0],
+                    "treatment": keys[k][1],
+                    "baseline": baseline,
+                    "subset": subset,
+                    "pct_odd_cycles": pct_odd[k],
+                    "pct_even_cycles": pct_even[k],
+                    "drift_pp": (pct_odd[k] - pct_even[k]) / 2,
+                }
+            )
+    table = pd.DataFrame(rows, columns=list(DRIFT_COLUMNS))
+    order = ["endpoint", "treatment", "subset"]
+    return table.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def _trend_row(
+    log_rate: FloatArray, position: FloatArray, session: IntArray, prompt: IntArray
+) -> dict[str, Any]:
+    kept = np.isfinite(log_rate)
+    row: dict[str, Any] = {
+        "n_obs": int(kept.sum()),
+        "n_sessions": int(np.unique(session[kept]).size),
+    }
+    if not kept.any():
+        nothing = {"slope_pct": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+        return {**row, **nothing, "df": math.nan, "stateful": False, "note": "no measurements"}
+    slope = fixed_effects_slope(log_rate[kept], position[kept], [session[kept], prompt[kept]])
+    half = t_quantile(0.975, slope.df) * slope.se
+    low, high = to_pct(slope.estimate - half), to_pct(slope.estimate + half)
+    pct = to_pct(slope.estimate)
+    clear = math.isfinite(half) and (low > 0 or high < 0)
+    row.update(slope_pct=pct, ci_low=low, ci_high=high, df=slope.df)
+    row["stateful"] = bool(clear and abs(pct) >= STATEFUL_MIN_PCT_PER_POSITION)
+    row["note"] = (
+        ""
+        if math.isfinite(pct)
+        else "not identifiable: positions must differ between sessions of a prompt"
     )
-    if "odd" not in means or "even" not in means:
-        return pd.DataFrame(columns=list(DRIFT_COLUMNS))
-    means = means.dropna(subset=["odd", "even"]).reset_index()
-    odd = 100.0 * np.expm1(means["odd"].to_numpy(dtype=np.float64))
-    even = 100.0 * np.expm1(means["even"].to_numpy(dtype=np.float64))
-    return means.assign(
-        baseline=baseline, pct_odd_cycles=odd, pct_even_cycles=even, drift_pp=(odd - even) / 2
-    )[list(DRIFT_COLUMNS)]
+    return row
+
+
+def position_trend_table(
+    records: pd.DataFrame, treatments: Sequence[str], baseline: str
+) -> pd.DataFrame:
+    """Per endpoint and treatment (baseline first): log rate's trend on position in session.
+
+    log rate = session effect + prompt effect + slope · position + noise, fitted by OLS; the
+    slope in percent per position has a t-interval. `stateful` when that 95 % interval excludes
+    0 and the slope is at least STATEFUL_MIN_PCT_PER_POSITION. Records without a position
+    (older runs) are left out; with none at all the table is empty.
+    """
+    placed = records[records["position"] >= 0]
+    if placed.empty:
+        return pd.DataFrame(columns=list(POSITION_COLUMNS))
+    # Codes once for every treatment: per-treatment pandas work dominated this table.
+    session = placed.groupby(["run_id", "session"], sort=False).ngroup().to_numpy(np.int64)
+    prompt = pd.factorize(placed["prompt_id"])[0].astype(np.int64)
+    position = placed["position"].to_numpy(dtype=np.float64)
+    owner = placed["treatment"].to_numpy()
+    rows: list[dict[str, Any]] = []
+    for endpoint in ENDPOINTS:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_rate = np.log(placed[f"rate_{endpoint}"].to_numpy(dtype=np.float64))
+        for treatment in [baseline, *treatments]:
+            mine = owner == treatment
+            trend = _trend_row(log_rate[mine], position[mine], session[mine], prompt[mine])
+            rows.append({"endpoint": endpoint, "treatment": treatment, **trend})
+    table = pd.DataFrame(rows, columns=list(POSITION_COLUMNS))
+    return table.astype({"stateful": "bool", "n_obs": "int64", "n_sessions": "int64"})
 
 
 def compute_contrasts(
@@ -354,29 +576,49 @@ def compute_contrasts(
     """
     baseline = settings.baseline
     pairs, gaps = pair_cells(cell_means(records), treatments, baseline)
-    clusters = cluster_values(pairs)
     keys = [(e, t) for e in ENDPOINTS for t in treatments]
+    sessions = sorted(
+        {(str(r), int(c)) for r, c in zip(pairs["run_id"], pairs["cycle"], strict=True)}
+    )
     layouts: dict[str, _Layout] = {}
-    boot: dict[str, FloatArray] = {}
+    boot: dict[str, Resamples] = {}
     for s in subsets:
         universe = sorted(str(p) for p in records.loc[records["subset"] == s, "prompt_id"].unique())
-        layouts[s] = _layout(
-            clusters[clusters["subset"] == s], pairs[pairs["subset"] == s], keys, universe
-        )
+        layouts[s] = _layout(s, pairs[pairs["subset"] == s], keys, universe, sessions)
         idx = index_matrix(len(universe), settings.boot, settings.seed, s)
-        boot[s] = resample_means(layouts[s].log, idx)
+        boot[s] = resample(layouts[s].log, idx)
 
+    summaries = {s: summarise_resamples(boot[s], layouts[s].log_mean) for s in subsets}
+    if len(subsets) >= 2:
+        # Equal weight inside each resample; a resample missing any subset is not kept.
+        pooled = Resamples(
+            np.mean(np.stack([boot[s].mean for s in subsets]), axis=0),
+            np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
+        )
+        point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
+        summaries[POOLED] = summarise_resamples(pooled, point)
     rows: list[dict[str, Any]] = []
     for k, (endpoint, treatment) in enumerate(keys):
         head = {"endpoint": endpoint, "treatment": treatment, "baseline": baseline}
         for s in subsets:
-            parts = [layouts[s].series(k)]
-            rows.append({**head, "subset": s, **_summarise(parts, boot[s][k], settings)})
+            row = _summarise([layouts[s].series(k)], _boot_row(summaries[s], k), settings)
+            rows.append({**head, "subset": s, **row})
         if len(subsets) >= 2:
             parts = [layouts[s].series(k) for s in subsets]
-            # Equal weight inside each resample; a resample missing any subset is not kept.
-            pooled = np.mean(np.stack([boot[s][k] for s in subsets]), axis=0)
-            rows.append({**head, "subset": POOLED, **_summarise(parts, pooled, settings)})
+            row = _summarise(parts, _boot_row(summaries[POOLED], k), settings)
+            rows.append({**head, "subset": POOLED, **row})
+    return _tables(rows, layouts, keys, gaps, records, settings)
+
+
+def _tables(
+    rows: list[dict[str, Any]],
+    layouts: Mapping[str, _Layout],
+    keys: Sequence[tuple[str, str]],
+    gaps: pd.DataFrame,
+    records: pd.DataFrame,
+    settings: AnalysisSettings,
+) -> ContrastTables:
+    baseline = settings.baseline
     body = [
         c for c in CONTRAST_COLUMNS if c not in ("divergence_pp", "published", "published_reason")
     ]
@@ -396,8 +638,11 @@ def compute_contrasts(
         contrasts=contrasts,
         census=census_table(contrasts, gaps),
         gaps=gaps.reset_index(drop=True),
-        per_cycle=per_cycle_table(pairs, baseline),
-        drift=drift_table(pairs, baseline),
+        per_cycle=per_cycle_table(layouts, keys, baseline),
+        drift=drift_table(layouts, keys, baseline),
+        position_trend=position_trend_table(
+            records, [t for e, t in keys if e == ENDPOINTS[0]], baseline
+        ),
     )
 
 

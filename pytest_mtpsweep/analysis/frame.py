@@ -19,6 +19,7 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "treatment",
     "cycle",
     "ordinal",
+    "position",
     "prompt_id",
     "subset",
     "repeat",
@@ -122,6 +123,8 @@ def parse_records(
                 for name in KEYED_FIELDS
             }
             ordinal = _int(obj.get("ordinal"))
+            # 0-based place within the server session; older records lack it (-1: unknown).
+            position = _int(obj.get("position"))
             repeat = _int(obj.get("repeat"))
             tokens = _int(obj.get("completion_tokens"))
             reason = obj.get("reason")
@@ -132,6 +135,7 @@ def parse_records(
                     "treatment": str(obj["treatment"]),
                     "cycle": cycle,
                     "ordinal": ordinal if ordinal is not None else -1,
+                    "position": position if position is not None and position >= 0 else -1,
                     "prompt_id": str(obj["prompt_id"]),
                     "subset": str(obj["subset"]),
                     "repeat": repeat if repeat is not None else 1,
@@ -151,6 +155,7 @@ def parse_records(
         {
             "cycle": "int64",
             "ordinal": "int64",
+            "position": "int64",
             "repeat": "int64",
             "valid": "bool",
             "rate_primary": "float64",

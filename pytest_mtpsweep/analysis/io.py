@@ -28,8 +28,8 @@ from pytest_mtpsweep.analysis.pipeline import analyse
 from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
-    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv", "report.md",
-    "forest.png",
+    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
+    "position_trend.csv", "report.md", "forest.png",
 )  # fmt: skip
 
 
@@ -201,6 +201,7 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
         # census.csv is one row per cell; these two are its itemised companions.
         result.gaps.to_csv(out / "gaps.csv", index=False)
         result.exclusions.to_csv(out / "exclusions.csv", index=False)
+        result.position_trend.to_csv(out / "position_trend.csv", index=False)
         (out / "contrasts.json").write_text(
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )

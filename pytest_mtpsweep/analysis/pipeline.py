@@ -183,6 +183,7 @@ def analyse(
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
         notes=tuple(notes),
+        position_trend=tables.position_trend,
         plot_available=plot_available,
     )
     return dataclasses.replace(result, report_md=render_report(result))

@@ -11,12 +11,21 @@ import pandas as pd
 from pytest_mtpsweep.analysis.model import (
     ENDPOINT_LABELS,
     ENDPOINTS,
-    MDE_MULTIPLIER,
+    MDE_POWER,
+    MIN_BOOT,
+    MIN_CYCLES_FOR_SESSION,
+    MIN_PROMPTS_FOR_DECISION,
     POOLED,
+    STATEFUL_MIN_PCT_PER_POSITION,
     AnalysisResult,
 )
+from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
 
 COMPARE_LABEL = "secondary, descriptive: different runs"
+TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
+                    "beyond tie-break", "published", "why"]  # fmt: skip
+POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per position",
+                    "95% CI", "stateful", "note"]  # fmt: skip
 
 
 def _pct(value: Any) -> str:
@@ -38,13 +47,18 @@ def _ci(low: Any, high: Any) -> str:
 
 
 def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    # Plain dicts: iterrows builds a Series per row, which dominated the report's run time.
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+    # Plain dicts from column lists: iterrows builds a Series per row and to_dict boxes every
+    # cell, which dominated the report's run time.
+    names = [str(c) for c in frame.columns]
+    columns = [frame[c].tolist() for c in frame.columns]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def _flags(row: Mapping[str, Any]) -> str:
     flags = []
-    if bool(row["underpowered"]):
+    if row["decision"] == "insufficient":
+        flags.append(f"fewer than {MIN_PROMPTS_FOR_DECISION} prompts")
+    elif bool(row["underpowered"]):
         flags.append("underpowered")
     if int(row["n_pairs"]) > 0 and not bool(row["counterbalanced"]):
         flags.append("order-confounded")
@@ -127,9 +141,29 @@ def headline_table(result: AnalysisResult) -> str:
     return f"{head}\n{_plain_table(headers, rows)}"
 
 
+def _per_cycle_text(result: AnalysisResult) -> dict[tuple[str, str, str], str]:
+    """'c1 +3.10%, c2 +2.95%' per (endpoint, treatment, subset), run-qualified when pooled."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    many = len(result.run_ids) > 1
+    for r in _rows(result.per_cycle):
+        where = f"{r['run_id']} c{r['cycle']}" if many else f"c{r['cycle']}"
+        key = (str(r["endpoint"]), str(r["treatment"]), str(r["subset"]))
+        out.setdefault(key, []).append(f"{where} {_pct(r['pct_change'])}")
+    return {k: ", ".join(v) for k, v in out.items()}
+
+
+def _conditional(result: AnalysisResult) -> bool:
+    """True when some published interval leaves the session level out (too few cycles)."""
+    methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
+    return PROMPTS_ONLY in methods
+
+
 def _section_headline(result: AnalysisResult) -> list[str]:
-    rows = [
-        [
+    conditional = _conditional(result)
+    cycles = _per_cycle_text(result) if conditional else {}
+    rows = []
+    for r in _rows(result.published):
+        row = [
             str(r["treatment"]),
             str(r["subset"]),
             str(r["endpoint"]),
@@ -140,58 +174,63 @@ def _section_headline(result: AnalysisResult) -> list[str]:
             _num(r["mde_pct"]) + (" (underpowered)" if bool(r["underpowered"]) else ""),
             str(int(r["n_prompts"])),
             str(int(r["n_pairs"])),
-            f"{int(r['boot_kept'])}/{int(r['boot_requested'])}",
-            str(r["note"]),
+            str(r["interval_method"]),
         ]
-        for r in _rows(result.published)
-    ]
-    headers = [
-        "treatment",
-        "subset",
-        "published endpoint",
-        "change",
-        "95% CI",
-        "90% CI",
-        "decision",
-        "MDE %",
-        "prompts",
-        "pairs",
-        "resamples kept",
-        "note",
-    ]
-    return ["## Headline (published endpoint)", "", _md_table(headers, rows), ""]
+        if conditional:
+            row.append(cycles.get((str(r["endpoint"]), str(r["treatment"]), str(r["subset"])), ""))
+        rows.append([*row, str(r["note"])])
+    headers = ["treatment", "subset", "published endpoint", "change", "95% CI", "90% CI",
+               "decision", "MDE %", "prompts", "pairs", "interval"]  # fmt: skip
+    headers += ["per cycle", "note"] if conditional else ["note"]
+    out = ["## Headline (published endpoint)", ""]
+    if conditional:
+        out += [
+            f"With fewer than {MIN_CYCLES_FOR_SESSION} cycles the intervals are conditional on "
+            "the server sessions that were run: they resample prompts only, so an offset "
+            "shared by a whole session is not in them; the per-cycle contrasts beside each "
+            "figure show how far it moved between sessions.",
+            "",
+        ]
+    return [*out, _md_table(headers, rows), ""]
 
 
 def _section_tiebreak(result: AnalysisResult) -> list[str]:
+    s = result.settings
     pct = {
         (r["endpoint"], r["treatment"], r["subset"]): r["pct_change"]
         for r in _rows(result.contrasts)
     }
-    rows = [
-        [
-            str(row["treatment"]),
-            str(row["subset"]),
-            *(_pct(pct.get((e, row["treatment"], row["subset"]))) for e in ENDPOINTS),
-            _num(row["divergence_pp"]),
-            str(row["endpoint"]),
-            str(row["published_reason"]),
-        ]
-        for row in _rows(result.published)
-    ]
-    s = result.settings
+    rows = []
+    for row in _rows(result.published):
+        div = row["divergence_pp"]
+        rows.append(
+            [
+                str(row["treatment"]),
+                str(row["subset"]),
+                *(_pct(pct.get((e, row["treatment"], row["subset"]))) for e in ENDPOINTS),
+                _num(div),
+                "**yes**" if _finite(div) and div > s.tiebreak_pp else "no",
+                str(row["endpoint"]),
+                str(row["published_reason"]),
+            ]
+        )
     return [
         "## Endpoints and tie-break",
         "",
-        f"Pre-registered endpoint: {s.primary_endpoint}. Rule: where the two endpoints differ "
-        f"by more than {s.tiebreak_pp:g} pp in a cell, that cell publishes the interval-basis "
-        "figure.",
+        f"Pre-registered endpoint: {s.primary_endpoint}. Rule: if the two endpoints differ by "
+        f"more than {s.tiebreak_pp:g} pp in ANY treatment × subset cell, the interval-basis "
+        "figure is published for the whole headline (a cell where one endpoint has no pairs "
+        "publishes the other).",
         "",
-        _md_table(
-            ["treatment", "subset", "primary", "interval", "divergence pp", "published", "why"],
-            rows,
-        ),
+        _md_table(TIEBREAK_HEADERS, rows),
         "",
     ]
+
+
+def _min_p(row: Mapping[str, Any]) -> float:
+    # The smallest p an exact sign-flip test can give: both all-plus and all-minus patterns.
+    n = int(row["n_prompts"])
+    return 2.0 ** (1 - n) if row["perm_method"] == "exact" and n > 0 else math.nan
 
 
 def _section_crosschecks(result: AnalysisResult) -> list[str]:
@@ -202,35 +241,77 @@ def _section_crosschecks(result: AnalysisResult) -> list[str]:
             str(r["endpoint"]),
             _pct(r["pct_change"]),
             _pct(r["arith_pct_change"]),
-            _ci(r["t_ci_low"], r["t_ci_high"]),
+            _ci(r["boot_ci_low"], r["boot_ci_high"]),
             f"{_num(r['perm_p'], 4)} ({r['perm_method']})",
+            _num(_min_p(r), 4),
             "yes" if bool(r["sign_disagreement"]) else "no",
             "yes" if bool(r["significance_disagreement"]) else "no",
         ]
         for r in _rows(result.contrasts)
     ]
-    return [
+    blind = sorted({int(r["n_prompts"]) for r in _rows(result.contrasts) if _min_p(r) >= 0.05})
+    out = [
         "## Small-sample cross-checks",
         "",
-        "Geometric (bootstrap point) and arithmetic mean percent change, a t-interval on the "
-        "per-prompt log ratios, and a sign-flip permutation p-value (exact over all 2^n sign "
-        "patterns up to 16 prompts, Monte Carlo above). A sign disagreement means the "
-        "geometric and arithmetic means, or the bootstrap and t-intervals, point different ways.",
+        "Geometric (the published point) and arithmetic mean percent change, the percentile "
+        "cluster bootstrap 95% interval (the published interval before issue 13; it "
+        "under-covers at these sizes, see Method), and a sign-flip permutation p-value (exact "
+        "over all 2^n sign patterns up to 16 prompts, Monte Carlo above). A sign disagreement "
+        "means the geometric and arithmetic means, or the published and bootstrap intervals, "
+        "point different ways.",
         "",
-        _md_table(
-            [
-                "treatment",
-                "subset",
-                "endpoint",
-                "geometric",
-                "arithmetic",
-                "t 95% CI",
-                "sign-flip p",
-                "sign disagreement",
-                "bootstrap vs p<0.05 disagree",
-            ],
-            rows,
-        ),
+    ]
+    if blind:
+        out += [
+            f"At {', '.join(str(n) for n in blind)} prompt(s) the exact sign-flip test cannot "
+            "reject at 5%: its smallest attainable p-value, 2^(1−n), is 0.05 or more, so "
+            "'p<0.05 disagrees' there only restates the sample size.",
+            "",
+        ]
+    headers = ["treatment", "subset", "endpoint", "geometric", "arithmetic", "bootstrap 95% CI",
+               "sign-flip p", "min attainable p", "sign disagreement",
+               "interval vs p<0.05 disagree"]  # fmt: skip
+    return [*out, _md_table(headers, rows), ""]
+
+
+def _section_position(result: AnalysisResult) -> list[str]:
+    out = ["## Position within session", ""]
+    t = result.position_trend
+    if t.empty:
+        return [
+            *out,
+            "Not available: no record carries a `position` (runs from before the field).",
+            "",
+        ]
+    rows = [
+        [
+            str(r["treatment"]),
+            str(r["endpoint"]),
+            str(r["n_obs"]),
+            str(r["n_sessions"]),
+            _pct(r["slope_pct"]),
+            _ci(r["ci_low"], r["ci_high"]),
+            "**stateful**" if bool(r["stateful"]) else "no",
+            str(r["note"]),
+        ]
+        for r in _rows(t)
+    ]
+    flagged = sorted({str(r["treatment"]) for r in _rows(t) if bool(r["stateful"])})
+    verdict = (
+        f"Stateful: {', '.join(flagged)} — their rate drifts with the measurement's place in "
+        "the session, so the contrast depends on the prompt order."
+        if flagged
+        else "No treatment is stateful."
+    )
+    return [
+        *out,
+        "Trend of log rate on the 0-based position within its server session, per treatment, "
+        "with a fixed effect per session and per prompt (prompts run in a different order in "
+        "each session); change per position with a 95% t-interval. `stateful` when that "
+        f"interval excludes 0 and the trend is at least {STATEFUL_MIN_PCT_PER_POSITION:g}% per "
+        f"position. {verdict}",
+        "",
+        _md_table(POSITION_HEADERS, rows),
         "",
     ]
 
@@ -430,6 +511,20 @@ def _section_groups(result: AnalysisResult) -> list[str]:
     return [*out, ""]
 
 
+# From bench/coverage.py (tests/test_analysis_coverage.py checks a few cells in CI).
+MEASURED_COVERAGE = (
+    "Measured coverage of this 95% interval (bench/coverage.py: 600 replications a cell, "
+    "2,000 resamples, prompt-effect sd 0.10, noise sd 0.05, 2 cycles): 0.94–0.99 at 4, 6, 8, "
+    "12 and 16 prompts per subset under normal, skewed (centred exponential) and t(3) prompt "
+    "effects, lowest 0.938; Student's t quantile alone 0.91–0.97 (0.913 skewed), the "
+    "percentile bootstrap 0.77–0.94. With no true effect at 8 prompts, 2.8–5.4% of cells "
+    "were called faster or slower (percentile bootstrap: 10.8–12.1%). With 4 or 6 cycles and "
+    "a session sd of 0.02–0.05 the session-level interval covered 0.94–0.99; with 2 cycles "
+    "and a session sd of 0.05 the prompts-only interval covered as little as 0.58 (pooled, "
+    "16 prompts)."
+)
+
+
 def _section_method(result: AnalysisResult) -> list[str]:
     s = result.settings
     n_t, n_s = len(result.treatments), len(result.subsets) + (len(result.subsets) >= 2)
@@ -439,21 +534,45 @@ def _section_method(result: AnalysisResult) -> list[str]:
         "",
         "Each treatment is paired with the baseline within (prompt, cycle) after averaging "
         "repeats; a prompt's cluster value is the mean over its cycles of log(treatment / "
-        f"baseline). Prompts are resampled with replacement within each subset ({s.boot} "
-        f"resamples, seed {s.seed}), one index matrix per subset shared by every treatment and "
-        "both endpoints; pooled is the equal-weight mean of the subset estimates inside each "
-        "resample. Percent change = 100·expm1(mean log ratio); intervals are percentiles of "
-        "the kept resamples (a resample is dropped when it draws no prompt with a pair).",
+        "baseline); a subset's estimate is the mean over its prompts, pooled is the "
+        "equal-weight mean of the subset estimates. Percent change = 100·expm1(mean log ratio).",
+        "",
+        "Published 95% and 90% intervals (`ci_low`/`ci_high`, `ci90_low`/`ci90_high`): mean ± "
+        "q·SE on the log scale. SE is the t-interval's, from the per-prompt log ratios "
+        "(Welch–Satterthwaite df for pooled). q is the larger of Student's t quantile and the "
+        "symmetric bootstrap-t quantile (the quantile of |mean* − mean| / SE* over "
+        f"{s.boot} prompt resamples within each subset, seed {s.seed}, one index matrix per "
+        "subset shared by every treatment and both endpoints). Why: the percentile bootstrap, "
+        "published before, under-covers at these sizes; the t quantile alone under-covers a "
+        "skewed prompt effect; the larger of the two held coverage in every case measured, and "
+        f"the interval is never narrower than the t-interval. {MEASURED_COVERAGE}",
+        "",
+        f"Session level (`interval_method` {WITH_SESSION}): with {MIN_CYCLES_FOR_SESSION} or "
+        "more cycles every (treatment, cycle) server session may carry its own offset. The "
+        "log ratios are then read as y[p,c] = μ + a_p + b_c + e_pc, b_c shared by the subsets "
+        "of a cycle; the session variance of the mean (var of the cycle means over the cycles, "
+        "less the residual mean square's share, truncated at 0) is added to SE² and the df "
+        "comes from Satterthwaite over every mean square used. With fewer cycles "
+        f"(`{PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
         "",
         f"Decision (margin ±{s.margin_pct:g}%): `equivalent` when the 90% interval lies inside "
         "±margin; otherwise `faster` when the 95% interval is above 0, `slower` when below 0, "
-        "else `inconclusive` (also when a subset has fewer than 2 prompts). `underpowered` "
-        f"when MDE = {MDE_MULTIPLIER:g} × bootstrap SE (in percent) exceeds the margin: the "
-        "true effect a two-sided 5% test would catch with 80% power.",
+        f"else `inconclusive`; `insufficient` when a subset has fewer than "
+        f"{MIN_PROMPTS_FOR_DECISION} prompts (pooled: when any subset has), where neither the "
+        "exact sign-flip test nor the interval can be trusted. `underpowered` marks a cell "
+        "without a decision whose MDE exceeds the margin: MDE = 100·expm1((t(0.975, df) + "
+        f"t({MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
+        f"{MDE_POWER:.0%} power.",
+        "",
+        "Columns (issue 13): `interval_method`, `se_pct` (100·SE), `df`, `session_se_pct` "
+        "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "
+        "`boot_ci_high` (the percentile bootstrap, a cross-check now); `t_ci_low` / "
+        "`t_ci_high` are gone (the published interval is t-based); `--boot` must be "
+        f"{MIN_BOOT} or more.",
         "",
         f"Multiplicity: {n_t} treatment(s) × {n_s} subset cell(s) × {len(ENDPOINTS)} endpoints "
         f"= {total} intervals; no correction for multiplicity is applied, so each interval "
-        "describes its own bootstrap distribution and is not a joint 95% guarantee.",
+        "covers its own contrast and is not a joint 95% guarantee.",
         "",
     ]
 
@@ -487,6 +606,7 @@ def render_report(result: AnalysisResult) -> str:
     lines += _section_census(result)
     if reason is None:
         lines += _section_drift(result)
+        lines += _section_position(result)
     lines += _section_truncation(result)
     lines += _section_groups(result)
     lines += _section_method(result)
