@@ -7,11 +7,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pytest_mtpsweep.analysis.compare import COMPARE_LABEL, compare_table
 from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
 from pytest_mtpsweep.analysis.gates import evaluate_expectations, parse_expectation
 from pytest_mtpsweep.analysis.io import analyse_run, load_and_analyse
 from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED, MIN_BOOT, AnalysisSettings
-from pytest_mtpsweep.analysis.report import COMPARE_LABEL, compare_table, headline_table
+from pytest_mtpsweep.analysis.report import headline_table
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
 

@@ -23,7 +23,9 @@ def test_the_pins_are_consistent() -> None:
 
 
 def test_an_unknown_embedded_name_lists_the_known_ones() -> None:
-    with pytest.raises(ProvisionError, match="embedded:qwen2.5-coder-0.5b, embedded:gemma3-270m"):
+    with pytest.raises(
+        ProvisionError, match=r"embedded:qwen2\.5-coder-0\.5b, embedded:gemma3-270m"
+    ):
         models.lookup("embedded:nope")
     assert models.lookup("/some/file.gguf") is None
 
