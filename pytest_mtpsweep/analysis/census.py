@@ -81,6 +81,29 @@ def truncated(records: pd.DataFrame) -> pd.DataFrame:
     return ordered[list(TRUNCATED_COLUMNS)].reset_index(drop=True)
 
 
+DEGENERATE_COLUMNS: tuple[str, ...] = ("treatment", "n_records", "n_degenerate", "examples")
+
+
+def degenerate(records: pd.DataFrame) -> pd.DataFrame:
+    """Per treatment, how many analysed records held degenerate text, and a few of the reasons."""
+    rows = []
+    for treatment, frame in records.groupby("treatment", sort=True):
+        bad = frame[frame["degenerate"] != ""]
+        examples = "; ".join(
+            f"{p}: {why}"
+            for p, why in zip(bad["prompt_id"][:3], bad["degenerate"][:3], strict=True)
+        )
+        rows.append(
+            {
+                "treatment": str(treatment),
+                "n_records": len(frame),
+                "n_degenerate": len(bad),
+                "examples": examples,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(DEGENERATE_COLUMNS))
+
+
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan

@@ -30,6 +30,7 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "interval_basis",
     "finish_reason",
     "completion_tokens",
+    "degenerate",
     "group_key",
     *(f"keyed_{name}" for name in KEYED_FIELDS),
 )
@@ -91,6 +92,7 @@ def parse_records(
     """
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
+    memo: dict[Any, dict[str, str]] = {}  # a run's records share a handful of keyed tuples
     for file in files:
         for line in file.lines:
             if not line.strip():
@@ -118,10 +120,10 @@ def parse_records(
                 )
                 continue
             facts = session_facts.get((file.run_id, session), {})
-            keyed = {
-                name: _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
+            keyed = tuple(
+                _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
                 for name in KEYED_FIELDS
-            }
+            )
             ordinal = _int(obj.get("ordinal"))
             # 0-based place within the server session; older records lack it (-1: unknown).
             position = _int(obj.get("position"))
@@ -146,8 +148,9 @@ def parse_records(
                     "interval_basis": obj.get("interval_basis"),
                     "finish_reason": obj.get("finish_reason"),
                     "completion_tokens": tokens if tokens is not None else -1,
-                    "group_key": json.dumps([canonical(keyed[name]) for name in KEYED_FIELDS]),
-                    **{f"keyed_{name}": _display(keyed[name]) for name in KEYED_FIELDS},
+                    # why the text was not a real answer ("" when it was, or not judged)
+                    "degenerate": str(obj.get("degenerate") or ""),
+                    **_keyed_columns(keyed, memo),
                 }
             )
     records = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
@@ -164,6 +167,24 @@ def parse_records(
         }
     )
     return records, pd.DataFrame(excluded, columns=list(EXCLUSION_COLUMNS))
+
+
+def _keyed_columns(keyed: tuple[Any, ...], memo: dict[Any, dict[str, str]]) -> dict[str, str]:
+    """group_key and the keyed_* display columns of one record's keyed values (memoised)."""
+    try:
+        return memo[keyed]
+    except TypeError:  # an unhashable value (a list in a record): compute it every time
+        return _keyed_uncached(keyed)
+    except KeyError:
+        memo[keyed] = _keyed_uncached(keyed)
+        return memo[keyed]
+
+
+def _keyed_uncached(keyed: tuple[Any, ...]) -> dict[str, str]:
+    return {
+        "group_key": json.dumps([canonical(v) for v in keyed]),
+        **{f"keyed_{name}": _display(v) for name, v in zip(KEYED_FIELDS, keyed, strict=True)},
+    }
 
 
 def _display(value: Any) -> str:

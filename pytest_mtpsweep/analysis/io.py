@@ -185,6 +185,7 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "drift": _frame(result.drift),
         "calibration": _frame(result.calibration),
         "truncated": _frame(result.truncated),
+        "degenerate": _frame(result.degenerate),
         "quarantined": _frame(result.quarantined),
         "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
         "notes": list(result.notes),

@@ -176,6 +176,7 @@ class AnalysisResult:
     groups: tuple[ComparabilityGroup, ...]
     notes: tuple[str, ...] = ()
     position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
+    degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

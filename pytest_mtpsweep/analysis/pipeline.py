@@ -180,6 +180,7 @@ def analyse(
         drift=tables.drift,
         calibration=cen.calibration([(run.run_id, s) for run in runs for s in run.sessions]),
         truncated=cen.truncated(analysed),
+        degenerate=cen.degenerate(analysed),
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
         notes=tuple(notes),

@@ -16,7 +16,9 @@ from pytest_mtpsweep.analysis.model import (
     AnalysisResult,
 )
 from pytest_mtpsweep.analysis.report_diagnostics import (
+    degenerate_warning,
     section_census,
+    section_degenerate,
     section_drift,
     section_groups,
     section_position,
@@ -47,6 +49,9 @@ def headline_table(result: AnalysisResult) -> str:
         f"mtpsweep analysis {title(result)}: vs baseline {s.baseline!r}, "
         f"boot {s.boot} (seed {s.seed}), margin ±{s.margin_pct:g}%"
     )
+    warning = degenerate_warning(result)
+    if warning:
+        head = f"{head}\n{warning}"
     reason = no_pairs_reason(result)
     if reason is not None:
         return f"{head}\n{reason}"
@@ -293,6 +298,9 @@ def render_report(result: AnalysisResult) -> str:
         ]
     if len(result.run_ids) > 1:
         lines += [f"Pooled runs (--pool, keyed fields identical): {', '.join(result.run_ids)}.", ""]
+    warning = degenerate_warning(result)
+    if warning:
+        lines += [f"**{warning}**", ""]
     reason = no_pairs_reason(result)
     if reason is not None:
         lines += [f"**{reason}**", ""]
@@ -305,6 +313,7 @@ def render_report(result: AnalysisResult) -> str:
         lines += section_drift(result)
         lines += section_position(result)
     lines += section_truncation(result)
+    lines += section_degenerate(result)
     lines += section_groups(result)
     lines += _section_method(result)
     if reason is not None:

@@ -255,3 +255,38 @@ def section_groups(result: AnalysisResult) -> list[str]:
         )
         out.append("   - " + "; ".join(f"{k} = {v}" for k, v in g.keyed))
     return [*out, ""]
+
+
+def degenerate_warning(result: AnalysisResult) -> str | None:
+    """One plain sentence when rates were measured on degenerate text, else None."""
+    t = result.degenerate
+    if t.empty or int(t["n_degenerate"].sum()) == 0:
+        return None
+    bad, total = int(t["n_degenerate"].sum()), int(t["n_records"].sum())
+    per = ", ".join(
+        f"{r['treatment']} {int(r['n_degenerate'])}/{int(r['n_records'])}" for r in dict_rows(t)
+    )
+    return (
+        f"Degenerate text: {bad} of {total} analysed measurements were not real answers (echo, "
+        f"loops or chat-template control strings; {per}). Their decode rates describe degenerate "
+        "text, not answers to the prompts, and every contrast below rests on them."
+    )
+
+
+def section_degenerate(result: AnalysisResult) -> list[str]:
+    out = ["## What the model wrote", ""]
+    t = result.degenerate
+    if t.empty:
+        return [*out, "No analysed measurements.", ""]
+    table = md_table(
+        ["treatment", "measurements", "degenerate", "examples"],
+        [
+            [str(r["treatment"]), str(r["n_records"]), str(r["n_degenerate"]), str(r["examples"])]
+            for r in dict_rows(t)
+        ],
+    )
+    lead = (
+        "Each answer was checked after its stream ended for echo of the prompt, repeated lines "
+        "or sentences, and chat-template control strings."
+    )
+    return [*out, lead, "", table, ""]

@@ -499,3 +499,26 @@ class TestSessionsAndPosition:
         assert result.position_trend.empty
         assert "Not available: no record carries a `position`" in result.report_md
         assert pd.read_csv(run / "analysis" / "position_trend.csv").empty
+
+
+class TestDegenerateText:
+    def test_counts_per_treatment_and_says_so_plainly(self, tmp_path: Path) -> None:
+        recs = records()
+        for r in recs:
+            if r["treatment"] == "ngram" and r["subset"] == "prose":
+                r["degenerate"] = "echo: the content starts with the prompt"
+        result = analyse(write_run(tmp_path, DESIGN, recs))
+        counts = result.degenerate.set_index("treatment")
+        assert int(counts.loc["ngram", "n_degenerate"]) == 12  # 6 prose prompts x 2 cycles
+        assert int(counts.loc["none", "n_degenerate"]) == 0
+        assert "prose_01: echo" in counts.loc["ngram", "examples"]
+        report = (Path(result.out_dir) / "report.md").read_text()
+        assert "**Degenerate text: 12 of 72 analysed measurements were not real answers" in report
+        assert "ngram 12/24" in report and "## What the model wrote" in report
+        assert "Degenerate text: 12 of 72" in headline_table(result)
+
+    def test_clean_answers_say_nothing_alarming(self, tmp_path: Path) -> None:
+        result = analyse(write_run(tmp_path, DESIGN, records()))
+        assert int(result.degenerate["n_degenerate"].sum()) == 0
+        report = (Path(result.out_dir) / "report.md").read_text()
+        assert "Degenerate text" not in report and "## What the model wrote" in report
