@@ -259,6 +259,8 @@ class SessionFile(TypedDict, total=False):
     length_prompts: list[str]
     degenerate_prompts: list[str]
     chat_template_sha256: str | None
+    cpus_allowed: str | None
+    host: dict[str, Any]  # what others used of the machine while the session measured
     chat_template_first_line: str | None
     released: bool | str  # "not applicable: attached" for a server the harness did not start
     quarantined: str | None

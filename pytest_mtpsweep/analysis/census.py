@@ -133,6 +133,39 @@ def calibration(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFra
     return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
 
 
+HOST_COLUMNS: tuple[str, ...] = (
+    "run_id", "session", "treatment", "cycle", "other_cpu_pct", "load_avg_end", "throttled",
+    "flagged",
+)  # fmt: skip
+
+
+def host_noise(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """Per session: what others used of the machine while it measured, and whether it was flagged."""
+    rows = []
+    for run_id, facts in sessions:
+        h = facts.get("host")
+        if not isinstance(h, Mapping):
+            continue
+        load = h.get("load_avg_end")
+        throttled = h.get("throttled")
+        rows.append(
+            {
+                "run_id": run_id,
+                "session": str(facts.get("session", "")),
+                "treatment": facts.get("treatment"),
+                "cycle": facts.get("cycle"),
+                "other_cpu_pct": _number(h.get("other_cpu_pct")),
+                "load_avg_end": _number(load[0]) if isinstance(load, list) and load else math.nan,
+                "throttled": ", ".join(f"{k} {v}" for k, v in throttled.items())
+                if isinstance(throttled, Mapping)
+                else "",
+                "flagged": bool(h.get("flagged")),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(HOST_COLUMNS))
+    return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
+
+
 def quarantine_table(quarantined: Sequence[QuarantinedSession]) -> pd.DataFrame:
     """The quarantined sessions with their reasons."""
     rows = [

@@ -186,6 +186,7 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "calibration": _frame(result.calibration),
         "truncated": _frame(result.truncated),
         "degenerate": _frame(result.degenerate),
+        "host": _frame(result.host),
         "quarantined": _frame(result.quarantined),
         "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
         "notes": list(result.notes),

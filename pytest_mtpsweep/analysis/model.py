@@ -177,6 +177,7 @@ class AnalysisResult:
     notes: tuple[str, ...] = ()
     position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
     degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
+    host: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

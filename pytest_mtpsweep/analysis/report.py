@@ -21,6 +21,7 @@ from pytest_mtpsweep.analysis.report_diagnostics import (
     section_degenerate,
     section_drift,
     section_groups,
+    section_host,
     section_position,
     section_truncation,
 )
@@ -314,6 +315,7 @@ def render_report(result: AnalysisResult) -> str:
         lines += section_position(result)
     lines += section_truncation(result)
     lines += section_degenerate(result)
+    lines += section_host(result)
     lines += section_groups(result)
     lines += _section_method(result)
     if reason is not None:

@@ -290,3 +290,37 @@ def section_degenerate(result: AnalysisResult) -> list[str]:
         "or sentences, and chat-template control strings."
     )
     return [*out, lead, "", table, ""]
+
+
+def section_host(result: AnalysisResult) -> list[str]:
+    out = ["## Host noise", ""]
+    t = result.host
+    if t.empty:
+        return [*out, "No session recorded the host's load.", ""]
+    flagged = [str(r["session"]) for r in dict_rows(t) if r["flagged"]]
+    lead = (
+        "CPU used by processes other than the server and the harness while each session "
+        "measured, in % of all cores; a session above the ladder's host_noise_pct is flagged."
+    )
+    verdict = (
+        f"**Flagged: {', '.join(flagged)}** — another job competed for the CPU; their rates "
+        "are not comparable with the others'."
+        if flagged
+        else "No session was flagged."
+    )
+    table = md_table(
+        ["session", "treatment", "cycle", "others' CPU %", "load (1 min)", "throttled", "flagged"],
+        [
+            [
+                str(r["session"]),
+                str(r["treatment"]),
+                str(r["cycle"]),
+                num(r["other_cpu_pct"], 1),
+                num(r["load_avg_end"]),
+                str(r["throttled"] or "-"),
+                "yes" if r["flagged"] else "no",
+            ]
+            for r in dict_rows(t)
+        ],
+    )
+    return [*out, lead, "", verdict, "", table, ""]

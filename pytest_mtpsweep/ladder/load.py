@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from .fields import Spec, check_env_name, check_key, check_table, check_url, str_list
+from .fields import (
+    Spec,
+    check_env_name,
+    check_key,
+    check_table,
+    check_url,
+    parse_cpus,
+    str_list,
+)
 from .model import (
     DEFAULT_CURTAILMENT,
     KINDS,
@@ -54,6 +62,7 @@ SERVER: Spec = {
     "port": (int, False),
     "ctx_size": (int, False),
     "ready_timeout_s": ((int, float), False),
+    "cpus": (str, False),
     "launch": (str, False),
     "stop": (str, False),
     "launch_sha256": (str, False),
@@ -79,6 +88,8 @@ PREFLIGHT: Spec = {
     "disk_floor_gb": ((int, float), False),
     "inactive_processes": (list, False),
     "inactive_units": (list, False),
+    "host_idle_pct": ((int, float), False),
+    "host_noise_pct": ((int, float), False),
 }
 PREREG: Spec = {
     "primary_contrasts": (list, False),
@@ -180,6 +191,7 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         port=server.get("port", 8080),
         ctx_size=server.get("ctx_size", 4096),
         ready_timeout_s=float(server.get("ready_timeout_s", 300.0)),
+        cpus=_cpus(server.get("cpus"), path),
         max_tokens=raw.get("max_tokens", 256),
         seed=raw.get("seed", 42),
         temperature=float(raw.get("temperature", 0.0)),
@@ -249,7 +261,27 @@ def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
             raw.get("inactive_processes", []), "preflight.inactive_processes", path
         ),
         inactive_units=str_list(raw.get("inactive_units", []), "preflight.inactive_units", path),
+        host_idle_pct=raw.get("host_idle_pct"),
+        host_noise_pct=float(raw.get("host_noise_pct", 10.0)),
     )
+
+
+def _cpus(text: str | None, path: Path) -> frozenset[int] | None:
+    if text is None:
+        return None
+    try:
+        cpus = parse_cpus(text)
+    except ValueError:
+        raise LadderError(
+            f'{path}: field server.cpus {text!r} is not a CPU list; write it like "0-3" or "0,2".'
+        ) from None
+    available = set(os.sched_getaffinity(0))
+    if not cpus <= available:
+        raise LadderError(
+            f"{path}: field server.cpus names CPUs {sorted(cpus - available)} this process may not "
+            f"use (it may use {sorted(available)}); name CPUs from that set."
+        )
+    return frozenset(cpus)
 
 
 def _prereg(raw: dict[str, Any], path: Path) -> Preregistration:

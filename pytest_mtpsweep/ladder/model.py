@@ -57,6 +57,8 @@ class PreflightConfig:
     disk_floor_gb: float | None = None
     inactive_processes: tuple[str, ...] = ()
     inactive_units: tuple[str, ...] = ()
+    host_idle_pct: float | None = None  # preflight fails if the machine is busier than this
+    host_noise_pct: float = 10.0  # a session is flagged if others used more of the CPU than this
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class Ladder:
     port: int
     ctx_size: int
     ready_timeout_s: float
+    cpus: frozenset[int] | None  # CPU affinity of spawned servers (witnessed from /proc)
     max_tokens: int
     seed: int
     temperature: float

@@ -25,6 +25,7 @@ from .artefacts import (
 from .host import (
     check_disk,
     check_gpu,
+    check_host_idle,
     check_inactive_processes,
     check_inactive_units,
     check_ports,
@@ -85,6 +86,7 @@ class PreflightInputs:
     # the experiment kind's own items (a decode run's prompt set, an authoring run's tasks)
     kind_items: tuple[PreflightItem, ...] = ()
     chat_template_pin: str | None = None
+    host_idle_pct: float | None = None
 
 
 def run_preflight(
@@ -103,6 +105,7 @@ def run_preflight(
     items = [
         check_gpu(load_nvml()),
         check_ram(inputs.ram_floor_gb),
+        check_host_idle(inputs.host_idle_pct),
         check_disk(inputs.run_dir, inputs.disk_floor_gb),
         check_ports(inputs.host, inputs.ports),
         check_server_processes(inputs.server_bin),
@@ -130,6 +133,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
     return [
         "gpu",
         "ram",
+        "host_idle",
         "disk",
         "ports",
         "server_processes",

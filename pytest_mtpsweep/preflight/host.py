@@ -290,3 +290,24 @@ def _unit_state(systemctl: str, unit: str) -> str:
         return state
     reason = one_line(done.stderr) or f"unrecognised answer {state!r}"
     return f"systemctl could not query {unit}: {reason}"
+
+
+def check_host_idle(floor_pct: float | None, interval_s: float = 1.0) -> PreflightItem:
+    """How busy the machine is before anything starts (another job would skew every rate)."""
+    from ..rig.host import busy_pct
+
+    busy = busy_pct(interval_s)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    observed = f"{busy:.0f}% busy over {interval_s:g} s; load average {load}"
+    if floor_pct is None:
+        return make_item("host_idle", "recorded (no floor)", observed, PASS, stable="no floor")
+    ok = busy <= floor_pct
+    fix = f"Wait until other jobs finish (the machine is {busy:.0f}% busy), or raise host_idle_pct."
+    return make_item(
+        "host_idle",
+        f"<= {floor_pct:g}% busy",
+        observed,
+        PASS if ok else FAIL,
+        fix="" if ok else fix,
+        stable="floor met" if ok else "busy",
+    )

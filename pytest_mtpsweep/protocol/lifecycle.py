@@ -12,6 +12,7 @@ import httpx
 from .. import rig, schema
 from ..errors import ServerError
 from ..ladder.plan import SessionSlot
+from ..rig import host
 from ..rig.gguf import template_identity
 from .context import (
     CALIBRATION_PROMPT,
@@ -47,6 +48,7 @@ class LiveSession:
 
     base_url: str = ""
     endpoint: rig.Endpoint | None = None  # set when the server is attached, not launched
+    host_start: host.CpuSample | None = None  # the machine's CPU use when measuring began
 
     def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
         lad = self.ctx.ladder
@@ -174,14 +176,34 @@ def _witness(live: LiveSession) -> None:
             "model_path": props.get("model_path"),
             "rss_after_load_bytes": rig.rss_bytes(proc.pid),
             "gpu_used_mib_after_load": rig.gpu_used_mib(),
+            "cpus_allowed": host.cpus_allowed(proc.pid),
         }
     )
-    error = startup_error(
-        argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
-    ) or _template_witness(live, props)
+    error = (
+        startup_error(
+            argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
+        )
+        or _template_witness(live, props)
+        or _affinity_witness(live)
+    )
     if error:
         info["error"] = error
         raise ServerError(error)
+
+
+def _affinity_witness(live: LiveSession) -> str | None:
+    """The CPU list the kernel holds for the server is the one the ladder asked for."""
+    wanted, seen = live.ctx.ladder.cpus, live.info.get("cpus_allowed")
+    if wanted is None or seen is None:
+        return None
+    from ..ladder.fields import parse_cpus
+
+    if parse_cpus(str(seen)) != set(wanted):
+        return (
+            f"the server may run on CPUs {seen}, not the {sorted(wanted)} server.cpus asks for; "
+            "check the launcher or the machine's cgroup limits."
+        )
+    return None
 
 
 def _template_witness(live: LiveSession, props: dict[str, Any]) -> str | None:
@@ -216,12 +238,28 @@ def _warm_up(live: LiveSession, calibrates: bool) -> None:
             return
     if live.ctx.calibration and calibrates:
         live.info["calibration"] = {"start_tps": calibrate(live)}
+    live.host_start = host.sample([live.proc.pid] if live.proc else [])
+
+
+def _host_noise(live: LiveSession) -> None:
+    """What others used of the machine while this session measured; flagged over the ladder's
+    threshold."""
+    if live.host_start is None:
+        return
+    noise = host.noise(live.host_start, host.sample([live.proc.pid] if live.proc else []))
+    limit = live.ctx.ladder.preflight.host_noise_pct
+    noise["threshold_pct"] = limit
+    noise["flagged"] = float(noise["other_cpu_pct"]) > limit  # type: ignore[arg-type]
+    if live.endpoint is not None:
+        noise["note"] = "attached: a server on this host counts as other load"
+    live.info["host"] = noise
 
 
 def final_witnesses(live: LiveSession) -> None:
     info = live.info
     if live.proc is None and live.endpoint is None:
         return
+    _host_noise(live)  # before the end calibration: the span is the measurements'
     try:
         alive = live.proc.alive() if live.proc is not None else True
         cal = info.get("calibration")

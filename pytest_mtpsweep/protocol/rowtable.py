@@ -16,6 +16,7 @@ HEADER = (
     "length",
     "degen",
     "drift %",
+    "host %",
     "released",
     "note",
 )
@@ -37,6 +38,8 @@ def session_row(info: Mapping[str, Any]) -> dict[str, Any]:
         "length_prompts": info.get("length_prompts", []),
         "degenerate": len(info.get("degenerate_prompts") or []),
         "calibration_drift_pct": (info.get("calibration") or {}).get("drift_pct"),
+        "host_other_cpu_pct": (info.get("host") or {}).get("other_cpu_pct"),
+        "host_flagged": bool((info.get("host") or {}).get("flagged")),
         "released": info.get("released"),
         "quarantined": info.get("quarantined") or "",
         "rerun": bool(info.get("rerun")),
@@ -51,6 +54,13 @@ def _length(prompts: Sequence[str]) -> str:
     return ",".join(prompts) if len(prompts) <= 3 else f"{len(prompts)} prompts"
 
 
+def _host(row: Mapping[str, Any]) -> str:
+    pct = row.get("host_other_cpu_pct")
+    if pct is None:
+        return "-"
+    return f"{pct:.0f}" + ("!" if row.get("host_flagged") else "")
+
+
 def _released(value: Any) -> str:
     if isinstance(value, str):
         return "n/a"  # an attached server: not ours to release
@@ -60,6 +70,7 @@ def _released(value: Any) -> str:
 def _note(row: Mapping[str, Any]) -> str:
     parts = [
         "re-run" if row.get("rerun") else "",
+        "host busy" if row.get("host_flagged") else "",
         f"quarantined: {row['quarantined']}" if row.get("quarantined") else "",
         str(row.get("error") or ""),
     ]
@@ -81,6 +92,7 @@ def render(rows: Sequence[Mapping[str, Any]]) -> str:
             _length(r["length_prompts"]),
             str(r.get("degenerate") or "-"),
             "-" if r.get("calibration_drift_pct") is None else f"{r['calibration_drift_pct']:+.1f}",
+            _host(r),
             _released(r["released"]),
             _note(r),
         ]

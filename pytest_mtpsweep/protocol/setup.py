@@ -83,6 +83,7 @@ def preflight(
         package_version=__version__,
         kind_items=kind.preflight_items(),
         chat_template_pin=ladder.chat_template_sha256,
+        host_idle_pct=pre.host_idle_pct,
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

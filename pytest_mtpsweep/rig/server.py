@@ -56,6 +56,7 @@ class LaunchSpec:
     ready_timeout_s: float = 300.0
     stop_timeout_s: float = 10.0
     launcher: Launcher | None = None
+    cpus: frozenset[int] | None = None  # CPU affinity, set in the child before exec
 
     @property
     def argv(self) -> list[str]:
@@ -114,13 +115,15 @@ class ServerProcess:
         return self.exit_code() is None
 
 
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+def _die_with_parent(parent_pid: int, cpus: frozenset[int] | None) -> Callable[[], None]:
     def preexec() -> None:
         # The kernel kills the server if this pytest process dies, even by SIGKILL.
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
 
     return preexec
 
@@ -166,7 +169,7 @@ def _spawn(spec: LaunchSpec) -> ServerProcess:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so a stop reaches everything it spawned
-        preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
+        preexec_fn=_die_with_parent(os.getpid(), spec.cpus) if sys.platform == "linux" else None,
     )
     return ServerProcess(spec, proc.pid, proc, log)
 

@@ -45,7 +45,7 @@ class TestShippedLadders:
     def test_cpu_demo_is_the_demo(self) -> None:
         lad = load_ladder(LADDERS / "cpu-demo.toml")
         assert [t.key for t in lad.treatments] == ["none", "ngram-simple", "ngram-mod"]
-        assert lad.max_tokens == 128 and lad.model == "embedded:gemma3-270m"
+        assert lad.max_tokens == 128 and lad.model == "embedded:qwen2.5-coder-0.5b"
 
     def test_lowerarm_gates(self) -> None:
         lad = load_ladder(LADDERS / "lowerarm.toml")
@@ -154,3 +154,20 @@ class TestKindsAndOverrides:
     ) -> None:
         with pytest.raises(LadderError, match=needle):
             load_ladder(write(tmp_path, MINIMAL + table))
+
+
+class TestCpus:
+    def test_cpu_lists_parse(self) -> None:
+        from pytest_mtpsweep.ladder.fields import parse_cpus
+
+        assert parse_cpus("0-2,5") == {0, 1, 2, 5} and parse_cpus("1") == {1}
+        with pytest.raises(ValueError):
+            parse_cpus("a-b")
+
+    def test_server_cpus_must_be_ours_to_use(self, tmp_path: Path) -> None:
+        lad = load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "0"})
+        assert lad.cpus == frozenset({0})
+        with pytest.raises(LadderError, match="this process may not use"):
+            load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "0-4095"})
+        with pytest.raises(LadderError, match="not a CPU list"):
+            load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "zero"})

@@ -12,6 +12,7 @@ import pytest
 from pytest_mtpsweep.preflight.host import (
     check_disk,
     check_gpu,
+    check_host_idle,
     check_inactive_processes,
     check_inactive_units,
     check_ports,
@@ -237,3 +238,14 @@ class TestGpu:
     def test_init_failure_skips(self) -> None:
         item = check_gpu(FakeNvml([], init_error=True))
         assert (item.verdict, item.observed) == (SKIP, "skipped: no NVIDIA driver")
+
+
+class TestHostIdle:
+    def test_recorded_without_a_floor(self) -> None:
+        item = check_host_idle(None, interval_s=0.2)
+        assert item.verdict == PASS and "% busy over 0.2 s; load average" in item.observed
+
+    def test_a_floor_below_what_is_seen_fails_with_the_fix(self) -> None:
+        item = check_host_idle(-1.0, interval_s=0.2)
+        assert item.verdict == FAIL and "host_idle_pct" in item.fix
+        assert check_host_idle(100.0, interval_s=0.2).verdict == PASS
