@@ -63,8 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
     ):
         raise pytest.UsageError(
             f"ladder {run.ladder.name} sets measurement_timeout_s, which pytest-timeout applies, "
-            "but pytest-timeout is not loaded; pip install pytest-timeout (a dependency of "
-            "pytest-mtpsweep) or drop -p no:timeout."
+            "but pytest-timeout is not loaded; pip install 'pytest-mtpsweep[timeout]' (or drop "
+            "-p no:timeout)."
         )
     config.stash[RUN] = run
 

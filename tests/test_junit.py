@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import pytest_mtpsweep
 from tests.protocol.test_session import run_stub, stub_project, stubs_running
 
 MEASUREMENT_PROPERTIES = {
@@ -100,6 +101,8 @@ def test_a_run_with_gates_in_the_xml(pytester: pytest.Pytester) -> None:
 
     suite = suite_props(xml)
     run_dir = next((pytester.path / "runs" / "stub").iterdir())
+    records = pytest_mtpsweep.load_records(run_dir)
+    assert len(records) == 8 and set(records["run_id"]) == {p["run_id"]}
     assert suite["mtpsweep.run_id"] == p["run_id"] == run_dir.name
     assert suite["mtpsweep.run_dir"] == str(run_dir)
     assert suite["mtpsweep.measurements"] == "8 valid of 8"
