@@ -17,13 +17,11 @@ from . import options
 
 if TYPE_CHECKING:
     from .kinds import Case, EndAnalysis, Result
-    from .preflight import PreflightItem
     from .protocol.lifecycle import LiveSession
     from .protocol.progress import Progress
     from .protocol.run import Run
 
 RUN = pytest.StashKey["Run"]()
-END = pytest.StashKey["EndAnalysis"]()
 KIND_FIXTURES = ("measurement", "cell")  # kinds.FIXTURES' values, without importing kinds
 
 
@@ -145,9 +143,9 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     counts as `1 stopped`, not as a failed test."""
     if config.stash.get(RUN, None) is None or not report.nodeid.startswith("mtpsweep::"):
         return None
-    from . import junit
+    from . import runloop
 
-    return junit.teststatus(report)
+    return runloop.teststatus(report)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -162,66 +160,18 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
     if not cases and not only:
         return (yield)
-    _preflight(session, run, cases, only)
+    from . import runloop
+
+    runloop.before(session, run, cases, only, _progress(config))
     try:
         result = yield
     except pytest.exit.Exception:
         if run.stopped:
-            from . import junit
-
-            junit.report_stopped(config, run.stopped, _run_properties(run))
+            runloop.report_stopped(config, run.stopped, runloop.run_properties(run))
         raise
-    _end(config, run)  # the last item's teardown stopped the last server
-    _gates(session, run)
+    runloop.end(config, run)  # the last item's teardown stopped the last server
+    runloop.gates(session, run)
     return result
-
-
-def _preflight(session: pytest.Session, run: Run, cases: list[Case], only: bool) -> None:
-    """Run preflight as test items; stop before anything starts if an item fails."""
-    from . import junit
-    from .errors import UserError
-    from .preflight import failures, render_fixes, render_table
-
-    config = session.config
-    try:
-        run.resolve()
-        checks: list[PreflightItem] = run.preflight()
-    except UserError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.section("mtpsweep preflight")
-        reporter.write_line(render_table(checks))
-    junit.run_items(
-        junit.preflight_items(session, checks), session.items[0] if session.items else None
-    )
-    failed = failures(checks)
-    if only:
-        pytest.exit(
-            f"preflight only: {len(failed)} item(s) failed"
-            if failed
-            else "preflight only: all items pass",
-            returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
-        )
-    if failed:
-        pytest.exit(
-            "preflight failed, so no server was started:\n" + render_fixes(failed),
-            returncode=pytest.ExitCode.TESTS_FAILED,
-        )
-    try:
-        run.begin(cases, checks, _progress(config))
-    except UserError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-    junit.suite_properties(config, _run_properties(run))
-
-
-def _run_properties(run: Run) -> dict[str, Any]:
-    sessions = run.sessions
-    return {
-        "mtpsweep.ladder": run.ladder.name,
-        "mtpsweep.run_id": sessions.ctx.run_id if sessions else None,
-        "mtpsweep.run_dir": run.run_dir.path if run.run_dir else None,
-    }
 
 
 def _progress(config: pytest.Config) -> Progress | None:
@@ -233,44 +183,6 @@ def _progress(config: pytest.Config) -> Progress | None:
 
     capture = config.pluginmanager.get_plugin("capturemanager")
     return TerminalProgress(reporter, capture, config.get_terminal_writer().fullwidth)
-
-
-def _end(config: pytest.Config, run: Run) -> None:
-    """The row table and the session-end analysis, once, after the last server is down."""
-    if run.run_dir is None or run.summary is not None:
-        return
-    from . import junit
-
-    summary = run.finish()
-    rows = summary.rows if summary else []
-    valid, measured = sum(r["valid"] for r in rows), sum(r["measured"] for r in rows)
-    props: dict[str, Any] = {"mtpsweep.measurements": f"{valid} valid of {measured}"}
-    request = run.request.analysis
-    if request.enabled:
-        end = run.kind.analyse(run.run_dir.path, request)
-        config.stash[END] = end
-        props |= {"mtpsweep.report": end.report, "mtpsweep.analysis_error": end.error}
-        props |= dict(end.headline or {})
-    junit.suite_properties(config, props)
-
-
-def _gates(session: pytest.Session, run: Run) -> None:
-    """Each --expect gate as a test item `mtpsweep::expect[...]`, judged on the analysis."""
-    expect = run.request.analysis.expect
-    if not expect:
-        return
-    from . import junit
-    from .kinds import GateVerdict
-
-    end: EndAnalysis | None = session.config.stash.get(END, None)
-    verdicts = (
-        end.verdicts(expect)
-        if end is not None
-        else [GateVerdict(e, None, f"{e} not judged: --no-analysis") for e in expect]
-    )
-    items = junit.gate_items(session, verdicts)
-    session.testscollected += len(items)
-    junit.run_items(items, None)
 
 
 @pytest.fixture(scope="session")
@@ -348,7 +260,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     analysis (a run that went to the end had them before its --expect items)."""
     run = session.config.stash.get(RUN, None)
     if run is not None:
-        _end(session.config, run)
+        from . import runloop
+
+        runloop.end(session.config, run)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -361,6 +275,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     summary = run.summary
     if summary is not None and summary.rows:
         tr.write_line(summary.table())
+    from .runloop import END
+
     end: EndAnalysis | None = config.stash.get(END, None)
     expect = run.request.analysis.expect
     if end is not None:

@@ -1,6 +1,6 @@
 """The experiment in JUnit XML: measurement properties, preflight items, --expect gates, the
-analysis headline in the suite's properties, a stopped run (STUB server; the real one in
-tests/test_integration.py)."""
+analysis headline in the suite's properties, a stopped run (STUB server; the real server and
+model in tests/test_docs_ci.py and tests/test_plugin.py's preflight gate)."""
 
 from __future__ import annotations
 

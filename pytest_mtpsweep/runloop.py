@@ -1,9 +1,11 @@
-"""The experiment as test results: preflight items and `--expect` gates become test items.
+"""What the plugin's `pytest_runtestloop` wrapper does around pytest's own loop, as test items.
 
-An `mtpsweep::preflight[<item>]` runs before the first server starts and passes, fails or is
-skipped with what was observed; an `mtpsweep::expect[<gate>]` runs after the analysis. Both run
-through pytest's own runtest protocol, so JUnit XML, the exit status and every reporting plugin
-see them like any test. A run a protocol rule stops gets one failed `mtpsweep::stopped` report.
+Before the loop, preflight: each item is an `mtpsweep::preflight[<item>]` that passes, fails or
+is skipped with what was observed, and a failure stops the run before any server starts. After
+it (the last server is down): the row table and the analysis, whose headline goes into the
+JUnit suite's properties, then each `--expect` as an `mtpsweep::expect[<gate>]`. Items run
+through pytest's own runtest protocol, so JUnit XML, the exit status and every reporting
+plugin see them like any test. A run a protocol rule stops gets one `mtpsweep::stopped` report.
 This module is pytest's edge, like plugin.py; it is imported only when a run uses --ladder.
 """
 
@@ -16,8 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 if TYPE_CHECKING:
-    from .kinds import GateVerdict
+    from .kinds import Case, EndAnalysis, GateVerdict
     from .preflight import PreflightItem
+    from .protocol.progress import Progress
+    from .protocol.run import Run
+
+# Where the plugin keeps the session-end analysis (the terminal summary reads it).
+END = pytest.StashKey["EndAnalysis"]()
 
 PREFIX = "mtpsweep::"
 PREFLIGHT = "preflight"
@@ -153,3 +160,88 @@ def suite_properties(config: pytest.Config, properties: Mapping[str, Any]) -> No
     for name, value in properties.items():
         if value not in (None, ""):
             xml.add_global_property(name, value)
+
+
+def before(
+    session: pytest.Session, run: Run, cases: list[Case], only: bool, progress: Progress | None
+) -> None:
+    """Preflight as test items; stop before anything starts if an item fails; then begin."""
+    from .errors import UserError
+    from .preflight import failures, render_fixes, render_table
+
+    config = session.config
+    try:
+        run.resolve()
+        checks: list[PreflightItem] = run.preflight()
+    except UserError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.section("mtpsweep preflight")
+        reporter.write_line(render_table(checks))
+    run_items(preflight_items(session, checks), session.items[0] if session.items else None)
+    failed = failures(checks)
+    if only:
+        pytest.exit(
+            f"preflight only: {len(failed)} item(s) failed"
+            if failed
+            else "preflight only: all items pass",
+            returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
+        )
+    if failed:
+        pytest.exit(
+            "preflight failed, so no server was started:\n" + render_fixes(failed),
+            returncode=pytest.ExitCode.TESTS_FAILED,
+        )
+    try:
+        run.begin(cases, checks, progress)
+    except UserError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    suite_properties(config, run_properties(run))
+
+
+def run_properties(run: Run) -> dict[str, Any]:
+    sessions = run.sessions
+    return {
+        "mtpsweep.ladder": run.ladder.name,
+        "mtpsweep.run_id": sessions.ctx.run_id if sessions else None,
+        "mtpsweep.run_dir": run.run_dir.path if run.run_dir else None,
+    }
+
+
+def end(config: pytest.Config, run: Run) -> None:
+    """The row table and the session-end analysis, once, after the last server is down."""
+    if run.run_dir is None or run.summary is not None:
+        return
+    summary = run.finish()
+    rows = summary.rows if summary else []
+    valid, measured = sum(r["valid"] for r in rows), sum(r["measured"] for r in rows)
+    props: dict[str, Any] = {"mtpsweep.measurements": f"{valid} valid of {measured}"}
+    request = run.request.analysis
+    if request.enabled:
+        end_analysis = run.kind.analyse(run.run_dir.path, request)
+        config.stash[END] = end_analysis
+        props |= {
+            "mtpsweep.report": end_analysis.report,
+            "mtpsweep.analysis_error": end_analysis.error,
+        }
+        props |= dict(end_analysis.headline or {})
+    suite_properties(config, props)
+
+
+def gates(session: pytest.Session, run: Run) -> None:
+    """Each --expect gate as a test item `mtpsweep::expect[...]`, judged on the analysis."""
+    expect = run.request.analysis.expect
+    if not expect:
+        return
+    from .kinds import GateVerdict
+
+    judged: EndAnalysis | None = session.config.stash.get(END, None)
+    verdicts = (
+        judged.verdicts(expect)
+        if judged is not None
+        else [GateVerdict(e, None, f"{e} not judged: --no-analysis") for e in expect]
+    )
+    items = gate_items(session, verdicts)
+    session.testscollected += len(items)
+    run_items(items, None)
