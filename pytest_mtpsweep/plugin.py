@@ -275,9 +275,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     summary = run.summary
     if summary is not None and summary.rows:
         tr.write_line(summary.table())
-    from .runloop import END
-
-    end: EndAnalysis | None = config.stash.get(END, None)
+    end: EndAnalysis | None = run.analysis
     expect = run.request.analysis.expect
     if end is not None:
         tr.section("mtpsweep analysis")

@@ -18,13 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 if TYPE_CHECKING:
-    from .kinds import Case, EndAnalysis, GateVerdict
+    from .kinds import Case, GateVerdict
     from .preflight import PreflightItem
     from .protocol.progress import Progress
     from .protocol.run import Run
-
-# Where the plugin keeps the session-end analysis (the terminal summary reads it).
-END = pytest.StashKey["EndAnalysis"]()
 
 PREFIX = "mtpsweep::"
 PREFLIGHT = "preflight"
@@ -217,10 +214,8 @@ def end(config: pytest.Config, run: Run) -> None:
     rows = summary.rows if summary else []
     valid, measured = sum(r["valid"] for r in rows), sum(r["measured"] for r in rows)
     props: dict[str, Any] = {"mtpsweep.measurements": f"{valid} valid of {measured}"}
-    request = run.request.analysis
-    if request.enabled:
-        end_analysis = run.kind.analyse(run.run_dir.path, request)
-        config.stash[END] = end_analysis
+    end_analysis = run.analyse()
+    if end_analysis is not None:
         props |= {
             "mtpsweep.report": end_analysis.report,
             "mtpsweep.analysis_error": end_analysis.error,
@@ -236,10 +231,9 @@ def gates(session: pytest.Session, run: Run) -> None:
         return
     from .kinds import GateVerdict
 
-    judged: EndAnalysis | None = session.config.stash.get(END, None)
     verdicts = (
-        judged.verdicts(expect)
-        if judged is not None
+        run.analysis.verdicts(expect)
+        if run.analysis is not None
         else [GateVerdict(e, None, f"{e} not judged: --no-analysis") for e in expect]
     )
     items = gate_items(session, verdicts)

@@ -58,6 +58,14 @@ def the(commands: list[str], start: str) -> str:
     return found
 
 
+def test_each_command_is_one_plain_yaml_scalar() -> None:
+    # The lines are read here without a YAML parser, so they must be what YAML reads them as:
+    # a plain scalar ends at ": " or " #" (PyYAML confirmed the page parses, by hand).
+    for command in github_runs() + gitlab_script():
+        assert ": " not in command and " #" not in command, command
+        assert command[0] not in "'\"[{&*!|>%@`", command
+
+
 def test_the_gitlab_job_runs_the_same_commands() -> None:
     runs = github_runs()
     script = gitlab_script()

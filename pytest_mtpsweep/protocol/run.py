@@ -15,7 +15,7 @@ from . import finish, setup, timeouts
 from .begin import begin
 
 if TYPE_CHECKING:
-    from ..kinds import Case, KindRun, Result
+    from ..kinds import Case, EndAnalysis, KindRun, Result
     from ..preflight import PreflightItem
     from .lifecycle import LiveSession
     from .progress import Progress
@@ -35,6 +35,7 @@ class Run:
     resolved: setup.Resolved | None = None
     sessions: Sessions | None = None
     summary: finish.Summary | None = None
+    analysis: EndAnalysis | None = None
 
     @classmethod
     def from_request(cls, request: RunRequest) -> Run:
@@ -122,3 +123,10 @@ class Run:
             return None
         self.summary = finish.summarise(self.sessions.ctx.run_dir, self.ladder)
         return self.summary
+
+    def analyse(self) -> EndAnalysis | None:
+        """The kind's session-end analysis of the run directory (None with --no-analysis)."""
+        if self.sessions is None or not self.request.analysis.enabled:
+            return None
+        self.analysis = self.kind.analyse(self.sessions.ctx.run_dir.path, self.request.analysis)
+        return self.analysis
