@@ -139,8 +139,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    """Passing preflight items print nothing (the preflight table shows them); a stopped run
-    counts as `1 stopped`, not as a failed test."""
+    """Preflight items that pass or skip are not counted in the summary line (it counts
+    measurements); a stopped run counts as `1 stopped`, not as a failed test."""
     if config.stash.get(RUN, None) is None or not report.nodeid.startswith("mtpsweep::"):
         return None
     from . import runloop

@@ -110,10 +110,14 @@ def run_items(items: Sequence[pytest.Item], after: pytest.Item | None) -> None:
 
 
 def teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:
-    """How the terminal counts our reports: a preflight item that passed or was skipped not
-    at all (the preflight table shows it), a stopped run as `stopped`; else as pytest does."""
-    if report.nodeid.startswith(f"{PREFIX}{PREFLIGHT}[") and not report.failed:
-        return "", "", ""
+    """How the terminal counts our reports: a preflight item that passed or was skipped is
+    shown (a letter, or a word with -v) but not counted in the summary line, which counts
+    measurements; a stopped run counts as `stopped`; the rest as pytest does."""
+    if report.nodeid.startswith(f"{PREFIX}{PREFLIGHT}[") and report.when == "call":
+        if report.passed:
+            return "", ".", "PASSED"
+        if report.skipped:
+            return "", "s", ("SKIPPED", {"yellow": True})
     if report.nodeid == f"{PREFIX}{STOPPED}" and report.when == "call":
         return STOPPED, "!", ("STOPPED", {"red": True})
     return None
@@ -176,7 +180,9 @@ def before(
     if reporter is not None:
         reporter.section("mtpsweep preflight")
         reporter.write_line(render_table(checks))
-    run_items(preflight_items(session, checks), session.items[0] if session.items else None)
+    items = preflight_items(session, checks)
+    session.testscollected += len(items)  # so the progress percentages count them
+    run_items(items, session.items[0] if session.items else None)
     failed = failures(checks)
     if only:
         pytest.exit(

@@ -10,8 +10,10 @@ terminal reporter, with output capturing suspended as pytest's live logging does
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 PLAIN_EVERY_S = 30.0
@@ -53,6 +55,7 @@ class TerminalProgress:
         self.tty = bool(reporter.isatty())
         self.width = max(width - 1, 20) if self.tty else PLAIN_MAX
         self._status: str | None = None  # the session whose status line is on screen
+        self._resume: Path | None = None  # the test file pytest's letters were following
         self._next_plain: dict[str, float] = {}
 
     @contextlib.contextmanager
@@ -63,9 +66,22 @@ class TerminalProgress:
         with self.capture.global_and_fixture_disabled():
             yield
 
-    def _emit(self, write: Callable[[], None]) -> None:
+    def _emit(self, write: Callable[[], None], *, holding: bool = False) -> None:
+        """Write with capturing suspended; then, unless a status line stays open (`holding`),
+        put back the test file's name that pytest's progress letters follow, so the next
+        letter continues its line instead of starting one of its own."""
         with self._uncaptured():
+            current = getattr(self.reporter, "currentfspath", None)
+            if isinstance(current, Path):
+                self._resume = current
             write()
+            if holding or self._resume is None:
+                return
+            start = getattr(self.reporter, "startpath", None)
+            name = os.path.relpath(self._resume, start) if start else str(self._resume)
+            self.reporter.write(f"{name} ")
+            self.reporter.currentfspath = self._resume  # type: ignore[attr-defined]
+            self._resume = None
 
     def loading(self, session: str, what: str, waited_s: float, last_line: str) -> None:
         line = fit(plain(f"mtpsweep {session} ({what}): loading, {waited_s:.0f} s"), self.width)
@@ -81,7 +97,7 @@ class TerminalProgress:
                     self.reporter.ensure_newline()
                 self.reporter.rewrite(line, erase=True)
 
-            self._emit(rewrite)
+            self._emit(rewrite, holding=True)
         elif waited_s >= self._next_plain.get(session, PLAIN_EVERY_S):
             self._next_plain[session] = waited_s + PLAIN_EVERY_S
             self._emit(lambda: self.reporter.write_line(line))

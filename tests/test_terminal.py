@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pytest_mtpsweep.terminal import PLAIN_EVERY_S, TerminalProgress, fit, plain
@@ -104,3 +105,36 @@ def test_a_server_that_never_got_ready_ends_its_status_line() -> None:
 def test_plain_and_fit() -> None:
     assert plain("a\x1b[1;31mb\x1b[0m\tc\x07") == "abc"
     assert fit("abcdef", 4) == "abc…" and fit("abc", 4) == "abc"
+
+
+class DottedReporter(FakeReporter):
+    """A reporter in the middle of a line of progress letters for a test file."""
+
+    def __init__(self, start: Path) -> None:
+        super().__init__(tty=False)
+        self.startpath = start
+        self.currentfspath: Path | None = start / "experiments" / "test_decode.py"
+
+    def ensure_newline(self) -> None:
+        super().ensure_newline()
+        self.currentfspath = None
+
+    def write_line(self, line: str | bytes, **markup: bool) -> None:
+        self.ensure_newline()
+        super().write_line(line)
+
+
+def test_the_letters_line_is_resumed_after_a_progress_line(tmp_path: Path) -> None:
+    rep = DottedReporter(tmp_path)
+    progress = TerminalProgress(rep, None, width=80)
+    progress.closed("01_a_c1", "2/2 valid")
+    progress.ready("02_b_c1", "b, cycle 1", 0.9)
+    assert rep.calls == [
+        ("ensure_newline", ""),
+        ("write_line", "mtpsweep 01_a_c1 closed: 2/2 valid"),
+        ("write", "experiments/test_decode.py "),
+        ("ensure_newline", ""),
+        ("write_line", "mtpsweep 02_b_c1 (b, cycle 1): ready in 0.9 s"),
+        ("write", "experiments/test_decode.py "),
+    ]
+    assert rep.currentfspath == tmp_path / "experiments" / "test_decode.py"
