@@ -1,4 +1,4 @@
-"""The `mtpsweep` command: provision, preflight, analyse, compare.
+"""The `mtpsweep` command: provision, preflight, lint, analyse, compare.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -73,6 +73,24 @@ def _preflight(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _lint(args: argparse.Namespace) -> int:
+    from .ladder import search_dirs
+    from .lint import ladder_files, lint
+
+    cwd = Path.cwd()
+    paths, missing = ladder_files(args.ladders, search_dirs([], cwd, cwd))
+    for problem in missing:
+        print(problem)
+    results = lint(paths)
+    for linted in results:
+        if linted.problems:
+            for problem in linted.problems:
+                print(problem)
+        elif not args.quiet:
+            print(f"{linted.path}: ok ({linted.summary})")
+    return 1 if missing or any(r.problems for r in results) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .analysis import cli as analysis_cli
 
@@ -94,6 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("preflight", help="run a ladder's preflight checks; start nothing")
     options.add_argparse_options(p, options.PREFLIGHT_CLI)
     p.set_defaults(func=_preflight)
+    p = sub.add_parser(
+        "lint",
+        help="check ladder files without a server or a model (exit 1 on any problem)",
+        description="Check ladder files as a run would load them, plus their kind's inputs and "
+        "server arguments; start nothing. One line per problem; exit 0 when all pass, 1 if not.",
+    )
+    p.add_argument(
+        "ladders", nargs="+", metavar="LADDER", help="a ladder name, a .toml path or a directory"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print problems only")
+    p.set_defaults(func=_lint)
     return parser
 
 

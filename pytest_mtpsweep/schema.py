@@ -215,6 +215,20 @@ class ReleaseFacts(TypedDict):
     detail: str
 
 
+class HostNoise(TypedDict, total=False):
+    """What others used of the machine while a session measured."""
+
+    span_s: float
+    other_cpu_s: float
+    other_cpu_pct: float
+    load_avg_start: list[float]
+    load_avg_end: list[float]
+    throttled: dict[str, int]
+    threshold_pct: float
+    flagged: bool
+    note: str
+
+
 class SessionFile(TypedDict, total=False):
     """sessions/<session>.json: everything known about one server session."""
 
@@ -260,7 +274,7 @@ class SessionFile(TypedDict, total=False):
     degenerate_prompts: list[str]
     chat_template_sha256: str | None
     cpus_allowed: str | None
-    host: dict[str, Any]  # what others used of the machine while the session measured
+    host: HostNoise
     chat_template_first_line: str | None
     released: bool | str  # "not applicable: attached" for a server the harness did not start
     quarantined: str | None

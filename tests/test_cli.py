@@ -60,3 +60,93 @@ def test_preflight_refuses_an_unknown_waiver(capsys: pytest.CaptureFixture[str])
     assert main(["preflight", "--ladder", "cpu-demo", "--waive", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert "--waive names no preflight item: nonsense" in err and err.count("\n") == 1
+
+
+BROKEN = """
+question = "q"
+baseline = "none"
+cycles = "two"
+[model]
+path = "embedded:gemma3-270m"
+[server]
+ctx_size = 4096
+porrt = 1
+[[treatments]]
+key = "none"
+[[treatments]]
+key = "x"
+"""
+
+ARGS = """
+question = "q"
+baseline = "none"
+prompt_set = "missing"
+[model]
+path = "embedded:gemma3-27m"
+id = "g"
+[server]
+args = ["--port", "9", "-c=4096"]
+[[treatments]]
+key = "none"
+[[treatments]]
+key = "draft"
+args = ["-m", "/m.gguf", "-md", "{modle}"]
+"""
+
+
+class TestLint:
+    def test_every_shipped_ladder_passes(self) -> None:
+        done = mtpsweep("lint", "experiments/ladders/")
+        assert done.returncode == 0, done.stdout + done.stderr
+        shipped = sorted((REPO / "experiments" / "ladders").glob("*.toml"))
+        assert done.stdout.splitlines() == [
+            f"{p}: ok (decode, 3 treatments x 2 cycles, 96 cases)" for p in shipped
+        ]
+
+    def test_a_broken_ladder_names_each_field_one_line_each(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "ladders").mkdir()
+        (tmp_path / "ladders" / "broken.toml").write_text(BROKEN)
+        monkeypatch.chdir(tmp_path)
+        assert main(["lint", "broken"]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        path = tmp_path / "ladders" / "broken.toml"
+        assert lines == [
+            f"{path}: field 'cycles' is 'two' but must be a int; fix its value.",
+            f"{path}: missing required field model.'id'; add it.",
+            f"{path}: unknown field server.'porrt'; remove it or use one of: args, bin, "
+            "ctx_size, host, launch, launch_sha256, port, ready_timeout_s, stop, stop_sha256.",
+        ]
+
+    def test_arguments_model_and_prompt_set(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "ladders").mkdir()
+        (tmp_path / "ladders" / "args.toml").write_text(ARGS)
+        monkeypatch.chdir(tmp_path)
+        assert main(["lint", "args", "nope", "-q"]) == 1
+        out = capsys.readouterr().out
+        lines = out.splitlines()
+        assert len(lines) == 7, out
+        assert lines[0].startswith("--ladder nope: no ladder of that name")
+        for needle in (
+            "model.path is 'embedded:gemma3-27m', not an embedded model",
+            "server.args: --port is set by the harness from server.port",
+            "server.args: -c is set by the harness from server.ctx_size",
+            "treatment 'draft' args: -m is set by the harness from model.path (or --model); "
+            "remove it from the arguments (a draft model is -md {model} or a path).",
+            "treatment 'draft' args: '{modle}' names {modle}, which nothing replaces",
+            f"prompt set {tmp_path / 'prompts' / 'missing'} does not exist",
+        ):
+            assert sum(needle in line for line in lines) == 1, needle
+
+    def test_a_pre_registration_label_outside_the_plan(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        ladder = tmp_path / "l.toml"
+        text = (REPO / "experiments" / "ladders" / "cpu-demo.toml").read_text()
+        ladder.write_text(text + '\n[preregistration]\ndrop_order = ["none:c3"]\n')
+        assert main(["lint", str(ladder)]) == 1
+        (line,) = capsys.readouterr().out.splitlines()
+        assert line.startswith(f"{ladder}: preregistration names session 'none:c3'")

@@ -48,6 +48,7 @@ TOP: Spec = {
     "preflight": (dict, False),
     "preregistration": (dict, False),
     "reasoning_expected": (bool, False),
+    "measurement_timeout_s": ((int, float), False),
 }
 MODEL: Spec = {
     "path": (str, False),
@@ -138,6 +139,35 @@ def merge_overrides(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[s
     return out
 
 
+SUBTABLES: tuple[tuple[str, Spec], ...] = (
+    ("model", MODEL),
+    ("server", SERVER),
+    ("analysis", ANALYSIS),
+    ("preregistration", PREREG),
+    ("preflight", PREFLIGHT),
+)
+
+
+def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> list[LadderError]:
+    """The first unknown, missing or mistyped field of the top level and of each table.
+
+    `load_ladder` raises the first; `mtpsweep lint` reports them all.
+    """
+    out: list[LadderError] = []
+    for table, spec, prefix in (
+        ("", {**TOP, **kind_fields}, ""),
+        *((t, s, f"{t}.") for t, s in SUBTABLES),
+    ):
+        value = raw.get(table, {}) if table else raw
+        if not isinstance(value, dict):
+            continue  # the top level already says it must be a table
+        try:
+            check_table(value, spec, prefix, where)
+        except LadderError as exc:
+            out.append(exc)
+    return out
+
+
 def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: str = "") -> Ladder:
     """Read, override and validate one ladder file.
 
@@ -154,15 +184,9 @@ def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: st
     if kind not in KINDS:
         raise LadderError(f"{path}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}.")
     spec = kind_spec(kind)
-    check_table(raw, {**TOP, **spec.fields}, "", where)
-    for table, table_spec in (
-        ("model", MODEL),
-        ("server", SERVER),
-        ("analysis", ANALYSIS),
-        ("preregistration", PREREG),
-        ("preflight", PREFLIGHT),
-    ):
-        check_table(raw.get(table, {}), table_spec, f"{table}.", where)
+    problems = field_errors(raw, spec.fields, where)
+    if problems:
+        raise problems[0]
     if not raw["question"].strip():
         raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
     ladder = _build(raw, path, spec.treatments(raw, path))
@@ -204,7 +228,12 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         launchers=_launchers(server, path),
         prereg=_prereg(raw.get("preregistration", {}), path),
         reasoning_expected=raw.get("reasoning_expected", False),
+        measurement_timeout_s=_optional_float(raw.get("measurement_timeout_s")),
     )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def parse_treatments(items: list[Any], table: str, path: Path) -> tuple[Treatment, ...]:
@@ -334,6 +363,11 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         (ladder.temperature >= 0, "temperature", "use 0 (greedy) or a positive temperature"),
         (ladder.seed >= 0, "seed", "use a non-negative seed"),
         (ladder.ready_timeout_s > 0, "server.ready_timeout_s", "use a positive number of seconds"),
+        (
+            ladder.measurement_timeout_s is None or ladder.measurement_timeout_s > 0,
+            "measurement_timeout_s",
+            "use a positive number of seconds, or leave it out for no limit",
+        ),
         (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
         (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),
         (

@@ -124,6 +124,8 @@ class Ladder:
     launchers: ExternalLaunchers | None = None
     prereg: Preregistration = field(default_factory=Preregistration)
     reasoning_expected: bool = False
+    # pytest-timeout's limit for one measurement (None: none); see protocol/timeouts.py
+    measurement_timeout_s: float | None = None
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

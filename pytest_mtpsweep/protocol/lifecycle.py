@@ -21,6 +21,7 @@ from .context import (
     WARMUP_TOKENS,
     RunContext,
 )
+from .progress import Progress, Silent, describe
 from .rundir import RecordWriter
 from .witnesses import startup_error
 
@@ -81,19 +82,20 @@ class LiveSession:
         return live
 
 
-def bring_up(live: LiveSession, calibrates: bool) -> None:
+def bring_up(live: LiveSession, calibrates: bool, progress: Progress | None = None) -> None:
     """Launch or attach, witness, warm up and calibrate; sets `live.quarantine` if the warm-up
     fails, raises ServerError if a witness refuses the server."""
+    progress = progress or Silent()
     treatment = live.ctx.ladder.treatment(live.slot.treatment)
     if treatment.base_url is not None:
-        _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env))
+        _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env), progress)
     else:
-        _launch(live)
+        _launch(live, progress)
         _witness(live)
     _warm_up(live, calibrates)
 
 
-def _launch(live: LiveSession) -> None:
+def _launch(live: LiveSession, progress: Progress) -> None:
     ctx, info = live.ctx, live.info
     spec = ctx.launch_spec(live.slot, ctx.ladder.port or rig.free_port(ctx.ladder.host))
     info.update(
@@ -111,11 +113,17 @@ def _launch(live: LiveSession) -> None:
             name: {"path": str(path), "sha256": rig.file_digest(path, cache=None)}
             for name, (path, _) in ctx.ladder.launchers.pins().items()
         }
-    live.proc = rig.start(spec)
+    name, what = live.slot.name, describe(live.slot)
+
+    def on_wait(waited_s: float) -> None:
+        progress.loading(name, what, waited_s, rig.last_log_line(spec.log_path))
+
+    live.proc = rig.start(spec, on_wait)
     live.base_url = spec.base_url
+    progress.ready(name, what, live.proc.load_s)
 
 
-def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
+def _attach(live: LiveSession, endpoint: rig.Endpoint, progress: Progress) -> None:
     """A server the harness does not own: witnessed where it can be, never stopped."""
     info, treatment = live.info, live.ctx.ladder.treatment(live.slot.treatment)
     info.update(
@@ -128,7 +136,13 @@ def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
         }
     )
     live.endpoint, live.base_url = endpoint, endpoint.base_url
-    info["load_s"] = endpoint.wait_ready(live.ctx.ladder.ready_timeout_s)
+    name, what = live.slot.name, describe(live.slot)
+
+    def on_wait(waited_s: float, last: str) -> None:
+        progress.loading(name, what, waited_s, last)
+
+    info["load_s"] = endpoint.wait_ready(live.ctx.ladder.ready_timeout_s, on_wait)
+    progress.ready(name, what, info["load_s"])
     ident = endpoint.identity()
     props = ident.get("/props") or {}
     info.update(
@@ -249,7 +263,7 @@ def _host_noise(live: LiveSession) -> None:
     noise = host.noise(live.host_start, host.sample([live.proc.pid] if live.proc else []))
     limit = live.ctx.ladder.preflight.host_noise_pct
     noise["threshold_pct"] = limit
-    noise["flagged"] = float(noise["other_cpu_pct"]) > limit  # type: ignore[arg-type]
+    noise["flagged"] = noise["other_cpu_pct"] > limit
     if live.endpoint is not None:
         noise["note"] = "attached: a server on this host counts as other load"
     live.info["host"] = noise

@@ -12,12 +12,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from .. import schema
+from .. import kinds, schema
 from ..errors import RunDirError, ServerError, StopRun
 from ..ladder.plan import SessionSlot
 from . import lifecycle
 from .context import RunContext
 from .lifecycle import LiveSession, one_line
+from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class Sessions:
         self.schedule = schedule
         self.cases = cases  # session name -> its selected cases, in run order
         self.stopped: str | None = None
+        self.progress: Progress = Silent()
 
     # -- opening ------------------------------------------------------------------------
 
@@ -59,7 +61,7 @@ class Sessions:
     def _start(self, slot: SessionSlot, rerun: bool = False) -> LiveSession:
         live = LiveSession.new(self.ctx, slot, rerun)
         try:
-            lifecycle.bring_up(live, self.kind.calibrates)
+            lifecycle.bring_up(live, self.kind.calibrates, self.progress)
         except BaseException as exc:
             # Whatever failed after the launch, the server goes down and the session is filed.
             if "error" not in live.info:
@@ -131,6 +133,8 @@ class Sessions:
             # the session filed (and set aside), so nothing half-done enters the analysis.
             lifecycle.release(live)
             partial = self._file(live)
+        note = kinds.session_note(self.kind, live)
+        self.progress.closed(live.slot.name, session_summary(live.info, note))
         if partial and not live.rerun and self.schedule.time_for(live.slot):
             self._rerun(live.slot)
 

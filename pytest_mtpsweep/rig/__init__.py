@@ -15,7 +15,16 @@ from .endpoint import Endpoint, served_models
 from .identity import gpu_used_mib, host_available_mib, props, props_diff, read_cmdline, rss_bytes
 from .net import free_port
 from .provision import ServerBinary, resolve_model, resolve_server_bin, server_build, server_version
-from .server import Launcher, LaunchSpec, Release, ServerProcess, start, stop, stop_all
+from .server import (
+    Launcher,
+    LaunchSpec,
+    Release,
+    ServerProcess,
+    last_log_line,
+    start,
+    stop,
+    stop_all,
+)
 
 __all__ = [
     "Endpoint",
@@ -29,6 +38,7 @@ __all__ = [
     "free_port",
     "gpu_used_mib",
     "host_available_mib",
+    "last_log_line",
     "new_http_client",
     "props",
     "props_diff",

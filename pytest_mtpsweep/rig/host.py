@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psutil
 
+from ..schema import HostNoise
+
 CGROUP_CPU_STAT = Path("/sys/fs/cgroup/cpu.stat")
 THERMAL_GLOB = "cpu*/thermal_throttle/core_throttle_count"
 CPU_ROOT = Path("/sys/devices/system/cpu")
@@ -79,7 +81,7 @@ def sample(server_pids: Iterable[int] = ()) -> CpuSample:
     return CpuSample(time.monotonic(), busy, ours, os.getloadavg(), throttle_counters())
 
 
-def noise(start: CpuSample, end: CpuSample) -> dict[str, object]:
+def noise(start: CpuSample, end: CpuSample) -> HostNoise:
     """What others used between two samples: CPU seconds and % of all cores, load, throttling."""
     span = max(end.t - start.t, 1e-9)
     cores = psutil.cpu_count() or 1

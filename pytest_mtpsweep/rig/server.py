@@ -136,8 +136,30 @@ def log_tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def start(spec: LaunchSpec) -> ServerProcess:
-    """Launch the server and wait until /health says ok; fail fast with the log tail."""
+# Called about once a second while a server loads, with the seconds waited so far.
+OnWait = Callable[[float], None]
+WAIT_TICK_S = 1.0
+
+
+def last_log_line(path: Path) -> str:
+    """The last non-empty line of a server log (read from its end), or '' if there is none."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            tail = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def start(spec: LaunchSpec, on_wait: OnWait | None = None) -> ServerProcess:
+    """Launch the server and wait until /health says ok; fail fast with the log tail.
+
+    `on_wait`, if given, is called about once a second while the server loads (for a status
+    line); the rig itself prints nothing.
+    """
     if not os.access(spec.server_bin, os.X_OK):
         raise ServerError(
             f"server binary {spec.server_bin} is missing or not executable; run "
@@ -153,7 +175,7 @@ def start(spec: LaunchSpec) -> ServerProcess:
     server = _launch(spec) if spec.launcher else _spawn(spec)
     _live.add(server)
     try:
-        _wait_ready(server, t0)
+        _wait_ready(server, t0, on_wait)
     except BaseException:
         stop(server)
         raise
@@ -205,11 +227,16 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
     return ServerProcess(spec, pid, None, None)
 
 
-def _wait_ready(server: ServerProcess, t0: float) -> None:
+def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None) -> None:
     spec = server.spec
     deadline = t0 + spec.ready_timeout_s
+    tick = t0 + WAIT_TICK_S
     with httpx.Client(timeout=2.0, trust_env=False) as client:
         while True:
+            now = time.monotonic()
+            if on_wait is not None and now >= tick:
+                on_wait(now - t0)
+                tick = now + WAIT_TICK_S
             code = server.exit_code()
             if code is not None:
                 raise ServerError(

@@ -171,3 +171,15 @@ class TestCpus:
             load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "0-4095"})
         with pytest.raises(LadderError, match="not a CPU list"):
             load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "zero"})
+
+
+class TestMeasurementTimeout:
+    def test_the_gpu_ladder_carries_the_seeds_alarm(self) -> None:
+        assert load_ladder(LADDERS / "lowerarm.toml").measurement_timeout_s == 600.0
+        assert load_ladder(LADDERS / "cpu-demo.toml").measurement_timeout_s is None
+
+    @pytest.mark.parametrize("value", ["0", "-5", '"10m"'])
+    def test_a_bad_value_names_the_field(self, tmp_path: Path, value: str) -> None:
+        path = write(tmp_path, f"measurement_timeout_s = {value}\n{MINIMAL}")
+        with pytest.raises(LadderError, match="measurement_timeout_s"):
+            load_ladder(path)

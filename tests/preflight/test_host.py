@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
 import psutil
@@ -88,6 +89,10 @@ class TestServerProcesses:
     def test_command_line_that_mentions_the_binary_does_not_match(self, tmp_path: Path) -> None:
         server = sleep_copy(tmp_path, "llama-server-standin")
         with running(["sh", "-c", f"sleep 30; : {server}"]) as proc:
+            # right after exec the kernel may not show the argv yet: wait until it does
+            deadline = time.monotonic() + 10
+            while not psutil.Process(proc.pid).cmdline() and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert str(server) in " ".join(psutil.Process(proc.pid).cmdline())
             item = check_server_processes(server)
         assert (item.verdict, item.observed) == (PASS, "none running")

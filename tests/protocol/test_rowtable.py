@@ -37,6 +37,7 @@ def test_row_from_session_facts() -> None:
         "prose_05,prose_07",
         "-",
         "-1.0",
+        "-",
         "yes",
     ]
 

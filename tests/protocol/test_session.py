@@ -395,7 +395,9 @@ class TestGates:
         )
         assert bad.ret == pytest.ExitCode.TESTS_FAILED
         bad.stdout.fnmatch_lines(["*--expect not met:*b*prose*slower*faster*"])
-        bad.assert_outcomes(passed=24)
+        # the gate is a test item of its own: the measurements pass, the gate fails
+        bad.assert_outcomes(passed=24, failed=1)
+        bad.stdout.fnmatch_lines(["FAILED mtpsweep::expect[[]b:prose:slower[]]*"])
 
     def test_bad_expectation_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
         few = stub_project(pytester, [])

@@ -8,6 +8,7 @@ later build honours them, it fails, and the mechanism can be built.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -19,7 +20,7 @@ from pytest_mtpsweep.rig.net import free_port
 pytestmark = pytest.mark.server
 
 
-def draft_counts(base_url: str, extra: dict[str, object]) -> tuple[int, int]:
+def draft_counts(base_url: str, extra: Mapping[str, object]) -> tuple[int, int]:
     body = {
         "messages": [{"role": "user", "content": "Write a short story about a lighthouse keeper."}],
         "max_tokens": 24,

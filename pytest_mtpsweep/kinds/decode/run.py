@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,6 +130,8 @@ class DecodeRun:
             live.extra.setdefault("length_prompts", []).append(case.prompt.id)
         if m.degenerate:
             live.extra.setdefault("degenerate_prompts", []).append(case.prompt.id)
+        if m.valid and m.decode_rate_tps_primary is not None:
+            live.extra.setdefault("rates", []).append(m.decode_rate_tps_primary)
         return Outcome(m, marker)
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
@@ -136,6 +139,30 @@ class DecodeRun:
             "length_prompts": list(live.extra.get("length_prompts", [])),
             "degenerate_prompts": list(live.extra.get("degenerate_prompts", [])),
         }
+
+    def session_note(self, live: LiveSession) -> str:
+        """A closing session's median decode rate (primary endpoint, valid measurements)."""
+        rates = live.extra.get("rates") or []
+        return f"median {statistics.median(rates):.1f} tok/s" if rates else ""
+
+    def properties(self, case: DecodeCase, result: schema.Measurement) -> dict[str, Any]:
+        """A measurement's JUnit properties, named as its record's fields."""
+        m = result
+        out: dict[str, Any] = {
+            "prompt_id": case.prompt.id,
+            "subset": case.prompt.subset,
+            "position": case.position,
+            "valid": m.valid,
+            "reason": m.reason,
+            "decode_rate_tps_primary": m.decode_rate_tps_primary,
+            "decode_rate_tps_interval": m.decode_rate_tps_interval,
+            "interval_basis": m.interval_basis,
+            "ttft_s": m.ttft_s,
+            "completion_tokens": m.completion_tokens,
+            "finish_reason": m.finish_reason,
+            "degenerate": m.degenerate,
+        }
+        return {k: v for k, v in out.items() if v is not None}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
