@@ -60,18 +60,35 @@ def _protocol_notes(run_dir: Path, plan: Mapping[str, Any]) -> list[str]:
         notes.append(f"the run was STOPPED by a protocol rule: {_read_text(stopped).strip()}")
     curtailed = run_dir / schema.CURTAILMENT_FILE
     if curtailed.is_file():
-        facts = _read_json(curtailed, "curtailment file")
-        if not isinstance(facts, Mapping) or not isinstance(facts.get("dropped", []), list):
-            raise AnalysisError(
-                f"curtailment file {curtailed} does not hold the object the protocol writes; "
-                "restore it from the run"
-            )
-        dropped = ", ".join(
-            str(d.get("session")) for d in facts.get("dropped", []) if isinstance(d, Mapping)
+        notes += curtailment_notes(_read_json(curtailed, "curtailment file"), curtailed)
+    return notes
+
+
+def curtailment_notes(facts: Any, path: Path) -> list[str]:
+    """The report's notes from curtailment.json; anything but the protocol's shape is refused."""
+    shape = {"dropped": list, "affected_treatments": list, "sentence": str, "deadline_stop": dict}
+    bad = not isinstance(facts, Mapping) or any(
+        key in facts and not isinstance(facts[key], kind) for key, kind in shape.items()
+    )
+    if bad or not all(isinstance(d, Mapping) for d in facts.get("dropped", [])):
+        raise AnalysisError(
+            f"curtailment file {path} does not hold the object the protocol writes (dropped, "
+            "affected_treatments, sentence); restore it from the run"
         )
+    notes: list[str] = []
+    dropped = ", ".join(str(d.get("session")) for d in facts.get("dropped", []))
+    stop = facts.get("deadline_stop")
+    if stop:
+        # The deadline is a hard cap: it ended the run, whatever the drop order said.
+        notes.append(
+            f"the run was stopped by its deadline ({stop.get('deadline')}): it stopped after "
+            f"session {stop.get('after')} and did not run {', '.join(map(str, stop.get('not_run') or []))}"
+        )
+    if dropped:
         notes.append(f"curtailed: sessions dropped to meet the deadline: {dropped}")
-        for treatment in facts.get("affected_treatments", []) or []:
-            notes.append(str(facts.get("sentence", "")).replace("[treatment]", f"`{treatment}`"))
+    sentence = str(facts.get("sentence", ""))
+    for treatment in facts.get("affected_treatments", []):
+        notes.append(sentence.replace("[treatment]", f"`{treatment}`"))
     return notes
 
 

@@ -104,7 +104,6 @@ def analyse(
     """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals."""
     if not runs:
         raise AnalysisError("no run directory was given; pass the path of a run to analyse")
-    settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed)
     facts = {(run.run_id, str(s.get("session"))): s for run in runs for s in run.sessions}
     records, parse_excluded = parse_records(
         [f for run in runs for f in run.record_files],
@@ -112,10 +111,12 @@ def analyse(
         plan_keyed={run.run_id: plan_keyed(run) for run in runs},
     )
     if records.empty and parse_excluded.empty:
+        # Before the settings: a directory with no records has no baseline to complain about.
         where = ", ".join(f"{run.run_dir}/records" for run in runs)
         raise AnalysisError(
             f"there are no records in {where}; run the experiment first or check the run path"
         )
+    settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed)
     check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
 
     everything = _ordered(_plan_treatments(runs, selected_only=False), records)
