@@ -99,6 +99,7 @@ IDENTITY_FIELDS: tuple[str, ...] = (
 # Sessions pool only when all of these are identical (comparability).
 KEYED_FIELDS: tuple[str, ...] = (
     "model_id",
+    "model_sha256",  # the model file's bytes (all shards): a different --model never pools
     "ctx_size",
     "seed",
     "max_tokens",
@@ -266,6 +267,7 @@ class SessionFile(TypedDict, total=False):
     served_models: list[str]
     # the keyed fields are copied in too (KEYED_FIELDS)
     model_id: str
+    model_sha256: str
     ctx_size: int
     seed: int
     max_tokens: int

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__, rig, schema
 from ..ladder import Ladder
 from ..options import PreflightRequest, RunRequest
+from ..rig.digests import default_digest_cache
 
 if TYPE_CHECKING:
     from ..kinds import KindRun
@@ -32,9 +33,13 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     """Find the server and the model; fix the keyed fields, the run id and its path."""
     server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin)
     version = rig.server_version(server_bin.path)
+    model = rig.resolve_model(ladder.model)
     keyed = {
         "ladder": ladder.name,
         "model_id": ladder.model_id,
+        "model_sha256": rig.model_sha256(
+            model, cache=default_digest_cache(), verify=request.preflight.verify_digests
+        ),
         "ctx_size": ladder.ctx_size,
         "seed": ladder.seed,
         "max_tokens": ladder.max_tokens,
@@ -45,18 +50,18 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     }
     run_id = schema.new_run_id()
     path = request.resume or request.run_dir or request.cwd / "runs" / ladder.name / run_id
-    return Resolved(server_bin, version, rig.resolve_model(ladder.model), keyed, path, run_id)
+    return Resolved(server_bin, version, model, keyed, path, run_id)
 
 
 def model_files(ladder: Ladder, model_path: Path) -> tuple[Path, ...]:
-    """The model and any draft model a treatment names."""
+    """The model and any draft model a treatment names, every shard of a split GGUF each."""
     files = [model_path]
     for t in ladder.treatments:
         args = [a.replace("{model}", str(model_path)) for a in t.args]
         for flag in ("-md", "--model-draft"):
             if flag in args[:-1]:
                 files.append(Path(args[args.index(flag) + 1]).resolve())
-    return tuple(dict.fromkeys(files))
+    return tuple(dict.fromkeys(shard for f in files for shard in rig.shards(f)))
 
 
 def preflight(

@@ -12,6 +12,7 @@ This package's names are imported from here by the protocol; the modules below h
 from .client import RequestSpec, new_http_client, stream_chat
 from .digests import file_digest
 from .endpoint import Endpoint, served_models
+from .gguf import model_sha256, shards
 from .identity import gpu_used_mib, host_available_mib, props, props_diff, read_cmdline, rss_bytes
 from .net import free_port
 from .provision import ServerBinary, resolve_model, resolve_server_bin, server_build, server_version
@@ -29,6 +30,7 @@ __all__ = [
     "free_port",
     "gpu_used_mib",
     "host_available_mib",
+    "model_sha256",
     "new_http_client",
     "props",
     "props_diff",
@@ -39,6 +41,7 @@ __all__ = [
     "served_models",
     "server_build",
     "server_version",
+    "shards",
     "start",
     "stop",
     "stop_all",

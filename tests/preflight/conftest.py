@@ -17,8 +17,8 @@ def inputs(tmp_path: Path) -> PreflightInputs:
     """Inputs for a run in which every item passes."""
     models = tmp_path / "models"
     models.mkdir()
-    (models / "main.gguf").write_bytes(b"main model weights")
-    (models / "draft.gguf").write_bytes(b"draft model weights")
+    (models / "main.gguf").write_bytes(b"GGUF main model weights")
+    (models / "draft.gguf").write_bytes(b"GGUF draft model weights")
     launchers = tmp_path / "launchers"
     launchers.mkdir()
     serve = write_script(launchers / "serve.sh", "exec true\n")
