@@ -170,15 +170,18 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
 
     slot, sessions = request.param, mtpsweep_run.sessions
     assert sessions is not None
+    failure = None
     try:
         mtpsweep_run.check_schedule(slot)
         live = sessions.open(slot)
     except SkipSession as exc:
         pytest.skip(str(exc))
     except ServerError as exc:
-        pytest.fail(f"session {slot.name}: {exc}", pytrace=False)
+        failure = f"session {slot.name}: {exc}"
     except (StopRun, UserError) as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
+    if failure is not None:  # failed outside the except, so pytest shows no exception chain
+        pytest.fail(failure, pytrace=False)
     try:
         yield live
     finally:

@@ -60,3 +60,48 @@ def test_preflight_refuses_an_unknown_waiver(capsys: pytest.CaptureFixture[str])
     assert main(["preflight", "--ladder", "cpu-demo", "--waive", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert "--waive names no preflight item: nonsense" in err and err.count("\n") == 1
+
+
+STUB = REPO / "tests" / "stub_llama_server.py"
+STUB_LADDER = """
+question = "q"
+baseline = "a"
+[model]
+path = "{model}"
+id = "stub"
+[server]
+port = 0
+[[treatments]]
+key = "a"
+[[treatments]]
+key = "b"
+[preflight]
+ports = [{port}]
+"""
+
+
+def test_preflight_checks_every_port_the_ladder_lists(tmp_path: Path) -> None:
+    import socket
+
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF m")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        ladder = tmp_path / "experiments" / "ladders" / "rig.toml"
+        ladder.write_text(STUB_LADDER.format(model=model, port=port))
+        done = mtpsweep("preflight", "--ladder", "rig", "--server-bin", str(STUB), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("ports "))
+    assert f"free on 127.0.0.1: {port}" in row and "fail" in row
+    assert f"ports: Stop whatever holds port {port}" in done.stderr
+
+
+def test_preflight_of_a_non_utf8_ladder_is_one_line(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    (tmp_path / "experiments" / "ladders" / "bad.toml").write_bytes(b"question = 'caf\xe9'\n")
+    done = mtpsweep("preflight", "--ladder", "bad", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not UTF-8" in done.stderr and "Traceback" not in done.stderr

@@ -74,6 +74,8 @@ PREFLIGHT: Spec = {
     "disk_floor_gb": ((int, float), False),
     "inactive_processes": (list, False),
     "inactive_units": (list, False),
+    "ports": (list, False),
+    "self_test": (bool, False),
 }
 PREREG: Spec = {
     "primary_contrasts": (list, False),
@@ -234,8 +236,21 @@ def _analysis(raw: dict[str, Any]) -> AnalysisConfig:
     )
 
 
+def _ports(raw: list[Any], path: Path) -> tuple[int, ...]:
+    """`[preflight] ports`: every other port the rig uses, checked free before the run."""
+    for port in raw:
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise LadderError(
+                f"{path}: field preflight.ports holds {port!r}; list TCP ports 1-65535, e.g. "
+                "[8099, 8100]."
+            )
+    return tuple(raw)
+
+
 def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
     return PreflightConfig(
+        ports=_ports(raw.get("ports", []), path),
+        self_test=raw.get("self_test", False),
         server_build=raw.get("server_build"),
         ram_floor_gb=raw.get("ram_floor_gb"),
         disk_floor_gb=raw.get("disk_floor_gb"),

@@ -57,6 +57,8 @@ class PreflightConfig:
     disk_floor_gb: float | None = None
     inactive_processes: tuple[str, ...] = ()
     inactive_units: tuple[str, ...] = ()
+    ports: tuple[int, ...] = ()  # other ports the rig uses (a proxy, a second server): free
+    self_test: bool = False  # run the harness's own fast self-test as a preflight item
 
 
 @dataclass(frozen=True)

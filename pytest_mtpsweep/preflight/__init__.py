@@ -83,6 +83,7 @@ class PreflightInputs:
     package_version: str
     # the experiment kind's own items (a decode run's prompt set, an authoring run's tasks)
     kind_items: tuple[PreflightItem, ...] = ()
+    run_bytes: int = 0  # what the run is expected to write (0: unknown)
 
 
 def run_preflight(
@@ -101,7 +102,7 @@ def run_preflight(
     items = [
         check_gpu(load_nvml()),
         check_ram(inputs.ram_floor_gb),
-        check_disk(inputs.run_dir, inputs.disk_floor_gb),
+        check_disk(inputs.run_dir, inputs.disk_floor_gb, inputs.run_bytes),
         check_ports(inputs.host, inputs.ports),
         check_server_processes(inputs.server_bin),
         check_inactive_processes(inputs.must_be_inactive_processes),

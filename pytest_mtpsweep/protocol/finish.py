@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import schema
+from ..errors import RunDirError
 from ..ladder import Ladder
 from . import rowtable, witnesses
 from .rundir import RunDir
@@ -49,14 +50,21 @@ def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:
         (rowtable.session_row(info) for info in every),
         key=lambda r: (r.get("ordinal") or 0, bool(r.get("rerun")), bool(r.get("quarantined"))),
     )
-    run_dir.write_sessions_csv(rows)
     lines: list[str] = []
+    # The summary is printed even when the disk is full: a failed write is one line of it.
+    try:
+        run_dir.write_sessions_csv(rows)
+    except RunDirError as exc:
+        lines.append(f"{schema.SESSIONS_CSV} not written: {exc}")
     declared = {
         t.key: t.memory_step_mib for t in ladder.treatments if t.memory_step_mib is not None
     }
     usable = [info for info in kept if not info.get("quarantined") and not info.get("error")]
     if declared and usable:
         steps = witnesses.memory_steps(usable, declared, ladder.baseline)
-        lines = [witnesses.describe(s) for s in steps]
-        run_dir.write_json(schema.MEMORY_CHECK_FILE, [asdict(s) for s in steps])
+        lines += [witnesses.describe(s) for s in steps]
+        try:
+            run_dir.write_json(schema.MEMORY_CHECK_FILE, [asdict(s) for s in steps])
+        except RunDirError as exc:
+            lines.append(f"{schema.MEMORY_CHECK_FILE} not written: {exc}")
     return Summary(rows, lines)

@@ -73,7 +73,15 @@ class Run:
         """Every preflight item for this run, before anything starts."""
         assert self.resolved is not None, "resolve() comes first"
         opts = opts or self.request.preflight
-        return setup.preflight(self.ladder, self.kind, self.request, self.resolved, opts)
+        return setup.preflight(
+            self.ladder,
+            self.kind,
+            self.request,
+            self.resolved,
+            opts,
+            sessions=len(self.plan),
+            measurements=len(self.cases()),
+        )
 
     def begin(self, cases: Sequence[Case], checks: Sequence[PreflightItem]) -> None:
         """Found the run directory (or reopen the resumed one); make the sessions."""

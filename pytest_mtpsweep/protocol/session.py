@@ -84,7 +84,8 @@ class Sessions:
                 outcome = self.kind.measure(live, case)
             except RunDirError as exc:
                 live.quarantine = f"a record could not be written: {exc}"
-                self.stop_run(f"** WRITE-FAILED at {live.slot.name}/{case.id}: {exc}")
+                # No STOPPED file: once there is space again the run may be resumed.
+                self.stop_run(f"** WRITE-FAILED at {live.slot.name}/{case.id}: {exc}", mark=False)
             except BaseException as exc:  # a timeout or Ctrl-C mid-request: record it, go on
                 interrupted = exc
                 live.dead = f"a measurement was interrupted ({type(exc).__name__}: {one_line(exc)})"
@@ -111,11 +112,12 @@ class Sessions:
             except OSError:
                 pass  # the marker still reaches STOPPED, the terminal and the session file
 
-    def stop_run(self, marker: str) -> NoReturn:
-        """Mark the run so --resume refuses it, and stop everything."""
+    def stop_run(self, marker: str, *, mark: bool = True) -> NoReturn:
+        """Stop everything; `mark` writes STOPPED, so --resume refuses the run."""
         self.stopped = marker
         try:
-            self.ctx.run_dir.write_text(schema.STOPPED_FILE, marker + "\n")
+            if mark:
+                self.ctx.run_dir.write_text(schema.STOPPED_FILE, marker + "\n")
         finally:
             raise StopRun(marker)
 
@@ -164,13 +166,21 @@ class Sessions:
             }
         )
         run_dir = self.ctx.run_dir
-        run_dir.write_json(schema.session_file(live.slot.name), info)
+        unwritten: RunDirError | None = None
+        try:
+            run_dir.write_json(schema.session_file(live.slot.name), info)
+        except RunDirError as exc:
+            # A session without its file must not enter the analysis: set it aside, then say so.
+            unwritten = exc
+            live.quarantine = live.quarantine or f"its session file could not be written: {exc}"
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
         else:
             run_dir.quarantine(
                 live.slot.name, live.quarantine, self.kind.quarantine_members(live.slot.name)
             )
+        if unwritten is not None:
+            raise unwritten
         return partial
 
     def _rerun(self, slot: SessionSlot) -> None:

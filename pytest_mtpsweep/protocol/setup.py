@@ -64,8 +64,29 @@ def model_files(ladder: Ladder, model_path: Path) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(shard for f in files for shard in rig.shards(f)))
 
 
+# What a run writes, generously: a record's fields, the text each token can add (UTF-8 and
+# JSON escapes), each session's server log, session file and flags, and the analysis outputs.
+RECORD_BYTES = 2048
+TEXT_BYTES_PER_TOKEN = 8
+SESSION_BYTES = 1 << 20
+ANALYSIS_BYTES = 4 << 20
+
+
+def expected_run_bytes(sessions: int, measurements: int, max_tokens: int) -> int:
+    """About how many bytes a run of this size writes into its directory."""
+    per_record = RECORD_BYTES + TEXT_BYTES_PER_TOKEN * max_tokens
+    return measurements * per_record + sessions * SESSION_BYTES + ANALYSIS_BYTES
+
+
 def preflight(
-    ladder: Ladder, kind: KindRun, request: RunRequest, res: Resolved, opts: PreflightRequest
+    ladder: Ladder,
+    kind: KindRun,
+    request: RunRequest,
+    res: Resolved,
+    opts: PreflightRequest,
+    *,
+    sessions: int = 0,
+    measurements: int = 0,
 ) -> list[PreflightItem]:
     """Every preflight item for this run, before anything starts."""
     from ..preflight import PreflightInputs, run_preflight
@@ -75,7 +96,7 @@ def preflight(
         run_dir=res.run_path,
         server_bin=res.server_bin.path,
         expected_build=opts.server_build or pre.server_build,
-        ports=(ladder.port,) if ladder.port else (),
+        ports=((ladder.port,) if ladder.port else ()) + pre.ports,
         host=ladder.host,
         model_files=model_files(ladder, res.model_path),
         ram_floor_gb=pre.ram_floor_gb,
@@ -87,6 +108,9 @@ def preflight(
         ladder_file=ladder.path,
         package_version=__version__,
         kind_items=kind.preflight_items(),
+        run_bytes=expected_run_bytes(sessions, measurements, ladder.max_tokens)
+        if measurements
+        else 0,
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -401,3 +404,136 @@ class TestGates:
         result = run_stub(pytester, few, "--expect=c:prose:faster")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "--expect c:prose:faster" in result.stderr.str()
+
+
+class TestDiskFull:
+    def test_a_full_disk_stops_in_one_line_and_keeps_every_complete_record(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        # RLIMIT_FSIZE stands in for a full disk (no mount needed): any write past 4000 bytes
+        # of a file fails, as ENOSPC would; the records file reaches it on its third record.
+        few = stub_project(pytester, [], prompts=6)
+
+        def small_files() -> None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))
+
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "experiments/",
+                "--ladder=stub",
+                f"--server-bin={STUB}",
+                f"--prompts-dir={few}",
+                "--no-calibration",
+                "--boot=1000",
+            ],  # fmt: skip
+            cwd=pytester.path,
+            preexec_fn=small_files,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        out = done.stdout + done.stderr
+        assert done.returncode == pytest.ExitCode.INTERRUPTED, out
+        assert "Traceback" not in out and "OSError" not in out
+        assert "** WRITE-FAILED at 01_a_c1/c1-a-prose_03" in out and "File too large" in out
+        run = only_run(pytester.path)
+        kept, torn = read_records(run / "quarantine" / "01_a_c1" / "records.jsonl")
+        assert torn == 0 and [r["prompt_id"] for r in kept] == ["prose_01", "prose_02"]
+        assert not (run / "STOPPED").exists()  # once there is room again, it may be resumed
+        assert "01_a_c1" in (run / "sessions.csv").read_text()
+        assert "every session with records was quarantined (01_a_c1)" in out
+        assert stubs_running() == []
+
+
+FAULT_CONFTEST = """
+import pytest
+from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.protocol import lifecycle
+from pytest_mtpsweep.protocol.rundir import RunDir
+
+real = getattr({owner}, {name!r})
+
+{fake}
+
+@pytest.fixture(autouse=True, scope="session")
+def _fault():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr({owner}, {name!r}, fake)
+        yield
+"""
+
+
+def inject(pytester: pytest.Pytester, owner: str, name: str, fake: str) -> None:
+    """A sandbox conftest that replaces `owner.name` with `fake` for the run's whole session."""
+    conftest = FAULT_CONFTEST.format(owner=owner, name=name, fake=fake)
+    (pytester.path / "experiments" / "conftest_fault.py").write_text(conftest)
+    conf = pytester.path / "experiments" / "conftest.py"
+    conf.write_text(conf.read_text() + "\nfrom conftest_fault import _fault  # noqa\n")
+
+
+class TestStartFailures:
+    def test_an_unexpected_error_after_the_launch_stops_that_server(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, [], prompts=1)
+        inject(
+            pytester,
+            "lifecycle",
+            "_witness",
+            "def fake(*a, **k):\n    raise ValueError('Out of range float')",
+        )
+        result = run_stub(pytester, few, "--no-calibration", "-k", "c1")
+        result.assert_outcomes(errors=2)
+        result.stdout.fnmatch_lines(["*session 01_a_c1: session start failed: Out of range float"])
+        assert "During handling" not in result.stdout.str()
+        run = only_run(pytester.path)
+        for name in ("01_a_c1", "02_b_c1"):  # each filed, neither left running
+            info = json.loads((run / "sessions" / f"{name}.json").read_text())
+            assert info["error"] == "Out of range float" and info["released"] is True
+        assert stubs_running() == []
+
+    def test_a_full_disk_at_session_start_stops_the_run_in_one_line(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, [], prompts=1)
+        inject(
+            pytester,
+            "RunDir",
+            "write_text_new",
+            "def fake(*a, **k):\n"
+            "    raise RunDirError('cannot write flags.txt (No space left on device); free space')",
+        )
+        result = run_stub(pytester, few, "--no-calibration")
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        out = result.stdout.str()
+        assert "No space left on device" in out and "Traceback" not in out
+        assert stubs_running() == []
+
+    def test_a_session_file_that_cannot_be_written_still_quarantines(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, [], prompts=1)
+        inject(
+            pytester,
+            "RunDir",
+            "write_json",
+            "def fake(self, relpath, obj):\n"
+            "    if relpath.startswith('sessions/'):\n"
+            "        raise RunDirError(f'cannot write {relpath} (No space left on device)')\n"
+            "    return real(self, relpath, obj)",
+        )
+        result = run_stub(pytester, few, "--no-calibration")
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        assert "Traceback" not in result.stdout.str()
+        run = only_run(pytester.path)
+        reason = (run / "quarantine" / "01_a_c1" / "reason.txt").read_text()
+        assert "its session file could not be written" in reason
+        assert list((run / "records").iterdir()) == []  # nothing unfiled enters the analysis
+        assert stubs_running() == []

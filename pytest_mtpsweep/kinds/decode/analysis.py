@@ -39,6 +39,12 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
     from ...analysis import analyse_run, evaluate_expectations, headline_table
 
     if not any((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
+        held = sorted(p.name for p in (run_dir / schema.QUARANTINE_DIR).glob("*") if p.is_dir())
+        if held:
+            return EndAnalysis(
+                error=f"every session with records was quarantined ({', '.join(held)}), so "
+                "there is nothing to analyse"
+            )
         return EndAnalysis(error="no records were written, so there is nothing to analyse")
     try:
         result = analyse_run(
