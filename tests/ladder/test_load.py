@@ -156,7 +156,7 @@ class TestKindsAndOverrides:
         lad = load_ladder(write(tmp_path, MINIMAL + "[preflight]\nports = [8099, 8100]\n"))
         assert lad.preflight.ports == (8099, 8100)
         for bad in ("[0]", "[70000]", '["8099"]', "[true]"):
-            with pytest.raises(LadderError, match="preflight.ports holds"):
+            with pytest.raises(LadderError, match=r"preflight\.ports holds"):
                 load_ladder(write(tmp_path, MINIMAL + f"[preflight]\nports = {bad}\n"))
 
     @pytest.mark.parametrize(

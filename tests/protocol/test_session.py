@@ -431,7 +431,7 @@ class TestDiskFull:
                 f"--prompts-dir={few}",
                 "--no-calibration",
                 "--boot=1000",
-            ],  # fmt: skip
+            ],
             cwd=pytester.path,
             preexec_fn=small_files,
             capture_output=True,
