@@ -130,6 +130,7 @@ class Measurement:
     interval_basis: str | None = None  # "server_timings" or "inter_chunk"
     ttft_s: float | None = None
     e2e_s: float | None = None
+    max_gap_s: float | None = None  # longest silence from the first token to the end
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     predicted_n: int | None = None

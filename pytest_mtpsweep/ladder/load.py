@@ -12,6 +12,7 @@ from ..errors import LadderError
 from .fields import Spec, check_env_name, check_key, check_table, check_url, str_list
 from .model import (
     DEFAULT_CURTAILMENT,
+    DEFAULT_STALL_S,
     KINDS,
     AnalysisConfig,
     ExternalLaunchers,
@@ -40,6 +41,7 @@ TOP: Spec = {
     "preflight": (dict, False),
     "preregistration": (dict, False),
     "reasoning_expected": (bool, False),
+    "stall_threshold_s": ((int, float), False),
 }
 MODEL: Spec = {"path": (str, False), "id": (str, True), "requires": (str, False)}
 SERVER: Spec = {
@@ -188,6 +190,7 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         launchers=_launchers(server, path),
         prereg=_prereg(raw.get("preregistration", {}), path),
         reasoning_expected=raw.get("reasoning_expected", False),
+        stall_threshold_s=float(raw.get("stall_threshold_s", DEFAULT_STALL_S)),
     )
 
 
@@ -311,6 +314,11 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         (ladder.temperature >= 0, "temperature", "use 0 (greedy) or a positive temperature"),
         (ladder.seed >= 0, "seed", "use a non-negative seed"),
         (ladder.ready_timeout_s > 0, "server.ready_timeout_s", "use a positive number of seconds"),
+        (
+            ladder.stall_threshold_s > 0,
+            "stall_threshold_s",
+            "use a positive number of seconds (the longest silence allowed mid-answer)",
+        ),
         (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
         (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),
         (

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("decode", "authoring")
+# The longest silence a streamed answer may hold between its first token and its end; longer
+# is a stall (a paused or stuck server), and the measurement is invalid.
+DEFAULT_STALL_S = 10.0
 SUBSETS = ("prose", "structured", "both")
 
 DEFAULT_CURTAILMENT = (
@@ -122,6 +125,7 @@ class Ladder:
     launchers: ExternalLaunchers | None = None
     prereg: Preregistration = field(default_factory=Preregistration)
     reasoning_expected: bool = False
+    stall_threshold_s: float = DEFAULT_STALL_S
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

@@ -55,6 +55,7 @@ class LiveSession:
             seed=lad.seed,
             temperature=lad.temperature,
             headers=tuple(self.endpoint.headers().items()) if self.endpoint else (),
+            stall_s=lad.stall_threshold_s,
         )
 
     @classmethod
@@ -206,6 +207,11 @@ def final_witnesses(live: LiveSession) -> None:
     info = live.info
     if live.proc is None and live.endpoint is None:
         return
+    if live.dead is not None:
+        # A server that died or stopped answering mid-session is not asked again: a frozen one
+        # would hold the close up for as long as each request's timeout.
+        info["props_end"], info["props_changed"], info["props_stable"] = {}, [], False
+        return
     try:
         alive = live.proc.alive() if live.proc is not None else True
         cal = info.get("calibration")
@@ -234,7 +240,20 @@ def release(live: LiveSession) -> None:
     live.writer.close()
     if live.proc is None:
         return
-    release = rig.stop(live.proc)
+    try:
+        release = rig.stop(live.proc)
+    except BaseException:
+        # Interrupted mid-stop: rig.stop killed the server outright; say so, then travel on.
+        gone = not live.proc.alive()
+        live.info["release"] = {
+            "released": gone,
+            "exit_code": live.proc.exit_code(),
+            "signal": "SIGKILL (the stop was interrupted)",
+            "stop_s": 0.0,
+            "port_free": False,
+            "detail": "" if gone else "process still present",
+        }
+        raise
     live.info["gpu_used_mib_after_release"] = rig.gpu_used_mib()
     live.info["host_available_mib_after_release"] = rig.host_available_mib()
     live.info["release"] = {

@@ -126,13 +126,21 @@ class Sessions:
     def close(self, live: LiveSession) -> None:
         """Calibrate, stop the server, confirm its release, write the session file; set the
         session aside if a rule says so, and re-run a partial census once."""
-        try:
-            lifecycle.final_witnesses(live)
-        finally:
-            # Even if the end-of-session calibration is interrupted, the server is released and
-            # the session filed (and set aside), so nothing half-done enters the analysis.
-            lifecycle.release(live)
-            partial = self._file(live)
+        # Whatever interrupts the close (a test timeout on a frozen server, Ctrl-C), the server
+        # is released and the session filed and set aside, so nothing half-done enters the
+        # analysis and nothing is left running; the interruption travels on afterwards.
+        interrupted: BaseException | None = None
+        for step in (lifecycle.final_witnesses, lifecycle.release):
+            try:
+                step(live)
+            except BaseException as exc:
+                interrupted = interrupted or exc
+                live.quarantine = live.quarantine or (
+                    f"the session close was interrupted ({type(exc).__name__}: {one_line(exc)})"
+                )
+        partial = self._file(live)
+        if interrupted is not None:
+            raise interrupted
         if partial and not live.rerun and self.schedule.time_for(live.slot):
             self._rerun(live.slot)
 

@@ -231,16 +231,12 @@ def stop(server: ServerProcess) -> Release:
         return server.release
     t0 = time.monotonic()
     spec = server.spec
-    signal_used = "none (already exited)"
-    if spec.launcher is not None:
-        signal_used = _stop_with_launcher(server)
-    elif server.alive():
-        signal_used = "SIGTERM"
-        _killpg(server.pid, signal.SIGTERM)
-        if not _wait_gone(server, spec.stop_timeout_s):
-            signal_used = "SIGKILL"
-            _killpg(server.pid, signal.SIGKILL)
-            _wait_gone(server, 30)
+    try:
+        signal_used = _terminate(server)
+    except BaseException:
+        # Interrupted while waiting (a test timeout, Ctrl-C): nothing we started may live on.
+        _kill_now(server)
+        raise
     if spec.launcher is None:
         # Children in the group that outlived the leader are killed too.
         _killpg(server.pid, signal.SIGKILL)
@@ -271,6 +267,30 @@ def stop(server: ServerProcess) -> Release:
     )
     _live.discard(server)
     return server.release
+
+
+def _terminate(server: ServerProcess) -> str:
+    """Ask the server to go (its stop script, or SIGTERM), then SIGKILL; how it went."""
+    spec = server.spec
+    if spec.launcher is not None:
+        return _stop_with_launcher(server)
+    if not server.alive():
+        return "none (already exited)"
+    _killpg(server.pid, signal.SIGTERM)
+    _killpg(server.pid, signal.SIGCONT)  # a paused (SIGSTOPped) server cannot act on SIGTERM
+    if _wait_gone(server, spec.stop_timeout_s):
+        return "SIGTERM"
+    _killpg(server.pid, signal.SIGKILL)
+    _wait_gone(server, 30)
+    return "SIGKILL"
+
+
+def _kill_now(server: ServerProcess) -> None:
+    if server.spec.launcher is None:
+        _killpg(server.pid, signal.SIGKILL)
+    else:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(server.pid).kill()
 
 
 def _wait_gone(server: ServerProcess, timeout_s: float) -> bool:
