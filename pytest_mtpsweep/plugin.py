@@ -220,11 +220,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run = config.stash.get(RUN, None)
     if run is None or run.run_dir is None:
         return
-    run.finish()
     request = run.request.analysis
-    if not request.enabled:
-        return
-    end = run.kind.analyse(run.run_dir.path, request)
+    try:
+        run.finish()
+        if not request.enabled:
+            return
+        end = run.kind.analyse(run.run_dir.path, request)
+    except KeyboardInterrupt:  # pytest would print a traceback from inside the analysis
+        pytest.exit(
+            f"interrupted before the analysis ended; run `mtpsweep analyse {run.run_dir.path}`",
+            returncode=pytest.ExitCode.INTERRUPTED,
+        )
     config.stash[END] = end
     if (end.gate_failures or (end.error and request.expect)) and (
         session.exitstatus == pytest.ExitCode.OK
@@ -270,3 +276,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     server = sys.modules.get("pytest_mtpsweep.rig.server")
     if server is not None:
         server.stop_all()
+    interrupts = sys.modules.get("pytest_mtpsweep.protocol.interrupts")
+    if interrupts is not None:
+        interrupts.restore()

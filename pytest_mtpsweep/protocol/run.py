@@ -11,7 +11,7 @@ from .. import kinds, schema
 from ..errors import ProvisionError
 from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
 from ..options import PreflightRequest, RunRequest, describe_overrides
-from . import finish, setup
+from . import finish, interrupts, setup
 from .begin import begin
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class Run:
         self.sessions = begin(
             self.request, self.ladder, self.kind, self.plan, self.resolved, cases, checks
         )
+        interrupts.install()  # a second Ctrl-C ends the run quietly (plugin unconfigure restores)
 
     def check_schedule(self, slot: SessionSlot) -> None:
         """AlreadyDone or Curtailed when this session must not run."""

@@ -344,6 +344,12 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
+def kill_all() -> None:
+    """Kill every server still running at once (the user insisted: a second Ctrl-C)."""
+    for server in list(_live):
+        _kill_now(server)
+
+
 def stop_all() -> None:
     """Last line of defence at interpreter or pytest exit: nothing we started survives."""
     for server in list(_live):

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -627,4 +628,69 @@ class TestFrozenServer:
         assert info["measured"] == 2 and info["released"] is True
         assert info["release"]["signal"] == "SIGKILL (the stop was interrupted)"
         assert (run / "sessions" / "02_b_c1.json").is_file()
+        assert stubs_running() == []
+
+
+class TestInterrupts:
+    def test_ctrl_c_twice_exits_in_one_line_with_nothing_left_running(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, ["--stub-token-ms", "50"], prompts=4)
+        proc = spawn_pytest(
+            pytester.path, "experiments/", "--ladder=stub", f"--server-bin={STUB}",
+            f"--prompts-dir={few}", "--no-calibration", "--boot=1000",
+        )  # fmt: skip
+        try:
+            wait_for_record(pytester.path, "02_b_c1.jsonl", proc)
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.05)  # the second arrives while the first is still being handled
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        out = (pytester.path / "run.log").read_text()
+        assert proc.returncode == 130, out
+        assert "Traceback" not in out and out.count("mtpsweep: interrupted twice") == 1
+        run = only_run(pytester.path)
+        for f in run.glob("**/*.jsonl"):
+            assert read_records(f)[1] == 0, f  # every line on disk is a whole record
+        assert stubs_running() == []
+
+    def test_ctrl_c_during_the_end_calibration_files_and_quarantines_the_session(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        # Requests per server: 1 warm-up, 2 calibration at start, 3-4 the prompts, 5 the
+        # calibration at the end (32 tokens, b's 100 ms apart: a 3 s window to interrupt in).
+        few = stub_project(pytester, ["--stub-token-ms", "100"], prompts=2)
+        proc = spawn_pytest(
+            pytester.path, "experiments/", "--ladder=stub", f"--server-bin={STUB}",
+            f"--prompts-dir={few}", "--max-tokens=2", "--boot=1000",
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            log = None
+            while time.monotonic() < deadline and proc.poll() is None:
+                logs = list(pytester.path.glob("runs/*/*/servers/02_b_c1.log"))
+                log = logs[0] if logs else None
+                if log is not None and "request=5" in log.read_text(errors="replace"):
+                    break
+                time.sleep(0.02)
+            assert log is not None and "request=5" in log.read_text(), "no end calibration seen"
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        out = (pytester.path / "run.log").read_text()
+        run = only_run(pytester.path)
+        q = run / "quarantine" / "02_b_c1"
+        assert (
+            "the session close was interrupted (KeyboardInterrupt" in (q / "reason.txt").read_text()
+        ), out
+        info = json.loads((q / "session.json").read_text())
+        assert info["measured"] == 2 and info["released"] is True
+        assert "end_tps" not in info["calibration"]
+        assert not (run / "records" / "02_b_c1.jsonl").exists()  # not used by the analysis
+        assert "Traceback" not in out
         assert stubs_running() == []
