@@ -1,4 +1,4 @@
-"""The `mtpsweep` command: provision, preflight, analyse, compare.
+"""The `mtpsweep` command: provision, preflight, analyse, compare, cleanup.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -61,6 +61,22 @@ def _preflight(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cleanup(args: argparse.Namespace) -> int:
+    from .errors import RunDirError
+    from .rig import liveset
+    from .schema import LIVE_SERVERS_FILE
+
+    run = Path(args.run)
+    if not (run / LIVE_SERVERS_FILE).is_file():
+        if not run.is_dir():
+            raise RunDirError(f"{run} is not a run directory; name one like runs/<ladder>/<id>.")
+        print(f"{run}: no {LIVE_SERVERS_FILE}, so no server of this run is listed")
+        return 0
+    lines = liveset.cleanup(run)
+    print("\n".join(lines) or f"{run}: no server of this run is listed as running")
+    return 1 if any("STILL RUNNING" in line for line in lines) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .analysis import cli as analysis_cli
 
@@ -76,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("preflight", help="run a ladder's preflight checks; start nothing")
     options.add_argparse_options(p, options.PREFLIGHT_CLI)
     p.set_defaults(func=_preflight)
+    p = sub.add_parser(
+        "cleanup",
+        help="stop the servers a run left running (servers/live.json): stop scripts, pids",
+    )
+    p.add_argument("run", metavar="RUN", help="the run directory")
+    p.set_defaults(func=_cleanup)
     return parser
 
 

@@ -42,6 +42,8 @@ RESUME_LOG = "resume.log"
 SESSIONS_CSV = "sessions.csv"
 MEMORY_CHECK_FILE = "memory_check.json"
 QUARANTINE_REASON = "reason.txt"
+# Every server the run started and has not yet seen gone (mtpsweep cleanup reads it).
+LIVE_SERVERS_FILE = f"{SERVERS_DIR}/live.json"
 
 
 def records_file(session: str) -> str:

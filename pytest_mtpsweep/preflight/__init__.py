@@ -84,6 +84,8 @@ class PreflightInputs:
     # the experiment kind's own items (a decode run's prompt set, an authoring run's tasks)
     kind_items: tuple[PreflightItem, ...] = ()
     run_bytes: int = 0  # what the run is expected to write (0: unknown)
+    # servers earlier runs listed in servers/live.json that still run: (run dir, description)
+    leftover_servers: tuple[tuple[Path, str], ...] = ()
 
 
 def run_preflight(
@@ -104,7 +106,7 @@ def run_preflight(
         check_ram(inputs.ram_floor_gb),
         check_disk(inputs.run_dir, inputs.disk_floor_gb, inputs.run_bytes),
         check_ports(inputs.host, inputs.ports),
-        check_server_processes(inputs.server_bin),
+        check_server_processes(inputs.server_bin, inputs.leftover_servers),
         check_inactive_processes(inputs.must_be_inactive_processes),
         check_inactive_units(inputs.must_be_inactive_units),
         *check_models(inputs.model_files, cache=cache, verify=verify_digests),

@@ -198,10 +198,25 @@ def _port_owner(port: int) -> str:
 # --------------------------------------------------------------------------- processes
 
 
-def check_server_processes(server_bin: Path | None) -> PreflightItem:
-    """No process already runs the configured server executable (exact match, not cmdline)."""
+def check_server_processes(
+    server_bin: Path | None, leftovers: Sequence[tuple[Path, str]] = ()
+) -> PreflightItem:
+    """No process already runs the configured server executable (exact match, not cmdline),
+    and no server an earlier run listed in its servers/live.json still runs."""
+    if leftovers:
+        runs = sorted({str(run) for run, _ in leftovers})
+        return make_item(
+            "server_processes",
+            "no server left by an earlier run",
+            "left running: " + "; ".join(f"{what} of {run.name}" for run, what in leftovers),
+            FAIL,
+            fix=" and ".join(f"mtpsweep cleanup {run}" for run in runs)
+            + " (runs each stop script and stops what the run started).",
+        )
     if server_bin is None:
-        return make_item("server_processes", "none", "skipped: external launcher", SKIP)
+        return make_item(
+            "server_processes", "no server left by an earlier run", "none left running", PASS
+        )
     target = os.path.realpath(server_bin)
     expected = f"no process running {target}"
     pids = _pids_running(target, _is_script(Path(target)))

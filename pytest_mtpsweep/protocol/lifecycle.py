@@ -3,6 +3,7 @@ and take it down (final witnesses, stop, release). The rules around it live in s
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ import httpx
 from .. import rig, schema
 from ..errors import ServerError
 from ..ladder.plan import SessionSlot
+from ..rig import liveset
 from .context import (
     CALIBRATION_PROMPT,
     CALIBRATION_TOKENS,
@@ -109,8 +111,19 @@ def _launch(live: LiveSession) -> None:
             name: {"path": str(path), "sha256": rig.file_digest(path, cache=None)}
             for name, (path, _) in ctx.ladder.launchers.pins().items()
         }
-    live.proc = rig.start(spec)
+    live.proc = rig.start(spec, on_launch=lambda proc: _listed(live, proc))
     live.base_url = spec.base_url
+
+
+def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
+    """servers/live.json names the server from the moment it exists (mtpsweep cleanup)."""
+    spec, slot = proc.spec, live.slot
+    lau = spec.launcher
+    launcher = {"stop": str(lau.stop), "session_dir": str(lau.session_dir)} if lau else None
+    entry = liveset.entry(
+        slot.name, slot.treatment, proc.pid, spec.host, spec.port, str(spec.server_bin), launcher
+    )
+    liveset.add(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, entry)
 
 
 def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
@@ -254,6 +267,9 @@ def release(live: LiveSession) -> None:
             "detail": "" if gone else "process still present",
         }
         raise
+    if release.released:
+        with contextlib.suppress(OSError):  # cleanup would find it gone anyway
+            liveset.remove(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, live.slot.name)
     live.info["gpu_used_mib_after_release"] = rig.gpu_used_mib()
     live.info["host_available_mib_after_release"] = rig.host_available_mib()
     live.info["release"] = {

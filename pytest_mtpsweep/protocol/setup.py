@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__, rig, schema
 from ..ladder import Ladder
 from ..options import PreflightRequest, RunRequest
+from ..rig import liveset
 from ..rig.digests import default_digest_cache
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ def preflight(
         run_bytes=expected_run_bytes(sessions, measurements, ladder.max_tokens)
         if measurements
         else 0,
+        leftover_servers=tuple(
+            (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
+        ),
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

@@ -133,8 +133,12 @@ def log_tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def start(spec: LaunchSpec) -> ServerProcess:
-    """Launch the server and wait until /health says ok; fail fast with the log tail."""
+def start(
+    spec: LaunchSpec, on_launch: Callable[[ServerProcess], None] | None = None
+) -> ServerProcess:
+    """Launch the server and wait until /health says ok; fail fast with the log tail.
+
+    `on_launch` is told of the process as soon as it exists (before it is ready)."""
     if not os.access(spec.server_bin, os.X_OK):
         raise ServerError(
             f"server binary {spec.server_bin} is missing or not executable; run "
@@ -150,6 +154,8 @@ def start(spec: LaunchSpec) -> ServerProcess:
     server = _launch(spec) if spec.launcher else _spawn(spec)
     _live.add(server)
     try:
+        if on_launch is not None:
+            on_launch(server)
         _wait_ready(server, t0)
     except BaseException:
         stop(server)

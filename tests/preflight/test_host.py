@@ -110,8 +110,14 @@ class TestServerProcesses:
             item = check_server_processes(script)
         assert item.verdict == PASS
 
-    def test_external_launcher_skips(self) -> None:
-        assert check_server_processes(None).verdict == SKIP
+    def test_external_launcher_checks_what_earlier_runs_left(self, tmp_path: Path) -> None:
+        item = check_server_processes(None)
+        assert (item.verdict, item.observed) == (PASS, "none left running")
+        run = tmp_path / "runs" / "l" / "run-1"
+        item = check_server_processes(None, [(run, "pid 42 (01_a_c1, launched, port 8080)")])
+        assert item.verdict == FAIL
+        assert item.observed == "left running: pid 42 (01_a_c1, launched, port 8080) of run-1"
+        assert item.fix.startswith(f"mtpsweep cleanup {run} ")
 
 
 class TestInactiveProcesses:

@@ -694,3 +694,63 @@ class TestInterrupts:
         assert not (run / "records" / "02_b_c1.jsonl").exists()  # not used by the analysis
         assert "Traceback" not in out
         assert stubs_running() == []
+
+
+class TestLeftoverServers:
+    def test_a_launched_server_left_by_kill_9_is_named_and_cleaned_up(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, ["--stub-token-ms", "50"], prompts=4)
+        shutil.copytree(REPO / "launchers", pytester.path / "launchers")
+        ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
+        ladder.write_text(
+            ladder.read_text().replace(
+                "[server]",
+                '[server]\nlaunch = "../../launchers/serve.sh"\nstop = "../../launchers/stop.sh"',
+            )
+        )
+        args = ["--ladder=stub", f"--server-bin={STUB}", f"--prompts-dir={few}"]
+        proc = spawn_pytest(pytester.path, "experiments/", *args, "--no-calibration")
+        left: list[psutil.Process] = []
+        try:
+            wait_for_record(pytester.path, "01_a_c1.jsonl", proc)
+            os.kill(proc.pid, signal.SIGKILL)  # the launched server is the rig's: it lives on
+            proc.wait(10)
+            run = only_run(pytester.path)
+            (listed,) = json.loads((run / "servers" / "live.json").read_text())["servers"]
+            assert listed["session"] == "01_a_c1" and listed["launcher"] is not None
+            left = [psutil.Process(listed["pid"])]
+            assert left[0].is_running()
+
+            def mtpsweep(*argv: str) -> subprocess.CompletedProcess[str]:
+                return subprocess.run(
+                    [sys.executable, "-m", "pytest_mtpsweep.cli", *argv],
+                    cwd=pytester.path, capture_output=True, text=True, timeout=120, check=False,
+                )  # fmt: skip
+
+            pre = mtpsweep("preflight", *args[:2])
+            assert pre.returncode == 1, pre.stdout + pre.stderr
+            row = next(x for x in pre.stdout.splitlines() if x.startswith("server_processes"))
+            assert f"pid {listed['pid']} (01_a_c1, launched" in row and "fail" in row
+            assert f"mtpsweep cleanup {run}" in pre.stderr
+
+            done = mtpsweep("cleanup", str(run))
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert "stopped (stop script, exit 0)" in done.stdout
+            assert not left[0].is_running() or left[0].status() == psutil.STATUS_ZOMBIE
+            again = mtpsweep("preflight", *args[:2])
+            row = next(x for x in again.stdout.splitlines() if x.startswith("server_processes"))
+            assert "pass" in row
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            for p in left:
+                if p.is_running():
+                    p.kill()
+        assert stubs_running() == []
+
+    def test_live_json_is_empty_after_a_clean_run(self, pytester: pytest.Pytester) -> None:
+        few = stub_project(pytester, [], prompts=1)
+        run_stub(pytester, few, "--no-calibration", "--no-analysis", "-k", "c1")
+        run = only_run(pytester.path)
+        assert json.loads((run / "servers" / "live.json").read_text()) == {"servers": []}
