@@ -249,10 +249,20 @@ def analyse_run(
     seed: int = DEFAULT_SEED,
     out: Path | None = None,
     pool: bool = False,
+    endpoint: str | None = None,
 ) -> AnalysisResult:
-    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's."""
-    result = load_and_analyse(run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool)
-    return write_outputs(result, out if out is not None else default_out_dir(result))
+    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's.
+
+    An `endpoint` named explicitly writes beside the pre-registered analysis, e.g. into
+    analysis_interval_basis/, never over it."""
+    result = load_and_analyse(
+        run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool, endpoint=endpoint
+    )
+    if out is None:
+        out = default_out_dir(result)
+        if endpoint is not None:
+            out = out.with_name(f"{out.name}_{endpoint}_basis")
+    return write_outputs(result, out)
 
 
 def load_and_analyse(
@@ -262,6 +272,7 @@ def load_and_analyse(
     boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     pool: bool = False,
+    endpoint: str | None = None,
 ) -> AnalysisResult:
     """Load and analyse without writing anything (used by `compare`)."""
     runs = [load_run(Path(d)) for d in run_dirs]
@@ -272,4 +283,5 @@ def load_and_analyse(
         seed=seed,
         pool=pool,
         plot_available=plotting_available(),
+        endpoint=endpoint,
     )

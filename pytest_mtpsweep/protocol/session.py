@@ -181,6 +181,7 @@ class Sessions:
             # A session without its file must not enter the analysis: set it aside, then say so.
             unwritten = exc
             live.quarantine = live.quarantine or f"its session file could not be written: {exc}"
+        self.schedule.ran.append(live.slot.name)
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
         else:

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_mtpsweep.analysis.cli import run_cli
 from pytest_mtpsweep.kinds.decode.markers import stop_marker
 from pytest_mtpsweep.kinds.decode.run import DecodeCase, prepare, session_order
 from pytest_mtpsweep.ladder import load_ladder, run_plan
 from pytest_mtpsweep.ladder.prompts import Prompt
 from pytest_mtpsweep.options import RunRequest
 from pytest_mtpsweep.schema import Measurement
+from tests.sandbox import copy_experiments, only_run
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = REPO / "experiments" / "ladders" / "cpu-demo.toml"
+STUB = REPO / "tests" / "stub_llama_server.py"
 
 
 def prompts(n: int) -> tuple[Prompt, ...]:
@@ -68,3 +73,63 @@ def test_stop_markers() -> None:
     assert (
         stop_marker(case, odd, lad) == "** UNRECOGNISED-DELTA-FIELDS=audio at 01_none_c1/prose_00"
     )
+
+
+THREE = """
+question = "Where does the gain start?"
+baseline = "none"
+cycles = 2
+max_tokens = 8
+[model]
+path = "{model}"
+id = "stub"
+[server]
+port = 0
+ready_timeout_s = 30
+[[treatments]]
+key = "none"
+[[treatments]]
+key = "gate_0.10"
+args = ["--stub-token-ms", "1.5"]
+[[treatments]]
+key = "gate_0.25"
+args = ["--stub-token-ms", "1"]
+[preregistration]
+secondary_contrasts = ["gate_0.25 vs gate_0.10"]
+"""
+
+
+def test_registered_secondaries_and_the_interval_basis_are_analysed_at_session_end(
+    pytester: pytest.Pytester,
+) -> None:
+    copy_experiments(pytester)
+    model = pytester.path / "model.gguf"
+    model.write_bytes(b"GGUF stub model")
+    (pytester.path / "experiments" / "ladders" / "gates.toml").write_text(THREE.format(model=model))
+    few = pytester.path / "few"
+    few.mkdir()
+    (few / "prose_01.txt").write_text("Write one sentence.")
+    result = pytester.runpytest(
+        "experiments/", "--ladder=gates", f"--server-bin={STUB}", f"--prompts-dir={few}",
+        "--no-calibration", "--boot=1000",
+    )  # fmt: skip
+    result.assert_outcomes(passed=6)
+    run = only_run(pytester.path)
+    vs = json.loads((run / "analysis_vs_gate_0.10" / "contrasts.json").read_text())
+    assert vs["settings"]["baseline"] == "gate_0.10" and "gate_0.25" in vs["treatments"]
+    interval = json.loads((run / "analysis_interval_basis" / "contrasts.json").read_text())
+    assert interval["settings"]["primary_endpoint"] == "interval"
+    assert interval["settings"]["baseline"] == "none"
+    result.stdout.fnmatch_lines(
+        [
+            f"secondary (gate_0.25 vs gate_0.10): {run / 'analysis_vs_gate_0.10'}",
+            f"interval basis: {run / 'analysis_interval_basis'}",
+        ]
+    )
+    # the CLI reproduces the interval-basis analysis byte for byte
+    out = pytester.path / "cli"
+    assert run_cli(["analyse", str(run), "--boot", "1000", "--endpoint", "interval",
+                    "--out", str(out)]) == 0  # fmt: skip
+    assert (out / "contrasts.csv").read_bytes() == (
+        run / "analysis_interval_basis" / "contrasts.csv"
+    ).read_bytes()

@@ -152,6 +152,12 @@ class TestKindsAndOverrides:
                 load_ladder(path)
             assert "\n" not in str(info.value)
 
+    @pytest.mark.parametrize("contrast", ['"b vs z"', '"b versus a"', '"a vs a"', '"b vs a vs a"'])
+    def test_a_contrast_names_two_treatments(self, tmp_path: Path, contrast: str) -> None:
+        text = MINIMAL + f"[preregistration]\nsecondary_contrasts = [{contrast}]\n"
+        with pytest.raises(LadderError, match="is not 'TREATMENT vs BASELINE'"):
+            load_ladder(write(tmp_path, text))
+
     def test_preflight_ports_are_listed_ports(self, tmp_path: Path) -> None:
         lad = load_ladder(write(tmp_path, MINIMAL + "[preflight]\nports = [8099, 8100]\n"))
         assert lad.preflight.ports == (8099, 8100)

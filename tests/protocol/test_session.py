@@ -289,39 +289,31 @@ class TestServerKilledMidSession:
 
 
 class TestCurtailment:
-    def test_budget_drops_in_the_registered_order_never_the_final_baseline(
-        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    def test_the_deadline_stops_the_run_after_the_current_session_even_the_never_drop(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        shutil.copytree(REPO / "experiments", pytester.path / "experiments")
-        ladder = SMALL.replace("cycles = 2", "cycles = 2\nmax_tokens = 4").replace(
-            "max_tokens = 16\n", ""
+        # Every stub server takes 1.5 s to load, so a 1 s budget has passed when the first
+        # session ends: the run stops there, the never-drop final baseline included (the drop
+        # order plans sessions away while the deadline is ahead: tests/protocol/test_schedule).
+        monkeypatch.setenv("MTPSWEEP_STUB_FAULTS", "slow-start=1.5")
+        few = stub_project(pytester, [], prompts=1)
+        ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
+        ladder.write_text(ladder.read_text() + '\n[preregistration]\nnever_drop = "a:c2"\n')
+        result = run_stub(pytester, few, "--no-calibration", "--time-budget=1s")
+        result.assert_outcomes(passed=1, skipped=3)
+        result.stdout.fnmatch_lines(
+            ["*04_a_c2: not run: the deadline (*) had passed, so the run stopped after 01_a_c1"]
         )
-        ladder += '\n[preregistration]\ndrop_order = ["ngram-simple:c2", "none:c1"]\nnever_drop = "none:c2"\n'
-        (pytester.path / "experiments" / "ladders" / "small.toml").write_text(ladder)
-        few = pytester.path / "few"
-        few.mkdir()
-        shutil.copy(REPO / "experiments" / "prompts" / "canonical" / "prose_01.txt", few)
-        # After the first session nothing is left of a 1 s budget: every listed session goes.
-        result = pytester.runpytest(
-            "experiments/",
-            "--ladder=small",
-            f"--prompts-dir={few}",
-            "--time-budget=1s",
-            "--no-calibration",
-            "--boot=1000",
-        )
-        result.assert_outcomes(passed=3, skipped=1)
         run = only_run(pytester.path)
+        assert sorted(p.name for p in (run / "sessions").iterdir()) == ["01_a_c1.json"]
         cut = json.loads((run / "curtailment.json").read_text())
-        assert [d["session"] for d in cut["dropped"]] == ["03_ngram-simple_c2"]
-        assert cut["affected_treatments"] == ["ngram-simple"]
-        assert (run / "sessions" / "04_none_c2.json").exists()
+        assert cut["deadline_stop"]["after"] == "01_a_c1"
+        assert cut["deadline_stop"]["not_run"] == ["02_b_c1", "03_b_c2", "04_a_c2"]
+        assert cut["affected_treatments"] == ["a", "b"]
         report = (run / "analysis" / "report.md").read_text()
-        assert (
-            "This run was curtailed: `ngram-simple` lost part of its counterbalanced positions"
-            in report
-        )
-        assert "order-confounded" in report
+        assert "the run was stopped by its deadline" in report
+        assert "This run was curtailed: `b` lost part of its counterbalanced positions" in report
+        assert stubs_running() == []
 
     def test_bad_deadline_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
         shutil.copytree(REPO / "experiments", pytester.path / "experiments")

@@ -20,6 +20,18 @@ def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
     return parse_treatments(raw["treatments"], "treatments", path)
 
 
+def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
+    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
+    parts = [p.strip() for p in text.split(" vs ")]
+    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
+        raise LadderError(
+            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
+            f"with two different treatments of {', '.join(keys)}; write e.g. "
+            f"'{keys[-1]} vs {keys[0]}'."
+        )
+    return parts[0], parts[1]
+
+
 def validate(ladder: Ladder, where: Path | str) -> None:
     keys = ladder.treatment_keys
     if len(keys) < 2:
@@ -32,6 +44,8 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
             f"({', '.join(keys)}); name one of them."
         )
+    for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
+        parse_contrast(text, keys, where)
     subset = ladder.kind_fields.get("subset", "both")
     if subset not in SUBSETS:
         raise LadderError(

@@ -137,7 +137,7 @@ class DecodeRun:
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         from .analysis import analyse_at_end
 
-        return analyse_at_end(run_dir, request)
+        return analyse_at_end(run_dir, request, self.ladder)
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
