@@ -7,6 +7,7 @@ analysis and nothing else.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -54,7 +55,7 @@ def _preflight(args: argparse.Namespace) -> int:
     run = Run.from_request(request)
     run.resolve()
     checks = run.preflight()
-    print(render_table(checks))
+    print(render_table(checks, width=shutil.get_terminal_size().columns))
     failed = failures(checks)
     if failed:
         print("\n" + render_fixes(failed), file=sys.stderr)

@@ -134,7 +134,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.section("mtpsweep preflight")
-        reporter.write_line(render_table(checks))
+        reporter.write_line(render_table(checks, width=config.get_terminal_writer().fullwidth))
     failed = failures(checks)
     if only:
         pytest.exit(
@@ -247,7 +247,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.section("mtpsweep sessions")
     summary = run.summary
     if summary is not None and summary.rows:
-        tr.write_line(summary.table())
+        tr.write_line(summary.table(width=config.get_terminal_writer().fullwidth))
     end: EndAnalysis | None = config.stash.get(END, None)
     expect = run.request.analysis.expect
     if end is not None:
@@ -263,7 +263,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             tr.write_line("--expect not met: the analysis did not run", red=True)
     if run.stopped:
         tr.write_line(f"STOPPED by a protocol rule: {run.stopped}")
-    for line in summary.memory_lines if summary else []:
+    for line in summary.notes if summary else []:
         tr.write_line(line)
     if run.schedule is not None:
         for name, why in run.schedule.dropped.items():

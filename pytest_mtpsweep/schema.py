@@ -109,6 +109,7 @@ KEYED_FIELDS: tuple[str, ...] = (
     "server_build",
     "placement",
     "prompt_set_digest",
+    "cache_prompt",  # llama-server's prompt cache on or off changes what a request costs
     "ladder",
 )
 PROVENANCE_FIELDS: tuple[str, ...] = ("started_at", "note", "preregistration_sha256")
@@ -259,8 +260,13 @@ class SessionFile(TypedDict, total=False):
     duration_s: float
     measured: int
     valid: int
+    usable: int  # valid and carrying what the analysis pairs (a decode's primary rate)
     failed: int
     length_prompts: list[str]
+    finish_reasons: dict[str, int]
+    draft_n: int | None
+    draft_n_accepted: int | None
+    shakedown: dict[str, Any]  # the kind's check of its records; "summary" is one line
     released: bool | str  # "not applicable: attached" for a server the harness did not start
     quarantined: str | None
     base_url: str
@@ -278,4 +284,5 @@ class SessionFile(TypedDict, total=False):
     server_build: str
     placement: str
     prompt_set_digest: str
+    cache_prompt: bool
     ladder: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,10 +15,13 @@ from pytest_mtpsweep.cli import main
 REPO = Path(__file__).resolve().parent.parent
 
 
-def mtpsweep(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def mtpsweep(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest_mtpsweep.cli", *args],
         cwd=cwd,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -47,6 +51,19 @@ def test_preflight_prints_the_table_and_starts_nothing(tmp_path: Path) -> None:
     for item in ("gpu", "ram", "server_version", "prompt_set", "ladder_file", "run_dir"):
         assert f"\n{item} " in done.stdout
     assert not (tmp_path / "runs").exists()  # preflight creates no run directory
+
+
+@pytest.mark.server
+def test_the_cpu_demo_preflight_table_fits_120_columns(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    done = mtpsweep(
+        "preflight", "--ladder", "cpu-demo", "--port", "0", cwd=tmp_path, env={"COLUMNS": "120"}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120, done.stdout
+    model = next(line for line in lines if line.startswith("model:"))
+    assert "…" in model and "bytes, mtime" in model  # shortened in the middle, start and end kept
 
 
 def test_preflight_of_an_unknown_ladder_is_one_line() -> None:

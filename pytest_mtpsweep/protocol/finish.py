@@ -22,9 +22,15 @@ class Summary:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     memory_lines: list[str] = field(default_factory=list)
+    shakedown: str = ""  # the first session's shakedown, printed once
 
-    def table(self) -> str:
-        return rowtable.render(self.rows) if self.rows else ""
+    def table(self, width: int | None = None) -> str:
+        return rowtable.render(self.rows, width) if self.rows else ""
+
+    @property
+    def notes(self) -> list[str]:
+        """The lines under the table: the first session's shakedown, then the memory steps."""
+        return [line for line in (self.shakedown, *self.memory_lines) if line]
 
 
 def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
@@ -67,4 +73,13 @@ def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:
             run_dir.write_json(schema.MEMORY_CHECK_FILE, [asdict(s) for s in steps])
         except RunDirError as exc:
             lines.append(f"{schema.MEMORY_CHECK_FILE} not written: {exc}")
-    return Summary(rows, lines)
+    return Summary(rows, lines, _first_shakedown(every))
+
+
+def _first_shakedown(sessions: list[dict[str, Any]]) -> str:
+    """The shakedown line of the run's first session (the kind put it in its session file)."""
+    firsts = sorted(
+        (s for s in sessions if isinstance(s.get("shakedown"), dict)),
+        key=lambda s: (s.get("ordinal") or 0, bool(s.get("rerun"))),
+    )
+    return str(firsts[0]["shakedown"].get("summary", "")) if firsts else ""

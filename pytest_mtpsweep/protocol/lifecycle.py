@@ -41,6 +41,7 @@ class LiveSession:
     t0: float = field(default_factory=time.monotonic)
     measured: int = 0
     valid: int = 0
+    usable: int = 0  # valid and carrying what the analysis pairs
     dead: str | None = None  # why the server is gone mid-session
     quarantine: str | None = None  # why this session is set aside
     rerun: bool = False  # this is the one re-run after a partial census

@@ -159,6 +159,8 @@ class RunDir:
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return " / ".join(f"{k} {v}" for k, v in value.items())
     if isinstance(value, list | tuple):
         return " ".join(str(v) for v in value)
     if isinstance(value, float):

@@ -93,6 +93,7 @@ class Sessions:
                 outcome = self.kind.unmeasured(live, case, live.dead)
         live.measured += 1
         live.valid += outcome.result.valid
+        live.usable += outcome.result.valid if outcome.usable is None else outcome.usable
         if interrupted is not None:
             raise interrupted
         if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
@@ -153,10 +154,13 @@ class Sessions:
             and "error" not in info
             and self.stopped is None
             and live.measured == planned
-            and live.valid < planned
+            and live.usable < planned
         )
         if partial:
-            live.quarantine = f"partial census: {live.valid} of {planned} measurements valid"
+            live.quarantine = (
+                f"partial census: {live.usable} of {planned} measurements usable "
+                f"({live.valid} valid)"
+            )
         release = info.get("release")
         released: bool | str = release["released"] if release else live.proc is None
         if live.endpoint is not None:
@@ -167,6 +171,7 @@ class Sessions:
                 "duration_s": time.monotonic() - live.t0,
                 "measured": live.measured,
                 "valid": live.valid,
+                "usable": live.usable,
                 "failed": live.measured - live.valid,
                 "released": released,
                 "quarantined": live.quarantine,

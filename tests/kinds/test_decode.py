@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.analysis.cli import run_cli
+from pytest_mtpsweep.errors import LadderError
 from pytest_mtpsweep.kinds.decode.markers import stop_marker
 from pytest_mtpsweep.kinds.decode.run import DecodeCase, prepare, session_order
 from pytest_mtpsweep.ladder import load_ladder, run_plan
@@ -133,3 +134,51 @@ def test_registered_secondaries_and_the_interval_basis_are_analysed_at_session_e
     assert (out / "contrasts.csv").read_bytes() == (
         run / "analysis_interval_basis" / "contrasts.csv"
     ).read_bytes()
+
+
+def test_repeats_run_whole_passes_with_their_own_ids() -> None:
+    lad = load_ladder(LADDER, {"repeats": 2, "cache_prompt": True})
+    run = prepare(lad, RunRequest(ladder="cpu-demo", search_dirs=(), cwd=REPO, invocation=()))
+    slot = run_plan(lad.treatment_keys, lad.cycles)[0]
+    cases = run.cases([slot])
+    assert len(cases) == 32 and [c.position for c in cases] == list(range(32))
+    assert [c.repeat for c in cases] == [1] * 16 + [2] * 16
+    assert cases[0].id == "c1-none-prose_01-r1" and cases[16].id == "c1-none-prose_01-r2"
+    assert run.plan_fields()["repeats"] == 2
+    assert run.keyed()["cache_prompt"] is True
+    with pytest.raises(LadderError, match="field 'repeats' is 0"):
+        load_ladder(LADDER, {"repeats": 0})
+
+
+def test_a_run_prints_its_first_sessions_shakedown_once_and_the_row_table(
+    pytester: pytest.Pytester,
+) -> None:
+    copy_experiments(pytester)
+    model = pytester.path / "model.gguf"
+    model.write_bytes(b"GGUF stub model")
+    ladder = THREE.format(model=model).replace("[preregistration]", "[x]").split("[x]")[0]
+    (pytester.path / "experiments" / "ladders" / "gates.toml").write_text(ladder)
+    few = pytester.path / "few"
+    few.mkdir()
+    for i in (1, 2):
+        (few / f"prose_0{i}.txt").write_text(f"Write sentence {i}.")
+    result = pytester.runpytest(
+        "experiments/", "--ladder=gates", f"--server-bin={STUB}", f"--prompts-dir={few}",
+        "--no-calibration", "--no-analysis", "--repeats=2", "--cache-prompt", "-k", "c1",
+    )  # fmt: skip
+    result.assert_outcomes(passed=12)
+    out = result.stdout.str()
+    line = (
+        "shakedown of the first session (01_none_c1, 4 responses): 0 non-chunked, usage 4/4, "
+        "token-basis agreement 4/4, 0 hidden events"
+    )
+    assert out.count(line) == 1
+    result.stdout.fnmatch_lines(["*meas/ok/usable/fail*", "1 *none*4/4/4/0*length 4*"])
+    run = only_run(pytester.path)
+    recs = [json.loads(x) for x in (run / "records" / "01_none_c1.jsonl").read_text().splitlines()]
+    assert [r["repeat"] for r in recs] == [1, 1, 2, 2]
+    assert {r["cache_prompt"] for r in recs} == {True}
+    info = json.loads((run / "sessions" / "01_none_c1.json").read_text())
+    assert info["usable"] == 4 and info["finish_reasons"] == {"length": 4}
+    csv = (run / "sessions.csv").read_text()
+    assert "finish_reasons" in csv.splitlines()[0] and "length 4" in csv

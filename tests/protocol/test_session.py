@@ -208,7 +208,7 @@ class TestPartialCensus:
             "03_b_c2.2",
         ]
         reason = (run / "quarantine" / "02_b_c1.2" / "reason.txt").read_text()
-        assert "partial census: 1 of 2 measurements valid" in reason
+        assert "partial census: 1 of 2 measurements usable (1 valid)" in reason
         rerun = json.loads((run / "quarantine" / "02_b_c1.2" / "session.json").read_text())
         assert rerun["rerun"] is True
         census = (run / "analysis" / "census.csv").read_text().splitlines()

@@ -11,7 +11,12 @@ from ...ladder.load import parse_treatments
 from ...ladder.model import SUBSETS, Ladder, Treatment
 from .. import KindSpec
 
-FIELDS: Spec = {"prompt_set": (str, False), "subset": (str, False)}
+FIELDS: Spec = {
+    "prompt_set": (str, False),
+    "subset": (str, False),
+    "repeats": (int, False),  # runs of each prompt per session, averaged before pairing
+    "cache_prompt": (bool, False),  # llama-server's prompt cache (keyed; off by default)
+}
 
 
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
@@ -46,6 +51,9 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         )
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
+    repeats = ladder.kind_fields.get("repeats", 1)
+    if repeats < 1:
+        raise LadderError(f"{where}: field 'repeats' is {repeats}; use 1 or more.")
     subset = ladder.kind_fields.get("subset", "both")
     if subset not in SUBSETS:
         raise LadderError(
