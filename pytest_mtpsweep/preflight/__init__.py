@@ -45,6 +45,7 @@ from .items import (
     waived,
     write_preflight_json,
 )
+from .selftest import check_self_test
 
 __all__ = [
     "FAIL",
@@ -86,6 +87,7 @@ class PreflightInputs:
     run_bytes: int = 0  # what the run is expected to write (0: unknown)
     # servers earlier runs listed in servers/live.json that still run: (run dir, description)
     leftover_servers: tuple[tuple[Path, str], ...] = ()
+    self_test: bool = False  # run the harness's own fast self-test as an item
 
 
 def run_preflight(
@@ -113,6 +115,7 @@ def run_preflight(
         check_server_version(inputs.server_bin, inputs.expected_build),
         *check_launchers(inputs.launchers),
         check_harness(inputs.package_version, inputs.experiments_dir),
+        *([check_self_test()] if inputs.self_test else []),
         *inputs.kind_items,
         check_ladder_file(inputs.ladder_file),
         check_run_dir(inputs.run_dir),
@@ -135,6 +138,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
         "server_version",
         *(f"launcher:{name}" for name in inputs.launchers),
         "harness",
+        *(["self_test"] if inputs.self_test else []),
         *(i.name for i in inputs.kind_items),
         "ladder_file",
         "run_dir",

@@ -112,6 +112,7 @@ def preflight(
         run_bytes=expected_run_bytes(sessions, measurements, ladder.max_tokens)
         if measurements
         else 0,
+        self_test=pre.self_test,
         leftover_servers=tuple(
             (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
         ),

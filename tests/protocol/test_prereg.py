@@ -53,6 +53,7 @@ def test_the_lowerarm_ladders_carry_the_users_preregistration_verbatim() -> None
         assert reg.curtailment_sentence == SEED_SENTENCE
         assert reg.primary_contrasts == ("gate_0.10 vs none", "gate_0.25 vs none")
         assert reg.secondary_contrasts == ("gate_0.25 vs gate_0.10",)
+        assert lad.preflight.self_test is True  # "mtpsweep suite: N tests / OK"
         text = preregistration.render(lad, plan, plan, ["pytest"], "R1", "T0")
         assert f'"{SEED_SENTENCE}"' in text
         assert "Secondary contrasts (exploratory): gate_0.25 vs gate_0.10." in text
