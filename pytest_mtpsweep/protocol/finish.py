@@ -7,6 +7,7 @@ ones included), so a resumed run's table has every session, before and after the
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import schema
@@ -34,18 +35,34 @@ class Summary:
 
 
 def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
+    """The facts of every quarantined attempt; one killed before it was filed (a kill -9, set
+    aside on --resume) is a row too, from its directory name and reason."""
     import json
 
     out: list[dict[str, Any]] = []
     member = schema.QUARANTINE_MEMBERS["session"]
-    for path in sorted((run_dir.path / schema.QUARANTINE_DIR).glob(f"*/{member}")):
+    for qdir in sorted(p for p in (run_dir.path / schema.QUARANTINE_DIR).glob("*") if p.is_dir()):
         try:
-            facts = json.loads(path.read_text(encoding="utf-8"))
+            facts = json.loads((qdir / member).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue
+            facts = _unfiled(qdir)
         if isinstance(facts, dict):
             out.append(facts)
     return out
+
+
+def _unfiled(qdir: Path) -> dict[str, Any] | None:
+    name = qdir.name.split(".")[0]  # 03_b_c2, or 03_b_c2.2 for a second attempt
+    ordinal, _, rest = name.partition("_")
+    treatment, _, cycle = rest.rpartition("_c")
+    if not (ordinal.isdigit() and cycle.isdigit() and treatment):
+        return None
+    try:
+        reason = (qdir / schema.QUARANTINE_REASON).read_text(encoding="utf-8").strip()
+    except OSError:
+        reason = "set aside without a session file"
+    return {"session": name, "ordinal": int(ordinal), "treatment": treatment,
+            "cycle": int(cycle), "quarantined": reason or "set aside"}  # fmt: skip
 
 
 def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:

@@ -50,3 +50,14 @@ def test_a_full_disk_loses_the_file_not_the_summary(
     assert summary.memory_lines == [
         "sessions.csv not written: cannot write sessions.csv (No space left on device)"
     ]
+
+
+def test_an_attempt_killed_before_it_was_filed_is_a_row_from_its_reason(tmp_path: Path) -> None:
+    rd = RunDir.create(tmp_path / "r")
+    q = rd.path / "quarantine" / "03_gate_0.25_c2.2"
+    q.mkdir(parents=True)
+    (q / "reason.txt").write_text("interrupted before it finished\n")
+    lad = load_ladder(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    (row,) = summarise(rd, lad).rows
+    assert (row["ordinal"], row["treatment"], row["cycle"]) == (3, "gate_0.25", 2)
+    assert row["quarantined"] == "interrupted before it finished"

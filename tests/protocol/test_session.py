@@ -746,3 +746,44 @@ class TestLeftoverServers:
         run_stub(pytester, few, "--no-calibration", "--no-analysis", "-k", "c1")
         run = only_run(pytester.path)
         assert json.loads((run / "servers" / "live.json").read_text()) == {"servers": []}
+
+
+class TestResumeTables:
+    def test_resuming_a_finished_run_says_so_and_changes_nothing(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, [], prompts=2)
+        run_stub(pytester, few, "--no-calibration", "--no-analysis").assert_outcomes(passed=8)
+        run = only_run(pytester.path)
+        before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+        again = run_stub(pytester, few, "--no-calibration", "--no-analysis", f"--resume={run}")
+        assert again.ret == pytest.ExitCode.USAGE_ERROR
+        again.stdout.fnmatch_lines(
+            ["*every selected session already finished*nothing was changed*"]
+        )
+        after = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+        assert after == before  # sessions.csv (441 bytes, not 2) and every other file
+
+    def test_the_row_table_after_a_resume_has_every_session(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        few = stub_project(pytester, ["--stub-token-ms", "30"], prompts=3)
+        args = ["--ladder=stub", f"--server-bin={STUB}", f"--prompts-dir={few}", "--no-calibration"]
+        proc = spawn_pytest(pytester.path, "experiments/", *args, "--no-analysis")
+        try:
+            wait_for_record(pytester.path, "03_b_c2.jsonl", proc)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run = only_run(pytester.path)
+        result = pytester.runpytest("experiments/", *args, "--no-analysis", f"--resume={run}")
+        result.assert_outcomes(passed=6, skipped=6)
+        table = result.stdout.str().split("mtpsweep sessions")[1]
+        for row in ("1  a", "2  b", "3  b", "4  a"):
+            assert f"\n{row} " in table, table  # sessions before the interruption too
+        csv = (run / "sessions.csv").read_text().splitlines()
+        assert len(csv) == 1 + 5  # four sessions, and the attempt killed mid-way (quarantined)
+        assert sum("interrupted before it finished" in line for line in csv) == 1
+        assert stubs_running() == []
