@@ -6,6 +6,7 @@ ones included), so a resumed run's table has every session, before and after the
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,11 +53,12 @@ def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
 
 
 def _unfiled(qdir: Path) -> dict[str, Any] | None:
-    name = qdir.name.split(".")[0]  # 03_b_c2, or 03_b_c2.2 for a second attempt
-    ordinal, _, rest = name.partition("_")
-    treatment, _, cycle = rest.rpartition("_c")
-    if not (ordinal.isdigit() and cycle.isdigit() and treatment):
+    # 03_b_c2, or 03_b_c2.2 for a second attempt (a treatment key may hold dots: gate_0.25)
+    m = re.fullmatch(r"(\d+)_(.+)_c(\d+)(?:\.\d+)?", qdir.name)
+    if m is None:
         return None
+    ordinal, treatment, cycle = m.groups()
+    name = f"{ordinal}_{treatment}_c{cycle}"
     try:
         reason = (qdir / schema.QUARANTINE_REASON).read_text(encoding="utf-8").strip()
     except OSError:
