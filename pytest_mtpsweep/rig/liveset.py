@@ -126,6 +126,7 @@ def _stop(server: LiveServer) -> str:
             how.append(f"stop script, exit {done.returncode}")
         except (OSError, subprocess.TimeoutExpired) as exc:
             how.append(f"stop script failed ({type(exc).__name__})")
+        _wait_gone(server, 10.0)  # a stop script may return before the server has exited
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not server.running():
             break

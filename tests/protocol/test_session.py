@@ -131,7 +131,7 @@ class TestStopMarkers:
         few = stub_project(pytester, ["--fault", fault])
         result = run_stub(pytester, few, "--no-calibration")
         assert result.ret == pytest.ExitCode.INTERRUPTED
-        result.stdout.fnmatch_lines([f"*{marker}*", "*STOPPED by a protocol rule*"])
+        result.stdout.fnmatch_lines([f"STOPPED by a protocol rule: {marker}"])
         result.assert_outcomes(passed=3)
         run = only_run(pytester.path)
         q = run / "quarantine" / "02_b_c1"
@@ -718,6 +718,7 @@ class TestLeftoverServers:
                 return subprocess.run(
                     [sys.executable, "-m", "pytest_mtpsweep.cli", *argv],
                     cwd=pytester.path, capture_output=True, text=True, timeout=120, check=False,
+                    env={**os.environ, "COLUMNS": "300"},  # table cells whole
                 )  # fmt: skip
 
             pre = mtpsweep("preflight", *args[:2])
