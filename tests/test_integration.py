@@ -146,7 +146,7 @@ class TestSmallLadder:
         )
         # the first session's shakedown, from its records: the real server streams for real
         result.stdout.fnmatch_lines(
-            ["shakedown of the first session (01_none_c1, 2 responses): 0 non-chunked, usage 2/2,"
+            ["row-1 shakedown (01_none_c1, 2 responses): 0 non-chunked, usage 2/2,"
              " token-basis agreement 2/2, 0 hidden events"]
         )  # fmt: skip
         assert servers_of(server_bin) == []

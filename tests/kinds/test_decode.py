@@ -169,7 +169,7 @@ def test_a_run_prints_its_first_sessions_shakedown_once_and_the_row_table(
     result.assert_outcomes(passed=12)
     out = result.stdout.str()
     line = (
-        "shakedown of the first session (01_none_c1, 4 responses): 0 non-chunked, usage 4/4, "
+        "row-1 shakedown (01_none_c1, 4 responses): 0 non-chunked, usage 4/4, "
         "token-basis agreement 4/4, 0 hidden events"
     )
     assert out.count(line) == 1

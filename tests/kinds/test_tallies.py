@@ -46,6 +46,6 @@ def test_the_shakedown_counts_what_the_users_checked() -> None:
     assert s == {"responses": 4, "non_chunked": 1, "with_usage": 3, "token_basis_agree": 2,
                  "hidden_events": 1}  # fmt: skip
     assert tallies.describe_shakedown("01_none_c1", s) == (
-        "shakedown of the first session (01_none_c1, 4 responses): 1 non-chunked, usage 3/4, "
+        "row-1 shakedown (01_none_c1, 4 responses): 1 non-chunked, usage 3/4, "
         "token-basis agreement 2/4, 1 hidden events"
     )

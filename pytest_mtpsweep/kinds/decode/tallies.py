@@ -64,7 +64,7 @@ def describe_shakedown(session: str, s: Mapping[str, int]) -> str:
     """One line, as the users wrote theirs."""
     n = s.get("responses", 0)
     return (
-        f"shakedown of the first session ({session}, {n} responses): "
+        f"row-1 shakedown ({session}, {n} responses): "
         f"{s.get('non_chunked', 0)} non-chunked, usage {s.get('with_usage', 0)}/{n}, "
         f"token-basis agreement {s.get('token_basis_agree', 0)}/{n}, "
         f"{s.get('hidden_events', 0)} hidden events"
