@@ -1,4 +1,4 @@
-"""The `mtpsweep` command: provision, preflight, lint, analyse, compare.
+"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, cleanup.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -7,6 +7,7 @@ analysis and nothing else.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -66,7 +67,7 @@ def _preflight(args: argparse.Namespace) -> int:
     run = Run.from_request(request)
     run.resolve()
     checks = run.preflight()
-    print(render_table(checks))
+    print(render_table(checks, width=shutil.get_terminal_size().columns))
     failed = failures(checks)
     if failed:
         print("\n" + render_fixes(failed), file=sys.stderr)
@@ -89,6 +90,22 @@ def _lint(args: argparse.Namespace) -> int:
         elif not args.quiet:
             print(f"{linted.path}: ok ({linted.summary})")
     return 1 if missing or any(r.problems for r in results) else 0
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    from .errors import RunDirError
+    from .rig import liveset
+    from .schema import LIVE_SERVERS_FILE
+
+    run = Path(args.run)
+    if not (run / LIVE_SERVERS_FILE).is_file():
+        if not run.is_dir():
+            raise RunDirError(f"{run} is not a run directory; name one like runs/<ladder>/<id>.")
+        print(f"{run}: no {LIVE_SERVERS_FILE}, so no server of this run is listed")
+        return 0
+    lines = liveset.cleanup(run)
+    print("\n".join(lines) or f"{run}: no server of this run is listed as running")
+    return 1 if any("STILL RUNNING" in line for line in lines) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print problems only")
     p.set_defaults(func=_lint)
+    p = sub.add_parser(
+        "cleanup",
+        help="stop the servers a run left running (servers/live.json): stop scripts, pids",
+    )
+    p.add_argument("run", metavar="RUN", help="the run directory")
+    p.set_defaults(func=_cleanup)
     return parser
 
 

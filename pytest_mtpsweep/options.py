@@ -90,6 +90,8 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--temperature", "temperature", "sampling temperature (overrides the ladder)", _finite_float, metavar="T", overrides="temperature"),
     Opt("--cycles", "cycles", "number of cycles (odd: ladder order, even: reversed)", int, metavar="N", overrides="cycles"),
     Opt("--subset", "subset", "which prompts: prose, structured or both", choices=SUBSET_CHOICES, overrides="subset"),
+    Opt("--repeats", "repeats", "runs of each prompt per session, averaged before pairing (overrides the ladder)", int, metavar="N", overrides="repeats"),
+    Opt("--cache-prompt", "cache_prompt", "let llama-server reuse cached prompt prefixes (recorded, keyed)", action="store_true", overrides="cache_prompt"),
     Opt("--prompts-dir", "prompts_dir", "a prompt set directory instead of the ladder's", metavar="DIR"),
     Opt("--port", "port", "server port (0: a free port per session)", int, metavar="PORT", overrides="server.port"),
     Opt("--run-dir", "run_dir", "run directory to create (must not exist; default runs/<ladder>/<run-id>)", metavar="DIR"),
@@ -158,7 +160,10 @@ def run_request(
     overrides = {
         o.overrides: v[o.name]
         for o in OPTIONS
-        if o.overrides is not None and v.get(o.name) is not None
+        # an unset flag (store_true: False) leaves the ladder's value alone
+        if o.overrides is not None
+        and v.get(o.name) is not None
+        and not (o.action == "store_true" and v[o.name] is False)
     }
     if v.get("resume") and v.get("run_dir"):
         raise OptionError("--resume continues its own run directory; drop --run-dir.")

@@ -201,15 +201,18 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
 
     slot, sessions = request.param, mtpsweep_run.sessions
     assert sessions is not None
+    failure = None
     try:
         mtpsweep_run.check_schedule(slot)
         live = sessions.open(slot)
     except SkipSession as exc:
         pytest.skip(str(exc))
     except ServerError as exc:
-        pytest.fail(f"session {slot.name}: {exc}", pytrace=False)
+        failure = f"session {slot.name}: {exc}"
     except (StopRun, UserError) as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
+    if failure is not None:  # failed outside the except, so pytest shows no exception chain
+        pytest.fail(failure, pytrace=False)
     try:
         yield live
     finally:
@@ -274,7 +277,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.section("mtpsweep sessions")
     summary = run.summary
     if summary is not None and summary.rows:
-        tr.write_line(summary.table())
+        tr.write_line(summary.table(width=config.get_terminal_writer().fullwidth))
     end: EndAnalysis | None = run.analysis
     expect = run.request.analysis.expect
     if end is not None:
@@ -290,7 +293,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             tr.write_line("--expect not met: the analysis did not run", red=True)
     if run.stopped:
         tr.write_line(f"STOPPED by a protocol rule: {run.stopped}")
-    for line in summary.memory_lines if summary else []:
+    for line in summary.notes if summary else []:
         tr.write_line(line)
     if run.schedule is not None:
         for name, why in run.schedule.dropped.items():
@@ -303,3 +306,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     server = sys.modules.get("pytest_mtpsweep.rig.server")
     if server is not None:
         server.stop_all()
+    interrupts = sys.modules.get("pytest_mtpsweep.protocol.interrupts")
+    if interrupts is not None:
+        interrupts.restore()

@@ -179,7 +179,7 @@ def before(
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.section("mtpsweep preflight")
-        reporter.write_line(render_table(checks))
+        reporter.write_line(render_table(checks, width=config.get_terminal_writer().fullwidth))
     items = preflight_items(session, checks)
     session.testscollected += len(items)  # so the progress percentages count them
     run_items(items, session.items[0] if session.items else None)
@@ -216,11 +216,17 @@ def end(config: pytest.Config, run: Run) -> None:
     """The row table and the session-end analysis, once, after the last server is down."""
     if run.run_dir is None or run.summary is not None:
         return
-    summary = run.finish()
+    try:
+        summary = run.finish()
+        end_analysis = run.analyse()
+    except KeyboardInterrupt:  # pytest would print a traceback from inside the analysis
+        pytest.exit(
+            f"interrupted before the analysis ended; run `mtpsweep analyse {run.run_dir.path}`",
+            returncode=pytest.ExitCode.INTERRUPTED,
+        )
     rows = summary.rows if summary else []
     valid, measured = sum(r["valid"] for r in rows), sum(r["measured"] for r in rows)
     props: dict[str, Any] = {"mtpsweep.measurements": f"{valid} valid of {measured}"}
-    end_analysis = run.analyse()
     if end_analysis is not None:
         props |= {
             "mtpsweep.report": end_analysis.report,

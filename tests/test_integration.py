@@ -142,8 +142,13 @@ class TestSmallLadder:
             assert "--spec-type ngram-simple" in " ".join(argv)
         assert (run / "sessions.csv").read_text().count("\n") == 5
         result.stdout.fnmatch_lines(
-            ["*mtpsweep sessions*", "*2*ngram-simple*1*qwen-ngram-simple*2/2/0*yes*"]
+            ["*mtpsweep sessions*", "2*ngram-simple*1*2/2/2/0*length 2*yes*"]
         )
+        # the first session's shakedown, from its records: the real server streams for real
+        result.stdout.fnmatch_lines(
+            ["row-1 shakedown (01_none_c1, 2 responses): 0 non-chunked, usage 2/2,"
+             " token-basis agreement 2/2, 0 hidden events"]
+        )  # fmt: skip
         assert servers_of(server_bin) == []
 
     def test_k_starts_exactly_the_selected_servers(

@@ -184,9 +184,15 @@ class TestPreflightGate:
     """Preflight against the real server binary: a failing item stops the run before any server."""
 
     def test_occupied_port_stops_the_run_before_any_server(
-        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
+        self,
+        experiments: pytest.Pytester,
+        server_bin: Path,
+        model_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         import socket
+
+        monkeypatch.setenv("COLUMNS", "250")  # wide enough that no cell is shortened
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

@@ -46,6 +46,7 @@ def _analyse(args: argparse.Namespace) -> int:
         seed=args.boot_seed,
         out=Path(args.out) if args.out else None,
         pool=args.pool,
+        endpoint=args.endpoint,
     )
     print(headline_table(result))
     print(f"outputs: {result.out_dir}")
@@ -104,6 +105,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     analyse.add_argument("runs", nargs="+", metavar="RUN", help="run directory")
     _bootstrap_options(analyse)
     analyse.add_argument("--out", default=None, help="output directory (default: RUN/analysis)")
+    analyse.add_argument(
+        "--endpoint",
+        choices=("primary", "interval"),
+        default=None,
+        help="publish this endpoint instead of the registered one (default output: "
+        "RUN/analysis_<endpoint>_basis)",
+    )
     analyse.add_argument(
         "--pool",
         action="store_true",

@@ -13,6 +13,9 @@ from pytest_mtpsweep.analysis.model import ENDPOINT_COLUMNS, RecordFile
 from pytest_mtpsweep.schema import KEYED_FIELDS
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
+# Fields that name a cell: a record whose value is not a non-empty string would make a row of
+# its own (a `"treatment": 7` would add a phantom treatment), so it is set aside instead.
+NAME_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset")
 RECORD_COLUMNS: tuple[str, ...] = (
     "run_id",
     "session",
@@ -31,6 +34,10 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "finish_reason",
     "completion_tokens",
     "degenerate",
+    "content_sha256",
+    "content_chars",
+    "draft_n",
+    "draft_n_accepted",
     "group_key",
     *(f"keyed_{name}" for name in KEYED_FIELDS),
 )
@@ -107,18 +114,12 @@ def parse_records(
                 )
                 continue
             session = str(obj.get("session") or file.session)
-            missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
-            cycle = _int(obj.get("cycle"))
-            if missing or cycle is None:
-                what = ", ".join(missing) if missing else "cycle"
-                excluded.append(
-                    {
-                        "run_id": file.run_id,
-                        "session": session,
-                        "reason": f"missing or malformed field: {what}",
-                    }
-                )
+            problem = _malformed(obj)
+            if problem is not None:
+                excluded.append({"run_id": file.run_id, "session": session, "reason": problem})
                 continue
+            cycle = _int(obj.get("cycle"))
+            assert cycle is not None
             facts = session_facts.get((file.run_id, session), {})
             keyed = tuple(
                 _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
@@ -150,6 +151,10 @@ def parse_records(
                     "completion_tokens": tokens if tokens is not None else -1,
                     # why the text was not a real answer ("" when it was, or not judged)
                     "degenerate": str(obj.get("degenerate") or ""),
+                    "content_sha256": _str_or_none(obj.get("content_sha256")),
+                    "content_chars": _int(obj.get("content_chars")),
+                    "draft_n": _int(obj.get("draft_n")),
+                    "draft_n_accepted": _int(obj.get("draft_n_accepted")),
                     **_keyed_columns(keyed, memo),
                 }
             )
@@ -164,6 +169,9 @@ def parse_records(
             "rate_primary": "float64",
             "rate_interval": "float64",
             "completion_tokens": "int64",
+            "content_chars": "Int64",
+            "draft_n": "Int64",
+            "draft_n_accepted": "Int64",
         }
     )
     return records, pd.DataFrame(excluded, columns=list(EXCLUSION_COLUMNS))
@@ -185,6 +193,26 @@ def _keyed_uncached(keyed: tuple[Any, ...]) -> dict[str, str]:
         "group_key": json.dumps([canonical(v) for v in keyed]),
         **{f"keyed_{name}": _display(v) for name, v in zip(KEYED_FIELDS, keyed, strict=True)},
     }
+
+
+def _malformed(obj: Mapping[str, Any]) -> str | None:
+    """Why a record cannot be placed in a cell (None: it can)."""
+    missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
+    if missing:
+        return f"missing or malformed field: {', '.join(missing)}"
+    if _int(obj.get("cycle")) is None:
+        return "missing or malformed field: cycle"
+    for name in NAME_FIELDS:
+        value = obj[name]
+        if not isinstance(value, str) or not value.strip():
+            return f"malformed field: {name} is {value!r}, not a name"
+    if not isinstance(obj["valid"], bool):
+        return f"malformed field: valid is {obj['valid']!r}, not true or false"
+    return None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _display(value: Any) -> str:

@@ -80,6 +80,8 @@ class Outcome:
 
     result: Result
     marker: str | None = None  # a stop marker: the run stops once this is recorded
+    # valid and carrying what the analysis pairs (a decode's primary rate); None: = valid
+    usable: bool | None = None
 
 
 @dataclass(frozen=True)

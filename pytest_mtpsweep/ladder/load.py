@@ -20,6 +20,7 @@ from .fields import (
 )
 from .model import (
     DEFAULT_CURTAILMENT,
+    DEFAULT_STALL_S,
     KINDS,
     AnalysisConfig,
     ExternalLaunchers,
@@ -49,6 +50,7 @@ TOP: Spec = {
     "preregistration": (dict, False),
     "reasoning_expected": (bool, False),
     "measurement_timeout_s": ((int, float), False),
+    "stall_threshold_s": ((int, float), False),
 }
 MODEL: Spec = {
     "path": (str, False),
@@ -91,6 +93,8 @@ PREFLIGHT: Spec = {
     "inactive_units": (list, False),
     "host_idle_pct": ((int, float), False),
     "host_noise_pct": ((int, float), False),
+    "ports": (list, False),
+    "self_test": (bool, False),
 }
 PREREG: Spec = {
     "primary_contrasts": (list, False),
@@ -229,6 +233,7 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         prereg=_prereg(raw.get("preregistration", {}), path),
         reasoning_expected=raw.get("reasoning_expected", False),
         measurement_timeout_s=_optional_float(raw.get("measurement_timeout_s")),
+        stall_threshold_s=float(raw.get("stall_threshold_s", DEFAULT_STALL_S)),
     )
 
 
@@ -281,8 +286,21 @@ def _analysis(raw: dict[str, Any]) -> AnalysisConfig:
     )
 
 
+def _ports(raw: list[Any], path: Path) -> tuple[int, ...]:
+    """`[preflight] ports`: every other port the rig uses, checked free before the run."""
+    for port in raw:
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise LadderError(
+                f"{path}: field preflight.ports holds {port!r}; list TCP ports 1-65535, e.g. "
+                "[8099, 8100]."
+            )
+    return tuple(raw)
+
+
 def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
     return PreflightConfig(
+        ports=_ports(raw.get("ports", []), path),
+        self_test=raw.get("self_test", False),
         server_build=raw.get("server_build"),
         ram_floor_gb=raw.get("ram_floor_gb"),
         disk_floor_gb=raw.get("disk_floor_gb"),
@@ -367,6 +385,11 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             ladder.measurement_timeout_s is None or ladder.measurement_timeout_s > 0,
             "measurement_timeout_s",
             "use a positive number of seconds, or leave it out for no limit",
+        ),
+        (
+            ladder.stall_threshold_s > 0,
+            "stall_threshold_s",
+            "use a positive number of seconds (the longest silence allowed mid-answer)",
         ),
         (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
         (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),

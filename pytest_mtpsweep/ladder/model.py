@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("decode", "authoring")
+# The longest silence a streamed answer may hold between its first token and its end; longer
+# is a stall (a paused or stuck server), and the measurement is invalid.
+DEFAULT_STALL_S = 10.0
 SUBSETS = ("prose", "structured", "both")
 
 DEFAULT_CURTAILMENT = (
@@ -59,6 +62,8 @@ class PreflightConfig:
     inactive_units: tuple[str, ...] = ()
     host_idle_pct: float | None = None  # preflight fails if the machine is busier than this
     host_noise_pct: float = 10.0  # a session is flagged if others used more of the CPU than this
+    ports: tuple[int, ...] = ()  # other ports the rig uses (a proxy, a second server): free
+    self_test: bool = False  # run the harness's own fast self-test as a preflight item
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ class Ladder:
     reasoning_expected: bool = False
     # pytest-timeout's limit for one measurement (None: none); see protocol/timeouts.py
     measurement_timeout_s: float | None = None
+    stall_threshold_s: float = DEFAULT_STALL_S
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

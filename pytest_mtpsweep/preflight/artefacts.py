@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..rig.digests import file_digest
 from ..rig.gguf import CHAT_TEMPLATE, GGUFError, read_metadata, template_identity
+from ..rig.modelfile import gguf_problem
 from ..rig.version import build_matches, parse_server_version, version_output
 from .items import FAIL, PASS, SKIP, PreflightItem, make_item, nearest_existing, one_line
 
@@ -41,10 +42,15 @@ def model_names(paths: Sequence[Path]) -> list[str]:
 
 
 def _model_item(name: str, path: Path, cache: Path | None, verify: bool) -> PreflightItem:
-    expected = "readable file; size, mtime, sha256 recorded"
+    expected = "readable GGUF file; size, mtime, sha256 recorded"
     if not path.is_file():
         fix = f"Put the model file at {path}, or correct the model path in the ladder."
         return make_item(name, expected, f"missing: {path}", FAIL, fix=fix)
+    problem = gguf_problem(path)
+    if problem is not None:
+        # A server would fail on it six times over (once per session): say so before any start.
+        fix = f"Point --model at a GGUF model file; {path} may be cut short, so fetch it again."
+        return make_item(name, expected, f"{problem}: {path}", FAIL, fix=fix)
     try:
         info = path.stat()
         digest = file_digest(path, cache=cache, verify=verify)

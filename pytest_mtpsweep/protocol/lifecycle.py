@@ -3,6 +3,7 @@ and take it down (final witnesses, stop, release). The rules around it live in s
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ import httpx
 from .. import rig, schema
 from ..errors import ServerError
 from ..ladder.plan import SessionSlot
-from ..rig import host
+from ..rig import host, liveset
 from ..rig.gguf import template_identity
 from .context import (
     CALIBRATION_PROMPT,
@@ -42,6 +43,7 @@ class LiveSession:
     t0: float = field(default_factory=time.monotonic)
     measured: int = 0
     valid: int = 0
+    usable: int = 0  # valid and carrying what the analysis pairs
     dead: str | None = None  # why the server is gone mid-session
     quarantine: str | None = None  # why this session is set aside
     rerun: bool = False  # this is the one re-run after a partial census
@@ -59,6 +61,7 @@ class LiveSession:
             seed=lad.seed,
             temperature=lad.temperature,
             headers=tuple(self.endpoint.headers().items()) if self.endpoint else (),
+            stall_s=lad.stall_threshold_s,
         )
 
     @classmethod
@@ -118,9 +121,20 @@ def _launch(live: LiveSession, progress: Progress) -> None:
     def on_wait(waited_s: float) -> None:
         progress.loading(name, what, waited_s, rig.last_log_line(spec.log_path))
 
-    live.proc = rig.start(spec, on_wait)
+    live.proc = rig.start(spec, on_wait, on_launch=lambda proc: _listed(live, proc))
     live.base_url = spec.base_url
     progress.ready(name, what, live.proc.load_s)
+
+
+def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
+    """servers/live.json names the server from the moment it exists (mtpsweep cleanup)."""
+    spec, slot = proc.spec, live.slot
+    lau = spec.launcher
+    launcher = {"stop": str(lau.stop), "session_dir": str(lau.session_dir)} if lau else None
+    entry = liveset.entry(
+        slot.name, slot.treatment, proc.pid, spec.host, spec.port, str(spec.server_bin), launcher
+    )
+    liveset.add(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, entry)
 
 
 def _attach(live: LiveSession, endpoint: rig.Endpoint, progress: Progress) -> None:
@@ -274,6 +288,11 @@ def final_witnesses(live: LiveSession) -> None:
     if live.proc is None and live.endpoint is None:
         return
     _host_noise(live)  # before the end calibration: the span is the measurements'
+    if live.dead is not None:
+        # A server that died or stopped answering mid-session is not asked again: a frozen one
+        # would hold the close up for as long as each request's timeout.
+        info["props_end"], info["props_changed"], info["props_stable"] = {}, [], False
+        return
     try:
         alive = live.proc.alive() if live.proc is not None else True
         cal = info.get("calibration")
@@ -302,7 +321,23 @@ def release(live: LiveSession) -> None:
     live.writer.close()
     if live.proc is None:
         return
-    release = rig.stop(live.proc)
+    try:
+        release = rig.stop(live.proc)
+    except BaseException:
+        # Interrupted mid-stop: rig.stop killed the server outright; say so, then travel on.
+        gone = not live.proc.alive()
+        live.info["release"] = {
+            "released": gone,
+            "exit_code": live.proc.exit_code(),
+            "signal": "SIGKILL (the stop was interrupted)",
+            "stop_s": 0.0,
+            "port_free": False,
+            "detail": "" if gone else "process still present",
+        }
+        raise
+    if release.released:
+        with contextlib.suppress(OSError):  # cleanup would find it gone anyway
+            liveset.remove(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, live.slot.name)
     live.info["gpu_used_mib_after_release"] = rig.gpu_used_mib()
     live.info["host_available_mib_after_release"] = rig.host_available_mib()
     live.info["release"] = {

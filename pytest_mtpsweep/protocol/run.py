@@ -11,7 +11,7 @@ from .. import kinds, schema
 from ..errors import ProvisionError
 from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
 from ..options import PreflightRequest, RunRequest, describe_overrides
-from . import finish, setup, timeouts
+from . import finish, interrupts, setup, timeouts
 from .begin import begin
 
 if TYPE_CHECKING:
@@ -76,7 +76,15 @@ class Run:
         """Every preflight item for this run, before anything starts."""
         assert self.resolved is not None, "resolve() comes first"
         opts = opts or self.request.preflight
-        return setup.preflight(self.ladder, self.kind, self.request, self.resolved, opts)
+        return setup.preflight(
+            self.ladder,
+            self.kind,
+            self.request,
+            self.resolved,
+            opts,
+            sessions=len(self.plan),
+            measurements=len(self.cases()),
+        )
 
     def begin(
         self,
@@ -89,6 +97,7 @@ class Run:
         self.sessions = begin(
             self.request, self.ladder, self.kind, self.plan, self.resolved, cases, checks
         )
+        interrupts.install()  # a second Ctrl-C ends the run quietly (plugin unconfigure restores)
         if progress is not None:
             self.sessions.progress = progress
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__, rig, schema
 from ..ladder import Ladder
 from ..options import PreflightRequest, RunRequest
+from ..rig import liveset
+from ..rig.digests import default_digest_cache
 
 if TYPE_CHECKING:
     from ..kinds import KindRun
@@ -32,9 +34,13 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     """Find the server and the model; fix the keyed fields, the run id and its path."""
     server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin)
     version = rig.server_version(server_bin.path)
+    model = rig.resolve_model(ladder.model)
     keyed = {
         "ladder": ladder.name,
         "model_id": ladder.model_id,
+        "model_sha256": rig.model_sha256(
+            model, cache=default_digest_cache(), verify=request.preflight.verify_digests
+        ),
         "ctx_size": ladder.ctx_size,
         "seed": ladder.seed,
         "max_tokens": ladder.max_tokens,
@@ -45,22 +51,43 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     }
     run_id = schema.new_run_id()
     path = request.resume or request.run_dir or request.cwd / "runs" / ladder.name / run_id
-    return Resolved(server_bin, version, rig.resolve_model(ladder.model), keyed, path, run_id)
+    return Resolved(server_bin, version, model, keyed, path, run_id)
 
 
 def model_files(ladder: Ladder, model_path: Path) -> tuple[Path, ...]:
-    """The model and any draft model a treatment names."""
+    """The model and any draft model a treatment names, every shard of a split GGUF each."""
     files = [model_path]
     for t in ladder.treatments:
         args = [a.replace("{model}", str(model_path)) for a in t.args]
         for flag in ("-md", "--model-draft"):
             if flag in args[:-1]:
                 files.append(Path(args[args.index(flag) + 1]).resolve())
-    return tuple(dict.fromkeys(files))
+    return tuple(dict.fromkeys(shard for f in files for shard in rig.shards(f)))
+
+
+# What a run writes, generously: a record's fields, the text each token can add (UTF-8 and
+# JSON escapes), each session's server log, session file and flags, and the analysis outputs.
+RECORD_BYTES = 2048
+TEXT_BYTES_PER_TOKEN = 8
+SESSION_BYTES = 1 << 20
+ANALYSIS_BYTES = 4 << 20
+
+
+def expected_run_bytes(sessions: int, measurements: int, max_tokens: int) -> int:
+    """About how many bytes a run of this size writes into its directory."""
+    per_record = RECORD_BYTES + TEXT_BYTES_PER_TOKEN * max_tokens
+    return measurements * per_record + sessions * SESSION_BYTES + ANALYSIS_BYTES
 
 
 def preflight(
-    ladder: Ladder, kind: KindRun, request: RunRequest, res: Resolved, opts: PreflightRequest
+    ladder: Ladder,
+    kind: KindRun,
+    request: RunRequest,
+    res: Resolved,
+    opts: PreflightRequest,
+    *,
+    sessions: int = 0,
+    measurements: int = 0,
 ) -> list[PreflightItem]:
     """Every preflight item for this run, before anything starts."""
     from ..preflight import PreflightInputs, run_preflight
@@ -70,7 +97,7 @@ def preflight(
         run_dir=res.run_path,
         server_bin=res.server_bin.path,
         expected_build=opts.server_build or pre.server_build,
-        ports=(ladder.port,) if ladder.port else (),
+        ports=((ladder.port,) if ladder.port else ()) + pre.ports,
         host=ladder.host,
         model_files=model_files(ladder, res.model_path),
         ram_floor_gb=pre.ram_floor_gb,
@@ -84,6 +111,13 @@ def preflight(
         kind_items=kind.preflight_items(),
         chat_template_pin=ladder.chat_template_sha256,
         host_idle_pct=pre.host_idle_pct,
+        run_bytes=expected_run_bytes(sessions, measurements, ladder.max_tokens)
+        if measurements
+        else 0,
+        self_test=pre.self_test,
+        leftover_servers=tuple(
+            (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
+        ),
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

@@ -154,11 +154,16 @@ def last_log_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def start(spec: LaunchSpec, on_wait: OnWait | None = None) -> ServerProcess:
+def start(
+    spec: LaunchSpec,
+    on_wait: OnWait | None = None,
+    on_launch: Callable[[ServerProcess], None] | None = None,
+) -> ServerProcess:
     """Launch the server and wait until /health says ok; fail fast with the log tail.
 
     `on_wait`, if given, is called about once a second while the server loads (for a status
-    line); the rig itself prints nothing.
+    line; the rig itself prints nothing); `on_launch` is told of the process as soon as it
+    exists, before it is ready.
     """
     if not os.access(spec.server_bin, os.X_OK):
         raise ServerError(
@@ -175,6 +180,8 @@ def start(spec: LaunchSpec, on_wait: OnWait | None = None) -> ServerProcess:
     server = _launch(spec) if spec.launcher else _spawn(spec)
     _live.add(server)
     try:
+        if on_launch is not None:
+            on_launch(server)
         _wait_ready(server, t0, on_wait)
     except BaseException:
         stop(server)
@@ -261,16 +268,12 @@ def stop(server: ServerProcess) -> Release:
         return server.release
     t0 = time.monotonic()
     spec = server.spec
-    signal_used = "none (already exited)"
-    if spec.launcher is not None:
-        signal_used = _stop_with_launcher(server)
-    elif server.alive():
-        signal_used = "SIGTERM"
-        _killpg(server.pid, signal.SIGTERM)
-        if not _wait_gone(server, spec.stop_timeout_s):
-            signal_used = "SIGKILL"
-            _killpg(server.pid, signal.SIGKILL)
-            _wait_gone(server, 30)
+    try:
+        signal_used = _terminate(server)
+    except BaseException:
+        # Interrupted while waiting (a test timeout, Ctrl-C): nothing we started may live on.
+        _kill_now(server)
+        raise
     if spec.launcher is None:
         # Children in the group that outlived the leader are killed too.
         _killpg(server.pid, signal.SIGKILL)
@@ -301,6 +304,30 @@ def stop(server: ServerProcess) -> Release:
     )
     _live.discard(server)
     return server.release
+
+
+def _terminate(server: ServerProcess) -> str:
+    """Ask the server to go (its stop script, or SIGTERM), then SIGKILL; how it went."""
+    spec = server.spec
+    if spec.launcher is not None:
+        return _stop_with_launcher(server)
+    if not server.alive():
+        return "none (already exited)"
+    _killpg(server.pid, signal.SIGTERM)
+    _killpg(server.pid, signal.SIGCONT)  # a paused (SIGSTOPped) server cannot act on SIGTERM
+    if _wait_gone(server, spec.stop_timeout_s):
+        return "SIGTERM"
+    _killpg(server.pid, signal.SIGKILL)
+    _wait_gone(server, 30)
+    return "SIGKILL"
+
+
+def _kill_now(server: ServerProcess) -> None:
+    if server.spec.launcher is None:
+        _killpg(server.pid, signal.SIGKILL)
+    else:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(server.pid).kill()
 
 
 def _wait_gone(server: ServerProcess, timeout_s: float) -> bool:
@@ -352,6 +379,12 @@ def _is_zombie(pid: int) -> bool:
         return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return True
+
+
+def kill_all() -> None:
+    """Kill every server still running at once (the user insisted: a second Ctrl-C)."""
+    for server in list(_live):
+        _kill_now(server)
 
 
 def stop_all() -> None:

@@ -142,6 +142,29 @@ class TestKindsAndOverrides:
         with pytest.raises(LadderError, match="is a directory"):
             load_ladder(tmp_path)
 
+    def test_a_binary_ladder_or_a_symlink_loop_is_one_line(self, tmp_path: Path) -> None:
+        binary = tmp_path / "b.toml"
+        binary.write_bytes(b"\x00\x01\xff\xfe" * 8)
+        loop = tmp_path / "loop.toml"
+        loop.symlink_to(loop)
+        for path, needle in ((binary, "not UTF-8"), (loop, "cannot be read")):
+            with pytest.raises(LadderError, match=needle) as info:
+                load_ladder(path)
+            assert "\n" not in str(info.value)
+
+    @pytest.mark.parametrize("contrast", ['"b vs z"', '"b versus a"', '"a vs a"', '"b vs a vs a"'])
+    def test_a_contrast_names_two_treatments(self, tmp_path: Path, contrast: str) -> None:
+        text = MINIMAL + f"[preregistration]\nsecondary_contrasts = [{contrast}]\n"
+        with pytest.raises(LadderError, match="is not 'TREATMENT vs BASELINE'"):
+            load_ladder(write(tmp_path, text))
+
+    def test_preflight_ports_are_listed_ports(self, tmp_path: Path) -> None:
+        lad = load_ladder(write(tmp_path, MINIMAL + "[preflight]\nports = [8099, 8100]\n"))
+        assert lad.preflight.ports == (8099, 8100)
+        for bad in ("[0]", "[70000]", '["8099"]', "[true]"):
+            with pytest.raises(LadderError, match=r"preflight\.ports holds"):
+                load_ladder(write(tmp_path, MINIMAL + f"[preflight]\nports = {bad}\n"))
+
     @pytest.mark.parametrize(
         ("table", "needle"),
         [

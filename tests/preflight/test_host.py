@@ -50,6 +50,12 @@ class TestPorts:
         assert f"pid {os.getpid()}" in item.observed
         assert str(port) in item.fix
 
+    def test_with_no_fixed_port_the_host_must_still_take_a_listener(self) -> None:
+        assert check_ports("127.0.0.1", ()).verdict == PASS
+        item = check_ports("no-such-host.invalid", ())
+        assert item.verdict == FAIL and "cannot resolve no-such-host.invalid" in item.observed
+        assert "server.host" in item.fix
+
     def test_bound_but_not_listening_socket_also_fails(self) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -110,8 +116,14 @@ class TestServerProcesses:
             item = check_server_processes(script)
         assert item.verdict == PASS
 
-    def test_external_launcher_skips(self) -> None:
-        assert check_server_processes(None).verdict == SKIP
+    def test_external_launcher_checks_what_earlier_runs_left(self, tmp_path: Path) -> None:
+        item = check_server_processes(None)
+        assert (item.verdict, item.observed) == (PASS, "none left running")
+        run = tmp_path / "runs" / "l" / "run-1"
+        item = check_server_processes(None, [(run, "pid 42 (01_a_c1, launched, port 8080)")])
+        assert item.verdict == FAIL
+        assert item.observed == "left running: pid 42 (01_a_c1, launched, port 8080) of run-1"
+        assert item.fix.startswith(f"mtpsweep cleanup {run} ")
 
 
 class TestInactiveProcesses:
@@ -196,6 +208,15 @@ class TestFloors:
     def test_disk_under_floor_fails(self, tmp_path: Path) -> None:
         assert check_disk(tmp_path / "run", 0.0).verdict == PASS
         assert check_disk(tmp_path / "run", 10**9).verdict == FAIL
+
+    def test_disk_without_room_for_the_run_fails(self, tmp_path: Path) -> None:
+        free = psutil.disk_usage(str(tmp_path)).free
+        fits = check_disk(tmp_path / "run", None, need_bytes=1_000_000)
+        assert fits.verdict == PASS and fits.expected == "no floor; room for the run (~1.0 MB)"
+        item = check_disk(tmp_path / "run", 0.0, need_bytes=free * 2)
+        assert item.verdict == FAIL
+        assert item.expected.startswith(">= 0 GB; room for the run (~")
+        assert "--run-dir" in item.fix and str(tmp_path) in item.fix
 
 
 class TestGpu:

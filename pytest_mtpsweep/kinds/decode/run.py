@@ -13,7 +13,9 @@ from ...errors import PromptError
 from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
 from ...options import AnalysisRequest, RunRequest
 from ...preflight import PreflightItem, check_prompt_set
+from ...protocol.rundir import read_records
 from .. import EndAnalysis, Outcome
+from . import tallies
 from .degeneracy import degenerate
 from .markers import stop_marker
 
@@ -30,9 +32,12 @@ class DecodeCase:
     position: int
     repeat: int = 1
 
+    repeats: int = 1  # how many times each prompt runs in the session
+
     @property
     def id(self) -> str:
-        return f"{self.slot.id}-{self.prompt.id}"
+        tail = f"-r{self.repeat}" if self.repeats > 1 else ""
+        return f"{self.slot.id}-{self.prompt.id}{tail}"
 
 
 def session_order(prompts: tuple[Prompt, ...], cycle: int, seed: int) -> list[Prompt]:
@@ -62,16 +67,25 @@ class DecodeRun:
         self.prompts = prompts
         self.prompts_dir = prompts_dir
         self.digest = prompt_digest(prompts)
+        self.repeats = int(ladder.kind_fields.get("repeats", 1))
+        self.cache_prompt = bool(ladder.kind_fields.get("cache_prompt", False))
 
     def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
+        """Each session runs its cycle's order once per repeat (whole passes, so a repeat
+        meets the same drift as its first run); the analysis averages repeats before pairing."""
         out: list[DecodeCase] = []
+        n = len(self.prompts)
         for slot in plan:
             order = session_order(self.prompts, slot.cycle, self.ladder.seed)
-            out += [DecodeCase(slot, p, i) for i, p in enumerate(order)]
+            out += [
+                DecodeCase(slot, p, (r - 1) * n + i, r, self.repeats)
+                for r in range(1, self.repeats + 1)
+                for i, p in enumerate(order)
+            ]
         return out
 
     def keyed(self) -> dict[str, Any]:
-        return {"prompt_set_digest": self.digest}
+        return {"prompt_set_digest": self.digest, "cache_prompt": self.cache_prompt}
 
     def plan_fields(self) -> dict[str, Any]:
         orders = {
@@ -81,6 +95,8 @@ class DecodeRun:
         return {
             "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
             "prompt_order": orders,
+            "repeats": self.repeats,
+            "cache_prompt": self.cache_prompt,
         }
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
@@ -91,7 +107,8 @@ class DecodeRun:
 
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
-        m = rig.stream_chat(live.http, live.base_url, case.prompt.text, live.request_spec())
+        spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
+        m = rig.stream_chat(live.http, live.base_url, case.prompt.text, spec)
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
             m = replace(m, degenerate=degenerate(case.prompt.text, m.content))
@@ -132,12 +149,22 @@ class DecodeRun:
             live.extra.setdefault("degenerate_prompts", []).append(case.prompt.id)
         if m.valid and m.decode_rate_tps_primary is not None:
             live.extra.setdefault("rates", []).append(m.decode_rate_tps_primary)
-        return Outcome(m, marker)
+        return Outcome(m, marker, usable=m.valid and m.decode_rate_tps_primary is not None)
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        """Finish reasons, draft acceptance, degenerate answers and the shakedown, from the
+        session's records."""
+        records = read_records(live.writer.path)[0] if live.writer.path.exists() else []
+        shake = tallies.shakedown(records)
         return {
-            "length_prompts": list(live.extra.get("length_prompts", [])),
-            "degenerate_prompts": list(live.extra.get("degenerate_prompts", [])),
+            "length_prompts": list(dict.fromkeys(live.extra.get("length_prompts", []))),
+            "degenerate_prompts": list(dict.fromkeys(live.extra.get("degenerate_prompts", []))),
+            "finish_reasons": tallies.finish_reasons(records),
+            **tallies.draft_totals(records),
+            "shakedown": {
+                **shake,
+                "summary": tallies.describe_shakedown(live.slot.name, shake),
+            },
         }
 
     def session_note(self, live: LiveSession) -> str:
@@ -173,7 +200,7 @@ class DecodeRun:
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         from .analysis import analyse_at_end
 
-        return analyse_at_end(run_dir, request)
+        return analyse_at_end(run_dir, request, self.ladder)
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
