@@ -20,7 +20,7 @@ from .ladder import Ladder, find_ladder, load_ladder, read_toml, run_plan
 from .ladder.load import field_errors
 from .ladder.model import KINDS
 from .request import AnalysisRequest, RunRequest
-from .rig.provision import EMBEDDED_MODEL
+from .rig import models
 
 PLACEHOLDERS = {"model": "the session's model path"}
 # Flags the harness puts on every server's command line itself, from these ladder fields.
@@ -97,10 +97,14 @@ def argument_problems(ladder: Ladder) -> list[str]:
 
 
 def _model_problems(ladder: Ladder) -> list[str]:
-    if ladder.model.startswith("embedded:") and ladder.model != EMBEDDED_MODEL:
+    if (
+        ladder.model.startswith(models.PREFIX)
+        and ladder.model[len(models.PREFIX) :] not in models.MODELS
+    ):
         return [
             f"{ladder.path}: field model.path is {ladder.model!r}, not an embedded model; use "
-            f"{EMBEDDED_MODEL!r} or a GGUF path (or leave it out and pass --model)."
+            f"one of {', '.join(repr(models.PREFIX + n) for n in models.MODELS)} or a GGUF path "
+            "(or leave it out and pass --model)."
         ]
     return []
 

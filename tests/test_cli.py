@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.cli import main
+from tests.sandbox import FAKE_GGUF
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -192,7 +193,7 @@ def test_preflight_checks_every_port_the_ladder_lists(tmp_path: Path) -> None:
 
     shutil.copytree(REPO / "experiments", tmp_path / "experiments")
     model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF m")
+    model.write_bytes(FAKE_GGUF)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()

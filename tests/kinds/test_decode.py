@@ -17,7 +17,7 @@ from pytest_mtpsweep.ladder import load_ladder, run_plan
 from pytest_mtpsweep.ladder.prompts import Prompt
 from pytest_mtpsweep.options import RunRequest
 from pytest_mtpsweep.schema import Measurement
-from tests.sandbox import copy_experiments, only_run
+from tests.sandbox import FAKE_GGUF, copy_experiments, only_run
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = REPO / "experiments" / "ladders" / "cpu-demo.toml"
@@ -105,7 +105,7 @@ def test_registered_secondaries_and_the_interval_basis_are_analysed_at_session_e
 ) -> None:
     copy_experiments(pytester)
     model = pytester.path / "model.gguf"
-    model.write_bytes(b"GGUF stub model")
+    model.write_bytes(FAKE_GGUF)
     (pytester.path / "experiments" / "ladders" / "gates.toml").write_text(THREE.format(model=model))
     few = pytester.path / "few"
     few.mkdir()
@@ -155,7 +155,7 @@ def test_a_run_prints_its_first_sessions_shakedown_once_and_the_row_table(
 ) -> None:
     copy_experiments(pytester)
     model = pytester.path / "model.gguf"
-    model.write_bytes(b"GGUF stub model")
+    model.write_bytes(FAKE_GGUF)
     ladder = THREE.format(model=model).replace("[preregistration]", "[x]").split("[x]")[0]
     (pytester.path / "experiments" / "ladders" / "gates.toml").write_text(ladder)
     few = pytester.path / "few"

@@ -23,6 +23,7 @@ import pytest
 from pytest_mtpsweep.analysis.cli import run_cli
 from pytest_mtpsweep.protocol.rundir import read_records
 from tests.sandbox import (
+    FAKE_GGUF,
     copy_experiments,
     only_run,
     prompt_dir,
@@ -59,7 +60,7 @@ def stub_project(pytester: pytest.Pytester, b_args: list[str], prompts: int = 2)
     """A sandbox with a stub ladder whose treatment `b` carries the fault flags."""
     copy_experiments(pytester)
     model = pytester.path / "model.gguf"
-    model.write_bytes(b"GGUF stub model")
+    model.write_bytes(FAKE_GGUF)
     ladder = STUB_LADDER.format(model=model, b_args=json.dumps(["--stub", "b", *b_args]))
     (pytester.path / "experiments" / "ladders" / "stub.toml").write_text(ladder)
     few = pytester.path / "few"

@@ -12,6 +12,7 @@ from pytest_mtpsweep.ladder import load_ladder
 from pytest_mtpsweep.preflight.artefacts import check_models
 from pytest_mtpsweep.protocol.setup import model_files
 from tests.protocol.test_session import all_records, run_stub, stub_project
+from tests.sandbox import FAKE_GGUF
 
 LADDER = """
 question = "q"
@@ -31,9 +32,9 @@ args = ["-md", "{draft}"]
 def test_every_shard_of_a_split_model_is_listed_in_preflight(tmp_path: Path) -> None:
     parts = [tmp_path / f"big-{i:05d}-of-00003.gguf" for i in (1, 2, 3)]
     for p in parts:
-        p.write_bytes(b"GGUF shard " + p.name.encode())
+        p.write_bytes(FAKE_GGUF + p.name.encode())
     draft = tmp_path / "draft.gguf"
-    draft.write_bytes(b"GGUF draft")
+    draft.write_bytes(FAKE_GGUF)
     ladder_file = tmp_path / "l.toml"
     ladder_file.write_text(LADDER.format(model=parts[0], draft=draft))
     files = model_files(load_ladder(ladder_file), parts[0])
@@ -48,7 +49,7 @@ def test_runs_on_two_model_files_never_pool(
 ) -> None:
     few = stub_project(pytester, [], prompts=1)
     other = pytester.path / "other.gguf"
-    other.write_bytes(b"GGUF another stub model")
+    other.write_bytes(FAKE_GGUF + b" another")
     for extra in ([], [f"--model={other}"]):
         run_stub(pytester, few, "--no-calibration", "--no-analysis", "-k", "c1", *extra)
     runs = sorted((pytester.path / "runs" / "stub").iterdir())
