@@ -1,4 +1,4 @@
-"""The `mtpsweep` command: provision, preflight, analyse, compare.
+"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, cleanup.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -7,6 +7,7 @@ analysis and nothing else.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -17,7 +18,8 @@ from .errors import UserError
 
 
 def _provision(args: argparse.Namespace) -> int:
-    from .rig import provision
+    from .errors import ProvisionError
+    from .rig import models, provision
     from .rig.version import build_id
 
     t0 = time.monotonic()
@@ -32,8 +34,19 @@ def _provision(args: argparse.Namespace) -> int:
             f"{provision.INSTALL_COMMAND}"
         )
     if not args.no_model:
-        model = provision.default_model_path()
-        print(f"model:   {model}  ({model.stat().st_size:,} bytes, sha256 checked)")
+        for name in args.model or [provision.EMBEDDED_MODEL]:
+            embedded = models.lookup(name)
+            if embedded is None:
+                raise ProvisionError(
+                    f"--model {name}: provision assembles embedded models only; use one of "
+                    f"{', '.join(models.PREFIX + n for n in models.MODELS)}."
+                )
+            t1 = time.monotonic()
+            path = provision.model_path(embedded)
+            print(
+                f"model:   {path}  ({path.stat().st_size:,} bytes, sha256 checked, "
+                f"{time.monotonic() - t1:.1f} s; {embedded.upstream}; {embedded.licence})"
+            )
     print(f"ready in {time.monotonic() - t0:.2f} s")
     return 0
 
@@ -54,11 +67,45 @@ def _preflight(args: argparse.Namespace) -> int:
     run = Run.from_request(request)
     run.resolve()
     checks = run.preflight()
-    print(render_table(checks))
+    print(render_table(checks, width=shutil.get_terminal_size().columns))
     failed = failures(checks)
     if failed:
         print("\n" + render_fixes(failed), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from .ladder import search_dirs
+    from .lint import ladder_files, lint
+
+    cwd = Path.cwd()
+    paths, missing = ladder_files(args.ladders, search_dirs([], cwd, cwd))
+    for problem in missing:
+        print(problem)
+    results = lint(paths)
+    for linted in results:
+        if linted.problems:
+            for problem in linted.problems:
+                print(problem)
+        elif not args.quiet:
+            print(f"{linted.path}: ok ({linted.summary})")
+    return 1 if missing or any(r.problems for r in results) else 0
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    from .errors import RunDirError
+    from .rig import liveset
+    from .schema import LIVE_SERVERS_FILE
+
+    run = Path(args.run)
+    if not (run / LIVE_SERVERS_FILE).is_file():
+        if not run.is_dir():
+            raise RunDirError(f"{run} is not a run directory; name one like runs/<ladder>/<id>.")
+        print(f"{run}: no {LIVE_SERVERS_FILE}, so no server of this run is listed")
+        return 0
+    lines = liveset.cleanup(run)
+    print("\n".join(lines) or f"{run}: no server of this run is listed as running")
+    return 1 if any("STILL RUNNING" in line for line in lines) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,12 +117,35 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("provision", help="locate llama-server and assemble the default model")
     p.add_argument("--server-bin", help="an explicit llama-server executable")
-    p.add_argument("--no-model", action="store_true", help="do not assemble the default model")
+    p.add_argument("--no-model", action="store_true", help="do not assemble any model")
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="embedded:NAME",
+        help="assemble this embedded model (repeatable; default: the embedded default)",
+    )
     p.set_defaults(func=_provision)
     analysis_cli.register(sub)
     p = sub.add_parser("preflight", help="run a ladder's preflight checks; start nothing")
     options.add_argparse_options(p, options.PREFLIGHT_CLI)
     p.set_defaults(func=_preflight)
+    p = sub.add_parser(
+        "lint",
+        help="check ladder files without a server or a model (exit 1 on any problem)",
+        description="Check ladder files as a run would load them, plus their kind's inputs and "
+        "server arguments; start nothing. One line per problem; exit 0 when all pass, 1 if not.",
+    )
+    p.add_argument(
+        "ladders", nargs="+", metavar="LADDER", help="a ladder name, a .toml path or a directory"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print problems only")
+    p.set_defaults(func=_lint)
+    p = sub.add_parser(
+        "cleanup",
+        help="stop the servers a run left running (servers/live.json): stop scripts, pids",
+    )
+    p.add_argument("run", metavar="RUN", help="the run directory")
+    p.set_defaults(func=_cleanup)
     return parser
 
 

@@ -6,18 +6,36 @@ past this module; the rest of the package sees domain names only.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import OptionError
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     import pytest
+
+    # re-exported: the rest of the package imports these names from here
+    from .request import AnalysisRequest as AnalysisRequest
+    from .request import PreflightRequest as PreflightRequest
+    from .request import RunRequest as RunRequest
+
+# What a run reads lives in request.py, imported when a run is built: this module is loaded by
+# every pytest process of an environment where the package is installed, --ladder or not.
+_REQUEST_TYPES = ("AnalysisRequest", "PreflightRequest", "RunRequest")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REQUEST_TYPES:
+        from . import request
+
+        return getattr(request, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 SUBSET_CHOICES = ("prose", "structured", "both")
 DEFAULT_BOOT = 2000
@@ -32,8 +50,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(NamedTuple):
     """One option: its flag, its dest (shared by pytest and argparse) and its help."""
 
     flag: str
@@ -73,6 +90,8 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--temperature", "temperature", "sampling temperature (overrides the ladder)", _finite_float, metavar="T", overrides="temperature"),
     Opt("--cycles", "cycles", "number of cycles (odd: ladder order, even: reversed)", int, metavar="N", overrides="cycles"),
     Opt("--subset", "subset", "which prompts: prose, structured or both", choices=SUBSET_CHOICES, overrides="subset"),
+    Opt("--repeats", "repeats", "runs of each prompt per session, averaged before pairing (overrides the ladder)", int, metavar="N", overrides="repeats"),
+    Opt("--cache-prompt", "cache_prompt", "let llama-server reuse cached prompt prefixes (recorded, keyed)", action="store_true", overrides="cache_prompt"),
     Opt("--prompts-dir", "prompts_dir", "a prompt set directory instead of the ladder's", metavar="DIR"),
     Opt("--port", "port", "server port (0: a free port per session)", int, metavar="PORT", overrides="server.port"),
     Opt("--run-dir", "run_dir", "run directory to create (must not exist; default runs/<ladder>/<run-id>)", metavar="DIR"),
@@ -87,7 +106,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--baseline", "baseline", "contrast against this treatment (default: the ladder's baseline)", metavar="TREATMENT"),
     Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, at least {MIN_BOOT})", int, DEFAULT_BOOT, metavar="N"),
     Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {DEFAULT_BOOT_SEED})", int, DEFAULT_BOOT_SEED, metavar="N"),
-    Opt("--expect", "expect", "fail the session unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent"),
+    Opt("--expect", "expect", "a gate: a test item that fails unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent"),
     Opt("--no-analysis", "no_analysis", "do not analyse at session end", action="store_true"),
     Opt("--preflight-only", "preflight_only", "run the preflight checks, print the table, start nothing", action="store_true"),
     Opt("--waive", "waive", "let this preflight item fail without stopping the run (recorded)", action="append", metavar="ITEM"),
@@ -123,49 +142,6 @@ def values_from(getter: Callable[[str], Any]) -> dict[str, Any]:
     return {o.name: getter(o.dest) for o in OPTIONS}
 
 
-@dataclass(frozen=True)
-class PreflightRequest:
-    """The command line's say over preflight."""
-
-    only: bool = False
-    waive: frozenset[str] = frozenset()
-    against: Path | None = None
-    verify_digests: bool = False
-    server_build: str | None = None
-
-
-@dataclass(frozen=True)
-class AnalysisRequest:
-    """The command line's say over the session-end analysis."""
-
-    enabled: bool = True
-    baseline: str | None = None
-    boot: int = DEFAULT_BOOT
-    seed: int = DEFAULT_BOOT_SEED
-    expect: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """One invocation's wishes, in domain terms: which ladder, what it overrides, how to run."""
-
-    ladder: str
-    search_dirs: tuple[Path, ...]
-    cwd: Path
-    invocation: tuple[str, ...]
-    overrides: Mapping[str, Any] = field(default_factory=dict)  # dotted ladder field -> value
-    prompts_dir: Path | None = None
-    server_bin: str | None = None
-    run_dir: Path | None = None
-    resume: Path | None = None
-    warmup: bool = True
-    calibration: bool = True
-    deadline: str | None = None
-    time_budget: str | None = None
-    preflight: PreflightRequest = field(default_factory=PreflightRequest)
-    analysis: AnalysisRequest = field(default_factory=AnalysisRequest)
-
-
 def _path(value: Any) -> Path | None:
     return Path(value).expanduser() if value else None
 
@@ -174,11 +150,21 @@ def run_request(
     values: Mapping[str, Any], *, search_dirs: Iterable[Path], cwd: Path, invocation: Iterable[str]
 ) -> RunRequest:
     """A RunRequest from option values by domain name; bad combinations are OptionErrors."""
+    import datetime as dt
+
+    # re-exported: the rest of the package imports these names from here
+    from .request import AnalysisRequest as AnalysisRequest
+    from .request import PreflightRequest as PreflightRequest
+    from .request import RunRequest as RunRequest
+
     v = dict(values)
     overrides = {
         o.overrides: v[o.name]
         for o in OPTIONS
-        if o.overrides is not None and v.get(o.name) is not None
+        # an unset flag (store_true: False) leaves the ladder's value alone
+        if o.overrides is not None
+        and v.get(o.name) is not None
+        and not (o.action == "store_true" and v[o.name] is False)
     }
     if v.get("resume") and v.get("run_dir"):
         raise OptionError("--resume continues its own run directory; drop --run-dir.")
@@ -247,8 +233,10 @@ def parse_deadline(text: str, now: dt.datetime) -> dt.datetime:
         raise OptionError(
             f"--deadline {text!r} is not a local time; write it as HH:MM, e.g. 04:00."
         )
+    import datetime
+
     at = now.replace(hour=int(m.group(1)), minute=int(m.group(2)), second=0, microsecond=0)
-    return at if at > now else at + dt.timedelta(days=1)
+    return at if at > now else at + datetime.timedelta(days=1)
 
 
 def check_bootstrap(boot: int, seed: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +19,10 @@ from . import options
 if TYPE_CHECKING:
     from .kinds import Case, EndAnalysis, Result
     from .protocol.lifecycle import LiveSession
+    from .protocol.progress import Progress
     from .protocol.run import Run
 
 RUN = pytest.StashKey["Run"]()
-END = pytest.StashKey["EndAnalysis"]()
 KIND_FIXTURES = ("measurement", "cell")  # kinds.FIXTURES' values, without importing kinds
 
 
@@ -54,9 +54,18 @@ def pytest_configure(config: pytest.Config) -> None:
             cwd=config.invocation_params.dir,
             invocation=["pytest", *config.invocation_params.args],
         )
-        config.stash[RUN] = Run.from_request(request)
+        run = Run.from_request(request)
     except UserError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if run.ladder.measurement_timeout_s is not None and not config.pluginmanager.hasplugin(
+        "timeout"
+    ):
+        raise pytest.UsageError(
+            f"ladder {run.ladder.name} sets measurement_timeout_s, which pytest-timeout applies, "
+            "but pytest-timeout is not loaded; pip install 'pytest-mtpsweep[timeout]' (or drop "
+            "-p no:timeout)."
+        )
+    config.stash[RUN] = run
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -65,10 +74,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if run is None:
         return []
     lad = run.ladder
-    return [
+    cases = run.cases()
+    lines = [
         f"mtpsweep: {lad.kind} ladder {lad.name} ({lad.path}): {len(lad.treatments)} "
-        f"treatments x {lad.cycles} cycles, {len(run.cases())} cases, baseline {lad.baseline}"
+        f"treatments x {lad.cycles} cycles, {len(cases)} cases, baseline {lad.baseline}"
     ]
+    limits = run.item_limits(cases)
+    if limits:
+        lines.append(
+            f"mtpsweep: pytest-timeout limit {lad.measurement_timeout_s:g} s per measurement "
+            f"(measurement_timeout_s); an item that opens or closes a session: up to "
+            f"{max(limits):.0f} s"
+        )
+    return lines
 
 
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:
@@ -116,55 +134,68 @@ def _case(item: pytest.Item) -> Case | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put measurements in run-plan order after -k deselection; other tests keep theirs, first."""
-    if config.stash.get(RUN, None) is None:
+    """Put measurements in run-plan order after -k deselection; other tests keep theirs, first.
+    Each measurement gets the ladder's time limit as a pytest-timeout marker."""
+    run = config.stash.get(RUN, None)
+    if run is None:
         return
     keyed = [(i, _case(item)) for i, item in enumerate(items)]
     keyed.sort(
         key=lambda t: (0, t[0], 0) if t[1] is None else (1, t[1].slot.ordinal, t[1].position)
     )
     items[:] = [items[i] for i, _ in keyed]
+    measured = [(item, case) for item in items if (case := _case(item)) is not None]
+    limits = run.item_limits([case for _, case in measured])
+    for (item, _), limit in zip(measured, limits or (), strict=False):
+        # the ladder's limit wins over a marker on the test function (it is per item)
+        item.add_marker(pytest.mark.timeout(limit, method="signal"), append=False)
 
 
-def pytest_runtestloop(session: pytest.Session) -> None:
-    """Before the first measurement: preflight, then create the run directory."""
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """Preflight items that pass or skip are not counted in the summary line (it counts
+    measurements); a stopped run counts as `1 stopped`, not as a failed test."""
+    if config.stash.get(RUN, None) is None or not report.nodeid.startswith("mtpsweep::"):
+        return None
+    from . import runloop
+
+    return runloop.teststatus(report)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    """Preflight items first (a failure stops the run before any server starts), then the
+    measurements; after them, with every server down, the analysis and the --expect items."""
     config = session.config
     run = config.stash.get(RUN, None)
     only = config.getoption("mtpsweep_preflight_only")
     if run is None or (config.option.collectonly and not only):
-        return
+        return (yield)
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
     if not cases and not only:
-        return
-    from .errors import UserError
-    from .preflight import failures, render_fixes, render_table
+        return (yield)
+    from . import runloop
 
+    runloop.before(session, run, cases, only, _progress(config))
     try:
-        run.resolve()
-        checks = run.preflight()
-    except UserError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        result = yield
+    except pytest.exit.Exception:
+        if run.stopped:
+            runloop.report_stopped(config, run.stopped, runloop.run_properties(run))
+        raise
+    runloop.end(config, run)  # the last item's teardown stopped the last server
+    runloop.gates(session, run)
+    return result
+
+
+def _progress(config: pytest.Config) -> Progress | None:
+    """Live status lines on pytest's terminal, unless -q asks for quiet."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.section("mtpsweep preflight")
-        reporter.write_line(render_table(checks))
-    failed = failures(checks)
-    if only:
-        pytest.exit(
-            f"preflight only: {len(failed)} item(s) failed"
-            if failed
-            else "preflight only: all items pass",
-            returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
-        )
-    if failed:
-        pytest.exit(
-            "preflight failed, so no server was started:\n" + render_fixes(failed),
-            returncode=pytest.ExitCode.TESTS_FAILED,
-        )
-    try:
-        run.begin(cases, checks)
-    except UserError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    if reporter is None or config.get_verbosity() < 0:
+        return None
+    from .terminal import TerminalProgress
+
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    return TerminalProgress(reporter, capture, config.get_terminal_writer().fullwidth)
 
 
 @pytest.fixture(scope="session")
@@ -183,15 +214,18 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
 
     slot, sessions = request.param, mtpsweep_run.sessions
     assert sessions is not None
+    failure = None
     try:
         mtpsweep_run.check_schedule(slot)
         live = sessions.open(slot)
     except SkipSession as exc:
         pytest.skip(str(exc))
     except ServerError as exc:
-        pytest.fail(f"session {slot.name}: {exc}", pytrace=False)
+        failure = f"session {slot.name}: {exc}"
     except (StopRun, UserError) as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
+    if failure is not None:  # failed outside the except, so pytest shows no exception chain
+        pytest.fail(failure, pytrace=False)
     try:
         yield live
     finally:
@@ -201,47 +235,52 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
             pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
 
 
-def _measured(run: Run, live: LiveSession, case: Case) -> Result:
+def _measured(request: pytest.FixtureRequest, run: Run, live: LiveSession, case: Case) -> Result:
     from .errors import SkipCase, StopRun
 
     assert run.sessions is not None
     try:
-        return run.sessions.measure(live, case)
+        result = run.sessions.measure(live, case)
     except SkipCase as exc:  # recorded as not run (e.g. the token budget): say so, go on
         pytest.skip(str(exc))
     except StopRun as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.INTERRUPTED)
+    # JUnit <properties> of this test case (what record_property records)
+    request.node.user_properties.extend(run.properties(live, case, result).items())
+    return result
 
 
 @pytest.fixture
-def measurement(mtpsweep_run: Run, mtpsweep_server: LiveSession, mtpsweep_case: Case) -> Result:
+def measurement(
+    request: pytest.FixtureRequest,
+    mtpsweep_run: Run,
+    mtpsweep_server: LiveSession,
+    mtpsweep_case: Case,
+) -> Result:
     """One streamed measurement (decode kind), already recorded; assert `.valid` in the test."""
-    return _measured(mtpsweep_run, mtpsweep_server, mtpsweep_case)
+    return _measured(request, mtpsweep_run, mtpsweep_server, mtpsweep_case)
 
 
 @pytest.fixture
-def cell(mtpsweep_run: Run, mtpsweep_server: LiveSession, mtpsweep_case: Case) -> Result:
+def cell(
+    request: pytest.FixtureRequest,
+    mtpsweep_run: Run,
+    mtpsweep_server: LiveSession,
+    mtpsweep_case: Case,
+) -> Result:
     """One conversation to its outcome (authoring kind), recorded; assert `.valid` in the test."""
-    return _measured(mtpsweep_run, mtpsweep_server, mtpsweep_case)
+    return _measured(request, mtpsweep_run, mtpsweep_server, mtpsweep_case)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """After the last server is down: the row table, the analysis, and the --expect gates."""
-    config = session.config
-    run = config.stash.get(RUN, None)
-    if run is None or run.run_dir is None:
-        return
-    run.finish()
-    request = run.request.analysis
-    if not request.enabled:
-        return
-    end = run.kind.analyse(run.run_dir.path, request)
-    config.stash[END] = end
-    if (end.gate_failures or (end.error and request.expect)) and (
-        session.exitstatus == pytest.ExitCode.OK
-    ):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    """After a stop or an interruption, once the last server is down: the row table and the
+    analysis (a run that went to the end had them before its --expect items)."""
+    run = session.config.stash.get(RUN, None)
+    if run is not None:
+        from . import runloop
+
+        runloop.end(session.config, run)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -253,8 +292,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.section("mtpsweep sessions")
     summary = run.summary
     if summary is not None and summary.rows:
-        tr.write_line(summary.table())
-    end: EndAnalysis | None = config.stash.get(END, None)
+        tr.write_line(summary.table(width=config.get_terminal_writer().fullwidth))
+    end: EndAnalysis | None = run.analysis
     expect = run.request.analysis.expect
     if end is not None:
         tr.section("mtpsweep analysis")
@@ -271,7 +310,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(line)
     if run.stopped:
         tr.write_line(f"STOPPED by a protocol rule: {run.stopped}")
-    for line in summary.memory_lines if summary else []:
+    for line in summary.notes if summary else []:
         tr.write_line(line)
     if run.schedule is not None:
         for name, why in run.schedule.dropped.items():
@@ -284,3 +323,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     server = sys.modules.get("pytest_mtpsweep.rig.server")
     if server is not None:
         server.stop_all()
+    interrupts = sys.modules.get("pytest_mtpsweep.protocol.interrupts")
+    if interrupts is not None:
+        interrupts.restore()

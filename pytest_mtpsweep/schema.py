@@ -42,6 +42,8 @@ RESUME_LOG = "resume.log"
 SESSIONS_CSV = "sessions.csv"
 MEMORY_CHECK_FILE = "memory_check.json"
 QUARANTINE_REASON = "reason.txt"
+# Every server the run started and has not yet seen gone (mtpsweep cleanup reads it).
+LIVE_SERVERS_FILE = f"{SERVERS_DIR}/live.json"
 
 
 def records_file(session: str) -> str:
@@ -99,6 +101,7 @@ IDENTITY_FIELDS: tuple[str, ...] = (
 # Sessions pool only when all of these are identical (comparability).
 KEYED_FIELDS: tuple[str, ...] = (
     "model_id",
+    "model_sha256",  # the model file's bytes (all shards): a different --model never pools
     "ctx_size",
     "seed",
     "max_tokens",
@@ -106,6 +109,7 @@ KEYED_FIELDS: tuple[str, ...] = (
     "server_build",
     "placement",
     "prompt_set_digest",
+    "cache_prompt",  # llama-server's prompt cache on or off changes what a request costs
     "ladder",
 )
 PROVENANCE_FIELDS: tuple[str, ...] = ("started_at", "note", "preregistration_sha256")
@@ -129,6 +133,7 @@ class Measurement:
     interval_basis: str | None = None  # "server_timings" or "inter_chunk"
     ttft_s: float | None = None
     e2e_s: float | None = None
+    max_gap_s: float | None = None  # longest silence from the first token to the end
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     predicted_n: int | None = None
@@ -215,6 +220,20 @@ class ReleaseFacts(TypedDict):
     detail: str
 
 
+class HostNoise(TypedDict, total=False):
+    """What others used of the machine while a session measured."""
+
+    span_s: float
+    other_cpu_s: float
+    other_cpu_pct: float
+    load_avg_start: list[float]
+    load_avg_end: list[float]
+    throttled: dict[str, int]
+    threshold_pct: float
+    flagged: bool
+    note: str
+
+
 class SessionFile(TypedDict, total=False):
     """sessions/<session>.json: everything known about one server session."""
 
@@ -255,8 +274,18 @@ class SessionFile(TypedDict, total=False):
     duration_s: float
     measured: int
     valid: int
+    usable: int  # valid and carrying what the analysis pairs (a decode's primary rate)
     failed: int
     length_prompts: list[str]
+    degenerate_prompts: list[str]
+    chat_template_sha256: str | None
+    cpus_allowed: str | None
+    host: HostNoise
+    chat_template_first_line: str | None
+    finish_reasons: dict[str, int]
+    draft_n: int | None
+    draft_n_accepted: int | None
+    shakedown: dict[str, Any]  # the kind's check of its records; "summary" is one line
     released: bool | str  # "not applicable: attached" for a server the harness did not start
     quarantined: str | None
     base_url: str
@@ -266,6 +295,7 @@ class SessionFile(TypedDict, total=False):
     served_models: list[str]
     # the keyed fields are copied in too (KEYED_FIELDS)
     model_id: str
+    model_sha256: str
     ctx_size: int
     seed: int
     max_tokens: int
@@ -273,6 +303,7 @@ class SessionFile(TypedDict, total=False):
     server_build: str
     placement: str
     prompt_set_digest: str
+    cache_prompt: bool
     ladder: str
 
 

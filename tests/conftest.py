@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpcore  # noqa: F401
@@ -10,6 +11,7 @@ import pandas  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
+from pytest_mtpsweep.fileio import cache_dir
 from pytest_mtpsweep.rig import provision
 
 # Modules first imported inside an in-process pytester run are dropped from sys.modules
@@ -19,6 +21,10 @@ from pytest_mtpsweep.rig import provision
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
+
+# pytester gives each inner run a fresh HOME; the embedded models stay where provision put them
+# (else every sandboxed run would assemble half a gigabyte again).
+os.environ.setdefault("MTPSWEEP_CACHE", str(cache_dir()))
 
 
 @pytest.fixture(scope="session")

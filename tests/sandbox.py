@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -12,6 +13,8 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# A model file for the STUB server: a GGUF header with an empty metadata table, then filler.
+FAKE_GGUF = b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + b"stub model"
 CANONICAL = REPO / "experiments" / "prompts" / "canonical"
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from hypothesis import strategies as st
 
+from pytest_mtpsweep.analysis.frame import RECORD_COLUMNS
 from pytest_mtpsweep.analysis.model import RecordFile, RunData
 
 KEYED: dict[str, Any] = {
@@ -304,3 +306,82 @@ def sign_flip_samples(draw: st.DrawFn) -> list[float]:
 
 def log_ratio(pct: float) -> float:
     return math.log1p(pct / 100.0)
+
+
+# --- replicated simulations ----------------------------------------------------------------
+
+PROMPT_SHAPES: dict[str, Callable[[np.random.Generator, tuple[int, ...]], Any]] = {
+    "normal": lambda rng, size: rng.standard_normal(size),
+    # Centred exponential: sd 1, skewness 2.
+    "skewed": lambda rng, size: rng.exponential(1.0, size) - 1.0,
+    # Student t with 3 df scaled to sd 1: heavy tails, kurtosis unbounded.
+    "heavy": lambda rng, size: rng.standard_t(3.0, size) / math.sqrt(3.0),
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One simulated experiment: per-prompt effects of a shape around a true mean log ratio.
+
+    Log ratio of prompt p in cycle c = effect + prompt_sd·a_p + b_c + e_pc, with b_c the
+    session-pair offset (sd session_sd·√2: treatment and baseline sessions each sd session_sd)
+    and e_pc the cell noise (sd noise_sd·√2: each rate carries noise_sd); a trend adds
+    trend·position to a treatment's log rate.
+    """
+
+    prompts: int = 8
+    cycles: int = 2
+    shape: str = "normal"
+    prompt_sd: float = 0.10
+    noise_sd: float = 0.05
+    session_sd: float = 0.0
+    effect: float = 0.0
+    trend: float = 0.0
+    subsets: tuple[str, ...] = ("prose", "structured")
+
+
+def replication_records(
+    scenario: Scenario, replications: int, seed: int
+) -> tuple[pd.DataFrame, list[str]]:
+    """A records frame (the analysis' own layout) holding `replications` independent copies.
+
+    Copy r is treatment `r0001`..., each against one noise-free baseline `none`: a contrast's
+    distribution is then exactly that of a noisy treatment against a noisy baseline (all the
+    noise sits in the log ratio), and copies stay independent although they share a baseline,
+    so one `compute_contrasts` call measures many replications. Only the primary endpoint is
+    filled. Prompts run in a fresh random order in every session (`position`).
+    """
+    rng = np.random.default_rng(seed)
+    s = scenario
+    names = [f"{sub}_{i:02d}" for sub in s.subsets for i in range(1, s.prompts + 1)]
+    subsets = [sub for sub in s.subsets for _ in range(s.prompts)]
+    n_p, n_r, n_c = len(names), replications, s.cycles
+    base = 50.0 * np.exp(0.3 * rng.standard_normal(n_p))
+    a = s.prompt_sd * PROMPT_SHAPES[s.shape](rng, (n_r, n_p, 1))
+    b = s.session_sd * math.sqrt(2.0) * rng.standard_normal((n_r, 1, n_c))
+    e = s.noise_sd * math.sqrt(2.0) * rng.standard_normal((n_r, n_p, n_c))
+    order = rng.permuted(np.tile(np.arange(n_p), (n_r + 1, n_c, 1)), axis=-1)
+    position = np.argsort(order, axis=-1).transpose(0, 2, 1)  # (sessions, prompts, cycles)
+    log_t = np.log(base)[None, :, None] + s.effect + a + b + e + s.trend * position[1:]
+    rates = np.concatenate([np.broadcast_to(base[None, :, None], (1, n_p, n_c)), np.exp(log_t)])
+    treatments = ["none", *(f"r{i:04d}" for i in range(1, n_r + 1))]
+    grid = np.meshgrid(np.arange(n_r + 1), np.arange(n_p), np.arange(n_c), indexing="ij")
+    t_idx, p_idx, c_idx = (g.ravel() for g in grid)
+    frame = pd.DataFrame(
+        {
+            "run_id": "sim",
+            "treatment": np.array(treatments, dtype=object)[t_idx],
+            "cycle": c_idx + 1,
+            "prompt_id": np.array(names, dtype=object)[p_idx],
+            "subset": np.array(subsets, dtype=object)[p_idx],
+            "position": position.ravel(),
+            "rate_primary": rates.ravel(),
+            "rate_interval": np.nan,
+        }
+    )
+    frame["session"] = frame["treatment"] + "_c" + frame["cycle"].astype(str)
+    defaults = {"ordinal": -1, "repeat": 1, "valid": True, "completion_tokens": -1}
+    for column in RECORD_COLUMNS:
+        if column not in frame:
+            frame[column] = defaults.get(column)
+    return frame[list(RECORD_COLUMNS)], treatments[1:]

@@ -17,7 +17,7 @@ Command line (llama-server's own flags are accepted; the ones it does not know a
 SPEC is MODE or MODE@N: apply MODE to the N-th chat request counted from 1, warm-up included
 (no @N: to every chat request). MTPSWEEP_STUB_FAULTS may hold more SPECs, comma-separated.
 Modes: exit-at-start, slow-start=S, http-400, reasoning, unknown-delta, no-usage, wrong-alias,
-disconnect, hang, die, exit-after@N (see FAULT_MODES).
+disconnect, hang, stall=S, die, exit-after@N (see FAULT_MODES).
 """
 
 from __future__ import annotations
@@ -52,11 +52,13 @@ FAULT_MODES: dict[str, str] = {
     "wrong-alias": "report model 'someone-else' in every chunk",
     "disconnect": "close the socket after a few content events, without [DONE]",
     "hang": "stop sending after a few content events, keeping the socket open",
+    "stall": "=S: fall silent for S seconds after a few content events, then go on",
     "die": "os._exit(1) the whole server after a few content events",
     "exit-after": "@N: exit 0 once the N-th request has been answered in full",
 }
 STARTUP_MODES = frozenset({"exit-at-start", "slow-start"})
 NEEDS_N = frozenset({"exit-after"})
+TIMED_MODES = ("slow-start", "stall")  # MODE=SECONDS
 
 
 class FaultError(ValueError):
@@ -67,7 +69,7 @@ class FaultError(ValueError):
 class Fault:
     mode: str
     nth: int | None = None  # None: every chat request
-    seconds: float = 0.0  # slow-start only
+    seconds: float = 0.0  # slow-start and stall only
 
     def applies(self, request_no: int) -> bool:
         return self.nth is None or self.nth == request_no
@@ -89,15 +91,15 @@ def parse_fault(spec: str) -> Fault:
     if mode not in FAULT_MODES:
         raise FaultError(f"fault {spec!r}: unknown mode; known: {', '.join(FAULT_MODES)}")
     seconds = 0.0
-    if mode == "slow-start":
+    if mode in TIMED_MODES:
         if not eq:
-            raise FaultError(f"fault {spec!r}: slow-start needs =SECONDS")
+            raise FaultError(f"fault {spec!r}: {mode} needs =SECONDS")
         try:
             seconds = float(value)
         except ValueError:
             raise FaultError(f"fault {spec!r}: {value!r} is not a number of seconds") from None
     elif eq:
-        raise FaultError(f"fault {spec!r}: only slow-start takes =VALUE")
+        raise FaultError(f"fault {spec!r}: only {' and '.join(TIMED_MODES)} take =VALUE")
     if mode in STARTUP_MODES and nth is not None:
         raise FaultError(f"fault {spec!r}: {mode} happens at start-up and takes no @N")
     if mode in NEEDS_N and nth is None:
@@ -338,6 +340,10 @@ class StubHandler(BaseHTTPRequestHandler):
         if "die" in modes:
             log(f"request {n}: die fault, os._exit(1) mid-stream")
             os._exit(1)
+        if "stall" in modes:
+            pause = max(f.seconds for f in self.state.faults if f.mode == "stall" and f.applies(n))
+            log(f"request {n}: stall fault, silent for {pause:g} s")
+            time.sleep(pause)
         if "hang" in modes:
             log(f"request {n}: hang fault, going silent")
             self.close_connection = True

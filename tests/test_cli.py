@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -10,14 +11,18 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.cli import main
+from tests.sandbox import FAKE_GGUF
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def mtpsweep(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def mtpsweep(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest_mtpsweep.cli", *args],
         cwd=cwd,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -49,6 +54,19 @@ def test_preflight_prints_the_table_and_starts_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()  # preflight creates no run directory
 
 
+@pytest.mark.server
+def test_the_cpu_demo_preflight_table_fits_120_columns(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    done = mtpsweep(
+        "preflight", "--ladder", "cpu-demo", "--port", "0", cwd=tmp_path, env={"COLUMNS": "120"}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120, done.stdout
+    model = next(line for line in lines if line.startswith("model:"))
+    assert "…" in model and "bytes, mtime" in model  # shortened in the middle, start and end kept
+
+
 def test_preflight_of_an_unknown_ladder_is_one_line() -> None:
     done = mtpsweep("preflight", "--ladder", "nope")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
@@ -60,3 +78,138 @@ def test_preflight_refuses_an_unknown_waiver(capsys: pytest.CaptureFixture[str])
     assert main(["preflight", "--ladder", "cpu-demo", "--waive", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert "--waive names no preflight item: nonsense" in err and err.count("\n") == 1
+
+
+BROKEN = """
+question = "q"
+baseline = "none"
+cycles = "two"
+[model]
+path = "embedded:gemma3-270m"
+[server]
+ctx_size = 4096
+porrt = 1
+[[treatments]]
+key = "none"
+[[treatments]]
+key = "x"
+"""
+
+ARGS = """
+question = "q"
+baseline = "none"
+prompt_set = "missing"
+[model]
+path = "embedded:gemma3-27m"
+id = "g"
+[server]
+args = ["--port", "9", "-c=4096"]
+[[treatments]]
+key = "none"
+[[treatments]]
+key = "draft"
+args = ["-m", "/m.gguf", "-md", "{modle}"]
+"""
+
+
+class TestLint:
+    def test_every_shipped_ladder_passes(self) -> None:
+        done = mtpsweep("lint", "experiments/ladders/")
+        assert done.returncode == 0, done.stdout + done.stderr
+        shipped = sorted((REPO / "experiments" / "ladders").glob("*.toml"))
+        assert done.stdout.splitlines() == [
+            f"{p}: ok (decode, 3 treatments x 2 cycles, 96 cases)" for p in shipped
+        ]
+
+    def test_a_broken_ladder_names_each_field_one_line_each(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "ladders").mkdir()
+        (tmp_path / "ladders" / "broken.toml").write_text(BROKEN)
+        monkeypatch.chdir(tmp_path)
+        assert main(["lint", "broken"]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        path = tmp_path / "ladders" / "broken.toml"
+        assert lines == [
+            f"{path}: field 'cycles' is 'two' but must be a int; fix its value.",
+            f"{path}: missing required field model.'id'; add it.",
+            f"{path}: unknown field server.'porrt'; remove it or use one of: args, bin, "
+            "ctx_size, host, launch, launch_sha256, port, ready_timeout_s, stop, stop_sha256.",
+        ]
+
+    def test_arguments_model_and_prompt_set(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "ladders").mkdir()
+        (tmp_path / "ladders" / "args.toml").write_text(ARGS)
+        monkeypatch.chdir(tmp_path)
+        assert main(["lint", "args", "nope", "-q"]) == 1
+        out = capsys.readouterr().out
+        lines = out.splitlines()
+        assert len(lines) == 7, out
+        assert lines[0].startswith("--ladder nope: no ladder of that name")
+        for needle in (
+            "model.path is 'embedded:gemma3-27m', not an embedded model",
+            "server.args: --port is set by the harness from server.port",
+            "server.args: -c is set by the harness from server.ctx_size",
+            "treatment 'draft' args: -m is set by the harness from model.path (or --model); "
+            "remove it from the arguments (a draft model is -md {model} or a path).",
+            "treatment 'draft' args: '{modle}' names {modle}, which nothing replaces",
+            f"prompt set {tmp_path / 'prompts' / 'missing'} does not exist",
+        ):
+            assert sum(needle in line for line in lines) == 1, needle
+
+    def test_a_pre_registration_label_outside_the_plan(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        ladder = tmp_path / "l.toml"
+        text = (REPO / "experiments" / "ladders" / "cpu-demo.toml").read_text()
+        ladder.write_text(text + '\n[preregistration]\ndrop_order = ["none:c3"]\n')
+        assert main(["lint", str(ladder)]) == 1
+        (line,) = capsys.readouterr().out.splitlines()
+        assert line.startswith(f"{ladder}: preregistration names session 'none:c3'")
+
+
+STUB = REPO / "tests" / "stub_llama_server.py"
+STUB_LADDER = """
+question = "q"
+baseline = "a"
+[model]
+path = "{model}"
+id = "stub"
+[server]
+port = 0
+[[treatments]]
+key = "a"
+[[treatments]]
+key = "b"
+[preflight]
+ports = [{port}]
+"""
+
+
+def test_preflight_checks_every_port_the_ladder_lists(tmp_path: Path) -> None:
+    import socket
+
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(FAKE_GGUF)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        ladder = tmp_path / "experiments" / "ladders" / "rig.toml"
+        ladder.write_text(STUB_LADDER.format(model=model, port=port))
+        done = mtpsweep("preflight", "--ladder", "rig", "--server-bin", str(STUB), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("ports "))
+    assert f"free on 127.0.0.1: {port}" in row and "fail" in row
+    assert f"ports: Stop whatever holds port {port}" in done.stderr
+
+
+def test_preflight_of_a_non_utf8_ladder_is_one_line(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    (tmp_path / "experiments" / "ladders" / "bad.toml").write_bytes(b"question = 'caf\xe9'\n")
+    done = mtpsweep("preflight", "--ladder", "bad", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not UTF-8" in done.stderr and "Traceback" not in done.stderr

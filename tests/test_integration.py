@@ -1,4 +1,4 @@
-"""End to end against the real llama-server and the real Gemma 3 270M model (CPU)."""
+"""End to end against the real llama-server and the real embedded models (CPU)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ cycles = 2
 max_tokens = 16
 placement = "cpu"
 [model]
-path = "embedded:gemma3-270m"
-id = "gemma3-270m"
+path = "embedded:qwen2.5-coder-0.5b"
+id = "qwen"
 [server]
 args = ["--parallel", "1"]
 port = 0
@@ -107,7 +107,7 @@ class TestSmallLadder:
         for r in records:
             assert r.keys() >= RECORD_KEYS
             assert r["valid"] is True and r["reason"] is None
-            assert r["server_alias"] == f"gemma3-270m-{r['treatment']}"
+            assert r["server_alias"] == f"qwen-{r['treatment']}"
             assert r["completion_tokens"] == 16 and r["finish_reason"] == "length"
             assert r["decode_rate_tps_primary"] > 0 and r["interval_basis"] == "server_timings"
             assert r["started_at"].endswith("Z")
@@ -142,8 +142,13 @@ class TestSmallLadder:
             assert "--spec-type ngram-simple" in " ".join(argv)
         assert (run / "sessions.csv").read_text().count("\n") == 5
         result.stdout.fnmatch_lines(
-            ["*mtpsweep sessions*", "*2*ngram-simple*1*gemma3-270m-ngram-simple*2/2/0*yes*"]
+            ["*mtpsweep sessions*", "2*ngram-simple*1*2/2/2/0*length 2*yes*"]
         )
+        # the first session's shakedown, from its records: the real server streams for real
+        result.stdout.fnmatch_lines(
+            ["row-1 shakedown (01_none_c1, 2 responses): 0 non-chunked, usage 2/2,"
+             " token-basis agreement 2/2, 0 hidden events"]
+        )  # fmt: skip
         assert servers_of(server_bin) == []
 
     def test_k_starts_exactly_the_selected_servers(
@@ -356,3 +361,73 @@ class TestMemoryStep:
         assert steps["draft"]["verdict"] == "confirmed" and steps["draft"]["observed_mib"] > 100
         assert steps["ngram-simple"]["verdict"] == "flagged"
         result.stdout.fnmatch_lines(["*memory step ngram-simple: flagged*"])
+
+
+QWEN_TEMPLATE = "55b2f4a26ac9ee719330a61a0c39d9e538b0e9322212f048326318cff4f8674a"
+
+
+def records_of(run: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for f in sorted((run / "records").glob("*.jsonl")):
+        rows, bad = read_records(f)
+        assert bad == 0
+        out += rows
+    return out
+
+
+class TestWhatTheModelDid:
+    def test_the_embedded_default_answers_every_canonical_prompt(
+        self, project: pytest.Pytester
+    ) -> None:
+        result = project.runpytest(
+            "experiments/", "--ladder=cpu-demo", "-k", "c1-none", "--max-tokens=64", "--port=0",
+            "--no-analysis",
+        )  # fmt: skip
+        result.assert_outcomes(passed=16, deselected=80)
+        run = only_run(project.path)
+        records = records_of(run)
+        assert len(records) == 16
+        for r in records:
+            assert r["degenerate"] is None, (r["prompt_id"], r["degenerate"], r["content"])
+            assert isinstance(r["content"], str) and len(r["content"]) > 40
+        info = json.loads((run / "sessions" / "01_none_c1.json").read_text())
+        assert info["chat_template_sha256"] == QWEN_TEMPLATE
+        assert info["chat_template_first_line"] == "{%- if tools %}"
+        assert info["degenerate_prompts"] == []
+        items = {i["name"]: i for i in json.loads((run / "preflight.json").read_text())}
+        assert items["chat_template"]["verdict"] == "pass"
+        assert QWEN_TEMPLATE in items["chat_template"]["observed"]
+
+    def test_the_gemma_control_is_flagged_degenerate(self, project: pytest.Pytester) -> None:
+        result = project.runpytest(
+            "experiments/", "--ladder=gemma-control", "-k", "c1-none and (prose_01 or prose_02)",
+            "--port=0", "--no-analysis", "--no-calibration",
+        )  # fmt: skip
+        result.assert_outcomes(passed=2, deselected=62)
+        run = only_run(project.path)
+        flagged = [r["degenerate"] for r in records_of(run)]
+        assert all(isinstance(d, str) and d for d in flagged), flagged
+        info = json.loads((run / "sessions" / "01_none_c1.json").read_text())
+        assert info["degenerate_prompts"] == ["prose_01", "prose_02"]
+        assert info["chat_template_first_line"] and "im_start" in info["chat_template_first_line"]
+        result.stdout.fnmatch_lines(["*degen*", "*1*none*1*2/2/0*2*"])
+        items = {i["name"]: i for i in json.loads((run / "preflight.json").read_text())}
+        assert "none in the GGUF" in items["chat_template"]["observed"]
+
+    def test_a_template_other_than_the_pinned_one_is_refused(
+        self, project: pytest.Pytester
+    ) -> None:
+        ladder = project.path / "experiments" / "ladders" / "cpu-demo.toml"
+        ladder.write_text(ladder.read_text().replace(QWEN_TEMPLATE, "0" * 64))
+        refused = project.runpytest(
+            "experiments/", "--ladder=cpu-demo", "-k", "c1-none", "--port=0"
+        )
+        refused.stdout.fnmatch_lines(["*chat_template*fail*", "*no server was started*"])
+        waived = project.runpytest(
+            "experiments/", "--ladder=cpu-demo", "-k", "c1-none and prose_01", "--port=0",
+            "--waive=chat_template", "--no-analysis",
+        )  # fmt: skip
+        waived.assert_outcomes(errors=1, deselected=95)
+        waived.stdout.fnmatch_lines(
+            ["*uses chat template sha256 " + QWEN_TEMPLATE + "*not the pinned*"]
+        )

@@ -70,3 +70,12 @@ def test_temperature_must_be_finite() -> None:
     group.add_argument(opt.flag, **opt.kwargs())
     with pytest.raises(SystemExit):
         parser.parse_args(["--temperature", "inf"])
+
+
+def test_repeats_and_cache_prompt_are_recorded_overrides() -> None:
+    assert request(repeats=3, cache_prompt=True).overrides == {
+        "repeats": 3,
+        "cache_prompt": True,
+    }
+    # an unset flag leaves a ladder's `cache_prompt = true` alone
+    assert request(cache_prompt=False).overrides == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -152,7 +153,7 @@ class TestUsageErrors:
 
     def test_unknown_ladder_lists_available(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=nope")
-        assert "available: authoring-cpu, cpu-demo, lowerarm, lowerarm-cpu" in err
+        assert "available: authoring-cpu, cpu-demo, gemma-control, lowerarm, lowerarm-cpu" in err
 
     def test_bad_override(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=cpu-demo", "--max-tokens", "1")
@@ -183,16 +184,27 @@ class TestPreflightGate:
     """Preflight against the real server binary: a failing item stops the run before any server."""
 
     def test_occupied_port_stops_the_run_before_any_server(
-        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
+        self,
+        experiments: pytest.Pytester,
+        server_bin: Path,
+        model_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         import socket
+
+        monkeypatch.setenv("COLUMNS", "250")  # wide enough that no cell is shortened
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             s.listen()
             port = s.getsockname()[1]
             result = experiments.runpytest(
-                "experiments/", "--ladder=cpu-demo", f"--port={port}", "-k", "c1-none-prose_01"
+                "experiments/",
+                "--ladder=cpu-demo",
+                f"--port={port}",
+                "-k",
+                "c1-none-prose_01",
+                "--junitxml=junit.xml",
             )
             assert servers_of(server_bin) == []
         assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -201,6 +213,13 @@ class TestPreflightGate:
         assert f"ports: Stop whatever holds port {port} on 127.0.0.1" in out
         assert "no server was started" in out
         assert not (experiments.path / "runs").exists()
+        # in JUnit: one failed case, the preflight item, with what was observed
+        root = ET.parse(experiments.path / "junit.xml").getroot()
+        failed = [c for c in root.iter("testcase") if c.find("failure") is not None]
+        assert [(c.attrib["classname"], c.attrib["name"]) for c in failed] == [
+            ("mtpsweep", "preflight[ports]")
+        ]
+        assert f"{port}: Address already in use" in failed[0].find("failure").attrib["message"]  # type: ignore[union-attr]
 
     def test_waived_item_lets_the_run_proceed_and_is_recorded(
         self, experiments: pytest.Pytester, server_bin: Path, model_path: Path
@@ -264,3 +283,73 @@ class TestPreflightGate:
             "--preflight-only",
         )
         result.stdout.fnmatch_lines(["*model:copy.gguf*pass*no*"])
+
+
+class TestTimeLimits:
+    """measurement_timeout_s reaches every measurement as pytest-timeout's marker (STUB server:
+    a hang on demand)."""
+
+    def test_a_hung_measurement_times_out_by_the_ladder_alone(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        from tests.protocol.test_session import run_stub, stub_project
+
+        few = stub_project(pytester, ["--fault", "hang@3"], prompts=3)
+        ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
+        ladder.write_text("measurement_timeout_s = 3\n" + ladder.read_text())
+        result = run_stub(pytester, few, "--no-calibration", "-k", "c1")  # no --timeout
+        result.stdout.fnmatch_lines(
+            ["*pytest-timeout limit 3 s per measurement (measurement_timeout_s)*", "*Timeout*"]
+        )
+        # the hung measurement errors (its fixture timed out); the next one fails, not measured
+        result.assert_outcomes(passed=4, errors=1, failed=1)
+
+    def test_without_pytest_timeout_the_field_is_a_usage_error(
+        self, experiments: pytest.Pytester
+    ) -> None:
+        ladder = experiments.path / "experiments" / "ladders" / "cpu-demo.toml"
+        ladder.write_text("measurement_timeout_s = 600\n" + ladder.read_text())
+        result = experiments.runpytest(
+            "experiments/", "--ladder=cpu-demo", "-p", "no:timeout", "--collect-only"
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "pytest-timeout is not loaded" in result.stderr.str()
+
+    def test_a_bad_limit_names_the_field(self, experiments: pytest.Pytester) -> None:
+        ladder = experiments.path / "experiments" / "ladders" / "cpu-demo.toml"
+        ladder.write_text("measurement_timeout_s = 0\n" + ladder.read_text())
+        result = experiments.runpytest("experiments/", "--ladder=cpu-demo", "--collect-only")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "measurement_timeout_s is 0.0; use a positive number" in result.stderr.str()
+
+
+class TestProgress:
+    """Status lines through pytest's terminal reporter (STUB server: a slow load on demand)."""
+
+    def test_ready_and_closing_lines_plain_when_not_a_terminal(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        from tests.protocol.test_session import run_stub, stub_project
+
+        few = stub_project(pytester, ["--fault", "slow-start=1.5"], prompts=2)
+        result = run_stub(pytester, few, "--no-calibration", "-k", "c1")
+        result.assert_outcomes(passed=4)
+        result.stdout.fnmatch_lines(
+            [
+                "mtpsweep 01_a_c1 (a, cycle 1): ready in *s",
+                "mtpsweep 01_a_c1 closed: 2/2 valid, median * tok/s",
+                "mtpsweep 02_b_c1 (b, cycle 1): ready in *s",
+                "mtpsweep 02_b_c1 closed: 2/2 valid, median * tok/s",
+            ]
+        )
+        load = float(result.stdout.str().split("02_b_c1 (b, cycle 1): ready in ")[1].split()[0])
+        assert load >= 1.5  # the slow start was waited for
+        assert "\r" not in result.stdout.str() and "\x1b" not in result.stdout.str()
+
+    def test_quiet_means_quiet(self, pytester: pytest.Pytester) -> None:
+        from tests.protocol.test_session import run_stub, stub_project
+
+        few = stub_project(pytester, [], prompts=1)
+        result = run_stub(pytester, few, "--no-calibration", "-k", "c1", "-q")
+        result.assert_outcomes(passed=2)
+        assert "ready in" not in result.stdout.str() and "closed:" not in result.stdout.str()

@@ -7,6 +7,7 @@ Each test runs the stub as a real subprocess on a free port and looks only at wh
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -326,6 +327,19 @@ class TestRequestFaults:
             assert stub.proc.poll() is None
             assert chat(stub)[1][-1] == "[DONE]"
 
+    def test_stall_falls_silent_then_finishes(self, tmp_path: Path) -> None:
+        with launched(tmp_path, "stall=1@1") as stub:
+            stamps: list[float] = []
+            with stream(stub, max_tokens=6) as resp:
+                lines = []
+                for line in resp.iter_lines():
+                    stamps.append(time.monotonic())
+                    lines.append(line)
+            assert "data: [DONE]" in lines
+            # sleep(1) in the stub: the longest silence is at least that long
+            assert max(b - a for a, b in itertools.pairwise(stamps)) >= 1.0
+            assert chat(stub)[1][-1] == "[DONE]"  # the next request is not stalled
+
 
 class TestProcessFaults:
     def test_die_kills_the_server_mid_stream(self, tmp_path: Path) -> None:
@@ -433,6 +447,7 @@ class TestCommandLine:
             ("hang", "hang", None, 0.0),
             ("die@3", "die", 3, 0.0),
             ("slow-start=2.5", "slow-start", None, 2.5),
+            ("stall=1.5@2", "stall", 2, 1.5),
             ("exit-after@1", "exit-after", 1, 0.0),
         ],
     )
@@ -442,7 +457,16 @@ class TestCommandLine:
 
     @pytest.mark.parametrize(
         "spec",
-        ["explode", "die@0", "die@x", "slow-start", "slow-start=1@2", "hang=3", "exit-after"],
+        [
+            "explode",
+            "die@0",
+            "die@x",
+            "slow-start",
+            "slow-start=1@2",
+            "hang=3",
+            "exit-after",
+            "stall",
+        ],
     )
     def test_bad_fault_specs(self, spec: str) -> None:
         with pytest.raises(FaultError):

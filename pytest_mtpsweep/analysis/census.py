@@ -81,6 +81,29 @@ def truncated(records: pd.DataFrame) -> pd.DataFrame:
     return ordered[list(TRUNCATED_COLUMNS)].reset_index(drop=True)
 
 
+DEGENERATE_COLUMNS: tuple[str, ...] = ("treatment", "n_records", "n_degenerate", "examples")
+
+
+def degenerate(records: pd.DataFrame) -> pd.DataFrame:
+    """Per treatment, how many analysed records held degenerate text, and a few of the reasons."""
+    rows = []
+    for treatment, frame in records.groupby("treatment", sort=True):
+        bad = frame[frame["degenerate"] != ""]
+        examples = "; ".join(
+            f"{p}: {why}"
+            for p, why in zip(bad["prompt_id"][:3], bad["degenerate"][:3], strict=True)
+        )
+        rows.append(
+            {
+                "treatment": str(treatment),
+                "n_records": len(frame),
+                "n_degenerate": len(bad),
+                "examples": examples,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(DEGENERATE_COLUMNS))
+
+
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan
@@ -107,6 +130,39 @@ def calibration(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFra
             }
         )
     frame = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+    return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
+
+
+HOST_COLUMNS: tuple[str, ...] = (
+    "run_id", "session", "treatment", "cycle", "other_cpu_pct", "load_avg_end", "throttled",
+    "flagged",
+)  # fmt: skip
+
+
+def host_noise(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """Per session: what others used of the machine while it measured, and whether it was flagged."""
+    rows = []
+    for run_id, facts in sessions:
+        h = facts.get("host")
+        if not isinstance(h, Mapping):
+            continue
+        load = h.get("load_avg_end")
+        throttled = h.get("throttled")
+        rows.append(
+            {
+                "run_id": run_id,
+                "session": str(facts.get("session", "")),
+                "treatment": facts.get("treatment"),
+                "cycle": facts.get("cycle"),
+                "other_cpu_pct": _number(h.get("other_cpu_pct")),
+                "load_avg_end": _number(load[0]) if isinstance(load, list) and load else math.nan,
+                "throttled": ", ".join(f"{k} {v}" for k, v in throttled.items())
+                if isinstance(throttled, Mapping)
+                else "",
+                "flagged": bool(h.get("flagged")),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(HOST_COLUMNS))
     return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
 
 

@@ -9,11 +9,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.analysis.compare import COMPARE_LABEL, compare_table
 from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
 from pytest_mtpsweep.analysis.gates import evaluate_expectations, parse_expectation
 from pytest_mtpsweep.analysis.io import analyse_run, load_and_analyse
-from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED
-from pytest_mtpsweep.analysis.report import COMPARE_LABEL, compare_table, headline_table
+from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED, MIN_BOOT, AnalysisSettings
+from pytest_mtpsweep.analysis.report import headline_table
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -68,10 +69,11 @@ def _authoring(args: argparse.Namespace) -> int | None:
 
 
 def _analyse(args: argparse.Namespace) -> int:
+    # Check options and gate syntax before reading the run or spending time on the bootstrap.
+    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
     authoring = _authoring(args)
     if authoring is not None:
         return authoring
-    # Check gate syntax before spending time on the bootstrap.
     gates = [parse_expectation(text) for text in args.expect]
     result = analyse_run(
         [Path(p) for p in args.runs],
@@ -80,6 +82,7 @@ def _analyse(args: argparse.Namespace) -> int:
         seed=args.boot_seed,
         out=Path(args.out) if args.out else None,
         pool=args.pool,
+        endpoint=args.endpoint,
     )
     print(headline_table(result))
     print(f"outputs: {result.out_dir}")
@@ -95,6 +98,7 @@ def _analyse(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
     if Path(args.run_a).resolve() == Path(args.run_b).resolve():
         raise AnalysisError(
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
@@ -114,13 +118,16 @@ def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
         help="baseline treatment (default: plan.json analysis.baseline)",
     )
     parser.add_argument(
-        "--boot", type=int, default=DEFAULT_BOOT, help=f"resamples (default {DEFAULT_BOOT})"
+        "--boot",
+        type=int,
+        default=DEFAULT_BOOT,
+        help=f"resamples, at least {MIN_BOOT} (default {DEFAULT_BOOT})",
     )
     parser.add_argument(
         "--boot-seed",
         type=int,
         default=DEFAULT_SEED,
-        help=f"bootstrap seed (default {DEFAULT_SEED})",
+        help=f"bootstrap seed, 0 or more (default {DEFAULT_SEED})",
     )
 
 
@@ -134,6 +141,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     analyse.add_argument("runs", nargs="+", metavar="RUN", help="run directory")
     _bootstrap_options(analyse)
     analyse.add_argument("--out", default=None, help="output directory (default: RUN/analysis)")
+    analyse.add_argument(
+        "--endpoint",
+        choices=("primary", "interval"),
+        default=None,
+        help="publish this endpoint instead of the registered one (default output: "
+        "RUN/analysis_<endpoint>_basis)",
+    )
     analyse.add_argument(
         "--pool",
         action="store_true",

@@ -58,6 +58,8 @@ def check_poolable(
         detail = "; ".join(
             f"{name}: " + " vs ".join(str(k.get(name)) for k in keyed) for name in differing
         )
+        if "model_sha256" in differing:
+            detail = f"different model files {' vs '.join(_model_path(r) for r in runs)}; {detail}"
         raise AnalysisError(
             f"refusing to pool runs {names}: their keyed fields differ ({detail}); analyse "
             "each run separately and use `mtpsweep compare` for a descriptive side-by-side"
@@ -67,6 +69,11 @@ def check_poolable(
             f"refusing to pool runs {names} without --pool; analyse each run separately, or "
             "pass --pool if they are one experiment split across directories"
         )
+
+
+def _model_path(run: RunData) -> str:
+    path = run.plan.get("model_path")  # plan.json names the model file the run resolved
+    return str(path) if path else f"(model of {run.run_id})"
 
 
 def comparability_groups(

@@ -13,12 +13,16 @@ from pytest_mtpsweep.analysis.model import ENDPOINT_COLUMNS, RecordFile
 from pytest_mtpsweep.schema import KEYED_FIELDS
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
+# Fields that name a cell: a record whose value is not a non-empty string would make a row of
+# its own (a `"treatment": 7` would add a phantom treatment), so it is set aside instead.
+NAME_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset")
 RECORD_COLUMNS: tuple[str, ...] = (
     "run_id",
     "session",
     "treatment",
     "cycle",
     "ordinal",
+    "position",
     "prompt_id",
     "subset",
     "repeat",
@@ -29,6 +33,11 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "interval_basis",
     "finish_reason",
     "completion_tokens",
+    "degenerate",
+    "content_sha256",
+    "content_chars",
+    "draft_n",
+    "draft_n_accepted",
     "group_key",
     *(f"keyed_{name}" for name in KEYED_FIELDS),
 )
@@ -90,6 +99,7 @@ def parse_records(
     """
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
+    memo: dict[Any, dict[str, str]] = {}  # a run's records share a handful of keyed tuples
     for file in files:
         for line in file.lines:
             if not line.strip():
@@ -104,24 +114,20 @@ def parse_records(
                 )
                 continue
             session = str(obj.get("session") or file.session)
-            missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
-            cycle = _int(obj.get("cycle"))
-            if missing or cycle is None:
-                what = ", ".join(missing) if missing else "cycle"
-                excluded.append(
-                    {
-                        "run_id": file.run_id,
-                        "session": session,
-                        "reason": f"missing or malformed field: {what}",
-                    }
-                )
+            problem = _malformed(obj)
+            if problem is not None:
+                excluded.append({"run_id": file.run_id, "session": session, "reason": problem})
                 continue
+            cycle = _int(obj.get("cycle"))
+            assert cycle is not None
             facts = session_facts.get((file.run_id, session), {})
-            keyed = {
-                name: _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
+            keyed = tuple(
+                _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
                 for name in KEYED_FIELDS
-            }
+            )
             ordinal = _int(obj.get("ordinal"))
+            # 0-based place within the server session; older records lack it (-1: unknown).
+            position = _int(obj.get("position"))
             repeat = _int(obj.get("repeat"))
             tokens = _int(obj.get("completion_tokens"))
             reason = obj.get("reason")
@@ -132,6 +138,7 @@ def parse_records(
                     "treatment": str(obj["treatment"]),
                     "cycle": cycle,
                     "ordinal": ordinal if ordinal is not None else -1,
+                    "position": position if position is not None and position >= 0 else -1,
                     "prompt_id": str(obj["prompt_id"]),
                     "subset": str(obj["subset"]),
                     "repeat": repeat if repeat is not None else 1,
@@ -142,8 +149,13 @@ def parse_records(
                     "interval_basis": obj.get("interval_basis"),
                     "finish_reason": obj.get("finish_reason"),
                     "completion_tokens": tokens if tokens is not None else -1,
-                    "group_key": json.dumps([canonical(keyed[name]) for name in KEYED_FIELDS]),
-                    **{f"keyed_{name}": _display(keyed[name]) for name in KEYED_FIELDS},
+                    # why the text was not a real answer ("" when it was, or not judged)
+                    "degenerate": str(obj.get("degenerate") or ""),
+                    "content_sha256": _str_or_none(obj.get("content_sha256")),
+                    "content_chars": _int(obj.get("content_chars")),
+                    "draft_n": _int(obj.get("draft_n")),
+                    "draft_n_accepted": _int(obj.get("draft_n_accepted")),
+                    **_keyed_columns(keyed, memo),
                 }
             )
     records = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
@@ -151,14 +163,56 @@ def parse_records(
         {
             "cycle": "int64",
             "ordinal": "int64",
+            "position": "int64",
             "repeat": "int64",
             "valid": "bool",
             "rate_primary": "float64",
             "rate_interval": "float64",
             "completion_tokens": "int64",
+            "content_chars": "Int64",
+            "draft_n": "Int64",
+            "draft_n_accepted": "Int64",
         }
     )
     return records, pd.DataFrame(excluded, columns=list(EXCLUSION_COLUMNS))
+
+
+def _keyed_columns(keyed: tuple[Any, ...], memo: dict[Any, dict[str, str]]) -> dict[str, str]:
+    """group_key and the keyed_* display columns of one record's keyed values (memoised)."""
+    try:
+        return memo[keyed]
+    except TypeError:  # an unhashable value (a list in a record): compute it every time
+        return _keyed_uncached(keyed)
+    except KeyError:
+        memo[keyed] = _keyed_uncached(keyed)
+        return memo[keyed]
+
+
+def _keyed_uncached(keyed: tuple[Any, ...]) -> dict[str, str]:
+    return {
+        "group_key": json.dumps([canonical(v) for v in keyed]),
+        **{f"keyed_{name}": _display(v) for name, v in zip(KEYED_FIELDS, keyed, strict=True)},
+    }
+
+
+def _malformed(obj: Mapping[str, Any]) -> str | None:
+    """Why a record cannot be placed in a cell (None: it can)."""
+    missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
+    if missing:
+        return f"missing or malformed field: {', '.join(missing)}"
+    if _int(obj.get("cycle")) is None:
+        return "missing or malformed field: cycle"
+    for name in NAME_FIELDS:
+        value = obj[name]
+        if not isinstance(value, str) or not value.strip():
+            return f"malformed field: {name} is {value!r}, not a name"
+    if not isinstance(obj["valid"], bool):
+        return f"malformed field: valid is {obj['valid']!r}, not true or false"
+    return None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _display(value: Any) -> str:

@@ -28,8 +28,8 @@ from pytest_mtpsweep.analysis.pipeline import analyse
 from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
-    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv", "report.md",
-    "forest.png",
+    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
+    "position_trend.csv", "report.md", "forest.png",
 )  # fmt: skip
 
 
@@ -60,18 +60,35 @@ def _protocol_notes(run_dir: Path, plan: Mapping[str, Any]) -> list[str]:
         notes.append(f"the run was STOPPED by a protocol rule: {_read_text(stopped).strip()}")
     curtailed = run_dir / schema.CURTAILMENT_FILE
     if curtailed.is_file():
-        facts = _read_json(curtailed, "curtailment file")
-        if not isinstance(facts, Mapping) or not isinstance(facts.get("dropped", []), list):
-            raise AnalysisError(
-                f"curtailment file {curtailed} does not hold the object the protocol writes; "
-                "restore it from the run"
-            )
-        dropped = ", ".join(
-            str(d.get("session")) for d in facts.get("dropped", []) if isinstance(d, Mapping)
+        notes += curtailment_notes(_read_json(curtailed, "curtailment file"), curtailed)
+    return notes
+
+
+def curtailment_notes(facts: Any, path: Path) -> list[str]:
+    """The report's notes from curtailment.json; anything but the protocol's shape is refused."""
+    shape = {"dropped": list, "affected_treatments": list, "sentence": str, "deadline_stop": dict}
+    bad = not isinstance(facts, Mapping) or any(
+        key in facts and not isinstance(facts[key], kind) for key, kind in shape.items()
+    )
+    if bad or not all(isinstance(d, Mapping) for d in facts.get("dropped", [])):
+        raise AnalysisError(
+            f"curtailment file {path} does not hold the object the protocol writes (dropped, "
+            "affected_treatments, sentence); restore it from the run"
         )
+    notes: list[str] = []
+    dropped = ", ".join(str(d.get("session")) for d in facts.get("dropped", []))
+    stop = facts.get("deadline_stop")
+    if stop:
+        # The deadline is a hard cap: it ended the run, whatever the drop order said.
+        notes.append(
+            f"the run was stopped by its deadline ({stop.get('deadline')}): it stopped after "
+            f"session {stop.get('after')} and did not run {', '.join(map(str, stop.get('not_run') or []))}"
+        )
+    if dropped:
         notes.append(f"curtailed: sessions dropped to meet the deadline: {dropped}")
-        for treatment in facts.get("affected_treatments", []) or []:
-            notes.append(str(facts.get("sentence", "")).replace("[treatment]", f"`{treatment}`"))
+    sentence = str(facts.get("sentence", ""))
+    for treatment in facts.get("affected_treatments", []):
+        notes.append(sentence.replace("[treatment]", f"`{treatment}`"))
     return notes
 
 
@@ -185,6 +202,8 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "drift": _frame(result.drift),
         "calibration": _frame(result.calibration),
         "truncated": _frame(result.truncated),
+        "degenerate": _frame(result.degenerate),
+        "host": _frame(result.host),
         "quarantined": _frame(result.quarantined),
         "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
         "notes": list(result.notes),
@@ -201,6 +220,7 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
         # census.csv is one row per cell; these two are its itemised companions.
         result.gaps.to_csv(out / "gaps.csv", index=False)
         result.exclusions.to_csv(out / "exclusions.csv", index=False)
+        result.position_trend.to_csv(out / "position_trend.csv", index=False)
         (out / "contrasts.json").write_text(
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
@@ -232,10 +252,20 @@ def analyse_run(
     seed: int = DEFAULT_SEED,
     out: Path | None = None,
     pool: bool = False,
+    endpoint: str | None = None,
 ) -> AnalysisResult:
-    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's."""
-    result = load_and_analyse(run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool)
-    return write_outputs(result, out if out is not None else default_out_dir(result))
+    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's.
+
+    An `endpoint` named explicitly writes beside the pre-registered analysis, e.g. into
+    analysis_interval_basis/, never over it."""
+    result = load_and_analyse(
+        run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool, endpoint=endpoint
+    )
+    if out is None:
+        out = default_out_dir(result)
+        if endpoint is not None:
+            out = out.with_name(f"{out.name}_{endpoint}_basis")
+    return write_outputs(result, out)
 
 
 def load_and_analyse(
@@ -245,6 +275,7 @@ def load_and_analyse(
     boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     pool: bool = False,
+    endpoint: str | None = None,
 ) -> AnalysisResult:
     """Load and analyse without writing anything (used by `compare`)."""
     runs = [load_run(Path(d)) for d in run_dirs]
@@ -255,4 +286,5 @@ def load_and_analyse(
         seed=seed,
         pool=pool,
         plot_available=plotting_available(),
+        endpoint=endpoint,
     )

@@ -21,14 +21,25 @@ ENDPOINT_LABELS: Mapping[str, str] = {
 CANONICAL_SUBSETS: tuple[str, ...] = ("prose", "structured")
 POOLED = "pooled"
 KNOWN_SUBSETS: tuple[str, ...] = (*CANONICAL_SUBSETS, POOLED)
-DECISIONS: tuple[str, ...] = ("faster", "slower", "equivalent", "inconclusive")
+DECISIONS: tuple[str, ...] = ("faster", "slower", "equivalent", "inconclusive", "insufficient")
 
 DEFAULT_BOOT = 2000
 DEFAULT_SEED = 42
 DEFAULT_MARGIN_PCT = 1.0
 DEFAULT_TIEBREAK_PP = 1.0
-# 2.8 = z(0.975) + z(0.80): the true effect a two-sided 5 % test detects 80 % of the time.
-MDE_MULTIPLIER = 2.8
+# Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
+MIN_BOOT = 1000
+# Power of the MDE: the true effect a two-sided 5 % test detects this often.
+MDE_POWER = 0.80
+# Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and the
+# t-interval leans wholly on normality, so a subset this small gets no decision.
+MIN_PROMPTS_FOR_DECISION = 6
+# The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
+# cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
+MIN_CYCLES_FOR_SESSION = 4
+# A within-session trend smaller than this (percent per position) is not called stateful even
+# when it is statistically clear: 0.1 % per position is under 2 % across a 16-prompt session.
+STATEFUL_MIN_PCT_PER_POSITION = 0.1
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
 EXACT_SIGN_FLIP_MAX_N = 16
 
@@ -51,11 +62,7 @@ class AnalysisSettings:
                 "no baseline treatment is set; pass --baseline TREATMENT or set "
                 "analysis.baseline in plan.json"
             )
-        if self.boot < 1:
-            raise AnalysisError(
-                f"the resample count {self.boot} is not positive; pass --boot with a count "
-                "such as 2000"
-            )
+        self.check_resampling(self.boot, self.seed)
         if not (math.isfinite(self.margin_pct) and self.margin_pct > 0):
             raise AnalysisError(
                 f"the equivalence margin {self.margin_pct} % is not a positive number; fix "
@@ -70,6 +77,20 @@ class AnalysisSettings:
             raise AnalysisError(
                 f"the primary endpoint {self.primary_endpoint!r} is not one of "
                 f"{', '.join(ENDPOINTS)}; fix analysis.primary_endpoint in plan.json"
+            )
+
+    @staticmethod
+    def check_resampling(boot: int, seed: int) -> None:
+        """Refuse a resample count below MIN_BOOT or a negative seed (the CLI checks early)."""
+        if boot < MIN_BOOT:
+            raise AnalysisError(
+                f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
+                f"more (default {DEFAULT_BOOT})"
+            )
+        if seed < 0:
+            raise AnalysisError(
+                f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
+                f"more (default {DEFAULT_SEED})"
             )
 
     @property
@@ -154,6 +175,9 @@ class AnalysisResult:
     quarantined: pd.DataFrame
     groups: tuple[ComparabilityGroup, ...]
     notes: tuple[str, ...] = ()
+    position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
+    degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
+    host: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

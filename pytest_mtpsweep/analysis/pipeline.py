@@ -51,12 +51,14 @@ def _float_setting(plan: Mapping[str, Any], name: str, default: float, run: RunD
     return float(value)
 
 
-def settings_for(run: RunData, *, baseline: str | None, boot: int, seed: int) -> AnalysisSettings:
+def settings_for(
+    run: RunData, *, baseline: str | None, boot: int, seed: int, endpoint: str | None = None
+) -> AnalysisSettings:
     """Settings from plan.json's analysis section, with the caller's overrides."""
     plan = run.analysis_plan
     registered = plan.get("baseline")
     registered = str(registered) if registered is not None else None
-    endpoint = str(plan.get("primary_endpoint") or "primary")
+    endpoint = endpoint or str(plan.get("primary_endpoint") or "primary")
     return AnalysisSettings(
         baseline=baseline if baseline is not None else (registered or ""),
         boot=boot,
@@ -100,11 +102,14 @@ def analyse(
     seed: int = DEFAULT_SEED,
     pool: bool = False,
     plot_available: bool = False,
+    endpoint: str | None = None,
 ) -> AnalysisResult:
-    """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals."""
+    """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals.
+
+    `endpoint` publishes that endpoint instead of plan.json's primary one (the interval-basis
+    analysis the users kept beside the primary)."""
     if not runs:
         raise AnalysisError("no run directory was given; pass the path of a run to analyse")
-    settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed)
     facts = {(run.run_id, str(s.get("session"))): s for run in runs for s in run.sessions}
     records, parse_excluded = parse_records(
         [f for run in runs for f in run.record_files],
@@ -112,10 +117,12 @@ def analyse(
         plan_keyed={run.run_id: plan_keyed(run) for run in runs},
     )
     if records.empty and parse_excluded.empty:
+        # Before the settings: a directory with no records has no baseline to complain about.
         where = ", ".join(f"{run.run_dir}/records" for run in runs)
         raise AnalysisError(
             f"there are no records in {where}; run the experiment first or check the run path"
         )
+    settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed, endpoint=endpoint)
     check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
 
     everything = _ordered(_plan_treatments(runs, selected_only=False), records)
@@ -180,9 +187,12 @@ def analyse(
         drift=tables.drift,
         calibration=cen.calibration([(run.run_id, s) for run in runs for s in run.sessions]),
         truncated=cen.truncated(analysed),
+        degenerate=cen.degenerate(analysed),
+        host=cen.host_noise([(run.run_id, s) for run in runs for s in run.sessions]),
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
         notes=tuple(notes),
+        position_trend=tables.position_trend,
         plot_available=plot_available,
     )
     return dataclasses.replace(result, report_md=render_report(result))

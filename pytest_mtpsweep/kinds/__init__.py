@@ -7,7 +7,9 @@ shared. A kind supplies only:
 - its ladder fields (`KindSpec`: extra top-level fields, how its server configurations are
   read, its cross-field rules), importable without any heavy dependency;
 - its run (`KindRun`): the cases of the plan, how one case is measured and recorded, what a
-  session adds to its session file, its preflight items, and its analysis.
+  session adds to its session file, its preflight items, and its analysis; optionally
+  `properties(case, result)` (a measured case's JUnit properties) and `session_note(live)`
+  (its word in a session's closing line).
 
 A kind lives in `kinds/<name>/`: `ladder.py` defines `SPEC`, `run.py` defines `prepare()`.
 """
@@ -82,6 +84,17 @@ class Outcome:
     result: Result
     marker: str | None = None  # a stop marker: the run stops once this is recorded
     skip: str | None = None  # the case was not run (its record says so): the test is skipped
+    # valid and carrying what the analysis pairs (a decode's primary rate); None: = valid
+    usable: bool | None = None
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One `--expect` gate, judged: it becomes the test item `mtpsweep::expect[<expectation>]`."""
+
+    expectation: str
+    met: bool | None  # None: not judged (no analysis)
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,19 @@ class EndAnalysis:
     report: Path | None = None
     error: str | None = None
     gate_failures: tuple[str, ...] = ()
-    headline: Mapping[str, str] | None = None  # for JUnit <properties>
+    headline: Mapping[str, str] | None = None  # for JUnit <properties>: name -> one line
+    gates: tuple[GateVerdict, ...] = ()  # one per --expect, in the order given
+
+    def verdicts(self, expect: Sequence[str]) -> list[GateVerdict]:
+        """One verdict per `--expect`: the kind's own, else read off `error` and
+        `gate_failures` (each failure line starts with its expectation)."""
+        if self.gates:
+            return list(self.gates)
+        if self.error:
+            why = f"not judged: the analysis did not run ({self.error})"
+            return [GateVerdict(e, False, f"{e} {why}") for e in expect]
+        failed = {f.split(" not met", 1)[0]: f for f in self.gate_failures}
+        return [GateVerdict(e, e not in failed, failed.get(e, f"{e} met")) for e in expect]
 
 
 class KindRun(Protocol):
@@ -133,6 +158,22 @@ class KindRun(Protocol):
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         """After the last session, analysis or not: the kind's own end files (e.g. a run
         status); returns lines for the terminal."""
+
+
+def case_properties(kind: KindRun, case: Case, result: Result) -> dict[str, Any]:
+    """What a measured case shows in JUnit beyond its session: the kind's optional
+    `properties(case, result)`, else whether it is valid and why not."""
+    own = getattr(kind, "properties", None)
+    if own is not None:
+        props: dict[str, Any] = own(case, result)
+        return props
+    return {"valid": result.valid, **({} if result.valid else {"reason": result.reason})}
+
+
+def session_note(kind: KindRun, live: LiveSession) -> str:
+    """The kind's optional `session_note(live)` for a session's closing line ('' without)."""
+    own = getattr(kind, "session_note", None)
+    return str(own(live)) if own is not None else ""
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> KindRun:

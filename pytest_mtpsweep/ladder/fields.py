@@ -77,3 +77,14 @@ def check_env_name(name: str, where: str, path: Path | str) -> str:
             "variable that holds the key (e.g. OPENAI_API_KEY), never the key itself."
         )
     return name
+
+
+def parse_cpus(text: str) -> set[int]:
+    """`0-3,6` -> {0, 1, 2, 3, 6}; ValueError if it does not parse."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    if not out:
+        raise ValueError(text)
+    return out

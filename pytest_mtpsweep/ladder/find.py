@@ -24,6 +24,11 @@ def find_ladder(name_or_path: str, dirs: list[Path]) -> Path:
             return candidate.resolve()
         if candidate.is_dir():
             raise LadderError(f"--ladder {name_or_path}: is a directory; name a .toml file.")
+        if candidate.is_symlink():
+            raise LadderError(
+                f"--ladder {name_or_path}: a symlink that leads nowhere (or to itself); "
+                "point it at a ladder file."
+            )
         raise LadderError(f"--ladder {name_or_path}: no such file; check the path.")
     tried: list[Path] = []
     for d in dirs:

@@ -9,9 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from .fields import Spec, check_env_name, check_key, check_table, check_url, str_list
+from .fields import (
+    Spec,
+    check_env_name,
+    check_key,
+    check_table,
+    check_url,
+    parse_cpus,
+    str_list,
+)
 from .model import (
     DEFAULT_CURTAILMENT,
+    DEFAULT_STALL_S,
     KINDS,
     AnalysisConfig,
     ExternalLaunchers,
@@ -40,8 +49,15 @@ TOP: Spec = {
     "preflight": (dict, False),
     "preregistration": (dict, False),
     "reasoning_expected": (bool, False),
+    "measurement_timeout_s": ((int, float), False),
+    "stall_threshold_s": ((int, float), False),
 }
-MODEL: Spec = {"path": (str, False), "id": (str, True), "requires": (str, False)}
+MODEL: Spec = {
+    "path": (str, False),
+    "id": (str, True),
+    "requires": (str, False),
+    "chat_template_sha256": (str, False),
+}
 SERVER: Spec = {
     "bin": (str, False),
     "args": (list, False),
@@ -49,6 +65,7 @@ SERVER: Spec = {
     "port": (int, False),
     "ctx_size": (int, False),
     "ready_timeout_s": ((int, float), False),
+    "cpus": (str, False),
     "launch": (str, False),
     "stop": (str, False),
     "launch_sha256": (str, False),
@@ -76,6 +93,10 @@ PREFLIGHT: Spec = {
     "disk_floor_gb": ((int, float), False),
     "inactive_processes": (list, False),
     "inactive_units": (list, False),
+    "host_idle_pct": ((int, float), False),
+    "host_noise_pct": ((int, float), False),
+    "ports": (list, False),
+    "self_test": (bool, False),
 }
 PREREG: Spec = {
     "primary_contrasts": (list, False),
@@ -124,6 +145,37 @@ def merge_overrides(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[s
     return out
 
 
+SUBTABLES: tuple[tuple[str, Spec], ...] = (
+    ("model", MODEL),
+    ("server", SERVER),
+    ("analysis", ANALYSIS),
+    ("preregistration", PREREG),
+    ("preflight", PREFLIGHT),
+)
+
+
+def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> list[LadderError]:
+    """The first unknown, missing or mistyped field of the top level and of each table.
+
+    `load_ladder` raises the first; `mtpsweep lint` reports them all.
+    """
+    out: list[LadderError] = []
+    for table, spec, prefix in (
+        ("", {**TOP, **kind_fields}, ""),
+        *((t, s, f"{t}.") for t, s in SUBTABLES),
+    ):
+        if table == "model" and table not in raw and raw.get("kind", "decode") != "decode":
+            continue  # only a decode ladder must name one model; authoring subjects name theirs
+        value = raw.get(table, {}) if table else raw
+        if not isinstance(value, dict):
+            continue  # the top level already says it must be a table
+        try:
+            check_table(value, spec, prefix, where)
+        except LadderError as exc:
+            out.append(exc)
+    return out
+
+
 def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: str = "") -> Ladder:
     """Read, override and validate one ladder file.
 
@@ -141,16 +193,9 @@ def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: st
         raise LadderError(f"{path}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}.")
     spec = kind_spec(kind)
     raw = {**spec.defaults, **raw}
-    check_table(raw, {**TOP, **spec.fields}, "", where)
-    for table, table_spec in (
-        ("model", MODEL),
-        ("server", SERVER),
-        ("analysis", ANALYSIS),
-        ("preregistration", PREREG),
-        ("preflight", PREFLIGHT),
-    ):
-        if table in raw or table != "model":  # a kind may make [model] optional
-            check_table(raw.get(table, {}), table_spec, f"{table}.", where)
+    problems = field_errors(raw, spec.fields, where)
+    if problems:
+        raise problems[0]
     if not raw["question"].strip():
         raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
     ladder = _build(raw, path, spec.treatments(raw, path))
@@ -172,12 +217,14 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         model=model.get("path", ""),
         model_id=model.get("id", ""),
         requires_model=model.get("requires", ""),
+        chat_template_sha256=model.get("chat_template_sha256"),
         server_bin=server.get("bin"),
         server_args=str_list(server.get("args", []), "server.args", path),
         host=server.get("host", "127.0.0.1"),
         port=server.get("port", 8080),
         ctx_size=server.get("ctx_size", 4096),
         ready_timeout_s=float(server.get("ready_timeout_s", 300.0)),
+        cpus=_cpus(server.get("cpus"), path),
         max_tokens=raw.get("max_tokens", 256),
         seed=raw.get("seed", 42),
         temperature=float(raw.get("temperature", 0.0)),
@@ -190,7 +237,13 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         launchers=_launchers(server, path),
         prereg=_prereg(raw.get("preregistration", {}), path),
         reasoning_expected=raw.get("reasoning_expected", False),
+        measurement_timeout_s=_optional_float(raw.get("measurement_timeout_s")),
+        stall_threshold_s=float(raw.get("stall_threshold_s", DEFAULT_STALL_S)),
     )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def parse_treatments(items: list[Any], table: str, path: Path) -> tuple[Treatment, ...]:
@@ -240,8 +293,21 @@ def _analysis(raw: dict[str, Any]) -> AnalysisConfig:
     )
 
 
+def _ports(raw: list[Any], path: Path) -> tuple[int, ...]:
+    """`[preflight] ports`: every other port the rig uses, checked free before the run."""
+    for port in raw:
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise LadderError(
+                f"{path}: field preflight.ports holds {port!r}; list TCP ports 1-65535, e.g. "
+                "[8099, 8100]."
+            )
+    return tuple(raw)
+
+
 def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
     return PreflightConfig(
+        ports=_ports(raw.get("ports", []), path),
+        self_test=raw.get("self_test", False),
         server_build=raw.get("server_build"),
         ram_floor_gb=raw.get("ram_floor_gb"),
         disk_floor_gb=raw.get("disk_floor_gb"),
@@ -249,7 +315,27 @@ def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
             raw.get("inactive_processes", []), "preflight.inactive_processes", path
         ),
         inactive_units=str_list(raw.get("inactive_units", []), "preflight.inactive_units", path),
+        host_idle_pct=raw.get("host_idle_pct"),
+        host_noise_pct=float(raw.get("host_noise_pct", 10.0)),
     )
+
+
+def _cpus(text: str | None, path: Path) -> frozenset[int] | None:
+    if text is None:
+        return None
+    try:
+        cpus = parse_cpus(text)
+    except ValueError:
+        raise LadderError(
+            f'{path}: field server.cpus {text!r} is not a CPU list; write it like "0-3" or "0,2".'
+        ) from None
+    available = set(os.sched_getaffinity(0))
+    if not cpus <= available:
+        raise LadderError(
+            f"{path}: field server.cpus names CPUs {sorted(cpus - available)} this process may not "
+            f"use (it may use {sorted(available)}); name CPUs from that set."
+        )
+    return frozenset(cpus)
 
 
 def _prereg(raw: dict[str, Any], path: Path) -> Preregistration:
@@ -302,6 +388,16 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         (ladder.temperature >= 0, "temperature", "use 0 (greedy) or a positive temperature"),
         (ladder.seed >= 0, "seed", "use a non-negative seed"),
         (ladder.ready_timeout_s > 0, "server.ready_timeout_s", "use a positive number of seconds"),
+        (
+            ladder.measurement_timeout_s is None or ladder.measurement_timeout_s > 0,
+            "measurement_timeout_s",
+            "use a positive number of seconds, or leave it out for no limit",
+        ),
+        (
+            ladder.stall_threshold_s > 0,
+            "stall_threshold_s",
+            "use a positive number of seconds (the longest silence allowed mid-answer)",
+        ),
         (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
         (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),
         (

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("decode", "authoring")
+# The longest silence a streamed answer may hold between its first token and its end; longer
+# is a stall (a paused or stuck server), and the measurement is invalid.
+DEFAULT_STALL_S = 10.0
 SUBSETS = ("prose", "structured", "both")
 
 DEFAULT_CURTAILMENT = (
@@ -60,6 +63,10 @@ class PreflightConfig:
     disk_floor_gb: float | None = None
     inactive_processes: tuple[str, ...] = ()
     inactive_units: tuple[str, ...] = ()
+    host_idle_pct: float | None = None  # preflight fails if the machine is busier than this
+    host_noise_pct: float = 10.0  # a session is flagged if others used more of the CPU than this
+    ports: tuple[int, ...] = ()  # other ports the rig uses (a proxy, a second server): free
+    self_test: bool = False  # run the harness's own fast self-test as a preflight item
 
 
 @dataclass(frozen=True)
@@ -110,12 +117,14 @@ class Ladder:
     port: int
     ctx_size: int
     ready_timeout_s: float
+    cpus: frozenset[int] | None  # CPU affinity of spawned servers (witnessed from /proc)
     max_tokens: int
     seed: int
     temperature: float
     placement: str
     note: str
     requires_model: str
+    chat_template_sha256: str | None = None  # the template the model must be served with
     kind: str = "decode"
     kind_fields: Mapping[str, Any] = field(default_factory=dict)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
@@ -123,6 +132,9 @@ class Ladder:
     launchers: ExternalLaunchers | None = None
     prereg: Preregistration = field(default_factory=Preregistration)
     reasoning_expected: bool = False
+    # pytest-timeout's limit for one measurement (None: none); see protocol/timeouts.py
+    measurement_timeout_s: float | None = None
+    stall_threshold_s: float = DEFAULT_STALL_S
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

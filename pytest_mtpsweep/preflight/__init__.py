@@ -12,6 +12,7 @@ from pathlib import Path
 from ..rig.digests import default_digest_cache
 from ..rig.gpu import load_nvml
 from .artefacts import (
+    check_chat_template,
     check_harness,
     check_ladder_file,
     check_launchers,
@@ -24,6 +25,7 @@ from .artefacts import (
 from .host import (
     check_disk,
     check_gpu,
+    check_host_idle,
     check_inactive_processes,
     check_inactive_units,
     check_ports,
@@ -45,6 +47,7 @@ from .items import (
     waived,
     write_preflight_json,
 )
+from .selftest import check_self_test
 
 __all__ = [
     "FAIL",
@@ -83,6 +86,12 @@ class PreflightInputs:
     package_version: str
     # the experiment kind's own items (a decode run's prompt set, an authoring run's tasks)
     kind_items: tuple[PreflightItem, ...] = ()
+    chat_template_pin: str | None = None
+    host_idle_pct: float | None = None
+    run_bytes: int = 0  # what the run is expected to write (0: unknown)
+    # servers earlier runs listed in servers/live.json that still run: (run dir, description)
+    leftover_servers: tuple[tuple[Path, str], ...] = ()
+    self_test: bool = False  # run the harness's own fast self-test as an item
 
 
 def run_preflight(
@@ -101,15 +110,22 @@ def run_preflight(
     items = [
         check_gpu(load_nvml()),
         check_ram(inputs.ram_floor_gb),
-        check_disk(inputs.run_dir, inputs.disk_floor_gb),
+        check_host_idle(inputs.host_idle_pct),
+        check_disk(inputs.run_dir, inputs.disk_floor_gb, inputs.run_bytes),
         check_ports(inputs.host, inputs.ports),
-        check_server_processes(inputs.server_bin),
+        check_server_processes(inputs.server_bin, inputs.leftover_servers),
         check_inactive_processes(inputs.must_be_inactive_processes),
         check_inactive_units(inputs.must_be_inactive_units),
         *check_models(inputs.model_files, cache=cache, verify=verify_digests),
+        *(
+            [check_chat_template(inputs.model_files[0], inputs.chat_template_pin)]
+            if inputs.model_files
+            else []
+        ),
         check_server_version(inputs.server_bin, inputs.expected_build),
         *check_launchers(inputs.launchers),
         check_harness(inputs.package_version, inputs.experiments_dir),
+        *([check_self_test()] if inputs.self_test else []),
         *inputs.kind_items,
         check_ladder_file(inputs.ladder_file),
         check_run_dir(inputs.run_dir),
@@ -123,15 +139,18 @@ def item_names(inputs: PreflightInputs) -> list[str]:
     return [
         "gpu",
         "ram",
+        "host_idle",
         "disk",
         "ports",
         "server_processes",
         "inactive_processes",
         "inactive_units",
         *model_names(inputs.model_files),
+        *(["chat_template"] if inputs.model_files else []),
         "server_version",
         *(f"launcher:{name}" for name in inputs.launchers),
         "harness",
+        *(["self_test"] if inputs.self_test else []),
         *(i.name for i in inputs.kind_items),
         "ladder_file",
         "run_dir",

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..rig.digests import file_digest
+from ..rig.gguf import CHAT_TEMPLATE, GGUFError, read_metadata, template_identity
+from ..rig.modelfile import gguf_problem
 from ..rig.version import build_matches, parse_server_version, version_output
 from .items import FAIL, PASS, SKIP, PreflightItem, make_item, nearest_existing, one_line
 
@@ -40,10 +42,15 @@ def model_names(paths: Sequence[Path]) -> list[str]:
 
 
 def _model_item(name: str, path: Path, cache: Path | None, verify: bool) -> PreflightItem:
-    expected = "readable file; size, mtime, sha256 recorded"
+    expected = "readable GGUF file; size, mtime, sha256 recorded"
     if not path.is_file():
         fix = f"Put the model file at {path}, or correct the model path in the ladder."
         return make_item(name, expected, f"missing: {path}", FAIL, fix=fix)
+    problem = gguf_problem(path)
+    if problem is not None:
+        # A server would fail on it six times over (once per session): say so before any start.
+        fix = f"Point --model at a GGUF model file; {path} may be cut short, so fetch it again."
+        return make_item(name, expected, f"{problem}: {path}", FAIL, fix=fix)
     try:
         info = path.stat()
         digest = file_digest(path, cache=cache, verify=verify)
@@ -206,3 +213,27 @@ def _git(directory: Path, *args: str) -> subprocess.CompletedProcess[str] | None
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def check_chat_template(model: Path, pin: str | None) -> PreflightItem:
+    """The chat template the model file carries (llama-server serves it unless told otherwise)."""
+    expected = f"sha256 {pin}" if pin else "recorded (none pinned)"
+    try:
+        meta = read_metadata(model, [CHAT_TEMPLATE])
+    except (OSError, GGUFError) as exc:
+        fix = f"Check that {model} is a GGUF model file."
+        return make_item("chat_template", expected, f"unreadable: {exc}", FAIL, fix=fix)
+    sha, first = template_identity(meta.get(CHAT_TEMPLATE))
+    if sha is None:
+        observed = (
+            "none in the GGUF: llama-server falls back to ChatML, which this model may not know"
+        )
+    else:
+        observed = f"sha256 {sha}; first line {first!r}"
+    if pin is None or pin.strip().lower() == sha:
+        return make_item("chat_template", expected, observed, PASS)
+    fix = (
+        "Serve the model with the pinned template (--chat-template-file), or pin "
+        f"chat_template_sha256 = {sha!r} if this template is the one you mean."
+    )
+    return make_item("chat_template", expected, observed, FAIL, fix=fix)

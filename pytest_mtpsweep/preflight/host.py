@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -96,18 +97,38 @@ def check_ram(floor_gb: float | None) -> PreflightItem:
     )
 
 
-def check_disk(run_dir: Path, floor_gb: float | None) -> PreflightItem:
-    """Free space on the file system that will hold the run directory."""
+def check_disk(run_dir: Path, floor_gb: float | None, need_bytes: int = 0) -> PreflightItem:
+    """Free space on the file system that will hold the run directory: the floor, and room
+    for what the run is expected to write (records, server logs, analysis)."""
     where = nearest_existing(run_dir)
     usage = psutil.disk_usage(str(where))
-    return _floor_item(
+    observed = f"{_gb(usage.free)} free at {where} (of {_gb(usage.total)})"
+    if need_bytes and usage.free < need_bytes:
+        floor = f">= {floor_gb:g} GB; " if floor_gb is not None else ""
+        return make_item(
+            "disk",
+            f"{floor}room for the run (~{_mb(need_bytes)})",
+            observed,
+            FAIL,
+            fix=f"Free at least {_mb(need_bytes)} at {where}, or pass --run-dir on a disk with "
+            "room; a full disk mid-run stops it.",
+            stable=f"{_gb(usage.total)} total; no room for the run",
+        )
+    item = _floor_item(
         "disk",
         floor_gb,
         free=usage.free,
         total=usage.total,
-        observed=f"{_gb(usage.free)} free at {where} (of {_gb(usage.total)})",
+        observed=observed,
         fix=lambda gb: f"Free space at {where} until {gb:g} GB are free, or lower the disk floor.",
     )
+    if need_bytes:
+        item = replace(item, expected=f"{item.expected}; room for the run (~{_mb(need_bytes)})")
+    return item
+
+
+def _mb(n_bytes: float) -> str:
+    return f"{n_bytes / 1e6:.1f} MB"
 
 
 def _floor_item(
@@ -144,10 +165,17 @@ def _gb(n_bytes: float) -> str:
 def check_ports(host: str, ports: Sequence[int]) -> PreflightItem:
     """Every port the ladder will bind can actually be bound now."""
     wanted = list(dict.fromkeys(ports))
-    expected = f"free on {host}: {', '.join(map(str, wanted))}" if wanted else "no ports"
+    if not wanted:
+        # A free port per session: the host must still resolve and take a listener.
+        err = bind_error(host, 0)
+        if err is None:
+            return make_item("ports", "any free port", f"{host} can listen", PASS)
+        fix = f"Set server.host to an address of this machine (e.g. 127.0.0.1), not {host}."
+        return make_item("ports", "any free port", f"{host}: {err}", FAIL, fix=fix)
+    expected = f"free on {host}: {', '.join(map(str, wanted))}"
     problems = [(port, err) for port in wanted if (err := bind_error(host, port)) is not None]
     if not problems:
-        return make_item("ports", expected, "all free" if wanted else "none to check", PASS)
+        return make_item("ports", expected, "all free", PASS)
     observed = "; ".join(f"{port}: {err}{_port_owner(port)}" for port, err in problems)
     busy = ", ".join(str(port) for port, _ in problems)
     fix = f"Stop whatever holds port {busy} on {host}, or give the ladder other ports."
@@ -170,11 +198,24 @@ def _port_owner(port: int) -> str:
 # --------------------------------------------------------------------------- processes
 
 
-def check_server_processes(server_bin: Path | None) -> PreflightItem:
-    """No process already runs the configured server executable (exact match, not cmdline)."""
+def check_server_processes(
+    server_bin: Path | None, leftovers: Sequence[tuple[Path, str]] = ()
+) -> PreflightItem:
+    """No process already runs the configured server executable (exact match, not cmdline),
+    and no server an earlier run listed in its servers/live.json still runs."""
+    if leftovers:
+        runs = sorted({str(run) for run, _ in leftovers})
+        return make_item(
+            "server_processes",
+            "no server left by an earlier run",
+            "left running: " + "; ".join(f"{what} of {run.name}" for run, what in leftovers),
+            FAIL,
+            fix=" and ".join(f"mtpsweep cleanup {run}" for run in runs)
+            + " (runs each stop script and stops what the run started).",
+        )
     if server_bin is None:
         return make_item(
-            "server_processes", "none", "skipped: no server binary of ours is run", SKIP
+            "server_processes", "no server left by an earlier run", "none left running", PASS
         )
     target = os.path.realpath(server_bin)
     expected = f"no process running {target}"
@@ -292,3 +333,24 @@ def _unit_state(systemctl: str, unit: str) -> str:
         return state
     reason = one_line(done.stderr) or f"unrecognised answer {state!r}"
     return f"systemctl could not query {unit}: {reason}"
+
+
+def check_host_idle(floor_pct: float | None, interval_s: float = 1.0) -> PreflightItem:
+    """How busy the machine is before anything starts (another job would skew every rate)."""
+    from ..rig.host import busy_pct
+
+    busy = busy_pct(interval_s)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    observed = f"{busy:.0f}% busy over {interval_s:g} s; load average {load}"
+    if floor_pct is None:
+        return make_item("host_idle", "recorded (no floor)", observed, PASS, stable="no floor")
+    ok = busy <= floor_pct
+    fix = f"Wait until other jobs finish (the machine is {busy:.0f}% busy), or raise host_idle_pct."
+    return make_item(
+        "host_idle",
+        f"<= {floor_pct:g}% busy",
+        observed,
+        PASS if ok else FAIL,
+        fix="" if ok else fix,
+        stable="floor met" if ok else "busy",
+    )

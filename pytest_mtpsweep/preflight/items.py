@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .. import textwidth
 from ..errors import PreflightError
 
 PASS = "pass"
@@ -94,8 +95,13 @@ def one_line(text: str) -> str:
 # --------------------------------------------------------------------------- output
 
 
-def render_table(items: Sequence[PreflightItem], *, against_label: str = "against") -> str:
-    """Aligned plain-text table; a "same as" column appears when items were compared."""
+def render_table(
+    items: Sequence[PreflightItem], *, against_label: str = "against", width: int | None = None
+) -> str:
+    """Aligned plain-text table; a "same as" column appears when items were compared.
+
+    Fitted to `width` columns if given: long cells (paths, digests) are shortened in the
+    middle; preflight.json keeps every value whole."""
     header = ["item", "expected", "observed", "verdict"]
     compared = any(item.same_as_against is not None for item in items)
     if compared:
@@ -106,10 +112,8 @@ def render_table(items: Sequence[PreflightItem], *, against_label: str = "agains
         if compared:
             row.append(_yes_no(item.same_as_against))
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(line.rstrip() for line in lines)
+    # what was expected gives way first, then the item name, then what was observed
+    return textwidth.render(rows, width=width, shrinkable={1: 28, 0: 24, 2: 32}, rule=True)
 
 
 def _yes_no(value: bool | None) -> str:

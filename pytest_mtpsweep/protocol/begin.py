@@ -49,15 +49,12 @@ def begin(
         f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)
     else:
         f = documents.found(res.run_path, p, checks)
-    schedule = Schedule.for_run(
-        ladder,
-        plan,
-        planned,
-        deadline=deadline_from(
-            request.deadline, request.time_budget, time.monotonic(), dt.datetime.now()
-        ),
-        done=f.done,
-    )
+    now_mono, now_wall = time.monotonic(), dt.datetime.now()
+    deadline = deadline_from(request.deadline, request.time_budget, now_mono, now_wall)
+    schedule = Schedule.for_run(ladder, plan, planned, deadline=deadline, done=f.done)
+    if deadline is not None:
+        at = now_wall + dt.timedelta(seconds=deadline - now_mono)
+        schedule.deadline_label = at.strftime("%Y-%m-%d %H:%M:%S local")
     ctx = RunContext(
         ladder=ladder,
         run_dir=f.run_dir,

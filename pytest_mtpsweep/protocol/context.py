@@ -86,4 +86,5 @@ class RunContext:
             log_path=log_path,
             ready_timeout_s=lad.ready_timeout_s,
             launcher=launcher,
+            cpus=lad.cpus,
         )

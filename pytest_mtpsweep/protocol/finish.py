@@ -6,10 +6,13 @@ ones included), so a resumed run's table has every session, before and after the
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import schema
+from ..errors import RunDirError
 from ..ladder import Ladder
 from . import rowtable, witnesses
 from .rundir import RunDir
@@ -22,24 +25,47 @@ class Summary:
     rows: list[dict[str, Any]] = field(default_factory=list)
     memory_lines: list[str] = field(default_factory=list)
     kind_lines: list[str] = field(default_factory=list)  # e.g. an authoring run's status
+    shakedown: str = ""  # the first session's shakedown, printed once
 
-    def table(self) -> str:
-        return rowtable.render(self.rows) if self.rows else ""
+    def table(self, width: int | None = None) -> str:
+        return rowtable.render(self.rows, width) if self.rows else ""
+
+    @property
+    def notes(self) -> list[str]:
+        """The lines under the table: the first session's shakedown, then the memory steps."""
+        return [line for line in (self.shakedown, *self.memory_lines) if line]
 
 
 def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
+    """The facts of every quarantined attempt; one killed before it was filed (a kill -9, set
+    aside on --resume) is a row too, from its directory name and reason."""
     import json
 
     out: list[dict[str, Any]] = []
     member = schema.QUARANTINE_MEMBERS["session"]
-    for path in sorted((run_dir.path / schema.QUARANTINE_DIR).glob(f"*/{member}")):
+    for qdir in sorted(p for p in (run_dir.path / schema.QUARANTINE_DIR).glob("*") if p.is_dir()):
         try:
-            facts = json.loads(path.read_text(encoding="utf-8"))
+            facts = json.loads((qdir / member).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue
+            facts = _unfiled(qdir)
         if isinstance(facts, dict):
             out.append(facts)
     return out
+
+
+def _unfiled(qdir: Path) -> dict[str, Any] | None:
+    # 03_b_c2, or 03_b_c2.2 for a second attempt (a treatment key may hold dots: gate_0.25)
+    m = re.fullmatch(r"(\d+)_(.+)_c(\d+)(?:\.\d+)?", qdir.name)
+    if m is None:
+        return None
+    ordinal, treatment, cycle = m.groups()
+    name = f"{ordinal}_{treatment}_c{cycle}"
+    try:
+        reason = (qdir / schema.QUARANTINE_REASON).read_text(encoding="utf-8").strip()
+    except OSError:
+        reason = "set aside without a session file"
+    return {"session": name, "ordinal": int(ordinal), "treatment": treatment,
+            "cycle": int(cycle), "quarantined": reason or "set aside"}  # fmt: skip
 
 
 def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:
@@ -50,14 +76,30 @@ def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:
         (rowtable.session_row(info) for info in every),
         key=lambda r: (r.get("ordinal") or 0, bool(r.get("rerun")), bool(r.get("quarantined"))),
     )
-    run_dir.write_sessions_csv(rows)
     lines: list[str] = []
+    # The summary is printed even when the disk is full: a failed write is one line of it.
+    try:
+        run_dir.write_sessions_csv(rows)
+    except RunDirError as exc:
+        lines.append(f"{schema.SESSIONS_CSV} not written: {exc}")
     declared = {
         t.key: t.memory_step_mib for t in ladder.treatments if t.memory_step_mib is not None
     }
     usable = [info for info in kept if not info.get("quarantined") and not info.get("error")]
     if declared and usable:
         steps = witnesses.memory_steps(usable, declared, ladder.baseline)
-        lines = [witnesses.describe(s) for s in steps]
-        run_dir.write_json(schema.MEMORY_CHECK_FILE, [asdict(s) for s in steps])
-    return Summary(rows, lines)
+        lines += [witnesses.describe(s) for s in steps]
+        try:
+            run_dir.write_json(schema.MEMORY_CHECK_FILE, [asdict(s) for s in steps])
+        except RunDirError as exc:
+            lines.append(f"{schema.MEMORY_CHECK_FILE} not written: {exc}")
+    return Summary(rows, lines, shakedown=_first_shakedown(every))
+
+
+def _first_shakedown(sessions: list[dict[str, Any]]) -> str:
+    """The shakedown line of the run's first session (the kind put it in its session file)."""
+    firsts = sorted(
+        (s for s in sessions if isinstance(s.get("shakedown"), dict)),
+        key=lambda s: (s.get("ordinal") or 0, bool(s.get("rerun"))),
+    )
+    return str(firsts[0]["shakedown"].get("summary", "")) if firsts else ""

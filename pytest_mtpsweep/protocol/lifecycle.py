@@ -3,6 +3,7 @@ and take it down (final witnesses, stop, release). The rules around it live in s
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,8 @@ import httpx
 from .. import rig, schema
 from ..errors import ServerError
 from ..ladder.plan import SessionSlot
+from ..rig import host, liveset
+from ..rig.gguf import template_identity
 from .context import (
     CALIBRATION_PROMPT,
     CALIBRATION_TOKENS,
@@ -19,6 +22,7 @@ from .context import (
     WARMUP_TOKENS,
     RunContext,
 )
+from .progress import Progress, Silent, describe
 from .rundir import RecordWriter
 from .witnesses import startup_error
 
@@ -42,6 +46,7 @@ class LiveSession:
     t0: float = field(default_factory=time.monotonic)
     measured: int = 0
     valid: int = 0
+    usable: int = 0  # valid and carrying what the analysis pairs
     dead: str | None = None  # why the server is gone mid-session
     quarantine: str | None = None  # why this session is set aside
     rerun: bool = False  # this is the one re-run after a partial census
@@ -49,6 +54,7 @@ class LiveSession:
 
     base_url: str = ""
     endpoint: rig.Endpoint | None = None  # set when the server is attached, not launched
+    host_start: host.CpuSample | None = None  # the machine's CPU use when measuring began
 
     def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
         lad = self.ctx.ladder
@@ -58,6 +64,7 @@ class LiveSession:
             seed=lad.seed,
             temperature=lad.temperature,
             headers=tuple(self.endpoint.headers().items()) if self.endpoint else (),
+            stall_s=lad.stall_threshold_s,
         )
 
     @classmethod
@@ -81,19 +88,20 @@ class LiveSession:
         return live
 
 
-def bring_up(live: LiveSession, kind: KindRun) -> None:
+def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None) -> None:
     """Launch or attach, witness, warm up (as the kind does it) and calibrate; sets
     `live.quarantine` if the warm-up fails, raises ServerError if a witness refuses the server."""
+    progress = progress or Silent()
     treatment = live.ctx.ladder.treatment(live.slot.treatment)
     if treatment.base_url is not None:
-        _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env))
+        _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env), progress)
     else:
-        _launch(live)
+        _launch(live, progress)
         _witness(live)
     _warm_up(live, kind)
 
 
-def _launch(live: LiveSession) -> None:
+def _launch(live: LiveSession, progress: Progress) -> None:
     ctx, info = live.ctx, live.info
     spec = ctx.launch_spec(live.slot, ctx.ladder.port or rig.free_port(ctx.ladder.host))
     info.update(
@@ -111,11 +119,28 @@ def _launch(live: LiveSession) -> None:
             name: {"path": str(path), "sha256": rig.file_digest(path, cache=None)}
             for name, (path, _) in ctx.ladder.launchers.pins().items()
         }
-    live.proc = rig.start(spec)
+    name, what = live.slot.name, describe(live.slot)
+
+    def on_wait(waited_s: float) -> None:
+        progress.loading(name, what, waited_s, rig.last_log_line(spec.log_path))
+
+    live.proc = rig.start(spec, on_wait, on_launch=lambda proc: _listed(live, proc))
     live.base_url = spec.base_url
+    progress.ready(name, what, live.proc.load_s)
 
 
-def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
+def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
+    """servers/live.json names the server from the moment it exists (mtpsweep cleanup)."""
+    spec, slot = proc.spec, live.slot
+    lau = spec.launcher
+    launcher = {"stop": str(lau.stop), "session_dir": str(lau.session_dir)} if lau else None
+    entry = liveset.entry(
+        slot.name, slot.treatment, proc.pid, spec.host, spec.port, str(spec.server_bin), launcher
+    )
+    liveset.add(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, entry)
+
+
+def _attach(live: LiveSession, endpoint: rig.Endpoint, progress: Progress) -> None:
     """A server the harness does not own: witnessed where it can be, never stopped."""
     info, treatment = live.info, live.ctx.ladder.treatment(live.slot.treatment)
     info.update(
@@ -128,7 +153,13 @@ def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
         }
     )
     live.endpoint, live.base_url = endpoint, endpoint.base_url
-    info["load_s"] = endpoint.wait_ready(live.ctx.ladder.ready_timeout_s)
+    name, what = live.slot.name, describe(live.slot)
+
+    def on_wait(waited_s: float, last: str) -> None:
+        progress.loading(name, what, waited_s, last)
+
+    info["load_s"] = endpoint.wait_ready(live.ctx.ladder.ready_timeout_s, on_wait)
+    progress.ready(name, what, info["load_s"])
     ident = endpoint.identity()
     props = ident.get("/props") or {}
     info.update(
@@ -153,7 +184,7 @@ def _attach(live: LiveSession, endpoint: rig.Endpoint) -> None:
         live.ctx.treatment_args(live.slot),
         info.get("n_ctx"),
         live.ctx.ladder.ctx_size,
-    )
+    ) or _template_witness(live, info.get("props_start") or {})
     if error:
         info["error"] = error
         raise ServerError(error)
@@ -176,14 +207,49 @@ def _witness(live: LiveSession) -> None:
             "model_path": props.get("model_path"),
             "rss_after_load_bytes": rig.rss_bytes(proc.pid),
             "gpu_used_mib_after_load": rig.gpu_used_mib(),
+            "cpus_allowed": host.cpus_allowed(proc.pid),
         }
     )
-    error = startup_error(
-        argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
+    error = (
+        startup_error(
+            argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
+        )
+        or _template_witness(live, props)
+        or _affinity_witness(live)
     )
     if error:
         info["error"] = error
         raise ServerError(error)
+
+
+def _affinity_witness(live: LiveSession) -> str | None:
+    """The CPU list the kernel holds for the server is the one the ladder asked for."""
+    wanted, seen = live.ctx.ladder.cpus, live.info.get("cpus_allowed")
+    if wanted is None or seen is None:
+        return None
+    from ..ladder.fields import parse_cpus
+
+    if parse_cpus(str(seen)) != set(wanted):
+        return (
+            f"the server may run on CPUs {seen}, not the {sorted(wanted)} server.cpus asks for; "
+            "check the launcher or the machine's cgroup limits."
+        )
+    return None
+
+
+def _template_witness(live: LiveSession, props: dict[str, Any]) -> str | None:
+    """Record the chat template the server really uses; refuse one the ladder did not pin."""
+    template = props.get("chat_template")
+    sha, first = template_identity(template if isinstance(template, str) else None)
+    live.info["chat_template_sha256"] = sha
+    live.info["chat_template_first_line"] = first
+    pin = live.ctx.ladder.chat_template_sha256
+    if pin and sha is not None and pin.strip().lower() != sha:
+        return (
+            f"the server uses chat template sha256 {sha} (first line {first!r}), not the pinned "
+            f"{pin}; serve the pinned template or change chat_template_sha256 in the ladder."
+        )
+    return None
 
 
 def _warm_up(live: LiveSession, kind: KindRun) -> None:
@@ -196,6 +262,21 @@ def _warm_up(live: LiveSession, kind: KindRun) -> None:
             return
     if live.ctx.calibration and kind.calibrates:
         live.info["calibration"] = {"start_tps": calibrate(live)}
+    live.host_start = host.sample([live.proc.pid] if live.proc else [])
+
+
+def _host_noise(live: LiveSession) -> None:
+    """What others used of the machine while this session measured; flagged over the ladder's
+    threshold."""
+    if live.host_start is None:
+        return
+    noise = host.noise(live.host_start, host.sample([live.proc.pid] if live.proc else []))
+    limit = live.ctx.ladder.preflight.host_noise_pct
+    noise["threshold_pct"] = limit
+    noise["flagged"] = noise["other_cpu_pct"] > limit
+    if live.endpoint is not None:
+        noise["note"] = "attached: a server on this host counts as other load"
+    live.info["host"] = noise
 
 
 def stream_warm_up(live: LiveSession) -> schema.WarmupFacts:
@@ -214,6 +295,12 @@ def stream_warm_up(live: LiveSession) -> schema.WarmupFacts:
 def final_witnesses(live: LiveSession) -> None:
     info = live.info
     if live.proc is None and live.endpoint is None:
+        return
+    _host_noise(live)  # before the end calibration: the span is the measurements'
+    if live.dead is not None:
+        # A server that died or stopped answering mid-session is not asked again: a frozen one
+        # would hold the close up for as long as each request's timeout.
+        info["props_end"], info["props_changed"], info["props_stable"] = {}, [], False
         return
     try:
         alive = live.proc.alive() if live.proc is not None else True
@@ -243,7 +330,23 @@ def release(live: LiveSession) -> None:
     live.writer.close()
     if live.proc is None:
         return
-    release = rig.stop(live.proc)
+    try:
+        release = rig.stop(live.proc)
+    except BaseException:
+        # Interrupted mid-stop: rig.stop killed the server outright; say so, then travel on.
+        gone = not live.proc.alive()
+        live.info["release"] = {
+            "released": gone,
+            "exit_code": live.proc.exit_code(),
+            "signal": "SIGKILL (the stop was interrupted)",
+            "stop_s": 0.0,
+            "port_free": False,
+            "detail": "" if gone else "process still present",
+        }
+        raise
+    if release.released:
+        with contextlib.suppress(OSError):  # cleanup would find it gone anyway
+            liveset.remove(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, live.slot.name)
     live.info["gpu_used_mib_after_release"] = rig.gpu_used_mib()
     live.info["host_available_mib_after_release"] = rig.host_available_mib()
     live.info["release"] = {

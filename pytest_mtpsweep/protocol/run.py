@@ -12,12 +12,14 @@ from .. import kinds, schema
 from ..errors import ProvisionError
 from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
 from ..options import PreflightRequest, RunRequest, describe_overrides
-from . import finish, setup
+from . import finish, interrupts, setup, timeouts
 from .begin import begin
 
 if TYPE_CHECKING:
-    from ..kinds import Case, KindRun
+    from ..kinds import Case, EndAnalysis, KindRun, Result
     from ..preflight import PreflightItem
+    from .lifecycle import LiveSession
+    from .progress import Progress
     from .rundir import RunDir
     from .schedule import Schedule
     from .session import Sessions
@@ -34,6 +36,7 @@ class Run:
     resolved: setup.Resolved | None = None
     sessions: Sessions | None = None
     summary: finish.Summary | None = None
+    analysis: EndAnalysis | None = None
 
     @classmethod
     def from_request(cls, request: RunRequest) -> Run:
@@ -74,14 +77,45 @@ class Run:
         """Every preflight item for this run, before anything starts."""
         assert self.resolved is not None, "resolve() comes first"
         opts = opts or self.request.preflight
-        return setup.preflight(self.ladder, self.kind, self.request, self.resolved, opts)
+        return setup.preflight(
+            self.ladder,
+            self.kind,
+            self.request,
+            self.resolved,
+            opts,
+            sessions=len(self.plan),
+            measurements=len(self.cases()),
+        )
 
-    def begin(self, cases: Sequence[Case], checks: Sequence[PreflightItem]) -> None:
+    def begin(
+        self,
+        cases: Sequence[Case],
+        checks: Sequence[PreflightItem],
+        progress: Progress | None = None,
+    ) -> None:
         """Found the run directory (or reopen the resumed one); make the sessions."""
         assert self.resolved is not None, "resolve() comes first"
         self.sessions = begin(
             self.request, self.ladder, self.kind, self.plan, self.resolved, cases, checks
         )
+        interrupts.install()  # a second Ctrl-C ends the run quietly (plugin unconfigure restores)
+        if progress is not None:
+            self.sessions.progress = progress
+
+    def item_limits(self, cases: Sequence[Case]) -> list[float] | None:
+        """pytest-timeout's limit for each selected case in run order (None: no limit)."""
+        return timeouts.item_limits(cases, self.ladder)
+
+    def properties(self, live: LiveSession, case: Case, result: Result) -> dict[str, Any]:
+        """A measured case's JUnit properties: its run and session, then the kind's own."""
+        slot = case.slot
+        return {
+            "run_id": live.ctx.run_id,
+            "session": slot.name,
+            "treatment": slot.treatment,
+            "cycle": slot.cycle,
+            **kinds.case_properties(self.kind, case, result),
+        }
 
     def check_schedule(self, slot: SessionSlot) -> None:
         """AlreadyDone or Curtailed when this session must not run."""
@@ -102,3 +136,10 @@ class Run:
         lines = self.kind.finish(self.sessions.ctx.run_dir.path, selected)
         self.summary = dataclasses.replace(summary, kind_lines=lines)
         return self.summary
+
+    def analyse(self) -> EndAnalysis | None:
+        """The kind's session-end analysis of the run directory (None with --no-analysis)."""
+        if self.sessions is None or not self.request.analysis.enabled:
+            return None
+        self.analysis = self.kind.analyse(self.sessions.ctx.run_dir.path, self.request.analysis)
+        return self.analysis

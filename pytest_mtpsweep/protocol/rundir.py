@@ -15,6 +15,9 @@ from .. import schema
 from ..errors import RunDirError
 from ..fileio import atomic_write_json, atomic_write_text, dumps_line, write_new_text
 
+# A records file set aside in place when quarantine/ cannot take it (a full disk).
+QUARANTINED_SUFFIX = ".quarantined"
+
 
 def _write_error(path: Path, exc: OSError) -> RunDirError:
     return RunDirError(
@@ -103,7 +106,15 @@ class RunDir:
         while target.exists():  # a re-run that is quarantined again keeps both attempts
             n += 1
             target = base.with_name(f"{session}.{n}")
-        target.mkdir(parents=True)
+        try:
+            target.mkdir(parents=True)
+        except OSError as exc:
+            # A full disk may refuse a new directory; a rename in place needs no space, and the
+            # analysis reads only records/*.jsonl, so the session still stays out of it.
+            records = self.path / schema.records_file(session)
+            if records.exists():
+                os.replace(records, records.with_name(records.name + QUARANTINED_SUFFIX))
+            raise _write_error(target, exc) from None
         m = schema.QUARANTINE_MEMBERS
         moves = {
             schema.records_file(session): m["records"],
@@ -116,7 +127,10 @@ class RunDir:
         for src, name in moves.items():
             if (self.path / src).exists():
                 os.replace(self.path / src, target / name)
-        (target / schema.QUARANTINE_REASON).write_text(reason.rstrip() + "\n", encoding="utf-8")
+        try:
+            (target / schema.QUARANTINE_REASON).write_text(reason.rstrip() + "\n", encoding="utf-8")
+        except OSError as exc:  # the session is set aside all the same; the error travels on
+            raise _write_error(target / schema.QUARANTINE_REASON, exc) from None
         return target
 
     def record_writer(self, session: str) -> RecordWriter:
@@ -145,6 +159,8 @@ class RunDir:
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return " / ".join(f"{k} {v}" for k, v in value.items())
     if isinstance(value, list | tuple):
         return " ".join(str(v) for v in value)
     if isinstance(value, float):

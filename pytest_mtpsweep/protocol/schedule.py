@@ -75,6 +75,10 @@ class Schedule:
     done: set[str] = field(default_factory=set)
     dropped: dict[str, str] = field(default_factory=dict)  # session name -> reason
     durations: list[tuple[float, int]] = field(default_factory=list)
+    deadline_label: str = ""  # the deadline as the user reads it (local time)
+    ran: list[str] = field(default_factory=list)  # sessions filed so far, in order
+    stopped_by_deadline: dict[str, Any] | None = None
+    clock: Callable[[], float] = time.monotonic
 
     @classmethod
     def for_run(
@@ -91,13 +95,42 @@ class Schedule:
         return cls(plan, selected, planned, reg, deadline=deadline, done=done)
 
     def check(self, slot: SessionSlot, on_drop: Callable[[dict[str, Any]], None]) -> None:
-        """Before a session: AlreadyDone or Curtailed if it must not run."""
+        """Before a session: AlreadyDone or Curtailed if it must not run.
+
+        The drop order plans sessions away while the deadline is ahead; once it has passed,
+        the run stops after the session that was running, whatever the drop order says.
+        """
         if slot.name in self.done:
             raise AlreadyDone(f"session {slot.name} completed in the resumed run")
-        if self.deadline is not None and slot.name not in self.dropped and self._curtail(slot):
-            on_drop(self.curtailment_document())
+        if self.deadline is not None and slot.name not in self.dropped:
+            if self.clock() >= self.deadline:
+                self._stop_at_deadline(slot)
+                on_drop(self.curtailment_document())
+            elif self._curtail(slot):
+                on_drop(self.curtailment_document())
         if slot.name in self.dropped:
             raise Curtailed(self.dropped[slot.name])
+
+    def _stop_at_deadline(self, current: SessionSlot) -> None:
+        names = [s.name for s in self.plan]
+        here = names.index(current.name)
+        rest = [
+            s
+            for s in self.selected
+            if names.index(s.name) >= here and s.name not in set(self.dropped) | self.done
+        ]
+        after = self.ran[-1] if self.ran else None
+        when = self.deadline_label or "the deadline"
+        for s in rest:
+            self.dropped[s.name] = (
+                f"not run: the deadline ({when}) had passed, so the run stopped after "
+                f"{after or 'its start'}"
+            )
+        self.stopped_by_deadline = {
+            "deadline": when,
+            "after": after,
+            "not_run": [s.name for s in rest],
+        }
 
     def record(self, duration_s: float, measured: int) -> None:
         """A finished, usable session's duration: what later estimates come from."""
@@ -109,7 +142,7 @@ class Schedule:
         if self.deadline is None:
             return True
         est = estimate_s(self.durations, self.planned.get(slot.name, 0))
-        return est is None or time.monotonic() + est < self.deadline
+        return est is None or self.clock() + est < self.deadline
 
     def _curtail(self, current: SessionSlot) -> bool:
         names = [s.name for s in self.plan]
@@ -126,7 +159,7 @@ class Schedule:
                 return False  # nothing measured yet to estimate from
             remaining.append((s, est))
         assert self.deadline is not None
-        left = self.deadline - time.monotonic()
+        left = self.deadline - self.clock()
         drops = plan_drops(remaining, left, self.prereg.drop_order, self.prereg.never_drop)
         for s in drops:
             self.dropped[s.name] = (
@@ -136,8 +169,10 @@ class Schedule:
         return bool(drops)
 
     def curtailment_document(self) -> dict[str, Any]:
-        """curtailment.json: what was dropped, why, and the registered sentence."""
+        """curtailment.json: what was dropped, why, the registered sentence, and whether the
+        deadline itself stopped the run."""
         return {
+            **({"deadline_stop": self.stopped_by_deadline} if self.stopped_by_deadline else {}),
             "dropped": [
                 {
                     "session": s.name,

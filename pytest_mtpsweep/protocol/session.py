@@ -13,12 +13,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from .. import schema
+from .. import kinds, schema
 from ..errors import RunDirError, ServerError, SkipCase, StopRun
 from ..ladder.plan import SessionSlot
 from . import lifecycle
 from .context import RunContext
 from .lifecycle import LiveSession, one_line
+from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class Sessions:
         self.schedule = schedule
         self.cases = cases  # session name -> its selected cases, in run order
         self.stopped: str | None = None
+        self.progress: Progress = Silent()
 
     # -- opening ------------------------------------------------------------------------
 
@@ -64,7 +66,7 @@ class Sessions:
     def _start(self, slot: SessionSlot, rerun: bool = False) -> LiveSession:
         live = LiveSession.new(self.ctx, slot, rerun)
         try:
-            lifecycle.bring_up(live, self.kind)
+            lifecycle.bring_up(live, self.kind, self.progress)
         except BaseException as exc:
             # Whatever failed after the launch, the server goes down and the session is filed.
             if "error" not in live.info:
@@ -92,7 +94,8 @@ class Sessions:
                 outcome = self.kind.measure(live, case)
             except RunDirError as exc:
                 live.quarantine = f"a record could not be written: {exc}"
-                self.stop_run(f"** WRITE-FAILED at {live.slot.name}/{case.id}: {exc}")
+                # No STOPPED file: once there is space again the run may be resumed.
+                self.stop_run(f"** WRITE-FAILED at {live.slot.name}/{case.id}: {exc}", mark=False)
             except BaseException as exc:  # a timeout or Ctrl-C mid-request: record it, go on
                 interrupted = exc
                 live.dead = f"a measurement was interrupted ({type(exc).__name__}: {one_line(exc)})"
@@ -100,6 +103,7 @@ class Sessions:
                 outcome = self.kind.unmeasured(live, case, live.dead)
         live.measured += 1
         live.valid += outcome.result.valid
+        live.usable += outcome.result.valid if outcome.usable is None else outcome.usable
         if interrupted is not None:
             raise interrupted
         if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
@@ -121,11 +125,12 @@ class Sessions:
             except OSError:
                 pass  # the marker still reaches STOPPED, the terminal and the session file
 
-    def stop_run(self, marker: str) -> NoReturn:
-        """Mark the run so --resume refuses it, and stop everything."""
+    def stop_run(self, marker: str, *, mark: bool = True) -> NoReturn:
+        """Stop everything; `mark` writes STOPPED, so --resume refuses the run."""
         self.stopped = marker
         try:
-            self.ctx.run_dir.write_text(schema.STOPPED_FILE, marker + "\n")
+            if mark:
+                self.ctx.run_dir.write_text(schema.STOPPED_FILE, marker + "\n")
         finally:
             raise StopRun(marker)
 
@@ -134,13 +139,23 @@ class Sessions:
     def close(self, live: LiveSession) -> None:
         """Calibrate, stop the server, confirm its release, write the session file; set the
         session aside if a rule says so, and re-run a partial census once."""
-        try:
-            lifecycle.final_witnesses(live)
-        finally:
-            # Even if the end-of-session calibration is interrupted, the server is released and
-            # the session filed (and set aside), so nothing half-done enters the analysis.
-            lifecycle.release(live)
-            partial = self._file(live)
+        # Whatever interrupts the close (a test timeout on a frozen server, Ctrl-C), the server
+        # is released and the session filed and set aside, so nothing half-done enters the
+        # analysis and nothing is left running; the interruption travels on afterwards.
+        interrupted: BaseException | None = None
+        for step in (lifecycle.final_witnesses, lifecycle.release):
+            try:
+                step(live)
+            except BaseException as exc:
+                interrupted = interrupted or exc
+                live.quarantine = live.quarantine or (
+                    f"the session close was interrupted ({type(exc).__name__}: {one_line(exc)})"
+                )
+        partial = self._file(live)
+        if interrupted is not None:
+            raise interrupted
+        note = kinds.session_note(self.kind, live)
+        self.progress.closed(live.slot.name, session_summary(live.info, note))
         if partial and not live.rerun and self.schedule.time_for(live.slot):
             self._rerun(live.slot)
 
@@ -153,10 +168,13 @@ class Sessions:
             and "error" not in info
             and self.stopped is None
             and live.measured == planned
-            and live.valid < planned
+            and live.usable < planned
         )
         if partial:
-            live.quarantine = f"partial census: {live.valid} of {planned} measurements valid"
+            live.quarantine = (
+                f"partial census: {live.usable} of {planned} measurements usable "
+                f"({live.valid} valid)"
+            )
         release = info.get("release")
         released: bool | str = release["released"] if release else live.proc is None
         if live.endpoint is not None:
@@ -167,6 +185,7 @@ class Sessions:
                 "duration_s": time.monotonic() - live.t0,
                 "measured": live.measured,
                 "valid": live.valid,
+                "usable": live.usable,
                 "failed": live.measured - live.valid,
                 "released": released,
                 "quarantined": live.quarantine,
@@ -174,13 +193,22 @@ class Sessions:
             }
         )
         run_dir = self.ctx.run_dir
-        run_dir.write_json(schema.session_file(live.slot.name), info)
+        unwritten: RunDirError | None = None
+        try:
+            run_dir.write_json(schema.session_file(live.slot.name), info)
+        except RunDirError as exc:
+            # A session without its file must not enter the analysis: set it aside, then say so.
+            unwritten = exc
+            live.quarantine = live.quarantine or f"its session file could not be written: {exc}"
+        self.schedule.ran.append(live.slot.name)
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
         else:
             run_dir.quarantine(
                 live.slot.name, live.quarantine, self.kind.quarantine_members(live.slot.name)
             )
+        if unwritten is not None:
+            raise unwritten
         return partial
 
     def _rerun(self, slot: SessionSlot) -> None:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__, rig, schema
 from ..ladder import Ladder
 from ..options import PreflightRequest, RunRequest
+from ..rig import liveset
+from ..rig.digests import default_digest_cache
 
 if TYPE_CHECKING:
     from ..kinds import KindRun
@@ -37,9 +39,26 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     launched = [t.key for t in ladder.treatments if not t.attached]
     server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin) if launched else None
     version = rig.server_version(server_bin.path) if server_bin else ""
+    found: dict[str, Path] = {}  # each distinct model resolved (and assembled) once
+    for key in launched:
+        value = ladder.model_of(key) or ""
+        if value not in found:
+            found[value] = rig.resolve_model(value)
+    default = None
+    if ladder.model:
+        default = found.get(ladder.model) or rig.resolve_model(ladder.model)
+    models = {key: found[ladder.model_of(key) or ""] for key in launched}
+    verify = request.preflight.verify_digests
+
+    def sha(path: Path) -> str:
+        return rig.model_sha256(path, cache=default_digest_cache(), verify=verify)
+
+    # per-treatment models only: each named (a resume must find the same files)
+    model_sha = sha(default) if default else ",".join(f"{k}={sha(p)}" for k, p in models.items())
     keyed = {
         "ladder": ladder.name,
         "model_id": ladder.model_id,
+        "model_sha256": model_sha,
         "ctx_size": ladder.ctx_size,
         "seed": ladder.seed,
         "max_tokens": ladder.max_tokens,
@@ -50,15 +69,6 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     }
     run_id = schema.new_run_id()
     path = request.resume or request.run_dir or request.cwd / "runs" / ladder.name / run_id
-    found: dict[str, Path] = {}  # each distinct model resolved (and assembled) once
-    for key in launched:
-        value = ladder.model_of(key) or ""
-        if value not in found:
-            found[value] = rig.resolve_model(value)
-    default = None
-    if ladder.model:
-        default = found.get(ladder.model) or rig.resolve_model(ladder.model)
-    models = {key: found[ladder.model_of(key) or ""] for key in launched}
     return Resolved(server_bin, version, default, keyed, path, run_id, models)
 
 
@@ -71,11 +81,32 @@ def model_files(ladder: Ladder, models: dict[str, Path], default: Path | None) -
         for flag in ("-md", "--model-draft"):
             if flag in args[:-1]:
                 files.append(Path(args[args.index(flag) + 1]).resolve())
-    return tuple(dict.fromkeys(files))
+    return tuple(dict.fromkeys(shard for f in files for shard in rig.shards(f)))
+
+
+# What a run writes, generously: a record's fields, the text each token can add (UTF-8 and
+# JSON escapes), each session's server log, session file and flags, and the analysis outputs.
+RECORD_BYTES = 2048
+TEXT_BYTES_PER_TOKEN = 8
+SESSION_BYTES = 1 << 20
+ANALYSIS_BYTES = 4 << 20
+
+
+def expected_run_bytes(sessions: int, measurements: int, max_tokens: int) -> int:
+    """About how many bytes a run of this size writes into its directory."""
+    per_record = RECORD_BYTES + TEXT_BYTES_PER_TOKEN * max_tokens
+    return measurements * per_record + sessions * SESSION_BYTES + ANALYSIS_BYTES
 
 
 def preflight(
-    ladder: Ladder, kind: KindRun, request: RunRequest, res: Resolved, opts: PreflightRequest
+    ladder: Ladder,
+    kind: KindRun,
+    request: RunRequest,
+    res: Resolved,
+    opts: PreflightRequest,
+    *,
+    sessions: int = 0,
+    measurements: int = 0,
 ) -> list[PreflightItem]:
     """Every preflight item for this run, before anything starts."""
     from ..preflight import PreflightInputs, run_preflight
@@ -85,7 +116,7 @@ def preflight(
         run_dir=res.run_path,
         server_bin=res.server_bin.path if res.server_bin else None,
         expected_build=opts.server_build or pre.server_build,
-        ports=(ladder.port,) if ladder.port and res.server_bin else (),
+        ports=((ladder.port,) if ladder.port and res.server_bin else ()) + pre.ports,
         host=ladder.host,
         model_files=model_files(ladder, res.models, res.model_path),
         ram_floor_gb=pre.ram_floor_gb,
@@ -97,6 +128,15 @@ def preflight(
         ladder_file=ladder.path,
         package_version=__version__,
         kind_items=kind.preflight_items(),
+        chat_template_pin=ladder.chat_template_sha256,
+        host_idle_pct=pre.host_idle_pct,
+        run_bytes=expected_run_bytes(sessions, measurements, ladder.max_tokens)
+        if measurements
+        else 0,
+        self_test=pre.self_test,
+        leftover_servers=tuple(
+            (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
+        ),
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

@@ -13,9 +13,19 @@ from .client import RequestSpec, new_http_client, stream_chat
 from .digests import file_digest
 from .endpoint import Endpoint, served_models
 from .identity import gpu_used_mib, host_available_mib, props, props_diff, read_cmdline, rss_bytes
+from .modelfile import model_sha256, shards
 from .net import free_port
 from .provision import ServerBinary, resolve_model, resolve_server_bin, server_build, server_version
-from .server import Launcher, LaunchSpec, Release, ServerProcess, start, stop, stop_all
+from .server import (
+    Launcher,
+    LaunchSpec,
+    Release,
+    ServerProcess,
+    last_log_line,
+    start,
+    stop,
+    stop_all,
+)
 
 __all__ = [
     "Endpoint",
@@ -29,6 +39,8 @@ __all__ = [
     "free_port",
     "gpu_used_mib",
     "host_available_mib",
+    "last_log_line",
+    "model_sha256",
     "new_http_client",
     "props",
     "props_diff",
@@ -39,6 +51,7 @@ __all__ = [
     "served_models",
     "server_build",
     "server_version",
+    "shards",
     "start",
     "stop",
     "stop_all",

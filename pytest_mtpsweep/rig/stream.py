@@ -7,6 +7,7 @@ while the stream is timed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,35 +147,70 @@ def interval_rate(
     return None, None
 
 
-def invalid_reasons(raw: RawStream, ev: Events, expected_alias: str) -> list[str]:
+def invalid_reasons(
+    raw: RawStream, ev: Events, expected_alias: str, stall: str | None = None
+) -> list[str]:
     """Why a measurement is not valid (empty: it is)."""
     reasons: list[str] = []
     if raw.error is not None:
         reasons.append(raw.error)
     elif raw.status != 200:
         reasons.append(f"HTTP {raw.status}")
-    if raw.error is None and ev.usage is None:
+    # A stream cut short (a server that stopped or died) says nothing about usage support:
+    # blame include_usage only when the answer itself came to its end.
+    cut_short = raw.error is None and ev.finish_reason is None and not ev.done
+    if cut_short:
+        reasons.append(
+            "the stream ended early (no finish_reason, no [DONE]): the server stopped "
+            "answering or died mid-answer"
+        )
+    elif raw.error is None and ev.usage is None:
         reasons.append("no usage in the stream (the server ignored stream_options.include_usage)")
     if ev.models and ev.models != {expected_alias}:
         reasons.append(
             f"wrong server answered: model {sorted(ev.models)} != alias {expected_alias!r}"
         )
-    elif raw.error is None and not ev.models:
+    elif raw.error is None and not ev.models and not cut_short:
         reasons.append("no model field in the stream: the alias witness is missing")
-    if raw.error is None and ev.finish_reason is None:
+    if raw.error is None and ev.finish_reason is None and not cut_short:
         reasons.append("no finish_reason arrived")
     if ev.unknown_fields:
         reasons.append(f"unrecognised delta fields {sorted(ev.unknown_fields)}")
+    if stall is not None:
+        reasons.append(stall)
     return reasons
 
 
-def reduce_stream(raw: RawStream, *, expected_alias: str) -> Measurement:
-    """Turn a recorded stream into a Measurement."""
+def max_gap_s(raw: RawStream, t_first_token: int | None) -> float | None:
+    """The longest silence from the first token to the end of the stream, in seconds.
+
+    Computed after the stream from the arrival stamps: a stall mid-answer (a server paused,
+    swapping, or stuck) shows here though the rate over the whole answer may look plausible.
+    """
+    if t_first_token is None:
+        return None
+    stamps = [t for t in raw.stamps if t >= t_first_token] + [raw.t_end]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    return max(gaps, default=0) / 1e9
+
+
+def stall_reason(gap_s: float | None, threshold_s: float | None) -> str | None:
+    """Why the stream counts as stalled (None: it did not, or no threshold was set)."""
+    if gap_s is None or threshold_s is None or gap_s <= threshold_s:
+        return None
+    return f"stalled: {gap_s:.1f} s without an event mid-answer (stall threshold {threshold_s:g} s)"
+
+
+def reduce_stream(
+    raw: RawStream, *, expected_alias: str, stall_s: float | None = None
+) -> Measurement:
+    """Turn a recorded stream into a Measurement; `stall_s` flags a longer silence mid-answer."""
     ev = parse_events(raw)
     completion_tokens = _int(ev.usage, "completion_tokens")
     interval, basis = interval_rate(ev.timings, ev.content_stamps)
     content = "".join(ev.content_parts)
-    reasons = invalid_reasons(raw, ev, expected_alias)
+    gap = max_gap_s(raw, ev.t_first_token)
+    reasons = invalid_reasons(raw, ev, expected_alias, stall_reason(gap, stall_s))
     alias = next(iter(ev.models)) if len(ev.models) == 1 else (",".join(sorted(ev.models)) or None)
     return Measurement(
         valid=not reasons,
@@ -185,6 +221,7 @@ def reduce_stream(raw: RawStream, *, expected_alias: str) -> Measurement:
         interval_basis=basis,
         ttft_s=(ev.t_first_token - raw.t_send) / 1e9 if ev.t_first_token is not None else None,
         e2e_s=(raw.t_end - raw.t_send) / 1e9,
+        max_gap_s=gap,
         prompt_tokens=_int(ev.usage, "prompt_tokens"),
         completion_tokens=completion_tokens,
         predicted_n=_int(ev.timings, "predicted_n"),

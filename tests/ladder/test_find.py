@@ -40,3 +40,10 @@ def test_search_order_puts_the_test_path_first(tmp_path: Path) -> None:
     assert dirs[0] == (mine / "ladders").resolve()
     assert (REPO / "experiments" / "ladders").resolve() in dirs
     assert (tmp_path / "missing" / "ladders").resolve() not in dirs
+
+
+def test_a_symlink_loop_is_named_as_such(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.toml"
+    loop.symlink_to(loop)
+    with pytest.raises(LadderError, match="a symlink that leads nowhere"):
+        find_ladder(str(loop), [])

@@ -45,7 +45,7 @@ class TestShippedLadders:
     def test_cpu_demo_is_the_demo(self) -> None:
         lad = load_ladder(LADDERS / "cpu-demo.toml")
         assert [t.key for t in lad.treatments] == ["none", "ngram-simple", "ngram-mod"]
-        assert lad.max_tokens == 128 and lad.model == "embedded:gemma3-270m"
+        assert lad.max_tokens == 128 and lad.model == "embedded:qwen2.5-coder-0.5b"
 
     def test_lowerarm_gates(self) -> None:
         lad = load_ladder(LADDERS / "lowerarm.toml")
@@ -142,6 +142,29 @@ class TestKindsAndOverrides:
         with pytest.raises(LadderError, match="is a directory"):
             load_ladder(tmp_path)
 
+    def test_a_binary_ladder_or_a_symlink_loop_is_one_line(self, tmp_path: Path) -> None:
+        binary = tmp_path / "b.toml"
+        binary.write_bytes(b"\x00\x01\xff\xfe" * 8)
+        loop = tmp_path / "loop.toml"
+        loop.symlink_to(loop)
+        for path, needle in ((binary, "not UTF-8"), (loop, "cannot be read")):
+            with pytest.raises(LadderError, match=needle) as info:
+                load_ladder(path)
+            assert "\n" not in str(info.value)
+
+    @pytest.mark.parametrize("contrast", ['"b vs z"', '"b versus a"', '"a vs a"', '"b vs a vs a"'])
+    def test_a_contrast_names_two_treatments(self, tmp_path: Path, contrast: str) -> None:
+        text = MINIMAL + f"[preregistration]\nsecondary_contrasts = [{contrast}]\n"
+        with pytest.raises(LadderError, match="is not 'TREATMENT vs BASELINE'"):
+            load_ladder(write(tmp_path, text))
+
+    def test_preflight_ports_are_listed_ports(self, tmp_path: Path) -> None:
+        lad = load_ladder(write(tmp_path, MINIMAL + "[preflight]\nports = [8099, 8100]\n"))
+        assert lad.preflight.ports == (8099, 8100)
+        for bad in ("[0]", "[70000]", '["8099"]', "[true]"):
+            with pytest.raises(LadderError, match=r"preflight\.ports holds"):
+                load_ladder(write(tmp_path, MINIMAL + f"[preflight]\nports = {bad}\n"))
+
     @pytest.mark.parametrize(
         ("table", "needle"),
         [
@@ -154,3 +177,32 @@ class TestKindsAndOverrides:
     ) -> None:
         with pytest.raises(LadderError, match=needle):
             load_ladder(write(tmp_path, MINIMAL + table))
+
+
+class TestCpus:
+    def test_cpu_lists_parse(self) -> None:
+        from pytest_mtpsweep.ladder.fields import parse_cpus
+
+        assert parse_cpus("0-2,5") == {0, 1, 2, 5} and parse_cpus("1") == {1}
+        with pytest.raises(ValueError):
+            parse_cpus("a-b")
+
+    def test_server_cpus_must_be_ours_to_use(self, tmp_path: Path) -> None:
+        lad = load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "0"})
+        assert lad.cpus == frozenset({0})
+        with pytest.raises(LadderError, match="this process may not use"):
+            load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "0-4095"})
+        with pytest.raises(LadderError, match="not a CPU list"):
+            load_ladder(write(tmp_path, MINIMAL), {"server.cpus": "zero"})
+
+
+class TestMeasurementTimeout:
+    def test_the_gpu_ladder_carries_the_seeds_alarm(self) -> None:
+        assert load_ladder(LADDERS / "lowerarm.toml").measurement_timeout_s == 600.0
+        assert load_ladder(LADDERS / "cpu-demo.toml").measurement_timeout_s is None
+
+    @pytest.mark.parametrize("value", ["0", "-5", '"10m"'])
+    def test_a_bad_value_names_the_field(self, tmp_path: Path, value: str) -> None:
+        path = write(tmp_path, f"measurement_timeout_s = {value}\n{MINIMAL}")
+        with pytest.raises(LadderError, match="measurement_timeout_s"):
+            load_ladder(path)

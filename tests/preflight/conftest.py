@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,10 @@ def inputs(tmp_path: Path) -> PreflightInputs:
     """Inputs for a run in which every item passes."""
     models = tmp_path / "models"
     models.mkdir()
-    (models / "main.gguf").write_bytes(b"main model weights")
-    (models / "draft.gguf").write_bytes(b"draft model weights")
+    # a GGUF header with an empty metadata table, then bytes standing in for weights
+    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
+    (models / "main.gguf").write_bytes(header + b"main model weights")
+    (models / "draft.gguf").write_bytes(header + b"draft model weights")
     launchers = tmp_path / "launchers"
     launchers.mkdir()
     serve = write_script(launchers / "serve.sh", "exec true\n")

@@ -71,7 +71,7 @@ class TestServerVersionItem:
 class TestModelFiles:
     def test_observed_has_size_mtime_and_sha256(self, tmp_path: Path, cache: Path) -> None:
         model = tmp_path / "m.gguf"
-        model.write_bytes(b"x" * 1234)
+        model.write_bytes(b"GGUF" + b"x" * 1230)
         os.utime(model, ns=(0, 1_700_000_000_250_000_000))
         (item,) = check_models((model,), cache=cache)
         assert item.name == "model:m.gguf"
@@ -88,20 +88,33 @@ class TestModelFiles:
 
     def test_changed_content_changes_digest(self, tmp_path: Path, cache: Path) -> None:
         model = tmp_path / "m.gguf"
-        model.write_bytes(b"before")
+        model.write_bytes(b"GGUFbefore")
         (first,) = check_models((model,), cache=cache)
-        model.write_bytes(b"after!")  # same size
+        model.write_bytes(b"GGUFafter!")  # same size
         os.utime(model, ns=(0, model.stat().st_mtime_ns + 1_000_000))
         (second,) = check_models((model,), cache=cache)
         assert sha256_of(model) in second.observed
         assert sha256_of(model) not in first.observed
+
+    @pytest.mark.parametrize(
+        ("data", "problem"), [(b"", "empty file (0 bytes)"), (b"\x00" * 64, "not a GGUF file")]
+    )
+    def test_an_empty_or_foreign_file_fails_before_any_server(
+        self, tmp_path: Path, cache: Path, data: bytes, problem: str
+    ) -> None:
+        model = tmp_path / "m.gguf"
+        model.write_bytes(data)
+        (item,) = check_models((model,), cache=cache)
+        assert item.verdict == FAIL
+        assert item.observed.startswith(problem) and str(model) in item.observed
+        assert "GGUF" in item.fix and "\n" not in item.fix
 
     def test_same_basename_twice_gets_distinct_names(self, tmp_path: Path, cache: Path) -> None:
         (tmp_path / "a").mkdir()
         (tmp_path / "b").mkdir()
         paths = (tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf")
         for path in paths:
-            path.write_bytes(b"w")
+            path.write_bytes(b"GGUFw")
         names = [item.name for item in check_models(paths, cache=cache)]
         assert names == [f"model:{paths[0]}", f"model:{paths[1]}"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
 import psutil
@@ -12,6 +13,7 @@ import pytest
 from pytest_mtpsweep.preflight.host import (
     check_disk,
     check_gpu,
+    check_host_idle,
     check_inactive_processes,
     check_inactive_units,
     check_ports,
@@ -47,6 +49,12 @@ class TestPorts:
         assert str(other) not in item.observed
         assert f"pid {os.getpid()}" in item.observed
         assert str(port) in item.fix
+
+    def test_with_no_fixed_port_the_host_must_still_take_a_listener(self) -> None:
+        assert check_ports("127.0.0.1", ()).verdict == PASS
+        item = check_ports("no-such-host.invalid", ())
+        assert item.verdict == FAIL and "cannot resolve no-such-host.invalid" in item.observed
+        assert "server.host" in item.fix
 
     def test_bound_but_not_listening_socket_also_fails(self) -> None:
         with socket.socket() as sock:
@@ -87,6 +95,10 @@ class TestServerProcesses:
     def test_command_line_that_mentions_the_binary_does_not_match(self, tmp_path: Path) -> None:
         server = sleep_copy(tmp_path, "llama-server-standin")
         with running(["sh", "-c", f"sleep 30; : {server}"]) as proc:
+            # right after exec the kernel may not show the argv yet: wait until it does
+            deadline = time.monotonic() + 10
+            while not psutil.Process(proc.pid).cmdline() and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert str(server) in " ".join(psutil.Process(proc.pid).cmdline())
             item = check_server_processes(server)
         assert (item.verdict, item.observed) == (PASS, "none running")
@@ -104,8 +116,14 @@ class TestServerProcesses:
             item = check_server_processes(script)
         assert item.verdict == PASS
 
-    def test_external_launcher_skips(self) -> None:
-        assert check_server_processes(None).verdict == SKIP
+    def test_external_launcher_checks_what_earlier_runs_left(self, tmp_path: Path) -> None:
+        item = check_server_processes(None)
+        assert (item.verdict, item.observed) == (PASS, "none left running")
+        run = tmp_path / "runs" / "l" / "run-1"
+        item = check_server_processes(None, [(run, "pid 42 (01_a_c1, launched, port 8080)")])
+        assert item.verdict == FAIL
+        assert item.observed == "left running: pid 42 (01_a_c1, launched, port 8080) of run-1"
+        assert item.fix.startswith(f"mtpsweep cleanup {run} ")
 
 
 class TestInactiveProcesses:
@@ -191,6 +209,15 @@ class TestFloors:
         assert check_disk(tmp_path / "run", 0.0).verdict == PASS
         assert check_disk(tmp_path / "run", 10**9).verdict == FAIL
 
+    def test_disk_without_room_for_the_run_fails(self, tmp_path: Path) -> None:
+        free = psutil.disk_usage(str(tmp_path)).free
+        fits = check_disk(tmp_path / "run", None, need_bytes=1_000_000)
+        assert fits.verdict == PASS and fits.expected == "no floor; room for the run (~1.0 MB)"
+        item = check_disk(tmp_path / "run", 0.0, need_bytes=free * 2)
+        assert item.verdict == FAIL
+        assert item.expected.startswith(">= 0 GB; room for the run (~")
+        assert "--run-dir" in item.fix and str(tmp_path) in item.fix
+
 
 class TestGpu:
     def test_machine_without_driver_skips(self) -> None:
@@ -237,3 +264,14 @@ class TestGpu:
     def test_init_failure_skips(self) -> None:
         item = check_gpu(FakeNvml([], init_error=True))
         assert (item.verdict, item.observed) == (SKIP, "skipped: no NVIDIA driver")
+
+
+class TestHostIdle:
+    def test_recorded_without_a_floor(self) -> None:
+        item = check_host_idle(None, interval_s=0.2)
+        assert item.verdict == PASS and "% busy over 0.2 s; load average" in item.observed
+
+    def test_a_floor_below_what_is_seen_fails_with_the_fix(self) -> None:
+        item = check_host_idle(-1.0, interval_s=0.2)
+        assert item.verdict == FAIL and "host_idle_pct" in item.fix
+        assert check_host_idle(100.0, interval_s=0.2).verdict == PASS

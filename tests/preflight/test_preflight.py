@@ -43,7 +43,11 @@ class TestRunPreflight:
     def test_everything_passes_in_table_order(self, inputs: PreflightInputs, cache: Path) -> None:
         items = run_preflight(inputs, digest_cache=cache)
         assert [item.name for item in items] == item_names(inputs)
-        assert [item.name for item in items][7:9] == ["model:main.gguf", "model:draft.gguf"]
+        assert [item.name for item in items][8:11] == [
+            "model:main.gguf",
+            "model:draft.gguf",
+            "chat_template",
+        ]
         assert {item.name: item.verdict for item in items if item.verdict != PASS} == {}
         assert failures(items) == []
 

@@ -34,3 +34,28 @@ def test_render_holds_question_invocation_plan_and_is_hashed() -> None:
     assert "[treatment]" in text  # the curtailment sentence, verbatim with its placeholder
     assert preregistration.digest(text) == preregistration.digest(text)
     assert preregistration.digest(text) != preregistration.digest(text + " ")
+
+
+SEED_SENTENCE = (
+    "This run was curtailed: [treatment] holds only its cycle-1 position, so its contrast is not "
+    "counterbalanced and monotone evening drift loads onto it in an unknown direction; that cell "
+    "is reported as order-confounded and no conclusion rests on it."
+)
+
+
+def test_the_lowerarm_ladders_carry_the_users_preregistration_verbatim() -> None:
+    for name in ("lowerarm", "lowerarm-cpu"):
+        lad = load_ladder(LADDERS / f"{name}.toml")
+        plan = run_plan(lad.treatment_keys, lad.cycles)
+        reg = preregistration.effective(lad, plan)
+        assert reg.drop_order == ("gate_0.25:c2", "gate_0.10:c2")
+        assert reg.never_drop == "none:c2"
+        assert reg.curtailment_sentence == SEED_SENTENCE
+        assert reg.primary_contrasts == ("gate_0.10 vs none", "gate_0.25 vs none")
+        assert reg.secondary_contrasts == ("gate_0.25 vs gate_0.10",)
+        assert lad.preflight.self_test is True  # "mtpsweep suite: N tests / OK"
+        text = preregistration.render(lad, plan, plan, ["pytest"], "R1", "T0")
+        assert f'"{SEED_SENTENCE}"' in text
+        assert "Secondary contrasts (exploratory): gate_0.25 vs gate_0.10." in text
+        assert "Drop order: gate_0.25:c2, gate_0.10:c2." in text
+    assert "it does not locate a knee" in load_ladder(LADDERS / "lowerarm.toml").question

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mtpsweep.analysis.io import load_run
 from pytest_mtpsweep.errors import RunDirError
 from pytest_mtpsweep.protocol.rundir import RunDir, read_records
 from pytest_mtpsweep.schema import RUN_SUBDIRS, new_run_id
@@ -43,6 +44,32 @@ class TestRunDir:
             [{"ordinal": 1, "length_prompts": ["p1", "p2"], "load_s": 1.23456}]
         )
         assert p.read_text().splitlines() == ["ordinal,length_prompts,load_s", "1,p1 p2,1.235"]
+
+
+class TestQuarantine:
+    def test_moves_every_member_and_keeps_the_reason(self, tmp_path: Path) -> None:
+        rd = RunDir.create(tmp_path / "r")
+        rd.record_writer("01_a_c1").append({"i": 1})
+        rd.write_json("sessions/01_a_c1.json", {"x": 1})
+        q = rd.quarantine("01_a_c1", "why")
+        assert sorted(p.name for p in q.iterdir()) == [
+            "reason.txt",
+            "records.jsonl",
+            "session.json",
+        ]
+        assert not any((rd.path / "records").iterdir())
+
+    def test_when_quarantine_cannot_be_made_the_records_are_set_aside_in_place(
+        self, tmp_path: Path
+    ) -> None:
+        rd = RunDir.create(tmp_path / "r")
+        rd.record_writer("01_a_c1").append({"i": 1})
+        (rd.path / "quarantine").rmdir()
+        (rd.path / "quarantine").write_text("")  # a full disk refuses the new directory alike
+        with pytest.raises(RunDirError, match="cannot write"):
+            rd.quarantine("01_a_c1", "why")
+        assert [p.name for p in (rd.path / "records").iterdir()] == ["01_a_c1.jsonl.quarantined"]
+        assert load_run(rd.path).record_files == ()  # the analysis does not read it
 
 
 class TestRecords:

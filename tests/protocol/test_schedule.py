@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import OptionError
-from pytest_mtpsweep.ladder import run_plan, session_label
+from pytest_mtpsweep.errors import Curtailed, OptionError
+from pytest_mtpsweep.ladder import SessionSlot, load_ladder, run_plan, session_label
 from pytest_mtpsweep.options import parse_deadline, parse_duration
-from pytest_mtpsweep.protocol.schedule import (
-    estimate_s,
-    plan_drops,
-)
+from pytest_mtpsweep.protocol.schedule import Schedule, estimate_s, plan_drops
 
 
 class TestParsing:
@@ -77,3 +76,65 @@ def test_drops_follow_the_registered_order_and_spare_the_never_drop(
 def test_nothing_dropped_when_it_fits() -> None:
     remaining = [(s, 10.0) for s in slots]
     assert plan_drops(remaining, 60.0, tuple(labels[:-1]), labels[-1]) == []
+
+
+LOWERARM = Path(__file__).resolve().parents[2] / "experiments" / "ladders" / "lowerarm-cpu.toml"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def schedule(deadline_in: float) -> tuple[Schedule, list[SessionSlot], Clock, list[dict[str, Any]]]:
+    """lowerarm-cpu's plan (none, gate_0.10, gate_0.25, then reversed), 16 measurements each."""
+    ladder = load_ladder(LOWERARM)
+    plan = run_plan(ladder.treatment_keys, ladder.cycles)
+    clock = Clock()
+    sch = Schedule.for_run(ladder, plan, {s.name: 16 for s in plan}, clock() + deadline_in, set())
+    sch.clock, sch.deadline_label = clock, "04:00"
+    docs: list[dict[str, Any]] = []
+    return sch, plan, clock, docs
+
+
+def run_session(sch: Schedule, slot: SessionSlot, clock: Clock, seconds: float) -> None:
+    clock.now += seconds
+    sch.ran.append(slot.name)
+    sch.record(seconds, 16)
+
+
+class TestDeadline:
+    def test_the_drop_order_plans_away_while_the_deadline_is_ahead(self) -> None:
+        sch, plan, clock, docs = schedule(deadline_in=3 * 100 + 250)
+        for slot in plan[:3]:
+            sch.check(slot, docs.append)
+            run_session(sch, slot, clock, 100.0)
+        # 250 s left, three sessions of ~100 s to go: the first in the drop order goes
+        with pytest.raises(Curtailed, match=r"dropped gate_0\.25:c2 .pre-registered drop order"):
+            sch.check(plan[3], docs.append)
+        assert [d["session"] for d in docs[-1]["dropped"]] == ["04_gate_0.25_c2"]
+        assert "deadline_stop" not in docs[-1]
+        sch.check(plan[4], docs.append)  # gate_0.10:c2 fits now
+        run_session(sch, plan[4], clock, 100.0)
+        sch.check(plan[5], docs.append)  # none:c2 is never dropped, and the deadline is ahead
+        assert sch.stopped_by_deadline is None
+
+    def test_the_deadline_stops_the_run_after_the_current_session_always(self) -> None:
+        sch, plan, clock, docs = schedule(deadline_in=150)
+        sch.check(plan[0], docs.append)
+        run_session(sch, plan[0], clock, 100.0)
+        sch.check(plan[1], docs.append)  # 50 s left: both c2 gates are planned away now
+        assert sorted(sch.dropped) == ["04_gate_0.25_c2", "05_gate_0.10_c2"]
+        run_session(sch, plan[1], clock, 100.0)  # the deadline passes during session 2
+        for slot in (plan[2], plan[5]):
+            with pytest.raises(Curtailed, match=r"deadline \(04:00\) had passed.*after 02_gate"):
+                sch.check(slot, docs.append)
+        stop = docs[-1]["deadline_stop"]
+        # the never-drop session too: the deadline is a hard cap
+        assert stop == {"deadline": "04:00", "after": plan[1].name,
+                        "not_run": [plan[2].name, plan[5].name]}  # fmt: skip
+        assert [d["session"] for d in docs[-1]["dropped"]] == [s.name for s in plan[2:]]
+        assert docs[-1]["affected_treatments"] == ["gate_0.10", "gate_0.25", "none"]

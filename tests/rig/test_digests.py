@@ -89,6 +89,7 @@ class TestDigestCache:
         assert json.loads(cache.read_text())["format"] == 1
 
     def test_default_location_follows_xdg(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("MTPSWEEP_CACHE", raising=False)
         monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
         assert default_digest_cache() == Path("/somewhere/cache/pytest-mtpsweep/digests.json")
         monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.errors import ProvisionError
-from pytest_mtpsweep.rig import provision
+from pytest_mtpsweep.rig import models, provision
 
 
 def executable(path: Path) -> Path:
@@ -51,7 +51,7 @@ def test_the_verified_marker_is_trusted_only_while_size_and_mtime_hold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MTPSWEEP_CACHE", str(tmp_path))
-    target = tmp_path / "models" / provision.DEFAULT_MODEL_FILE
+    target = tmp_path / "models" / models.DEFAULT.file
     target.parent.mkdir()
     target.write_bytes(b"GGUF weights")
     st = target.stat()

@@ -7,6 +7,7 @@ the STUB server (tests/stub_llama_server.py), since a real one cannot be made to
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import socket
 import sys
 from pathlib import Path
@@ -107,3 +108,24 @@ def test_stop_all_stops_what_is_left(tmp_path: Path) -> None:
     assert proc in server._live
     server.stop_all()
     assert not proc.alive() and server._live == set()
+
+
+def test_a_loading_server_is_reported_about_once_a_second(tmp_path: Path) -> None:
+    # The STUB answers 503 for 2.5 s, as a real server does while it loads a large model.
+    s = spec(tmp_path, STUB, "--fault", "slow-start=2.5")
+    waited: list[float] = []
+    proc = server.start(s, waited.append)
+    try:
+        assert 2 <= len(waited) <= 3, waited
+        assert waited == sorted(waited) and waited[0] >= server.WAIT_TICK_S
+        assert all(b - a >= server.WAIT_TICK_S for a, b in itertools.pairwise(waited))
+        assert waited[-1] <= proc.load_s
+    finally:
+        server.stop(proc)
+
+
+def test_last_log_line_reads_the_end(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    assert server.last_log_line(log) == ""  # no log yet
+    log.write_text("x" * 10_000 + "\nload_tensors: loading model\n\n  main: model loaded  \n\n")
+    assert server.last_log_line(log) == "main: model loaded"

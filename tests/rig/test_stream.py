@@ -65,7 +65,8 @@ def reduce(lines: list[str], stamps: list[int], **kw: Any) -> Measurement:
     args: dict[str, Any] = {"t_send": 0, "t_end": 80 * MS, "status": 200, "error": None}
     args.update(kw)
     alias = args.pop("expected_alias", ALIAS)
-    return reduce_stream(RawStream(lines, stamps, **args), expected_alias=alias)
+    stall_s = args.pop("stall_s", None)
+    return reduce_stream(RawStream(lines, stamps, **args), expected_alias=alias, stall_s=stall_s)
 
 
 class TestRates:
@@ -125,6 +126,39 @@ class TestValidity:
         m = reduce(lines, stamps)
         assert not m.valid and m.unrecognised_delta_fields == ("secret_plan",)
         assert m.anomalies["unrecognised_delta_fields"] == 1
+
+    def test_a_stream_cut_short_does_not_blame_include_usage(self) -> None:
+        lines, stamps = normal()
+        m = reduce(lines[:8], stamps[:8])  # a server gone after four tokens, no error seen
+        assert not m.valid
+        assert m.reason == (
+            "the stream ended early (no finish_reason, no [DONE]): the server stopped answering "
+            "or died mid-answer"
+        )
+
+
+class TestStall:
+    def test_the_longest_silence_from_the_first_token_is_recorded(self) -> None:
+        m = reduce(*normal(), stall_s=10.0)
+        assert m.valid and m.max_gap_s == pytest.approx(0.010)  # content every 10 ms
+
+    def test_a_silence_beyond_the_threshold_makes_it_invalid(self) -> None:
+        lines, stamps = normal()
+        late = 25_000 * MS  # the server fell silent for 25 s after the third token
+        stamps = stamps[:6] + [t + late for t in stamps[6:]]
+        m = reduce(lines, stamps, t_end=80 * MS + late, stall_s=10.0)
+        assert m.max_gap_s == pytest.approx(25.010)
+        assert not m.valid and m.reason == (
+            "stalled: 25.0 s without an event mid-answer (stall threshold 10 s)"
+        )
+        # its rate alone would have passed for a plausible, slow measurement
+        assert m.decode_rate_tps_primary == pytest.approx(4 / 25.040)
+
+    def test_waiting_for_the_first_token_is_not_a_stall(self) -> None:
+        lines, stamps = normal()
+        slow = [t + 30_000 * MS for t in stamps]  # 30 s of prompt processing first
+        m = reduce(lines, slow, t_end=80 * MS + 30_000 * MS, stall_s=10.0)
+        assert m.valid and m.ttft_s == pytest.approx(30.020)
 
 
 class TestAnomalies:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...errors import AnalysisError, ExpectationError, OptionError
 from ...ladder import Ladder
 from ...options import AnalysisRequest
-from .. import EndAnalysis
+from .. import EndAnalysis, GateVerdict
+from .ladder import parse_contrast
+
+if TYPE_CHECKING:
+    from ...analysis import AnalysisResult
 
 
 def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
@@ -34,22 +40,108 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
             )
 
 
-def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-    """Analyse what the run directory holds now; gates judged on the published decisions."""
-    from ...analysis import analyse_run, evaluate_expectations, headline_table
+def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:
+    """Analyse what the run directory holds now; gates judged on the published decisions.
+
+    Beside the pre-registered analysis, as the users kept them: each registered secondary
+    contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
+    analysis_interval_basis/ (the tie-break's other endpoint, published whole).
+    """
+    from ...analysis import analyse_run, headline_table
 
     if not any((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
+        held = sorted(p.name for p in (run_dir / schema.QUARANTINE_DIR).glob("*") if p.is_dir())
+        if held:
+            return EndAnalysis(
+                error=f"every session with records was quarantined ({', '.join(held)}), so "
+                "there is nothing to analyse"
+            )
         return EndAnalysis(error="no records were written, so there is nothing to analyse")
     try:
         result = analyse_run(
             [run_dir], baseline=request.baseline, boot=request.boot, seed=request.seed
         )
-        failures = tuple(evaluate_expectations(result, list(request.expect)))
-    except (AnalysisError, ExpectationError) as exc:
+    except AnalysisError as exc:
         return EndAnalysis(error=str(exc))
+    gates = tuple(judge(result, e) for e in request.expect)
     out = Path(result.out_dir) if result.out_dir else None
+    also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
     return EndAnalysis(
-        table=headline_table(result),
+        table="\n".join([headline_table(result), *also]),
         report=out / "report.md" if out else None,
-        gate_failures=failures,
+        gate_failures=tuple(g.detail for g in gates if not g.met),
+        headline=headline(result),
+        gates=gates,
     )
+
+
+def beside_the_primary(
+    run_dir: Path, request: AnalysisRequest, ladder: Ladder, baseline: str
+) -> list[str]:
+    """Run the registered secondary contrasts and the interval-basis analysis; one line each."""
+    from ...analysis import analyse_run
+
+    keys = ladder.treatment_keys
+    secondary: dict[str, list[str]] = {}
+    for text in ladder.prereg.secondary_contrasts:
+        _, base = parse_contrast(text, keys, ladder.path)
+        if base != baseline:
+            secondary.setdefault(base, []).append(text)
+    jobs: list[tuple[str, dict[str, Any]]] = [
+        (f"secondary ({'; '.join(texts)})", {"baseline": base}) for base, texts in secondary.items()
+    ]
+    if ladder.analysis.primary_endpoint != "interval":
+        jobs.append(("interval basis", {"baseline": baseline, "endpoint": "interval"}))
+    lines = []
+    for what, kwargs in jobs:
+        try:
+            done = analyse_run([run_dir], boot=request.boot, seed=request.seed, **kwargs)
+            lines.append(f"{what}: {done.out_dir}")
+        except AnalysisError as exc:
+            lines.append(f"{what}: not analysed ({exc})")
+    return lines
+
+
+def judge(result: AnalysisResult, expectation: str) -> GateVerdict:
+    """One gate on the published decisions: met, or the line saying why not."""
+    from ...analysis import evaluate_expectations
+
+    try:
+        failures = evaluate_expectations(result, [expectation])
+    except ExpectationError as exc:
+        return GateVerdict(expectation, False, f"{expectation} not met: {exc}")
+    if failures:
+        return GateVerdict(expectation, False, failures[0])
+    treatment, subset, _ = expectation.strip().rsplit(":", 2)
+    row = _published(result).get((treatment.strip(), subset.strip()), "")
+    return GateVerdict(expectation, True, f"{expectation} met: {row}".rstrip(": "))
+
+
+def _published(result: AnalysisResult) -> dict[tuple[str, str], str]:
+    """Each published contrast as one line: `+86.1 % [95% CI +54.0, +111.2] faster (...)`."""
+    out: dict[tuple[str, str], str] = {}
+    for r in result.published.to_dict(orient="records"):
+        change = "n/a" if pd_isna(r["pct_change"]) else f"{r['pct_change']:+.1f} %"
+        ci = (
+            ""
+            if pd_isna(r["ci_low"]) or pd_isna(r["ci_high"])
+            else f" [95% CI {r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+        )
+        out[(str(r["treatment"]), str(r["subset"]))] = (
+            f"{change}{ci} {r['decision']} ({r['endpoint']} endpoint, "
+            f"{int(r['n_prompts'])} prompts, {int(r['n_pairs'])} pairs)"
+        )
+    return out
+
+
+def headline(result: AnalysisResult) -> dict[str, str]:
+    """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`."""
+    baseline = result.settings.baseline
+    return {
+        f"mtpsweep.{treatment}:{subset}": f"vs {baseline}: {line}"
+        for (treatment, subset), line in _published(result).items()
+    }
+
+
+def pd_isna(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

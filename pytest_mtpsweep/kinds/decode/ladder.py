@@ -11,13 +11,32 @@ from ...ladder.load import parse_treatments
 from ...ladder.model import SUBSETS, Ladder, Treatment
 from .. import KindSpec
 
-FIELDS: Spec = {"prompt_set": (str, False), "subset": (str, False)}
+FIELDS: Spec = {
+    "prompt_set": (str, False),
+    "subset": (str, False),
+    "repeats": (int, False),  # runs of each prompt per session, averaged before pairing
+    "cache_prompt": (bool, False),  # llama-server's prompt cache (keyed; off by default)
+    "degenerate": (str, False),  # flag (recorded) or stop (a stop rule)
+}
+DEGENERATE_RULES = ("flag", "stop")
 
 
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
     if "treatments" not in raw:
         raise LadderError(f"{path}: missing required field 'treatments'; add [[treatments]].")
     return parse_treatments(raw["treatments"], "treatments", path)
+
+
+def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
+    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
+    parts = [p.strip() for p in text.split(" vs ")]
+    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
+        raise LadderError(
+            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
+            f"with two different treatments of {', '.join(keys)}; write e.g. "
+            f"'{keys[-1]} vs {keys[0]}'."
+        )
+    return parts[0], parts[1]
 
 
 def validate(ladder: Ladder, where: Path | str) -> None:
@@ -32,6 +51,16 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
             f"({', '.join(keys)}); name one of them."
         )
+    rule = ladder.kind_fields.get("degenerate", "flag")
+    if rule not in DEGENERATE_RULES:
+        raise LadderError(
+            f"{where}: field 'degenerate' is {rule!r}; use flag (record it) or stop (a stop rule)."
+        )
+    for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
+        parse_contrast(text, keys, where)
+    repeats = ladder.kind_fields.get("repeats", 1)
+    if repeats < 1:
+        raise LadderError(f"{where}: field 'repeats' is {repeats}; use 1 or more.")
     subset = ladder.kind_fields.get("subset", "both")
     if subset not in SUBSETS:
         raise LadderError(

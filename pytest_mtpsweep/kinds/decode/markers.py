@@ -18,4 +18,6 @@ def stop_marker(case: DecodeCase, m: Measurement, ladder: Ladder) -> str | None:
         return f"** UNRECOGNISED-DELTA-FIELDS={','.join(m.unrecognised_delta_fields)} at {where}"
     if m.reasoning_chars and not ladder.reasoning_expected:
         return f"** HIDDEN-REASONING={m.reasoning_chars} chars at {where}"
+    if m.degenerate and ladder.kind_fields.get("degenerate") == "stop":
+        return f"** DEGENERATE-TEXT at {where}: {m.degenerate}"
     return None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,10 @@ from ...errors import PromptError
 from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
 from ...options import AnalysisRequest, RunRequest
 from ...preflight import PreflightItem, check_prompt_set
+from ...protocol.rundir import read_records
 from .. import EndAnalysis, Outcome
+from . import tallies
+from .degeneracy import degenerate
 from .markers import stop_marker
 
 if TYPE_CHECKING:
@@ -32,9 +36,12 @@ class DecodeCase:
     position: int
     repeat: int = 1
 
+    repeats: int = 1  # how many times each prompt runs in the session
+
     @property
     def id(self) -> str:
-        return f"{self.slot.id}-{self.prompt.id}"
+        tail = f"-r{self.repeat}" if self.repeats > 1 else ""
+        return f"{self.slot.id}-{self.prompt.id}{tail}"
 
 
 def session_order(prompts: tuple[Prompt, ...], cycle: int, seed: int) -> list[Prompt]:
@@ -64,16 +71,25 @@ class DecodeRun:
         self.prompts = prompts
         self.prompts_dir = prompts_dir
         self.digest = prompt_digest(prompts)
+        self.repeats = int(ladder.kind_fields.get("repeats", 1))
+        self.cache_prompt = bool(ladder.kind_fields.get("cache_prompt", False))
 
     def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
+        """Each session runs its cycle's order once per repeat (whole passes, so a repeat
+        meets the same drift as its first run); the analysis averages repeats before pairing."""
         out: list[DecodeCase] = []
+        n = len(self.prompts)
         for slot in plan:
             order = session_order(self.prompts, slot.cycle, self.ladder.seed)
-            out += [DecodeCase(slot, p, i) for i, p in enumerate(order)]
+            out += [
+                DecodeCase(slot, p, (r - 1) * n + i, r, self.repeats)
+                for r in range(1, self.repeats + 1)
+                for i, p in enumerate(order)
+            ]
         return out
 
     def keyed(self) -> dict[str, Any]:
-        return {"prompt_set_digest": self.digest}
+        return {"prompt_set_digest": self.digest, "cache_prompt": self.cache_prompt}
 
     def plan_fields(self) -> dict[str, Any]:
         orders = {
@@ -83,6 +99,8 @@ class DecodeRun:
         return {
             "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
             "prompt_order": orders,
+            "repeats": self.repeats,
+            "cache_prompt": self.cache_prompt,
         }
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
@@ -106,7 +124,11 @@ class DecodeRun:
 
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
-        m = rig.stream_chat(live.http, live.base_url, case.prompt.text, live.request_spec())
+        spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
+        m = rig.stream_chat(live.http, live.base_url, case.prompt.text, spec)
+        # Judged after the stream has ended, so it never lands inside a timed interval.
+        if m.valid:
+            m = replace(m, degenerate=degenerate(case.prompt.text, m.content))
         return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder))
 
     def unmeasured(self, live: LiveSession, case: DecodeCase, reason: str) -> Outcome:
@@ -140,10 +162,51 @@ class DecodeRun:
         )
         if m.finish_reason == "length":
             live.extra.setdefault("length_prompts", []).append(case.prompt.id)
-        return Outcome(m, marker)
+        if m.degenerate:
+            live.extra.setdefault("degenerate_prompts", []).append(case.prompt.id)
+        if m.valid and m.decode_rate_tps_primary is not None:
+            live.extra.setdefault("rates", []).append(m.decode_rate_tps_primary)
+        return Outcome(m, marker, usable=m.valid and m.decode_rate_tps_primary is not None)
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
-        return {"length_prompts": list(live.extra.get("length_prompts", []))}
+        """Finish reasons, draft acceptance, degenerate answers and the shakedown, from the
+        session's records."""
+        records = read_records(live.writer.path)[0] if live.writer.path.exists() else []
+        shake = tallies.shakedown(records)
+        return {
+            "length_prompts": list(dict.fromkeys(live.extra.get("length_prompts", []))),
+            "degenerate_prompts": list(dict.fromkeys(live.extra.get("degenerate_prompts", []))),
+            "finish_reasons": tallies.finish_reasons(records),
+            **tallies.draft_totals(records),
+            "shakedown": {
+                **shake,
+                "summary": tallies.describe_shakedown(live.slot.name, shake),
+            },
+        }
+
+    def session_note(self, live: LiveSession) -> str:
+        """A closing session's median decode rate (primary endpoint, valid measurements)."""
+        rates = live.extra.get("rates") or []
+        return f"median {statistics.median(rates):.1f} tok/s" if rates else ""
+
+    def properties(self, case: DecodeCase, result: schema.Measurement) -> dict[str, Any]:
+        """A measurement's JUnit properties, named as its record's fields."""
+        m = result
+        out: dict[str, Any] = {
+            "prompt_id": case.prompt.id,
+            "subset": case.prompt.subset,
+            "position": case.position,
+            "valid": m.valid,
+            "reason": m.reason,
+            "decode_rate_tps_primary": m.decode_rate_tps_primary,
+            "decode_rate_tps_interval": m.decode_rate_tps_interval,
+            "interval_basis": m.interval_basis,
+            "ttft_s": m.ttft_s,
+            "completion_tokens": m.completion_tokens,
+            "finish_reason": m.finish_reason,
+            "degenerate": m.degenerate,
+        }
+        return {k: v for k, v in out.items() if v is not None}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
@@ -154,7 +217,7 @@ class DecodeRun:
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         from .analysis import analyse_at_end
 
-        return analyse_at_end(run_dir, request)
+        return analyse_at_end(run_dir, request, self.ladder)
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         return []  # a decode run's end files are the protocol's and the analysis'

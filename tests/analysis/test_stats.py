@@ -12,9 +12,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_mtpsweep.analysis.model import AnalysisResult
+from pytest_mtpsweep.analysis.model import MIN_PROMPTS_FOR_DECISION, AnalysisResult
 from pytest_mtpsweep.analysis.pipeline import analyse
-from pytest_mtpsweep.analysis.stats import index_matrix, sign_flip_pvalue, t_interval
+from pytest_mtpsweep.analysis.stats import (
+    fixed_effects_slope,
+    index_matrix,
+    prompt_spread,
+    published_interval,
+    row_quantiles,
+    session_spread,
+    sign_flip_pvalue,
+)
 from tests.strategies import (
     Design,
     RateFn,
@@ -30,14 +38,14 @@ from tests.strategies import (
 
 FAST = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NUMERIC = ["pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high", "arith_pct_change",
-           "t_ci_low", "t_ci_high", "perm_p", "se_pct", "mde_pct"]  # fmt: skip
+           "boot_ci_low", "boot_ci_high", "perm_p", "se_pct", "df", "mde_pct"]  # fmt: skip
 
 
 def run(
     design: Design,
     rate: RateFn,
     *,
-    boot: int = 200,
+    boot: int = 1000,
     seed: int = 42,
     interval: RateFn | None = None,
 ) -> AnalysisResult:
@@ -50,7 +58,7 @@ def from_cells(cells: dict[tuple[str, int, str], float], scale: float = 1.0) -> 
 
 class TestEffectRecovery:
     @FAST
-    @given(data=st.data(), design=designs())
+    @given(data=st.data(), design=designs(max_prompts=7))
     def test_a_multiplicative_effect_on_every_pair_is_recovered_exactly(
         self, data: st.DataObject, design: Design
     ) -> None:
@@ -63,10 +71,13 @@ class TestEffectRecovery:
         for _, row in result.contrasts.iterrows():
             expected = 100.0 * (factor[row["treatment"]] - 1.0)
             for column in ("pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high",
-                           "arith_pct_change", "t_ci_low", "t_ci_high"):  # fmt: skip
+                           "arith_pct_change", "boot_ci_low", "boot_ci_high"):  # fmt: skip
                 assert row[column] == pytest.approx(expected, rel=1e-9, abs=1e-9), column
-            assert row["boot_kept"] == 200
-            if abs(expected) < 1.0 - 1e-6:
+            assert row["boot_kept"] == 1000
+            sizes = [len(p) for s, p in design.prompts.items() if row["subset"] in (s, "pooled")]
+            if min(sizes) < MIN_PROMPTS_FOR_DECISION:
+                assert row["decision"] == "insufficient"
+            elif abs(expected) < 1.0 - 1e-6:
                 assert row["decision"] == "equivalent"
             elif abs(expected) > 1.0 + 1e-6:
                 assert row["decision"] == ("faster" if expected > 0 else "slower")
@@ -119,7 +130,7 @@ class TestPooledAndIntervals:
         for _, r in result.contrasts.iterrows():
             tol = 1e-9 * max(1.0, abs(r["pct_change"]))
             assert r["ci_low"] - tol <= r["pct_change"] <= r["ci_high"] + tol
-            assert r["t_ci_low"] - tol <= r["pct_change"] <= r["t_ci_high"] + tol
+            assert r["boot_ci_low"] - tol <= r["pct_change"] <= r["boot_ci_high"] + tol
             assert r["ci_low"] - tol <= r["ci90_low"] <= r["ci90_high"] <= r["ci_high"] + tol
 
     def test_same_seed_identical_numbers_and_another_seed_other_intervals(self) -> None:
@@ -133,7 +144,8 @@ class TestPooledAndIntervals:
         pd.testing.assert_frame_equal(first.contrasts, again.contrasts, check_exact=True)
         other = run(design, rate, seed=7).contrasts
         assert (first.contrasts["pct_change"] == other["pct_change"]).all()
-        for column in ("ci_low", "ci_high", "ci90_low", "ci90_high"):
+        assert (first.contrasts["se_pct"] == other["se_pct"]).all()
+        for column in ("boot_ci_low", "boot_ci_high"):
             assert not np.allclose(first.contrasts[column], other[column]), column
 
     def test_one_index_matrix_serves_every_treatment(self) -> None:
@@ -151,7 +163,8 @@ class TestPooledAndIntervals:
         c = run(design, rate).contrasts.set_index(["endpoint", "subset", "treatment"])
         for endpoint, subset in itertools.product(("primary", "interval"), ("prose", "pooled")):
             a, b = c.loc[(endpoint, subset, "a")], c.loc[(endpoint, subset, "b")]
-            assert (a["ci_low"], a["ci_high"]) == (b["ci_low"], b["ci_high"])
+            for column in ("ci_low", "ci_high", "boot_ci_low", "boot_ci_high"):
+                assert a[column] == b[column], column
 
     def test_resamples_that_draw_no_pair_are_dropped_and_counted(self) -> None:
         design = Design(prompts={"prose": ("p0", "p1", "p2", "p3")}, cycles=2)
@@ -159,12 +172,12 @@ class TestPooledAndIntervals:
             r for r in make_records(design, noisy(design, {"ngram": 1.1}))
             if r["treatment"] == "none" or r["prompt_id"] == "p2"
         ]  # fmt: skip
-        result = analyse([run_data(design, records)], boot=300, seed=5)
+        result = analyse([run_data(design, records)], boot=1000, seed=5)
         row = result.contrasts.query("endpoint == 'primary'").iloc[0]
-        idx = index_matrix(4, 300, 5, "prose")
-        assert row["boot_requested"] == 300
+        idx = index_matrix(4, 1000, 5, "prose")
+        assert row["boot_requested"] == 1000
         assert row["boot_kept"] == int((idx == 2).any(axis=1).sum())
-        assert row["boot_kept"] < 300
+        assert row["boot_kept"] < 1000
 
 
 class TestDrift:
@@ -241,17 +254,23 @@ class TestSignFlip:
 
 
 class TestSmallHelpers:
-    def test_t_interval_matches_scipy_for_one_group(self) -> None:
+    def test_without_a_bootstrap_quantile_the_interval_is_scipys_t_interval(self) -> None:
         x = np.array([0.1, -0.05, 0.2, 0.07])
-        lo, hi = t_interval([x], 0.95)
+        lo, hi = published_interval(float(x.mean()), prompt_spread([x]), math.nan, 0.95)
         ref = sps.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=sps.sem(x))
         assert (lo, hi) == pytest.approx(ref)
+        # A larger bootstrap-t quantile widens it; a smaller one never narrows it.
+        wide = published_interval(float(x.mean()), prompt_spread([x]), 10.0, 0.95)
+        assert wide[0] < lo and wide[1] > hi
+        assert published_interval(float(x.mean()), prompt_spread([x]), 0.1, 0.95) == (lo, hi)
 
-    def test_t_interval_for_two_groups_is_centred_on_the_mean_of_means(self) -> None:
+    def test_two_groups_use_welch_satterthwaite(self) -> None:
         a, b = np.array([0.1, 0.2, 0.3]), np.array([-0.2, 0.0, 0.1, 0.3])
-        lo, hi = t_interval([a, b], 0.95)
-        assert (lo + hi) / 2 == pytest.approx((a.mean() + b.mean()) / 2)
-        assert all(math.isnan(x) for x in t_interval([a[:1], b], 0.95))
+        spread = prompt_spread([a, b])
+        va, vb = a.var(ddof=1) / 3 / 4, b.var(ddof=1) / 4 / 4
+        assert spread.se == pytest.approx(math.sqrt(va + vb))
+        assert spread.df == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 3))
+        assert math.isnan(prompt_spread([a[:1], b]).se)
 
     def test_index_matrix_is_fixed_by_seed_and_subset(self) -> None:
         m = index_matrix(5, 50, 42, "prose")
@@ -259,3 +278,57 @@ class TestSmallHelpers:
         assert np.array_equal(m, index_matrix(5, 50, 42, "prose"))
         assert not np.array_equal(m, index_matrix(5, 50, 43, "prose"))
         assert not np.array_equal(m, index_matrix(5, 50, 42, "structured"))
+
+
+class TestSessionAndTrendHelpers:
+    def test_row_quantiles_match_numpy_on_rows_with_gaps(self) -> None:
+        rng = np.random.default_rng(1)
+        values = rng.normal(size=(5, 40))
+        values[1, ::3] = np.nan
+        values[4, :] = np.nan
+        got = row_quantiles(values, (0.025, 0.5, 0.95))
+        for r in range(4):
+            kept = values[r][np.isfinite(values[r])]
+            assert got[r] == pytest.approx(np.quantile(kept, [0.025, 0.5, 0.95]), rel=1e-12)
+        assert np.isnan(got[4]).all()
+
+    def test_session_variance_is_the_two_way_anova_identity_on_a_complete_matrix(self) -> None:
+        rng = np.random.default_rng(2)
+        n, k = 6, 4
+        y = (
+            rng.normal(size=(n, 1)) * 0.1
+            + rng.normal(size=(1, k)) * 0.2
+            + rng.normal(size=(n, k)) * 0.05
+        )
+        spread = session_spread([y.mean(axis=1)], [y])
+        grand, rows, cols = y.mean(), y.mean(axis=1), y.mean(axis=0)
+        ms_p = k * ((rows - grand) ** 2).sum() / (n - 1)
+        ms_c = n * ((cols - grand) ** 2).sum() / (k - 1)
+        resid = y - rows[:, None] - cols[None, :] + grand
+        ms_e = (resid**2).sum() / ((n - 1) * (k - 1))
+        assert ms_c > ms_e  # the cycle level is there, so nothing is truncated
+        assert spread.method == "boot-t+session"
+        assert spread.se**2 == pytest.approx((ms_p + ms_c - ms_e) / (n * k))
+        parts = [(ms_p / (n * k)) ** 2 / (n - 1), (ms_c / (n * k)) ** 2 / (k - 1),
+                 (ms_e / (n * k)) ** 2 / ((n - 1) * (k - 1))]  # fmt: skip
+        assert spread.df == pytest.approx(spread.se**4 / sum(parts))
+
+    def test_without_a_cycle_level_the_session_term_is_truncated_to_the_t_interval(self) -> None:
+        y = np.array([[0.1, 0.1, 0.1, 0.1], [0.3, 0.3, 0.3, 0.3], [0.2, 0.2, 0.2, 0.2]])
+        y = y + np.array([[0.01, -0.01, 0.01, -0.01], [-0.01, 0.01, -0.01, 0.01], [0, 0, 0, 0]])
+        spread, plain = session_spread([y.mean(axis=1)], [y]), prompt_spread([y.mean(axis=1)])
+        assert spread.method == "boot-t+session" and spread.session_var == 0.0
+        assert (spread.se, spread.df) == (plain.se, plain.df)
+
+    def test_fixed_effects_slope_recovers_a_trend_and_refuses_a_confounded_one(self) -> None:
+        prompts = np.repeat(np.arange(4), 3)
+        sessions = np.tile(np.arange(3), 4)
+        position = np.array([0, 3, 1, 1, 0, 2, 2, 1, 3, 3, 2, 0], dtype=np.float64)
+        rng = np.random.default_rng(3)
+        y = 0.5 * prompts + 0.2 * sessions + 0.01 * position + rng.normal(0, 1e-4, 12)
+        slope = fixed_effects_slope(y, position, [sessions, prompts])
+        assert slope.estimate == pytest.approx(0.01, abs=3e-4)
+        assert slope.df == 12 - (1 + 2 + 3) - 1
+        # Every session in the same order: position is the prompt, so no slope is identified.
+        same = prompts.astype(np.float64)
+        assert math.isnan(fixed_effects_slope(y, same, [sessions, prompts]).estimate)

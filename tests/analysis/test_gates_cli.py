@@ -20,8 +20,8 @@ from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 DESIGN = Design(
     treatments=("none", "ngram", "gate"),
-    prompts={"prose": ("prose_01", "prose_02", "prose_03", "prose_04"),
-             "structured": ("structured_01", "structured_02", "structured_03", "structured_04")},
+    prompts={"prose": tuple(f"prose_{i:02d}" for i in range(1, 7)),
+             "structured": tuple(f"structured_{i:02d}" for i in range(1, 7))},
 )  # fmt: skip
 
 
@@ -37,7 +37,7 @@ def make_run(tmp_path: Path, *, design: Design = DESIGN, **kwargs: Any) -> Path:
 
 @pytest.fixture
 def result(tmp_path: Path) -> Any:
-    return analyse_run([make_run(tmp_path)], boot=200)
+    return analyse_run([make_run(tmp_path)], boot=1000)
 
 
 class TestParse:
@@ -95,7 +95,7 @@ class TestEvaluate:
         plan = make_plan(DESIGN, selected=["none", "ngram"])
         recs = [r for r in make_records(DESIGN, noisy(DESIGN, {})) if r["treatment"] != "gate"]
         run = write_run(tmp_path, DESIGN, recs, plan=plan)
-        result = analyse_run([run], boot=200)
+        result = analyse_run([run], boot=1000)
         failures = evaluate_expectations(result, ["gate:prose:equivalent"])
         assert len(failures) == 1 and "no prose contrast for gate" in failures[0]
 
@@ -108,7 +108,7 @@ class TestEvaluate:
             lambda t, c, o, p, r: base(t, c, o, p, r) * (1.10 if t == "ngram" else 1.0),
             lambda t, c, o, p, r: base(t, c, o, p, r),
         )
-        result = analyse_run([write_run(tmp_path, design, recs)], boot=200)
+        result = analyse_run([write_run(tmp_path, design, recs)], boot=1000)
         rows = result.contrasts.query("treatment == 'ngram' and subset == 'prose'")
         assert set(rows["decision"]) == {"faster", "equivalent"}
         assert evaluate_expectations(result, ["ngram:prose:equivalent"]) == []
@@ -121,7 +121,7 @@ class TestCli:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         run = make_run(tmp_path)
-        code = run_cli(["analyse", str(run), "--boot", "200", "--boot-seed", "42"])
+        code = run_cli(["analyse", str(run), "--boot", "1000", "--boot-seed", "42"])
         out = capsys.readouterr().out
         assert code == 0
         assert "ngram" in out and "faster" in out and str(run / "analysis") in out
@@ -131,8 +131,8 @@ class TestCli:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         run = make_run(tmp_path)
-        assert run_cli(["analyse", str(run), "--boot", "200", "--out", str(tmp_path / "c")]) == 0
-        analyse_run([run], boot=200, seed=42, out=tmp_path / "d")
+        assert run_cli(["analyse", str(run), "--boot", "1000", "--out", str(tmp_path / "c")]) == 0
+        analyse_run([run], boot=1000, seed=42, out=tmp_path / "d")
         for name in ("contrasts.csv", "census.csv", "contrasts.json"):
             assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "d" / name).read_bytes()
 
@@ -140,9 +140,9 @@ class TestCli:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         run = str(make_run(tmp_path))
-        assert run_cli(["analyse", run, "--boot", "200", "--expect", "ngram:prose:faster"]) == 0
+        assert run_cli(["analyse", run, "--boot", "1000", "--expect", "ngram:prose:faster"]) == 0
         assert "gate met: ngram:prose:faster" in capsys.readouterr().out
-        code = run_cli(["analyse", run, "--boot", "200", "--expect", "ngram:prose:slower"])
+        code = run_cli(["analyse", run, "--boot", "1000", "--expect", "ngram:prose:slower"])
         err = capsys.readouterr().err
         assert code == 1 and "gate FAILED: ngram:prose:slower not met" in err
 
@@ -152,13 +152,15 @@ class TestCli:
             (["--expect", "ngram-faster"], "is not TREATMENT:SUBSET"),
             (["--expect", "turbo:prose:faster"], "unknown treatment 'turbo'"),
             (["--baseline", "nope"], "baseline 'nope' is not a treatment"),
-            (["--boot", "0"], "is not positive"),
+            (["--boot", "999"], "is below 1000; pass --boot 1000 or more"),
+            (["--boot", "0"], "is below 1000"),
+            (["--boot-seed", "-1"], "seed -1 is negative; pass --boot-seed"),
         ],
     )
     def test_errors_exit_2_with_one_sentence(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
     ) -> None:
-        code = run_cli(["analyse", str(make_run(tmp_path)), "--boot", "200", *argv])
+        code = run_cli(["analyse", str(make_run(tmp_path)), "--boot", "1000", *argv])
         err = capsys.readouterr().err
         assert code == 2
         assert fragment in err
@@ -171,9 +173,9 @@ class TestCli:
         assert "does not exist" in capsys.readouterr().err
         a = make_run(tmp_path / "a")
         b = make_run(tmp_path / "b", design=Design(DESIGN.treatments, DESIGN.prompts, run_id="r2"))
-        assert run_cli(["analyse", str(a), str(b), "--boot", "200"]) == 2
+        assert run_cli(["analyse", str(a), str(b), "--boot", "1000"]) == 2
         assert "--pool" in capsys.readouterr().err
-        assert run_cli(["analyse", str(a), str(b), "--boot", "200", "--pool"]) == 0
+        assert run_cli(["analyse", str(a), str(b), "--boot", "1000", "--pool"]) == 0
         assert (a / "analysis_pooled" / "report.md").is_file()
 
     def test_compare_is_a_labelled_side_by_side_of_separate_analyses(
@@ -183,17 +185,24 @@ class TestCli:
         b_design = Design(DESIGN.treatments, DESIGN.prompts, run_id="run-b")
         b_rate = noisy(b_design, {"ngram": 0.8}, sd=0.002, seed=9)
         b = write_run(tmp_path / "b", b_design, make_records(b_design, b_rate))
-        code = run_cli(["compare", str(a), str(b), "--boot", "200"])
+        code = run_cli(["compare", str(a), str(b), "--boot", "1000"])
         out = capsys.readouterr().out
         assert code == 0
         assert "secondary, descriptive: different runs" in out.lower()
         assert "run-1 (vs none)" in out and "run-b (vs none)" in out
-        alone = analyse_run([b], boot=200, out=tmp_path / "alone")
+        alone = analyse_run([b], boot=1000, out=tmp_path / "alone")
         pct = alone.published.query("treatment == 'ngram' and subset == 'prose'")["pct_change"]
         assert f"{pct.iloc[0]:+.2f}%" in out
         assert not (a / "analysis").exists()  # compare writes nothing into the runs
         assert run_cli(["compare", str(a), f"{a}/"]) == 2
         assert "same run twice" in capsys.readouterr().err
+
+    def test_compare_checks_the_resampling_options_before_reading_runs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code = run_cli(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--boot", "10"])
+        err = capsys.readouterr().err
+        assert code == 2 and "below 1000" in err and "does not exist" not in err
 
     def test_register_adds_both_subcommands_with_func(self) -> None:
         parser = argparse.ArgumentParser(prog="mtpsweep")

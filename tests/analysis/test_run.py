@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from pytest_mtpsweep.analysis import AnalysisError, analyse_run, headline_table
 from pytest_mtpsweep.analysis.io import OUTPUT_FILES
@@ -17,8 +20,8 @@ REQUIRED_COLUMNS = ["endpoint", "treatment", "baseline", "subset", "n_prompts", 
                     "pct_change", "ci_low", "ci_high", "decision", "published"]  # fmt: skip
 DESIGN = Design(
     treatments=("none", "ngram", "gate"),
-    prompts={"prose": ("prose_01", "prose_02", "prose_03", "prose_04"),
-             "structured": ("structured_01", "structured_02", "structured_03", "structured_04")},
+    prompts={"prose": tuple(f"prose_{i:02d}" for i in range(1, 7)),
+             "structured": tuple(f"structured_{i:02d}" for i in range(1, 7))},
 )  # fmt: skip
 EFFECTS = {"ngram": 1.15, "gate": 0.98}
 
@@ -43,7 +46,7 @@ def records(design: Design = DESIGN, **effects: float) -> list[dict[str, Any]]:
 
 def analyse(run: Path | list[Path], **kwargs: Any) -> Any:
     runs = run if isinstance(run, list) else [run]
-    return analyse_run(runs, boot=kwargs.pop("boot", 200), **kwargs)
+    return analyse_run(runs, boot=kwargs.pop("boot", 1000), **kwargs)
 
 
 def exclusions(result: Any) -> dict[str, int]:
@@ -125,10 +128,10 @@ class TestComparability:
         assert len(result.groups) == 2
         chosen = [g for g in result.groups if g.chosen]
         assert len(chosen) == 1 and odd not in chosen[0].sessions
-        assert exclusions(result)["other comparability group"] == 8
+        assert exclusions(result)["other comparability group"] == 12
         assert "server_build" in " ".join(result.notes)
         cell = result.contrasts.query("treatment == 'ngram' and subset == 'prose'")
-        assert (cell["n_pairs"] == 4).all()  # cycle 2 only
+        assert (cell["n_pairs"] == 6).all()  # cycle 2 only
         assert "## Comparability groups" in result.report_md
 
     def test_the_group_holding_the_baseline_is_analysed_even_when_smaller(
@@ -176,8 +179,8 @@ class TestComparability:
         cell = result.contrasts.query(
             "endpoint == 'primary' and treatment == 'ngram' and subset == 'prose'"
         ).iloc[0]
-        assert cell["n_pairs"] == 8 + 6
-        assert cell["n_prompts"] == 4
+        assert cell["n_pairs"] == 12 + 10
+        assert cell["n_prompts"] == 6
         gaps = result.gaps.query("endpoint == 'primary' and treatment == 'ngram'")
         assert set(gaps["run_id"]) == {"run-2"}
         assert set(gaps["prompt_id"]) == {"prose_01"}
@@ -191,10 +194,10 @@ class TestExclusions:
         kept = [r for r in recs if r["session"] != q_name]
         run = write_run(tmp_path, DESIGN, kept, quarantine={q_name: (q_recs, "warm-up HTTP 500")})
         result = analyse(run)
-        assert exclusions(result)["quarantined session"] == len(q_recs) == 8
+        assert exclusions(result)["quarantined session"] == len(q_recs) == 12
         assert list(result.quarantined["reason"]) == ["warm-up HTTP 500"]
         cell = result.census.query("endpoint == 'primary' and treatment == 'ngram'")
-        assert (cell.query("subset != 'pooled'")["gaps_baseline_only"] == 4).all()
+        assert (cell.query("subset != 'pooled'")["gaps_baseline_only"] == 6).all()
         assert "warm-up HTTP 500" in result.report_md
 
     def test_an_unparseable_line_is_counted_not_fatal(self, tmp_path: Path) -> None:
@@ -253,7 +256,7 @@ class TestCensus:
         gate = result.gaps.query("endpoint == 'primary' and treatment == 'gate'")
         assert list(gate["direction"]) == ["treatment without baseline"]
         census = result.census.set_index(["endpoint", "treatment", "subset"])
-        assert census.loc[("primary", "ngram", "prose"), "n_pairs"] == 7
+        assert census.loc[("primary", "ngram", "prose"), "n_pairs"] == 11
         assert census.loc[("primary", "ngram", "pooled"), "gaps_baseline_only"] == 1
         assert census.loc[("primary", "ngram", "pooled"), "gaps_treatment_only"] == 1
         assert "prose_02" in result.report_md
@@ -307,12 +310,13 @@ class TestCensus:
 
 class TestTieBreakAndDecisions:
     @staticmethod
-    def _run(tmp_path: Path, interval_factor: float) -> Any:
+    def _run(tmp_path: Path, interval_factor: float, subset: str | None = None) -> Any:
         design = DESIGN
         rate = noisy(design, {"ngram": 1.10, "gate": 1.0}, sd=0.01)
 
         def interval(t: str, c: int, o: int, p: str, r: int) -> float:
-            return rate(t, c, o, p, r) * (interval_factor if t == "ngram" else 1.0)
+            hit = t == "ngram" and (subset is None or p.startswith(subset))
+            return rate(t, c, o, p, r) * (interval_factor if hit else 1.0)
 
         recs = make_records(design, rate, interval)
         return analyse(write_run(tmp_path, design, recs))
@@ -320,16 +324,48 @@ class TestTieBreakAndDecisions:
     def test_beyond_the_tiebreak_the_interval_figure_is_published(self, tmp_path: Path) -> None:
         result = self._run(tmp_path, 1.03)
         ngram = result.published.query("treatment == 'ngram'")
-        assert (ngram["endpoint"] == "interval").all()
         assert (ngram["divergence_pp"] > 1.0).all()
-        assert ngram["published_reason"].str.contains("tie-break").all()
-        gate = result.published.query("treatment == 'gate'")
-        assert (gate["endpoint"] == "primary").all()
+        # One endpoint for the whole headline: gate agrees within the tie-break yet follows.
+        assert (result.published["endpoint"] == "interval").all()
+        assert result.published["published_reason"].str.contains("tie-break").all()
+        assert (result.published.query("treatment == 'gate'")["divergence_pp"] < 1.0).all()
 
     def test_within_the_tiebreak_the_primary_figure_stands(self, tmp_path: Path) -> None:
         result = self._run(tmp_path, 1.005)
         assert (result.published["endpoint"] == "primary").all()
         assert (result.published["divergence_pp"] < 1.0).all()
+
+    def test_one_diverging_cell_switches_the_whole_headline(self, tmp_path: Path) -> None:
+        result = self._run(tmp_path, 1.03, subset="structured")
+        pub = result.published.set_index(["treatment", "subset"])
+        assert pub.loc[("ngram", "structured"), "divergence_pp"] > 1.0
+        assert pub.loc[("ngram", "prose"), "divergence_pp"] < 1.0
+        assert (pub["endpoint"] == "interval").all()
+        # The reason names the cell that triggered the switch, the largest divergence.
+        assert pub["published_reason"].str.contains("ngram/structured endpoints differ").all()
+        section = result.report_md.split("## Endpoints and tie-break")[1].split("## ")[0]
+        assert "ANY treatment × subset cell" in section
+        assert section.count("**yes**") == 2  # ngram structured and ngram pooled (+1.5 pp)
+
+    def test_a_cell_lacking_an_endpoint_publishes_the_other_one(self, tmp_path: Path) -> None:
+        design = DESIGN
+        rate = noisy(design, {"ngram": 1.10, "gate": 1.0}, sd=0.01)
+
+        def interval(t: str, c: int, o: int, p: str, r: int) -> float | None:
+            if t == "gate":
+                return None  # no interval rate at all for gate
+            return rate(t, c, o, p, r) * (1.03 if t == "ngram" else 1.0)
+
+        recs = make_records(design, rate)
+        for r in recs:
+            r["decode_rate_tps_interval"] = interval(
+                r["treatment"], r["cycle"], r["ordinal"], r["prompt_id"], r["repeat"]
+            )
+        result = analyse(write_run(tmp_path, design, recs))
+        pub = result.published.set_index(["treatment", "subset"])
+        assert (pub.loc["ngram", "endpoint"] == "interval").all()
+        assert (pub.loc["gate", "endpoint"] == "primary").all()
+        assert pub.loc["gate", "published_reason"].str.contains("interval basis has no pairs").all()
 
     def test_equivalent_and_underpowered_decisions(self, tmp_path: Path) -> None:
         tight = noisy(DESIGN, {"ngram": 1.001, "gate": 1.0}, sd=0.001)
@@ -340,11 +376,39 @@ class TestTieBreakAndDecisions:
         loose = noisy(DESIGN, {"ngram": 1.0, "gate": 1.0}, sd=0.3)
         result = analyse(write_run(tmp_path / "l", DESIGN, make_records(DESIGN, loose)))
         pub = result.published.set_index(["treatment", "subset"])
-        assert pub.loc[("ngram", "prose"), "underpowered"]
-        assert pub.loc[("ngram", "prose"), "mde_pct"] == pytest.approx(
-            2.8 * pub.loc[("ngram", "prose"), "se_pct"]
+        row = pub.loc[("ngram", "prose")]
+        assert row["decision"] not in ("equivalent", "faster", "slower")
+        assert row["underpowered"]
+        # MDE = (t(0.975, df) + t(0.80, df)) · SE on the log scale, shown in percent.
+        multiplier = sps.t.ppf(0.975, row["df"]) + sps.t.ppf(0.80, row["df"])
+        assert row["df"] == pytest.approx(5.0)  # 6 prompts, plain t
+        assert row["mde_pct"] == pytest.approx(100 * math.expm1(multiplier * row["se_pct"] / 100))
+
+    def test_a_decided_cell_is_never_underpowered(self, tmp_path: Path) -> None:
+        # A huge effect measured noisily: decided (faster) although the MDE exceeds the margin.
+        loud = noisy(DESIGN, {"ngram": 1.8, "gate": 1.0}, sd=0.1)
+        result = analyse(write_run(tmp_path, DESIGN, make_records(DESIGN, loud)))
+        row = result.published.set_index(["treatment", "subset"]).loc[("ngram", "prose")]
+        assert row["decision"] == "faster" and row["mde_pct"] > 1.0
+        assert not row["underpowered"]
+
+    def test_fewer_than_six_prompts_is_insufficient_with_the_reason(self, tmp_path: Path) -> None:
+        design = Design(
+            treatments=DESIGN.treatments,
+            prompts={
+                "prose": DESIGN.prompts["prose"][:5],
+                "structured": DESIGN.prompts["structured"],
+            },
         )
-        assert pub.loc[("ngram", "prose"), "decision"] != "equivalent"
+        rate = noisy(design, {"ngram": 1.5, "gate": 1.0}, sd=0.002)
+        result = analyse(write_run(tmp_path, design, make_records(design, rate)))
+        pub = result.published.set_index(["treatment", "subset"])
+        assert pub.loc[("ngram", "structured"), "decision"] == "faster"
+        for subset in ("prose", "pooled"):
+            assert pub.loc[("ngram", subset), "decision"] == "insufficient"
+            assert "fewer than 6 prompts (prose 5)" in pub.loc[("ngram", subset), "note"]
+        assert "fewer than 6 prompts" in headline_table(result)
+        assert "cannot reject at 5%" in result.report_md
 
 
 class TestNoPairs:
@@ -368,3 +432,93 @@ class TestNoPairs:
         assert "No treatment-baseline pairs" in result.report_md
         assert (result.contrasts["decision"] == "inconclusive").all()
         assert set(result.gaps["direction"]) == {"treatment without baseline"}
+
+
+class TestSessionsAndPosition:
+    def test_two_cycles_say_the_intervals_are_conditional_beside_per_cycle_figures(
+        self, tmp_path: Path
+    ) -> None:
+        result = analyse(write_run(tmp_path, DESIGN, records()))
+        assert set(result.contrasts["interval_method"]) == {"boot-t"}
+        assert result.contrasts["session_se_pct"].isna().all()
+        head = result.report_md.split("## Headline")[1].split("\n## ")[0]
+        assert "conditional on the server sessions that were run" in head
+        assert "| per cycle |" in head
+        pooled = result.per_cycle.query("subset == 'pooled' and treatment == 'ngram'")
+        assert list(pooled["cycle"].drop_duplicates()) == [1, 2]
+        assert "c1 +" in head and "c2 +" in head
+
+    def test_four_cycles_add_the_session_level(self, tmp_path: Path) -> None:
+        design = Design(DESIGN.treatments, DESIGN.prompts, cycles=4)
+        inner = noisy(design, EFFECTS, sd=0.01)
+        rng = np.random.default_rng(5)
+        offset = {(t, c): float(rng.normal(0.0, 0.05)) for _, t, c in design.sessions()}
+
+        def rate(t: str, c: int, o: int, p: str, r: int) -> float:
+            return inner(t, c, o, p, r) * math.exp(offset[(t, c)])
+
+        result = analyse(write_run(tmp_path, design, make_records(design, rate)))
+        rows = result.contrasts.query("endpoint == 'primary'")
+        assert set(rows["interval_method"]) == {"boot-t+session"}
+        assert (rows["session_se_pct"] > 0).all()
+        # Session offsets of sd 0.05 swamp prompt noise of sd 0.01: the SE is mostly sessions.
+        assert (rows["session_se_pct"] > 0.5 * rows["se_pct"]).all()
+        assert "conditional on the server sessions" not in result.report_md
+
+    def test_a_treatment_trending_within_its_sessions_is_flagged_stateful(
+        self, tmp_path: Path
+    ) -> None:
+        rng = np.random.default_rng(11)
+        order = {
+            name: list(rng.permutation(12))
+            for name in [session_name(o, t, c) for o, t, c in DESIGN.sessions()]
+        }
+        recs = records()
+        for r in recs:
+            prompts = [*DESIGN.prompts["prose"], *DESIGN.prompts["structured"]]
+            r["position"] = int(order[r["session"]][prompts.index(r["prompt_id"])])
+            if r["treatment"] == "ngram":  # +3 % per position: a cache warming up
+                for key in ("decode_rate_tps_primary", "decode_rate_tps_interval"):
+                    r[key] *= math.exp(0.03 * r["position"])
+        run = write_run(tmp_path, DESIGN, recs)
+        result = analyse(run)
+        trend = result.position_trend.set_index(["endpoint", "treatment"])
+        assert trend.loc[("primary", "ngram"), "stateful"]
+        assert trend.loc[("primary", "ngram"), "slope_pct"] == pytest.approx(3.05, abs=0.3)
+        assert not trend.loc[("primary", "none"), "stateful"]
+        assert (trend["n_sessions"] == 2).all() and (trend["n_obs"] == 24).all()
+        table = pd.read_csv(run / "analysis" / "position_trend.csv")
+        assert {"slope_pct", "ci_low", "ci_high", "stateful"} <= set(table.columns)
+        assert "Stateful: ngram" in result.report_md
+
+    def test_records_without_positions_leave_the_trend_table_empty(self, tmp_path: Path) -> None:
+        recs = records()
+        recs[0]["position"] = -3  # a negative position is as good as none
+        run = write_run(tmp_path, DESIGN, recs)
+        result = analyse(run)
+        assert result.position_trend.empty
+        assert "Not available: no record carries a `position`" in result.report_md
+        assert pd.read_csv(run / "analysis" / "position_trend.csv").empty
+
+
+class TestDegenerateText:
+    def test_counts_per_treatment_and_says_so_plainly(self, tmp_path: Path) -> None:
+        recs = records()
+        for r in recs:
+            if r["treatment"] == "ngram" and r["subset"] == "prose":
+                r["degenerate"] = "echo: the content starts with the prompt"
+        result = analyse(write_run(tmp_path, DESIGN, recs))
+        counts = result.degenerate.set_index("treatment")
+        assert int(counts.loc["ngram", "n_degenerate"]) == 12  # 6 prose prompts x 2 cycles
+        assert int(counts.loc["none", "n_degenerate"]) == 0
+        assert "prose_01: echo" in counts.loc["ngram", "examples"]
+        report = (Path(result.out_dir) / "report.md").read_text()
+        assert "**Degenerate text: 12 of 72 analysed measurements were not real answers" in report
+        assert "ngram 12/24" in report and "## What the model wrote" in report
+        assert "Degenerate text: 12 of 72" in headline_table(result)
+
+    def test_clean_answers_say_nothing_alarming(self, tmp_path: Path) -> None:
+        result = analyse(write_run(tmp_path, DESIGN, records()))
+        assert int(result.degenerate["n_degenerate"].sum()) == 0
+        report = (Path(result.out_dir) / "report.md").read_text()
+        assert "Degenerate text" not in report and "## What the model wrote" in report

@@ -1,0 +1,74 @@
+"""The endpoint tie-break: one published endpoint for the whole headline."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from pytest_mtpsweep.analysis.model import ENDPOINTS, AnalysisSettings
+
+
+def _tiebreak_cell(
+    prim: float, intv: float, registered: str, trigger: str | None
+) -> tuple[str, str]:
+    has_p, has_i = math.isfinite(prim), math.isfinite(intv)
+    if not (has_p or has_i):
+        return registered, f"neither endpoint has pairs; the registered {registered} row stands"
+    if not has_i:
+        return "primary", "interval basis has no pairs here, so the primary figure is published"
+    if not has_p:
+        return (
+            "interval",
+            "primary endpoint has no pairs here, so the interval-basis figure is published",
+        )
+    if registered == "interval":
+        return "interval", "interval basis is the pre-registered endpoint"
+    if trigger is not None:
+        return "interval", f"{trigger}, so the interval-basis figure is published headline-wide"
+    return "primary", "endpoints agree within the tie-break in every cell, so the primary stands"
+
+
+def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.DataFrame:
+    """Mark which endpoint is published per treatment × subset, with the reason.
+
+    One endpoint for the whole headline: the pre-registered endpoint stands unless, in ANY
+    treatment × subset cell, the two endpoints differ by more than the tie-break (percentage
+    points); then every cell publishes the interval-basis figure. A cell where one endpoint
+    lacks pairs still yields to the other there.
+    """
+    if contrasts.empty:
+        return contrasts.assign(divergence_pp=[], published=[], published_reason=[])
+    wide = contrasts.pivot(index=["treatment", "subset"], columns="endpoint", values="pct_change")
+    wide = wide.reindex(columns=list(ENDPOINTS))
+    prim = wide["primary"].to_numpy(dtype=np.float64)
+    intv = wide["interval"].to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        divergence = np.abs(prim - intv)
+    over = np.isfinite(divergence) & (divergence > settings.tiebreak_pp)
+    trigger = None
+    if over.any():
+        worst = int(np.nanargmax(np.where(over, divergence, -1.0)))
+        t, s = wide.index[worst]
+        trigger = (
+            f"{t}/{s} endpoints differ by {divergence[worst]:.2f} pp > "
+            f"{settings.tiebreak_pp:g} pp tie-break"
+        )
+    choices = [
+        _tiebreak_cell(p, i, settings.primary_endpoint, trigger)
+        for p, i in zip(prim, intv, strict=True)
+    ]
+    decided = pd.DataFrame(
+        {
+            "divergence_pp": divergence,
+            "chosen": [c[0] for c in choices],
+            "published_reason": [c[1] for c in choices],
+        },
+        index=wide.index,
+    ).reset_index()
+    out = contrasts.drop(
+        columns=["divergence_pp", "published", "published_reason"], errors="ignore"
+    ).merge(decided, on=["treatment", "subset"], how="left")
+    out["published"] = out["endpoint"] == out["chosen"]
+    return out.drop(columns="chosen")

@@ -1,0 +1,154 @@
+"""`mtpsweep lint LADDER...`: check ladder files without starting anything or needing a model.
+
+Each file goes through the loader a run uses (`ladder.load_ladder`: schema, treatments,
+pre-registration labels, drop order, numeric ranges) and its kind's own checks (a decode
+ladder's prompt set, the analysis baseline); then the server arguments: a `{placeholder}`
+nothing replaces, or a flag the harness sets itself. The fields of each table are checked on
+their own, so one file can report several problems.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import kinds
+from .errors import LadderError, UserError
+from .ladder import Ladder, find_ladder, load_ladder, read_toml, run_plan
+from .ladder.load import field_errors
+from .ladder.model import KINDS
+from .request import AnalysisRequest, RunRequest
+from .rig import models
+
+PLACEHOLDERS = {"model": "the session's model path"}
+# Flags the harness puts on every server's command line itself, from these ladder fields.
+HARNESS_FLAGS = {
+    "-m": "model.path (or --model)",  # -md (a draft model) is the ladder's to pass
+    "--model": "model.path (or --model)",
+    "--host": "server.host",
+    "--port": "server.port",
+    "-a": "model.id (the alias is <model.id>-<treatment>)",
+    "--alias": "model.id (the alias is <model.id>-<treatment>)",
+    "-c": "server.ctx_size",
+    "--ctx-size": "server.ctx_size",
+}
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+@dataclass(frozen=True)
+class Linted:
+    """One file's verdict: what it is when it passes, or its problems (one line each)."""
+
+    path: Path
+    summary: str = ""
+    problems: tuple[str, ...] = ()
+
+
+def ladder_files(args: Sequence[str], search_dirs: list[Path]) -> tuple[list[Path], list[str]]:
+    """Ladder names or paths (a directory stands for the ladders in it), and one problem line
+    for each argument that names none."""
+    out: list[Path] = []
+    problems: list[str] = []
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(path.glob("*.toml"))
+            if not found:
+                problems.append(f"{path}: holds no *.toml ladder files; name a ladder file.")
+            out += [p.resolve() for p in found]
+            continue
+        try:
+            out.append(find_ladder(arg, search_dirs))
+        except LadderError as exc:
+            problems.append(str(exc))
+    return list(dict.fromkeys(out)), problems
+
+
+def _line(path: Path, message: str) -> str:
+    return message if message.startswith(str(path)) else f"{path}: {message}"
+
+
+def argument_problems(ladder: Ladder) -> list[str]:
+    """Server arguments with a placeholder nothing replaces, or a flag the harness sets."""
+    groups = [("server.args", ladder.server_args)]
+    groups += [(f"treatment {t.key!r} args", t.args) for t in ladder.treatments]
+    out: list[str] = []
+    for where, args in groups:
+        for arg in args:
+            for name in _BRACES.findall(arg):
+                if name not in PLACEHOLDERS:
+                    known = ", ".join(f"{{{k}}} ({v})" for k, v in PLACEHOLDERS.items())
+                    out.append(
+                        f"{ladder.path}: {where}: {arg!r} names {{{name}}}, which nothing "
+                        f"replaces; only {known} is replaced."
+                    )
+            flag = arg.split("=", 1)[0]
+            if flag in HARNESS_FLAGS:
+                hint = (
+                    " (a draft model is -md {model} or a path)" if flag in ("-m", "--model") else ""
+                )
+                out.append(
+                    f"{ladder.path}: {where}: {flag} is set by the harness from "
+                    f"{HARNESS_FLAGS[flag]}; remove it from the arguments{hint}."
+                )
+    return out
+
+
+def _model_problems(ladder: Ladder) -> list[str]:
+    if (
+        ladder.model.startswith(models.PREFIX)
+        and ladder.model[len(models.PREFIX) :] not in models.MODELS
+    ):
+        return [
+            f"{ladder.path}: field model.path is {ladder.model!r}, not an embedded model; use "
+            f"one of {', '.join(repr(models.PREFIX + n) for n in models.MODELS)} or a GGUF path "
+            "(or leave it out and pass --model)."
+        ]
+    return []
+
+
+def _kind_problems(ladder: Ladder) -> tuple[str, list[str]]:
+    """The kind's own checks (its inputs, its analysis settings); the summary if they pass."""
+    request = RunRequest(
+        ladder=str(ladder.path),
+        search_dirs=(),
+        cwd=ladder.path.parent,
+        invocation=("mtpsweep", "lint", str(ladder.path)),
+    )
+    try:
+        run = kinds.prepare(ladder, request)
+        run.validate_analysis(AnalysisRequest())
+        cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
+    except UserError as exc:
+        return "", [_line(ladder.path, str(exc))]
+    summary = (
+        f"{ladder.kind}, {len(ladder.treatments)} treatments x {ladder.cycles} cycles, "
+        f"{len(cases)} cases"
+    )
+    return summary, []
+
+
+def lint_file(path: Path) -> Linted:
+    """Every problem of one ladder file that can be found without starting anything."""
+    try:
+        raw = read_toml(path)
+    except LadderError as exc:
+        return Linted(path, problems=(str(exc),))
+    kind = raw.get("kind", "decode")
+    if kind in KINDS:
+        early = field_errors(raw, kinds.kind_spec(kind).fields, path)
+        if len(early) > 1:  # else the loader below names the one problem itself
+            return Linted(path, problems=tuple(_line(path, str(e)) for e in early))
+    try:
+        ladder = load_ladder(path)
+    except UserError as exc:
+        return Linted(path, problems=(_line(path, str(exc)),))
+    summary, problems = _kind_problems(ladder)
+    problems = _model_problems(ladder) + argument_problems(ladder) + problems
+    return Linted(path, summary, tuple(problems))
+
+
+def lint(paths: Iterable[Path]) -> list[Linted]:
+    return [lint_file(p) for p in paths]

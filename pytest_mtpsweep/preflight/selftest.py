@@ -1,0 +1,129 @@
+"""The harness checks itself (`[preflight] self_test = true`): a fast self-test, no server.
+
+Each check computes something the measurement and the analysis depend on, from fixed inputs,
+and compares it with the value known to be right; the preflight item records "N tests / OK"
+as the users' preflight did for their suite, or names what failed.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .items import FAIL, PASS, PreflightItem, make_item
+
+Check = Callable[[], None]
+
+
+def _stream_rates() -> None:
+    from ..rig.stream import RawStream, reduce_stream
+
+    ms = 1_000_000
+    head = 'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "t"}}]}'
+    tail = [
+        'data: {"model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}',
+        'data: {"model": "m", "choices": [], "usage": {"completion_tokens": 5}, '
+        '"timings": {"predicted_n": 5, "predicted_ms": 40.0}}',
+        "data: [DONE]",
+    ]
+    stamps = [20 * ms, 30 * ms, 40 * ms, 50 * ms, 60 * ms, 61 * ms, 62 * ms, 63 * ms]
+    raw = RawStream([head] * 5 + tail, stamps, t_send=0, t_end=64 * ms, status=200, error=None)
+    m = reduce_stream(raw, expected_alias="m", stall_s=1.0)
+    assert m.valid, m.reason
+    assert math.isclose(m.decode_rate_tps_primary or 0, 100.0), m.decode_rate_tps_primary
+    assert math.isclose(m.decode_rate_tps_interval or 0, 100.0), m.decode_rate_tps_interval
+    assert math.isclose(m.ttft_s or 0, 0.020) and math.isclose(m.max_gap_s or 0, 0.010)
+
+
+def _plan_order() -> None:
+    from ..ladder.plan import run_plan
+
+    got = [(s.treatment, s.cycle) for s in run_plan(["a", "b", "c"], 2)]
+    assert got == [("a", 1), ("b", 1), ("c", 1), ("c", 2), ("b", 2), ("a", 2)], got
+
+
+def _prompt_positions() -> None:
+    from ..kinds.decode.run import session_order
+    from ..ladder.prompts import Prompt
+
+    ps = tuple(Prompt(f"prose_{i:02d}", "prose", str(i)) for i in range(7))
+    for pair in (1, 3):
+        odd, even = session_order(ps, pair, 42), session_order(ps, pair + 1, 42)
+        assert all(odd.index(p) + even.index(p) == 6 for p in ps)
+
+
+def _torn_record_cut_back() -> None:
+    from ..protocol.rundir import RecordWriter, read_records
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "r.jsonl"
+        w = RecordWriter(path)
+        w.append({"i": 1, "rate": float("nan")})
+        w.close()
+        path.write_text(path.read_text() + '{"i": 2, "to')  # a write cut short
+        assert read_records(path) == ([{"i": 1, "rate": None}], 1)
+
+
+def _paired_bootstrap() -> None:
+    import json
+
+    from ..analysis.model import RecordFile, RunData
+    from ..analysis.pipeline import analyse
+
+    lines = []
+    for ordinal, (treatment, cycle) in enumerate([("a", 1), ("b", 1), ("b", 2), ("a", 2)], 1):
+        for i in range(8):
+            rate = (50.0 + 7 * i + cycle) * (1.10 if treatment == "b" else 1.0)
+            lines.append(json.dumps({
+                "treatment": treatment, "cycle": cycle, "ordinal": ordinal, "prompt_id": f"p{i}",
+                "subset": "prose", "valid": True, "decode_rate_tps_primary": rate,
+                "decode_rate_tps_interval": rate, "session": f"{ordinal:02d}_{treatment}_c{cycle}",
+            }))  # fmt: skip
+    run = RunData(
+        run_dir="(self-test)",
+        run_id="self-test",
+        plan={"analysis": {"baseline": "a"}},
+        record_files=(RecordFile("self-test", "all", tuple(lines)),),
+        sessions=(),
+    )
+    contrasts = analyse([run], boot=1000, seed=42).contrasts
+    cell = contrasts[(contrasts["endpoint"] == "primary") & (contrasts["subset"] == "prose")]
+    pct = float(cell["pct_change"].iloc[0])
+    assert math.isclose(pct, 10.0, abs_tol=1e-6), pct
+
+
+CHECKS: dict[str, Check] = {
+    "stream rates, TTFT and the longest gap": _stream_rates,
+    "ABC CBA session order": _plan_order,
+    "prompt positions mirror over a cycle pair": _prompt_positions,
+    "a torn record line is counted, never parsed": _torn_record_cut_back,
+    "paired bootstrap recovers a known +10 %": _paired_bootstrap,
+}
+
+
+def check_self_test(checks: dict[str, Check] | None = None) -> PreflightItem:
+    """Run every check; one item: "N tests / OK (s)" or the ones that failed."""
+    checks = CHECKS if checks is None else checks
+    t0 = time.monotonic()
+    failed = []
+    for name, check in checks.items():
+        try:
+            check()
+        except Exception as exc:  # a failed check is a finding, never a crash of preflight
+            failed.append(f"{name}: {type(exc).__name__} {exc}".strip())
+    took = time.monotonic() - t0
+    expected = "the harness's self-test passes"
+    if not failed:
+        return make_item("self_test", expected, f"{len(checks)} tests / OK ({took:.1f} s)", PASS,
+                         stable=f"{len(checks)} tests / OK")  # fmt: skip
+    return make_item(
+        "self_test",
+        expected,
+        f"{len(failed)} of {len(checks)} FAILED: " + "; ".join(failed),
+        FAIL,
+        fix="Reinstall pytest-mtpsweep (or fix the change that broke it); its numbers are not "
+        "to be trusted until the self-test passes.",
+    )

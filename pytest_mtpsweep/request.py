@@ -1,0 +1,56 @@
+"""What one invocation asks of a run, in domain terms (built by `options.run_request`).
+
+Separate from options.py so that a pytest process without --ladder never builds these classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .options import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+
+
+@dataclass(frozen=True)
+class PreflightRequest:
+    """The command line's say over preflight."""
+
+    only: bool = False
+    waive: frozenset[str] = frozenset()
+    against: Path | None = None
+    verify_digests: bool = False
+    server_build: str | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisRequest:
+    """The command line's say over the session-end analysis."""
+
+    enabled: bool = True
+    baseline: str | None = None
+    boot: int = DEFAULT_BOOT
+    seed: int = DEFAULT_BOOT_SEED
+    expect: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One invocation's wishes, in domain terms: which ladder, what it overrides, how to run."""
+
+    ladder: str
+    search_dirs: tuple[Path, ...]
+    cwd: Path
+    invocation: tuple[str, ...]
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # dotted ladder field -> value
+    prompts_dir: Path | None = None
+    server_bin: str | None = None
+    run_dir: Path | None = None
+    resume: Path | None = None
+    warmup: bool = True
+    calibration: bool = True
+    deadline: str | None = None
+    time_budget: str | None = None
+    preflight: PreflightRequest = field(default_factory=PreflightRequest)
+    analysis: AnalysisRequest = field(default_factory=AnalysisRequest)

@@ -1,0 +1,62 @@
+"""A run's records in one line of Python: `pytest_mtpsweep.load_records(run_dir)`.
+
+pandas is imported when the function runs, never when the package is imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import schema
+from .errors import RunDirError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFrame:
+    """Every record of a run directory as a DataFrame, one row per measurement, in run order.
+
+    The columns are the record's fields (`schema.IDENTITY_FIELDS`, the measurement, the keyed
+    fields, provenance). Only the sessions the analysis uses are read unless `quarantined` is
+    True: then the sessions set aside come too, with their reason in a `quarantined` column
+    (empty for kept sessions). A line a killed run left half-written is skipped and counted in
+    `frame.attrs["unparsed_lines"]`.
+    """
+    import pandas as pd
+
+    from .protocol.rundir import read_records
+
+    root = Path(run_dir).expanduser()
+    if not (root / schema.RECORDS_DIR).is_dir():
+        raise RunDirError(
+            f"{root} is not a run directory (it has no {schema.RECORDS_DIR}/); pass one like "
+            "runs/<ladder>/<run-id>."
+        )
+    rows: list[dict[str, Any]] = []
+    unparsed = 0
+    sources: list[tuple[Path, str | None]] = [
+        (p, None) for p in sorted((root / schema.RECORDS_DIR).glob("*.jsonl"))
+    ]
+    if quarantined:
+        member = schema.QUARANTINE_MEMBERS["records"]
+        for path in sorted((root / schema.QUARANTINE_DIR).glob(f"*/{member}")):
+            reason_file = path.parent / schema.QUARANTINE_REASON
+            text = (
+                reason_file.read_text(encoding="utf-8", errors="replace").strip()
+                if reason_file.is_file()
+                else ""
+            )
+            sources.append((path, text.splitlines()[0] if text else "quarantined"))
+    for path, why in sources:
+        records, bad = read_records(path)
+        unparsed += bad
+        if quarantined:
+            records = [{**r, "quarantined": why or ""} for r in records]
+        rows += records
+    frame = pd.DataFrame(rows)
+    if quarantined and not frame.empty:
+        frame = frame.sort_values(["ordinal", "quarantined"], kind="stable", ignore_index=True)
+    frame.attrs["unparsed_lines"] = unparsed
+    return frame

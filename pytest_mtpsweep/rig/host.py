@@ -1,0 +1,118 @@
+"""Host noise: how much of the machine something other than the server and the harness used
+while a session measured, the load average, and throttling where the kernel reports it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from ..schema import HostNoise
+
+CGROUP_CPU_STAT = Path("/sys/fs/cgroup/cpu.stat")
+THERMAL_GLOB = "cpu*/thermal_throttle/core_throttle_count"
+CPU_ROOT = Path("/sys/devices/system/cpu")
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """One reading of the machine's CPU use and of ours."""
+
+    t: float  # time.monotonic()
+    busy_s: float  # non-idle CPU seconds since boot, all cores
+    ours_s: float  # CPU seconds of the harness and the server process trees
+    load: tuple[float, float, float]
+    throttle: dict[str, int] = field(default_factory=dict)
+
+
+def _tree_cpu_s(pids: Iterable[int]) -> float:
+    total, seen = 0.0, set()
+    for pid in pids:
+        try:
+            procs = [psutil.Process(pid)]
+            procs += procs[0].children(recursive=True)
+        except psutil.Error:
+            continue
+        for p in procs:
+            if p.pid in seen:
+                continue
+            seen.add(p.pid)
+            try:
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            total += t.user + t.system
+    return total
+
+
+def throttle_counters() -> dict[str, int]:
+    """cgroup CPU throttling and thermal throttle counts, where the kernel exposes them."""
+    out: dict[str, int] = {}
+    try:
+        for line in CGROUP_CPU_STAT.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key in ("nr_throttled", "throttled_usec"):
+                out[f"cgroup_{key}"] = int(value)
+    except (OSError, ValueError):
+        pass
+    thermal = 0
+    found = False
+    for path in CPU_ROOT.glob(THERMAL_GLOB):
+        try:
+            thermal += int(path.read_text())
+            found = True
+        except (OSError, ValueError):
+            continue
+    if found:
+        out["thermal_core_throttle_count"] = thermal
+    return out
+
+
+def sample(server_pids: Iterable[int] = ()) -> CpuSample:
+    """The machine's busy CPU time, the harness's and the server's, and the load average."""
+    times = psutil.cpu_times()
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    busy = sum(times) - idle
+    ours = _tree_cpu_s([os.getpid(), *server_pids])
+    return CpuSample(time.monotonic(), busy, ours, os.getloadavg(), throttle_counters())
+
+
+def noise(start: CpuSample, end: CpuSample) -> HostNoise:
+    """What others used between two samples: CPU seconds and % of all cores, load, throttling."""
+    span = max(end.t - start.t, 1e-9)
+    cores = psutil.cpu_count() or 1
+    other = max((end.busy_s - start.busy_s) - (end.ours_s - start.ours_s), 0.0)
+    throttled = {
+        k: end.throttle[k] - start.throttle.get(k, 0)
+        for k in end.throttle
+        if end.throttle[k] - start.throttle.get(k, 0)
+    }
+    return {
+        "span_s": span,
+        "other_cpu_s": other,
+        # the samples themselves take a moment: clamp the share to what cores can give
+        "other_cpu_pct": min(100.0 * other / (span * cores), 100.0),
+        "load_avg_start": list(start.load),
+        "load_avg_end": list(end.load),
+        "throttled": throttled,
+    }
+
+
+def busy_pct(interval_s: float = 2.0) -> float:
+    """How busy the whole machine is now, over a short interval (for preflight)."""
+    return float(psutil.cpu_percent(interval=interval_s))
+
+
+def cpus_allowed(pid: int) -> str | None:
+    """The CPU list a process may run on, as the kernel holds it (`/proc/<pid>/status`)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None

@@ -1,0 +1,158 @@
+"""servers/live.json: every server a run has started and not yet seen gone, kept current.
+
+A server started by a rig's launcher is not our child: after a `kill -9` of pytest it lives on.
+This file is the way out: `mtpsweep cleanup RUN` runs the stop script for each server listed
+and kills the pids the run itself started; preflight names the servers earlier runs left.
+A pid counts as the same process only while its start time matches (pids are reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from ..fileio import atomic_write_json
+from ..schema import LIVE_SERVERS_FILE
+
+STOP_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    """One server as the run started it."""
+
+    session: str
+    treatment: str
+    pid: int
+    started: float  # the process's create_time: a reused pid has another
+    host: str
+    port: int
+    launcher: dict[str, str] | None  # {"stop": path, "session_dir": path} when launched
+    argv0: str = ""
+
+    def running(self) -> bool:
+        """Whether this very process still runs (a zombie or a reused pid does not count)."""
+        try:
+            proc = psutil.Process(self.pid)
+            same = abs(proc.create_time() - self.started) < 0.5
+            return bool(same and proc.status() != psutil.STATUS_ZOMBIE)
+        except psutil.Error:
+            return False
+
+    def describe(self) -> str:
+        how = "launched" if self.launcher else "spawned"
+        return f"pid {self.pid} ({self.session}, {how}, port {self.port})"
+
+
+def started_at(pid: int) -> float:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return 0.0
+
+
+def read(path: Path) -> list[LiveServer]:
+    """The servers a live.json lists (an unreadable or foreign file lists none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [LiveServer(**entry) for entry in data.get("servers", [])]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+
+
+def _write(path: Path, servers: Sequence[LiveServer]) -> None:
+    atomic_write_json(path, {"servers": [asdict(s) for s in servers]})
+
+
+def add(path: Path, server: LiveServer) -> None:
+    """Record a server the moment it is started (before it is even ready)."""
+    _write(path, [*(s for s in read(path) if s.session != server.session), server])
+
+
+def remove(path: Path, session: str) -> None:
+    """Forget a session's server once it is seen gone."""
+    if path.exists():
+        _write(path, [s for s in read(path) if s.session != session])
+
+
+def leftovers(runs_root: Path) -> Iterator[tuple[Path, LiveServer]]:
+    """(run directory, server) for every listed server of the runs under `runs_root` that still
+    runs: what earlier runs of this ladder left behind."""
+    for live in sorted(runs_root.glob(f"*/{LIVE_SERVERS_FILE}")):
+        for server in read(live):
+            if server.running():
+                yield live.parent.parent, server
+
+
+def cleanup(run_dir: Path) -> list[str]:
+    """Stop every server the run lists that still runs: its stop script if it was launched,
+    then SIGTERM/SIGKILL to a pid the run started itself. One line per server."""
+    path = run_dir / LIVE_SERVERS_FILE
+    lines: list[str] = []
+    left: list[LiveServer] = []
+    for server in read(path):
+        if not server.running():
+            lines.append(f"{server.describe()}: already gone")
+            continue
+        how = _stop(server)
+        if server.running():
+            left.append(server)
+            lines.append(f"{server.describe()}: STILL RUNNING after {how}")
+        else:
+            lines.append(f"{server.describe()}: stopped ({how})")
+    if path.exists():
+        _write(path, left)
+    return lines
+
+
+def _stop(server: LiveServer) -> str:
+    how: list[str] = []
+    if server.launcher is not None:
+        stop = server.launcher["stop"]
+        argv = [stop, server.treatment, str(server.port), server.launcher["session_dir"]]
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=STOP_TIMEOUT_S
+            )
+            how.append(f"stop script, exit {done.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            how.append(f"stop script failed ({type(exc).__name__})")
+        _wait_gone(server, 10.0)  # a stop script may return before the server has exited
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not server.running():
+            break
+        _signal(server, sig)
+        how.append(sig.name)
+        _wait_gone(server, 10.0)
+    return ", ".join(how) or "nothing to do"
+
+
+def _signal(server: LiveServer, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if server.launcher is None:
+            os.killpg(server.pid, sig)  # a spawned server leads its own process group
+        else:
+            os.kill(server.pid, sig)
+        if sig == signal.SIGTERM:
+            os.kill(server.pid, signal.SIGCONT)  # a paused server must wake to act on it
+
+
+def _wait_gone(server: LiveServer, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while server.running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def entry(session: str, treatment: str, pid: int, host: str, port: int, argv0: str,
+          launcher: dict[str, str] | None) -> LiveServer:  # fmt: skip
+    """A live.json entry for a server just started."""
+    return LiveServer(session, treatment, pid, started_at(pid), host, port, launcher, argv0)

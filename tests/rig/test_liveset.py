@@ -1,0 +1,83 @@
+"""servers/live.json: what a run started, kept current, and `cleanup` for what outlived it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_mtpsweep.rig import liveset
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A process group leader standing in for a spawned server (killed whatever happens)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True
+    )
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def entry(
+    proc: subprocess.Popen[bytes], launcher: dict[str, str] | None = None
+) -> liveset.LiveServer:
+    return liveset.entry("01_a_c1", "a", proc.pid, "127.0.0.1", 8080, "llama-server", launcher)
+
+
+def test_add_and_remove_keep_the_list_current(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    path = tmp_path / "servers" / "live.json"
+    liveset.add(path, entry(sleeper))
+    liveset.add(path, liveset.LiveServer("02_b_c1", "b", 1, 0.0, "h", 1, None))
+    assert [s.session for s in liveset.read(path)] == ["01_a_c1", "02_b_c1"]
+    liveset.remove(path, "01_a_c1")
+    assert [s.session for s in liveset.read(path)] == ["02_b_c1"]
+
+
+def test_a_reused_pid_is_not_the_server(sleeper: subprocess.Popen[bytes]) -> None:
+    mine = entry(sleeper)
+    assert mine.running()
+    assert not liveset.LiveServer("x", "a", sleeper.pid, mine.started - 100, "h", 1, None).running()
+
+
+def test_cleanup_stops_a_spawned_server_and_empties_the_list(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    liveset.add(tmp_path / "servers" / "live.json", entry(sleeper))
+    lines = liveset.cleanup(tmp_path)
+    assert lines == [f"pid {sleeper.pid} (01_a_c1, spawned, port 8080): stopped (SIGTERM)"]
+    assert sleeper.wait(timeout=5) is not None
+    assert liveset.read(tmp_path / "servers" / "live.json") == []
+    assert liveset.cleanup(tmp_path) == []
+
+
+def test_cleanup_runs_the_stop_script_of_a_launched_server(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    stop = tmp_path / "stop.sh"
+    stop.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/stop-args\nkill {sleeper.pid}\n')
+    stop.chmod(0o755)
+    launcher = {"stop": str(stop), "session_dir": str(tmp_path / "s")}
+    liveset.add(tmp_path / "servers" / "live.json", entry(sleeper, launcher))
+    (line,) = liveset.cleanup(tmp_path)
+    assert line.endswith("launched, port 8080): stopped (stop script, exit 0)")
+    assert (tmp_path / "stop-args").read_text().split() == ["a", "8080", str(tmp_path / "s")]
+    sleeper.wait(timeout=5)
+
+
+def test_leftovers_are_the_running_servers_of_sibling_runs(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    liveset.add(tmp_path / "run-1" / "servers" / "live.json", entry(sleeper))
+    gone = liveset.LiveServer("02_b_c1", "b", 999_999_999, 0.0, "h", 1, None)
+    liveset.add(tmp_path / "run-2" / "servers" / "live.json", gone)
+    found = list(liveset.leftovers(tmp_path))
+    assert [(run.name, s.pid) for run, s in found] == [("run-1", sleeper.pid)]
+    assert psutil.pid_exists(sleeper.pid)
