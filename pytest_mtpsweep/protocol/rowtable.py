@@ -37,7 +37,8 @@ HEADER = (
 # then the columns left out, in this order, while it still does not fit (sessions.csv has all).
 SHRINKABLE = {"note": 16, "alias": 12, "finish": 18, "released": 8, "treatment": 9}
 DROPPABLE = (
-    "n_ctx", "props", "alias", "host %", "draft acc", "drift %", "load s", "mem MiB", "cyc",
+    "n_ctx", "props", "alias", "host %", "draft acc", "drift %", "load s", "mem MiB", "degen",
+    "cyc",
 )  # fmt: skip
 
 

@@ -139,6 +139,7 @@ def log_tail(path: Path, lines: int = 20) -> str:
 # Called about once a second while a server loads, with the seconds waited so far.
 OnWait = Callable[[float], None]
 WAIT_TICK_S = 1.0
+KILL_REAP_S = 2.0  # how long an interrupted stop waits for the SIGKILLed server to go
 
 
 def last_log_line(path: Path) -> str:
@@ -328,6 +329,9 @@ def _kill_now(server: ServerProcess) -> None:
     else:
         with contextlib.suppress(psutil.Error):
             psutil.Process(server.pid).kill()
+    # SIGKILL is not instant: reap it (briefly) so the record can say it is gone.
+    with contextlib.suppress(Exception):
+        _wait_gone(server, KILL_REAP_S)
 
 
 def _wait_gone(server: ServerProcess, timeout_s: float) -> bool:

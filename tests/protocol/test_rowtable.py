@@ -118,7 +118,7 @@ def test_the_table_fits_the_terminal_and_the_csv_keeps_it_whole() -> None:
     rows = [session_row(info(quarantined=long, alias="a-" + "x" * 60))]
     for width in (80, 120, 160):
         assert all(len(line) <= width for line in render(rows, width).splitlines())
-    narrow = render(rows, 150).splitlines()
+    narrow = render(rows, 165).splitlines()
     assert "a-xxxx…xxxxx " in narrow[1]  # shortened in the middle: its start and end kept
     assert narrow[-1].startswith("(not shown at this width: n_ctx; sessions.csv has every")
     assert "n_ctx" not in render(rows, 80).splitlines()[0]
