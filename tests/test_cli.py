@@ -119,6 +119,7 @@ class TestLint:
         shipped = sorted((REPO / "experiments" / "ladders").glob("*.toml"))
         summaries = {
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
+            "authoring-cpu": "authoring, 1 treatments x 1 cycles, 48 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert done.stdout.splitlines() == [

@@ -5,28 +5,22 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from pytest_mtpsweep import schema
-from pytest_mtpsweep.errors import ProvisionError
 from pytest_mtpsweep.rig import provision
 from tests.sandbox import copy_experiments, only_run, servers_of
 
-# The coding model: the embedded default once it is provisioned, else the GGUF the ladder names.
+# The coding model: the embedded default (scripts/dev provisions it before the tests).
 EMBEDDED_CODER = "embedded:qwen2.5-coder-0.5b"
-CODER_FILE = Path(os.environ.get("MTPSWEEP_CODER_MODEL", "/work/scratch9/qwen.gguf"))
 
 
 @pytest.fixture(scope="session")
 def coder_model() -> Path:
     """A model that really writes Python; a missing one fails loudly instead of skipping."""
-    try:
-        return provision.resolve_model(EMBEDDED_CODER)
-    except ProvisionError:
-        return provision.resolve_model(str(CODER_FILE))
+    return provision.resolve_model(EMBEDDED_CODER)
 
 
 @pytest.mark.server
