@@ -93,14 +93,16 @@ def _summarise(values: pd.Series, scale: str, idx: np.ndarray) -> tuple[float, f
                 means = np.nanmean(draws, axis=1)
                 sds = np.nanstd(draws, axis=1, ddof=1)
                 t_star = np.abs(means - est) / (sds / np.sqrt(counts))
-            ok = np.isfinite(t_star)
-            kept = int(ok.sum())
-            if kept:
+            kept = int(np.isfinite(means).sum())
+            ok = np.isfinite(t_star)  # a resample of identical values has no t
+            if ok.any():
                 q_boot = float(np.quantile(t_star[ok], LEVEL))
         spread = Spread(se, float(n - 1), PROMPTS_ONLY)
         low, high = published_interval(est, spread, q_boot, LEVEL)
         if se == 0.0:
             low = high = est
+        if scale == "difference":  # a difference of two rates lies in [-1, 1]
+            low, high = max(low, -1.0), min(high, 1.0)
     if scale == "ratio":
         est, low, high = (math.exp(x) if math.isfinite(x) else math.nan for x in (est, low, high))
     return est, low, high, kept
