@@ -120,6 +120,7 @@ class TestLint:
         summaries = {
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
             "authoring-cpu": "authoring, 1 treatments x 1 cycles, 48 cases",
+            "cpu-demo": "decode, 3 treatments x 4 cycles, 192 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert done.stdout.splitlines() == [
@@ -169,10 +170,10 @@ class TestLint:
     ) -> None:
         ladder = tmp_path / "l.toml"
         text = (REPO / "experiments" / "ladders" / "cpu-demo.toml").read_text()
-        ladder.write_text(text + '\n[preregistration]\ndrop_order = ["none:c3"]\n')
+        ladder.write_text(text + '\n[preregistration]\ndrop_order = ["none:c9"]\n')
         assert main(["lint", str(ladder)]) == 1
         (line,) = capsys.readouterr().out.splitlines()
-        assert line.startswith(f"{ladder}: preregistration names session 'none:c3'")
+        assert line.startswith(f"{ladder}: preregistration names session 'none:c9'")
 
 
 STUB = REPO / "tests" / "stub_llama_server.py"

@@ -15,10 +15,10 @@ def test_defaults_fill_what_the_ladder_leaves_out() -> None:
     plan = run_plan([t.key for t in lad.treatments], lad.cycles)
     reg = preregistration.effective(lad, plan)
     assert reg.primary_contrasts == ("ngram-simple vs none", "ngram-mod vs none")
-    assert reg.never_drop == "none:c2"  # the final baseline: without it cycle 2 has no pairs
+    assert reg.never_drop == "none:c4"  # the final baseline: without it cycle 4 has no pairs
     assert (
-        reg.drop_order[:2] == ("ngram-simple:c2", "ngram-mod:c2")
-        and "none:c2" not in reg.drop_order
+        reg.drop_order[:2] == ("ngram-simple:c4", "ngram-mod:c4")
+        and "none:c4" not in reg.drop_order
     )
     assert "2 treatment(s) x 2 subsets x 2 endpoints = 8 intervals" in reg.multiplicity
 
