@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .. import kinds, schema
 from ..errors import ProvisionError
 from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
+from ..ladder.attach import with_base_url
 from ..options import PreflightRequest, RunRequest, describe_overrides
 from . import finish, interrupts, setup, timeouts
 from .begin import begin
@@ -43,6 +44,8 @@ class Run:
         """Load and check everything the command line names, before anything starts."""
         path = find_ladder(request.ladder, list(request.search_dirs))
         ladder = load_ladder(path, request.overrides, describe_overrides(request.overrides))
+        if request.base_url is not None:
+            ladder = with_base_url(ladder, request.base_url)
         if any(ladder.model_of(t.key) is None for t in ladder.treatments if not t.attached):
             raise ProvisionError(
                 f"ladder {ladder.name} ({ladder.path}) needs --model: "
