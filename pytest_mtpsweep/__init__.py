@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .results import load_records
-    from .schema import Measurement
+    from .schema import CellResult, Measurement
 
 __version__ = "0.2.0"
-__all__ = ["Measurement", "__version__", "load_records"]
+__all__ = ["CellResult", "Measurement", "__version__", "load_records"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Measurement":
-        from .schema import Measurement
+    if name in ("Measurement", "CellResult"):
+        from . import schema
 
-        return Measurement
+        return getattr(schema, name)
     if name == "load_records":
         from .results import load_records
 

@@ -4,13 +4,11 @@ its argv, when it is ready, and whether to read its speculative-decoding counter
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError, OptionError
 from .fields import check_env_name, check_url, str_list
-from .model import Ladder
 
 # Fields that only mean something for an attached treatment (one with base_url).
 ATTACH_ONLY = ("api_key_env", "flags_file", "flags_command", "ready_url", "metrics")
@@ -68,24 +66,40 @@ def _ready_url(value: str, where: str, path: Path) -> str:
     return value
 
 
-def with_base_url(ladder: Ladder, url: str) -> Ladder:
-    """The ladder with its one treatment attached at `url` (`--base-url`).
+def with_base_url(raw: dict[str, Any], url: str, path: Path) -> dict[str, Any]:
+    """The ladder document with every treatment attached at `url` (`--base-url`), as if the
+    ladder said so.
 
-    A contrast pairs each treatment with a baseline measured on its own server, so one URL can
-    stand for one treatment only: a ladder with more must give each its own `base_url`.
+    One URL is one server, so a run with `--base-url` measures one treatment's sessions only
+    (the seed's way: one invocation per session, the server swapped between them); the
+    protocol refuses a selection that spans more (`Run.check_selection`).
     """
-    if len(ladder.treatments) != 1:
-        keys = ", ".join(ladder.treatment_keys)
-        raise OptionError(
-            f"--base-url attaches one server, but ladder {ladder.name} has "
-            f"{len(ladder.treatments)} treatments ({keys}); give each [[treatments]] its own "
-            "base_url in the ladder, or use a ladder with one treatment."
-        )
     try:
         base = check_url(url, "", "--base-url")
     except LadderError:
         raise OptionError(
             f"--base-url {url!r} is not an http(s) URL; write it like http://127.0.0.1:8000/v1."
         ) from None
-    only = dataclasses.replace(ladder.treatments[0], base_url=base)
-    return dataclasses.replace(ladder, treatments=(only,))
+    table = "subjects" if "subjects" in raw else "treatments"
+    items = raw.get(table)
+    if not isinstance(items, list):
+        return raw  # the ladder's own checks say what is wrong with it
+    own = [t.get("key") for t in items if isinstance(t, dict) and "base_url" in t]
+    if own:
+        raise OptionError(
+            f"--base-url conflicts with ladder {path}, whose {table} {own} have their own "
+            "base_url; drop --base-url or those base_url fields."
+        )
+    return {**raw, table: [{**t, "base_url": base} if isinstance(t, dict) else t for t in items]}
+
+
+def one_server(url: str, treatments: list[str]) -> None:
+    """`--base-url` stands for one server: the selected measurements must be one treatment's."""
+    if len(treatments) > 1:
+        first = treatments[0]
+        raise OptionError(
+            f"--base-url {url} is one server, but the selected measurements span treatments "
+            f"{', '.join(treatments)}; select one treatment's sessions (e.g. -k c1-{first}) and "
+            "run the others against their own servers, or give each [[treatments]] its own "
+            "base_url in the ladder."
+        )

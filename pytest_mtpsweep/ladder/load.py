@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from .attach import attach_fields
+from .attach import attach_fields, with_base_url
 from .fields import Spec, check_key, check_table, parse_cpus, str_list
 from .model import (
     DEFAULT_CURTAILMENT,
@@ -172,14 +172,22 @@ def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> l
     return out
 
 
-def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: str = "") -> Ladder:
+def load_ladder(
+    path: Path,
+    overrides: Mapping[str, Any] | None = None,
+    said: str = "",
+    base_url: str | None = None,
+) -> Ladder:
     """Read, override and validate one ladder file.
 
     `overrides` are dotted ladder fields set on the command line; `said` is how the command
-    line said them (`--max-tokens 1`), for the error message.
+    line said them (`--max-tokens 1`), for the error message; `base_url` (`--base-url`)
+    attaches the ladder's one treatment.
     """
     overrides = overrides or {}
     raw = merge_overrides(read_toml(path), overrides)
+    if base_url is not None:
+        raw = with_base_url(raw, base_url, path)
     said = said or ", ".join(sorted(overrides))
     where: Path | str = f"{path} (with {said} from the command line)" if overrides else path
     from ..kinds import kind_spec
