@@ -78,7 +78,7 @@ def by_hand(
 
 @pytest.mark.server
 def test_a_server_started_by_hand_is_measured_witnessed_and_left_running(
-    pytester: pytest.Pytester, by_hand: subprocess.Popen[bytes]
+    pytester: pytest.Pytester, by_hand: subprocess.Popen[bytes], server_bin: Path
 ) -> None:
     url: str = by_hand.url  # type: ignore[attr-defined]
     ladder = LADDER.format(url=url, alias=ALIAS, pid=by_hand.pid)
@@ -115,7 +115,7 @@ def test_a_server_started_by_hand_is_measured_witnessed_and_left_running(
         assert info["chat_template_sha256"] and info["props_stable"] is True
     # a: its argv from /proc through flags_command (NUL-separated), checked for its flags
     a = sessions["a"]
-    assert a["argv"][:1] == [str(Path(by_hand.args[0]))] and "--alias" in a["argv"]
+    assert a["argv"][:1] == [str(server_bin)] and "--alias" in a["argv"]
     assert a["argv_source"] == f"flags_command ['cat', '/proc/{by_hand.pid}/cmdline']"
     assert "argv" not in a["not_applicable"]
     assert sessions["b"]["not_applicable"]["argv"].startswith(NOT_APPLICABLE)
