@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,19 @@ def test_one_server_measures_one_treatment() -> None:
     one_server("http://h:1", ["b"])
     with pytest.raises(OptionError, match=r"span treatments a, b; select .* -k c1-a"):
         one_server("http://h:1", ["a", "b"])
+
+
+def readme_snippets() -> list[str]:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("## Attach to a server you run", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```toml\n(.*?)```", section, flags=re.S)
+
+
+def test_the_readme_attach_snippets_load_as_written(tmp_path: Path) -> None:
+    snippets = readme_snippets()
+    assert len(snippets) == 3  # vLLM, SGLang, llama-server in a container
+    for i, text in enumerate(snippets):
+        path = tmp_path / f"s{i}.toml"
+        path.write_text(text)
+        lad = load_ladder(path)
+        assert all(t.attached for t in lad.treatments) and len(lad.treatments) == 2

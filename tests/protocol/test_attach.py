@@ -206,3 +206,26 @@ def test_metrics_true_without_counters_refuses_the_session(pytester: pytest.Pyte
     assert "shows no vllm:spec_decode_num_accepted_tokens_total (no spec_decode counters" in out
     assert "set metrics = false in the ladder" in out
     assert script.chats == 0
+
+
+def test_one_server_swapped_between_sessions_as_the_seed_ran_it(
+    pytester: pytest.Pytester, stub: tuple[Script, str]
+) -> None:
+    """`--base-url` with one treatment's sessions per invocation, the server swapped between
+    them and the run continued with --resume: one run directory, one analysis."""
+    script, url = stub
+    few = project(pytester, spec=flags("vllm serve m --speculative-config {}"))
+    script.served_model, script.speculative = "stub-base", False
+    run(pytester, few, f"--base-url={url}/v1", "-k", "c1-none").assert_outcomes(
+        passed=3, deselected=3
+    )
+    rd = only_run(pytester.path)
+    script.served_model, script.speculative = "stub-vllm", True  # the other server is up now
+    result = run(pytester, few, f"--base-url={url}/v1", "-k", "c1-spec", f"--resume={rd}")
+    result.assert_outcomes(passed=3, deselected=3)
+    assert only_run(pytester.path) == rd
+    assert sorted(r["treatment"] for r in records(rd)) == ["none"] * 3 + ["spec"] * 3
+    assert (
+        "Interval endpoint on inter-chunk timing"
+        in (rd / schema.ANALYSIS_DIR / "report.md").read_text()
+    )
