@@ -78,6 +78,25 @@ def attach(live: LiveSession, progress: Progress) -> str | None:
     return _startup_error(live, argv, n_ctx, ctx_source)
 
 
+def end_identity(live: LiveSession) -> None:
+    """What the server says about itself at the session's end, against its start: `/props`
+    where it has one, else the models `/v1/models` lists (its cards carry a fresh `created`
+    each time, so the whole document would always differ)."""
+    info = live.info
+    assert live.endpoint is not None
+    ident = live.endpoint.identity()
+    info["endpoint_identity_end"] = ident
+    props = ident.get("/props")
+    info["props_end"] = props if isinstance(props, dict) else {}
+    if info.get("props_start"):
+        info["props_changed"] = rig.props_diff(info.get("props_start") or {}, info["props_end"])
+        info["props_stable"] = bool(info["props_end"]) and not info["props_changed"]
+        return
+    start, end = info.get("served_models") or [], rig.served_models(ident)
+    info["props_changed"] = [] if start == end else ["/v1/models"]
+    info["props_stable"] = bool(end) and start == end
+
+
 def _argv(live: LiveSession) -> list[str] | None:
     """The server's argv from the ladder's flags file or command, kept as the flags file of a
     launched session is; None when the ladder names neither."""

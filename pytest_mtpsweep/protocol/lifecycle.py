@@ -271,11 +271,11 @@ def final_witnesses(live: LiveSession) -> None:
             if start and end:
                 cal["drift_pct"] = (end / start - 1) * 100
         if live.endpoint is not None:
-            ident = live.endpoint.identity()
-            info["endpoint_identity_end"] = ident
-            info["props_end"] = ident.get("/props") or {}
-        else:
-            info["props_end"] = rig.props(live.base_url) if alive else {}
+            from .attach import end_identity
+
+            end_identity(live)
+            return
+        info["props_end"] = rig.props(live.base_url) if alive else {}
         info["props_changed"] = rig.props_diff(info.get("props_start") or {}, info["props_end"])
         info["props_stable"] = bool(info["props_end"]) and not info["props_changed"]
     except BaseException as exc:

@@ -121,6 +121,7 @@ def test_two_attached_servers_metrics_and_the_inter_chunk_fallback(
     assert info["endpoint_identity"]["/version"] == {"version": "0.0.0-stub"}
     assert (rd / schema.flags_file(info["session"])).read_text().startswith("vllm serve m")
     assert info["spec_metrics"].startswith("read before and after each request")
+    assert info["props_stable"] is True and info["props_end"] == {}  # /v1/models stood in
     assert session(rd, "none")["spec_metrics"].startswith("not read (metrics = false")
     pre = {i["name"]: i for i in json.loads((rd / schema.PREFLIGHT_FILE).read_text())}
     row = pre["endpoint:spec"]
