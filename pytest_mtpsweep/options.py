@@ -93,6 +93,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--repeats", "repeats", "runs of each prompt per session, averaged before pairing (overrides the ladder)", int, metavar="N", overrides="repeats"),
     Opt("--cache-prompt", "cache_prompt", "let llama-server reuse cached prompt prefixes (recorded, keyed)", action="store_true", overrides="cache_prompt"),
     Opt("--prompts-dir", "prompts_dir", "a prompt set directory instead of the ladder's", metavar="DIR"),
+    Opt("--base-url", "base_url", "attach the ladder's one treatment to the server at URL (a trailing /v1 is fine); nothing is started or stopped", metavar="URL"),
     Opt("--port", "port", "server port (0: a free port per session)", int, metavar="PORT", overrides="server.port"),
     Opt("--run-dir", "run_dir", "run directory to create (must not exist; default runs/<ladder>/<run-id>)", metavar="DIR"),
     Opt("--note", "note", "a note recorded with every record", metavar="TEXT", overrides="note"),
@@ -116,7 +117,7 @@ OPTIONS: tuple[Opt, ...] = (
 )  # fmt: skip
 BY_NAME: dict[str, Opt] = {o.name: o for o in OPTIONS}
 # What `mtpsweep preflight` takes: the ladder, what decides the rig, and preflight's own.
-PREFLIGHT_CLI = ("ladder", "model", "server_bin", "port", "server_build", "waive", "against", "verify_digests")  # fmt: skip
+PREFLIGHT_CLI = ("ladder", "model", "server_bin", "base_url", "port", "server_build", "waive", "against", "verify_digests")  # fmt: skip
 BOOTSTRAP_CLI = ("baseline", "boot", "boot_seed")
 
 
@@ -186,6 +187,7 @@ def run_request(
         overrides=overrides,
         prompts_dir=_path(v.get("prompts_dir")),
         server_bin=v.get("server_bin"),
+        base_url=v.get("base_url") or None,
         run_dir=_path(v.get("run_dir")),
         resume=_path(v.get("resume")),
         warmup=not v.get("no_warmup"),

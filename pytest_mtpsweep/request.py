@@ -46,6 +46,7 @@ class RunRequest:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # dotted ladder field -> value
     prompts_dir: Path | None = None
     server_bin: str | None = None
+    base_url: str | None = None  # --base-url: attach the ladder's one treatment there
     run_dir: Path | None = None
     resume: Path | None = None
     warmup: bool = True

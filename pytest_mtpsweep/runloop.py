@@ -172,6 +172,7 @@ def before(
 
     config = session.config
     try:
+        run.check_selection(cases)
         run.resolve()
         checks: list[PreflightItem] = run.preflight()
     except UserError as exc:

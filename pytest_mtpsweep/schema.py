@@ -142,6 +142,11 @@ class Measurement:
     cache_n: int | None = None
     draft_n: int | None = None
     draft_n_accepted: int | None = None
+    # where draft_n came from: "server_timings" (llama-server) or "metrics" (Prometheus deltas)
+    draft_source: str | None = None
+    # spec-decode tokens the counters gained between the harness's previous request and this
+    # one (another client, or a late update): nonzero means the deltas are not this request's
+    metrics_moved_between: int | None = None
     finish_reason: str | None = None
     content_chars: int = 0
     content_sha256: str = ""
@@ -242,7 +247,7 @@ class SessionFile(TypedDict, total=False):
     treatment: str
     cycle: int
     alias: str
-    rig: str  # "spawned" or "launched"
+    rig: str  # "spawned", "launched" or "attached"
     argv_requested: list[str]
     server_bin: str
     server_bin_source: str
@@ -293,6 +298,8 @@ class SessionFile(TypedDict, total=False):
     endpoint_identity: dict[str, Any]
     endpoint_identity_end: dict[str, Any]
     served_models: list[str]
+    argv_source: str  # an attached server's flags_file or flags_command
+    spec_metrics: str  # whether each request read the spec-decode counters, or why not
     # the keyed fields are copied in too (KEYED_FIELDS)
     model_id: str
     model_sha256: str

@@ -104,6 +104,23 @@ def degenerate(records: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(DEGENERATE_COLUMNS))
 
 
+INTERVAL_BASIS_COLUMNS: tuple[str, ...] = ("treatment", "n_records", "n_inter_chunk")
+
+
+def interval_basis(records: pd.DataFrame) -> pd.DataFrame:
+    """Per treatment, how many analysed records had an interval rate from inter-chunk timing
+    (no server `timings` in the stream) rather than the server's own decode interval."""
+    rows = [
+        {
+            "treatment": str(treatment),
+            "n_records": len(frame),
+            "n_inter_chunk": int((frame["interval_basis"] == "inter_chunk").sum()),
+        }
+        for treatment, frame in records.groupby("treatment", sort=True)
+    ]
+    return pd.DataFrame(rows, columns=list(INTERVAL_BASIS_COLUMNS))
+
+
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan

@@ -178,6 +178,7 @@ class AnalysisResult:
     position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
     degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
     host: pd.DataFrame = field(default_factory=pd.DataFrame)
+    interval_basis: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

@@ -188,6 +188,7 @@ def analyse(
         calibration=cen.calibration([(run.run_id, s) for run in runs for s in run.sessions]),
         truncated=cen.truncated(analysed),
         degenerate=cen.degenerate(analysed),
+        interval_basis=cen.interval_basis(analysed),
         host=cen.host_noise([(run.run_id, s) for run in runs for s in run.sessions]),
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,

@@ -17,11 +17,13 @@ from pytest_mtpsweep.analysis.model import (
 )
 from pytest_mtpsweep.analysis.report_diagnostics import (
     degenerate_warning,
+    interval_fallback_warning,
     section_census,
     section_degenerate,
     section_drift,
     section_groups,
     section_host,
+    section_interval_basis,
     section_position,
     section_truncation,
 )
@@ -299,9 +301,9 @@ def render_report(result: AnalysisResult) -> str:
         ]
     if len(result.run_ids) > 1:
         lines += [f"Pooled runs (--pool, keyed fields identical): {', '.join(result.run_ids)}.", ""]
-    warning = degenerate_warning(result)
-    if warning:
-        lines += [f"**{warning}**", ""]
+    for warning in (degenerate_warning(result), interval_fallback_warning(result)):
+        if warning:
+            lines += [f"**{warning}**", ""]
     reason = no_pairs_reason(result)
     if reason is not None:
         lines += [f"**{reason}**", ""]
@@ -315,6 +317,7 @@ def render_report(result: AnalysisResult) -> str:
         lines += section_position(result)
     lines += section_truncation(result)
     lines += section_degenerate(result)
+    lines += section_interval_basis(result)
     lines += section_host(result)
     lines += section_groups(result)
     lines += _section_method(result)

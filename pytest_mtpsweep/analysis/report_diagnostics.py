@@ -324,3 +324,38 @@ def section_host(result: AnalysisResult) -> list[str]:
         ],
     )
     return [*out, lead, "", verdict, "", table, ""]
+
+
+def interval_fallback_warning(result: AnalysisResult) -> str | None:
+    """One plain sentence when any analysed interval rate came from inter-chunk timing."""
+    t = result.interval_basis
+    if t.empty or int(t["n_inter_chunk"].sum()) == 0:
+        return None
+    used = ", ".join(
+        f"{r['treatment']} {int(r['n_inter_chunk'])}/{int(r['n_records'])}"
+        for r in dict_rows(t)
+        if int(r["n_inter_chunk"])
+    )
+    return (
+        f"Interval endpoint on inter-chunk timing ({used}): the server sent no `timings`, so the "
+        "interval rate counts one token per streamed chunk; a server that coalesces several "
+        "tokens into one chunk (speculative decoding emits each step's accepted drafts "
+        "together) is undercounted, so the interval endpoint understates such a treatment's "
+        "rate. The primary endpoint counts `usage.completion_tokens` and is not affected."
+    )
+
+
+def section_interval_basis(result: AnalysisResult) -> list[str]:
+    out = ["## Interval endpoint basis", ""]
+    t = result.interval_basis
+    if t.empty:
+        return [*out, "No analysed measurements.", ""]
+    warning = interval_fallback_warning(result)
+    lead = warning or (
+        "Every analysed interval rate is the server's own decode interval (`timings`)."
+    )
+    table = md_table(
+        ["treatment", "measurements", "inter-chunk"],
+        [[str(r["treatment"]), str(r["n_records"]), str(r["n_inter_chunk"])] for r in dict_rows(t)],
+    )
+    return [*out, lead, "", table, ""]

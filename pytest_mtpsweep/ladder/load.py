@@ -9,15 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from .fields import (
-    Spec,
-    check_env_name,
-    check_key,
-    check_table,
-    check_url,
-    parse_cpus,
-    str_list,
-)
+from .attach import attach_fields, with_base_url
+from .fields import Spec, check_key, check_table, parse_cpus, str_list
 from .model import (
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
@@ -79,6 +72,9 @@ TREATMENT: Spec = {
     "api_key_env": (str, False),
     "served_model": (str, False),
     "flags_file": (str, False),
+    "flags_command": (list, False),
+    "ready_url": (str, False),
+    "metrics": (bool, False),
     "model": (str, False),
     "model_id": (str, False),
 }
@@ -176,14 +172,22 @@ def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> l
     return out
 
 
-def load_ladder(path: Path, overrides: Mapping[str, Any] | None = None, said: str = "") -> Ladder:
+def load_ladder(
+    path: Path,
+    overrides: Mapping[str, Any] | None = None,
+    said: str = "",
+    base_url: str | None = None,
+) -> Ladder:
     """Read, override and validate one ladder file.
 
     `overrides` are dotted ladder fields set on the command line; `said` is how the command
-    line said them (`--max-tokens 1`), for the error message.
+    line said them (`--max-tokens 1`), for the error message; `base_url` (`--base-url`)
+    attaches the ladder's one treatment.
     """
     overrides = overrides or {}
     raw = merge_overrides(read_toml(path), overrides)
+    if base_url is not None:
+        raw = with_base_url(raw, base_url, path)
     said = said or ", ".join(sorted(overrides))
     where: Path | str = f"{path} (with {said} from the command line)" if overrides else path
     from ..kinds import kind_spec
@@ -258,20 +262,13 @@ def parse_treatments(items: list[Any], table: str, path: Path) -> tuple[Treatmen
         check_table(t, TREATMENT, where, path)
         check_key(t["key"], where + "key", path)
         step = t.get("memory_step_mib")
-        flags = t.get("flags_file")
         out.append(
             Treatment(
                 t["key"],
                 str_list(t.get("args", []), where + "args", path),
                 float(step) if step is not None else None,
-                base_url=check_url(t["base_url"], where + "base_url", path)
-                if "base_url" in t
-                else None,
-                api_key_env=check_env_name(t["api_key_env"], where + "api_key_env", path)
-                if "api_key_env" in t
-                else None,
                 served_model=t.get("served_model"),
-                flags_file=(path.parent / flags).resolve() if flags else None,
+                **attach_fields(t, where, path),
                 model=t.get("model"),
                 model_id=t.get("model_id"),
             )

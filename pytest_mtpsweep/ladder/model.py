@@ -36,6 +36,9 @@ class Treatment:
     api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
     served_model: str | None = None  # the `model` every response must carry
     flags_file: Path | None = None  # the server's argv as the rig captured it
+    flags_command: tuple[str, ...] | None = None  # an argv that prints the server's argv
+    ready_url: str | None = None  # a path (/health) or URL answering 200 once it is ready
+    metrics: bool | None = None  # read Prometheus spec-decode counters (None: if it has them)
     # Its own model (a GGUF path or an embedded name) instead of the ladder's [model].
     model: str | None = None
     model_id: str | None = None  # what records call that model (default: the ladder's id)

@@ -22,6 +22,8 @@ from .artefacts import (
     check_server_version,
     model_names,
 )
+from .endpoints import AttachedTarget, check_endpoint
+from .endpoints import item_name as endpoint_item
 from .host import (
     check_disk,
     check_gpu,
@@ -54,6 +56,7 @@ __all__ = [
     "PASS",
     "SKIP",
     "WAIVED",
+    "AttachedTarget",
     "PreflightInputs",
     "PreflightItem",
     "check_prompt_set",
@@ -92,6 +95,7 @@ class PreflightInputs:
     # servers earlier runs listed in servers/live.json that still run: (run dir, description)
     leftover_servers: tuple[tuple[Path, str], ...] = ()
     self_test: bool = False  # run the harness's own fast self-test as an item
+    attached: tuple[AttachedTarget, ...] = ()  # servers the run attaches to, not launches
 
 
 def run_preflight(
@@ -123,6 +127,7 @@ def run_preflight(
             else []
         ),
         check_server_version(inputs.server_bin, inputs.expected_build),
+        *(check_endpoint(target) for target in inputs.attached),
         *check_launchers(inputs.launchers),
         check_harness(inputs.package_version, inputs.experiments_dir),
         *([check_self_test()] if inputs.self_test else []),
@@ -148,6 +153,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
         *model_names(inputs.model_files),
         *(["chat_template"] if inputs.model_files else []),
         "server_version",
+        *(endpoint_item(target.treatment) for target in inputs.attached),
         *(f"launcher:{name}" for name in inputs.launchers),
         "harness",
         *(["self_test"] if inputs.self_test else []),

@@ -15,6 +15,7 @@ from ..errors import ServerError
 from ..ladder.plan import SessionSlot
 from ..rig import host, liveset
 from ..rig.gguf import template_identity
+from ..rig.specmetrics import SpecCounters
 from .context import (
     CALIBRATION_PROMPT,
     CALIBRATION_TOKENS,
@@ -28,9 +29,6 @@ from .witnesses import startup_error
 
 if TYPE_CHECKING:
     from ..kinds import KindRun
-
-# What cannot be witnessed of a server the harness did not start: said so, never passed.
-ATTACHED_NOT_APPLICABLE = ("argv_from_proc", "rss", "release", "gpu_memory")
 
 
 @dataclass
@@ -54,6 +52,8 @@ class LiveSession:
 
     base_url: str = ""
     endpoint: rig.Endpoint | None = None  # set when the server is attached, not launched
+    spec_metrics: bool = False  # read its spec-decode counters around each request
+    last_counters: SpecCounters | None = None  # as the last metered request left them
     host_start: host.CpuSample | None = None  # the machine's CPU use when measuring began
 
     def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
@@ -94,7 +94,7 @@ def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None)
     progress = progress or Silent()
     treatment = live.ctx.ladder.treatment(live.slot.treatment)
     if treatment.base_url is not None:
-        _attach(live, rig.Endpoint(treatment.base_url, treatment.api_key_env), progress)
+        _attach(live, progress)
     else:
         _launch(live, progress)
         _witness(live)
@@ -140,53 +140,13 @@ def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
     liveset.add(live.ctx.run_dir.path / schema.LIVE_SERVERS_FILE, entry)
 
 
-def _attach(live: LiveSession, endpoint: rig.Endpoint, progress: Progress) -> None:
+def _attach(live: LiveSession, progress: Progress) -> None:
     """A server the harness does not own: witnessed where it can be, never stopped."""
-    info, treatment = live.info, live.ctx.ladder.treatment(live.slot.treatment)
-    info.update(
-        {
-            "rig": "attached",
-            "base_url": endpoint.base_url,
-            "not_applicable": {
-                name: "not applicable: attached" for name in ATTACHED_NOT_APPLICABLE
-            },
-        }
-    )
-    live.endpoint, live.base_url = endpoint, endpoint.base_url
-    name, what = live.slot.name, describe(live.slot)
+    from .attach import attach
 
-    def on_wait(waited_s: float, last: str) -> None:
-        progress.loading(name, what, waited_s, last)
-
-    info["load_s"] = endpoint.wait_ready(live.ctx.ladder.ready_timeout_s, on_wait)
-    progress.ready(name, what, info["load_s"])
-    ident = endpoint.identity()
-    props = ident.get("/props") or {}
-    info.update(
-        {
-            "endpoint_identity": ident,
-            "props_start": props if isinstance(props, dict) else {},
-            "served_models": rig.served_models(ident),
-            "n_ctx": ((props or {}).get("default_generation_settings") or {}).get("n_ctx"),
-            "build_info": (props or {}).get("build_info"),
-        }
-    )
-    argv: list[str] = []
-    if treatment.flags_file is not None:
-        try:
-            argv = treatment.flags_file.read_text(encoding="utf-8", errors="replace").split()
-        except OSError as exc:
-            info["error"] = f"flags_file {treatment.flags_file} cannot be read ({exc.strerror})"
-            raise ServerError(info["error"]) from None
-        info["argv"] = argv
-    error = startup_error(
-        argv if treatment.flags_file else None,
-        live.ctx.treatment_args(live.slot),
-        info.get("n_ctx"),
-        live.ctx.ladder.ctx_size,
-    ) or _template_witness(live, info.get("props_start") or {})
+    error = attach(live, progress) or _template_witness(live, live.info.get("props_start") or {})
     if error:
-        info["error"] = error
+        live.info["error"] = error
         raise ServerError(error)
 
 
@@ -311,11 +271,11 @@ def final_witnesses(live: LiveSession) -> None:
             if start and end:
                 cal["drift_pct"] = (end / start - 1) * 100
         if live.endpoint is not None:
-            ident = live.endpoint.identity()
-            info["endpoint_identity_end"] = ident
-            info["props_end"] = ident.get("/props") or {}
-        else:
-            info["props_end"] = rig.props(live.base_url) if alive else {}
+            from .attach import end_identity
+
+            end_identity(live)
+            return
+        info["props_end"] = rig.props(live.base_url) if alive else {}
         info["props_changed"] = rig.props_diff(info.get("props_start") or {}, info["props_end"])
         info["props_stable"] = bool(info["props_end"]) and not info["props_changed"]
     except BaseException as exc:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .. import kinds, schema
 from ..errors import ProvisionError
 from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
+from ..ladder.attach import one_server
 from ..options import PreflightRequest, RunRequest, describe_overrides
 from . import finish, interrupts, setup, timeouts
 from .begin import begin
@@ -37,12 +38,21 @@ class Run:
     sessions: Sessions | None = None
     summary: finish.Summary | None = None
     analysis: EndAnalysis | None = None
+    selected: tuple[str, ...] | None = None  # the treatments this invocation measures
+
+    def check_selection(self, cases: Sequence[Case]) -> None:
+        """Note which treatments the selected measurements belong to; `--base-url` (one
+        server) refuses a selection of more than one."""
+        self.selected = tuple(dict.fromkeys(c.slot.treatment for c in cases))
+        if self.request.base_url is not None:
+            one_server(self.request.base_url, list(self.selected))
 
     @classmethod
     def from_request(cls, request: RunRequest) -> Run:
         """Load and check everything the command line names, before anything starts."""
         path = find_ladder(request.ladder, list(request.search_dirs))
-        ladder = load_ladder(path, request.overrides, describe_overrides(request.overrides))
+        said = describe_overrides(request.overrides)
+        ladder = load_ladder(path, request.overrides, said, base_url=request.base_url)
         if any(ladder.model_of(t.key) is None for t in ladder.treatments if not t.attached):
             raise ProvisionError(
                 f"ladder {ladder.name} ({ladder.path}) needs --model: "
@@ -85,6 +95,7 @@ class Run:
             opts,
             sessions=len(self.plan),
             measurements=len(self.cases()),
+            treatments=self.selected,
         )
 
     def begin(

@@ -107,9 +107,11 @@ def preflight(
     *,
     sessions: int = 0,
     measurements: int = 0,
+    treatments: tuple[str, ...] | None = None,
 ) -> list[PreflightItem]:
-    """Every preflight item for this run, before anything starts."""
-    from ..preflight import PreflightInputs, run_preflight
+    """Every preflight item for this run, before anything starts; attached servers are checked
+    for the `treatments` measured (None: all)."""
+    from ..preflight import AttachedTarget, PreflightInputs, run_preflight
 
     pre = ladder.preflight
     inputs = PreflightInputs(
@@ -134,6 +136,13 @@ def preflight(
         if measurements
         else 0,
         self_test=pre.self_test,
+        attached=tuple(
+            AttachedTarget(
+                t.key, rig.Endpoint(t.base_url, t.api_key_env, t.ready_url), ladder.alias(t.key)
+            )
+            for t in ladder.treatments
+            if t.base_url is not None and (treatments is None or t.key in treatments)
+        ),
         leftover_servers=tuple(
             (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
         ),

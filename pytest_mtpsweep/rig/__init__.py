@@ -11,7 +11,7 @@ This package's names are imported from here by the protocol; the modules below h
 
 from .client import RequestSpec, new_http_client, stream_chat
 from .digests import file_digest
-from .endpoint import Endpoint, served_models
+from .endpoint import Endpoint, served_context, served_models
 from .identity import gpu_used_mib, host_available_mib, props, props_diff, read_cmdline, rss_bytes
 from .modelfile import model_sha256, shards
 from .net import free_port
@@ -48,6 +48,7 @@ __all__ = [
     "resolve_model",
     "resolve_server_bin",
     "rss_bytes",
+    "served_context",
     "served_models",
     "server_build",
     "server_version",

@@ -27,6 +27,7 @@ class Endpoint:
 
     base_url: str
     api_key_env: str | None = None
+    ready_url: str | None = None  # a path or URL that answers 200 once the server is ready
 
     def headers(self) -> dict[str, str]:
         """The Authorization header, read from the environment now (empty without a key)."""
@@ -40,15 +41,22 @@ class Endpoint:
             )
         return {"Authorization": f"Bearer {key}"}
 
+    def url(self, path: str) -> str:
+        """`path` on this server (a whole URL is taken as it is)."""
+        return path if "://" in path else f"{self.base_url}{path}"
+
     def get(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
-        return httpx.get(
-            f"{self.base_url}{path}", headers=self.headers(), timeout=timeout_s, trust_env=False
-        )
+        return httpx.get(self.url(path), headers=self.headers(), timeout=timeout_s, trust_env=False)
+
+    @property
+    def ready_paths(self) -> tuple[str, ...]:
+        return (self.ready_url,) if self.ready_url else ("/v1/models", "/health")
 
     def wait_ready(
         self, timeout_s: float, on_wait: Callable[[float, str], None] | None = None
     ) -> float:
-        """Seconds until `/v1/models` (or `/health`) answers 200; ServerError if it never does.
+        """Seconds until `ready_url` (default `/v1/models` or `/health`) answers 200; ServerError
+        if it never does.
 
         `on_wait`, if given, hears (seconds waited, the last answer) about once a second.
         """
@@ -60,7 +68,7 @@ class Endpoint:
             if on_wait is not None and now >= tick:
                 on_wait(now - t0, last)
                 tick = now + 1.0
-            for path in ("/v1/models", "/health"):
+            for path in self.ready_paths:
                 try:
                     status = self.get(path, timeout_s=5.0).status_code
                 except httpx.HTTPError as exc:
@@ -91,3 +99,18 @@ def served_models(identity: dict[str, Any]) -> list[str]:
     """The model ids an OpenAI-compatible `/v1/models` lists."""
     data = (identity.get("/v1/models") or {}).get("data")
     return [str(m.get("id")) for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+
+def served_context(identity: dict[str, Any], model: str) -> tuple[int | None, str | None]:
+    """The context an attached server serves, and where it said so: llama-server's `/props`
+    (`n_ctx` of its slot), else `max_model_len` of the model in `/v1/models` (vLLM, SGLang)."""
+    props = identity.get("/props")
+    if isinstance(props, dict):
+        n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+        if isinstance(n_ctx, int):
+            return n_ctx, "/props"
+    data = (identity.get("/v1/models") or {}).get("data")
+    for m in data if isinstance(data, list) else []:
+        if isinstance(m, dict) and m.get("id") == model and isinstance(m.get("max_model_len"), int):
+            return int(m["max_model_len"]), "/v1/models"
+    return None, None

@@ -230,6 +230,7 @@ def reduce_stream(
         cache_n=_int(ev.timings, "cache_n"),
         draft_n=_int(ev.timings, "draft_n"),
         draft_n_accepted=_int(ev.timings, "draft_n_accepted"),
+        draft_source="server_timings" if _int(ev.timings, "draft_n") is not None else None,
         finish_reason=ev.finish_reason,
         content_chars=len(content),
         content_sha256=hashlib.sha256(content.encode()).hexdigest(),

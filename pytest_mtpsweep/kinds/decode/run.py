@@ -14,6 +14,7 @@ from ...errors import PromptError
 from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
 from ...options import AnalysisRequest, RunRequest
 from ...preflight import PreflightItem, check_prompt_set
+from ...protocol.attach import counted, counters_now
 from ...protocol.rundir import read_records
 from .. import EndAnalysis, Outcome
 from . import tallies
@@ -125,7 +126,9 @@ class DecodeRun:
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
         spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
+        before = counters_now(live)  # an attached server's spec-decode totals, untimed
         m = rig.stream_chat(live.http, live.base_url, case.prompt.text, spec)
+        m = counted(live, before, m)
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
             m = replace(m, degenerate=degenerate(case.prompt.text, m.content))

@@ -1,0 +1,92 @@
+"""Preflight items for attached servers: one row per attached treatment saying whether its
+endpoint answers and what it says it is (`/v1/models`, `/props`, `/version`, whatever it
+offers). A failing row stops the run before anything is measured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..errors import ServerError
+from ..rig.endpoint import Endpoint, served_models
+from .items import FAIL, PASS, PreflightItem, make_item
+
+
+@dataclass(frozen=True)
+class AttachedTarget:
+    """An attached treatment as preflight sees it."""
+
+    treatment: str
+    endpoint: Endpoint
+    alias: str  # the `model` its responses must carry
+
+
+def item_name(treatment: str) -> str:
+    return f"endpoint:{treatment}"
+
+
+def check_endpoint(target: AttachedTarget) -> PreflightItem:
+    """Reachable now (no waiting: the server must run before the run starts) and serving the
+    model the treatment's responses must name."""
+    ep, name = target.endpoint, item_name(target.treatment)
+    expected = f"{ep.base_url} answers and serves {target.alias}"
+    try:
+        ep.headers()
+    except ServerError as exc:
+        return make_item(name, expected, "no API key", FAIL, fix=_sentence(str(exc)))
+    ready = _ready(ep)
+    if ready is not None:
+        fix = (
+            f"Start the server at {ep.base_url} before the run, or fix base_url (or ready_url) "
+            f"of treatment {target.treatment} in the ladder."
+        )
+        return make_item(name, expected, ready, FAIL, fix=fix)
+    ident = ep.identity()
+    observed = describe_identity(ident)
+    models = served_models(ident)
+    if models and target.alias not in models:
+        fix = (
+            f"Set served_model of treatment {target.treatment} to the model the server serves "
+            f"({', '.join(models)}), or attach the server that serves {target.alias}."
+        )
+        return make_item(name, expected, observed, FAIL, fix=fix)
+    stable = "; ".join(p for p in observed.split("; ") if not p.startswith("ready"))
+    return make_item(name, expected, observed, PASS, stable=stable)
+
+
+def _ready(ep: Endpoint) -> str | None:
+    """Why the endpoint is not ready (None: it is)."""
+    last = "no answer"
+    for path in ep.ready_paths:
+        try:
+            status = ep.get(path, timeout_s=5.0).status_code
+        except httpx.HTTPError as exc:
+            last = f"unreachable ({type(exc).__name__}: {exc})"
+            continue
+        if status == 200:
+            return None
+        last = f"HTTP {status} from {path}"
+    return last
+
+
+def describe_identity(ident: dict[str, Any]) -> str:
+    """One line: which identity paths answered and what they said."""
+    parts = [f"ready; identity from {', '.join(ident) or 'no identity path'}"]
+    models = served_models(ident)
+    if models:
+        parts.append(f"models {', '.join(models)}")
+    props = ident.get("/props")
+    if isinstance(props, dict) and props.get("build_info"):
+        parts.append(f"build {props['build_info']}")
+    version = ident.get("/version")
+    if isinstance(version, dict):
+        parts.append("version " + " ".join(f"{k}={v}" for k, v in sorted(version.items())))
+    elif version is not None:
+        parts.append(f"version {version}")
+    return "; ".join(parts)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
