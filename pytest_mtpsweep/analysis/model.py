@@ -178,6 +178,7 @@ class AnalysisResult:
     position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
     degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
     host: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_device: pd.DataFrame = field(default_factory=pd.DataFrame)  # >1 device: analysis/devices
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

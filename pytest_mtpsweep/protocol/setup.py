@@ -107,8 +107,10 @@ def preflight(
     *,
     sessions: int = 0,
     measurements: int = 0,
+    workers: int = 1,
 ) -> list[PreflightItem]:
-    """Every preflight item for this run, before anything starts."""
+    """Every preflight item for this run, before anything starts; a fixed port is checked
+    for each pytest-xdist worker (server.port + worker index)."""
     from ..preflight import PreflightInputs, run_preflight
 
     pre = ladder.preflight
@@ -116,7 +118,10 @@ def preflight(
         run_dir=res.run_path,
         server_bin=res.server_bin.path if res.server_bin else None,
         expected_build=opts.server_build or pre.server_build,
-        ports=((ladder.port,) if ladder.port and res.server_bin else ()) + pre.ports,
+        ports=tuple(
+            ladder.port + i for i in range(workers if ladder.port and res.server_bin else 0)
+        )
+        + pre.ports,
         host=ladder.host,
         model_files=model_files(ladder, res.models, res.model_path),
         ram_floor_gb=pre.ram_floor_gb,
