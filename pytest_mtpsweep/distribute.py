@@ -49,6 +49,16 @@ class Controller:
     founded: bool = False
 
 
+def role(config: pytest.Config) -> str:
+    """'worker', 'controller' (pytest-xdist distributes this run) or ''."""
+    if hasattr(config, "workerinput"):
+        return "worker"
+    tx = config.getoption("tx", None)
+    if tx and config.getoption("dist", "no") != "no" and not config.option.collectonly:
+        return "controller"
+    return ""
+
+
 def configure(config: pytest.Config, run: Run, as_role: str) -> Controller | None:
     """Check that this run can be distributed; steer xdist to keep each block on one worker."""
     if as_role == "worker":
@@ -186,12 +196,15 @@ def found(config: pytest.Config, run: Run, state: Controller, ids: Sequence[str]
 
 def settle(run: Run) -> list[str]:
     """At the controller's end: sessions a dead worker left with records but no session
-    file are set aside (quarantined); their names."""
+    file are set aside (quarantined); their names. A stop a worker wrote is the run's."""
     from . import schema
 
-    if run.run_dir is None:
+    if run.run_dir is None or run.sessions is None:
         return []
     run_dir, out = run.run_dir, []
+    stopped = run_dir.path / schema.STOPPED_FILE
+    if stopped.exists() and run.sessions.stopped is None:  # a rule stopped it on a worker
+        run.sessions.stopped = stopped.read_text(errors="replace").strip()
     for slot in run.plan:
         if _abandoned(run_dir.path, slot):
             run_dir.quarantine(slot.name, WORKER_DIED, run.kind.quarantine_members(slot.name))

@@ -65,24 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
             "-p no:timeout)."
         )
     config.stash[RUN] = run
-    role = _role(config)
-    if role:
-        from . import distribute
+    from . import distribute
 
+    role = distribute.role(config)
+    if role:
         config.stash[ROLE] = role
         controller = distribute.configure(config, run, role)
         if controller is not None:
             config.stash[CONTROLLER] = controller
-
-
-def _role(config: pytest.Config) -> str:
-    """'worker', 'controller' (pytest-xdist distributes this run) or ''."""
-    if hasattr(config, "workerinput"):
-        return "worker"
-    tx = config.getoption("tx", None)
-    if tx and config.getoption("dist", "no") != "no" and not config.option.collectonly:
-        return "controller"
-    return ""
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -362,9 +352,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """After a stop or an interruption, once the last server is down: the row table and the
     analysis (a run that went to the end had them before its --expect items)."""
     run = session.config.stash.get(RUN, None)
-    if run is not None and session.config.stash.get(ROLE, "") != "worker":
+    role = session.config.stash.get(ROLE, "")
+    if run is not None and role != "worker":
         from . import runloop
 
+        if role == "controller":  # after an interruption; xdist has stopped every worker
+            from .distribute import settle
+
+            settle(run)
         runloop.end(session.config, run)
 
 

@@ -203,3 +203,34 @@ def test_cpu_slice_on_two_workers(pytester: pytest.Pytester, server_bin: Path) -
     report = (run / "analysis" / "report.md").read_text()
     assert "Per device" in report and "gw0" in report and "gw1" in report
     assert not servers_of(server_bin)
+
+
+class _Node:
+    """What configure_node reads of xdist's WorkerController."""
+
+    def __init__(self, gid: str) -> None:
+        self.gateway = type("Gateway", (), {"id": gid})()
+        self.workerinput: dict[str, object] = {}
+
+
+def test_a_replacement_worker_takes_the_dead_ones_place_and_device(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from pytest_mtpsweep.distribute import Controller, configure_node, node_down
+
+    ladder = SimpleNamespace(devices=("0", "1"))
+    resolved = SimpleNamespace(run_path=tmp_path / "run")
+    run = SimpleNamespace(ladder=ladder, resolved=resolved, resolve=lambda: resolved)
+    state = Controller(workers=2)
+    nodes = [_Node("gw0"), _Node("gw1")]
+    for n in nodes:
+        configure_node(state, run, n)  # type: ignore[arg-type]
+    assert [n.workerinput["mtpsweep"]["index"] for n in nodes] == [0, 1]  # type: ignore[index]
+    node_down(state, nodes[0])
+    spare = _Node("gw2")
+    configure_node(state, run, spare)  # type: ignore[arg-type]
+    assert spare.workerinput["mtpsweep"] == {  # the place, device and run of gw0
+        "run_path": str(tmp_path / "run"),
+        "index": 0,
+        "device": "0",
+    }
