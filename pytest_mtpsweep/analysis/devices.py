@@ -74,3 +74,15 @@ def render(table: pd.DataFrame, endpoint: str) -> list[str]:
             f"{r.change_pct:+.2f}% | {r.spread_pct:.2f} pp |"
         )
     return [*out, ""]
+
+
+def terminal_lines(table: pd.DataFrame, endpoint: str) -> list[str]:
+    """One line per treatment for the terminal, beside the headline (none on one device)."""
+    rows = table[table["endpoint"] == endpoint]
+    return [
+        f"per device ({endpoint}, a heterogeneity check): {treatment}: "
+        + ", ".join(
+            f"{r.device} {r.change_pct:+.1f}% ({r.prompts} prompts)" for r in g.itertuples()
+        )
+        for treatment, g in rows.groupby("treatment", sort=False)
+    ]

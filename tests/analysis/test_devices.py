@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.devices import per_device_table, render, unit_of
+from pytest_mtpsweep.analysis.devices import per_device_table, render, terminal_lines, unit_of
 from pytest_mtpsweep.analysis.pairing import cell_means, pair_cells
 
 
@@ -58,6 +58,9 @@ def test_per_device_contrast() -> None:
     assert math.isclose(primary.loc["0", "change_pct"], 10.0, rel_tol=1e-9)
     assert math.isclose(primary.loc["1", "change_pct"], -10.0, rel_tol=1e-9)
     assert list(primary["prompts"]) == [3, 3] and list(primary["cycles"]) == [1, 1]
+    assert terminal_lines(table, "primary") == [
+        "per device (primary, a heterogeneity check): b: 0 +10.0% (3 prompts), 1 -10.0% (3 prompts)"
+    ]
     text = "\n".join(render(table, "primary"))
     assert "| b | 0 | 1 | 3 | 3 | +10.00% |" in text and "| b | 1 |" in text
 
