@@ -17,12 +17,15 @@ import pytest
 from . import options
 
 if TYPE_CHECKING:
+    from .distribute import Controller  # noqa: F401 (named in a StashKey)
     from .kinds import Case, EndAnalysis, Result
     from .protocol.lifecycle import LiveSession
     from .protocol.progress import Progress
     from .protocol.run import Run
 
 RUN = pytest.StashKey["Run"]()
+ROLE = pytest.StashKey[str]()  # "worker" or "controller" under pytest-xdist
+CONTROLLER = pytest.StashKey["Controller"]()
 KIND_FIXTURES = ("measurement", "cell")  # kinds.FIXTURES' values, without importing kinds
 
 
@@ -38,10 +41,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("mtpsweep_ladder", None):
         return
-    if config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
-        raise pytest.UsageError(
-            "--ladder runs measurements one server at a time; drop -n/--numprocesses (xdist)."
-        )
     from .errors import UserError
     from .ladder import search_dirs
     from .protocol.run import Run
@@ -66,6 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
             "-p no:timeout)."
         )
     config.stash[RUN] = run
+    from . import distribute
+
+    role = distribute.role(config)
+    if role:
+        config.stash[ROLE] = role
+        controller = distribute.configure(config, run, role)
+        if controller is not None:
+            config.stash[CONTROLLER] = controller
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -170,6 +177,11 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     only = config.getoption("mtpsweep_preflight_only")
     if run is None or (config.option.collectonly and not only):
         return (yield)
+    role = config.stash.get(ROLE, "")
+    if role == "worker":  # the controller ran preflight and founded the run directory
+        return (yield)
+    if role == "controller":
+        return (yield from _controller_loop(session, run))
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
     if not cases and not only:
         return (yield)
@@ -187,6 +199,61 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     return result
 
 
+def _controller_loop(session: pytest.Session, run: Run) -> Generator[None, object, object]:
+    """pytest-xdist's controller: preflight for every worker, the loop (the run directory is
+    founded once the first worker has collected), then the analysis, once."""
+    from . import distribute, runloop
+
+    config = session.config
+    state = config.stash[CONTROLLER]
+    distribute.before(session, run, state)
+    result = yield
+    distribute.settle(run)
+    runloop.end(config, run)
+    runloop.gates(session, run)
+    return result
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, controller: a worker starts; hand it the run directory and its device."""
+    state = node.config.stash.get(CONTROLLER, None)
+    if state is not None:
+        from . import distribute
+
+        distribute.configure_node(state, node.config.stash[RUN], node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist, controller: each counterbalanced block goes to one worker, whole."""
+    if config.stash.get(CONTROLLER, None) is None:
+        return None
+    from . import distribute
+
+    return distribute.scheduler(config, log, config.stash[RUN])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, controller: a worker is gone; its replacement takes its place."""
+    state = node.config.stash.get(CONTROLLER, None)
+    if state is not None:
+        from . import distribute
+
+        distribute.node_down(state, node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist, controller: the first collection is the selection; found the run."""
+    state = node.config.stash.get(CONTROLLER, None)
+    if state is not None:
+        from . import distribute
+
+        distribute.found(node.config, node.config.stash[RUN], state, ids)
+
+
 def _progress(config: pytest.Config) -> Progress | None:
     """Live status lines on pytest's terminal, unless -q asks for quiet."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -199,9 +266,13 @@ def _progress(config: pytest.Config) -> Progress | None:
 
 
 @pytest.fixture(scope="session")
-def mtpsweep_run(pytestconfig: pytest.Config) -> Run:
+def mtpsweep_run(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Run:
     """The running experiment (ladder, kind, plan, run directory)."""
     run = pytestconfig.stash.get(RUN, None)
+    if run is not None and run.sessions is None and pytestconfig.stash.get(ROLE, "") == "worker":
+        from . import distribute
+
+        distribute.join(pytestconfig, run, request.session.items)
     if run is None or run.sessions is None:
         pytest.skip("no --ladder given")
     return run
@@ -216,6 +287,10 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
     assert sessions is not None
     failure = None
     try:
+        if request.config.stash.get(ROLE, "") == "worker":
+            from .distribute import before_session
+
+            before_session(mtpsweep_run, slot)
         mtpsweep_run.check_schedule(slot)
         live = sessions.open(slot)
     except SkipSession as exc:
@@ -277,16 +352,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """After a stop or an interruption, once the last server is down: the row table and the
     analysis (a run that went to the end had them before its --expect items)."""
     run = session.config.stash.get(RUN, None)
-    if run is not None:
+    role = session.config.stash.get(ROLE, "")
+    if run is not None and role != "worker":
         from . import runloop
 
+        if role == "controller":  # after an interruption; xdist has stopped every worker
+            from .distribute import settle
+
+            settle(run)
         runloop.end(session.config, run)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Print the row table, the analysis headline and where the run directory is."""
     run = config.stash.get(RUN, None)
-    if run is None or run.run_dir is None:
+    if run is None or run.run_dir is None or config.stash.get(ROLE, "") == "worker":
         return
     tr = terminalreporter
     tr.section("mtpsweep sessions")

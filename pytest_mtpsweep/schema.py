@@ -112,7 +112,15 @@ KEYED_FIELDS: tuple[str, ...] = (
     "cache_prompt",  # llama-server's prompt cache on or off changes what a request costs
     "ladder",
 )
-PROVENANCE_FIELDS: tuple[str, ...] = ("started_at", "note", "preregistration_sha256")
+# `device` (the CUDA_VISIBLE_DEVICES its server saw, "" when not pinned) and `worker` (the
+# pytest-xdist worker, "" in a run without -n) say where a distributed run measured it.
+DISTRIBUTION_FIELDS: tuple[str, ...] = ("device", "worker")
+PROVENANCE_FIELDS: tuple[str, ...] = (
+    "started_at",
+    "note",
+    "preregistration_sha256",
+    *DISTRIBUTION_FIELDS,
+)
 
 # The two decode-rate endpoints: analysis name -> record field.
 ENDPOINT_FIELDS: dict[str, str] = {
@@ -246,6 +254,8 @@ class SessionFile(TypedDict, total=False):
     ordinal: int
     treatment: str
     cycle: int
+    device: str  # DISTRIBUTION_FIELDS
+    worker: str
     alias: str
     rig: str  # "spawned", "launched" or "attached"
     argv_requested: list[str]

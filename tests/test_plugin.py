@@ -159,9 +159,9 @@ class TestUsageErrors:
         err = self.run_error(experiments, "--ladder=cpu-demo", "--max-tokens", "1")
         assert "(with --max-tokens 1 from the command line): max_tokens is 1" in err
 
-    def test_xdist_is_refused(self, experiments: pytest.Pytester) -> None:
-        err = self.run_error(experiments, "--ladder=cpu-demo", "-n", "2")
-        assert "one server at a time" in err
+    def test_xdist_splitting_a_block_is_refused(self, experiments: pytest.Pytester) -> None:
+        err = self.run_error(experiments, "--ladder=cpu-demo", "-n", "2", "--dist", "loadscope")
+        assert "would split a counterbalanced block; use --dist loadgroup" in err
 
     def test_missing_server_binary_names_the_fix(self, experiments: pytest.Pytester) -> None:
         result = experiments.runpytest(

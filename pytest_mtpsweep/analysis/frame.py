@@ -39,6 +39,8 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "draft_n",
     "draft_n_accepted",
     "group_key",
+    "device",  # where a distributed run measured it: pairs never cross devices
+    "worker",
     *(f"keyed_{name}" for name in KEYED_FIELDS),
 )
 EXCLUSION_COLUMNS: tuple[str, ...] = ("run_id", "session", "reason")
@@ -155,6 +157,9 @@ def parse_records(
                     "content_chars": _int(obj.get("content_chars")),
                     "draft_n": _int(obj.get("draft_n")),
                     "draft_n_accepted": _int(obj.get("draft_n_accepted")),
+                    # absent in a run without -n: one device, as before
+                    "device": str(obj.get("device") or ""),
+                    "worker": str(obj.get("worker") or ""),
                     **_keyed_columns(keyed, memo),
                 }
             )

@@ -179,6 +179,7 @@ class AnalysisResult:
     degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
     host: pd.DataFrame = field(default_factory=pd.DataFrame)
     interval_basis: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_device: pd.DataFrame = field(default_factory=pd.DataFrame)  # >1 device: analysis/devices
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

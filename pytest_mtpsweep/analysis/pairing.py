@@ -16,19 +16,25 @@ TREATMENT_ONLY = "treatment without baseline"
 
 
 GAP_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "baseline", "subset", "run_id", "prompt_id", "cycle", "direction",
+    "endpoint", "treatment", "baseline", "subset", "run_id", "prompt_id", "cycle", "device",
+    "direction",
 )  # fmt: skip
 
 
 SERIES_KEYS: list[str] = ["endpoint", "treatment"]
 
 
-CELL_KEYS: list[str] = ["endpoint", "run_id", "subset", "prompt_id", "cycle"]
+# `device` ("" without -n): a treatment on one device is never paired with a baseline measured
+# on another (a distributed run keeps each cycle pair on one device, so none is lost).
+CELL_KEYS: list[str] = ["endpoint", "run_id", "subset", "prompt_id", "cycle", "device"]
 
 
 def cell_means(records: pd.DataFrame) -> pd.DataFrame:
-    """Mean rate per (endpoint, run, treatment, subset, prompt, cycle): repeats averaged first."""
-    ids = records[["run_id", "treatment", "subset", "prompt_id", "cycle"]]
+    """Mean rate per (endpoint, run, treatment, subset, prompt, cycle, device): repeats
+    averaged first."""
+    if "device" not in records:  # a frame from before the device column: one device
+        records = records.assign(device="")
+    ids = records[["run_id", "treatment", "subset", "prompt_id", "cycle", "device"]]
     long = pd.concat(
         [ids.assign(endpoint=e, rate=records[f"rate_{e}"]) for e in ENDPOINTS],
         ignore_index=True,
@@ -40,7 +46,8 @@ def cell_means(records: pd.DataFrame) -> pd.DataFrame:
 def pair_cells(
     cells: pd.DataFrame, treatments: Sequence[str], baseline: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(pairs, gaps): treatment cells matched with baseline cells within (run, prompt, cycle).
+    """(pairs, gaps): treatment cells matched with baseline cells within (run, prompt, cycle,
+    device).
 
     Runs are part of the key so that pooled runs never pair one run's treatment with another
     run's baseline.

@@ -17,6 +17,7 @@ from pytest_mtpsweep.analysis.comparability import (
     run_keyed,
 )
 from pytest_mtpsweep.analysis.contrasts import compute_contrasts
+from pytest_mtpsweep.analysis.devices import per_device_table, unit_of
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.analysis.frame import parse_records
 from pytest_mtpsweep.analysis.model import (
@@ -30,6 +31,7 @@ from pytest_mtpsweep.analysis.model import (
     AnalysisSettings,
     RunData,
 )
+from pytest_mtpsweep.analysis.pairing import cell_means, pair_cells
 from pytest_mtpsweep.analysis.report import render_report
 
 _ENDPOINT_ALIASES = {
@@ -145,6 +147,8 @@ def analyse(
     ]
     subsets = _subsets(analysed)
     tables = compute_contrasts(analysed, treatments=treatments, subsets=subsets, settings=settings)
+    by_unit = analysed.assign(device=unit_of(analysed))  # CPU workers count as devices here
+    unit_pairs, _ = pair_cells(cell_means(by_unit), treatments, settings.baseline)
     quarantined = [q for run in runs for q in run.quarantined]
     exclusions = cen.summarise_exclusions(
         [
@@ -190,6 +194,7 @@ def analyse(
         degenerate=cen.degenerate(analysed),
         interval_basis=cen.interval_basis(analysed),
         host=cen.host_noise([(run.run_id, s) for run in runs for s in run.sessions]),
+        per_device=per_device_table(unit_pairs, treatments),
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
         notes=tuple(notes),

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_mtpsweep.analysis import devices
 from pytest_mtpsweep.analysis.model import (
     ENDPOINT_LABELS,
     ENDPOINTS,
@@ -309,6 +310,7 @@ def render_report(result: AnalysisResult) -> str:
         lines += [f"**{reason}**", ""]
     else:
         lines += _section_headline(result)
+        lines += devices.render(result.per_device, result.settings.primary_endpoint)
         lines += _section_tiebreak(result)
         lines += _section_crosschecks(result)
     lines += section_census(result)

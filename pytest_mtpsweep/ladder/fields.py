@@ -88,3 +88,21 @@ def parse_cpus(text: str) -> set[int]:
     if not out:
         raise ValueError(text)
     return out
+
+
+PLACEMENT: Spec = {"name": (str, False), "devices": (list, False)}
+
+
+def parse_placement(value: Any, path: Path | str) -> tuple[str, tuple[str, ...]]:
+    """(the keyed placement text, devices) from `placement = "gpu"` or from a table
+    `[placement] name = "gpu"  devices = ["0", "1"]` (one device per pytest-xdist worker)."""
+    if isinstance(value, str):
+        return value, ()
+    check_table(value, PLACEMENT, "placement.", path)
+    devices = str_list(value.get("devices", []), "placement.devices", path)
+    if len(set(devices)) != len(devices) or any(not d.strip() for d in devices):
+        raise LadderError(
+            f"{path}: field placement.devices {list(devices)} must name each device once "
+            '(CUDA_VISIBLE_DEVICES values such as "0", "1"); remove the repeat or the blank.'
+        )
+    return value.get("name", ""), devices

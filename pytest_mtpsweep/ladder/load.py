@@ -10,7 +10,14 @@ from typing import Any
 
 from ..errors import LadderError
 from .attach import attach_fields, with_base_url
-from .fields import Spec, check_key, check_table, parse_cpus, str_list
+from .fields import (
+    Spec,
+    check_key,
+    check_table,
+    parse_cpus,
+    parse_placement,
+    str_list,
+)
 from .model import (
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
@@ -33,7 +40,7 @@ TOP: Spec = {
     "max_tokens": (int, False),
     "seed": (int, False),
     "temperature": ((int, float), False),
-    "placement": (str, False),
+    "placement": ((str, dict), False),
     "note": (str, False),
     "model": (dict, True),
     "server": (dict, True),
@@ -211,6 +218,7 @@ def load_ladder(
 def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
     model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
+    placement, devices = parse_placement(raw.get("placement", ""), path)
     return Ladder(
         name=raw.get("name", path.stem),
         path=path,
@@ -232,7 +240,8 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         max_tokens=raw.get("max_tokens", 256),
         seed=raw.get("seed", 42),
         temperature=float(raw.get("temperature", 0.0)),
-        placement=raw.get("placement", ""),
+        placement=placement,
+        devices=devices,
         note=raw.get("note", ""),
         kind=raw.get("kind", "decode"),
         kind_fields={k: v for k, v in raw.items() if k not in common},

@@ -138,6 +138,8 @@ class Ladder:
     # pytest-timeout's limit for one measurement (None: none); see protocol/timeouts.py
     measurement_timeout_s: float | None = None
     stall_threshold_s: float = DEFAULT_STALL_S
+    # [placement] devices: one per pytest-xdist worker, as its servers' CUDA_VISIBLE_DEVICES
+    devices: tuple[str, ...] = ()
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

@@ -23,6 +23,13 @@ class SessionSlot:
         return f"c{self.cycle}-{self.treatment}"
 
     @property
+    def block(self) -> int:
+        """The counterbalanced block this session belongs to, numbered from 1: a cycle pair
+        (ABC CBA), or the last cycle alone when the count is odd. A distributed run keeps each
+        block on one worker, so a pair is never split across devices."""
+        return (self.cycle - 1) // 2 + 1
+
+    @property
     def label(self) -> str:
         """How a ladder names this session in its drop order: `treatment:cN`."""
         return f"{self.treatment}:c{self.cycle}"

@@ -5,12 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..ladder import Ladder, SessionSlot
 from ..options import RunRequest
-from . import documents, prereg
+from . import documents, prereg, resume
 from .context import RunContext
+from .rundir import RunDir
 from .schedule import Schedule, deadline_from
 from .session import Sessions
 from .setup import Resolved
@@ -68,6 +71,54 @@ def begin(
         planned=planned,
         warmup=request.warmup,
         calibration=request.calibration,
+    )
+    return Sessions(ctx, kind, schedule, by_session)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a pytest-xdist worker measures (what its controller hands it)."""
+
+    run_path: Path
+    worker: str  # xdist's worker id, e.g. gw0
+    index: int  # its place among the workers: the device it takes, its port offset
+    device: str  # CUDA_VISIBLE_DEVICES of its servers ("" = not pinned)
+
+
+def join(
+    request: RunRequest,
+    ladder: Ladder,
+    kind: KindRun,
+    plan: list[SessionSlot],
+    res: Resolved,
+    cases: Sequence[Case],
+    where: Placement,
+) -> Sessions:
+    """A worker's sessions in the run directory its controller founded: same run id and
+    pre-registration (read from plan.json); sessions already filed there are done."""
+    by_session: dict[str, list[Case]] = {}
+    for c in cases:
+        by_session.setdefault(c.slot.name, []).append(c)
+    planned = {name: len(cs) for name, cs in by_session.items()}
+    old = resume.read_plan(where.run_path)
+    done = resume.finished_sessions(where.run_path, old)
+    schedule = Schedule.for_run(ladder, plan, planned, deadline=None, done=done)
+    ctx = RunContext(
+        ladder=ladder,
+        run_dir=RunDir.reopen(where.run_path),
+        run_id=str(old["run_id"]),
+        server_bin=res.server_bin,
+        server_version=res.server_version,
+        model_path=res.model_path,
+        models=res.models,
+        keyed=res.keyed,
+        prereg_sha256=str(old.get("preregistration_sha256", "")),
+        planned=planned,
+        warmup=request.warmup,
+        calibration=request.calibration,
+        device=where.device,
+        worker=where.worker,
+        worker_index=where.index,
     )
     return Sessions(ctx, kind, schedule, by_session)
 

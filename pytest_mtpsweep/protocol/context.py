@@ -35,6 +35,11 @@ class RunContext:
     warmup: bool = True
     calibration: bool = True
     models: Mapping[str, Path] = field(default_factory=dict)  # launched treatment -> its model
+    # where a pytest-xdist worker measures: its device ("" = not pinned), its name ("" without
+    # -n) and its place among the workers (a fixed server.port is offset by it)
+    device: str = ""
+    worker: str = ""
+    worker_index: int = 0
 
     def model_for(self, slot: SessionSlot) -> Path | None:
         """The model this slot's server loads: the treatment's own, else the ladder's."""
@@ -50,7 +55,16 @@ class RunContext:
 
     def provenance(self) -> dict[str, Any]:
         """The fields every record carries after its measurement and keyed fields."""
-        return {"note": self.ladder.note, "preregistration_sha256": self.prereg_sha256}
+        return {
+            "note": self.ladder.note,
+            "preregistration_sha256": self.prereg_sha256,
+            "device": self.device,
+            "worker": self.worker,
+        }
+
+    def port(self) -> int:
+        """The fixed port of this worker's servers (server.port + worker index); 0: pick one."""
+        return self.ladder.port + self.worker_index if self.ladder.port else 0
 
     def launch_spec(self, slot: SessionSlot, port: int) -> LaunchSpec:
         """How to start this slot's server: spawned from argv, or through the rig's launcher."""
@@ -87,4 +101,5 @@ class RunContext:
             ready_timeout_s=lad.ready_timeout_s,
             launcher=launcher,
             cpus=lad.cpus,
+            env=(("CUDA_VISIBLE_DEVICES", self.device),) if self.device else (),
         )

@@ -75,6 +75,8 @@ class LiveSession:
             "ordinal": slot.ordinal,
             "treatment": slot.treatment,
             "cycle": slot.cycle,
+            "device": ctx.device,
+            "worker": ctx.worker,
             "alias": ctx.ladder.alias(slot.treatment),
             "planned_measurements": ctx.planned.get(slot.name, 0),
             "rerun": rerun,
@@ -103,7 +105,7 @@ def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None)
 
 def _launch(live: LiveSession, progress: Progress) -> None:
     ctx, info = live.ctx, live.info
-    spec = ctx.launch_spec(live.slot, ctx.ladder.port or rig.free_port(ctx.ladder.host))
+    spec = ctx.launch_spec(live.slot, ctx.port() or rig.free_port(ctx.ladder.host))
     info.update(
         {
             "rig": "launched" if spec.launcher else "spawned",

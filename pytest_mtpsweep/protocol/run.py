@@ -14,7 +14,7 @@ from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
 from ..ladder.attach import one_server
 from ..options import PreflightRequest, RunRequest, describe_overrides
 from . import finish, interrupts, setup, timeouts
-from .begin import begin
+from .begin import Placement, begin, join
 
 if TYPE_CHECKING:
     from ..kinds import Case, EndAnalysis, KindRun, Result
@@ -83,8 +83,10 @@ class Run:
         self.resolved = setup.resolve(self.ladder, self.kind, self.request)
         return self.resolved
 
-    def preflight(self, opts: PreflightRequest | None = None) -> list[PreflightItem]:
-        """Every preflight item for this run, before anything starts."""
+    def preflight(
+        self, opts: PreflightRequest | None = None, workers: int = 1
+    ) -> list[PreflightItem]:
+        """Every preflight item for this run (every worker's port), before anything starts."""
         assert self.resolved is not None, "resolve() comes first"
         opts = opts or self.request.preflight
         return setup.preflight(
@@ -96,6 +98,7 @@ class Run:
             sessions=len(self.plan),
             measurements=len(self.cases()),
             treatments=self.selected,
+            workers=workers,
         )
 
     def begin(
@@ -112,6 +115,16 @@ class Run:
         interrupts.install()  # a second Ctrl-C ends the run quietly (plugin unconfigure restores)
         if progress is not None:
             self.sessions.progress = progress
+
+    def join(self, cases: Sequence[Case], where: Placement) -> None:
+        """A pytest-xdist worker: its sessions in the run directory its controller founded."""
+        if self.resolved is None:
+            self.resolve()
+        assert self.resolved is not None
+        self.sessions = join(
+            self.request, self.ladder, self.kind, self.plan, self.resolved, cases, where
+        )
+        interrupts.install()
 
     def item_limits(self, cases: Sequence[Case]) -> list[float] | None:
         """pytest-timeout's limit for each selected case in run order (None: no limit)."""

@@ -108,9 +108,11 @@ def preflight(
     sessions: int = 0,
     measurements: int = 0,
     treatments: tuple[str, ...] | None = None,
+    workers: int = 1,
 ) -> list[PreflightItem]:
     """Every preflight item for this run, before anything starts; attached servers are checked
-    for the `treatments` measured (None: all)."""
+    for the `treatments` measured (None: all), a fixed port for each pytest-xdist worker
+    (server.port + worker index)."""
     from ..preflight import AttachedTarget, PreflightInputs, run_preflight
 
     pre = ladder.preflight
@@ -118,7 +120,10 @@ def preflight(
         run_dir=res.run_path,
         server_bin=res.server_bin.path if res.server_bin else None,
         expected_build=opts.server_build or pre.server_build,
-        ports=((ladder.port,) if ladder.port and res.server_bin else ()) + pre.ports,
+        ports=tuple(
+            ladder.port + i for i in range(workers if ladder.port and res.server_bin else 0)
+        )
+        + pre.ports,
         host=ladder.host,
         model_files=model_files(ladder, res.models, res.model_path),
         ram_floor_gb=pre.ram_floor_gb,

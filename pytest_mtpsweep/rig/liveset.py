@@ -9,6 +9,7 @@ A pid counts as the same process only while its start time matches (pids are reu
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -73,15 +74,29 @@ def _write(path: Path, servers: Sequence[LiveServer]) -> None:
     atomic_write_json(path, {"servers": [asdict(s) for s in servers]})
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One writer at a time: the workers of a distributed run share the run's live.json."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def add(path: Path, server: LiveServer) -> None:
     """Record a server the moment it is started (before it is even ready)."""
-    _write(path, [*(s for s in read(path) if s.session != server.session), server])
+    with _locked(path):
+        _write(path, [*(s for s in read(path) if s.session != server.session), server])
 
 
 def remove(path: Path, session: str) -> None:
     """Forget a session's server once it is seen gone."""
     if path.exists():
-        _write(path, [s for s in read(path) if s.session != session])
+        with _locked(path):
+            _write(path, [s for s in read(path) if s.session != session])
 
 
 def leftovers(runs_root: Path) -> Iterator[tuple[Path, LiveServer]]:

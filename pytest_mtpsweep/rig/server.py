@@ -57,6 +57,7 @@ class LaunchSpec:
     stop_timeout_s: float = 10.0
     launcher: Launcher | None = None
     cpus: frozenset[int] | None = None  # CPU affinity, set in the child before exec
+    env: tuple[tuple[str, str], ...] = ()  # set on top of ours (a worker's CUDA_VISIBLE_DEVICES)
 
     @property
     def argv(self) -> list[str]:
@@ -199,6 +200,7 @@ def _spawn(spec: LaunchSpec) -> ServerProcess:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so a stop reaches everything it spawned
+        env={**os.environ, **dict(spec.env)} if spec.env else None,
         preexec_fn=_die_with_parent(os.getpid(), spec.cpus) if sys.platform == "linux" else None,
     )
     return ServerProcess(spec, proc.pid, proc, log)
@@ -211,7 +213,12 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
     argv = [str(lau.launch), lau.treatment, str(spec.port), str(lau.session_dir), "--", *spec.argv]
     try:
         done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=lau.timeout_s, check=False
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=lau.timeout_s,
+            check=False,
+            env={**os.environ, **dict(spec.env)} if spec.env else None,
         )
     except subprocess.TimeoutExpired:
         raise ServerError(

@@ -48,6 +48,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     analysis_interval_basis/ (the tie-break's other endpoint, published whole).
     """
     from ...analysis import analyse_run, headline_table
+    from ...analysis.devices import terminal_lines
 
     if not any((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
         held = sorted(p.name for p in (run_dir / schema.QUARANTINE_DIR).glob("*") if p.is_dir())
@@ -66,6 +67,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     gates = tuple(judge(result, e) for e in request.expect)
     out = Path(result.out_dir) if result.out_dir else None
     also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
+    also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
     return EndAnalysis(
         table="\n".join([headline_table(result), *also]),
         report=out / "report.md" if out else None,
