@@ -10,13 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .results import load_records
-    from .schema import Measurement
+    from .schema import CellResult, Measurement
 
 __version__ = "0.2.0"
-__all__ = ["Measurement", "__version__", "load_records"]
+__all__ = ["CellResult", "Measurement", "__version__", "load_records"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "CellResult":  # what experiments/test_authoring.py's `cell` fixture yields
+        from .schema import CellResult
+
+        return CellResult
     if name == "Measurement":
         from .schema import Measurement
 
