@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from pytest_mtpsweep.analysis.equivalence import Equivalence
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.schema import ENDPOINT_FIELDS
 
@@ -129,6 +130,8 @@ class RunData:
     sessions: tuple[Mapping[str, Any], ...]
     quarantined: tuple[QuarantinedSession, ...] = ()
     notes: tuple[str, ...] = ()
+    # What cut the run short (protocol stop, deadline stop, curtailment): the report's limits.
+    stops: tuple[str, ...] = ()
 
     @property
     def ladder(self) -> str | None:
@@ -178,6 +181,16 @@ class AnalysisResult:
     position_trend: pd.DataFrame = field(default_factory=pd.DataFrame)
     degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
     host: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The findings frame: what was asked, what the design can claim, what limits the answer.
+    question: str = ""
+    scope: str = ""
+    multiplicity: str = ""  # the pre-registered statement, when plan.json carries it
+    stops: tuple[str, ...] = ()
+    unselected: tuple[str, ...] = ()  # planned sessions this invocation did not select
+    # Content equivalence (temperature 0 only); `equivalence_skipped` says why it is None.
+    equivalence: Equivalence | None = None
+    equivalence_skipped: str = ""
+    acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None
