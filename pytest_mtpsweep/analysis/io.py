@@ -222,7 +222,11 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "quarantined": _frame(result.quarantined),
         "question": result.question,
         "scope": result.scope,
-        "limits": {"stops": list(result.stops), "unselected": list(result.unselected)},
+        "limits": {
+            "stops": list(result.stops),
+            "unselected": list(result.unselected),
+            "not_run": list(result.not_run),
+        },
         "equivalence": _equivalence_json(result),
         "acceptance": _frame(result.acceptance),
         "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],

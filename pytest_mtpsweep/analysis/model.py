@@ -187,6 +187,7 @@ class AnalysisResult:
     multiplicity: str = ""  # the pre-registered statement, when plan.json carries it
     stops: tuple[str, ...] = ()
     unselected: tuple[str, ...] = ()  # planned sessions this invocation did not select
+    not_run: tuple[str, ...] = ()  # selected sessions that left no trace (the run ended first)
     # Content equivalence (temperature 0 only); `equivalence_skipped` says why it is None.
     equivalence: Equivalence | None = None
     equivalence_skipped: str = ""

@@ -138,14 +138,23 @@ def _plan_text(runs: Sequence[RunData], name: str, *, analysis: bool = False) ->
     return str(value).strip() if isinstance(value, str) else ""
 
 
-def _unselected(runs: Sequence[RunData]) -> tuple[str, ...]:
+def _plan_sessions(runs: Sequence[RunData], *, selected: bool) -> tuple[str, ...]:
+    """Planned sessions the invocation selected (or did not), from plan.json."""
     out = []
     for run in runs:
         sessions = run.plan.get("sessions")
         for entry in sessions if isinstance(sessions, list) else []:
-            if isinstance(entry, Mapping) and entry.get("selected") is False:
+            if isinstance(entry, Mapping) and (entry.get("selected") is not False) == selected:
                 out.append(str(entry.get("session")))
     return tuple(out)
+
+
+def _not_run(runs: Sequence[RunData]) -> tuple[str, ...]:
+    """Selected sessions with no records, no session file and no quarantine: never reached."""
+    seen = {f.session for run in runs for f in run.record_files if f.lines}
+    seen |= {str(s.get("session")) for run in runs for s in run.sessions}
+    seen |= {q.session for run in runs for q in run.quarantined}
+    return tuple(s for s in _plan_sessions(runs, selected=True) if s not in seen)
 
 
 def analyse(
@@ -253,7 +262,8 @@ def analyse(
         scope=_plan_text(runs, "scope"),
         multiplicity=_plan_text(runs, "multiplicity", analysis=True),
         stops=tuple(stop for run in runs for stop in run.stops),
-        unselected=_unselected(runs),
+        unselected=_plan_sessions(runs, selected=False),
+        not_run=_not_run(runs),
         equivalence=equivalence,
         equivalence_skipped=skipped,
         acceptance=draft_acceptance(analysed),

@@ -67,9 +67,14 @@ def _truncation(result: AnalysisResult) -> str:
 
 
 def _curtailment(result: AnalysisResult) -> list[str]:
-    if not result.stops and not result.unselected:
+    if not result.stops and not result.unselected and not result.not_run:
         return ["**Curtailment and stops:** none; no session was dropped and no stop rule fired."]
     out = [f"**Curtailment and stops:** {stop}" for stop in result.stops]
+    if result.not_run:
+        out.append(
+            f"**Not run:** {len(result.not_run)} selected session(s) left neither records nor a "
+            f"session file ({', '.join(result.not_run)}): the run ended before them."
+        )
     if result.unselected:
         out.append(
             f"**Not selected:** {len(result.unselected)} planned session(s) were not selected by "
@@ -132,10 +137,15 @@ def _equivalence(result: AnalysisResult) -> list[str]:
     if flags:
         return flags
     n = len(result.equivalence.pairs)
+    selves = len(result.equivalence.self_identity)
+    itself = (
+        f"each is identical to itself across cycles ({selves} prompt(s) seen in two cycles or more)"
+        if selves
+        else "no prompt was answered in two cycles, so nothing was compared across cycles"
+    )
     return [
         f"**Content equivalence:** every treatment's answers are identical to the baseline's in "
-        f"all {n} compared (prompt, cycle) cells (truncated pairs up to the cap) and to "
-        "themselves across cycles."
+        f"all {n} compared (prompt, cycle) cells (truncated pairs up to the cap); {itself}."
     ]
 
 

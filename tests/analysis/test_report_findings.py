@@ -91,6 +91,14 @@ class TestFindingsDocument:
                      "**Degenerate output:** none detected"):  # fmt: skip
             assert item in limits, item
 
+    def test_one_cycle_claims_no_self_identity(self, tmp_path: Path) -> None:
+        one = [r for r in records() if r["cycle"] == 1]
+        limits = section(run(tmp_path, one).report_md, LIMITATIONS)
+        assert "all 12 compared (prompt, cycle) cells" in limits
+        assert (
+            "nothing was compared across cycles" in limits and "identical to itself" not in limits
+        )
+
     def test_the_preregistered_multiplicity_is_quoted(self, tmp_path: Path) -> None:
         doc = plan()
         doc["analysis"]["multiplicity"] = "two arms, no correction."
@@ -107,6 +115,15 @@ class TestFindingsDocument:
                 "cycle": 3,
                 "session": "05_gate_c3",
                 "selected": False,
+            }
+        )
+        doc["sessions"].append(
+            {
+                "ordinal": 6,
+                "treatment": "none",
+                "cycle": 3,
+                "session": "06_none_c3",
+                "selected": True,
             }
         )
         path = write_run(tmp_path, DESIGN, records(), plan=doc)
@@ -128,7 +145,13 @@ class TestFindingsDocument:
         assert "**Curtailment and stops:** the run was stopped by its deadline (04:00)" in limits
         assert "did not run 06_none_c3" in limits
         assert "**Not selected:** 1 planned session(s) were not selected" in limits
-        assert "05_gate_c3" in limits
+        assert "05_gate_c3" in limits.split("**Not selected:**")[1]
+        # selected, never reached: no records, no session file, no quarantine
+        assert (
+            "**Not run:** 1 selected session(s) left neither records nor a session file "
+            "(06_none_c3)" in limits
+        )
+        assert "01_none_c1" not in limits
 
     def test_truncated_prompts_are_named_as_a_limitation(self, tmp_path: Path) -> None:
         cut = {"finish_reason": "length"}
