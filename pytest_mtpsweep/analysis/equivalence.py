@@ -119,12 +119,17 @@ def _summary(pairs: pd.DataFrame, selves: pd.DataFrame, treatments: Sequence[str
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
-def content_equivalence(records: pd.DataFrame, baseline: str) -> Equivalence:
-    """Compare every treatment's answers with the baseline's (same cycle) and with its own."""
+def content_equivalence(
+    records: pd.DataFrame, baseline: str, order: Sequence[str] = ()
+) -> Equivalence:
+    """Compare every treatment's answers with the baseline's (same cycle) and with its own.
+
+    The summary lists the baseline, then `order` (the ladder's), then any other treatment."""
     answers = _answers(records)
     pairs = _pairs(answers, baseline)
     selves = _self_identity(answers)
-    order = list(dict.fromkeys([baseline, *answers["treatment"]]))
+    present = set(answers["treatment"])
+    order = [t for t in dict.fromkeys([baseline, *order, *answers["treatment"]]) if t in present]
     return Equivalence(baseline, pairs, selves, _summary(pairs, selves, order))
 
 

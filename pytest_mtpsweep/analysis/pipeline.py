@@ -116,7 +116,7 @@ def _temperature(analysed: pd.DataFrame, runs: Sequence[RunData]) -> float | Non
 
 
 def equivalence_for(
-    analysed: pd.DataFrame, runs: Sequence[RunData], baseline: str
+    analysed: pd.DataFrame, runs: Sequence[RunData], baseline: str, order: Sequence[str] = ()
 ) -> tuple[Equivalence | None, str]:
     """Content equivalence at temperature 0, or None and the reason it was not checked."""
     temperature = _temperature(analysed, runs)
@@ -129,7 +129,7 @@ def equivalence_for(
         )
     if analysed["content_sha256"].notna().sum() == 0:
         return None, "not checked: no analysed record carries a content digest (content_sha256)"
-    return content_equivalence(analysed, baseline), ""
+    return content_equivalence(analysed, baseline, order), ""
 
 
 def _plan_text(runs: Sequence[RunData], name: str, *, analysis: bool = False) -> str:
@@ -234,7 +234,7 @@ def analyse(
                 f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
                 f"the settings of {runs[0].run_id} were used"
             )
-    equivalence, skipped = equivalence_for(analysed, runs, settings.baseline)
+    equivalence, skipped = equivalence_for(analysed, runs, settings.baseline, treatments)
     result = AnalysisResult(
         run_dirs=tuple(run.run_dir for run in runs),
         run_ids=tuple(run.run_id for run in runs),

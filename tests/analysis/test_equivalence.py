@@ -103,3 +103,15 @@ def test_invalid_answers_and_unpaired_prompts_are_left_out() -> None:
         "none",
     )
     assert sorted(verdicts(eq)) == [("prose_01", 2), ("prose_02", 1)]
+
+
+def test_the_summary_follows_the_ladders_order_not_the_alphabet() -> None:
+    design = Design(treatments=("none", "zz", "aa"), prompts={"prose": ("prose_01",)})
+    recs = make_records(design, lambda *a: 10.0)
+    files = [RecordFile("run-1", "all", tuple(json.dumps(r) for r in recs))]
+    records = parse_records(files, session_facts={}, plan_keyed={})[0]
+    assert list(
+        dict.fromkeys(content_equivalence(records, "none", ("zz", "aa")).summary["treatment"])
+    ) == ["none", "zz", "aa"]
+    unordered = content_equivalence(records, "none").summary["treatment"]
+    assert list(dict.fromkeys(unordered)) == ["none", "aa", "zz"]
