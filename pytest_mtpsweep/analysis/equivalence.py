@@ -21,12 +21,13 @@ IDENTICAL_TO_CAP = "identical up to the cap"
 DIFFERS_WITHIN_CAP = "differs within the cap"
 DIFFERENT = (DIFFERS, DIFFERS_WITHIN_CAP)
 
-PAIR_COLUMNS = ("treatment", "baseline", "subset", "prompt_id", "cycle", "verdict", "truncated",
-                "chars", "baseline_chars")  # fmt: skip
-SELF_COLUMNS = ("treatment", "subset", "prompt_id", "cycles", "verdict", "chars")
+PAIR_COLUMNS = ("treatment", "baseline", "subset", "prompt_id", "run_id", "cycle", "verdict",
+                "truncated", "chars", "baseline_chars")  # fmt: skip
+SELF_COLUMNS = ("treatment", "subset", "prompt_id", "run_id", "cycles", "verdict", "chars")
 SUMMARY_COLUMNS = ("treatment", "subset", "cells", "differ", "identical_to_cap",
-                   "differ_within_cap", "differing_prompts", "self_prompts", "self_identical")  # fmt: skip
-NEEDED = ("treatment", "cycle", "prompt_id", "subset", "valid", "repeat", "content_sha256",
+                   "differ_within_cap", "differing_prompts", "self_prompts", "self_identical",
+                   "self_differing_prompts")  # fmt: skip
+NEEDED = ("run_id", "treatment", "cycle", "prompt_id", "subset", "valid", "repeat", "content_sha256",
           "content_chars", "finish_reason", "completion_tokens")  # fmt: skip
 
 
@@ -41,13 +42,13 @@ class Equivalence:
 
 
 def _answers(records: pd.DataFrame) -> pd.DataFrame:
-    """One answer per (treatment, cycle, prompt): the first valid repeat with a content digest."""
+    """One answer per (run, treatment, cycle, prompt): the first valid repeat with a digest."""
     missing = [c for c in NEEDED if c not in records.columns]
     if missing:
         raise ValueError(f"records lack column(s) {', '.join(missing)}")
     ok = records[records["valid"] & records["content_sha256"].notna()]
-    ok = ok.sort_values(["treatment", "cycle", "prompt_id", "repeat"])
-    return ok.drop_duplicates(["treatment", "cycle", "prompt_id"]).reset_index(drop=True)
+    ok = ok.sort_values(["run_id", "treatment", "cycle", "prompt_id", "repeat"])
+    return ok.drop_duplicates(["run_id", "treatment", "cycle", "prompt_id"]).reset_index(drop=True)
 
 
 def _truncated(row: pd.Series) -> bool:
@@ -67,23 +68,26 @@ def pair_verdict(a: pd.Series, b: pd.Series) -> tuple[str, str]:
 
 
 def _pairs(answers: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    base = answers[answers["treatment"] == baseline].set_index(["cycle", "prompt_id"])
+    # Pooled runs share cycle numbers, so the same cycle means the same run's cycle.
+    base = answers[answers["treatment"] == baseline].set_index(["run_id", "cycle", "prompt_id"])
     rows = []
     for _, a in answers[answers["treatment"] != baseline].iterrows():
-        key = (a["cycle"], a["prompt_id"])
+        key = (a["run_id"], a["cycle"], a["prompt_id"])
         if key not in base.index:
             continue
         b = base.loc[key]
         verdict, cut = pair_verdict(a, b)
         truncated = {"first": "treatment", "second": "baseline"}.get(cut, cut)
-        rows.append((a["treatment"], baseline, a["subset"], a["prompt_id"], int(a["cycle"]),
-                     verdict, truncated, a["content_chars"], b["content_chars"]))  # fmt: skip
+        rows.append((a["treatment"], baseline, a["subset"], a["prompt_id"], a["run_id"],
+                     int(a["cycle"]), verdict, truncated, a["content_chars"],
+                     b["content_chars"]))  # fmt: skip
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
 
 
 def _self_identity(answers: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for (treatment, prompt), group in answers.groupby(["treatment", "prompt_id"], sort=True):
+    keys = ["treatment", "prompt_id", "run_id"]
+    for (treatment, prompt, run), group in answers.groupby(keys, sort=True):
         if len(group) < 2:
             continue
         group = group.sort_values("cycle")
@@ -92,7 +96,7 @@ def _self_identity(answers: pd.DataFrame) -> pd.DataFrame:
         worst = next((v for v in verdicts if v in DIFFERENT), verdicts[0])
         cycles = ",".join(f"c{c}" for c in group["cycle"])
         chars = ",".join(str(c) for c in group["content_chars"])
-        rows.append((treatment, first["subset"], prompt, cycles, worst, chars))
+        rows.append((treatment, first["subset"], prompt, run, cycles, worst, chars))
     return pd.DataFrame(rows, columns=list(SELF_COLUMNS))
 
 
@@ -106,20 +110,26 @@ def _summary(pairs: pd.DataFrame, selves: pd.DataFrame, treatments: Sequence[str
             differ = cells[cells["verdict"].isin(DIFFERENT)]
             prompts = sorted(set(differ["prompt_id"]))
             me = own[own["subset"] == subset]
+            unlike = me[me["verdict"].isin(DIFFERENT)]
             rows.append((treatment, subset, len(cells), len(differ),
                          int((cells["verdict"] == IDENTICAL_TO_CAP).sum()),
                          int((cells["verdict"] == DIFFERS_WITHIN_CAP).sum()),
-                         " ".join(prompts), len(me),
-                         int((~me["verdict"].isin(DIFFERENT)).sum())))  # fmt: skip
+                         " ".join(prompts), len(me), len(me) - len(unlike),
+                         " ".join(sorted(set(unlike["prompt_id"])))))  # fmt: skip
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
-def content_equivalence(records: pd.DataFrame, baseline: str) -> Equivalence:
-    """Compare every treatment's answers with the baseline's (same cycle) and with its own."""
+def content_equivalence(
+    records: pd.DataFrame, baseline: str, order: Sequence[str] = ()
+) -> Equivalence:
+    """Compare every treatment's answers with the baseline's (same cycle) and with its own.
+
+    The summary lists the baseline, then `order` (the ladder's), then any other treatment."""
     answers = _answers(records)
     pairs = _pairs(answers, baseline)
     selves = _self_identity(answers)
-    order = list(dict.fromkeys([baseline, *answers["treatment"]]))
+    present = set(answers["treatment"])
+    order = [t for t in dict.fromkeys([baseline, *order, *answers["treatment"]]) if t in present]
     return Equivalence(baseline, pairs, selves, _summary(pairs, selves, order))
 
 
@@ -148,12 +158,22 @@ def describe(eq: Equivalence) -> list[str]:
             parts.append(f"truncated pairs: {s['identical_to_cap']} identical up to the cap, "
                          f"{s['differ_within_cap']} differ within the cap")  # fmt: skip
         if s["self_prompts"]:
-            same = s["self_identical"] == s["self_prompts"]
-            parts.append(
-                "identical to itself across cycles"
-                if same
-                else f"identical to itself across cycles in {s['self_identical']} of "
-                f"{s['self_prompts']} prompts"
-            )
+            parts.append(_self_phrase(eq, s))
         lines.append(head + ("; ".join(parts) or "no pairs"))
     return lines
+
+
+def _self_phrase(eq: Equivalence, s: pd.Series) -> str:
+    """'identical to its own c1 in all 8 prompts (same char counts)', as the users wrote it."""
+    mine = eq.self_identity[
+        (eq.self_identity["treatment"] == s["treatment"])
+        & (eq.self_identity["subset"] == s["subset"])
+    ]
+    firsts = {str(c).split(",")[0] for c in mine["cycles"]}
+    own = f"its own {firsts.pop()}" if len(firsts) == 1 else "its own first cycle"
+    if s["self_identical"] == s["self_prompts"]:
+        return f"identical to {own} in all {s['self_prompts']} prompts (same char counts)"
+    unlike = mine[mine["verdict"].isin(DIFFERENT)]
+    where = "; ".join(f"{r.prompt_id} (chars {r.chars})" for r in unlike.itertuples())
+    n = s["self_prompts"] - s["self_identical"]
+    return f"differs from {own} in {n} of {s['self_prompts']} prompts: {where}"

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.analysis.equivalence import PAIR_COLUMNS
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.analysis.model import (
     DEFAULT_BOOT,
@@ -29,7 +30,7 @@ from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
-    "position_trend.csv", "report.md", "forest.png",
+    "position_trend.csv", "equivalence.csv", "acceptance.csv", "report.md", "forest.png",
 )  # fmt: skip
 
 
@@ -49,12 +50,9 @@ def _read_json(path: Path, what: str) -> Any:
         ) from None
 
 
-def _protocol_notes(run_dir: Path, plan: Mapping[str, Any]) -> list[str]:
-    """What the protocol left in the run directory: pre-registration, stop marker, curtailment."""
+def _protocol_stops(run_dir: Path) -> list[str]:
+    """What cut the run short, as the protocol left it: stop marker, deadline, curtailment."""
     notes: list[str] = []
-    sha = plan.get("preregistration_sha256")
-    if sha:
-        notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
     stopped = run_dir / schema.STOPPED_FILE
     if stopped.is_file():
         notes.append(f"the run was STOPPED by a protocol rule: {_read_text(stopped).strip()}")
@@ -111,7 +109,10 @@ def load_run(run_dir: Path) -> RunData:
     else:
         notes.append(f"{plan_path} is missing: default analysis settings were used")
     run_id = str(plan.get("run_id") or run_dir.name)
-    notes += _protocol_notes(run_dir, plan)
+    sha = plan.get("preregistration_sha256")
+    if sha:
+        notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
+    stops = _protocol_stops(run_dir)
     files = tuple(
         RecordFile(run_id=run_id, session=p.stem, lines=tuple(_read_text(p).splitlines()))
         for p in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl"))
@@ -142,6 +143,7 @@ def load_run(run_dir: Path) -> RunData:
         sessions=tuple(sessions),
         quarantined=tuple(quarantined),
         notes=tuple(notes),
+        stops=tuple(stops),
     )
 
 
@@ -177,6 +179,19 @@ def _frame(frame: pd.DataFrame) -> list[Any]:
     return [_jsonable(row) for row in frame.astype(object).to_dict(orient="records")]
 
 
+def _equivalence_json(result: AnalysisResult) -> dict[str, Any]:
+    eq = result.equivalence
+    if eq is None:
+        return {"checked": False, "why": result.equivalence_skipped}
+    return {
+        "checked": True,
+        "baseline": eq.baseline,
+        "summary": _frame(eq.summary),
+        "pairs": _frame(eq.pairs),
+        "self_identity": _frame(eq.self_identity),
+    }
+
+
 def result_json(result: AnalysisResult) -> dict[str, Any]:
     """Everything in a result as plain JSON (NaN becomes null)."""
     n_cells = len(result.treatments) * (len(result.subsets) + (len(result.subsets) >= 2))
@@ -205,6 +220,15 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "degenerate": _frame(result.degenerate),
         "host": _frame(result.host),
         "quarantined": _frame(result.quarantined),
+        "question": result.question,
+        "scope": result.scope,
+        "limits": {
+            "stops": list(result.stops),
+            "unselected": list(result.unselected),
+            "not_run": list(result.not_run),
+        },
+        "equivalence": _equivalence_json(result),
+        "acceptance": _frame(result.acceptance),
         "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
         "notes": list(result.notes),
     }
@@ -221,6 +245,13 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
         result.gaps.to_csv(out / "gaps.csv", index=False)
         result.exclusions.to_csv(out / "exclusions.csv", index=False)
         result.position_trend.to_csv(out / "position_trend.csv", index=False)
+        # One row per (treatment, prompt, cycle) compared with the baseline; header only when
+        # the comparison did not run (temperature above 0), the report says why.
+        pairs = result.equivalence.pairs if result.equivalence is not None else None
+        (pairs if pairs is not None else pd.DataFrame(columns=list(PAIR_COLUMNS))).to_csv(
+            out / "equivalence.csv", index=False
+        )
+        result.acceptance.to_csv(out / "acceptance.csv", index=False)
         (out / "contrasts.json").write_text(
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from pytest_mtpsweep.analysis.equivalence import Equivalence
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.schema import ENDPOINT_FIELDS
 
@@ -129,6 +130,8 @@ class RunData:
     sessions: tuple[Mapping[str, Any], ...]
     quarantined: tuple[QuarantinedSession, ...] = ()
     notes: tuple[str, ...] = ()
+    # What cut the run short (protocol stop, deadline stop, curtailment): the report's limits.
+    stops: tuple[str, ...] = ()
 
     @property
     def ladder(self) -> str | None:
@@ -180,6 +183,17 @@ class AnalysisResult:
     host: pd.DataFrame = field(default_factory=pd.DataFrame)
     interval_basis: pd.DataFrame = field(default_factory=pd.DataFrame)
     per_device: pd.DataFrame = field(default_factory=pd.DataFrame)  # >1 device: analysis/devices
+    # The findings frame: what was asked, what the design can claim, what limits the answer.
+    question: str = ""
+    scope: str = ""
+    multiplicity: str = ""  # the pre-registered statement, when plan.json carries it
+    stops: tuple[str, ...] = ()
+    unselected: tuple[str, ...] = ()  # planned sessions this invocation did not select
+    not_run: tuple[str, ...] = ()  # selected sessions that left no trace (the run ended first)
+    # Content equivalence (temperature 0 only); `equivalence_skipped` says why it is None.
+    equivalence: Equivalence | None = None
+    equivalence_skipped: str = ""
+    acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

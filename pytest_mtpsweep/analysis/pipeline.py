@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from pytest_mtpsweep.analysis import census as cen
+from pytest_mtpsweep.analysis.acceptance import draft_acceptance
 from pytest_mtpsweep.analysis.comparability import (
     check_poolable,
     comparability_groups,
@@ -18,6 +21,7 @@ from pytest_mtpsweep.analysis.comparability import (
 )
 from pytest_mtpsweep.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.analysis.devices import per_device_table, unit_of
+from pytest_mtpsweep.analysis.equivalence import Equivalence, content_equivalence
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.analysis.frame import parse_records
 from pytest_mtpsweep.analysis.model import (
@@ -94,6 +98,65 @@ def _ordered(first: Sequence[str], records: pd.DataFrame) -> list[str]:
 def _subsets(records: pd.DataFrame) -> list[str]:
     present = {str(s) for s in records["subset"].unique()}
     return [s for s in CANONICAL_SUBSETS if s in present] + sorted(present - set(CANONICAL_SUBSETS))
+
+
+def _temperature(analysed: pd.DataFrame, runs: Sequence[RunData]) -> float | None:
+    """The sampling temperature of the analysed group: records first, then plan.json."""
+    values = set()
+    column = "keyed_temperature"
+    for text in analysed[column].dropna().unique() if column in analysed.columns else []:
+        try:
+            values.add(json.loads(str(text)))
+        except ValueError:
+            values.add(text)
+    if not values:
+        values = {(run.plan.get("keyed") or {}).get("temperature") for run in runs}
+    value = values.pop() if len(values) == 1 else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def equivalence_for(
+    analysed: pd.DataFrame, runs: Sequence[RunData], baseline: str, order: Sequence[str] = ()
+) -> tuple[Equivalence | None, str]:
+    """Content equivalence at temperature 0, or None and the reason it was not checked."""
+    temperature = _temperature(analysed, runs)
+    if temperature is None:
+        return None, "not checked: the records and plan.json do not say one sampling temperature"
+    if not math.isclose(temperature, 0.0):
+        return None, (
+            f"not checked: the run sampled at temperature {temperature:g}, where two answers "
+            "to one prompt may differ by chance"
+        )
+    if analysed["content_sha256"].notna().sum() == 0:
+        return None, "not checked: no analysed record carries a content digest (content_sha256)"
+    return content_equivalence(analysed, baseline, order), ""
+
+
+def _plan_text(runs: Sequence[RunData], name: str, *, analysis: bool = False) -> str:
+    source = runs[0].analysis_plan if analysis else runs[0].plan
+    value = source.get(name)
+    return str(value).strip() if isinstance(value, str) else ""
+
+
+def _plan_sessions(runs: Sequence[RunData], *, selected: bool) -> tuple[str, ...]:
+    """Planned sessions the invocation selected (or did not), from plan.json."""
+    out = []
+    for run in runs:
+        sessions = run.plan.get("sessions")
+        for entry in sessions if isinstance(sessions, list) else []:
+            if isinstance(entry, Mapping) and (entry.get("selected") is not False) == selected:
+                out.append(str(entry.get("session")))
+    return tuple(out)
+
+
+def _not_run(runs: Sequence[RunData]) -> tuple[str, ...]:
+    """Selected sessions with no records, no session file and no quarantine: never reached."""
+    seen = {f.session for run in runs for f in run.record_files if f.lines}
+    seen |= {str(s.get("session")) for run in runs for s in run.sessions}
+    seen |= {q.session for run in runs for q in run.quarantined}
+    return tuple(s for s in _plan_sessions(runs, selected=True) if s not in seen)
 
 
 def analyse(
@@ -175,6 +238,7 @@ def analyse(
                 f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
                 f"the settings of {runs[0].run_id} were used"
             )
+    equivalence, skipped = equivalence_for(analysed, runs, settings.baseline, treatments)
     result = AnalysisResult(
         run_dirs=tuple(run.run_dir for run in runs),
         run_ids=tuple(run.run_id for run in runs),
@@ -200,5 +264,14 @@ def analyse(
         notes=tuple(notes),
         position_trend=tables.position_trend,
         plot_available=plot_available,
+        question=_plan_text(runs, "question"),
+        scope=_plan_text(runs, "scope"),
+        multiplicity=_plan_text(runs, "multiplicity", analysis=True),
+        stops=tuple(stop for run in runs for stop in run.stops),
+        unselected=_plan_sessions(runs, selected=False),
+        not_run=_not_run(runs),
+        equivalence=equivalence,
+        equivalence_skipped=skipped,
+        acceptance=draft_acceptance(analysed),
     )
     return dataclasses.replace(result, report_md=render_report(result))

@@ -28,6 +28,13 @@ from pytest_mtpsweep.analysis.report_diagnostics import (
     section_position,
     section_truncation,
 )
+from pytest_mtpsweep.analysis.report_findings import (
+    conditional,
+    section_acceptance,
+    section_equivalence,
+    section_limitations,
+    section_question,
+)
 from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
 from pytest_mtpsweep.analysis.textfmt import (
     ci,
@@ -96,15 +103,9 @@ def _per_cycle_text(result: AnalysisResult) -> dict[tuple[str, str, str], str]:
     return {k: ", ".join(v) for k, v in out.items()}
 
 
-def _conditional(result: AnalysisResult) -> bool:
-    """True when some published interval leaves the session level out (too few cycles)."""
-    methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
-    return PROMPTS_ONLY in methods
-
-
 def _section_headline(result: AnalysisResult) -> list[str]:
-    conditional = _conditional(result)
-    cycles = _per_cycle_text(result) if conditional else {}
+    prompts_only = conditional(result)
+    cycles = _per_cycle_text(result) if prompts_only else {}
     rows = []
     for r in dict_rows(result.published):
         row = [
@@ -120,19 +121,18 @@ def _section_headline(result: AnalysisResult) -> list[str]:
             str(int(r["n_pairs"])),
             str(r["interval_method"]),
         ]
-        if conditional:
+        if prompts_only:
             row.append(cycles.get((str(r["endpoint"]), str(r["treatment"]), str(r["subset"])), ""))
         rows.append([*row, str(r["note"])])
     headers = ["treatment", "subset", "published endpoint", "change", "95% CI", "90% CI",
                "decision", "MDE %", "prompts", "pairs", "interval"]  # fmt: skip
-    headers += ["per cycle", "note"] if conditional else ["note"]
+    headers += ["per cycle", "note"] if prompts_only else ["note"]
     out = ["## Headline (published endpoint)", ""]
-    if conditional:
+    if prompts_only:
         out += [
-            f"With fewer than {MIN_CYCLES_FOR_SESSION} cycles the intervals are conditional on "
-            "the server sessions that were run: they resample prompts only, so an offset "
-            "shared by a whole session is not in them; the per-cycle contrasts beside each "
-            "figure show how far it moved between sessions.",
+            f"With fewer than {MIN_CYCLES_FOR_SESSION} cycles these intervals are conditional on "
+            "the server sessions that were run (see Limitations); the per-cycle contrasts "
+            "beside each figure show how far it moved between sessions.",
             "",
         ]
     return [*out, md_table(headers, rows), ""]
@@ -284,11 +284,10 @@ def _section_method(result: AnalysisResult) -> list[str]:
 
 
 def render_report(result: AnalysisResult) -> str:
-    """report.md for one analysis."""
+    """report.md for one analysis: question, headline, limitations, then the detail."""
     s = result.settings
-    lines = [
-        f"# mtpsweep analysis: {title(result)}",
-        "",
+    lines = [f"# mtpsweep analysis: {title(result)}", "", *section_question(result)]
+    lines += [
         f"Baseline `{s.baseline}`; {s.boot} resamples, seed {s.seed}; margin ±{s.margin_pct:g}%;"
         f" tie-break {s.tiebreak_pp:g} pp; pre-registered endpoint {s.primary_endpoint} "
         f"({ENDPOINT_LABELS[s.primary_endpoint]}).",
@@ -302,17 +301,21 @@ def render_report(result: AnalysisResult) -> str:
         ]
     if len(result.run_ids) > 1:
         lines += [f"Pooled runs (--pool, keyed fields identical): {', '.join(result.run_ids)}.", ""]
-    for warning in (degenerate_warning(result), interval_fallback_warning(result)):
-        if warning:
-            lines += [f"**{warning}**", ""]
+    fallback = interval_fallback_warning(result)  # degenerate text: under Limitations
+    if fallback:
+        lines += [f"**{fallback}**", ""]
     reason = no_pairs_reason(result)
     if reason is not None:
         lines += [f"**{reason}**", ""]
     else:
         lines += _section_headline(result)
         lines += devices.render(result.per_device, result.settings.primary_endpoint)
+    lines += section_limitations(result)
+    if reason is None:
         lines += _section_tiebreak(result)
         lines += _section_crosschecks(result)
+    lines += section_equivalence(result)
+    lines += section_acceptance(result)
     lines += section_census(result)
     if reason is None:
         lines += section_drift(result)

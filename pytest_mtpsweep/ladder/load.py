@@ -108,6 +108,7 @@ PREREG: Spec = {
     "drop_order": (list, False),
     "never_drop": (str, False),
     "curtailment_sentence": (str, False),
+    "scope": (str, False),
 }
 
 
@@ -355,7 +356,18 @@ def _prereg(raw: dict[str, Any], path: Path) -> Preregistration:
         drop_order=names("drop_order"),
         never_drop=raw.get("never_drop", ""),
         curtailment_sentence=raw.get("curtailment_sentence", DEFAULT_CURTAILMENT),
+        scope=_one_line(raw.get("scope", ""), "preregistration.scope", path),
     )
+
+
+def _one_line(value: str, where: str, path: Path) -> str:
+    """A sentence the report quotes on one line: stripped, and refused if it spans lines."""
+    text = value.strip()
+    if "\n" in text or "\r" in text:
+        raise LadderError(
+            f"{path}: field {where} spans several lines; write it as one sentence on one line."
+        )
+    return text
 
 
 def _launchers(server: dict[str, Any], path: Path) -> ExternalLaunchers | None:

@@ -82,6 +82,8 @@ class Preregistration:
     drop_order: tuple[str, ...] = ()  # "treatment:cN", first dropped first
     never_drop: str = ""
     curtailment_sentence: str = DEFAULT_CURTAILMENT
+    # One sentence on what the design can and cannot claim; the report opens with it.
+    scope: str = ""
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ class Plan:
             server=self.server,
             keyed=self.keyed,
             prereg_sha256=prereg_sha256,
-            curtailment_sentence=prereg.effective(self.ladder, self.plan).curtailment_sentence,
+            reg=prereg.effective(self.ladder, self.plan),
             kind_fields=self.kind_fields,
             plan=self.plan,
             planned=self.planned,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..ladder import Ladder, SessionSlot
+from ..ladder.model import Preregistration
 
 
 def identity(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def plan_document(
     server: Mapping[str, Any],
     keyed: Mapping[str, Any],
     prereg_sha256: str,
-    curtailment_sentence: str,
+    reg: Preregistration,
     kind_fields: Mapping[str, Any],
     plan: Sequence[SessionSlot],
     planned: Mapping[str, int],
@@ -48,6 +49,7 @@ def plan_document(
         "kind": ladder.kind,
         "ladder_file": str(ladder.path),
         "question": ladder.question,
+        "scope": reg.scope,
         "created_at": created_at,
         "invocation": list(invocation),
         "harness_version": version,
@@ -60,7 +62,8 @@ def plan_document(
             "margin_pct": ladder.analysis.margin_pct,
             "tiebreak_pp": ladder.analysis.tiebreak_pp,
             "primary_endpoint": ladder.analysis.primary_endpoint,
-            "curtailment_sentence": curtailment_sentence,
+            "curtailment_sentence": reg.curtailment_sentence,
+            "multiplicity": reg.multiplicity,
         },
         "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
         **kind_fields,

@@ -30,6 +30,7 @@ def effective(ladder: Ladder, plan: list[SessionSlot]) -> Preregistration:
         drop_order=drop,
         never_drop=never,
         curtailment_sentence=reg.curtailment_sentence,
+        scope=reg.scope,
     )
 
 
@@ -68,6 +69,7 @@ def render(
         "",
         ladder.question,
         "",
+        *([f"Scope: {reg.scope}", ""] if reg.scope else []),
         "## Endpoints and contrasts",
         "",
         *(decode_lines(ladder, reg) if endpoints is None else endpoints),

@@ -40,9 +40,9 @@ def test_identical_answers_are_identical_everywhere() -> None:
     eq = content_equivalence(frame({}), "none")
     assert set(verdicts(eq).values()) == {IDENTICAL} and len(eq.pairs) == 4
     assert describe(eq) == [
-        "none (prose): identical to itself across cycles",
-        "gate (prose): identical to none in all 4 (prompt, cycle) cells; identical to itself "
-        "across cycles",
+        "none (prose): identical to its own c1 in all 2 prompts (same char counts)",
+        "gate (prose): identical to none in all 4 (prompt, cycle) cells; identical to its own "
+        "c1 in all 2 prompts (same char counts)",
     ]
 
 
@@ -59,14 +59,17 @@ def test_a_difference_names_the_prompt_and_the_cycles() -> None:
     }
     line = describe(eq)[1]
     assert "differs from none in 2 of 4 (prompt, cycle) cells: prose_02 (c1, c2)" in line
-    assert line.endswith("identical to itself across cycles")  # the same way in both cycles
+    assert line.endswith("identical to its own c1 in all 2 prompts (same char counts)")
 
 
 def test_a_treatment_unlike_itself_across_cycles_is_said_so() -> None:
-    eq = content_equivalence(frame({("gate", 2, "prose_01"): {"content_sha256": "e" * 64}}), "none")
+    edit = {"content_sha256": "e" * 64, "content_chars": 380}
+    eq = content_equivalence(frame({("gate", 2, "prose_01"): edit}), "none")
     selves = eq.self_identity.set_index(["treatment", "prompt_id"])["verdict"]
     assert selves[("gate", "prose_01")] == DIFFERS and selves[("gate", "prose_02")] == IDENTICAL
-    assert "identical to itself across cycles in 1 of 2 prompts" in describe(eq)[1]
+    assert describe(eq)[1].endswith(
+        "differs from its own c1 in 1 of 2 prompts: prose_01 (chars 400,380)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -100,3 +103,15 @@ def test_invalid_answers_and_unpaired_prompts_are_left_out() -> None:
         "none",
     )
     assert sorted(verdicts(eq)) == [("prose_01", 2), ("prose_02", 1)]
+
+
+def test_the_summary_follows_the_ladders_order_not_the_alphabet() -> None:
+    design = Design(treatments=("none", "zz", "aa"), prompts={"prose": ("prose_01",)})
+    recs = make_records(design, lambda *a: 10.0)
+    files = [RecordFile("run-1", "all", tuple(json.dumps(r) for r in recs))]
+    records = parse_records(files, session_facts={}, plan_keyed={})[0]
+    assert list(
+        dict.fromkeys(content_equivalence(records, "none", ("zz", "aa")).summary["treatment"])
+    ) == ["none", "zz", "aa"]
+    unordered = content_equivalence(records, "none").summary["treatment"]
+    assert list(dict.fromkeys(unordered)) == ["none", "aa", "zz"]

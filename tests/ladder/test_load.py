@@ -161,6 +161,16 @@ class TestKindsAndOverrides:
         with pytest.raises(LadderError, match="is not 'TREATMENT vs BASELINE'"):
             load_ladder(write(tmp_path, text))
 
+    def test_the_scope_is_one_line(self, tmp_path: Path) -> None:
+        ok = MINIMAL + '[preregistration]\nscope = "  Bounds the gain; no knee.  "\n'
+        assert load_ladder(write(tmp_path, ok)).prereg.scope == "Bounds the gain; no knee."
+        assert load_ladder(write(tmp_path, MINIMAL)).prereg.scope == ""
+        two = MINIMAL + '[preregistration]\nscope = """\nBounds the gain.\nNo knee.\n"""\n'
+        with pytest.raises(LadderError, match=r"preregistration\.scope spans several lines"):
+            load_ladder(write(tmp_path, two))
+        with pytest.raises(LadderError, match=r"scope"):
+            load_ladder(write(tmp_path, MINIMAL + "[preregistration]\nscope = 3\n"))
+
     def test_preflight_ports_are_listed_ports(self, tmp_path: Path) -> None:
         lad = load_ladder(write(tmp_path, MINIMAL + "[preflight]\nports = [8099, 8100]\n"))
         assert lad.preflight.ports == (8099, 8100)

@@ -58,4 +58,11 @@ def test_the_lowerarm_ladders_carry_the_users_preregistration_verbatim() -> None
         assert f'"{SEED_SENTENCE}"' in text
         assert "Secondary contrasts (exploratory): gate_0.25 vs gate_0.10." in text
         assert "Drop order: gate_0.25:c2, gate_0.10:c2." in text
-    assert "it does not locate a knee" in load_ladder(LADDERS / "lowerarm.toml").question
+    lowerarm = load_ladder(LADDERS / "lowerarm.toml")
+    assert lowerarm.prereg.scope.startswith(
+        "This design bounds where the gain starts; it does not locate a knee"
+    )
+    assert "knee" not in lowerarm.question  # said once, as the scope
+    plan = run_plan(lowerarm.treatment_keys, lowerarm.cycles)
+    text = preregistration.render(lowerarm, plan, plan, ["pytest"], "R1", "T0")
+    assert f"Scope: {lowerarm.prereg.scope}" in text

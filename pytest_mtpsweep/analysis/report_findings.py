@@ -1,0 +1,233 @@
+"""report.md as a findings document: the question, the limitations, content and drafting.
+
+The report opens with what was asked (the pre-registered question and its scope), then the
+headline, then what limits the answer before any detail table: multiplicity, truncation,
+curtailment or a stop, intervals conditional on the sessions run, content that differs at
+temperature 0, degenerate answers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pytest_mtpsweep.analysis.equivalence import DIFFERENT, describe
+from pytest_mtpsweep.analysis.model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
+from pytest_mtpsweep.analysis.report_diagnostics import degenerate_warning
+from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
+from pytest_mtpsweep.analysis.textfmt import dict_rows, md_table, num
+
+LIMITATIONS = "## Limitations"
+EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",
+                       "chars", "baseline chars"]  # fmt: skip
+SELF_HEADERS = ["treatment", "subset", "prompt", "cycles", "verdict", "chars"]
+ACCEPTANCE_HEADERS = ["treatment", "subset", "measurements", "with draft", "drafted",
+                      "accepted", "acceptance"]  # fmt: skip
+
+
+def section_question(result: AnalysisResult) -> list[str]:
+    """The pre-registered question and the design's scope, first of all."""
+    question = result.question or "not recorded (plan.json has no `question`)"
+    out = [f"**Question (pre-registered):** {question}", ""]
+    if result.scope:
+        out += [f"**Scope:** {result.scope}", ""]
+    return out
+
+
+def conditional(result: AnalysisResult) -> bool:
+    """True when some published interval leaves the session level out (too few cycles)."""
+    methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
+    return PROMPTS_ONLY in methods
+
+
+def _multiplicity(result: AnalysisResult) -> str:
+    n_t = len(result.treatments)
+    n_s = len(result.subsets) + (len(result.subsets) >= 2)
+    text = (
+        f"**Multiplicity:** {n_t} treatment(s) × {n_s} subset cell(s) = {n_t * n_s} headline "
+        f"contrasts ({n_t * n_s * len(ENDPOINTS)} intervals over both endpoints); no correction "
+        "for multiplicity is applied, so each interval covers its own contrast and the table "
+        "is not a joint 95% guarantee."
+    )
+    if result.multiplicity:
+        text += f" Pre-registered: {result.multiplicity}"
+    return text
+
+
+def _truncation(result: AnalysisResult) -> str:
+    t = result.truncated
+    if t.empty:
+        return "**Truncation:** no analysed measurement hit the token cap."
+    prompts = sorted({str(p) for p in t["prompt_id"]})
+    return (
+        f"**Truncation:** {len(t)} analysed measurement(s) of {len(prompts)} prompt(s) hit the "
+        f"token cap ({', '.join(prompts)}). Their rates are valid observations of decoding up "
+        "to the cap; no claim about these prompts reaches beyond it (see Truncated "
+        "measurements; content equivalence compares them only up to the cap)."
+    )
+
+
+def _curtailment(result: AnalysisResult) -> list[str]:
+    if not result.stops and not result.unselected and not result.not_run:
+        return ["**Curtailment and stops:** none; no session was dropped and no stop rule fired."]
+    out = [f"**Curtailment and stops:** {stop}" for stop in result.stops]
+    if result.not_run:
+        out.append(
+            f"**Not run:** {len(result.not_run)} selected session(s) left neither records nor a "
+            f"session file ({', '.join(result.not_run)}): the run ended before them."
+        )
+    if result.unselected:
+        out.append(
+            f"**Not selected:** {len(result.unselected)} planned session(s) were not selected by "
+            f"the invocation ({', '.join(result.unselected)}); the figures rest on the selected "
+            "sessions only."
+        )
+    return out
+
+
+def _sessions(result: AnalysisResult) -> str:
+    cycles = sorted({int(c) for c in result.per_cycle["cycle"]}) if len(result.per_cycle) else []
+    n = len(cycles)
+    if conditional(result):
+        return (
+            f"**Conditional on sessions:** with {n} cycle(s), fewer than "
+            f"{MIN_CYCLES_FOR_SESSION}, the intervals are conditional on the server sessions "
+            "that were run: they resample prompts only, so an offset shared by a whole session "
+            "is not in them; the per-cycle contrasts show how far each figure moved."
+        )
+    methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
+    if WITH_SESSION in methods:
+        return (
+            f"**Sessions:** with {n} cycles the session level is in the intervals "
+            f"(`{WITH_SESSION}`): a whole-session offset widens them, so they speak for further "
+            "sessions of this rig, not only the ones run."
+        )
+    return "**Sessions:** no interval was computed."
+
+
+def equivalence_flags(result: AnalysisResult) -> list[str]:
+    """One correctness flag per treatment whose answers differ at temperature 0."""
+    eq = result.equivalence
+    if eq is None:
+        return []
+    flags = []
+    for _, s in eq.summary.iterrows():
+        if s["treatment"] != eq.baseline and s["differ"]:
+            flags.append(
+                f"**Correctness flag:** `{s['treatment']}` answers differ from "
+                f"`{eq.baseline}`'s in {s['differ']} of {s['cells']} {s['subset']} (prompt, "
+                f"cycle) cells at temperature 0 ({s['differing_prompts'].replace(' ', ', ')}). "
+                "Speculative decoding should not change the output at temperature 0; its rates "
+                "were measured on different text. A correctness question, not a rate problem."
+            )
+        unlike = int(s["self_prompts"]) - int(s["self_identical"])
+        if unlike:
+            flags.append(
+                f"**Correctness flag:** `{s['treatment']}` ({s['subset']}) is not identical to "
+                f"itself across cycles in {unlike} of {s['self_prompts']} prompts "
+                f"({s['self_differing_prompts'].replace(' ', ', ')}): the rig is not "
+                "deterministic at temperature 0."
+            )
+    return flags
+
+
+def _equivalence(result: AnalysisResult) -> list[str]:
+    if result.equivalence is None:
+        return [f"**Content equivalence:** {result.equivalence_skipped}."]
+    flags = equivalence_flags(result)
+    if flags:
+        return flags
+    n = len(result.equivalence.pairs)
+    selves = len(result.equivalence.self_identity)
+    itself = (
+        f"each is identical to itself across cycles ({selves} prompt(s) seen in two cycles or more)"
+        if selves
+        else "no prompt was answered in two cycles, so nothing was compared across cycles"
+    )
+    return [
+        f"**Content equivalence:** every treatment's answers are identical to the baseline's in "
+        f"all {n} compared (prompt, cycle) cells (truncated pairs up to the cap); {itself}."
+    ]
+
+
+def section_limitations(result: AnalysisResult) -> list[str]:
+    """What limits the headline, before any detail table."""
+    warning = degenerate_warning(result)
+    degenerate = f"**{warning}**" if warning else "**Degenerate output:** none detected."
+    items = [
+        _multiplicity(result),
+        _truncation(result),
+        *_curtailment(result),
+        _sessions(result),
+        *_equivalence(result),
+        degenerate,
+    ]
+    return [LIMITATIONS, "", *(f"- {item}" for item in items), ""]
+
+
+def section_equivalence(result: AnalysisResult) -> list[str]:
+    out = ["## Content equivalence", ""]
+    eq = result.equivalence
+    if eq is None:
+        return [*out, f"Content equivalence: {result.equivalence_skipped}.", ""]
+    out += [
+        f"At temperature 0 each treatment's answer (`content_sha256`) is compared with "
+        f"`{eq.baseline}`'s to the same prompt in the same cycle, and with its own answer in "
+        "its first cycle. Two answers cut by the token cap at the same token count are "
+        "'identical up to the cap' or 'differ within the cap'; nothing is claimed beyond it.",
+        "",
+        *(f"- {line}" for line in describe(eq)),
+        "",
+    ]
+    shown = eq.pairs[eq.pairs["verdict"].isin(DIFFERENT) | (eq.pairs["truncated"] != "")]
+    if not shown.empty:
+        rows = [
+            [
+                str(r["treatment"]),
+                str(r["subset"]),
+                str(r["prompt_id"]),
+                f"c{r['cycle']}",
+                str(r["verdict"]),
+                str(r["truncated"] or "-"),
+                str(r["chars"]),
+                str(r["baseline_chars"]),
+            ]
+            for r in dict_rows(shown)
+        ]
+        out += ["Cells that differ or were truncated:", "", md_table(EQUIVALENCE_HEADERS, rows), ""]
+    unlike = eq.self_identity[eq.self_identity["verdict"].isin(DIFFERENT)]
+    if not unlike.empty:
+        rows = [
+            [str(r[c]) for c in ("treatment", "subset", "prompt_id", "cycles", "verdict", "chars")]
+            for r in dict_rows(unlike)
+        ]
+        out += ["Answers unlike their own first cycle:", "", md_table(SELF_HEADERS, rows), ""]
+    return out
+
+
+def _rate(value: object) -> str:
+    return f"{num(value, 1)}%" if isinstance(value, float) and math.isfinite(value) else "-"
+
+
+def section_acceptance(result: AnalysisResult) -> list[str]:
+    out = ["## Draft acceptance", ""]
+    t = result.acceptance
+    if t.empty:
+        return [*out, "No analysed measurements.", ""]
+    rows = [
+        [
+            str(r["treatment"]),
+            str(r["subset"]),
+            str(r["records"]),
+            str(r["with_draft"]),
+            str(r["draft_n"]) if r["with_draft"] else "-",
+            str(r["draft_n_accepted"]) if r["with_draft"] else "-",
+            _rate(r["acceptance_pct"]),
+        ]
+        for r in dict_rows(t)
+    ]
+    lead = (
+        "Tokens the drafter proposed and the target accepted, summed over valid analysed "
+        "measurements (the server's `draft_n` / `draft_n_accepted`); a treatment without a "
+        "drafter has none, shown as '-', not 0."
+    )
+    return [*out, lead, "", md_table(ACCEPTANCE_HEADERS, rows), ""]
