@@ -380,7 +380,7 @@ def replication_records(
         }
     )
     frame["session"] = frame["treatment"] + "_c" + frame["cycle"].astype(str)
-    defaults = {"ordinal": -1, "repeat": 1, "valid": True, "completion_tokens": -1}
+    defaults = {"ordinal": -1, "repeat": 1, "valid": True, "completion_tokens": -1, "device": ""}
     for column in RECORD_COLUMNS:
         if column not in frame:
             frame[column] = defaults.get(column)

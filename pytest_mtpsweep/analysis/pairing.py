@@ -34,6 +34,8 @@ def cell_means(records: pd.DataFrame) -> pd.DataFrame:
     averaged first."""
     if "device" not in records:  # a frame from before the device column: one device
         records = records.assign(device="")
+    elif records["device"].isna().any():  # groupby would drop the rows whose key is missing
+        records = records.assign(device=records["device"].fillna(""))
     ids = records[["run_id", "treatment", "subset", "prompt_id", "cycle", "device"]]
     long = pd.concat(
         [ids.assign(endpoint=e, rate=records[f"rate_{e}"]) for e in ENDPOINTS],

@@ -47,6 +47,14 @@ def test_without_a_device_column_pairing_is_as_before() -> None:
     assert np.allclose(pairs["log_ratio"], math.log(2.0))
 
 
+def test_a_missing_device_value_is_one_device_not_a_dropped_record() -> None:
+    # a frame built by hand (or an older writer) with device None: groupby would drop the rows
+    recs = _records([("b", 1, "p1", "", 20.0), ("a", 1, "p1", "", 10.0)])
+    recs["device"] = None
+    pairs, gaps = pair_cells(cell_means(recs), ["b"], "a")
+    assert len(pairs) == 2 and gaps.empty
+
+
 def test_per_device_contrast() -> None:
     rows = []
     for p in ("p1", "p2", "p3"):
