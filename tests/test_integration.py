@@ -142,7 +142,7 @@ class TestSmallLadder:
             assert "--spec-type ngram-simple" in " ".join(argv)
         assert (run / "sessions.csv").read_text().count("\n") == 5
         result.stdout.fnmatch_lines(
-            ["*mtpsweep sessions*", "2*ngram-simple*1*2/2/2/0*length 2*yes*"]
+            ["*mtpsweep sessions*", "2*ngr*1*2/2/2/0*length 2*yes*"]  # shortened at 80 columns
         )
         # the first session's shakedown, from its records: the real server streams for real
         result.stdout.fnmatch_lines(
@@ -161,6 +161,7 @@ class TestSmallLadder:
             "ngram-mod and prose",
             "--max-tokens=8",
             "--port=0",
+            "--cycles=2",
         )
         result.assert_outcomes(passed=16, deselected=80)
         run = only_run(project.path)
@@ -383,7 +384,7 @@ class TestWhatTheModelDid:
             "experiments/", "--ladder=cpu-demo", "-k", "c1-none", "--max-tokens=64", "--port=0",
             "--no-analysis",
         )  # fmt: skip
-        result.assert_outcomes(passed=16, deselected=80)
+        result.assert_outcomes(passed=16, deselected=176)
         run = only_run(project.path)
         records = records_of(run)
         assert len(records) == 16
@@ -409,7 +410,10 @@ class TestWhatTheModelDid:
         assert all(isinstance(d, str) and d for d in flagged), flagged
         info = json.loads((run / "sessions" / "01_none_c1.json").read_text())
         assert info["degenerate_prompts"] == ["prose_01", "prose_02"]
-        assert info["chat_template_first_line"] and "im_start" in info["chat_template_first_line"]
+        # llama-server's ChatML fallback (Gemma's GGUF carries no template), which Gemma does not
+        # know: its first line is the message loop, the im_start markers come after it
+        assert info["chat_template_first_line"] and info["chat_template_sha256"] != QWEN_TEMPLATE
+        assert "<|im_start|>" in info["props_start"]["chat_template"]
         result.stdout.fnmatch_lines(["*degen*", "*1*none*1*2/2/0*2*"])
         items = {i["name"]: i for i in json.loads((run / "preflight.json").read_text())}
         assert "none in the GGUF" in items["chat_template"]["observed"]
@@ -427,7 +431,7 @@ class TestWhatTheModelDid:
             "experiments/", "--ladder=cpu-demo", "-k", "c1-none and prose_01", "--port=0",
             "--waive=chat_template", "--no-analysis",
         )  # fmt: skip
-        waived.assert_outcomes(errors=1, deselected=95)
+        waived.assert_outcomes(errors=1, deselected=191)
         waived.stdout.fnmatch_lines(
             ["*uses chat template sha256 " + QWEN_TEMPLATE + "*not the pinned*"]
         )

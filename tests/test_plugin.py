@@ -34,12 +34,12 @@ def sessions(item_ids: list[str]) -> list[str]:
 
 
 class TestCollection:
-    def test_cpu_demo_collects_96_in_counterbalanced_order(
+    def test_cpu_demo_collects_192_in_counterbalanced_order(
         self, experiments: pytest.Pytester
     ) -> None:
         result = experiments.runpytest("experiments/", "--ladder=cpu-demo", "--collect-only", "-q")
         got = ids(result)
-        assert len(got) == 96
+        assert len(got) == 192  # 3 treatments x 4 cycles x 16 prompts
         assert sessions(got) == [
             "c1-none",
             "c1-ngram-simple",
@@ -47,6 +47,12 @@ class TestCollection:
             "c2-ngram-mod",
             "c2-ngram-simple",
             "c2-none",
+            "c3-none",
+            "c3-ngram-simple",
+            "c3-ngram-mod",
+            "c4-ngram-mod",
+            "c4-ngram-simple",
+            "c4-none",
         ]
         assert got[:2] == ["c1-none-prose_01", "c1-none-prose_02"]
         assert got[15] == "c1-none-structured_08"
@@ -58,7 +64,7 @@ class TestCollection:
         )
         got = ids(result)
         assert len(got) == 16 and sessions(got) == ["c2-ngram-mod"]
-        result.stdout.fnmatch_lines(["*16/96 tests collected (80 deselected)*"])
+        result.stdout.fnmatch_lines(["*16/192 tests collected (176 deselected)*"])
 
     def test_k_prose_spans_every_session(self, experiments: pytest.Pytester) -> None:
         got = ids(
@@ -66,7 +72,7 @@ class TestCollection:
                 "experiments/", "--ladder=cpu-demo", "-k", "prose", "--collect-only", "-q"
             )
         )
-        assert len(got) == 48 and len(sessions(got)) == 6
+        assert len(got) == 96 and len(sessions(got)) == 12
         assert all("prose" in i for i in got)
 
     def test_measurements_carry_the_mtpsweep_marker(self, experiments: pytest.Pytester) -> None:
@@ -74,7 +80,7 @@ class TestCollection:
         both = experiments.runpytest(
             "experiments/", "test_other.py", "--ladder=cpu-demo", "--collect-only", "-q"
         )
-        both.stdout.fnmatch_lines(["*97 tests collected*"])
+        both.stdout.fnmatch_lines(["*193 tests collected*"])
         plain = experiments.runpytest(
             "experiments/",
             "test_other.py",
@@ -85,7 +91,7 @@ class TestCollection:
             "-q",
         )
         plain.stdout.fnmatch_lines(
-            ["test_other.py::test_plain", "*1/97 tests collected (96 deselected)*"]
+            ["test_other.py::test_plain", "*1/193 tests collected (192 deselected)*"]
         )
 
     def test_cycles_and_subset_override_the_ladder(self, experiments: pytest.Pytester) -> None:
@@ -122,6 +128,12 @@ class TestCollection:
                 "c2-ngram-mod",
                 "c2-ngram-simple",
                 "c2-none",
+                "c3-none",
+                "c3-ngram-simple",
+                "c3-ngram-mod",
+                "c4-ngram-mod",
+                "c4-ngram-simple",
+                "c4-none",
             )
         ]
 
@@ -261,7 +273,7 @@ class TestPreflightGate:
             "--max-tokens=4",
             "--port=0",
         )
-        result.assert_outcomes(passed=1, deselected=95)
+        result.assert_outcomes(passed=1, deselected=191)
         items = {i["name"]: i for i in json.loads((first / "preflight.json").read_text())}
         assert items["model:copy.gguf"]["verdict"] == "pass"
 
