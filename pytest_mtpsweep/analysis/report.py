@@ -198,7 +198,7 @@ def _section_crosschecks(result: AnalysisResult) -> list[str]:
         "## Small-sample cross-checks",
         "",
         "Geometric (the published point) and arithmetic mean percent change, the percentile "
-        "cluster bootstrap 95% interval (the published interval before issue 13; it "
+        "cluster bootstrap 95% interval (published before the bootstrap-t interval; it "
         "under-covers at these sizes, see Method), and a sign-flip permutation p-value (exact "
         "over all 2^n sign patterns up to 16 prompts, Monte Carlo above). A sign disagreement "
         "means the geometric and arithmetic means, or the published and bootstrap intervals, "
@@ -270,7 +270,7 @@ def _section_method(result: AnalysisResult) -> list[str]:
         f"t({MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
         f"{MDE_POWER:.0%} power.",
         "",
-        "Columns (issue 13): `interval_method`, `se_pct` (100·SE), `df`, `session_se_pct` "
+        "Columns: `interval_method`, `se_pct` (100·SE), `df`, `session_se_pct` "
         "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "
         "`boot_ci_high` (the percentile bootstrap, a cross-check now); `t_ci_low` / "
         "`t_ci_high` are gone (the published interval is t-based); `--boot` must be "
