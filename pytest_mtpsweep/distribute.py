@@ -137,7 +137,6 @@ def before(session: pytest.Session, run: Run, state: Controller) -> None:
     """Preflight for every worker's port, as test items; a failure stops the run."""
     from . import runloop
     from .errors import UserError
-    from .preflight import failures, render_fixes, render_table
 
     config = session.config
     if state.error is not None:
@@ -148,25 +147,7 @@ def before(session: pytest.Session, run: Run, state: Controller) -> None:
         checks = run.preflight(workers=state.workers)
     except UserError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.section("mtpsweep preflight")
-        reporter.write_line(render_table(checks, width=config.get_terminal_writer().fullwidth))
-    items = runloop.preflight_items(session, checks)
-    runloop.run_items(items, None)
-    failed = failures(checks)
-    if config.getoption("mtpsweep_preflight_only"):
-        pytest.exit(
-            f"preflight only: {len(failed)} item(s) failed"
-            if failed
-            else "preflight only: all items pass",
-            returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
-        )
-    if failed:
-        pytest.exit(
-            "preflight failed, so no server was started:\n" + render_fixes(failed),
-            returncode=pytest.ExitCode.TESTS_FAILED,
-        )
+    runloop.gate_preflight(session, checks, config.getoption("mtpsweep_preflight_only"), None)
     state.checks = checks
 
 

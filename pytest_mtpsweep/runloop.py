@@ -163,27 +163,22 @@ def suite_properties(config: pytest.Config, properties: Mapping[str, Any]) -> No
             xml.add_global_property(name, value)
 
 
-def before(
-    session: pytest.Session, run: Run, cases: list[Case], only: bool, progress: Progress | None
+def gate_preflight(
+    session: pytest.Session,
+    checks: list[PreflightItem],
+    only: bool,
+    next_item: pytest.Item | None,
 ) -> None:
-    """Preflight as test items; stop before anything starts if an item fails; then begin."""
-    from .errors import UserError
+    """Print the preflight table, run each item as a test item, and stop the run (nothing
+    started) on `--preflight-only` or when an item failed."""
     from .preflight import failures, render_fixes, render_table
 
     config = session.config
-    try:
-        run.check_selection(cases)
-        run.resolve()
-        checks: list[PreflightItem] = run.preflight()
-    except UserError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.section("mtpsweep preflight")
         reporter.write_line(render_table(checks, width=config.get_terminal_writer().fullwidth))
-    items = preflight_items(session, checks)
-    session.testscollected += len(items)  # so the progress percentages count them
-    run_items(items, session.items[0] if session.items else None)
+    run_items(preflight_items(session, checks), next_item)
     failed = failures(checks)
     if only:
         pytest.exit(
@@ -197,6 +192,23 @@ def before(
             "preflight failed, so no server was started:\n" + render_fixes(failed),
             returncode=pytest.ExitCode.TESTS_FAILED,
         )
+
+
+def before(
+    session: pytest.Session, run: Run, cases: list[Case], only: bool, progress: Progress | None
+) -> None:
+    """Preflight as test items; stop before anything starts if an item fails; then begin."""
+    from .errors import UserError
+
+    config = session.config
+    try:
+        run.check_selection(cases)
+        run.resolve()
+        checks: list[PreflightItem] = run.preflight()
+    except UserError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    session.testscollected += len(checks)  # so the progress percentages count them
+    gate_preflight(session, checks, only, session.items[0] if session.items else None)
     try:
         run.begin(cases, checks, progress)
     except UserError as exc:
