@@ -37,6 +37,18 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _forgeable(records: list[dict[str, Any]]) -> list[str]:
+    """Tasks checked in-process: the artefact ran inside the checker and could forge a verdict."""
+    tasks = sorted({str(r.get("task")) for r in records if r.get("verdict_forgeable") is True})
+    if not tasks:
+        return []
+    return [
+        f"FORGEABLE verdicts: {', '.join(tasks)} checked in-process (task.toml checking = "
+        '"in-process"): the artefact ran inside the checker\'s process and could have written '
+        "its own verdict; read those tasks' results as unverified."
+    ]
+
+
 def _notes(run_dir: Path) -> list[str]:
     notes = []
     plan_path = run_dir / schema.PLAN_FILE
@@ -78,8 +90,9 @@ def analyse_dir(
     atomic_write_text(out / schema.CONTRASTS_CSV, report.contrasts_frame(rows).to_csv(index=False))
     atomic_write_text(out / schema.CENSUS_CSV, census.to_csv(index=False))
     settings = f"{boot} resamples, seed {seed}"
+    notes = [*_notes(run_dir), *_forgeable(records)]
     text = report.markdown(
-        f"Authoring report: {run_dir.name}", table, rows, agree, census, _notes(run_dir), settings
+        f"Authoring report: {run_dir.name}", table, rows, agree, census, notes, settings
     )
     atomic_write_text(out / schema.REPORT_MD, text)
     return AuthoringResult(table, rows, agree, census, report.headline(table, rows, agree), out)

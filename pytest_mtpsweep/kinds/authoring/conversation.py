@@ -77,6 +77,9 @@ def turn_fields(turn: int, reply: ChatReply, artefact: str | None, check: Check 
         "check_reason": check.reason if check else None,
         "error_first_line": feedback.first_line(check) if check and verdict != "pass" else None,
         "feedback_chars": len(sent_feedback) if sent_feedback is not None else None,
+        "tests_collected": check.collected if check else None,
+        "tests_passed": check.passed if check else None,
+        "verdict_forgeable": check.forgeable if check else None,
     }
 
 

@@ -121,16 +121,22 @@ def sandbox_item(verdict: str, reason: str | None, isolation: dict[str, Any]) ->
 
 
 def isolation_text(iso: dict[str, Any]) -> str:
-    """One line saying plainly what is and is not isolated."""
+    """One line saying plainly what is and is not isolated (the candidate's jail)."""
     net = "network isolated" if iso.get("network") == "namespace" else "network NOT isolated"
     pids = (
         "own PID namespace"
         if iso.get("pids") == "namespace"
         else "no PID namespace (process group only)"
     )
-    fs = (
-        f"filesystem read-only, workdir {iso.get('workdir')}"
-        if iso.get("filesystem") == "read-only"
-        else "filesystem NOT read-only (file-size limit only)"
+    if iso.get("root") == "minimal":
+        fs = f"sees only the interpreter (minimal read-only root), workdir {iso.get('workdir')}"
+    elif iso.get("filesystem") == "read-only":
+        fs = f"filesystem read-only but VISIBLE, workdir {iso.get('workdir')}"
+    else:
+        fs = "filesystem visible and NOT read-only (file-size limit only)"
+    boundary = (
+        "artefact in its own process, reached through a data-only proxy"
+        if iso.get("boundary") == "process"
+        else "artefact inside the checker's process (verdicts forgeable)"
     )
-    return f"{net}; {pids}; {fs}; runs as {iso.get('user', '?')}"
+    return f"{boundary}; {net}; {pids}; {fs}; runs as {iso.get('user', '?')}"

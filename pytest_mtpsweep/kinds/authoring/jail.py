@@ -30,6 +30,9 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+MNT_DETACH = 2
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}.get(os.uname().machine, -1)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 NOBODY = 65534
 SETUP_FAILED = 121
 # World-writable places a checker could fill; each becomes read-only in the mount namespace.
@@ -135,13 +138,87 @@ def mounts(box: str, tmp_mib: int, flags: int, expose: list[str], report: dict[s
     if exposed:
         _reattach(exposed, report)
     if flags & CLONE_NEWPID:
-        try:
-            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-            report["proc"] = "private"
-        except OSError as exc:
-            report["proc"] = f"host's ({exc})"
+        _proc("/proc", report)
     _mount("tmpfs", box, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_mib}m,mode=0755")
     report["workdir"] = f"tmpfs {tmp_mib} MiB"
+
+
+def _proc(target: str, report: dict[str, Any]) -> None:
+    try:
+        _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        report["proc"] = "private"
+    except OSError as exc:
+        report["proc"] = f"host's ({exc})"
+
+
+def _materialise(root: str, path: str) -> str:
+    """Recreate under `root` the symlinks on the way to `path`; the real path it ends at."""
+    parts, cur, hops = path.strip("/").split("/"), "/", 0
+    while parts:
+        step = os.path.join(cur, parts.pop(0))
+        if os.path.islink(step):
+            target = os.readlink(step)
+            inside = root + step
+            if not os.path.lexists(inside):
+                os.makedirs(os.path.dirname(inside), mode=0o755, exist_ok=True)
+                os.symlink(target, inside)
+            parts = os.path.normpath(os.path.join(cur, target)).strip("/").split("/") + parts
+            cur, hops = "/", hops + 1
+            if hops > 40:
+                raise OSError(f"too many links on the way to {path}")
+        else:
+            cur = step
+    return cur
+
+
+def _bind_into(root: str, path: str, writable_dev: bool = False) -> None:
+    real = _materialise(root, path)
+    inside = root + real
+    if os.path.lexists(inside) and os.path.ismount(inside):
+        return
+    if os.path.isdir(real):
+        os.makedirs(inside, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(inside), mode=0o755, exist_ok=True)
+        if not os.path.lexists(inside):
+            open(inside, "wb").close()
+    _mount(real, inside, None, MS_BIND | MS_REC, None)
+    ro = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | (0 if writable_dev else MS_NODEV)
+    _mount(None, inside, None, ro, None)
+
+
+def minimal_root(cfg: dict[str, Any], flags: int, report: dict[str, Any]) -> None:
+    """A new root holding only the exposed paths (read-only), a few devices, a private /proc
+    and the work directory; the host's tree is detached (pivot_root), so no other file —
+    checkout, home, temporary directory, run directory — can be reached or listed."""
+    spec, box = cfg["root"], cfg["box"]
+    root = spec["dir"]
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for path in spec["expose"]:
+        if os.path.lexists(path):
+            _bind_into(root, path)
+    for path in spec.get("hide", []):
+        inside = root + path
+        if os.path.isdir(inside):
+            _mount("tmpfs", inside, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0555")
+    for dev in DEVICES:
+        if os.path.exists(dev):
+            _bind_into(root, dev, writable_dev=True)
+    if flags & CLONE_NEWPID:
+        os.makedirs(root + "/proc", mode=0o555)
+        _proc(root + "/proc", report)
+    os.makedirs(root + box, mode=0o755)
+    _mount("tmpfs", root + box, "tmpfs", MS_NOSUID | MS_NODEV, f"size={cfg['tmp_mib']}m,mode=0755")
+    os.chdir(root)
+    if libc.syscall(ctypes.c_long(PIVOT_ROOT), b".", b".") != 0:
+        raise OSError(ctypes.get_errno(), f"pivot_root: {_err()}")
+    if libc.umount2(b".", ctypes.c_int(MNT_DETACH)) != 0:
+        raise OSError(ctypes.get_errno(), f"detaching the old root: {_err()}")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    report["root"] = "minimal"
+    report["workdir"] = f"tmpfs {cfg['tmp_mib']} MiB"
 
 
 def limits(cfg: dict[str, Any], uid: int, tasks: int) -> None:
@@ -161,7 +238,9 @@ def limits(cfg: dict[str, Any], uid: int, tasks: int) -> None:
 def child(cfg: dict[str, Any], flags: int, files: dict[str, bytes], tasks: int,
           report: dict[str, Any]) -> None:  # fmt: skip
     box = cfg["box"]
-    if flags & CLONE_NEWNS:
+    if flags & CLONE_NEWNS and cfg.get("root") and PIVOT_ROOT > 0:
+        minimal_root(cfg, flags, report)
+    elif flags & CLONE_NEWNS:
         drops = os.geteuid() == 0 and not flags & CLONE_NEWUSER
         mounts(box, cfg["tmp_mib"], flags, cfg["expose"] if drops else [], report)
     for name, data in files.items():

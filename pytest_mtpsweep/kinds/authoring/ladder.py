@@ -42,6 +42,7 @@ CHECKER: Spec = {
     "tmp_mib": (int, False),
     "nproc": (int, False),
     "output_kib": (int, False),
+    "call_timeout_s": ((int, float), False),
 }
 API: Spec = {
     "retries": (int, False),
@@ -63,6 +64,7 @@ class CheckerLimits:
     tmp_mib: int = 64  # all it may write, where a private tmpfs is possible
     nproc: int = 64  # processes and threads beyond those its user already has
     output_kib: int = 256  # stdout + stderr kept; more stops the check
+    call_timeout_s: float = 5.0  # one call of the solution, grader to candidate and back
 
 
 @dataclass(frozen=True)

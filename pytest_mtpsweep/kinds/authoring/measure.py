@@ -12,7 +12,7 @@ from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat
 from . import cells
 from .conversation import CellEnd, Messages, Settings, converse
 from .sandbox import Check, run_check
-from .tasks import ARTEFACT_FILE, CHECKER_FILE
+from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
 if TYPE_CHECKING:
     from ...protocol.lifecycle import LiveSession
@@ -72,7 +72,7 @@ def measure_cell(
 
     def judge(artefact: str) -> Check:
         files = {ARTEFACT_FILE: artefact, CHECKER_FILE: task.checker}
-        return run_check(files, CHECKER_FILE, s.checker)
+        return run_check(files, CHECKER_FILE, s.checker, in_process=task.checking == IN_PROCESS)
 
     def on_turn(fields: dict[str, Any]) -> None:
         body = {"started_at": schema.utc_now_iso(), **fields}
@@ -87,7 +87,9 @@ def measure_cell(
     conversation = schema.conversation_file(case.slot.name, case.id, st.attempt)
     ctx.run_dir.write_json(conversation, {"cell": case.id, "outcome": end.outcome,
                                           "messages": end.messages})  # fmt: skip
-    return {"started_at": started, "conversation": conversation, **_cell_body(end, live)}
+    body = _cell_body(end, live)
+    body["verdict_forgeable"] = task.checking == IN_PROCESS
+    return {"started_at": started, "conversation": conversation, **body}
 
 
 def _cell_body(end: CellEnd, live: LiveSession) -> dict[str, Any]:

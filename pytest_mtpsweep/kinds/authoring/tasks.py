@@ -21,6 +21,9 @@ ARTEFACT_FILE = "solution.py"  # what the checker imports
 CHECKER_FILE = "checker.py"
 STATEMENT_FILE = "statement.md"
 TASK_FILE = "task.toml"
+# task.toml's `checking`: the artefact runs in its own jail behind a proxy (the default), or
+# inside the checker's process for tasks whose values cannot cross as data (forgeable verdicts).
+ISOLATED, IN_PROCESS = "isolated", "in-process"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Task:
     checker: str
     variables: Mapping[str, str] = field(default_factory=dict)
     digest: str = ""
+    checking: str = ISOLATED
 
     def template_vars(self) -> dict[str, str]:
         return {"task": self.id, "statement": self.statement.strip(), **self.variables}
@@ -66,11 +70,17 @@ def load_task(directory: Path) -> Task:
             "tests (def test_...) that import from solution."
         )
     variables = _variables(directory / TASK_FILE)
+    checking = variables.pop("checking", ISOLATED)
+    if checking not in (ISOLATED, IN_PROCESS):
+        raise PromptError(
+            f"task file {directory / TASK_FILE}: checking is {checking!r}; use "
+            f'"{ISOLATED}" (the default) or "{IN_PROCESS}".'
+        )
     h = hashlib.sha256()
     for name in (STATEMENT_FILE, CHECKER_FILE, TASK_FILE):
         p = directory / name
         h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
-    return Task(directory.name, statement, checker, variables, h.hexdigest())
+    return Task(directory.name, statement, checker, variables, h.hexdigest(), checking)
 
 
 def load_tasks(directory: Path, wanted: Sequence[str] = ()) -> tuple[Task, ...]:

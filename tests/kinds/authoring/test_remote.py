@@ -306,3 +306,43 @@ def test_hostile_artefacts_end_as_outcomes_and_the_run_completes(
     assert not [
         p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])
     ]
+
+
+# Artefacts that try to be judged green on t_add without solving it (turn 1 and turn 2 each).
+FORGERS = [
+    "import _pytest.runner\n_pytest.runner.pytest_runtest_call = lambda item: None\n"
+    "def add(a, b):\n    return 0\n",
+    "class A(int):\n    __eq__ = lambda s, o: True\n    __hash__ = int.__hash__\n"
+    "def add(a, b):\n    return A(0)\n",
+    "import glob\nSRC = ''.join(open(p).read() for p in glob.glob('/**/checker.py', "
+    "recursive=True))\ndef add(a, b):\n    return 5 if (a, b) == (2, 3) and '5' in SRC else 0\n",
+    "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'1 passed in 0.01s\\n')\n"
+    "    except OSError:\n        pass\nos._exit(0)\n",
+    "def add(a, b):\n    import pytest\n    pytest.exit('1 passed', returncode=0)\n",
+    "def add(a, b):\n    raise SystemExit(0)\n",
+]
+
+
+def test_forging_artefacts_are_never_green_through_the_real_pipeline(
+    pytester: pytest.Pytester, stub: tuple[Script, str]
+) -> None:
+    script, url = stub
+    served = iter(FORGERS * 4)
+
+    def reply(messages: Messages) -> str:
+        if "add(" not in messages[0]["content"]:
+            return scripted(messages)
+        return f"```python\n{next(served)}```"
+
+    script.reply = reply
+    make_project(pytester, {"alpha": url}, repeats=3)
+    run(pytester, "--no-warmup").assert_outcomes(passed=12)
+    rd = only_run(pytester.path)
+    cells = [c for c in lines(rd / schema.cells_file("01_alpha_c1")) if c["task"] == "t_add"]
+    assert len(cells) == 6 and {c["outcome"] for c in cells} == {schema.EXHAUSTED}
+    turns = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["task"] == "t_add"]
+    assert len(turns) == 12 and {t["verdict"] for t in turns} == {schema.VERDICT_FAIL}
+    assert all(t["tests_passed"] == 0 and t["verdict_forgeable"] is False for t in turns)
+    # the other task's correct artefacts are green by the grader's report
+    neg = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["verdict"] == "pass"]
+    assert neg and all(t["tests_collected"] == t["tests_passed"] == 1 for t in neg)
