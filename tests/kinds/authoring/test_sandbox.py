@@ -4,6 +4,7 @@ try to forge a verdict: test_boundary.py.)"""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -237,7 +238,9 @@ def test_the_jail_of_an_unprivileged_user() -> None:
         assert report["network"] == "host"  # the README's "not isolated" case
 
 
-def _jail_as_nobody(top: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+def _jail_as_nobody(
+    top: Path, argv: list[str] | None = None, root: dict[str, object] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     script = (
         "touch /tmp/jail-escape 2>/dev/null && echo WROTE; grep 'Max processes' /proc/self/limits; "
         "cat solution.py; "
@@ -247,7 +250,8 @@ def _jail_as_nobody(top: Path) -> tuple[subprocess.CompletedProcess[str], dict[s
     cfg = {
         "stage": str(top / "stage"),
         "box": str(top / "box"),
-        "argv": ["/bin/sh", "-c", script],
+        "argv": argv or ["/bin/sh", "-c", script],
+        "root": root,
         "env": {"PATH": "/usr/bin:/bin"},
         "report_fd": w,
         "expose": [],
@@ -266,3 +270,43 @@ def _jail_as_nobody(top: Path) -> tuple[subprocess.CompletedProcess[str], dict[s
     with os.fdopen(r, "rb") as f:
         report = json.loads(f.read() or b"{}")
     return out, report
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not SYSTEM_PYTHON.exists(),
+    reason="needs root (to become an unprivileged user with setpriv) and a system python3",
+)
+def test_the_minimal_root_of_an_unprivileged_user() -> None:
+    """Without root, inside a user namespace: the new root holds only what was exposed."""
+    from pytest_mtpsweep.kinds.authoring.views import elf_interpreter, loaded_libraries
+
+    python = os.path.realpath(SYSTEM_PYTHON)
+    interp = elf_interpreter(python)
+    expose = [
+        python,
+        "/usr/lib/python3.11",
+        *loaded_libraries(python, ()),
+        *([interp] if interp else []),
+    ]
+    tmp = Path(tempfile.mkdtemp(prefix="mtpsweep-jailtest-"))
+    try:
+        top = tmp / "j"
+        for d in ("stage", "box", "root"):
+            (top / d).mkdir(parents=True)
+        (top / "stage" / "solution.py").write_text("x = 1\n")
+        shutil.copy(JAIL, top / "jail.py")
+        for p in (tmp, top, *top.rglob("*")):
+            os.chown(p, 65534, 65534)
+        os.chmod(tmp, 0o755)
+        script = "import os; print(sorted(os.listdir('/'))); print(open('solution.py').read())"
+        root = {"dir": str(top / "root"), "expose": expose, "hide": []}
+        out, report = _jail_as_nobody(top, [python, "-S", "-c", script], root)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not report.get("userns"):
+        pytest.skip("this platform grants no user namespace to an unprivileged user")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert report["root"] == "minimal" and "x = 1" in out.stdout
+    listed = set(ast.literal_eval(out.stdout.splitlines()[0]))
+    assert listed <= {"dev", "etc", "lib", "lib64", "proc", "tmp", "usr", "bin"}, listed
+    assert "root" not in listed and "home" not in listed and "work" not in listed
