@@ -13,6 +13,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -239,7 +240,7 @@ def test_the_jail_of_an_unprivileged_user() -> None:
 
 
 def _jail_as_nobody(
-    top: Path, argv: list[str] | None = None, root: dict[str, object] | None = None
+    top: Path, argv: list[str] | None = None, root: dict[str, Any] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     script = (
         "touch /tmp/jail-escape 2>/dev/null && echo WROTE; grep 'Max processes' /proc/self/limits; "
