@@ -52,7 +52,10 @@ def time_checks(way: str, repeats: int, limits: CheckerLimits) -> list[float]:
     times = []
     for _ in range(repeats):
         for task, solution in SOLUTIONS.items():
-            files = {"solution.py": solution, "checker.py": (TASKS / task / "checker.py").read_text()}
+            files = {
+                "solution.py": solution,
+                "checker.py": (TASKS / task / "checker.py").read_text(),
+            }
             t0 = time.monotonic()
             if way == "single-jail":
                 c = run_check(files, "checker.py", limits)
