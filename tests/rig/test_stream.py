@@ -23,10 +23,12 @@ def ev(
     return "data: " + json.dumps({"model": model, "choices": choices, **extra})
 
 
-USAGE = {"completion_tokens": 5, "prompt_tokens": 12, "total_tokens": 17}
+# Five content tokens, then the end-of-generation token: counted in usage, carried by no content
+# event, it arrives with the finish event (as llama-server streams a generation that stops).
+USAGE = {"completion_tokens": 6, "prompt_tokens": 12, "total_tokens": 18}
 TIMINGS = {
-    "predicted_n": 5,
-    "predicted_ms": 40.0,
+    "predicted_n": 6,
+    "predicted_ms": 50.0,
     "prompt_ms": 3.0,
     "cache_n": 0,
     "draft_n": 4,
@@ -73,15 +75,22 @@ class TestRates:
     def test_primary_is_tokens_minus_one_over_first_to_last_content(self) -> None:
         m = reduce(*normal())
         assert m.valid and m.reason is None
-        assert m.decode_rate_tps_primary == pytest.approx(4 / 0.040)
-        assert m.decode_rate_tps_interval == pytest.approx(4 / 0.040)
+        assert m.decode_rate_tps_primary == pytest.approx(5 / 0.050)  # first content to finish
+        assert m.decode_rate_tps_interval == pytest.approx(5 / 0.050)  # the server agrees
         assert m.interval_basis == "server_timings"
         assert m.ttft_s == pytest.approx(0.020)
         assert m.e2e_s == pytest.approx(0.080)
 
+    def test_a_generation_cut_at_the_cap_ends_at_its_last_content_event(self) -> None:
+        lines, stamps = normal(usage={**USAGE, "completion_tokens": 5})
+        lines[12] = ev({}, finish="length")
+        m = reduce(lines, stamps)
+        assert m.finish_reason == "length"
+        assert m.decode_rate_tps_primary == pytest.approx(4 / 0.040)  # no stop token to wait for
+
     def test_tokens_come_from_usage_not_events(self) -> None:
         m = reduce(*normal(usage={**USAGE, "completion_tokens": 9}))
-        assert m.decode_rate_tps_primary == pytest.approx(8 / 0.040)
+        assert m.decode_rate_tps_primary == pytest.approx(8 / 0.050)
         assert m.content_chunks == 5 and m.completion_tokens == 9
 
     def test_inter_chunk_basis_without_server_timings(self) -> None:
@@ -152,7 +161,7 @@ class TestStall:
             "stalled: 25.0 s without an event mid-answer (stall threshold 10 s)"
         )
         # its rate alone would have passed for a plausible, slow measurement
-        assert m.decode_rate_tps_primary == pytest.approx(4 / 25.040)
+        assert m.decode_rate_tps_primary == pytest.approx(5 / 25.050)
 
     def test_waiting_for_the_first_token_is_not_a_stall(self) -> None:
         lines, stamps = normal()
