@@ -1,5 +1,6 @@
-"""The authoring analysis: cohort B vs cohort A within each subject, paired by task, with a
-cluster bootstrap over tasks; subjects side by side, never pooled unless the ladder asks.
+"""The authoring analysis: cohort B vs cohort A within each subject, paired by task (pass rates
+with Newcombe's paired score interval, token ratios with t/bootstrap-t over tasks); subjects
+side by side, never pooled unless the ladder asks.
 
 `frame`, `tables`, `contrast` and `report` are pure functions over DataFrames; `io` is the
 only edge that reads a run directory and writes the outputs.

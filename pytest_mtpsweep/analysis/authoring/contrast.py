@@ -1,14 +1,21 @@
-"""Cohort vs baseline cohort within a subject, paired by task, cluster bootstrap over tasks.
+"""Cohort vs baseline cohort within a subject, paired by task; tasks are the unit of inference.
 
-Repeats are averaged within a task first (a task is the cluster: its repeats are not
-independent). Per task, the green-rate endpoints are differences (cohort − baseline) and the
-token endpoints log ratios; the estimate is their mean over tasks (a ratio: exp of the mean
-log), the interval the decode kind's published 95 % interval (t at n−1 df or the symmetric
-bootstrap-t over task resamples, whichever is wider), the resamples drawn with
-`stats.index_matrix` (seed and resamples from the ladder), one index matrix shared by the
-endpoints of a (subject, cohort). Only informative cells enter; a task enters
-when both cohorts have one. Subjects are never pooled unless asked; then each task's value is
-the mean over the subjects that have it paired in all of them.
+Repeats are averaged within a task first: a task is the cluster, and its repeats are not
+independent. Per task, the green-rate endpoints pair the two cohorts' pass rates and the token
+endpoints take log ratios. The estimate is the mean over tasks; for a ratio it is exp of the
+mean log.
+Intervals (95 %):
+- pass rates ("green", "first_attempt"): Newcombe's hybrid score interval for paired
+  proportions (`paired_binary`). It is made for paired binary data and keeps its width when
+  every task ties. The interval it replaced, a t/bootstrap-t interval over per-task
+  differences, collapsed to [0, 0] there;
+- token ratios: the decode kind's published interval on the log ratios, i.e. t at n−1 df or
+  the symmetric bootstrap-t over task resamples, whichever is wider. The resamples are drawn
+  with `stats.index_matrix` (seed and resamples from the ladder), one index matrix per
+  (subject, cohort).
+bench/pass_rate_coverage.py measures both intervals' coverage. Only informative cells enter,
+and a task enters when both cohorts have one. Subjects are never pooled unless asked; then a
+task's value is the mean over the subjects that all have it paired.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pytest_mtpsweep.analysis.authoring.paired_binary import METHOD as PAIRED_METHOD
+from pytest_mtpsweep.analysis.authoring.paired_binary import paired_difference
 from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, Spread, index_matrix, published_interval
 
 # endpoint -> (column, "difference" | "ratio")
@@ -31,6 +40,8 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
 }
 LEVEL = 0.95
 POOLED = "pooled"
+RATIO_METHOD = PROMPTS_ONLY  # the decode kind's published interval: t or bootstrap-t
+METHODS = {"difference": PAIRED_METHOD, "ratio": RATIO_METHOD}
 
 
 @dataclass(frozen=True)
@@ -46,9 +57,10 @@ class Contrast:
     estimate: float
     low: float
     high: float
-    resamples_kept: int
+    resamples_kept: int  # 0 for a difference: its interval draws no resamples
     baseline_value: float  # mean over the paired tasks
     cohort_value: float
+    method: str = ""  # the interval: METHODS[scale]
 
 
 def task_means(cells: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -57,26 +69,40 @@ def task_means(cells: pd.DataFrame, column: str) -> pd.DataFrame:
     return info.pivot_table(index="task", columns="cohort", values=column, aggfunc="mean")
 
 
-def per_task(cells: pd.DataFrame, cohort: str, baseline: str, column: str, scale: str) -> pd.Series:
-    """The paired value of each task: difference or log ratio (NaN where it cannot be formed)."""
+def task_cells(cells: pd.DataFrame, column: str) -> pd.DataFrame:
+    """How many informative cells stand behind each task mean: rows tasks, columns cohorts."""
+    info = cells[cells["informative"]]
+    return info.pivot_table(index="task", columns="cohort", values=column, aggfunc="count")
+
+
+def paired_means(cells: pd.DataFrame, cohort: str, baseline: str, column: str) -> pd.DataFrame:
+    """Task means of the two cohorts (columns baseline, cohort) on the tasks both have."""
     means = task_means(cells, column)
     if cohort not in means or baseline not in means:
-        return pd.Series(dtype=float)
-    pair = means[[baseline, cohort]].dropna()
+        return pd.DataFrame(columns=[baseline, cohort], dtype=float)
+    return means[[baseline, cohort]].dropna().astype(float)
+
+
+def per_task(cells: pd.DataFrame, cohort: str, baseline: str, column: str, scale: str) -> pd.Series:
+    """The paired value of each task: difference or log ratio (NaN where it cannot be formed)."""
+    pair = paired_means(cells, cohort, baseline, column)
     a, b = pair[baseline].to_numpy(float), pair[cohort].to_numpy(float)
     if scale == "difference":
         values = b - a
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             values = np.where((a > 0) & (b > 0), np.log(b / a), np.nan)
-    return pd.Series(values, index=pair.index)
+    return pd.Series(values, index=pair.index, dtype=float)
 
 
-def _summarise(values: pd.Series, scale: str, idx: np.ndarray) -> tuple[float, float, float, int]:
+def mean_interval(
+    values: pd.Series, scale: str, idx: np.ndarray
+) -> tuple[float, float, float, int]:
     """Mean over tasks and the published interval: est ± q·se, q the larger of Student's t at
     n−1 df and the symmetric bootstrap-t quantile over the task resamples (the decode kind's
     interval, whose coverage bench/coverage.py measures; the percentile bootstrap under-covers
-    at 4-16 clusters)."""
+    at 4-16 clusters). Used for the token ratios; bench/pass_rate_coverage.py measures it on
+    them, and shows why it is not used for pass rates."""
     arr = values.to_numpy(float)
     finite = arr[np.isfinite(arr)]
     n = finite.size
@@ -108,6 +134,29 @@ def _summarise(values: pd.Series, scale: str, idx: np.ndarray) -> tuple[float, f
     return est, low, high, kept
 
 
+def rate_interval(pair: pd.DataFrame, cohort: str, baseline: str,
+                  cells: tuple[float, float]) -> tuple[float, float, float]:  # fmt: skip
+    """Newcombe's paired interval of mean(cohort) − mean(baseline) over the paired tasks;
+    `cells` = (cohort's, baseline's) informative cells behind those task means."""
+    if pair.empty:
+        return math.nan, math.nan, math.nan
+    est, low, high = paired_difference(
+        pair[cohort].to_numpy(float), pair[baseline].to_numpy(float), LEVEL, cells[0], cells[1]
+    )
+    return float(est), float(low), float(high)
+
+
+def _cells_behind(cells: pd.DataFrame, pair: pd.DataFrame, cohort: str, baseline: str,
+                  column: str) -> tuple[float, float]:  # fmt: skip
+    """(cohort's, baseline's) informative cells behind the task means of `pair`."""
+    counts = task_cells(cells, column).reindex(pair.index)
+
+    def total(c: str) -> float:
+        return float(counts[c].sum()) if c in counts else 0.0
+
+    return total(cohort), total(baseline)
+
+
 def contrasts(
     cells: pd.DataFrame, subject: str, cohort: str, baseline: str, boot: int, seed: int
 ) -> list[Contrast]:
@@ -119,31 +168,50 @@ def contrasts(
     out = []
     for endpoint, (column, scale) in ENDPOINTS.items():
         values = series[endpoint].reindex(tasks)
-        est, low, high, kept = _summarise(values, scale, idx)
+        if scale == "difference":
+            pair = paired_means(mine, cohort, baseline, column)
+            behind = _cells_behind(mine, pair, cohort, baseline, column)
+            est, low, high = rate_interval(pair, cohort, baseline, behind)
+            kept = 0
+        else:
+            est, low, high, kept = mean_interval(values, scale, idx)
         means = task_means(mine, column).reindex(tasks)
         base_v, coh_v = (
             float(means[c].mean()) if c in means else math.nan for c in (baseline, cohort)
         )
         out.append(Contrast(subject, cohort, baseline, endpoint, scale, int(values.notna().sum()),
-                            est, low, high, kept, base_v, coh_v))  # fmt: skip
+                            est, low, high, kept, base_v, coh_v, METHODS[scale]))  # fmt: skip
     return out
 
 
 def pooled(
     cells: pd.DataFrame, subjects: Sequence[str], cohort: str, baseline: str, boot: int, seed: int
 ) -> list[Contrast]:
-    """Asked for only: each task's value averaged over the subjects, resampled over tasks."""
+    """Asked for only: each task's value averaged over the subjects (its pass rate per cohort,
+    or its log ratio), then the same intervals over tasks."""
     out = []
     per = {e: [per_task(cells[cells["subject"] == s], cohort, baseline, col, sc) for s in subjects]
            for e, (col, sc) in ENDPOINTS.items()}  # fmt: skip
     common = sorted(set.intersection(*(set(s.index) for s in per["green"]))) if subjects else []
     idx = index_matrix(len(common), boot, seed, f"{POOLED}:{cohort}:{baseline}")
-    for endpoint, (_, scale) in ENDPOINTS.items():
+    for endpoint, (column, scale) in ENDPOINTS.items():
         frame = pd.concat([s.reindex(common) for s in per[endpoint]], axis=1)
         values = frame.mean(axis=1, skipna=False) if len(frame.columns) else pd.Series(dtype=float)
-        est, low, high, kept = _summarise(values, scale, idx)
+        if scale == "difference":
+            mine = [cells[cells["subject"] == s] for s in subjects]
+            pairs = [paired_means(m, cohort, baseline, column).reindex(common) for m in mine]
+            pair = (sum(pairs[1:], pairs[0]) / len(pairs)) if pairs else pd.DataFrame()
+            behind = [
+                _cells_behind(m, p, cohort, baseline, column)
+                for m, p in zip(mine, pairs, strict=True)
+            ]
+            total = (sum(b[0] for b in behind), sum(b[1] for b in behind))
+            est, low, high = rate_interval(pair.dropna(), cohort, baseline, total)
+            kept = 0
+        else:
+            est, low, high, kept = mean_interval(values, scale, idx)
         out.append(Contrast(POOLED, cohort, baseline, endpoint, scale, int(values.notna().sum()),
-                            est, low, high, kept, math.nan, math.nan))  # fmt: skip
+                            est, low, high, kept, math.nan, math.nan, METHODS[scale]))  # fmt: skip
     return out
 
 

@@ -49,10 +49,27 @@ def contrasts_frame(rows: Sequence[Contrast]) -> pd.DataFrame:
     return pd.DataFrame([r.__dict__ for r in rows])
 
 
+def method_text(settings: str) -> str:
+    """Which interval each endpoint has, in one sentence (report.md)."""
+    where = f" ({settings})" if settings else ""
+    return (
+        f"{int(LEVEL * 100)} % intervals; pass rates: Newcombe's paired score interval "
+        "(method 10: Wilson intervals with the phi correction; task means over repeats enter "
+        "with their effective number of trials), which keeps its width when every task ties; "
+        "token ratios: mean ± q·SE of the per-task log ratios, q the larger of Student's t and "
+        f"the bootstrap-t over task resamples{where}."
+    )
+
+
 def headline(table: pd.DataFrame, rows: Sequence[Contrast], agree: Sequence[str]) -> str:
     """What the terminal shows at the end of the run."""
     lines = [table_text(table), ""]
     lines += [contrast_text(r) for r in rows]
+    if rows:
+        lines.append(
+            f"{int(LEVEL * 100)} % intervals: pass rates by Newcombe's paired score interval, "
+            "token ratios by t/bootstrap-t over tasks."
+        )
     return "\n".join([*lines, *agree])
 
 
@@ -70,9 +87,9 @@ def markdown(
            "Rates and mean tokens are over informative cells (first_attempt_green, "
            "green_after_k, exhausted); the other outcomes are counted and named below.", "",
            "```", table_text(table), "```", "", "## Cohort contrasts, within subject", "",
-           f"Paired by task (repeats averaged within a task first); {int(LEVEL * 100)} % "
-           f"cluster-bootstrap intervals over tasks ({settings}). Differences are in percentage "
-           "points of the rate; token ratios are cohort / baseline.", ""]  # fmt: skip
+           "Paired by task (repeats averaged within a task first). Differences are in "
+           "percentage points of the rate; token ratios are cohort / baseline. "
+           f"{method_text(settings)}", ""]  # fmt: skip
     out += [f"- {contrast_text(r)}" for r in rows] or ["- no contrast could be formed"]
     out += ["", "## Across subjects", "", *[f"- {a}" for a in agree], "", "## Census", ""]
     missing = census[census["class"] != "informative"]

@@ -1,5 +1,5 @@
-"""Cohort vs baseline within subject, paired by task, cluster bootstrap over tasks: exact cases,
-a coverage simulation that can fail, and the words for whether subjects point the same way."""
+"""Cohort vs baseline within subject, paired by task: exact cases, a coverage simulation that
+can fail, and the words for whether subjects point the same way."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pandas as pd
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.analysis.authoring.contrast import agreement, contrasts, pooled, task_means
 from pytest_mtpsweep.analysis.authoring.frame import cell_frame
+from pytest_mtpsweep.analysis.authoring.report import contrast_text, headline
 
 
 def cell(subject: str, cohort: str, task: str, repeat: int, outcome: str | None,
@@ -34,13 +35,31 @@ def test_a_known_difference_and_ratio() -> None:
         recs.append(cell("s", "a", f"t{i}", 1, G if i % 2 else X, prompt=100, completion=10))
         recs.append(cell("s", "b", f"t{i}", 1, G, prompt=50, completion=20))
     rows = by_endpoint(contrasts(cell_frame(recs), "s", "b", "a", 1000, 42))
-    assert rows["green"].estimate == 0.5 and rows["green"].tasks == 6
-    # only 3 of 6 tasks differ (the exact sign-flip p is 0.25): 0 stays inside the interval,
-    # which is clipped to the [-1, 1] a difference of two rates can take
-    assert -1 <= rows["green"].low < 0 < 0.5 < rows["green"].high <= 1
+    green = rows["green"]
+    assert green.estimate == 0.5 and green.tasks == 6 and green.method == "newcombe-score"
+    # 3 of 6 tasks differ, all one way: Newcombe's method 10 gives [+0.0001, +0.8124] (Wilson
+    # for 6/6 and 3/6, phi 0 as one margin is empty); it is not test-based, and here it just
+    # excludes 0 where the exact sign test's p is 0.25 (see paired_binary's docstring)
+    assert (round(green.low, 4), round(green.high, 4)) == (0.0001, 0.8124)
+    assert green.resamples_kept == 0  # it draws no resamples
     assert math.isclose(rows["prompt_tokens"].estimate, 0.5)
     assert math.isclose(rows["completion_tokens"].estimate, 2.0)
-    assert rows["green"].resamples_kept == 1000
+    assert rows["prompt_tokens"].resamples_kept == 1000 and rows["prompt_tokens"].method == "boot-t"
+
+
+def test_ten_tasks_where_both_cohorts_pass_the_same_four() -> None:
+    # Before: "reached green: +0.0 pp [+0.0, +0.0]", certainty from ten binary pairs.
+    recs = []
+    for i in range(10):
+        outcome = G if i < 4 else X
+        recs += [cell("s", "a", f"t{i}", 1, outcome), cell("s", "b", f"t{i}", 1, outcome)]
+    rows = contrasts(cell_frame(recs), "s", "b", "a", 1000, 1)
+    green = by_endpoint(rows)["green"]
+    assert green.estimate == 0.0 and green.low < 0.0 < green.high
+    assert round(green.high, 4) == 0.1756 and green.tasks == 10
+    assert "+0.0 pp [-17.6, +17.6], 10 tasks" in contrast_text(green)
+    text = headline(pd.DataFrame(), rows, [])
+    assert "pass rates by Newcombe's paired score interval" in text
 
 
 def test_repeats_are_averaged_within_a_task_first() -> None:
@@ -82,8 +101,8 @@ def test_the_interval_covers_the_true_difference_near_its_nominal_rate() -> None
     for i in range(n):
         rows = by_endpoint(contrasts(simulate(rng, 16, 0.15), "s", "b", "a", 1000, i))
         hits += rows["green"].low <= truth <= rows["green"].high
-    # nominal 95 %; a percentile bootstrap over 16 clusters runs a little short of it, an
-    # interval that ignored the clustering (resampling cells) would fall far below
+    # nominal 95 %; bench/pass_rate_coverage.py measures Newcombe's interval at 3 repeats a
+    # task on a finer grid
     assert hits / n >= 0.85, hits / n
 
 
