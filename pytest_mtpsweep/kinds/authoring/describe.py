@@ -85,8 +85,9 @@ def prereg_lines(
         "(repeats averaged within a task first): the difference in the rate of reaching green, "
         "and in first-attempt green; the ratio of mean prompt tokens and of mean completion "
         "tokens per cell.",
-        f"- Intervals: cluster bootstrap over tasks, {s.resamples} resamples, seed "
-        f"{s.boot_seed}, 95 % percentile interval.",
+        "- Intervals (95 %): the two pass-rate differences by Newcombe's paired score interval "
+        "(method 10, over tasks); the token ratios by the larger of Student's t and the "
+        f"bootstrap-t over tasks ({s.resamples} resamples, seed {s.boot_seed}).",
         f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
         f"- Token budget: {budget}",
         f"- Multiplicity: {ladder.prereg.multiplicity or _multiplicity(len(others), ladder)}",
