@@ -109,6 +109,7 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import kinds
     from .analysis import cli as analysis_cli
 
     parser = argparse.ArgumentParser(
@@ -146,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run", metavar="RUN", help="the run directory")
     p.set_defaults(func=_cleanup)
+    for register in kinds.cli_registrars():  # each kind's own subcommands
+        register(sub)
     return parser
 
 

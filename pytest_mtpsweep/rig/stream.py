@@ -228,7 +228,9 @@ def reduce_stream(
         reason="; ".join(reasons) or None,
         http_status=raw.status,
         decode_rate_tps_primary=primary_rate(
-            completion_tokens, ev.content_stamps, ev.t_finish if ev.finish_reason == "stop" else None
+            completion_tokens,
+            ev.content_stamps,
+            ev.t_finish if ev.finish_reason == "stop" else None,
         ),
         decode_rate_tps_interval=interval,
         interval_basis=basis,

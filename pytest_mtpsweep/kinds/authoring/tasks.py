@@ -87,8 +87,9 @@ def load_tasks(directory: Path, wanted: Sequence[str] = ()) -> tuple[Task, ...]:
     """The tasks of a task directory (the `wanted` ones, in that order; else all, sorted)."""
     if not directory.is_dir():
         raise PromptError(
-            f"task directory {directory} does not exist; set authoring_dir in the ladder to the "
-            "directory holding tasks/ and cohorts/."
+            f"task directory {directory} does not exist; write the tasks there (a standard set: "
+            f"mtpsweep tasks import humaneval {directory} --ids 0-9), or set authoring_dir in the "
+            "ladder to the directory holding tasks/ and cohorts/."
         )
     names = list(wanted) or sorted(p.name for p in directory.iterdir() if p.is_dir())
     missing = [n for n in names if not (directory / n).is_dir()]
