@@ -11,6 +11,7 @@ but plain data.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ else:  # in the jail: a top-level module beside this one
     from mtpsweep_wire import Channel, WireError, decode, encode
 
 MAX_TEXT = 4000  # characters of an exception's message or traceback sent back
+HERE = os.path.join(os.getcwd(), "")
 
 
 def describe(module: Any) -> dict[str, Any]:
@@ -45,7 +47,8 @@ def failure(exc: BaseException) -> dict[str, Any]:
         "raise": kind.__name__,
         "module": kind.__module__,
         "message": str(exc)[:MAX_TEXT],
-        "trace": "".join(traceback.format_exception(exc))[-MAX_TEXT:],
+        # the work directory's path says nothing to the model: "solution.py", line 2
+        "trace": "".join(traceback.format_exception(exc)).replace(HERE, "")[-MAX_TEXT:],
     }
 
 

@@ -12,6 +12,7 @@ a `CandidateError` — never anything the test runner treats as its own outcome.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,16 +32,26 @@ class CandidateError(Exception):
 
 
 def rebuilt(reply: dict[str, Any]) -> Exception:
-    """The exception to raise in the grader for a reply that carries one."""
+    """The exception to raise in the grader for a reply that carries one, with where it was
+    raised in the solution as a note (pytest prints it under the error)."""
     name, message = str(reply.get("raise")), str(reply.get("message", ""))
     kind = getattr(builtins, name, None)
     builtin = reply.get("module") == "builtins" and name not in _NOT_RERAISED
+    err: Exception = CandidateError(f"{name}: {message}")
     if builtin and isinstance(kind, type) and issubclass(kind, Exception):
-        try:
-            return kind(message)
-        except Exception:
-            pass
-    return CandidateError(f"{name}: {message}")
+        with contextlib.suppress(Exception):  # a builtin that wants other arguments
+            err = kind(message)
+    where = solution_frames(str(reply.get("trace", "")))
+    if where:
+        err.add_note(f"raised in the solution:\n{where}")
+    return err
+
+
+def solution_frames(trace: str) -> str:
+    """The part of the candidate's traceback that is the solution's own code (data, shown)."""
+    lines = trace.splitlines()
+    start = next((i for i, ln in enumerate(lines) if "solution.py" in ln), None)
+    return "\n".join(lines[start:][-12:]) if start is not None else ""
 
 
 class Link:
