@@ -277,3 +277,13 @@ def test_a_channel_refuses_oversized_and_malformed_replies() -> None:
     with pytest.raises(wire.WireError, match="ended"):
         ch.receive(1.0)
     os.close(r)
+
+
+def test_feedback_shows_the_solutions_own_frames_not_the_proxys() -> None:
+    from pytest_mtpsweep.kinds.authoring import feedback
+
+    c = check("def count_zeros(xs):\n    return xs[99]\n")
+    text = feedback.message(c, 1500)
+    assert c.verdict == schema.VERDICT_FAIL and "mtpsweep_proxy" not in text
+    assert 'File "solution.py", line 2, in count_zeros' in text and "IndexError" in text
+    assert "/tmp/" not in text
