@@ -65,6 +65,14 @@ def _authoring(args: argparse.Namespace) -> int | None:
     result = analyse_dir(runs[0], baseline, int(boot), int(seed), bool(registered.get("pooled")))
     print(result.headline)
     print(f"outputs: {result.out_dir}")
+    if result.unreadable_cells:
+        print(
+            f"mtpsweep analyse: error: {'; '.join(result.unreadable_cells)}: a cell whose final "
+            "record is cut is missing from every table; the report names it (repair or --resume "
+            "the run to measure that cell again)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     return EXIT_OK
 
 

@@ -32,3 +32,20 @@ def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     for col in ("prompt_tokens", "completion_tokens", "turns_used", "repeat"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
+
+
+TURN_COLUMNS: tuple[str, ...] = (
+    "subject", "cohort", "task", "repeat", "cell", "turn", "attempt", "verdict",
+    "artefact_sha256", "error_first_line", "feedback_chars",
+)  # fmt: skip
+
+
+def turn_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Turn records of each cell's latest attempt (a resumed cell's earlier turns left out)."""
+    rows = [{k: r.get(k) for k in TURN_COLUMNS} for r in records if isinstance(r.get("cell"), str)]
+    df = pd.DataFrame(rows, columns=list(TURN_COLUMNS))
+    if df.empty:
+        return df
+    df["attempt"] = pd.to_numeric(df["attempt"], errors="coerce").fillna(0)
+    latest = df.groupby("cell")["attempt"].transform("max")
+    return df[df["attempt"] == latest].reset_index(drop=True)

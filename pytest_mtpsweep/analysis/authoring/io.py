@@ -10,12 +10,16 @@ from typing import Any
 import pandas as pd
 
 from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring import contrast, report, tables
-from pytest_mtpsweep.analysis.authoring.frame import cell_frame
+from pytest_mtpsweep.analysis.authoring import contrast, repeats, report, tables
+from pytest_mtpsweep.analysis.authoring.frame import cell_frame, turn_frame
 from pytest_mtpsweep.analysis.errors import AnalysisError
 from pytest_mtpsweep.fileio import atomic_write_text
 from pytest_mtpsweep.kinds import EndAnalysis
 from pytest_mtpsweep.protocol.rundir import read_records
+
+PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks
+RESCUE_CSV = "feedback_rescue.csv"  # cells not green at turn 1, and how many feedback rescued
+REPEATS_CSV = "repeats.csv"  # per cohort x task: repeats and distinct artefact sequences
 
 
 @dataclass(frozen=True)
@@ -28,13 +32,23 @@ class AuthoringResult:
     census: pd.DataFrame
     headline: str
     out_dir: Path
+    unreadable_cells: tuple[str, ...] = ()  # a cell whose final record is cut is missing
+
+
+def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every record of `folder`, and one line per file with lines that could not be read."""
+    out: list[dict[str, Any]] = []
+    bad: list[str] = []
+    for path in sorted((run_dir / folder).glob("*.jsonl")):
+        records, unreadable = read_records(path)
+        out += records
+        if unreadable:
+            bad.append(f"{folder}/{path.name}: {unreadable} unreadable line(s)")
+    return out, bad
 
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for path in sorted((run_dir / schema.CELLS_DIR).glob("*.jsonl")):
-        out += read_records(path)[0]
-    return out
+    return _read(run_dir, schema.CELLS_DIR)[0]
 
 
 def _forgeable(records: list[dict[str, Any]]) -> list[str]:
@@ -67,12 +81,14 @@ def analyse_dir(
     run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool
 ) -> AuthoringResult:
     """Analyse an authoring run directory; write contrasts, table, census and report.md."""
-    records = _records(run_dir)
+    records, bad_cells = _read(run_dir, schema.CELLS_DIR)
+    turn_records, bad_turns = _read(run_dir, schema.TURNS_DIR)
     if not records:
         raise AnalysisError(f"{run_dir} holds no cell records; run the ladder first")
     cells = cell_frame(records)
     if baseline not in set(cells["cohort"]):
         raise AnalysisError(f"baseline cohort {baseline!r} has no cells in {run_dir}")
+    turns = turn_frame(turn_records)
     table = tables.cohort_table(cells)
     census = tables.census(cells)
     subjects = list(dict.fromkeys(cells["subject"]))
@@ -84,18 +100,45 @@ def analyse_dir(
         rows += [
             r for c in cohorts for r in contrast.pooled(cells, subjects, c, baseline, boot, seed)
         ]
+    same = repeats.identical_repeats(cells, turns)
+    passes = repeats.pass_table(cells)
+    rescue = repeats.rescue_table(cells, turns)
     out = run_dir / schema.ANALYSIS_DIR
     out.mkdir(exist_ok=True)
     atomic_write_text(out / schema.COHORT_TABLE_CSV, table.to_csv(index=False))
     atomic_write_text(out / schema.CONTRASTS_CSV, report.contrasts_frame(rows).to_csv(index=False))
     atomic_write_text(out / schema.CENSUS_CSV, census.to_csv(index=False))
+    atomic_write_text(out / PASS_AT_K_CSV, passes.to_csv(index=False))
+    atomic_write_text(out / RESCUE_CSV, rescue.to_csv(index=False))
+    atomic_write_text(out / REPEATS_CSV, same.to_csv(index=False))
     settings = f"{boot} resamples, seed {seed}"
-    notes = [*_notes(run_dir), *_forgeable(records)]
+    unreadable = [*bad_cells, *bad_turns]  # named in the census too
+    notes = [*_notes(run_dir), *_forgeable(records), *_unreadable(bad_cells, bad_turns),
+             *repeats.repeats_lines(same)]  # fmt: skip
+    extra = report.repeats_sections(passes, repeats.rescue_lines(rescue))
     text = report.markdown(
-        f"Authoring report: {run_dir.name}", table, rows, agree, census, notes, settings
+        f"Authoring report: {run_dir.name}",
+        table,
+        rows,
+        agree,
+        census,
+        notes,
+        settings,
+        extra,
+        unreadable,
     )
     atomic_write_text(out / schema.REPORT_MD, text)
-    return AuthoringResult(table, rows, agree, census, report.headline(table, rows, agree), out)
+    head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
+                      *repeats.rescue_lines(rescue)[:1], *_unreadable(bad_cells, bad_turns)])  # fmt: skip
+    return AuthoringResult(table, rows, agree, census, head, out, tuple(bad_cells))
+
+
+def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
+    lines = [f"UNREADABLE records (a cell whose final record is cut is missing from every table): "
+             f"{'; '.join(cells)}"] if cells else []  # fmt: skip
+    if turns:
+        lines.append(f"unreadable turn records (left out of turn counts): {'; '.join(turns)}")
+    return lines
 
 
 def analyse_at_end(run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool) -> EndAnalysis:

@@ -81,6 +81,8 @@ def markdown(
     census: pd.DataFrame,
     notes: Sequence[str],
     settings: str,
+    extra: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> str:
     """report.md."""
     out = [f"# {title}", "", *[f"- {n}" for n in notes], "", "## Subjects x cohorts", "",
@@ -91,9 +93,26 @@ def markdown(
            "percentage points of the rate; token ratios are cohort / baseline. "
            f"{method_text(settings)}", ""]  # fmt: skip
     out += [f"- {contrast_text(r)}" for r in rows] or ["- no contrast could be formed"]
-    out += ["", "## Across subjects", "", *[f"- {a}" for a in agree], "", "## Census", ""]
+    out += ["", "## Across subjects", "", *[f"- {a}" for a in agree], *extra, "", "## Census", ""]
     missing = census[census["class"] != "informative"]
     counts = census["class"].value_counts()
     out += [f"- {k}: {v}" for k, v in counts.items()]
+    out += [f"- unreadable: {u}" for u in unreadable]
     out += [f"- {r.cell}: {r['class']} ({r.why})" for _, r in missing.iterrows()]
     return "\n".join(out) + "\n"
+
+
+def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> list[str]:
+    """## pass@k and ## Feedback: what repeats and the checker's feedback added."""
+    out = ["", "## pass@k", ""]
+    if passes.empty:
+        out.append("- no subject x cohort had a task with every repeat informative")
+    else:
+        out += ["Of reaching green, from n repeats per task (the unbiased estimator); 95 % Wilson "
+                "intervals over tasks (effective trials).", ""]  # fmt: skip
+        for r in passes.itertuples():
+            name = f"pass@{r.k}" if r.measure == "pass@k" else f"pass^{r.k}"
+            out.append(f"- {r.subject}/{r.cohort}: {name} {100 * r.estimate:.1f} % "
+                       f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})")  # fmt: skip
+    out += ["", "## Feedback", "", *[f"- {line}" for line in rescue or ["no informative cell"]]]
+    return out
