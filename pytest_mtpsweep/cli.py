@@ -89,6 +89,8 @@ def _lint(args: argparse.Namespace) -> int:
                 print(problem)
         elif not args.quiet:
             print(f"{linted.path}: ok ({linted.summary})")
+        for warning in linted.warnings:
+            print(f"{linted.path}: warning: {warning}")
     return 1 if missing or any(r.problems for r in results) else 0
 
 

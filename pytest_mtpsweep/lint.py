@@ -44,6 +44,7 @@ class Linted:
     path: Path
     summary: str = ""
     problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # said, but the file passes
 
 
 def ladder_files(args: Sequence[str], search_dirs: list[Path]) -> tuple[list[Path], list[str]]:
@@ -109,7 +110,7 @@ def _model_problems(ladder: Ladder) -> list[str]:
     return []
 
 
-def _kind_problems(ladder: Ladder) -> tuple[str, list[str]]:
+def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
     """The kind's own checks (its inputs, its analysis settings); the summary if they pass."""
     request = RunRequest(
         ladder=str(ladder.path),
@@ -122,12 +123,13 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str]]:
         run.validate_analysis(AnalysisRequest())
         cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
     except UserError as exc:
-        return "", [_line(ladder.path, str(exc))]
+        return "", [_line(ladder.path, str(exc))], []
     summary = (
         f"{ladder.kind}, {len(ladder.treatments)} treatments x {ladder.cycles} cycles, "
         f"{len(cases)} cases"
     )
-    return summary, []
+    own = getattr(run, "lint_warnings", None)  # a kind's optional warnings
+    return summary, [], list(own()) if own is not None else []
 
 
 def lint_file(path: Path) -> Linted:
@@ -145,9 +147,9 @@ def lint_file(path: Path) -> Linted:
         ladder = load_ladder(path)
     except UserError as exc:
         return Linted(path, problems=(_line(path, str(exc)),))
-    summary, problems = _kind_problems(ladder)
+    summary, problems, warnings = _kind_problems(ladder)
     problems = _model_problems(ladder) + argument_problems(ladder) + problems
-    return Linted(path, summary, tuple(problems))
+    return Linted(path, summary, tuple(problems), tuple(warnings))
 
 
 def lint(paths: Iterable[Path]) -> list[Linted]:

@@ -9,6 +9,7 @@ attached by `base_url`, `served_model` and `api_key_env` (the NAME of the variab
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ FIELDS: Spec = {
     "authoring_dir": (str, False),
     "max_turns": (int, False),
     "repeats": (int, False),
+    "seeds": (list, False),
     "token_budget": (int, False),
     "feedback_chars": (int, False),
     "checker": (dict, False),
@@ -93,6 +95,17 @@ class AuthoringSettings:
     resamples: int = 2000
     boot_seed: int = 42
     pooled: bool = False
+    seeds: tuple[int, ...] = ()  # one sampling seed per repeat; empty: derived from the ladder's
+
+
+def repeat_seed(ladder_seed: int, repeat: int, seeds: tuple[int, ...] = ()) -> int:
+    """The sampling seed of repeat `repeat` (from 1): the ladder's `seeds`, else derived from its
+    seed, so repeats sample differently at temperature > 0 and every cohort and task of one
+    repeat share its seed (a repeat pairs across cohorts)."""
+    if seeds:
+        return seeds[repeat - 1]
+    digest = hashlib.sha256(f"{ladder_seed}:repeat:{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def settings(ladder: Ladder) -> AuthoringSettings:
@@ -113,6 +126,7 @@ def settings(ladder: Ladder) -> AuthoringSettings:
         resamples=con.get("resamples", 2000),
         boot_seed=con.get("seed", 42),
         pooled=con.get("pooled", False),
+        seeds=tuple(f.get("seeds", ())),
     )
 
 
@@ -163,6 +177,15 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         raise LadderError(
             f"{where}: cycles is {ladder.cycles}; an authoring ladder runs one session per "
             "subject: drop cycles (or --cycles) and use repeats."
+        )
+    raw_seeds = f.get("seeds", [])
+    if raw_seeds and (
+        any(type(x) is not int or not 0 <= x < 2**31 for x in raw_seeds)
+        or len(raw_seeds) != f.get("repeats", 3)
+    ):
+        raise LadderError(
+            f"{where}: seeds is {raw_seeds!r}; give one integer from 0 to 2**31-1 per repeat "
+            f"({f.get('repeats', 3)} repeats), or leave it out to derive them from seed."
         )
     s = settings(ladder)
     c, a = s.checker, s.api

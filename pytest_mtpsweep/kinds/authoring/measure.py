@@ -11,6 +11,7 @@ from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
 from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat
 from . import cells
 from .conversation import CellEnd, Messages, Settings, converse
+from .ladder import repeat_seed
 from .sandbox import Check, run_check
 from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
@@ -62,7 +63,8 @@ def measure_cell(
     """Run the cell's conversation; returns the cell record's body (turns already written)."""
     ctx, s = live.ctx, kind.settings
     task, cohort = kind.tasks[case.task], kind.cohorts[case.cohort]
-    spec = chat_spec(kind, live)
+    seed = repeat_seed(kind.ladder.seed, case.repeat, s.seeds)
+    spec = dataclasses.replace(chat_spec(kind, live), seed=seed)
     policy = RetryPolicy(s.api.retries, s.api.backoff_s, s.api.max_backoff_s)
     identity, tail = kind.identity(ctx, case), kind.tail(ctx)
     run_path = ctx.run_dir.path
@@ -75,7 +77,7 @@ def measure_cell(
         return run_check(files, CHECKER_FILE, s.checker, in_process=task.checking == IN_PROCESS)
 
     def on_turn(fields: dict[str, Any]) -> None:
-        body = {"started_at": schema.utc_now_iso(), **fields}
+        body = {"started_at": schema.utc_now_iso(), "sampling_seed": seed, **fields}
         record = schema.authoring_record(identity, body, schema.TURN_FIELDS, tail)
         cells.append(run_path, schema.turns_file(case.slot.name), record)
 
@@ -89,6 +91,7 @@ def measure_cell(
                                           "messages": end.messages})  # fmt: skip
     body = _cell_body(end, live)
     body["verdict_forgeable"] = task.checking == IN_PROCESS
+    body["sampling_seed"] = seed
     return {"started_at": started, "conversation": conversation, **body}
 
 

@@ -116,6 +116,18 @@ class AuthoringRun:
             self.ladder, self.settings, reg, len(self.tasks), list(self.cohorts)
         )
 
+    def lint_warnings(self) -> list[str]:
+        """What lint says without failing: repeats that can only be copies."""
+        local = [t.key for t in self.ladder.treatments if not t.attached]
+        if self.ladder.temperature == 0 and self.settings.repeats > 1 and local:
+            return [
+                f"temperature is 0 and repeats is {self.settings.repeats}: local subject(s) "
+                f"{', '.join(local)} are deterministic, so every repeat will write the same "
+                "artefacts and add no information; sample (temperature = 0.7, say: each repeat "
+                "gets its own seed) or use repeats = 1."
+            ]
+        return []
+
     def quarantine_members(self, session: str) -> dict[str, str]:
         return {}  # a cell with an outcome stays valid data whatever its session became
 
