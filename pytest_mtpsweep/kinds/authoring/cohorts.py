@@ -4,6 +4,8 @@ rule that takes the artefact out of a reply.
     cohorts/<name>/user.txt      the first user message; ${statement}, ${task} and the task's
                                  own variables (${function}, ${signature}, ${example}, ...)
     cohorts/<name>/system.txt    optional system message (the same variables)
+    cohorts/<name>/feedback.txt  optional: how a failed check is put to the model, ${error}
+                                 (the checker's trimmed message); default "check: ${error}"
     cohorts/<name>/cohort.toml   optional: extract = "fenced:python" (default), "fenced", "whole"
 """
 
@@ -22,6 +24,8 @@ from .extract import check_mode
 from .tasks import Task
 
 USER_FILE, SYSTEM_FILE, COHORT_FILE = "user.txt", "system.txt", "cohort.toml"
+FEEDBACK_FILE = "feedback.txt"
+DEFAULT_FEEDBACK = "check: ${error}"  # the seed's own form
 DEFAULT_EXTRACT = "fenced:python"
 
 
@@ -34,6 +38,11 @@ class Cohort:
     system: str | None
     extract: str
     digest: str
+    feedback: str = DEFAULT_FEEDBACK
+
+    def feedback_message(self, error: str) -> str:
+        """The next user turn after a failed check (or a reply with no artefact)."""
+        return string.Template(self.feedback).safe_substitute(error=error).strip()
 
     def messages(self, task: Task) -> list[dict[str, str]]:
         """The conversation's first messages for this task."""
@@ -87,11 +96,21 @@ def load_cohort(directory: Path) -> Cohort:
     user = read_text_file(directory / USER_FILE, "cohort template")
     system_path = directory / SYSTEM_FILE
     system = read_text_file(system_path, "cohort template") if system_path.is_file() else None
+    feedback_path = directory / FEEDBACK_FILE
+    feedback = DEFAULT_FEEDBACK
+    if feedback_path.is_file():
+        feedback = read_text_file(feedback_path, "cohort feedback template")
+        if "${error}" not in feedback:
+            raise PromptError(
+                f"cohort feedback template {feedback_path} never says ${{error}}; put ${{error}} "
+                "where the checker's message goes."
+            )
     h = hashlib.sha256()
-    for name in (USER_FILE, SYSTEM_FILE, COHORT_FILE):
+    for name in (USER_FILE, SYSTEM_FILE, FEEDBACK_FILE, COHORT_FILE):
         p = directory / name
         h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"") + b"\0")
-    return Cohort(directory.name, user, system, _settings(directory / COHORT_FILE), h.hexdigest())
+    extract = _settings(directory / COHORT_FILE)
+    return Cohort(directory.name, user, system, extract, h.hexdigest(), feedback)
 
 
 def load_cohorts(

@@ -31,6 +31,7 @@ class Settings:
     max_tokens: int
     extract: str
     feedback_chars: int
+    feedback: Callable[[str], str] = lambda error: FEEDBACK_PREFIX + error  # the cohort's form
 
 
 @dataclass
@@ -122,7 +123,7 @@ def converse(
         if verdict in (schema.VERDICT_FAIL, schema.VERDICT_NO_ARTEFACT) and turn < s.max_turns:
             text = feedback.message(check, s.feedback_chars) if check else describe_missing(
                 s.extract)  # fmt: skip
-            note = FEEDBACK_PREFIX + text
+            note = s.feedback(text)
         on_turn(turn_fields(turn, reply, artefact, check, verdict, note))
         if verdict == schema.VERDICT_PASS:
             end.outcome = schema.FIRST_ATTEMPT_GREEN if turn == 1 else schema.GREEN_AFTER_K

@@ -13,7 +13,7 @@ _OWN_FRAME = re.compile(
 )
 _NOISE = re.compile(
     r"(/_pytest/|/pluggy/|<frozen importlib|importlib/__init__\.py|^mtpsweep_\w+\.py:\d+"
-    r"|^\s*\?\?\?\s*$"
+    r"|^\s*\?\?\?\s*$|^Hint: make sure your test modules|^Traceback:$"
     r"|^\s*\^+\s*$|^!{5,}|^[.FEsx]+\s*(\[\s*\d+%\])?$|^\d+ (failed|error|passed).* in [\d.]+s)"
 )
 _HEADER = re.compile(r"^(=+|_+) .* (=+|_+)$")

@@ -82,7 +82,8 @@ def measure_cell(
         cells.append(run_path, schema.turns_file(case.slot.name), record)
 
     started = schema.utc_now_iso()
-    settings = Settings(s.max_turns, kind.ladder.max_tokens, cohort.extract, s.feedback_chars)
+    settings = Settings(s.max_turns, kind.ladder.max_tokens, cohort.extract, s.feedback_chars,
+                        cohort.feedback_message)  # fmt: skip
     end = converse(cohort.messages(task), settings, send, judge, st.budget, on_turn)
     if end.isolation:
         live.extra["sandbox"] = end.isolation

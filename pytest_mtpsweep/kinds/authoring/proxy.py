@@ -63,6 +63,7 @@ class Link:
         self.broken: str | None = None
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        __tracebackhide__ = True
         if self.broken is not None:
             raise CandidateError(f"the solution cannot be called any more: {self.broken}")
         try:
@@ -109,6 +110,7 @@ def _update(args: tuple[Any, ...], after: Any) -> None:
 
 def function(link: Link, name: str) -> Callable[..., Any]:
     def forward(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         return link.call(name, args, kwargs)
 
     forward.__name__ = forward.__qualname__ = name
@@ -117,6 +119,7 @@ def function(link: Link, name: str) -> Callable[..., Any]:
 
 def connect() -> dict[str, Any]:
     """Wait for the candidate's names; an ImportError when it could not be imported."""
+    __tracebackhide__ = True
     fds = os.environ["MTPSWEEP_CALL_FDS"].split(",")
     link = Link(Channel(int(fds[0]), int(fds[1])), float(os.environ["MTPSWEEP_CALL_TIMEOUT"]))
     try:
@@ -125,7 +128,8 @@ def connect() -> dict[str, Any]:
         raise ImportError(f"the solution did not start: {exc}") from None
     if "import_error" in hello:
         err = hello["import_error"] if isinstance(hello["import_error"], dict) else {}
-        raise ImportError(f"the solution could not be imported:\n{err.get('trace', '')!s}".rstrip())
+        trace = solution_frames(str(err.get("trace", ""))) or str(err.get("trace", ""))
+        raise ImportError(f"the solution could not be imported:\n{trace}".rstrip())
     names = hello.get("names") if isinstance(hello.get("names"), dict) else {}
     out: dict[str, Any] = {}
     for name, what in (names or {}).items():
@@ -143,4 +147,9 @@ def connect() -> dict[str, Any]:
 
 # What the grader imports as `solution`: nothing but the candidate's names (a task may well ask
 # for a function called `encode` or `connect`).
-STUB = "from mtpsweep_proxy import connect as _connect\n\nglobals().update(_connect())\n"
+# `__tracebackhide__` keeps this stub and the proxy out of pytest's tracebacks (the feedback).
+STUB = (
+    "__tracebackhide__ = True\n"
+    "from mtpsweep_proxy import connect as _connect\n\n"
+    "globals().update(_connect())\n"
+)

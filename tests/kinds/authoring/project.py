@@ -70,7 +70,7 @@ def scripted(messages: Messages) -> str:
     """Plain: wrong, then right after the checker's error; doctest: right at once."""
     name = function_of(messages)
     first = next(m["content"] for m in messages if m["role"] == "user")
-    told = any(m["role"] == "user" and m["content"].startswith("check: ") for m in messages)
+    told = sum(m["role"] == "user" for m in messages) > 1  # the checker's error came back
     code = CORRECT[name] if "docstring" in first or told else WRONG[name]
     return f"Here it is.\n```python\n{code}```\n"
 

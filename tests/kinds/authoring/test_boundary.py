@@ -287,3 +287,20 @@ def test_feedback_shows_the_solutions_own_frames_not_the_proxys() -> None:
     assert c.verdict == schema.VERDICT_FAIL and "mtpsweep_proxy" not in text
     assert 'File "solution.py", line 2, in count_zeros' in text and "IndexError" in text
     assert "/tmp/" not in text
+
+
+def test_a_cohorts_feedback_template_frames_the_error(tmp_path: Path) -> None:
+    from pytest_mtpsweep.errors import PromptError
+    from pytest_mtpsweep.kinds.authoring.cohorts import load_cohort
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "user.txt").write_text("Write ${task}.\n")
+    plain = load_cohort(tmp_path / "c")
+    assert plain.feedback_message("assert 1 == 2") == "check: assert 1 == 2"  # the seed's form
+    (tmp_path / "c" / "feedback.txt").write_text("Failed:\n```\n${error}\n```\nFix it.\n")
+    framed = load_cohort(tmp_path / "c")
+    assert framed.feedback_message("E  x") == "Failed:\n```\nE  x\n```\nFix it."
+    assert framed.digest != plain.digest  # the template is part of the cohort's identity
+    (tmp_path / "c" / "feedback.txt").write_text("Try again.\n")
+    with pytest.raises(PromptError, match=r"never says \$\{error\}"):
+        load_cohort(tmp_path / "c")

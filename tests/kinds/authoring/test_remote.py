@@ -300,7 +300,9 @@ def test_hostile_artefacts_end_as_outcomes_and_the_run_completes(
     assert all(t["check_reason"] for t in turns), [t["check_reason"] for t in turns]
     # the model was told why, in a message no longer than the ladder allows
     convo = json.loads((rd / str(cells["alpha-plain-t_add-r1"]["conversation"])).read_text())
-    assert convo["messages"][2]["content"].startswith("check: the check was stopped: ")
+    # put to the model in the cohort's own words (experiments/.../feedback.txt)
+    assert convo["messages"][2]["content"].startswith("Your code failed the tests:")
+    assert "the check was stopped: " in convo["messages"][2]["content"]
     assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
     time.sleep(0.2)
     assert not [
