@@ -67,6 +67,10 @@ def model(data: bytes) -> Setup:
     return setup
 
 
+def attached(url: str) -> Setup:
+    return ladder_text(lambda s: s.replace('key = "b"', f'key = "b"\nbase_url = "{url}"', 1))
+
+
 def args(*extra: str) -> Setup:
     return lambda root, few: list(extra)
 
@@ -135,6 +139,11 @@ CASES: dict[str, tuple[Setup, int, str]] = {
     "run dir under /proc": (run_dir(lambda r: Path("/proc/mtpsweep-run")), FAILED, "pseudo"),
     "run dir under /sys": (run_dir(lambda r: Path("/sys/mtpsweep/run")), FAILED, "pseudo"),
     "run dir under a file": (run_dir(a_file), FAILED, "is not a directory"),
+    # round three (issue 22): URLs parsed once, at load, with the rules a request applies
+    "base_url bad IPv6": (attached("http://[::1"), USAGE, "Invalid IPv6 URL"),
+    "base_url port abc": (attached("http://127.0.0.1:abc"), USAGE, "not a valid URL"),
+    "base_url port 99999": (attached("http://127.0.0.1:99999"), USAGE, "Port out of range"),
+    "max_tokens 2**63": (args(f"--max-tokens={2**63}"), USAGE, "max_tokens"),
     "run dir exists, waived": (
         lambda root, few: [f"--run-dir={existing(root)}", "--waive=run_dir"],
         USAGE,

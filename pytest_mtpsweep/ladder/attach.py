@@ -55,14 +55,13 @@ def _ready_url(value: str, where: str, path: Path) -> str:
     """A path on the server (`/health`) or a whole http(s) URL, kept as written."""
     if value.startswith("/"):
         return value
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        check_url(value, where, path)
+    except LadderError:
         raise LadderError(
-            f"{path}: field {where} {value!r} is neither a path like /health nor an http(s) URL; "
-            "write one of those."
-        )
+            f"{path}: field {where} {value!r} is neither a path like /health nor a valid http(s) "
+            "URL; write one of those."
+        ) from None
     return value
 
 

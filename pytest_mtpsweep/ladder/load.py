@@ -31,6 +31,9 @@ from .model import (
 )
 from .plan import run_plan
 
+# Tokens one request may ask for: past any context a server supports, and small enough that the
+# disk estimate of a run stays a number (2**63 was once accepted).
+MAX_TOKENS_CAP = 1 << 20
 TOP: Spec = {
     "kind": (str, False),
     "name": (str, False),
@@ -397,6 +400,11 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     checks: list[tuple[bool, str, str]] = [
         (ladder.cycles >= 1, "cycles", "use 1 or more (2 for one counterbalanced pair)"),
         (ladder.max_tokens >= 2, "max_tokens", "use 2 or more (a decode rate needs two tokens)"),
+        (
+            ladder.max_tokens <= MAX_TOKENS_CAP,
+            "max_tokens",
+            f"use at most {MAX_TOKENS_CAP} (tokens per request; no server generates more)",
+        ),
         (
             0 <= ladder.port <= 65535,
             "server.port",
