@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from ..errors import ServerError
 from ..rig.endpoint import Endpoint, served_models
 from .items import FAIL, PASS, PreflightItem, make_item
@@ -36,9 +34,9 @@ def check_endpoint(target: AttachedTarget) -> PreflightItem:
         ep.headers()
     except ServerError as exc:
         return make_item(name, expected, "no API key", FAIL, fix=_sentence(str(exc)))
-    ready = _ready(ep)
+    ready = ep.probe()
     if ready is not None:
-        fix = (
+        fix = ep.refused_key(ready) or (
             f"Start the server at {ep.base_url} before the run, or fix base_url (or ready_url) "
             f"of treatment {target.treatment} in the ladder."
         )
@@ -54,21 +52,6 @@ def check_endpoint(target: AttachedTarget) -> PreflightItem:
         return make_item(name, expected, observed, FAIL, fix=fix)
     stable = "; ".join(p for p in observed.split("; ") if not p.startswith("ready"))
     return make_item(name, expected, observed, PASS, stable=stable)
-
-
-def _ready(ep: Endpoint) -> str | None:
-    """Why the endpoint is not ready (None: it is)."""
-    last = "no answer"
-    for path in ep.ready_paths:
-        try:
-            status = ep.get(path, timeout_s=5.0).status_code
-        except httpx.HTTPError as exc:
-            last = f"unreachable ({type(exc).__name__}: {exc})"
-            continue
-        if status == 200:
-            return None
-        last = f"HTTP {status} from {path}"
-    return last
 
 
 def describe_identity(ident: dict[str, Any]) -> str:

@@ -52,6 +52,36 @@ class Endpoint:
     def ready_paths(self) -> tuple[str, ...]:
         return (self.ready_url,) if self.ready_url else ("/v1/models", "/health")
 
+    def probe(self) -> str | None:
+        """Why the server is not ready now (None: it is). Probes carry the key, like requests."""
+        last = "no answer"
+        for path in self.ready_paths:
+            try:
+                status = self.get(path, timeout_s=5.0).status_code
+            except httpx.HTTPError as exc:
+                last = f"unreachable ({type(exc).__name__}: {exc})"
+                continue
+            if status == 200:
+                return None
+            last = f"HTTP {status} from {path}"
+            if status in (401, 403):
+                break  # the key, not the server: waiting will not help
+        return last
+
+    def refused_key(self, reason: str | None) -> str | None:
+        """The fix when the server refused the key (401/403), else None."""
+        if reason is None or not reason.startswith(("HTTP 401", "HTTP 403")):
+            return None
+        if self.api_key_env is None:
+            return (
+                f"The server at {self.base_url} wants an API key ({reason}); name the variable "
+                "that holds it with api_key_env in the ladder."
+            )
+        return (
+            f"The server at {self.base_url} refused the key in {self.api_key_env} ({reason}); "
+            f"export a valid key in {self.api_key_env}."
+        )
+
     def wait_ready(
         self, timeout_s: float, on_wait: Callable[[float, str], None] | None = None
     ) -> float:
@@ -68,15 +98,13 @@ class Endpoint:
             if on_wait is not None and now >= tick:
                 on_wait(now - t0, last)
                 tick = now + 1.0
-            for path in self.ready_paths:
-                try:
-                    status = self.get(path, timeout_s=5.0).status_code
-                except httpx.HTTPError as exc:
-                    last = f"{type(exc).__name__}: {exc}"
-                    continue
-                if status == 200:
-                    return time.monotonic() - t0
-                last = f"HTTP {status} from {path}"
+            why = self.probe()
+            if why is None:
+                return time.monotonic() - t0
+            last = why
+            refused = self.refused_key(why)
+            if refused is not None:
+                raise ServerError(refused)
             if time.monotonic() - t0 > timeout_s:
                 raise ServerError(
                     f"the attached server at {self.base_url} did not answer within "

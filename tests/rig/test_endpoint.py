@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_mtpsweep.rig.endpoint import Endpoint, served_context, served_models
 
 VLLM = {"/v1/models": {"data": [{"id": "q", "max_model_len": 32768}, {"id": "other"}]}}
@@ -25,3 +27,25 @@ def test_ready_url_is_a_path_or_a_whole_url() -> None:
     assert Endpoint("http://h:1", ready_url="/ping").ready_paths == ("/ping",)
     assert ep.url("/metrics") == "http://h:1/metrics"
     assert ep.url("http://other:2/ready") == "http://other:2/ready"
+
+
+def test_a_refused_key_names_its_variable_and_probes_carry_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_mtpsweep.errors import ServerError
+    from pytest_mtpsweep.preflight.endpoints import AttachedTarget, check_endpoint
+    from tests.stub_openai_server import Script, serve
+
+    with serve(Script(reply=lambda m: "x", key="right")) as url:
+        ep = Endpoint(url, "MTPSWEEP_TEST_KEY")
+        monkeypatch.setenv("MTPSWEEP_TEST_KEY", "right")
+        assert ep.probe() is None  # the probe carried the key: an endpoint that demands it answers
+        monkeypatch.setenv("MTPSWEEP_TEST_KEY", "expired")
+        why = ep.probe()
+        assert why is not None and why.startswith("HTTP 401")
+        item = check_endpoint(AttachedTarget("a", ep, "stub-model"))
+        assert item.verdict == "fail" and "MTPSWEEP_TEST_KEY" in (item.fix or "")
+        assert "Start the server" not in (item.fix or "")
+        with pytest.raises(ServerError, match="refused the key in MTPSWEEP_TEST_KEY"):
+            ep.wait_ready(30)
+        assert "api_key_env" in (Endpoint(url).refused_key(Endpoint(url).probe()) or "")
