@@ -97,12 +97,15 @@ def _lint(args: argparse.Namespace) -> int:
 def _cleanup(args: argparse.Namespace) -> int:
     from .errors import RunDirError
     from .rig import liveset
-    from .schema import LIVE_SERVERS_FILE
+    from .schema import LIVE_SERVERS_FILE, PLAN_FILE, PREFLIGHT_FILE
 
     run = Path(args.run)
+    is_run = any((run / f).is_file() for f in (PLAN_FILE, PREFLIGHT_FILE, LIVE_SERVERS_FILE))
+    if not run.is_dir() or not is_run:
+        raise RunDirError(
+            f"{run} is not a run directory (no {PLAN_FILE}); name one like runs/<ladder>/<id>."
+        )
     if not (run / LIVE_SERVERS_FILE).is_file():
-        if not run.is_dir():
-            raise RunDirError(f"{run} is not a run directory; name one like runs/<ladder>/<id>.")
         print(f"{run}: no {LIVE_SERVERS_FILE}, so no server of this run is listed")
         return 0
     lines = liveset.cleanup(run)

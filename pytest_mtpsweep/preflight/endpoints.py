@@ -5,9 +5,11 @@ offers). A failing row stops the run before anything is measured."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import ServerError
+from ..rig import serverargv
 from ..rig.endpoint import Endpoint, served_models
 from .items import FAIL, PASS, PreflightItem, make_item
 
@@ -19,6 +21,9 @@ class AttachedTarget:
     treatment: str
     endpoint: Endpoint
     alias: str  # the `model` its responses must carry
+    flags_file: Path | None = None  # where the server's argv is read, if the ladder says
+    flags_command: tuple[str, ...] | None = None
+    cwd: Path = Path()  # a relative flags_command starts here (the ladder's directory)
 
 
 def item_name(treatment: str) -> str:
@@ -50,8 +55,23 @@ def check_endpoint(target: AttachedTarget) -> PreflightItem:
             f"({', '.join(models)}), or attach the server that serves {target.alias}."
         )
         return make_item(name, expected, observed, FAIL, fix=fix)
+    flags = _flags_problem(target)
+    if flags is not None:  # the session would fail reading them: refuse before the run starts
+        return make_item(name, expected, f"{observed}; argv not readable", FAIL, fix=flags)
     stable = "; ".join(p for p in observed.split("; ") if not p.startswith("ready"))
     return make_item(name, expected, observed, PASS, stable=stable)
+
+
+def _flags_problem(target: AttachedTarget) -> str | None:
+    """Why the server's argv cannot be read from the ladder's flags_file or flags_command."""
+    try:
+        if target.flags_file is not None:
+            serverargv.read_flags_file(target.flags_file)
+        elif target.flags_command is not None:
+            serverargv.run_flags_command(target.flags_command, target.cwd)
+    except ServerError as exc:
+        return _sentence(f"treatment {target.treatment}: {exc}")
+    return None
 
 
 def describe_identity(ident: dict[str, Any]) -> str:

@@ -143,7 +143,12 @@ def preflight(
         self_test=pre.self_test,
         attached=tuple(
             AttachedTarget(
-                t.key, rig.Endpoint(t.base_url, t.api_key_env, t.ready_url), ladder.alias(t.key)
+                t.key,
+                rig.Endpoint(t.base_url, t.api_key_env, t.ready_url),
+                ladder.alias(t.key),
+                t.flags_file,
+                tuple(t.flags_command) if t.flags_command is not None else None,
+                ladder.path.parent,
             )
             for t in ladder.treatments
             if t.base_url is not None and (treatments is None or t.key in treatments)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from ..errors import RunDirError
 from ..fileio import atomic_write_json
 from ..schema import LIVE_SERVERS_FILE
 
@@ -70,6 +71,22 @@ def read(path: Path) -> list[LiveServer]:
         return []
 
 
+def read_strict(path: Path) -> list[LiveServer]:
+    """The servers a live.json lists; RunDirError when it exists but cannot be read (a damaged
+    list must not read as "nothing is running")."""
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [LiveServer(**entry) for entry in data["servers"]]
+    except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise RunDirError(
+            f"{path} cannot be read ({type(exc).__name__}), so which servers this run left "
+            "running is unknown; stop them by hand (look for llama-server in `ps -ef`) and then "
+            "delete the file."
+        ) from None
+
+
 def _write(path: Path, servers: Sequence[LiveServer]) -> None:
     atomic_write_json(path, {"servers": [asdict(s) for s in servers]})
 
@@ -114,7 +131,7 @@ def cleanup(run_dir: Path) -> list[str]:
     path = run_dir / LIVE_SERVERS_FILE
     lines: list[str] = []
     left: list[LiveServer] = []
-    for server in read(path):
+    for server in read_strict(path):
         if not server.running():
             lines.append(f"{server.describe()}: already gone")
             continue

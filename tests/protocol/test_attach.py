@@ -230,3 +230,28 @@ def test_one_server_swapped_between_sessions_as_the_seed_ran_it(
         "Interval endpoint on inter-chunk timing"
         in (rd / schema.ANALYSIS_DIR / "report.md").read_text()
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "needle"),
+    [
+        ('flags_command = ["no-such-flags-cmd-xyz"]', "no-such-flags-cmd-xyz was not found"),
+        (f'flags_command = ["{sys.executable}", "-c", "raise SystemExit(1)"]', "exit 1"),
+        (f'flags_command = ["{sys.executable}", "-c", "pass"]', "printed no argv"),
+        ('flags_file = "no-such-flags-file.txt"', "cannot be read"),
+    ],
+    ids=["not found", "exits 1", "prints nothing", "file missing"],
+)
+def test_a_flags_source_that_cannot_give_the_argv_stops_the_run_in_preflight(
+    pytester: pytest.Pytester, stub: tuple[Script, str], where: str, needle: str
+) -> None:
+    script, url = stub
+    few = project(pytester, spec=where)
+    result = run(pytester, few, f"--base-url={url}", "-k", "c1-spec")
+    out = result.stdout.str()
+    assert result.ret != 0 and "Traceback" not in out
+    assert "endpoint:spec: Treatment spec: " in out and needle in out, out
+    assert not (pytester.path / "runs").exists() or not list(
+        (pytester.path / "runs").glob("*/*/preregistration.md")
+    )
+    assert script.chats == 0

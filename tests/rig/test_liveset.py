@@ -81,3 +81,22 @@ def test_leftovers_are_the_running_servers_of_sibling_runs(
     found = list(liveset.leftovers(tmp_path))
     assert [(run.name, s.pid) for run, s in found] == [("run-1", sleeper.pid)]
     assert psutil.pid_exists(sleeper.pid)
+
+
+def test_cleanup_refuses_what_is_not_a_run_and_a_damaged_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.schema import LIVE_SERVERS_FILE, PLAN_FILE
+
+    (tmp_path / "notarun").mkdir()
+    assert main(["cleanup", str(tmp_path / "notarun")]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
+    run = tmp_path / "run"
+    (run / "servers").mkdir(parents=True)
+    (run / PLAN_FILE).write_text("{}")
+    assert main(["cleanup", str(run)]) == 0  # a run that listed no server
+    (run / LIVE_SERVERS_FILE).write_text('{"servers": [{"pid": ')
+    assert main(["cleanup", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be read" in err and "stop them by hand" in err and "Traceback" not in err
