@@ -395,10 +395,11 @@ TURN_FIELDS: tuple[str, ...] = (
     "api_error", "prompt_tokens", "completion_tokens", "finish_reason", "response_model",
     "reasoning_chars", "content_chars", "artefact_sha256", "artefact_bytes", "verdict",
     "exit_code", "check_s", "check_reason", "error_first_line", "feedback_chars",
-    "tests_collected", "tests_passed", "verdict_forgeable", "sampling_seed",
+    "tests_collected", "tests_passed", "verdict_forgeable", "sampling_seed", "reply_cached",
 )  # fmt: skip
 # tests_collected/tests_passed: the grader's own report of the check; verdict_forgeable: the task
 # is checked in-process (task.toml checking = "in-process"), so the artefact could write that report.
+# reply_cached: the reply came from the opt-in reply cache ([api] cache = true), not the subject.
 # sampling_seed: the request seed of the cell's repeat (the ladder's seeds, or derived from seed).
 # green_turn: the k of green_after_k (1 for first_attempt_green).
 CELL_FIELDS: tuple[str, ...] = (

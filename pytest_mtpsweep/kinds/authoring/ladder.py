@@ -51,6 +51,7 @@ API: Spec = {
     "backoff_s": ((int, float), False),
     "max_backoff_s": ((int, float), False),
     "timeout_s": ((int, float), False),
+    "cache": (bool, False),
 }
 CONTRAST: Spec = {"resamples": (int, False), "seed": (int, False), "pooled": (bool, False)}
 
@@ -77,6 +78,7 @@ class ApiPolicy:
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     timeout_s: float = 300.0
+    cache: bool = False  # replies kept and reused (replycache.py); off for measuring the subject
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,13 @@ the task's checker, its turns recorded as they happen."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
 from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat
-from . import cells
+from . import cells, replycache
 from .conversation import CellEnd, Messages, Settings, converse
 from .ladder import repeat_seed
 from .sandbox import Check, run_check
@@ -69,15 +70,25 @@ def measure_cell(
     identity, tail = kind.identity(ctx, case), kind.tail(ctx)
     run_path = ctx.run_dir.path
 
-    def send(messages: Messages) -> ChatReply:
+    def ask(messages: Messages) -> ChatReply:
         return chat(live.http, live.base_url, messages, spec, policy)
+
+    hits: list[bool] = []  # per turn: answered from the reply cache
+    send: Callable[[Messages], ChatReply] = ask
+    if s.api.cache:
+        subject = case.slot.treatment
+        where = (
+            live.endpoint.base_url if live.endpoint else f"local:{kind.ladder.model_id_of(subject)}"
+        )
+        send = replycache.cached(ask, subject, where, spec, replycache.cache_root(), hits)
 
     def judge(artefact: str) -> Check:
         files = {ARTEFACT_FILE: artefact, CHECKER_FILE: task.checker}
         return run_check(files, CHECKER_FILE, s.checker, in_process=task.checking == IN_PROCESS)
 
     def on_turn(fields: dict[str, Any]) -> None:
-        body = {"started_at": schema.utc_now_iso(), "sampling_seed": seed, **fields}
+        body = {"started_at": schema.utc_now_iso(), "sampling_seed": seed,
+                "reply_cached": bool(hits and hits[-1]), **fields}  # fmt: skip
         record = schema.authoring_record(identity, body, schema.TURN_FIELDS, tail)
         cells.append(run_path, schema.turns_file(case.slot.name), record)
 

@@ -348,3 +348,25 @@ def test_forging_artefacts_are_never_green_through_the_real_pipeline(
     # the other task's correct artefacts are green by the grader's report
     neg = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["verdict"] == "pass"]
     assert neg and all(t["tests_collected"] == t["tests_passed"] == 1 for t in neg)
+
+
+def test_the_reply_cache_answers_a_rerun_without_asking_the_subject(
+    pytester: pytest.Pytester, stub: tuple[Script, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script, url = stub
+    monkeypatch.setenv("MTPSWEEP_CACHE", str(pytester.path / "cache"))
+    make_project(pytester, {"alpha": url}, repeats=1)
+    ladder = pytester.path / "experiments" / "ladders" / "tiny.toml"
+    ladder.write_text(ladder.read_text().replace("[api]\n", "[api]\ncache = true\n"))
+    run(pytester, "--no-warmup").assert_outcomes(passed=4)
+    asked = len(script.requests)
+    assert asked >= 4
+    run(pytester, "--no-warmup").assert_outcomes(passed=4)  # a second run, its own directory
+    assert len(script.requests) == asked  # nothing was asked again
+    first, second = sorted((pytester.path / "runs" / "tiny").iterdir())
+    before = lines(first / schema.turns_file("01_alpha_c1"))
+    after = lines(second / schema.turns_file("01_alpha_c1"))
+    assert not any(t["reply_cached"] for t in before) and all(t["reply_cached"] for t in after)
+    assert [t["verdict"] for t in after] == [t["verdict"] for t in before]
+    cached = list((pytester.path / "cache" / "replies").rglob("*.json"))
+    assert cached and not any(KEY in p.read_text() for p in cached)
