@@ -16,6 +16,7 @@ imported only by a run that uses --ladder with -n (or --tx) or inside a worker.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,18 @@ class Controller:
     founded: bool = False
 
 
+def host_cpus(ladder: Any) -> list[int]:
+    """The CPUs the workers' servers may share: server.cpus, else this process's affinity."""
+    return sorted(ladder.cpus) if ladder.cpus else sorted(os.sched_getaffinity(0))
+
+
+def cpu_share(cpus: Sequence[int], workers: int, index: int) -> list[int]:
+    """Worker `index`'s contiguous share of `cpus` (the first shares take the remainder)."""
+    size, extra = divmod(len(cpus), workers)
+    start = index * size + min(index, extra)
+    return list(cpus[start : start + size + (1 if index < extra else 0)])
+
+
 def role(config: pytest.Config) -> str:
     """'worker', 'controller' (pytest-xdist distributes this run) or ''."""
     if hasattr(config, "workerinput"):
@@ -79,6 +92,12 @@ def configure(config: pytest.Config, run: Run, as_role: str) -> Controller | Non
         problem = (
             f"{workers} workers but placement.devices names {len(lad.devices)} "
             f"({', '.join(lad.devices)}); use -n {len(lad.devices)} or name more devices."
+        )
+    elif not lad.devices and workers > len(host_cpus(lad)):
+        problem = (
+            f"{workers} workers cannot split {len(host_cpus(lad))} CPU(s) between their servers "
+            f"(two servers on one CPU slow each other and the data); use -n "
+            f"{len(host_cpus(lad))} or fewer, or name placement.devices."
         )
     if problem is not None:
         raise pytest.UsageError(f"ladder {lad.name} with pytest-xdist: {problem}")
@@ -126,6 +145,8 @@ def configure_node(state: Controller, run: Run, node: Any) -> None:
         "run_path": str(resolved.run_path),
         "index": index,
         "device": devices[index] if devices else "",
+        # without devices the servers share the host: each worker gets its own CPUs
+        "cpus": [] if devices else cpu_share(host_cpus(run.ladder), state.workers, index),
     }
 
 
@@ -219,7 +240,11 @@ def join(config: pytest.Config, run: Run, items: Sequence[pytest.Item]) -> None:
         pytest.skip("the controller did not start this run")
     cases = [c for c in (_case(i) for i in items) if c is not None]
     where = Placement(
-        Path(info["run_path"]), workerinput["workerid"], info["index"], info["device"]
+        Path(info["run_path"]),
+        workerinput["workerid"],
+        info["index"],
+        info["device"],
+        frozenset(info.get("cpus") or ()),
     )
     try:
         run.join(cases, where)

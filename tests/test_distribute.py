@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_mtpsweep.distribute import case_id
 from pytest_mtpsweep.ladder.plan import run_plan
@@ -202,6 +204,13 @@ def test_cpu_slice_on_two_workers(pytester: pytest.Pytester, server_bin: Path) -
         assert r["worker"] == workers[(int(str(r["cycle"])) - 1) // 2] and r["valid"]
     report = (run / "analysis" / "report.md").read_text()
     assert "Per device" in report and "gw0" in report and "gw1" in report
+    # no devices: each worker's servers ran on their own CPUs, as the kernel says (/proc)
+    from pytest_mtpsweep.ladder.fields import parse_cpus
+
+    held: dict[str, set[int]] = {}
+    for s in sessions.values():
+        held.setdefault(str(s["worker"]), set()).update(parse_cpus(str(s["cpus_allowed"])))
+    assert held["gw0"] and held["gw1"] and not held["gw0"] & held["gw1"], held
     assert not servers_of(server_bin)
 
 
@@ -233,4 +242,41 @@ def test_a_replacement_worker_takes_the_dead_ones_place_and_device(tmp_path: Pat
         "run_path": str(tmp_path / "run"),
         "index": 0,
         "device": "0",
+        "cpus": [],  # devices pinned: the host's CPUs are not split
     }
+
+
+@given(st.integers(1, 64), st.integers(1, 8))
+def test_cpu_shares_cover_the_host_once(ncpus: int, workers: int) -> None:
+    from pytest_mtpsweep.distribute import cpu_share
+
+    if workers > ncpus:
+        return  # refused before any worker starts (test_more_workers_than_cpus_is_refused)
+    cpus = list(range(100, 100 + ncpus))
+    shares = [cpu_share(cpus, workers, i) for i in range(workers)]
+    assert sorted(c for s in shares for c in s) == cpus and all(shares)
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+def test_more_workers_than_cpus_is_refused(pytester: pytest.Pytester) -> None:
+    few = stub_project(pytester, [])
+    n = len(os.sched_getaffinity(0)) + 1
+    result = run_stub(pytester, few, "-n", str(n))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{n} workers cannot split" in result.stderr.str() + result.stdout.str()
+
+
+def test_a_workers_servers_get_threads_to_match_its_share() -> None:
+    from types import SimpleNamespace
+
+    from pytest_mtpsweep.protocol.context import RunContext
+
+    lad = SimpleNamespace(server_args=("--parallel", "1"), cpus=None,
+                          treatment=lambda key: SimpleNamespace(args=()))  # fmt: skip
+    ctx = SimpleNamespace(ladder=lad, worker_cpus=frozenset({2, 3}))
+    slot = SimpleNamespace(treatment="none")
+    assert RunContext.thread_args(ctx, slot) == ("--threads", "2", "--threads-batch", "2")  # type: ignore[arg-type]
+    lad.server_args = ("--threads", "1")
+    assert RunContext.thread_args(ctx, slot) == ()  # type: ignore[arg-type]
+    ctx.worker_cpus = frozenset()
+    assert RunContext.thread_args(ctx, slot) == ()  # type: ignore[arg-type]

@@ -83,6 +83,7 @@ class Placement:
     worker: str  # xdist's worker id, e.g. gw0
     index: int  # its place among the workers: the device it takes, its port offset
     device: str  # CUDA_VISIBLE_DEVICES of its servers ("" = not pinned)
+    cpus: frozenset[int] = frozenset()  # its share of the host's CPUs (empty: not split)
 
 
 def join(
@@ -119,6 +120,7 @@ def join(
         device=where.device,
         worker=where.worker,
         worker_index=where.index,
+        worker_cpus=where.cpus,
     )
     return Sessions(ctx, kind, schedule, by_session)
 

@@ -40,6 +40,13 @@ class RunContext:
     device: str = ""
     worker: str = ""
     worker_index: int = 0
+    # a worker's share of the host's CPUs when -n splits a host without devices (empty: none)
+    worker_cpus: frozenset[int] = frozenset()
+
+    @property
+    def cpus(self) -> frozenset[int] | None:
+        """The CPU affinity of this context's spawned servers (witnessed from /proc)."""
+        return self.worker_cpus or self.ladder.cpus
 
     def model_for(self, slot: SessionSlot) -> Path | None:
         """The model this slot's server loads: the treatment's own, else the ladder's."""
@@ -52,6 +59,15 @@ class RunContext:
 
     def treatment_args(self, slot: SessionSlot) -> list[str]:
         return self.subst(self.ladder.treatment(slot.treatment).args, slot)
+
+    def thread_args(self, slot: SessionSlot) -> tuple[str, ...]:
+        """A worker's server uses as many threads as its CPU share (llama-server's default is
+        every core of the machine, whatever its affinity), unless the ladder sets them."""
+        given = {*self.ladder.server_args, *self.ladder.treatment(slot.treatment).args}
+        if not self.worker_cpus or given & {"-t", "--threads", "-tb", "--threads-batch"}:
+            return ()
+        n = str(len(self.worker_cpus))
+        return ("--threads", n, "--threads-batch", n)
 
     def provenance(self) -> dict[str, Any]:
         """The fields every record carries after its measurement and keyed fields."""
@@ -89,6 +105,7 @@ class RunContext:
             str(lad.ctx_size),
             *self.subst(lad.server_args, slot),
             *self.treatment_args(slot),
+            *self.thread_args(slot),
         )
         assert self.server_bin is not None, "a launched treatment resolves the server first"
         return LaunchSpec(
@@ -100,6 +117,6 @@ class RunContext:
             log_path=log_path,
             ready_timeout_s=lad.ready_timeout_s,
             launcher=launcher,
-            cpus=lad.cpus,
+            cpus=self.cpus,
             env=(("CUDA_VISIBLE_DEVICES", self.device),) if self.device else (),
         )

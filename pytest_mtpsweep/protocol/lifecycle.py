@@ -186,14 +186,15 @@ def _witness(live: LiveSession) -> None:
 
 def _affinity_witness(live: LiveSession) -> str | None:
     """The CPU list the kernel holds for the server is the one the ladder asked for."""
-    wanted, seen = live.ctx.ladder.cpus, live.info.get("cpus_allowed")
+    wanted, seen = live.ctx.cpus, live.info.get("cpus_allowed")
     if wanted is None or seen is None:
         return None
     from ..ladder.fields import parse_cpus
 
     if parse_cpus(str(seen)) != set(wanted):
         return (
-            f"the server may run on CPUs {seen}, not the {sorted(wanted)} server.cpus asks for; "
+            f"the server may run on CPUs {seen}, not the {sorted(wanted)} it was given "
+            "(server.cpus, or this worker's share); "
             "check the launcher or the machine's cgroup limits."
         )
     return None
