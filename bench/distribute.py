@@ -5,9 +5,10 @@ the host.
     python bench/distribute.py                 # 2 treatments x 4 cycles x 2 prompts, 48 tokens
     python bench/distribute.py --cycles 2 --max-tokens 32
 
-Each server gets one thread (`--threads 1`), so on a 2-core host the two workers' servers
-each have a core, and the rest of the machine (pytest itself, other users) competes with
-them. On separate GPUs the shift would vanish; on shared CPU cores it need not: that is
+No thread count is set: serially each server uses llama-server's default (every core); with
+`-n 2` the harness splits the host's CPUs between the workers (each worker's servers get their
+own CPU share by affinity and `--threads` to match), so on a 2-core host each worker's servers
+have one core, and the rest of the machine (pytest itself, other users) competes with them. On separate GPUs the shift would vanish; on shared CPU cores it need not: that is
 what this prints, with no assertion. The runs use the real llama-server (MTPSWEEP_SERVER_BIN
 or the provisioned one) and the embedded model, in a temporary directory.
 """
@@ -37,7 +38,7 @@ placement = "cpu"
 path = "embedded:qwen2.5-coder-0.5b"
 id = "qwen"
 [server]
-args = ["--parallel", "1", "--threads", "1"]
+args = ["--parallel", "1"]
 port = 0
 ctx_size = 2048
 ready_timeout_s = 180
@@ -90,6 +91,10 @@ def rates(run_dir: Path) -> dict[str, list[float]]:
     return out
 
 
+def sessions_of(run_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in sorted((run_dir / "sessions").glob("*.json"))]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cycles", type=int, default=4)
@@ -101,15 +106,20 @@ def main() -> int:
         serial_s, serial_dir = run(root, few, 0)
         dist_s, dist_dir = run(root, few, 2)
         serial, dist = rates(serial_dir), rates(dist_dir)
+        held = sessions_of(dist_dir)
     sessions = 2 * args.cycles
     print(
         f"ladder: 2 treatments x {args.cycles} cycles ({sessions} sessions), "
-        f"{len(PROMPTS)} prompts, {args.max_tokens} tokens, --threads 1 per server, "
+        f"{len(PROMPTS)} prompts, {args.max_tokens} tokens, default threads (-n 2: the CPUs "
+        "split between the workers), "
         f"{os.cpu_count()} CPUs"
     )
     print(f"wall -n 0: {serial_s:7.1f} s")
     print(f"wall -n 2: {dist_s:7.1f} s")
     print(f"ratio (-n 0 / -n 2): {serial_s / dist_s:.2f}x")
+    shares = sorted({str(s.get("cpus_allowed")) + " " + str(s.get("worker"))
+                     for s in held})  # fmt: skip
+    print(f"-n 2 CPU shares (from /proc, per worker): {', '.join(shares)}")
     print("median primary decode rate, tokens/s (n measurements):")
     for t in sorted(serial):
         a, b = statistics.median(serial[t]), statistics.median(dist.get(t, [float("nan")]))
