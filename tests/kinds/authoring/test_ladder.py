@@ -46,7 +46,7 @@ def test_the_demo_ladder_plans_48_cells_for_one_subject() -> None:
     lad = load_ladder(DEMO)
     s = settings(lad)
     assert lad.kind == "authoring" and lad.cycles == 1 and lad.baseline == "plain"
-    assert (s.max_turns, s.repeats, s.cohorts) == (3, 3, ("plain", "doctest"))
+    assert (s.max_turns, s.repeats, s.cohorts) == (2, 3, ("plain", "doctest"))
     run = prepare(lad, request())
     cases = run.cases(run_plan(lad.treatment_keys, lad.cycles))
     assert len(cases) == 8 * 2 * 3 and len(run.tasks) >= 8
