@@ -44,7 +44,9 @@ class Controller:
     """The controller's share of a distributed run."""
 
     workers: int
+    local: int = 0  # workers on this host (popen): they split its CPUs; a remote host has its own
     index: dict[str, int] = field(default_factory=dict)  # live worker id -> its place
+    local_index: dict[str, int] = field(default_factory=dict)  # live local worker -> its share
     error: str | None = None  # the run could not be resolved: said once, at the loop
     checks: list[PreflightItem] | None = None
     founded: bool = False
@@ -77,7 +79,9 @@ def configure(config: pytest.Config, run: Run, as_role: str) -> Controller | Non
     if as_role == "worker":
         return None
     lad, request = run.ladder, run.request
-    workers = len(config.getoption("tx"))
+    specs = config.getoption("tx")
+    workers = len(specs)
+    local = sum(1 for s in specs if str(s).split("//")[0].split("=")[0] == "popen")
     dist = config.getoption("dist")
     problem = None
     if dist not in ("load", "loadgroup"):  # -n alone means xdist's `load`
@@ -93,15 +97,15 @@ def configure(config: pytest.Config, run: Run, as_role: str) -> Controller | Non
             f"{workers} workers but placement.devices names {len(lad.devices)} "
             f"({', '.join(lad.devices)}); use -n {len(lad.devices)} or name more devices."
         )
-    elif not lad.devices and workers > len(host_cpus(lad)):
+    elif not lad.devices and local > len(host_cpus(lad)):
         problem = (
-            f"{workers} workers cannot split {len(host_cpus(lad))} CPU(s) between their servers "
+            f"{local} workers cannot split {len(host_cpus(lad))} CPU(s) between their servers "
             f"(two servers on one CPU slow each other and the data); use -n "
             f"{len(host_cpus(lad))} or fewer, or name placement.devices."
         )
     if problem is not None:
         raise pytest.UsageError(f"ladder {lad.name} with pytest-xdist: {problem}")
-    return Controller(workers)
+    return Controller(workers, local)
 
 
 def scheduler(config: pytest.Config, log: Any, run: Run) -> Any:
@@ -141,17 +145,25 @@ def configure_node(state: Controller, run: Run, node: Any) -> None:
     index = min(i for i in range(len(taken) + 1) if i not in taken)
     state.index[node.gateway.id] = index
     devices = run.ladder.devices
+    cpus: list[int] = []
+    spec = getattr(node.gateway, "spec", None)
+    if not devices and getattr(spec, "popen", True):  # a local worker (popen), not ssh
+        mine = set(state.local_index.values())
+        local = min(i for i in range(len(mine) + 1) if i not in mine)
+        state.local_index[node.gateway.id] = local
+        cpus = cpu_share(host_cpus(run.ladder), max(state.local, local + 1), local)
     node.workerinput[KEY] = {
         "run_path": str(resolved.run_path),
         "index": index,
         "device": devices[index] if devices else "",
-        # without devices the servers share the host: each worker gets its own CPUs
-        "cpus": [] if devices else cpu_share(host_cpus(run.ladder), state.workers, index),
+        # without devices a host's servers share it: each local worker gets its own CPUs
+        "cpus": cpus,
     }
 
 
 def node_down(state: Controller, node: Any) -> None:
     state.index.pop(node.gateway.id, None)
+    state.local_index.pop(node.gateway.id, None)
 
 
 def before(session: pytest.Session, run: Run, state: Controller) -> None:
