@@ -114,7 +114,7 @@ def analyse_dir(
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
     notes = [*_notes(run_dir), *_forgeable(records), *_unreadable(bad_cells, bad_turns),
-             *repeats.repeats_lines(same)]  # fmt: skip
+             *_unknown_tokens(cells), *repeats.repeats_lines(same)]  # fmt: skip
     extra = report.repeats_sections(passes, repeats.rescue_lines(rescue))
     text = report.markdown(
         f"Authoring report: {run_dir.name}",
@@ -131,6 +131,19 @@ def analyse_dir(
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
                       *repeats.rescue_lines(rescue)[:1], *_unreadable(bad_cells, bad_turns)])  # fmt: skip
     return AuthoringResult(table, rows, agree, census, head, out, tuple(bad_cells))
+
+
+def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
+    unknown = cells[~cells["tokens_known"]]
+    if unknown.empty:
+        return []
+    names = ", ".join(unknown["cell"].astype(str).head(10))
+    more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+    return [
+        f"TOKENS UNKNOWN in {len(unknown)} cell(s) ({names}{more}): the server answered "
+        "without usage; their tokens are left out of token means and ratios, and the budget "
+        "charged each such turn its bound."
+    ]
 
 
 def _unreadable(cells: list[str], turns: list[str]) -> list[str]:

@@ -237,6 +237,8 @@ class AuthoringRun:
         live.extra["tokens"] = live.extra.get("tokens", 0) + int(
             (record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0)
         )
+        if record.get("tokens_unknown_turns"):  # its tokens are not in `tokens`: counted apart
+            live.extra["tokens_unknown_cells"] = live.extra.get("tokens_unknown_cells", 0) + 1
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
         planned = live.info.get("planned_measurements", 0)
@@ -246,6 +248,7 @@ class AuthoringRun:
             "outcomes": dict(live.extra.get("outcomes", {})),
             "warmup_tokens": live.extra.get("warmup_tokens", 0),
             "tokens": live.extra.get("tokens", 0),
+            "tokens_unknown_cells": live.extra.get("tokens_unknown_cells", 0),
             "sandbox": dict(live.extra.get("sandbox", {})),
         }
 
