@@ -115,8 +115,8 @@ def sandbox_item(verdict: str, reason: str | None, isolation: dict[str, Any]) ->
             expected,
             f"{verdict}: {reason}",
             FAIL,
-            fix="The checker cannot run pytest in the sandbox; see the reason and README's "
-            "'The checker sandbox'.",
+            fix="The checker cannot run pytest in the sandbox; see the reason and 'The checker "
+            "sandbox' in docs/authoring.md.",
         )
     return PreflightItem("checker_sandbox", expected, isolation_text(isolation), PASS)
 
