@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
 
@@ -115,12 +115,6 @@ KEYED_FIELDS: tuple[str, ...] = (
 # `device` (the CUDA_VISIBLE_DEVICES its server saw, "" when not pinned) and `worker` (the
 # pytest-xdist worker, "" in a run without -n) say where a distributed run measured it.
 DISTRIBUTION_FIELDS: tuple[str, ...] = ("device", "worker")
-PROVENANCE_FIELDS: tuple[str, ...] = (
-    "started_at",
-    "note",
-    "preregistration_sha256",
-    *DISTRIBUTION_FIELDS,
-)
 
 # The two decode-rate endpoints: analysis name -> record field.
 ENDPOINT_FIELDS: dict[str, str] = {
@@ -177,18 +171,6 @@ class Measurement:
         d = asdict(self)
         d["unrecognised_delta_fields"] = list(self.unrecognised_delta_fields)
         return d
-
-
-MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Measurement))
-
-# A decode record, in the order its JSON line holds the fields.
-DECODE_RECORD_FIELDS: tuple[str, ...] = (
-    *IDENTITY_FIELDS,
-    *MEASUREMENT_FIELDS,
-    *PROVENANCE_FIELDS[:1],
-    *(k for k in KEYED_FIELDS if k != "ladder"),
-    *PROVENANCE_FIELDS[1:],
-)
 
 
 def decode_record(

@@ -13,20 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.equivalence import PAIR_COLUMNS
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.analysis.model import (
-    DEFAULT_BOOT,
-    DEFAULT_SEED,
-    ENDPOINTS,
-    AnalysisResult,
-    QuarantinedSession,
-    RecordFile,
-    RunData,
-)
-from pytest_mtpsweep.analysis.pipeline import analyse
-from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
+from .. import schema
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from ..errors import AnalysisError
+from .equivalence import PAIR_COLUMNS
+from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
+from .pipeline import analyse
+from .plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
@@ -280,7 +273,7 @@ def analyse_run(
     *,
     baseline: str | None = None,
     boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_SEED,
+    seed: int = DEFAULT_BOOT_SEED,
     out: Path | None = None,
     pool: bool = False,
     endpoint: str | None = None,
@@ -304,7 +297,7 @@ def load_and_analyse(
     *,
     baseline: str | None = None,
     boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_SEED,
+    seed: int = DEFAULT_BOOT_SEED,
     pool: bool = False,
     endpoint: str | None = None,
 ) -> AnalysisResult:

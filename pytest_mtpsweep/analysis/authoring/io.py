@@ -9,13 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring import contrast, repeats, report, tables
-from pytest_mtpsweep.analysis.authoring.frame import cell_frame, turn_frame
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.fileio import atomic_write_text
-from pytest_mtpsweep.kinds import EndAnalysis
-from pytest_mtpsweep.protocol.rundir import read_records
+from ... import schema
+from ...errors import AnalysisError
+from ...fileio import atomic_write_text
+from ...protocol.rundir import read_records
+from . import contrast, repeats, report, tables
+from .frame import cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks
 RESCUE_CSV = "feedback_rescue.csv"  # cells not green at turn 1, and how many feedback rescued
@@ -152,12 +151,3 @@ def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
     if turns:
         lines.append(f"unreadable turn records (left out of turn counts): {'; '.join(turns)}")
     return lines
-
-
-def analyse_at_end(run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool) -> EndAnalysis:
-    """The session-end call: a refusal is a line, never a traceback."""
-    try:
-        result = analyse_dir(run_dir, baseline, boot, seed, pooled)
-    except AnalysisError as exc:
-        return EndAnalysis(error=str(exc))
-    return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)

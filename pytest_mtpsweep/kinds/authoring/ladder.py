@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LadderError
+from ...kindapi import KindSpec
 from ...ladder.fields import Spec, check_key, check_table, str_list
 from ...ladder.load import parse_treatments
 from ...ladder.model import Ladder, Treatment
-from .. import KindSpec
 
 FIELDS: Spec = {
     "model": (dict, False),  # optional here: every subject may name its own

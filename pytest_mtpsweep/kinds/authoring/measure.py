@@ -18,8 +18,8 @@ from .sandbox import Check, run_check
 from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
 if TYPE_CHECKING:
-    from ...protocol.lifecycle import LiveSession
-    from .run import AuthoringCase, AuthoringRun, RunState
+    from ...protocol.live import LiveSession
+    from .state import AuthoringCase, AuthoringRun, RunState
 
 
 def chat_spec(kind: AuthoringRun, live: LiveSession) -> ChatSpec:

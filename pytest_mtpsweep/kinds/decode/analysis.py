@@ -1,19 +1,24 @@
-"""The decode kind's session-end analysis: the same function `mtpsweep analyse` runs."""
+"""The decode kind's analysis: at session end, and `mtpsweep analyse` of its run directories
+(both call the analysis package, `analysis.analyse_run`)."""
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...errors import AnalysisError, ExpectationError, OptionError
-from ...ladder import Ladder
-from ...options import AnalysisRequest
-from .. import EndAnalysis, GateVerdict
+from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
+from ...ladder.model import Ladder
+from ...request import AnalysisRequest
 from .ladder import parse_contrast
 
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping, Sequence
+
     from ...analysis import AnalysisResult
 
 
@@ -147,3 +152,33 @@ def headline(result: AnalysisResult) -> dict[str, str]:
 
 def pd_isna(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def analyse_command(
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+) -> int:
+    """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
+    gate (exit 1 when one is not met)."""
+    from ...analysis import analyse_run, evaluate_expectations, headline_table, parse_expectation
+
+    gates = [parse_expectation(text) for text in args.expect]
+    result = analyse_run(
+        list(runs),
+        baseline=args.baseline,
+        boot=args.boot,
+        seed=args.boot_seed,
+        out=Path(args.out) if args.out else None,
+        pool=args.pool,
+        endpoint=args.endpoint,
+    )
+    print(headline_table(result))
+    print(f"outputs: {result.out_dir}")
+    if not gates:
+        return EXIT_OK
+    failures = evaluate_expectations(result, gates)
+    for gate in gates:
+        if not any(f.startswith(f"{gate} ") for f in failures):
+            print(f"gate met: {gate}")
+    for failure in failures:
+        print(f"gate FAILED: {failure}", file=sys.stderr)
+    return EXIT_GATE_FAILED if failures else EXIT_OK

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.errors import LadderError, OptionError, PromptError
+from pytest_mtpsweep.kinds.authoring.authoringrun import prepare
 from pytest_mtpsweep.kinds.authoring.cohorts import load_cohorts
 from pytest_mtpsweep.kinds.authoring.ladder import settings
-from pytest_mtpsweep.kinds.authoring.run import prepare
 from pytest_mtpsweep.kinds.authoring.tasks import load_tasks
 from pytest_mtpsweep.ladder import load_ladder, run_plan
-from pytest_mtpsweep.options import RunRequest
+from pytest_mtpsweep.request import RunRequest
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "experiments" / "ladders" / "authoring-cpu.toml"
@@ -116,7 +116,7 @@ def test_the_token_budget_option_overrides_the_ladder(tmp_path: Path) -> None:
 
 
 def test_analysis_options_are_checked_against_the_ladder(tmp_path: Path) -> None:
-    from pytest_mtpsweep.options import AnalysisRequest
+    from pytest_mtpsweep.request import AnalysisRequest
 
     run = prepare(load_ladder(ladder(tmp_path, "[contrast]\nresamples = 3000")), request())
     run.validate_analysis(AnalysisRequest())
