@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pytest_mtpsweep.protocol.rundir import read_records
+from pytest_mtpsweep.state.rundir import read_records
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -114,8 +114,8 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import analyse as analysis_cli
     from . import registry
-    from .analysis import cli as analysis_cli
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."

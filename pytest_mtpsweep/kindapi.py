@@ -32,10 +32,10 @@ if TYPE_CHECKING:
     from .ladder.plan import SessionSlot
     from .options import Opt
     from .preflight.items import PreflightItem
-    from .protocol.context import RunContext
-    from .protocol.live import LiveSession
     from .request import AnalysisRequest
     from .schema import WarmupFacts
+    from .state.context import RunContext
+    from .state.live import LiveSession
 
 GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
 # What a kind's `analyse` returns: `mtpsweep analyse`'s exit status.

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from . import registry
 from .errors import LadderError, UserError
-from .ladder import Ladder, find_ladder, load_ladder, read_toml, run_plan
-from .ladder.load import field_errors, kind_spec_of
+from .ladder import Ladder, find_ladder, read_toml, run_plan
+from .ladder.load import field_errors
+from .loader import kind_spec_of, load_ladder
 from .request import AnalysisRequest, RunRequest
 from .rig import models
 

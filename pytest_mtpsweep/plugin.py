@@ -21,9 +21,9 @@ from . import options, registry
 if TYPE_CHECKING:
     from .distribute import Controller  # noqa: F401 (named in a StashKey)
     from .kindapi import Case, EndAnalysis, Kind, Result
-    from .protocol.live import LiveSession
     from .protocol.progress import Progress
     from .protocol.run import Run
+    from .state.live import LiveSession
 
 RUN = pytest.StashKey["Run"]()
 ROLE = pytest.StashKey[str]()  # "worker" or "controller" under pytest-xdist

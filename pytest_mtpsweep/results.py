@@ -26,7 +26,7 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
     """
     import pandas as pd
 
-    from .protocol.rundir import read_records
+    from .state.rundir import read_records
 
     root = Path(run_dir).expanduser()
     if not (root / schema.RECORDS_DIR).is_dir():

@@ -35,5 +35,18 @@ def server_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:
-    """The real Gemma 3 270M GGUF from the embedded default."""
+    """The embedded default model (Qwen2.5-Coder 0.5B Instruct), provisioned."""
     return provision.default_model_path()
+
+
+# Fixtures that mean a real model server: a test using one is in the full suite only.
+SERVER_FIXTURES = frozenset({"server_bin", "model_path"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses a real server `server`, so `-m "not server"` (the fast tier,
+    `scripts/dev test --fast`) leaves it out; the fast tier also points MTPSWEEP_SERVER_BIN at
+    nothing, so a real-server test without the mark fails there instead of hiding."""
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)

@@ -269,7 +269,7 @@ def test_more_workers_than_cpus_is_refused(pytester: pytest.Pytester) -> None:
 def test_a_workers_servers_get_threads_to_match_its_share() -> None:
     from types import SimpleNamespace
 
-    from pytest_mtpsweep.protocol.context import RunContext
+    from pytest_mtpsweep.state.context import RunContext
 
     lad = SimpleNamespace(server_args=("--parallel", "1"), cpus=None,
                           treatment=lambda key: SimpleNamespace(args=()))  # fmt: skip

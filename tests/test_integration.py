@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.protocol.rundir import read_records
+from pytest_mtpsweep.state.rundir import read_records
 from tests.sandbox import (
     REPO,
     copy_experiments,

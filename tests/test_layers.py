@@ -181,6 +181,26 @@ def test_the_package_has_no_cycle_and_no_import_up_a_layer() -> None:
     assert not problems, "\n".join(problems)
 
 
+def folders(graph: Graph) -> dict[str, set[str]]:
+    """The graph between the package's top-level folders and modules (what a reader sees)."""
+    top = lambda m: m.split(".")[0]  # noqa: E731
+    out: dict[str, set[str]] = {}
+    for a, bs in graph.items():
+        out.setdefault(top(a), set()).update(top(b) for b in bs if top(b) != top(a))
+    return out
+
+
+def test_the_folder_check_fails_on_two_folders_that_import_each_other() -> None:
+    graph = {"a.x": {"b.y"}, "b.z": {"a.w"}, "a.w": set(), "b.y": set()}
+    assert cycles(folders(graph)) == [["a", "b"]]
+
+
+def test_folders_import_one_way_too() -> None:
+    """A folder whose modules sit on two sides of another folder would draw a loop between
+    them: each folder (and top-level module) imports only folders below it."""
+    assert not cycles(folders(imports(PACKAGE)))
+
+
 @pytest.mark.parametrize("kind", ["decode", "authoring"])
 def test_no_module_outside_kinds_names_a_kind(kind: str) -> None:
     """Only a kind's own package says its name; the rest asks the registry."""

@@ -1,7 +1,8 @@
-"""Ladders: loading and validation, the run plan, prompt sets."""
+"""Ladders as values: parsing and validation of the fields, the run plan, prompt sets (the
+loader that asks the registry for a kind's fields is `pytest_mtpsweep.loader`)."""
 
 from .find import find_ladder, search_dirs
-from .load import load_ladder, read_toml
+from .load import read_toml
 from .model import Ladder, Treatment
 from .plan import SessionSlot, run_order_key, run_plan, session_label
 from .prompts import Prompt, load_prompt_set, select
@@ -13,7 +14,6 @@ __all__ = [
     "SessionSlot",
     "Treatment",
     "find_ladder",
-    "load_ladder",
     "load_prompt_set",
     "prompt_digest",
     "read_toml",

@@ -6,10 +6,10 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import LadderError
-from .attach import attach_fields, with_base_url
+from .attach import attach_fields
 from .fields import (
     Spec,
     check_key,
@@ -29,9 +29,6 @@ from .model import (
     Treatment,
 )
 from .plan import run_plan
-
-if TYPE_CHECKING:
-    from ..kindapi import KindSpec
 
 # Tokens one request may ask for: past any context a server supports, and small enough that the
 # disk estimate of a run stays a number (2**63 was once accepted).
@@ -183,50 +180,7 @@ def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> l
     return out
 
 
-def load_ladder(
-    path: Path,
-    overrides: Mapping[str, Any] | None = None,
-    said: str = "",
-    base_url: str | None = None,
-) -> Ladder:
-    """Read, override and validate one ladder file.
-
-    `overrides` are dotted ladder fields set on the command line; `said` is how the command
-    line said them (`--max-tokens 1`), for the error message; `base_url` (`--base-url`)
-    attaches the ladder's one treatment.
-    """
-    overrides = overrides or {}
-    raw = merge_overrides(read_toml(path), overrides)
-    if base_url is not None:
-        raw = with_base_url(raw, base_url, path)
-    said = said or ", ".join(sorted(overrides))
-    where: Path | str = f"{path} (with {said} from the command line)" if overrides else path
-    spec = kind_spec_of(raw, path)
-    raw = {**spec.defaults, **raw, "kind": spec.name}
-    problems = field_errors(raw, spec.fields, where)
-    if problems:
-        raise problems[0]
-    if not raw["question"].strip():
-        raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
-    ladder = _build(raw, path, spec.treatments(raw, path))
-    validate(ladder, where)
-    spec.validate(ladder, where)
-    return ladder
-
-
-def kind_spec_of(raw: dict[str, Any], path: Path) -> KindSpec:
-    """The ladder side of the document's kind (`kind`, else the default kind's)."""
-    from .. import registry
-
-    name = raw.get("kind")
-    if name is None:
-        name = registry.default_name()
-    elif not isinstance(name, str):
-        raise LadderError(f"{path}: field 'kind' is {name!r}; write the kind's name as a string.")
-    return registry.ladder_spec(name, str(path))
-
-
-def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
+def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
     model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
     placement, devices = parse_placement(raw.get("placement", ""), path)

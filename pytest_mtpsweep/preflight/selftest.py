@@ -55,7 +55,7 @@ def _prompt_positions() -> None:
 
 
 def _torn_record_cut_back() -> None:
-    from ..protocol.rundir import RecordWriter, read_records
+    from ..state.rundir import RecordWriter, read_records
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "r.jsonl"

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..ladder import Ladder, SessionSlot
 from ..request import RunRequest
+from ..state.context import RunContext
+from ..state.rundir import RunDir
 from . import documents, prereg, resume
-from .context import RunContext
-from .rundir import RunDir
 from .schedule import Schedule, deadline_from
 from .session import Sessions
 from .setup import Resolved

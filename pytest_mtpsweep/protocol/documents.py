@@ -13,8 +13,8 @@ from .._version import __version__
 from ..ladder import Ladder, SessionSlot
 from ..ladder.model import Preregistration
 from ..preflight.items import PreflightItem, write_preflight_json
+from ..state.rundir import RunDir
 from . import planfile, prereg, resume
-from .rundir import RunDir
 
 
 @dataclass(frozen=True)

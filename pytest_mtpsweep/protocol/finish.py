@@ -14,8 +14,8 @@ from typing import Any
 from .. import schema
 from ..errors import RunDirError
 from ..ladder import Ladder
+from ..state.rundir import RunDir
 from . import rowtable, witnesses
-from .rundir import RunDir
 
 
 @dataclass(frozen=True)

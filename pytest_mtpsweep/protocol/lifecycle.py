@@ -10,8 +10,8 @@ from .. import rig, schema
 from ..errors import ServerError
 from ..rig import host, liveset
 from ..rig.gguf import template_identity
-from .context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
-from .live import LiveSession
+from ..state.context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
+from ..state.live import LiveSession
 from .progress import Progress, Silent, describe
 from .witnesses import startup_error
 

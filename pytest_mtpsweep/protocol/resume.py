@@ -11,8 +11,8 @@ from typing import Any
 from .. import schema
 from ..errors import RunDirError
 from ..preflight.items import PreflightItem, write_preflight_json
+from ..state.rundir import RunDir
 from . import planfile
-from .rundir import RunDir
 
 INTERRUPTED = "interrupted before it finished; run again from a fresh server on --resume"
 INCOMPLETE = "closed with cases its kind will run again on --resume (e.g. budget_stopped cells)"

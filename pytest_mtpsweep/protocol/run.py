@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from .. import options, registry, schema
 from ..errors import OptionError, ProvisionError
 from ..kindapi import case_properties
-from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
+from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
 from ..ladder.attach import one_server
+from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
 from . import finish, interrupts, setup, timeouts
 from .begin import Placement, begin, join
@@ -20,9 +21,9 @@ from .begin import Placement, begin, join
 if TYPE_CHECKING:
     from ..kindapi import Case, EndAnalysis, Kind, KindRun, Result
     from ..preflight import PreflightItem
-    from .live import LiveSession
+    from ..state.live import LiveSession
+    from ..state.rundir import RunDir
     from .progress import Progress
-    from .rundir import RunDir
     from .schedule import Schedule
     from .session import Sessions
 

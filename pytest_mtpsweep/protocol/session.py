@@ -17,10 +17,10 @@ from .. import schema
 from ..errors import RunDirError, ServerError, SkipCase, StopRun
 from ..kindapi import session_note
 from ..ladder.plan import SessionSlot
+from ..state.context import RunContext
+from ..state.live import LiveSession
 from . import lifecycle
-from .context import RunContext
 from .lifecycle import one_line
-from .live import LiveSession
 from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_mtpsweep.analyse import register, run_cli
 from pytest_mtpsweep.analysis import (
     Expectation,
     ExpectationError,
@@ -15,7 +16,6 @@ from pytest_mtpsweep.analysis import (
     evaluate_expectations,
     parse_expectation,
 )
-from pytest_mtpsweep.analysis.cli import register, run_cli
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 DESIGN = Design(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from pytest_mtpsweep.analyse import run_cli
 from pytest_mtpsweep.analysis import AnalysisError, analyse_run
-from pytest_mtpsweep.analysis.cli import run_cli
 from pytest_mtpsweep.analysis.io import curtailment_notes, load_run
 from tests.strategies import Design, make_records, write_run
 

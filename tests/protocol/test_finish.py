@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.errors import RunDirError
-from pytest_mtpsweep.ladder import load_ladder
+from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.protocol.finish import summarise
-from pytest_mtpsweep.protocol.rundir import RunDir
+from pytest_mtpsweep.state.rundir import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 

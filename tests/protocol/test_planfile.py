@@ -43,7 +43,8 @@ def test_a_plan_written_before_plans_named_their_kind_is_the_default_kind() -> N
 def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
     from pathlib import Path
 
-    from pytest_mtpsweep.ladder import load_ladder, run_plan
+    from pytest_mtpsweep.ladder import run_plan
+    from pytest_mtpsweep.loader import load_ladder
     from pytest_mtpsweep.protocol.planfile import plan_document
 
     lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "cpu-demo.toml")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from pytest_mtpsweep import registry
 from pytest_mtpsweep.kindapi import KindRun
-from pytest_mtpsweep.ladder import Ladder, load_ladder, run_plan
+from pytest_mtpsweep.ladder import Ladder, run_plan
+from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.protocol import prereg as preregistration
 from pytest_mtpsweep.request import RunRequest
 

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import Curtailed, OptionError
-from pytest_mtpsweep.ladder import SessionSlot, load_ladder, run_plan, session_label
+from pytest_mtpsweep.ladder import SessionSlot, run_plan, session_label
+from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.options import parse_deadline, parse_duration
 from pytest_mtpsweep.protocol.schedule import Schedule, estimate_s, plan_drops
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.analysis.cli import run_cli
-from pytest_mtpsweep.protocol.rundir import read_records
+from pytest_mtpsweep.analyse import run_cli
+from pytest_mtpsweep.state.rundir import read_records
 from tests.sandbox import (
     FAKE_GGUF,
     copy_experiments,
@@ -454,7 +454,7 @@ FAULT_CONFTEST = """
 import pytest
 from pytest_mtpsweep.errors import RunDirError
 from pytest_mtpsweep.protocol import lifecycle
-from pytest_mtpsweep.protocol.rundir import RunDir
+from pytest_mtpsweep.state.rundir import RunDir
 from pytest_mtpsweep.rig import server
 
 calls = []

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.analysis.cli import run_cli
-from pytest_mtpsweep.ladder import load_ladder
+from pytest_mtpsweep.analyse import run_cli
+from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.preflight.artefacts import check_models
 from pytest_mtpsweep.protocol.setup import model_files
 from tests.protocol.test_session import all_records, run_stub, stub_project

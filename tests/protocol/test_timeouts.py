@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.ladder import Ladder, SessionSlot, load_ladder
+from pytest_mtpsweep.ladder import Ladder, SessionSlot
+from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.protocol.timeouts import STOP_S, closing_s, item_limits, opening_s
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pandas as pd
 from ... import schema
 from ...errors import AnalysisError
 from ...fileio import atomic_write_text
-from ...protocol.rundir import read_records
+from ...state.rundir import read_records
 from . import contrast, repeats, report, tables
 from .frame import cell_frame, turn_frame
 

@@ -34,8 +34,8 @@ from .tasks import load_tasks
 
 if TYPE_CHECKING:
     from ...kindapi import Case
-    from ...protocol.context import RunContext
-    from ...protocol.live import LiveSession
+    from ...state.context import RunContext
+    from ...state.live import LiveSession
 
 
 class AuthoringKindRun(AuthoringRun):

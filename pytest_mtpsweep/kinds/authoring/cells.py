@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import schema
-from ...protocol.rundir import RecordWriter, read_records
 from ...schema import CellResult
+from ...state.rundir import RecordWriter, read_records
 
 
 def append(run_dir: Path, relpath: str, record: Mapping[str, Any]) -> None:

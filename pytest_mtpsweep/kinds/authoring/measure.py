@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
-from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
 from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
+from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
 from . import cells, replycache
 from .budget import warmup_bound
 from .conversation import CellEnd, Messages, Settings, converse
@@ -18,7 +18,7 @@ from .sandbox import Check, run_check
 from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
 if TYPE_CHECKING:
-    from ...protocol.live import LiveSession
+    from ...state.live import LiveSession
     from .state import AuthoringCase, AuthoringRun, RunState
 
 

@@ -19,7 +19,7 @@ from .budget import Budget
 if TYPE_CHECKING:
     from ...ladder.model import Ladder
     from ...ladder.plan import SessionSlot
-    from ...protocol.context import RunContext
+    from ...state.context import RunContext
     from .cohorts import Cohort
     from .ladder import AuthoringSettings
     from .tasks import Task

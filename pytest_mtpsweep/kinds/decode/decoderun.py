@@ -17,8 +17,8 @@ from ...ladder.model import Preregistration
 from ...ladder.prompts import session_order
 from ...preflight import PreflightItem, check_prompt_set
 from ...protocol.attach import counted, counters_now
-from ...protocol.rundir import read_records
 from ...request import AnalysisRequest, RunRequest
+from ...state.rundir import read_records
 from . import tallies
 from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
@@ -26,8 +26,8 @@ from .markers import stop_marker
 
 if TYPE_CHECKING:
     from ...kindapi import Case
-    from ...protocol.context import RunContext
-    from ...protocol.live import LiveSession
+    from ...state.context import RunContext
+    from ...state.live import LiveSession
 
 
 class DecodeRun:
@@ -104,7 +104,7 @@ class DecodeRun:
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as a measurement is."""
-        from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
+        from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
 
         warm = rig.stream_chat(
             live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)

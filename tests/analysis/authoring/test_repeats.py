@@ -98,7 +98,7 @@ def test_feedback_that_never_rescues_is_said_plainly() -> None:
 def test_an_unreadable_cell_record_is_named_and_analyse_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.analysis.cli import run_cli
+    from pytest_mtpsweep.analyse import run_cli
 
     cells, turns = _three_repeats(copies=False)
     (tmp_path / schema.CELLS_DIR).mkdir()

@@ -73,7 +73,7 @@ def test_a_later_record_of_a_cell_replaces_an_earlier_one(tmp_path: Path) -> Non
 def test_mtpsweep_analyse_runs_the_authoring_analysis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.analysis.cli import run_cli
+    from pytest_mtpsweep.analyse import run_cli
 
     (tmp_path / schema.CELLS_DIR).mkdir()
     (tmp_path / schema.cells_file("01_s_c1")).write_text(

@@ -12,7 +12,8 @@ from pytest_mtpsweep.kinds.authoring.authoringrun import prepare
 from pytest_mtpsweep.kinds.authoring.cohorts import load_cohorts
 from pytest_mtpsweep.kinds.authoring.ladder import settings
 from pytest_mtpsweep.kinds.authoring.tasks import load_tasks
-from pytest_mtpsweep.ladder import load_ladder, run_plan
+from pytest_mtpsweep.ladder import run_plan
+from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest
 
 REPO = Path(__file__).resolve().parents[3]

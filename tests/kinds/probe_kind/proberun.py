@@ -18,17 +18,17 @@ from pytest_mtpsweep.kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis, KindRun, O
 from pytest_mtpsweep.ladder.model import Ladder, Preregistration
 from pytest_mtpsweep.ladder.plan import SessionSlot
 from pytest_mtpsweep.preflight.items import FAIL, PASS, PreflightItem
-from pytest_mtpsweep.protocol.rundir import read_records
 from pytest_mtpsweep.request import AnalysisRequest, RunRequest
 from pytest_mtpsweep.schema import RECORDS_DIR, WarmupFacts, utc_now_iso
+from pytest_mtpsweep.state.rundir import read_records
 
 from .ladder import DEFAULT_PATH, DEFAULT_REQUESTS
 
 if TYPE_CHECKING:
     import argparse
 
-    from pytest_mtpsweep.protocol.context import RunContext
-    from pytest_mtpsweep.protocol.live import LiveSession
+    from pytest_mtpsweep.state.context import RunContext
+    from pytest_mtpsweep.state.live import LiveSession
 
 # A probe record, in the order its JSON line holds the fields (then the keyed fields and
 # provenance, as every record of the protocol ends).

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import registry, schema
-from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
-from ..errors import AnalysisError, ExpectationError, LadderError
-from ..kindapi import EXIT_ERROR, EXIT_OK
-from .compare import COMPARE_LABEL, compare_table
-from .io import load_and_analyse
-from .model import AnalysisSettings
+from . import registry, schema
+from .analysis.compare import COMPARE_LABEL, compare_table
+from .analysis.io import load_and_analyse
+from .analysis.model import AnalysisSettings
+from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
+from .errors import AnalysisError, ExpectationError, LadderError
+from .kindapi import EXIT_ERROR, EXIT_OK
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
