@@ -49,6 +49,14 @@ from typing import Any
 
 MODEL = "stand-in"
 now = time.monotonic_ns
+HIGH_WATER = 64 * 1024  # wait for the socket to drain only past this much unsent
+# A token chunk written from a template: json.dumps per chunk would double the stand-in's CPU,
+# and its own lateness is what a bench must keep small. The words are plain ASCII.
+TOKEN = (
+    'data: {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "model": "stand-in", '
+    '"choices": [{"index": 0, "delta": {"%s": "%s"}, "finish_reason": null}], '
+    '"stub": {"recv_ns": %d, "start_ns": %d, "due_ns": %d, "sent_ns": %d}}\n\n'
+)
 
 
 @dataclass(frozen=True)
@@ -267,6 +275,10 @@ async def stream(
     def choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
+    async def drain() -> None:
+        if w.transport.get_write_buffer_size() > HIGH_WATER:
+            await w.drain()
+
     event(choice({"role": "assistant", "content": None}), t0)
     await w.drain()
     sent_tokens = 0
@@ -276,12 +288,15 @@ async def stream(
         k = min(per_chunk, n - sent_tokens)
         key = "reasoning_content" if sent_tokens < reasoning else "content"
         words = "".join(f"t{sent_tokens + i} " for i in range(k))
-        payload = choice({key: words})
         sent_tokens += k
         if per_token:
+            payload = choice({key: words})
             payload["timings"] = {"predicted_n": sent_tokens}
-        event(payload, due)
-        await w.drain()
+            event(payload, due)
+        else:
+            data = TOKEN % (key, words, recv, t0, due, now())
+            w.write(chunk(data.encode()))
+        await drain()
         if truncate is not None and sent_tokens >= truncate:
             return False  # no terminating chunk: the client sees a cut-short body
     due = now()
