@@ -1,0 +1,419 @@
+"""Many streamed chat completions at once: one level of load, closed or open loop.
+
+Closed loop (`ClosedLoop`): N lanes, each sends its next request when its last one ends. Open
+loop (`OpenLoop`): requests go at the intended times of a seeded Poisson schedule
+(`arrivals.poisson_schedule`), however the server keeps up; latency counts from the intended
+time (coordinated omission), and a send that went late says by how much.
+
+The timed loop per request only stamps each network read (monotonic ns) in the event loop's own
+read callback and keeps its bytes (`wire`: why not httpx there); parsing waits until the level
+has ended (`load_records.reduce_request`). Connections are kept alive, at most one per lane
+(closed loop) or per request in flight (open loop); one found closed before any byte of its
+answer (the server dropped an idle keep-alive) is replaced and the request sent again once.
+The client watches itself: a monitor task wakes every `monitor_ms` and records how late it woke (event-loop lag);
+each chunk takes the lag of the next wake, each send its lag behind the intended time.
+
+Timers: asyncio on epoll sleeps in whole milliseconds (a timer wakes up to 1 ms late), so the
+level runs on its own event loop over select(2), whose timeout is in microseconds, and spins
+the last `spin_us` before each intended send (yielding to the loop, so streams still flow).
+select(2) takes descriptors below 1024 only: with too little room the default loop is used and
+the run says so (`LevelRun.timer`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import os
+import selectors
+import socket
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from .arrivals import poisson_schedule
+from .load_records import RawRequest, StreamRecord, reduce_request
+from .wire import Exchange, Pool, Wire
+
+now = time.monotonic_ns
+SELECT_FD_LIMIT = 1024  # FD_SETSIZE on Linux
+FD_MARGIN = 128  # descriptors the rest of the process may open during a level
+LEAD_NS = 2_000_000  # an open-loop request's task starts this long before its intended time
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    """Where to send: an OpenAI-compatible server on loopback unless `allow_remote`."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None  # the variable's name; its value is read at the start only
+    allow_remote: bool = False
+
+
+class PromptLike(Protocol):
+    """What a request needs of a prompt (the ladder's `Prompt` has it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class LoadPrompt:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What every request carries besides its prompt."""
+
+    max_tokens: int
+    temperature: float = 0.0
+    seed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"cache_prompt": False}
+    read_timeout_s: float = 120.0  # the longest silence a stream may keep
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    concurrency: int
+    requests: int
+
+    @property
+    def connections(self) -> int:
+        return max(min(self.concurrency, self.requests), 1)
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    rate: float  # requests/s
+    requests: int
+    seed: int
+    max_in_flight: int = 256  # past this a request waits for one to end, and its send lags
+
+    @property
+    def connections(self) -> int:
+        return max(min(self.max_in_flight, self.requests), 1)
+
+    @property
+    def schedule(self) -> tuple[int, ...]:
+        return poisson_schedule(self.rate, self.requests, self.seed)
+
+
+@dataclass(frozen=True)
+class LevelRun:
+    """One level's requests, in schedule order (one record per request, sent or not)."""
+
+    load: ClosedLoop | OpenLoop
+    records: tuple[StreamRecord, ...]
+    warmup: tuple[StreamRecord, ...]
+    t_start_ns: int
+    t_end_ns: int
+    timed_out: bool
+    timer: str  # which event loop timed it
+    monitor: tuple[tuple[int, int], ...]  # (woke_ns, lag_ns) of every monitor wake
+    cpu_s: float = 0.0  # the client process's CPU time over the level (saturated: ~ its span)
+    raw: tuple[RawRequest, ...] = ()  # what the timed loop kept, with keep_raw only
+
+
+def check_target(target: LoadTarget) -> None:
+    """Refuse a non-loopback URL unless the target allows it (a load test is not for others)."""
+    host = urlsplit(target.base_url).hostname or ""
+    if target.allow_remote or host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(
+            f"load target {target.base_url} is not on loopback; point it at 127.0.0.1 or set "
+            "allow_remote=True for a server you may load"
+        )
+
+
+def auth_headers(target: LoadTarget) -> dict[str, str]:
+    if target.api_key_env is None:
+        return {}
+    key = os.environ.get(target.api_key_env)
+    if not key:
+        raise ValueError(
+            f"the environment variable {target.api_key_env} named for the API key of "
+            f"{target.base_url} is not set; export it before the run"
+        )
+    if not key.isprintable() or any(c.isspace() for c in key):
+        raise ValueError(
+            f"the API key in {target.api_key_env} holds whitespace or control characters, "
+            "which no header may carry; export the key alone"
+        )
+    return {"Authorization": f"Bearer {key}"}
+
+
+def request_bytes(
+    target: LoadTarget, spec: LoadSpec, prompt: PromptLike, headers: Mapping[str, str]
+) -> bytes:
+    """The whole HTTP/1.1 request, built before the level so no send encodes anything."""
+    url = urlsplit(target.base_url)
+    body = request_body(target, spec, prompt)
+    path = f"{url.path.rstrip('/')}/v1/chat/completions"
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"Host: {url.netloc.rsplit('@', 1)[-1]}",
+        "Content-Type: application/json",
+        "Accept: text/event-stream",
+        f"Content-Length: {len(body)}",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def request_body(target: LoadTarget, spec: LoadSpec, prompt: PromptLike) -> bytes:
+    body = {
+        "model": target.model,
+        "messages": [{"role": "user", "content": prompt.text}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": spec.max_tokens,
+        "temperature": spec.temperature,
+        "seed": spec.seed,
+        **spec.extra,
+    }
+    return json.dumps(body).encode()
+
+
+def new_loop(connections: int) -> tuple[asyncio.AbstractEventLoop, str]:
+    """An event loop on select(2) (microsecond timers) when the descriptors fit, else the
+    default one; and which it is."""
+    with socket.socket() as probe:
+        fd = probe.fileno()
+    if fd + 2 * connections + FD_MARGIN < SELECT_FD_LIMIT:
+        return asyncio.SelectorEventLoop(selectors.SelectSelector()), "select (µs timers)"
+    return asyncio.new_event_loop(), "default (1 ms timers: too many descriptors for select)"
+
+
+def run_level(
+    target: LoadTarget,
+    spec: LoadSpec,
+    prompts: Sequence[PromptLike],
+    load: ClosedLoop | OpenLoop,
+    *,
+    timeout_s: float,
+    warmup: int = 0,
+    spin_us: float = 200.0,
+    monitor_ms: float = 1.0,
+    keep_raw: bool = False,
+) -> LevelRun:
+    """Run one level to its end or its `timeout_s`; request i sends prompts[i % len(prompts)].
+
+    `warmup` requests go first, closed loop on the same connections, recorded apart."""
+    check_target(target)
+    if not prompts:
+        raise ValueError("the prompt set is empty; give at least one prompt")
+    lanes = load.concurrency if isinstance(load, ClosedLoop) else load.max_in_flight
+    if load.requests < 0 or lanes < 1:
+        raise ValueError(f"{load}: requests must be >= 0 and concurrency >= 1; fix the level")
+    level = _Level(target, spec, prompts, load, timeout_s, spin_us, monitor_ms)
+    loop, timer = new_loop(load.connections)
+    try:
+        return loop.run_until_complete(level.run(warmup, timer, keep_raw))
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+class _Level:
+    """The mutable state of one level while it runs; gone once its LevelRun exists."""
+
+    def __init__(
+        self,
+        target: LoadTarget,
+        spec: LoadSpec,
+        prompts: Sequence[PromptLike],
+        load: ClosedLoop | OpenLoop,
+        timeout_s: float,
+        spin_us: float,
+        monitor_ms: float,
+    ) -> None:
+        self.spec, self.prompts, self.load = spec, prompts, load
+        self.schedule = load.schedule if isinstance(load, OpenLoop) else ()
+        headers = auth_headers(target)
+        # The key goes into the request bytes only; errors are scrubbed of it.
+        self.requests = [request_bytes(target, spec, p, headers) for p in prompts]
+        self.secrets = [v.split(" ", 1)[-1] for v in headers.values()]
+        self.pool = Pool(target.base_url)
+        self.timeout_s = timeout_s
+        self.spin_ns = int(spin_us * 1000)
+        self.period_ns = int(monitor_ms * 1e6)
+        self.raws: dict[int, RawRequest] = {}
+        self.monitor: list[tuple[int, int]] = []
+        self.stopping = False
+
+    async def run(self, warmup: int, timer: str, keep_raw: bool) -> LevelRun:
+        deadline = now() + int(self.timeout_s * 1e9)
+        timed_out = False
+        try:
+            warm: list[RawRequest] = []
+            if warmup > 0:
+                ahead = ClosedLoop(self.load.connections, warmup)
+                timed_out = not await self._until(self._closed(ahead, now()), deadline)
+                warm = [self.raws[i] for i in sorted(self.raws)]
+                self.raws = {}
+            monitor = asyncio.get_running_loop().create_task(self._monitor())
+            cpu0 = time.process_time()
+            t_start = now()
+            body = (
+                self._closed(self.load, t_start)
+                if isinstance(self.load, ClosedLoop)
+                else self._open(self.load, t_start)
+            )
+            timed_out = not await self._until(body, deadline) or timed_out
+            t_end = now()
+            cpu_s = time.process_time() - cpu0
+            self.stopping = True
+            await monitor
+        finally:
+            self.pool.close()
+        samples = tuple(self.monitor)
+        records = tuple(self._record(i, t_start, samples) for i in range(self.load.requests))
+        mt = self.spec.max_tokens
+        return LevelRun(
+            load=self.load,
+            records=records,
+            warmup=tuple(reduce_request(r, max_tokens=mt) for r in warm),
+            t_start_ns=t_start,
+            t_end_ns=t_end,
+            timed_out=timed_out,
+            timer=timer,
+            monitor=samples,
+            cpu_s=cpu_s,
+            raw=tuple(self.raws[i] for i in sorted(self.raws)) if keep_raw else (),
+        )
+
+    @staticmethod
+    async def _until(work: Coroutine[Any, Any, None], deadline: int) -> bool:
+        """Run `work` until the deadline; False when the deadline cut it short."""
+        try:
+            await asyncio.wait_for(work, max(deadline - now(), 0) / 1e9)
+        except TimeoutError:
+            return False
+        return True
+
+    def _record(self, index: int, t_start: int, monitor: Sequence[tuple[int, int]]) -> StreamRecord:
+        raw = self.raws.get(index)
+        if raw is None:  # never sent: the level's timeout came first
+            intended = t_start + (self.schedule[index] if self.schedule else 0)
+            raw = RawRequest(
+                index, -1, self._prompt_id(index), intended, None, None,
+                error=f"not sent: the level's timeout of {self.timeout_s:g} s came first",
+            )  # fmt: skip
+        return reduce_request(raw, max_tokens=self.spec.max_tokens, monitor=monitor)
+
+    def _prompt_id(self, index: int) -> str:
+        return self.prompts[index % len(self.prompts)].id
+
+    async def _monitor(self) -> None:
+        """Wake every period and record how late the loop let it: the client's own lag."""
+        samples, period = self.monitor, self.period_ns
+        due = now() + period
+        while not self.stopping:
+            await asyncio.sleep(max(due - now(), 0) / 1e9)
+            woke = now()
+            samples.append((woke, woke - due))
+            due = woke + period
+
+    async def _wait_until(self, due: int) -> None:
+        ahead = due - self.spin_ns - now()
+        if ahead > 0:
+            await asyncio.sleep(ahead / 1e9)
+        while now() < due:  # the last stretch: yield, so other streams are still read
+            await asyncio.sleep(0)
+
+    async def _closed(self, load: ClosedLoop, t_start: int) -> None:
+        indices = iter(range(load.requests))
+
+        async def lane(slot: int) -> None:
+            t_free = t_start
+            for index in indices:  # shared: a lane takes the next request as it comes free
+                await self._send(index, slot, t_free)
+                t_free = now()
+
+        await asyncio.gather(*(lane(k) for k in range(load.connections)))
+
+    async def _open(self, load: OpenLoop, t_start: int) -> None:
+        gate = asyncio.Semaphore(load.max_in_flight)
+        loop = asyncio.get_running_loop()
+
+        async def one(index: int, due: int) -> None:
+            await self._wait_until(due)
+            async with gate:  # saturated: the send waits, its lag is recorded
+                await self._send(index, -1, due)
+
+        tasks = []
+        try:
+            for index, offset in enumerate(self.schedule):
+                due = t_start + offset
+                # Started ahead of time so the send itself does not wait for a task switch.
+                ahead = due - LEAD_NS - now()
+                if ahead > 0:
+                    await asyncio.sleep(ahead / 1e9)
+                tasks.append(loop.create_task(one(index, due)))
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _send(self, index: int, slot: int, intended: int) -> None:
+        request = self.requests[index % len(self.requests)]
+        t_send = now()
+        wire: Wire | None = None
+        try:
+            for attempt in (0, 1):
+                try:
+                    wire, reused = await self.pool.get()
+                except (OSError, TimeoutError) as exc:
+                    wire = None
+                    self._keep(index, slot, intended, t_send, None, f"cannot connect: {exc!r}")
+                    return
+                ex = await wire.exchange(request, self.spec.read_timeout_s)
+                self.pool.put(wire)
+                # A kept-alive connection the server had just closed: once more on a fresh one.
+                if not (reused and not ex.received and ex.error and attempt == 0):
+                    self._keep(index, slot, intended, t_send, ex, ex.error)
+                    return
+        except asyncio.CancelledError:
+            why = f"cancelled at the level's timeout of {self.timeout_s:g} s"
+            self._keep(index, slot, intended, t_send, wire.partial() if wire else None, why)
+            raise
+
+    def _keep(
+        self,
+        index: int,
+        slot: int,
+        intended: int,
+        t_send: int,
+        ex: Exchange | None,
+        error: str | None,
+    ) -> None:
+        pid = self._prompt_id(index)
+        why = self._scrub(error) if error else None
+        if ex is None:
+            self.raws[index] = RawRequest(index, slot, pid, intended, t_send, now(), error=why)
+        else:
+            self.raws[index] = RawRequest(
+                index, slot, pid, intended, t_send, ex.t_end_ns,
+                ex.pieces, ex.stamps, ex.status, why,
+            )  # fmt: skip
+
+    def _scrub(self, text: str) -> str:
+        for s in self.secrets:
+            if s:
+                text = text.replace(s, "[redacted]")
+        return text

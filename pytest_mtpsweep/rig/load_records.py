@@ -1,0 +1,259 @@
+"""One request of a load level: what the timed loop kept, and the record it reduces to.
+
+The timed loop keeps only the raw bytes of each network read and its arrival stamp (monotonic
+ns); everything here runs after the level has ended. An SSE event is stamped with the arrival of
+the read that completed it. Records are frozen values; a failure (refused, an HTTP error, a
+stream cut short, the level's timeout) is a record with its `error`, never an exception.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
+ERROR_EXCERPT = 300
+REASONING_KEYS = ("reasoning_content", "reasoning")  # llama-server's and vLLM's spellings
+
+
+@dataclass(frozen=True)
+class RawRequest:
+    """What the timed loop kept for one request (bytes per read, with their arrival stamps)."""
+
+    index: int
+    slot: int
+    prompt_id: str
+    t_intended_ns: int
+    t_send_ns: int | None  # None: never sent
+    t_end_ns: int | None
+    pieces: tuple[bytes, ...] = ()
+    stamps: tuple[int, ...] = ()
+    status: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk that carried content or reasoning: when it arrived, how many tokens (None:
+    unknown), and the client's event-loop lag at that moment (None: no lag sample)."""
+
+    t_ns: int
+    tokens: int | None
+    reasoning: bool
+    lag_ns: int | None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The server's token counts, judged: ok, unknown (not sent) or malformed (and why)."""
+
+    status: Literal["ok", "unknown", "malformed"]
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class StreamRecord:
+    """One request of a level. Latencies count from the intended send time: in open loop the
+    schedule's, in closed loop the moment the request's slot came free (coordinated omission)."""
+
+    index: int  # position in the level's schedule: requests pair across treatments by it
+    slot: int  # closed loop: the lane (0..N-1) that sent it; open loop: -1
+    prompt_id: str
+    t_intended_ns: int
+    t_send_ns: int | None
+    t_first_ns: int | None  # the first content or reasoning token
+    t_end_ns: int | None
+    chunks: tuple[Chunk, ...]
+    http_status: int | None
+    error: str | None
+    finish_reason: str | None
+    usage: Usage
+    timings: Mapping[str, Any] | None  # the server's last `timings` object, as sent
+    token_basis: str | None  # how chunk token counts are known: timings, logprobs, usage
+    model: str | None
+    content_chars: int
+    content_sha256: str
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def send_lag_ns(self) -> int | None:
+        return None if self.t_send_ns is None else self.t_send_ns - self.t_intended_ns
+
+    @property
+    def ttft_ns(self) -> int | None:
+        return None if self.t_first_ns is None else self.t_first_ns - self.t_intended_ns
+
+    @property
+    def e2e_ns(self) -> int | None:
+        return None if self.t_end_ns is None else self.t_end_ns - self.t_intended_ns
+
+    @property
+    def itl_ns(self) -> tuple[float, ...]:
+        """One sample per chunk after the first: its gap, over its tokens where known."""
+        c = self.chunks
+        return tuple((b.t_ns - a.t_ns) / (b.tokens or 1) for a, b in itertools.pairwise(c))
+
+    @property
+    def output_tokens(self) -> int:
+        """The server's completion tokens when its usage is ok, else what the chunks show."""
+        if self.usage.status == "ok" and self.usage.completion_tokens is not None:
+            return self.usage.completion_tokens
+        return sum(ch.tokens or 1 for ch in self.chunks)
+
+
+def check_usage(raw: object, *, max_tokens: int | None, token_chunks: int) -> Usage:
+    """Judge a usage object: missing -> unknown; not an int, negative, absurd, inconsistent ->
+    malformed. `token_chunks` chunks carried tokens, so fewer completion tokens cannot be."""
+    if raw is None:
+        return Usage("unknown", reason="no usage in the stream")
+    if not isinstance(raw, dict):
+        return Usage("malformed", reason=f"usage is a {type(raw).__name__}, not an object")
+    counts: dict[str, int] = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        v = raw.get(key)
+        if v is None:
+            return Usage("unknown", reason=f"usage has no {key}")
+        if not isinstance(v, int) or isinstance(v, bool):
+            return Usage("malformed", reason=f"usage {key} {v!r} is not an integer")
+        if not 0 <= v <= ABSURD_TOKENS:
+            return Usage("malformed", reason=f"usage {key} {v} is out of range")
+        counts[key] = v
+    prompt, completion = counts["prompt_tokens"], counts["completion_tokens"]
+    bad = None
+    total = raw.get("total_tokens")
+    if total is not None and total != prompt + completion:
+        bad = f"usage total_tokens {total!r} != prompt {prompt} + completion {completion}"
+    elif max_tokens is not None and completion > max_tokens:
+        bad = f"usage completion_tokens {completion} exceeds max_tokens {max_tokens}"
+    elif completion < token_chunks:
+        bad = f"usage completion_tokens {completion} < {token_chunks} chunks that carried tokens"
+    if bad is not None:
+        return Usage("malformed", prompt, completion, bad)
+    return Usage("ok", prompt, completion)
+
+
+def sse_lines(pieces: Sequence[bytes], stamps: Sequence[int]) -> Iterator[tuple[str, int]]:
+    """The stream's lines, each with the arrival of the read that completed it."""
+    buf = b""
+    for piece, t in zip(pieces, stamps, strict=True):
+        buf += piece
+        *complete, buf = buf.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace"), t
+    if buf:
+        yield buf.decode("utf-8", "replace"), stamps[-1]
+
+
+def lag_at(monitor: Sequence[tuple[int, int]], t_ns: int) -> int | None:
+    """The lag of the first monitor wake at or after `t_ns` (samples: (woke_ns, lag_ns))."""
+    i = bisect.bisect_left(monitor, (t_ns, -1))
+    return monitor[i][1] if i < len(monitor) else None
+
+
+def reduce_request(
+    raw: RawRequest, *, max_tokens: int | None, monitor: Sequence[tuple[int, int]] = ()
+) -> StreamRecord:
+    """Parse a kept stream into its record (pure; after the level, never inside it)."""
+    chunks: list[Chunk] = []
+    parts: list[str] = []
+    usage_raw: object = None
+    timings: dict[str, Any] | None = None
+    finish: str | None = None
+    model: str | None = None
+    basis: set[str] = set()
+    done = bad_json = False
+    cumulative = 0
+    for line, t in sse_lines(raw.pieces, raw.stamps) if raw.status == 200 else ():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            done = True
+            continue
+        try:
+            event = json.loads(payload)
+        except json.JSONDecodeError:
+            event = None
+        if not isinstance(event, dict):
+            bad_json = True
+            continue
+        model = event["model"] if isinstance(event.get("model"), str) else model
+        usage_raw = event.get("usage", usage_raw)
+        tokens: int | None = None
+        if isinstance(event.get("timings"), dict):
+            timings = event["timings"]
+            n = timings.get("predicted_n")
+            if isinstance(n, int) and not isinstance(n, bool):
+                tokens, cumulative = n - cumulative, n
+        choices = event.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            continue
+        if choice.get("finish_reason"):
+            finish = str(choice["finish_reason"])
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        content = delta.get("content")
+        reasoning = next((delta[k] for k in REASONING_KEYS if delta.get(k)), None)
+        text = content if isinstance(content, str) and content else None
+        if text is None and not isinstance(reasoning, str):
+            continue
+        if tokens is not None:
+            basis.add("timings")
+        logprobs = choice.get("logprobs")
+        if (
+            tokens is None
+            and isinstance(logprobs, dict)
+            and isinstance(logprobs.get("content"), list)
+        ):
+            tokens = len(logprobs["content"])
+            basis.add("logprobs")
+        chunks.append(Chunk(t, tokens, text is None, lag_at(monitor, t)))
+        if text is not None:
+            parts.append(text)
+    usage = check_usage(usage_raw, max_tokens=max_tokens, token_chunks=len(chunks))
+    if not basis and chunks and usage.completion_tokens == len(chunks) and usage.status == "ok":
+        # One token per chunk is then the only count that fits; say so rather than assume it.
+        chunks = [Chunk(c.t_ns, 1, c.reasoning, c.lag_ns) for c in chunks]
+        basis.add("usage")
+    content = "".join(parts)
+    return StreamRecord(
+        index=raw.index,
+        slot=raw.slot,
+        prompt_id=raw.prompt_id,
+        t_intended_ns=raw.t_intended_ns,
+        t_send_ns=raw.t_send_ns,
+        t_first_ns=chunks[0].t_ns if chunks else None,
+        t_end_ns=raw.t_end_ns,
+        chunks=tuple(chunks),
+        http_status=raw.status,
+        error=raw.error or _stream_error(raw, done, finish, bad_json),
+        finish_reason=finish,
+        usage=usage,
+        timings=timings,
+        token_basis="+".join(sorted(basis)) or None,
+        model=model,
+        content_chars=len(content),
+        content_sha256=hashlib.sha256(content.encode()).hexdigest(),
+    )
+
+
+def _stream_error(raw: RawRequest, done: bool, finish: str | None, bad_json: bool) -> str | None:
+    if raw.status != 200:
+        body = b"".join(raw.pieces)[:ERROR_EXCERPT].decode("utf-8", "replace")
+        return f"HTTP {raw.status}: {body!r}"
+    if finish is None and not done:
+        return "the stream ended early (no finish_reason, no [DONE])"
+    if bad_json:
+        return "an event of the stream was not JSON"
+    return None

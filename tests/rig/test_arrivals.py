@@ -1,0 +1,73 @@
+"""The seeded request schedule: the same for a seed, Poisson-like at its rate."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_mtpsweep.rig.arrivals import poisson_schedule, prompt_order
+
+SEEDS = st.integers(min_value=0, max_value=2**63)
+RATES = st.floats(min_value=0.05, max_value=5000.0, allow_nan=False)
+
+
+@given(rate=RATES, n=st.integers(0, 300), seed=SEEDS)
+def test_a_schedule_is_a_pure_function_of_rate_count_and_seed(
+    rate: float, n: int, seed: int
+) -> None:
+    one = poisson_schedule(rate, n, seed)
+    assert one == poisson_schedule(rate, n, seed)
+    assert len(one) == n
+    assert list(one) == sorted(one) and all(t >= 0 for t in one)
+
+
+def test_another_seed_gives_another_schedule() -> None:
+    assert poisson_schedule(10.0, 50, 1) != poisson_schedule(10.0, 50, 2)
+
+
+def test_a_longer_schedule_begins_as_the_shorter_one() -> None:
+    # The first requests of a level do not depend on how many follow.
+    assert poisson_schedule(4.0, 200, 7)[:50] == poisson_schedule(4.0, 50, 7)
+
+
+@settings(max_examples=20, deadline=None)
+@given(rate=RATES, seed=SEEDS)
+def test_gaps_are_exponential_with_mean_one_over_rate(rate: float, seed: int) -> None:
+    n = 10_000
+    times = poisson_schedule(rate, n, seed)
+    gaps = [b - a for a, b in itertools.pairwise((0, *times))]
+    mean_s = sum(gaps) / n / 1e9
+    # The mean of n exponential gaps has a relative sd of 1/sqrt(n) = 1 %: 5 % is 5 sd.
+    assert mean_s == pytest.approx(1 / rate, rel=0.05)
+    # Exponential, not merely the right mean: half the gaps fall under mean * ln 2 (sd 0.5 %),
+    # and a third of them exceed the mean (e^-1 = 0.368). Evenly spaced arrivals fail both.
+    below_median = sum(g / 1e9 < math.log(2) / rate for g in gaps) / n
+    above_mean = sum(g / 1e9 > 1 / rate for g in gaps) / n
+    assert below_median == pytest.approx(0.5, abs=0.025)
+    assert above_mean == pytest.approx(math.exp(-1), abs=0.025)
+
+
+@pytest.mark.parametrize("rate", [0.0, -1.0, math.inf, math.nan])
+def test_a_rate_that_is_not_positive_and_finite_is_refused(rate: float) -> None:
+    with pytest.raises(ValueError, match="positive number of requests/s"):
+        poisson_schedule(rate, 3, 0)
+
+
+@given(n=st.integers(0, 200), n_prompts=st.integers(1, 17), seed=SEEDS)
+def test_prompt_order_uses_every_prompt_equally_often(n: int, n_prompts: int, seed: int) -> None:
+    order = prompt_order(n, n_prompts, seed)
+    assert order == prompt_order(n, n_prompts, seed) and len(order) == n
+    counts = Counter(order)
+    assert set(counts) <= set(range(n_prompts))
+    if n >= n_prompts:
+        assert max(counts.values()) - min(counts[p] for p in range(n_prompts)) <= 1
+
+
+def test_an_empty_prompt_set_is_refused() -> None:
+    with pytest.raises(ValueError, match="prompt set is empty"):
+        prompt_order(3, 0, 0)

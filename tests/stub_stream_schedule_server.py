@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""STAND-IN streaming server: SSE chat chunks on a KNOWN schedule, for the load client's tests
+and bench only.
+
+This is no inference server and runs no model. It answers /v1/chat/completions with
+stream=true as an OpenAI-compatible server would, but on a schedule it states: the first token
+`ttft_ms` after the request takes a slot, then one token every `itl_ms`, `max_tokens` tokens,
+finish_reason "length", usage in the last chunk. With `slots` fewer than the requests in flight,
+the rest queue (first come, first served), so a client can be shown a server that cannot keep
+up; past `max_queue` waiting requests it answers 429. Each chunk carries, beside the OpenAI
+fields, `"stub": {"recv_ns", "start_ns", "due_ns", "sent_ns"}` (the request read, its slot
+taken, the chunk due, the chunk sent) on CLOCK_MONOTONIC, which every process of the host
+shares, so a bench can split the client's share of a delay from the stand-in's own.
+
+A directive in the prompt text changes one request (`!name=value`, several allowed):
+  !status=CODE   answer HTTP CODE with a JSON error, no stream
+  !truncate=K    close the connection after K tokens, without finish, usage or [DONE]
+  !usage=JSON    send this usage object (compact JSON, no spaces); !usage=none omits usage
+  !reasoning=K   send the first K tokens as reasoning_content
+  !per_chunk=K   put K tokens in each chunk
+  !ttft_ms=X, !itl_ms=X   this request's schedule
+A request with "timings_per_token": true gets llama-server's cumulative `timings` in every chunk.
+
+GET /stats answers the server's own counters (requests, in_flight, max_in_flight, active,
+max_active, queued, max_queued, rejected, bearer); POST /stats/reset zeroes them.
+
+Stdlib only (asyncio streams). Command line:
+
+    stub_stream_schedule_server.py [--host 127.0.0.1] [--port 0] [--ttft-ms 20] [--itl-ms 10]
+                                   [--slots 0 (unlimited)] [--max-queue -1 (unlimited)]
+
+It prints `listening on HOST:PORT` once it accepts connections, and stops on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import selectors
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+MODEL = "stand-in"
+now = time.monotonic_ns
+HIGH_WATER = 64 * 1024  # wait for the socket to drain only past this much unsent
+# A token chunk written from a template: json.dumps per chunk would double the stand-in's CPU,
+# and its own lateness is what a bench must keep small. The words are plain ASCII.
+TOKEN = (
+    'data: {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "model": "stand-in", '
+    '"choices": [{"index": 0, "delta": {"%s": "%s"}, "finish_reason": null}], '
+    '"stub": {"recv_ns": %d, "start_ns": %d, "due_ns": %d, "sent_ns": %d}}\n\n'
+)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When the tokens of one request are due, counted from the moment it takes a slot."""
+
+    ttft_ms: float = 20.0
+    itl_ms: float = 10.0
+    slots: int = 0  # 0: unlimited
+    max_queue: int = -1  # -1: unlimited
+
+
+@dataclass
+class Counters:
+    """The stand-in's own witness of what the client did to it."""
+
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    active: int = 0
+    max_active: int = 0
+    queued: int = 0
+    max_queued: int = 0
+    rejected: int = 0
+    bearer: int = 0  # requests that carried an `Authorization: Bearer` header
+
+    def as_json(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+class Slots:
+    """`n` slots served first come, first served: a freed slot passes straight to the longest
+    waiting request (asyncio.Semaphore lets a newcomer take it first)."""
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def full(self) -> bool:
+        return self.free == 0 or bool(self.waiters)
+
+    async def take(self) -> None:
+        if not self.full():
+            self.free -= 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
+        await fut
+
+    def give_back(self) -> None:
+        while self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():  # a waiter whose client left was cancelled: skip it
+                fut.set_result(None)
+                return
+        self.free += 1
+
+
+@dataclass
+class StandIn:
+    schedule: Schedule
+    counters: Counters = field(default_factory=Counters)
+    slots: Slots | None = None
+
+    def __post_init__(self) -> None:
+        if self.schedule.slots > 0:
+            self.slots = Slots(self.schedule.slots)
+
+
+def directives(body: dict[str, Any]) -> dict[str, str]:
+    """The `!name=value` words of the last message's text."""
+    messages = body.get("messages")
+    text = ""
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        text = str(messages[-1].get("content") or "")
+    found: dict[str, str] = {}
+    for word in text.split():
+        if word.startswith("!") and "=" in word:
+            name, _, value = word[1:].partition("=")
+            found[name] = value
+    return found
+
+
+async def read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, dict[str, str], bytes] | None:
+    """One HTTP/1.1 request (method, path, headers, body), or None when the client closed."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    body = await reader.readexactly(length) if length else b""
+    return method, path.split("?", 1)[0], headers, body
+
+
+def response(code: int, body: dict[str, Any], extra: str = "") -> bytes:
+    data = json.dumps(body).encode()
+    head = (
+        f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n{extra}\r\n"
+    )
+    return head.encode() + data
+
+
+def chunk(payload: bytes) -> bytes:
+    return b"%X\r\n%s\r\n" % (len(payload), payload)
+
+
+async def handle(stand_in: StandIn, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+    sock = w.get_extra_info("socket")
+    if sock is not None:  # one small write per event: Nagle would hold it back
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        while (req := await read_request(reader)) is not None:
+            method, path, headers, raw = req
+            if headers.get("authorization", "").startswith("Bearer "):
+                stand_in.counters.bearer += 1
+            if path == "/stats" and method == "GET":
+                w.write(response(200, stand_in.counters.as_json()))
+            elif path == "/stats/reset" and method == "POST":
+                stand_in.counters = Counters()
+                w.write(response(200, {}))
+            elif path == "/health":
+                w.write(response(200, {"status": "ok"}))
+            elif path == "/v1/chat/completions" and method == "POST":
+                if not await chat(stand_in, json.loads(raw or b"{}"), w):
+                    break
+            else:
+                w.write(response(404, {"error": {"message": "not found"}}))
+            await w.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        w.close()
+        with contextlib.suppress(ConnectionError):
+            await w.wait_closed()
+
+
+async def chat(stand_in: StandIn, body: dict[str, Any], w: asyncio.StreamWriter) -> bool:
+    """Answer one chat request; False when the connection must close."""
+    recv = now()
+    c = stand_in.counters
+    c.requests += 1
+    c.in_flight += 1
+    c.max_in_flight = max(c.max_in_flight, c.in_flight)
+    try:
+        d = directives(body)
+        if "status" in d:
+            code = int(d["status"])
+            w.write(response(code, {"error": {"code": code, "message": "as directed"}}))
+            return True
+        slots = stand_in.slots
+        waiting = slots is not None and slots.full()
+        if waiting:
+            if 0 <= stand_in.schedule.max_queue <= c.queued:
+                c.rejected += 1
+                w.write(response(429, {"error": {"message": "busy"}}, "Retry-After: 1\r\n"))
+                return True
+            c.queued += 1
+            c.max_queued = max(c.max_queued, c.queued)
+        if slots is not None:
+            try:
+                await slots.take()
+            finally:
+                if waiting:
+                    c.queued -= 1
+        c.active += 1
+        c.max_active = max(c.max_active, c.active)
+        try:
+            return await stream(stand_in.schedule, body, d, w, recv)
+        finally:
+            c.active -= 1
+            if slots is not None:
+                slots.give_back()
+    finally:
+        c.in_flight -= 1
+
+
+async def sleep_until(t_ns: int) -> None:
+    delay = t_ns - now()
+    if delay > 0:
+        await asyncio.sleep(delay / 1e9)
+
+
+async def stream(
+    schedule: Schedule, body: dict[str, Any], d: dict[str, str], w: Any, recv: int
+) -> bool:
+    t0 = now()
+    ttft_ns = int(float(d.get("ttft_ms", schedule.ttft_ms)) * 1e6)
+    itl_ns = int(float(d.get("itl_ms", schedule.itl_ms)) * 1e6)
+    raw_n = body.get("max_tokens")
+    n = raw_n if isinstance(raw_n, int) and raw_n >= 0 else 16
+    per_chunk = max(int(d.get("per_chunk", "1")), 1)
+    reasoning = int(d.get("reasoning", "0"))
+    truncate = int(d["truncate"]) if "truncate" in d else None
+    per_token = bool(body.get("timings_per_token"))
+    base = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "model": MODEL}
+    w.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    def event(payload: dict[str, Any], due: int) -> None:
+        sent = now()
+        stub = {"recv_ns": recv, "start_ns": t0, "due_ns": due, "sent_ns": sent}
+        data = json.dumps({**base, **payload, "stub": stub})
+        w.write(chunk(b"data: %s\n\n" % data.encode()))
+
+    def choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    async def drain() -> None:
+        if w.transport.get_write_buffer_size() > HIGH_WATER:
+            await w.drain()
+
+    event(choice({"role": "assistant", "content": None}), t0)
+    await w.drain()
+    sent_tokens = 0
+    while sent_tokens < n:
+        due = t0 + ttft_ns + (sent_tokens // per_chunk) * itl_ns
+        await sleep_until(due)
+        k = min(per_chunk, n - sent_tokens)
+        key = "reasoning_content" if sent_tokens < reasoning else "content"
+        words = "".join(f"t{sent_tokens + i} " for i in range(k))
+        sent_tokens += k
+        if per_token:
+            payload = choice({key: words})
+            payload["timings"] = {"predicted_n": sent_tokens}
+            event(payload, due)
+        else:
+            data = TOKEN % (key, words, recv, t0, due, now())
+            w.write(chunk(data.encode()))
+        await drain()
+        if truncate is not None and sent_tokens >= truncate:
+            return False  # no terminating chunk: the client sees a cut-short body
+    due = now()
+    event(choice({}, "length"), due)
+    usage: Any = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n}
+    if "usage" in d:
+        usage = None if d["usage"] == "none" else json.loads(d["usage"])
+    if usage is not None:
+        timings = {"predicted_n": n, "predicted_ms": max(n - 1, 0) * itl_ns / 1e6}
+        event({"choices": [], "usage": usage, "timings": timings}, due)
+    w.write(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+    await w.drain()
+    return True
+
+
+async def serve(host: str, port: int, schedule: Schedule, ready: asyncio.Future[int]) -> None:
+    """Serve until cancelled; `ready` gets the port once connections are accepted."""
+    stand_in = StandIn(schedule)
+    server = await asyncio.start_server(
+        lambda r, w: handle(stand_in, r, w), host, port, backlog=1024
+    )
+    async with server:
+        ready.set_result(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    # select(2) takes a timeout in microseconds; epoll's is in milliseconds, and asyncio's
+    # timers on it would wake up to 1 ms late, blurring the schedule this stand-in promises.
+    return asyncio.SelectorEventLoop(selectors.SelectSelector())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="STAND-IN streaming server (no model).")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--ttft-ms", type=float, default=20.0)
+    p.add_argument("--itl-ms", type=float, default=10.0)
+    p.add_argument("--slots", type=int, default=0)
+    p.add_argument("--max-queue", type=int, default=-1)
+    a = p.parse_args(argv)
+    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue)
+    loop = new_loop()
+    ready: asyncio.Future[int] = loop.create_future()
+    task = loop.create_task(serve(a.host, a.port, schedule, ready))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    ready.add_done_callback(lambda f: print(f"listening on {a.host}:{f.result()}", flush=True))
+    with contextlib.suppress(asyncio.CancelledError):
+        loop.run_until_complete(task)
+    loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
