@@ -183,7 +183,10 @@ def test_the_package_has_no_cycle_and_no_import_up_a_layer() -> None:
 
 def folders(graph: Graph) -> dict[str, set[str]]:
     """The graph between the package's top-level folders and modules (what a reader sees)."""
-    top = lambda m: m.split(".")[0]  # noqa: E731
+
+    def top(module: str) -> str:
+        return module.split(".")[0]
+
     out: dict[str, set[str]] = {}
     for a, bs in graph.items():
         out.setdefault(top(a), set()).update(top(b) for b in bs if top(b) != top(a))
