@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,11 @@ class Script:
     requests: list[Messages] = field(default_factory=list)  # the chats that got an answer
     unauthorised: int = 0
     usage_of: Callable[[Messages, str], Any] | None = None  # a lying server's usage
+    delay_s: float = 0.0  # how long each answer takes (so requests overlap)
+    max_in_flight: int | None = None  # more chat requests at once than this: HTTP 429
+    in_flight: int = 0
+    peak_in_flight: int = 0  # the most chat requests it held at once
+    refused_429: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -91,6 +97,23 @@ def handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 return
             with script.lock:
                 fault = script.faults.popleft() if script.faults else None
+                busy = script.max_in_flight is not None and script.in_flight >= script.max_in_flight
+                if busy and fault is None:
+                    script.refused_429 += 1
+                    fault = 429
+                elif fault is None:
+                    script.in_flight += 1
+                    script.peak_in_flight = max(script.peak_in_flight, script.in_flight)
+            if fault is None:
+                try:
+                    self._answer(body)
+                finally:
+                    with script.lock:
+                        script.in_flight -= 1
+                return
+            self._fault(fault, body)
+
+        def _fault(self, fault: Any, body: dict[str, Any]) -> None:
             if fault == "reset":
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
                 self.close_connection = True
@@ -112,6 +135,12 @@ def handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"model": script.served_model, "choices": [],
                                  "usage": usage(messages, "")})  # fmt: skip
                 return
+            self._answer(body)
+
+        def _answer(self, body: dict[str, Any]) -> None:
+            messages = body.get("messages", [])
+            if script.delay_s:
+                time.sleep(script.delay_s)
             content = script.reply(messages)
             with script.lock:
                 script.requests.append(messages)

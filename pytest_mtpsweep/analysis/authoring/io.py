@@ -68,12 +68,32 @@ def _notes(run_dir: Path) -> list[str]:
     if plan_path.is_file():
         plan = json.loads(plan_path.read_text(encoding="utf-8"))
         notes.append(f"pre-registration sha256 {plan.get('preregistration_sha256')}")
+    for path in sorted((run_dir / schema.SESSIONS_DIR).glob("*.json")):
+        notes += _flight(path)
     for name in (schema.RUN_STATUS_FILE, schema.STOPPED_FILE):
         path = run_dir / name
         if path.is_file():
             first = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
             notes.append(f"{name}: {' / '.join(first)}")
     return notes
+
+
+def _flight(path: Path) -> list[str]:
+    """What a session with cells in flight together says of its concurrency."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []  # the session census names an unreadable session file
+    n, low = info.get("concurrency"), info.get("concurrency_lowest")
+    if not isinstance(n, int) or n <= 1:
+        return []
+    subject = info.get("treatment", path.stem)
+    if isinstance(low, int) and low < n:
+        return [
+            f"concurrency: {subject} ran {n} cells in flight; HTTP 429s lowered the requests in "
+            f"flight to {low} ({info.get('throttled_requests', 0)} request(s) throttled)."
+        ]
+    return [f"concurrency: {subject} ran {n} cells in flight; no HTTP 429 lowered it."]
 
 
 def analyse_dir(

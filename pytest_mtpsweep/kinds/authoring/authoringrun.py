@@ -28,6 +28,7 @@ from .cohorts import digest as cohorts_digest
 from .cohorts import load_cohorts
 from .ladder import settings
 from .order import subject_order
+from .pool import CellPool
 from .state import AuthoringCase, AuthoringRun
 from .tasks import digest as tasks_digest
 from .tasks import load_tasks
@@ -111,6 +112,8 @@ class AuthoringKindRun(AuthoringRun):
             raise SkipSession(f"every selected cell of {slot.treatment} already has its outcome")
         if st.budget.refused is None and ctx.warmup:
             st.budget.allows(warmup_bound())  # the warm-up spends tokens too
+        n = self.settings.cells_in_flight(slot.treatment)
+        self.pools[slot.name] = CellPool(pending, n) if n > 1 and len(pending) > 1 else None
         if st.budget.refused is not None:
             for case in pending:
                 self._record_cell(ctx, case, {"outcome": schema.BUDGET_STOPPED, "valid": True,
@@ -143,7 +146,11 @@ class AuthoringKindRun(AuthoringRun):
             return Outcome(
                 cells.result_of(record), skip=f"{schema.BUDGET_STOPPED}: {st.budget.refused}"
             )
-        body = measure_cell(self, live, c, st)
+        pool = self.pools.get(c.slot.name)
+        if pool is None:
+            body = measure_cell(self, live, c, st)
+        else:  # this cell and the next ones in flight together; this one's result waited for
+            body = pool.result(c, lambda x: measure_cell(self, live, x, st, pool.throttle))
         record = self._record_cell(live.ctx, c, body)
         self._tally(live, record)
         result = cells.result_of(record)
@@ -182,8 +189,15 @@ class AuthoringKindRun(AuthoringRun):
             live.extra["tokens_unknown_cells"] = live.extra.get("tokens_unknown_cells", 0) + 1
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        # the session's end: cells still in flight finish (their requests have timeouts)
+        pool = self.pools.pop(live.slot.name, None)
+        flight = {"concurrency": 1}
+        if pool is not None:
+            pool.close()
+            flight = pool.throttle.facts()
         planned = live.info.get("planned_measurements", 0)
         return {
+            **flight,
             # --resume runs an incomplete session again (only its cells without an outcome)
             "complete": live.measured >= planned and not live.extra.get("incomplete"),
             "outcomes": dict(live.extra.get("outcomes", {})),

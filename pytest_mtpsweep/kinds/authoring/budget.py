@@ -10,8 +10,9 @@ default system prompt). Tokens already spent in the run directory (before a --re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 TEMPLATE_TOKENS = 64
 
@@ -41,26 +42,52 @@ def turn_bound(
 
 @dataclass
 class Budget:
-    """What the run may spend and has spent; once a turn is refused the run is out of budget."""
+    """What the run may spend and has spent; once a turn is refused the run is out of budget.
+
+    With cells in flight together (pool.py) a turn reserves its bound before it is sent and
+    settles to its charge after, so the budget holds exactly whatever finishes first.
+    """
 
     limit: int | None
     spent: int = 0
     refused: str | None = None  # why the budget stopped the run (None: it has not)
+    reserved: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def allows(self, bound: int) -> bool:
         """Whether a turn of at most `bound` tokens fits; the first refusal is remembered."""
+        with self._lock:
+            return self._fits(bound)
+
+    def _fits(self, bound: int) -> bool:
         if self.refused is not None:
             return False
-        if self.limit is None or self.spent + bound <= self.limit:
+        if self.limit is None or self.spent + self.reserved + bound <= self.limit:
             return True
         self.refused = (
-            f"the token budget of {self.limit} would be exceeded: {self.spent} spent, the next "
-            f"turn could take {bound}"
+            f"the token budget of {self.limit} would be exceeded: {self.spent} spent"
+            + (f" and {self.reserved} reserved by turns in flight" if self.reserved else "")
+            + f", the next turn could take {bound}"
         )
         return False
 
+    def reserve(self, bound: int) -> bool:
+        """Hold `bound` tokens for a turn about to be sent; False (and refused) if it cannot fit."""
+        with self._lock:
+            if not self._fits(bound):
+                return False
+            self.reserved += bound
+            return True
+
+    def settle(self, bound: int, charged: int) -> None:
+        """The reserved turn came back: release its bound, spend what it was charged."""
+        with self._lock:
+            self.reserved -= bound
+            self.spent += charged
+
     def spend(self, tokens: int) -> None:
-        self.spent += tokens
+        with self._lock:
+            self.spent += tokens
 
 
 def warmup_bound() -> int:

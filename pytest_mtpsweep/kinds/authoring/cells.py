@@ -8,6 +8,7 @@ cell without one (interrupted, its server gone) or `budget_stopped` runs again o
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,14 +17,17 @@ from ... import schema
 from ...schema import CellResult
 from ...state.rundir import RecordWriter, read_records
 
+_APPEND = threading.Lock()  # cells in flight together (pool.py) append to one turns file
+
 
 def append(run_dir: Path, relpath: str, record: Mapping[str, Any]) -> None:
     """One fsync'd line; a failed write raises RunDirError (the protocol stops the run)."""
-    writer = RecordWriter(run_dir / relpath)
-    try:
-        writer.append(record)
-    finally:
-        writer.close()
+    with _APPEND:
+        writer = RecordWriter(run_dir / relpath)
+        try:
+            writer.append(record)
+        finally:
+            writer.close()
 
 
 def records(run_dir: Path, subdir: str) -> Iterator[dict[str, Any]]:

@@ -106,15 +106,19 @@ def converse(
     previous: tuple[int, int] | None = None
     new: Messages = []
     for turn in range(1, s.max_turns + 1):
-        if not budget.allows(turn_bound(messages, s.max_tokens, previous, new)):
+        bound = turn_bound(messages, s.max_tokens, previous, new)
+        if not budget.reserve(bound):  # held until the reply: other cells may be in flight
             end.outcome, end.budget = schema.BUDGET_STOPPED, budget.refused
             return end
-        bound = turn_bound(messages, s.max_tokens, previous, new)
-        reply = send(messages)
+        try:
+            reply = send(messages)
+        except BaseException:
+            budget.settle(bound, bound)  # whatever it cost is unknown: the bound
+            raise
         # it generated, but what it cost is unknown: the bound is charged; a refused request
         # (429, 500, a reset) costs what it reported, if anything
         charged = bound if answered_without_usage(reply) else reply.tokens
-        budget.spend(charged)
+        budget.settle(bound, charged)
         end.tokens_unknown_turns += answered_without_usage(reply)
         end.turns_used = turn
         end.prompt_tokens += reply.prompt_tokens or 0

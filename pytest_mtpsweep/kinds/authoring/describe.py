@@ -90,7 +90,20 @@ def prereg_lines(
         f"bootstrap-t over tasks ({s.resamples} resamples, seed {s.boot_seed}).",
         f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
         f"- Token budget: {budget}",
+        *_flight_lines(ladder, s),
         f"- Multiplicity: {ladder.prereg.multiplicity or multiplicity(len(others), ladder)}",
+    ]
+
+
+def _flight_lines(ladder: Ladder, s: AuthoringSettings) -> list[str]:
+    many = {k: s.cells_in_flight(k) for k in ladder.treatment_keys if s.cells_in_flight(k) > 1}
+    if not many:
+        return []
+    said = ", ".join(f"{k} {n}" for k, n in many.items())
+    return [
+        f"- Cells in flight together: {said}; cells start in the order above; an HTTP 429 "
+        "halves the requests in flight (down to one) and answers raise it again; the token "
+        "budget reserves each turn's bound before it is sent."
     ]
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ FIELDS: Spec = {
     "checker": (dict, False),
     "api": (dict, False),
     "contrast": (dict, False),
+    "concurrency": ((int, dict), False),  # cells in flight: one number, or per subject key
 }
 CHECKER: Spec = {
     "timeout_s": ((int, float), False),
@@ -99,6 +101,10 @@ class AuthoringSettings:
     boot_seed: int = 42
     pooled: bool = False
     seeds: tuple[int, ...] = ()  # one sampling seed per repeat; empty: derived from the ladder's
+    concurrency: Mapping[str, int] = field(default_factory=dict)  # subject -> cells in flight
+
+    def cells_in_flight(self, subject: str) -> int:
+        return self.concurrency.get(subject, 1)
 
 
 def repeat_seed(ladder_seed: int, repeat: int, seeds: tuple[int, ...] = ()) -> int:
@@ -130,7 +136,14 @@ def settings(ladder: Ladder) -> AuthoringSettings:
         boot_seed=con.get("seed", 42),
         pooled=con.get("pooled", False),
         seeds=tuple(f.get("seeds", ())),
+        concurrency=_concurrency(f.get("concurrency", 1), ladder),
     )
+
+
+def _concurrency(value: int | dict[str, int], ladder: Ladder) -> dict[str, int]:
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    return {t.key: value for t in ladder.treatments}
 
 
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
@@ -212,8 +225,26 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
+    _check_concurrency(f.get("concurrency", 1), ladder, where)
 
 
+def _check_concurrency(value: Any, ladder: Ladder, where: Path | str) -> None:
+    subjects = {t.key for t in ladder.treatments}
+    items = value.items() if isinstance(value, dict) else [("", value)]
+    for key, n in items:
+        name = f"concurrency.{key}" if key else "concurrency"
+        if key and key not in subjects:
+            raise LadderError(
+                f"{where}: {name} names no subject; use one of {', '.join(sorted(subjects))}."
+            )
+        if type(n) is not int or not 1 <= n <= MAX_CONCURRENCY:
+            raise LadderError(
+                f"{where}: {name} is {n!r}; use a whole number of cells in flight from 1 to "
+                f"{MAX_CONCURRENCY}."
+            )
+
+
+MAX_CONCURRENCY = 64
 MAX_SECONDS = 3600  # a check (or a request) that needs longer than an hour is a mistake
 MAX_NPROC = 4096
 

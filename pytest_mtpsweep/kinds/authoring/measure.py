@@ -14,6 +14,7 @@ from . import cells, replycache
 from .budget import warmup_bound
 from .conversation import CellEnd, Messages, Settings, converse
 from .ladder import repeat_seed
+from .pool import Throttle
 from .sandbox import Check, run_check
 from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
@@ -62,9 +63,16 @@ def warm_up(kind: AuthoringRun, live: LiveSession, st: RunState) -> schema.Warmu
 
 
 def measure_cell(
-    kind: AuthoringRun, live: LiveSession, case: AuthoringCase, st: RunState
+    kind: AuthoringRun,
+    live: LiveSession,
+    case: AuthoringCase,
+    st: RunState,
+    throttle: Throttle | None = None,
 ) -> dict[str, Any]:
-    """Run the cell's conversation; returns the cell record's body (turns already written)."""
+    """Run the cell's conversation; returns the cell record's body (turns already written).
+
+    `throttle`: the session's limit on requests in flight, when cells run together (pool.py).
+    """
     ctx, s = live.ctx, kind.settings
     task, cohort = kind.tasks[case.task], kind.cohorts[case.cohort]
     seed = repeat_seed(kind.ladder.seed, case.repeat, s.seeds)
@@ -74,7 +82,16 @@ def measure_cell(
     run_path = ctx.run_dir.path
 
     def ask(messages: Messages) -> ChatReply:
-        return chat(live.http, live.base_url, messages, spec, policy)
+        if throttle is None:
+            return chat(live.http, live.base_url, messages, spec, policy)
+        throttle.acquire()
+        saw_429 = True  # a request that raised tells the throttle to back off
+        try:
+            reply = chat(live.http, live.base_url, messages, spec, policy)
+            saw_429 = "429" in reply.retried or reply.http_status == 429
+            return reply
+        finally:
+            throttle.release(saw_429)
 
     hits: list[bool] = []  # per turn: answered from the reply cache
     send: Callable[[Messages], ChatReply] = ask

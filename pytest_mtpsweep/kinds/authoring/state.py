@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ...state.context import RunContext
     from .cohorts import Cohort
     from .ladder import AuthoringSettings
+    from .pool import CellPool
     from .tasks import Task
 
 
@@ -63,6 +64,7 @@ class AuthoringRun:
         self.tasks = {t.id: t for t in tasks}
         self.cohorts = {c.name: c for c in cohorts}
         self.state: RunState | None = None
+        self.pools: dict[str, CellPool | None] = {}  # session -> its cells in flight together
 
     def run_state(self, run_dir: Path) -> RunState:
         if self.state is None:

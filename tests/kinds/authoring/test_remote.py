@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -421,3 +422,78 @@ class TestUntrustedUsage:
         assert all(t["budget_tokens"] > 0 for t in turns)  # charged its bound, never negative
         session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
         assert session["tokens"] >= 0
+
+
+class TestCellsInFlight:
+    """`concurrency`: cells of a remote subject in flight together, against a STUB server that
+    answers HTTP 429 beyond two requests at once."""
+
+    @staticmethod
+    def project(pytester: pytest.Pytester, url: str, concurrency: int) -> None:
+        make_project(pytester, {"alpha": url}, f"concurrency = {concurrency}", repeats=2)
+        ladder = pytester.path / "experiments" / "ladders" / "tiny.toml"
+        ladder.write_text(ladder.read_text().replace("retries = 2", "retries = 8"))
+
+    @staticmethod
+    def outcomes(rd: Path) -> dict[str, tuple[Any, Any]]:
+        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        return {c["cell"]: (c["outcome"], c["green_turn"]) for c in cells}
+
+    def test_429s_lower_the_requests_in_flight_and_the_outcomes_are_those_of_one_at_a_time(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        script, url = stub
+        script.delay_s, script.max_in_flight = 0.05, 2
+        self.project(pytester, url, 1)
+        run(pytester, "--no-warmup").assert_outcomes(passed=8)
+        one = self.outcomes(only_run(pytester.path))
+        assert script.peak_in_flight == 1 and script.refused_429 == 0
+        for d in (pytester.path / "runs").iterdir():
+            shutil.rmtree(d)
+        shutil.rmtree(pytester.path / "experiments")
+        self.project(pytester, url, 4)
+        result = run(pytester, "--no-warmup")
+        result.assert_outcomes(passed=8)
+        many = only_run(pytester.path)
+        assert self.outcomes(many) == one
+        assert script.peak_in_flight == 2 and script.refused_429 > 0  # really concurrent
+        cells = lines(many / schema.cells_file("01_alpha_c1"))
+        assert [c["position"] for c in cells] == sorted(c["position"] for c in cells)
+        session = json.loads((many / schema.session_file("01_alpha_c1")).read_text())
+        assert session["concurrency"] == 4 and session["throttled_requests"] > 0
+        assert session["concurrency_lowest"] <= 2
+        report = (many / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
+        assert "concurrency: alpha ran 4 cells in flight; HTTP 429s lowered" in report
+        prereg = (many / "preregistration.md").read_text()
+        assert "Cells in flight together: alpha 4" in prereg
+
+    def test_the_budget_holds_exactly_with_cells_in_flight(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        script, url = stub
+        script.delay_s = 0.05
+        self.project(pytester, url, 4)
+        run(pytester, "--token-budget", "700")
+        rd = only_run(pytester.path)
+        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        spent = sum(t["budget_tokens"] for t in turns)
+        session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
+        assert 0 < spent + session["warmup_tokens"] <= 700
+        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        assert any(c["outcome"] == schema.BUDGET_STOPPED for c in cells) and len(cells) == 8
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("0", "concurrency is 0"), ("65", "concurrency is 65"), ("{ beta = 2 }", "names no subject"),
+     ("{ alpha = true }", "concurrency.alpha is True"), ('"4"', "concurrency")],
+)  # fmt: skip
+def test_bad_concurrency_is_one_line_before_anything_starts(
+    pytester: pytest.Pytester, stub: tuple[Script, str], value: str, message: str
+) -> None:
+    script, url = stub
+    make_project(pytester, {"alpha": url}, f"concurrency = {value}")
+    result = run(pytester)
+    assert result.ret != 0 and not script.requests
+    said = result.stdout.str() + result.stderr.str()
+    assert message in said and "Traceback" not in said
