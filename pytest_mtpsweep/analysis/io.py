@@ -16,6 +16,7 @@ import pandas as pd
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.analysis.equivalence import PAIR_COLUMNS
 from pytest_mtpsweep.analysis.errors import AnalysisError
+from pytest_mtpsweep.analysis.html import write_report_html
 from pytest_mtpsweep.analysis.model import (
     DEFAULT_BOOT,
     DEFAULT_SEED,
@@ -30,7 +31,8 @@ from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
-    "position_trend.csv", "equivalence.csv", "acceptance.csv", "report.md", "forest.png",
+    "position_trend.csv", "equivalence.csv", "acceptance.csv", "truncated.csv", "per_cycle.csv",
+    "report.md", "forest.png", "report.html",
 )  # fmt: skip
 
 
@@ -252,11 +254,14 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
             out / "equivalence.csv", index=False
         )
         result.acceptance.to_csv(out / "acceptance.csv", index=False)
+        # report.md names how many rows these hold rather than listing them one by one.
+        result.truncated.to_csv(out / "truncated.csv", index=False)
+        result.per_cycle.to_csv(out / "per_cycle.csv", index=False)
         (out / "contrasts.json").write_text(
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
         (out / "report.md").write_text(result.report_md, encoding="utf-8")
-        written += [name for name in OUTPUT_FILES if name != "forest.png"]
+        written += [name for name in OUTPUT_FILES if name not in ("forest.png", "report.html")]
         stale = out / "forest.png"
         figure = forest_figure(result) if result.plot_available else None
         if figure is not None:
@@ -265,6 +270,11 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
         elif stale.exists():
             # A plot left by an earlier analysis would contradict this report.
             stale.unlink()
+        from pytest_mtpsweep.kinds.decode.html_sections import sections  # the registry's, later
+
+        run_dir = Path(result.run_dirs[0])
+        write_report_html(run_dir, sections(run_dir, out), out)
+        written.append("report.html")
     except OSError as exc:
         raise AnalysisError(
             f"cannot write the analysis outputs to {out} ({exc.strerror}); pass --out with a "

@@ -128,6 +128,10 @@ def analyse_dir(
         unreadable,
     )
     atomic_write_text(out / schema.REPORT_MD, text)
+    from pytest_mtpsweep.analysis.html import write_report_html
+    from pytest_mtpsweep.kinds.authoring.html_sections import sections  # the registry's, later
+
+    write_report_html(run_dir, sections(run_dir))
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
                       *repeats.rescue_lines(rescue)[:1], *_unreadable(bad_cells, bad_turns)])  # fmt: skip
     return AuthoringResult(table, rows, agree, census, head, out, tuple(bad_cells))
