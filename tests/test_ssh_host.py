@@ -79,9 +79,7 @@ def host(tmp_path: Path) -> Iterator[Path]:
         cmd = ["ssh", "-F", str(d / "ssh_config"), "mtpsweep-loopback", "true"]
         deadline = time.monotonic() + 30
         while subprocess.run(cmd, capture_output=True, check=False).returncode != 0:
-            assert proc.poll() is None and time.monotonic() < deadline, (
-                (d / "sshd.log").read_text()
-            )
+            assert proc.poll() is None and time.monotonic() < deadline, (d / "sshd.log").read_text()
             time.sleep(0.3)
         yield d / "ssh_config"
     finally:

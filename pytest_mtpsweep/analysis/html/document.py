@@ -82,7 +82,7 @@ def _attribute(name: str, value: object) -> str:
         return f" {name}"
     string = str(value)
     if name in _URL_PREFIXES and not string.startswith(_URL_PREFIXES[name]):
-        raise ValueError(f"{name}={string[:40]!r}: only in-page links and inline pictures")
+        raise ValueError(f"{name}={string[:40]!r} is not allowed: in-page links, inline PNGs only")
     return f' {name}="{html.escape(string, quote=True)}"'
 
 

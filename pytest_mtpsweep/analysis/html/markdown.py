@@ -123,12 +123,12 @@ def render(markdown: str) -> Markup:
                 j += 1
             out.append(_table(lines[i:j]))
             i = j
-        elif _ITEM.match(line):
+        elif first := _ITEM.match(line):
             j = i + 1
             while (
                 j < len(lines)
                 and lines[j].strip()
-                and (_ITEM.match(lines[j]) or lines[j].startswith(" "))
+                and (lines[j].startswith(" ") or _same_kind(first, _ITEM.match(lines[j])))
             ):
                 j += 1
             out.append(_list(lines[i:j]))
@@ -140,6 +140,11 @@ def render(markdown: str) -> Markup:
             out.append(el("p", inline(" ".join(x.strip() for x in lines[i:j]))))
             i = j
     return join(out)
+
+
+def _same_kind(first: re.Match[str], other: re.Match[str] | None) -> bool:
+    """Another item of the same list: bullets continue bullets, numbers numbers."""
+    return other is not None and not other["indent"] and bool(first["n"]) == bool(other["n"])
 
 
 def _starts_block(line: str) -> bool:

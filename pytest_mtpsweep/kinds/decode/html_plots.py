@@ -117,18 +117,21 @@ def timeline_figure(frame: Any, treatments: Sequence[str], endpoint: str) -> Any
     if ok.empty:
         return None
     start = ok["started"].min()
-    minutes = (ok["started"] - start).dt.total_seconds() / 60
+    seconds = (ok["started"] - start).dt.total_seconds()
+    # A short run reads in seconds; anything longer in minutes.
+    unit, scale = ("seconds", 1.0) if seconds.max() < 120 else ("minutes", 60.0)
+    since = seconds / scale
     fig = Figure(figsize=(11, 3.4), layout="constrained")
     ax = fig.subplots()
     for session_start in ok.groupby("session")["started"].min():
-        x = (session_start - start).total_seconds() / 60
+        x = (session_start - start).total_seconds() / scale
         ax.axvline(x, color="0.88", linewidth=0.7, zorder=0)
     palette = colours([*treatments, *sorted(set(ok["treatment"]) - set(treatments))])
     for treatment, colour in palette.items():
         mine = ok["treatment"] == treatment
         if mine.any():
-            ax.scatter(minutes[mine], ok[endpoint][mine], s=9, color=colour, label=treatment)
-    ax.set_xlabel("minutes since the first measurement (grey lines: a session starts)")
+            ax.scatter(since[mine], ok[endpoint][mine], s=9, color=colour, label=treatment)
+    ax.set_xlabel(f"{unit} since the first measurement (grey lines: a session starts)")
     ax.set_ylabel(f"tokens/s, {endpoint}")
     ax.grid(axis="y", color="0.92", linewidth=0.6)
     fig.legend(loc="outside right upper", fontsize=8, markerscale=1.5)
