@@ -193,10 +193,16 @@ def _checker(turn: Mapping[str, Any]) -> Markup:
     return join(parts)
 
 
+def _tokens(record: Mapping[str, Any], prompt: str, completion: str) -> str:
+    """'185 prompt + 30 completion tokens'; a count the server did not give is 'unknown'."""
+    p, c = record.get("prompt_tokens"), record.get("completion_tokens")
+    if p is None and c is None:
+        return "tokens unknown"
+    return f"{'unknown' if p is None else p}{prompt} + {'unknown' if c is None else c}{completion}"
+
+
 def _turn(turn: Mapping[str, Any], sent: str, reply: str | None, mode: str) -> Markup:
-    tokens = (
-        f"{turn.get('prompt_tokens')} prompt + {turn.get('completion_tokens')} completion tokens"
-    )
+    tokens = _tokens(turn, " prompt", " completion tokens")
     head: list[Markup | str] = [
         f"Turn {turn.get('turn')} ",
         _badge(turn.get("verdict")),
@@ -210,8 +216,11 @@ def _turn(turn: Mapping[str, Any], sent: str, reply: str | None, mode: str) -> M
         head.append(", from the reply cache")
     body = [el("h4", *head), el("p", "Prompt:", class_="label"), el("pre", sent)]
     if reply is None:
-        why = turn.get("api_error") or "no reply came back"
-        body.append(el("p", f"No reply: {why} (HTTP {turn.get('http_status')}).", class_="note"))
+        why = str(turn.get("api_error") or "no reply came back")
+        status = turn.get("http_status")
+        if status is not None and str(status) not in why:
+            why += f" (HTTP {status})"
+        body.append(el("p", f"No reply: {why}.", class_="note"))
     else:
         body += [el("p", "Reply:", class_="label"), el("pre", reply), _artefact(reply, mode, turn)]
         body.append(_checker(turn))
@@ -232,8 +241,7 @@ def _cell(
         f" {cell.get('subject')} · {cell.get('cohort')} · {cell.get('task')} · "
         f"r{cell.get('repeat')} ",
         _badge(cell.get("outcome")),
-        f" {cell.get('turns_used')} turn(s), {cell.get('prompt_tokens')} + "
-        f"{cell.get('completion_tokens')} tokens ",
+        f" {cell.get('turns_used') or 0} turn(s), {_tokens(cell, '', ' tokens')} ",
         el("a", "link", href=f"#cell={quote(name, safe='')}", class_="permalink"),
     )
     facts = [
@@ -242,7 +250,9 @@ def _cell(
         if cell.get(k) not in (None, "")
     ]
     body: list[Markup] = [el("p", "; ".join(facts), class_="note")] if facts else []
-    if messages is None:
+    if messages is None and not cell.get("conversation"):
+        body.append(el("p", "No conversation was held: the cell never started.", class_="note"))
+    elif messages is None:
         body.append(el("p", f"No conversation file: {cell.get('conversation')}.", class_="note"))
     else:
         exchanges = _exchanges(messages)

@@ -79,6 +79,7 @@ def _chosen(frame: Any, data: Mapping[str, Any]) -> Any:
 
 
 def _pictures(run_dir: Path, data: Mapping[str, Any], drawn: bool, doc: md.Document) -> Markup:
+    # The analysis decided whether to draw (forest.png is there); the other pictures follow it.
     if not drawn:
         why = md.render(doc.section("Plot") or "")
         return join([why, images.missing()]) if not images.available() else why
