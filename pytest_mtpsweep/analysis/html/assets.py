@@ -28,6 +28,8 @@ th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: left; vert
 th { background: var(--band); position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#headline table { font-size: 12.5px; }
+#headline th, #headline td { padding: 2px 6px; }
 .scroll { max-height: 460px; overflow: auto; border: 1px solid var(--line); display: inline-block;
   max-width: 100%; }
 .scroll table { margin: 0; }

@@ -156,6 +156,7 @@ def acceptance_figure(rows: Sequence[Mapping[str, Any]]) -> Any | None:
     ax.set_ylim(len(drafted) - 0.5, -0.5)
     ax.set_xlim(0, 100)
     ax.set_xlabel("drafted tokens the target accepted, %")
-    for y, v in enumerate(values):
-        ax.text(min(v + 1, 92), y, f"{v:.1f}%", va="center", fontsize=8)
+    for y, (v, r) in enumerate(zip(values, drafted, strict=True)):
+        counts = f"{v:.1f}% ({r.get('draft_n_accepted')} of {r.get('draft_n')})"
+        ax.text(min(v + 1, 80), y, counts, va="center", fontsize=8)
     return fig
