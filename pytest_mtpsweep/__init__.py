@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
     from .results import load_records
     from .schema import CellResult, Measurement
 
-__version__ = "0.2.0"
 __all__ = ["CellResult", "Measurement", "__version__", "load_records"]
 
 

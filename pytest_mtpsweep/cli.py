@@ -169,7 +169,7 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import kinds
+    from . import registry
     from .analysis import cli as analysis_cli
 
     parser = argparse.ArgumentParser(
@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run", metavar="RUN", help="the run directory")
     p.set_defaults(func=_cleanup)
-    for register in kinds.cli_registrars():  # each kind's own subcommands
+    for register in registry.command_registrars():  # each kind's own subcommands
         register(sub)
     return parser
 

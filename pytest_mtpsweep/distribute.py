@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .kinds import Case
+    from .kindapi import Case
     from .ladder import SessionSlot
     from .preflight import PreflightItem
     from .protocol.run import Run
@@ -86,8 +86,11 @@ def configure(config: pytest.Config, run: Run, as_role: str) -> Controller | Non
     problem = None
     if dist not in ("load", "loadgroup"):  # -n alone means xdist's `load`
         problem = f"--dist {dist} would split a counterbalanced block; use --dist loadgroup."
-    elif lad.kind != "decode":
-        problem = f"a {lad.kind} ladder runs without -n; distribution is for decode ladders."
+    elif not run.declared.distributable:
+        from . import registry
+
+        able = ", ".join(k.name for k in registry.kinds() if k.distributable) or "no kind"
+        problem = f"a {lad.kind} ladder runs without -n; distribution is for {able} ladders."
     elif any(t.attached for t in lad.treatments):
         problem = "an attached server is one endpoint that two workers would measure at once."
     elif request.deadline or request.time_budget:

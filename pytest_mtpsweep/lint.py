@@ -1,8 +1,8 @@
 """`mtpsweep lint LADDER...`: check ladder files without starting anything or needing a model.
 
 Each file goes through the loader a run uses (`ladder.load_ladder`: schema, treatments,
-pre-registration labels, drop order, numeric ranges) and its kind's own checks (a decode
-ladder's prompt set, the analysis baseline); then the server arguments: a `{placeholder}`
+pre-registration labels, drop order, numeric ranges) and its kind's own checks (its inputs,
+such as a prompt set, and its analysis settings); then the server arguments: a `{placeholder}`
 nothing replaces, or a flag the harness sets itself. The fields of each table are checked on
 their own, so one file can report several problems.
 """
@@ -14,11 +14,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kinds
+from . import registry
 from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, load_ladder, read_toml, run_plan
-from .ladder.load import field_errors
-from .ladder.model import KINDS
+from .ladder.load import field_errors, kind_spec_of
 from .request import AnalysisRequest, RunRequest
 from .rig import models
 
@@ -119,7 +118,7 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         invocation=("mtpsweep", "lint", str(ladder.path)),
     )
     try:
-        run = kinds.prepare(ladder, request)
+        run = registry.prepare(ladder, request)
         run.validate_analysis(AnalysisRequest())
         cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
     except UserError as exc:
@@ -138,9 +137,12 @@ def lint_file(path: Path) -> Linted:
         raw = read_toml(path)
     except LadderError as exc:
         return Linted(path, problems=(str(exc),))
-    kind = raw.get("kind", "decode")
-    if kind in KINDS:
-        early = field_errors(raw, kinds.kind_spec(kind).fields, path)
+    try:
+        spec = kind_spec_of(raw, path)
+    except LadderError:
+        pass  # the loader below names it
+    else:
+        early = field_errors(raw, spec.fields, path)
         if len(early) > 1:  # else the loader below names the one problem itself
             return Linted(path, problems=tuple(_line(path, str(e)) for e in early))
     try:

@@ -1,6 +1,7 @@
 """Every command-line option, declared once: pytest's `--ladder` family and the `mtpsweep` CLI
-both register from this table, and `RunRequest` is built from it. No option dest travels
-past this module; the rest of the package sees domain names only.
+both register from this table (`OPTIONS`, the shared ones; each kind declares its own in its
+`kindapi.Kind`, and callers pass them in), and `RunRequest` is built from it. No option dest
+travels past this module; the rest of the package sees domain names only.
 """
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
 from .errors import OptionError
 
 if TYPE_CHECKING:
@@ -19,28 +21,10 @@ if TYPE_CHECKING:
 
     import pytest
 
-    # re-exported: the rest of the package imports these names from here
-    from .request import AnalysisRequest as AnalysisRequest
-    from .request import PreflightRequest as PreflightRequest
-    from .request import RunRequest as RunRequest
+    from .request import RunRequest
 
 # What a run reads lives in request.py, imported when a run is built: this module is loaded by
 # every pytest process of an environment where the package is installed, --ladder or not.
-_REQUEST_TYPES = ("AnalysisRequest", "PreflightRequest", "RunRequest")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REQUEST_TYPES:
-        from . import request
-
-        return getattr(request, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-SUBSET_CHOICES = ("prose", "structured", "both")
-DEFAULT_BOOT = 2000
-DEFAULT_BOOT_SEED = 42
-MIN_BOOT = 1000
 
 
 def _finite_float(text: str) -> float:
@@ -89,9 +73,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--seed", "seed", "sampling seed (overrides the ladder)", int, metavar="N", overrides="seed"),
     Opt("--temperature", "temperature", "sampling temperature (overrides the ladder)", _finite_float, metavar="T", overrides="temperature"),
     Opt("--cycles", "cycles", "number of cycles (odd: ladder order, even: reversed)", int, metavar="N", overrides="cycles"),
-    Opt("--subset", "subset", "which prompts: prose, structured or both", choices=SUBSET_CHOICES, overrides="subset"),
     Opt("--repeats", "repeats", "runs of each prompt per session, averaged before pairing (overrides the ladder)", int, metavar="N", overrides="repeats"),
-    Opt("--cache-prompt", "cache_prompt", "let llama-server reuse cached prompt prefixes (recorded, keyed)", action="store_true", overrides="cache_prompt"),
     Opt("--prompts-dir", "prompts_dir", "a prompt set directory instead of the ladder's", metavar="DIR"),
     Opt("--base-url", "base_url", "attach the ladder's one treatment to the server at URL (a trailing /v1 is fine); nothing is started or stopped", metavar="URL"),
     Opt("--port", "port", "server port (0: a free port per session)", int, metavar="PORT", overrides="server.port"),
@@ -100,7 +82,6 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--placement", "placement", "how the model is placed on the hardware (a comparability key)", metavar="TEXT", overrides="placement"),
     Opt("--deadline", "deadline", "local time by which the run must end; sessions are dropped in the pre-registered order if it would overrun", metavar="HH:MM"),
     Opt("--time-budget", "time_budget", "like --deadline, as a duration from the start: 90s, 10m, 1h30m", metavar="DURATION"),
-    Opt("--token-budget", "token_budget", "authoring: stop before a turn could take the run past N prompt+completion tokens (overrides the ladder)", int, metavar="N", overrides="token_budget"),
     Opt("--resume", "resume", "continue an interrupted run with the same ladder and options", metavar="RUN_DIR"),
     Opt("--no-warmup", "no_warmup", "skip the warm-up request at session start", action="store_true"),
     Opt("--no-calibration", "no_calibration", "skip the calibration prompt at session start and end", action="store_true"),
@@ -118,13 +99,27 @@ OPTIONS: tuple[Opt, ...] = (
 BY_NAME: dict[str, Opt] = {o.name: o for o in OPTIONS}
 # What `mtpsweep preflight` takes: the ladder, what decides the rig, and preflight's own.
 PREFLIGHT_CLI = ("ladder", "model", "server_bin", "base_url", "port", "server_build", "waive", "against", "verify_digests")  # fmt: skip
-BOOTSTRAP_CLI = ("baseline", "boot", "boot_seed")
 
 
-def add_pytest_options(parser: pytest.Parser) -> None:
+def table(kinds: Iterable[Opt] = ()) -> tuple[Opt, ...]:
+    """The shared options, then the kinds' own; a kind may not take a shared flag or name."""
+    out = list(OPTIONS)
+    for opt in kinds:
+        clash = next((o for o in out if opt.flag == o.flag or opt.name == o.name), None)
+        if clash is not None and clash != opt:
+            raise OptionError(
+                f"option {opt.flag} ({opt.name}) of an installed kind clashes with {clash.flag} "
+                f"({clash.name}); the kind must name its options differently."
+            )
+        if clash is None:
+            out.append(opt)
+    return tuple(out)
+
+
+def add_pytest_options(parser: pytest.Parser, opts: Sequence[Opt] = OPTIONS) -> None:
     """Register every option in pytest's `mtpsweep` group."""
     group = parser.getgroup("mtpsweep", "LLM inference-server experiments (pytest-mtpsweep)")
-    for opt in OPTIONS:
+    for opt in opts:
         group.addoption(opt.flag, **opt.kwargs())
 
 
@@ -138,9 +133,14 @@ def add_argparse_options(parser: argparse.ArgumentParser, names: Iterable[str]) 
         parser.add_argument(opt.flag, **kwargs)
 
 
-def values_from(getter: Callable[[str], Any]) -> dict[str, Any]:
+def values_from(getter: Callable[[str], Any], opts: Sequence[Opt] = OPTIONS) -> dict[str, Any]:
     """Option values by domain name, read through `getter(dest)` (pytest or argparse)."""
-    return {o.name: getter(o.dest) for o in OPTIONS}
+    return {o.name: getter(o.dest) for o in opts}
+
+
+def _given(opt: Opt, value: Any) -> bool:
+    # an unset flag (store_true: False, append: []) leaves the ladder's value alone
+    return value is not None and not (opt.action == "store_true" and value is False) and value != []
 
 
 def _path(value: Any) -> Path | None:
@@ -148,24 +148,27 @@ def _path(value: Any) -> Path | None:
 
 
 def run_request(
-    values: Mapping[str, Any], *, search_dirs: Iterable[Path], cwd: Path, invocation: Iterable[str]
+    values: Mapping[str, Any],
+    *,
+    search_dirs: Iterable[Path],
+    cwd: Path,
+    invocation: Iterable[str],
+    opts: Sequence[Opt] = OPTIONS,
 ) -> RunRequest:
-    """A RunRequest from option values by domain name; bad combinations are OptionErrors."""
+    """A RunRequest from option values by domain name; bad combinations are OptionErrors.
+
+    `opts` is the table the values were read by: the shared options and the kinds' own."""
     import datetime as dt
 
-    # re-exported: the rest of the package imports these names from here
-    from .request import AnalysisRequest as AnalysisRequest
-    from .request import PreflightRequest as PreflightRequest
-    from .request import RunRequest as RunRequest
+    from .request import AnalysisRequest, PreflightRequest, RunRequest
 
     v = dict(values)
     overrides = {
-        o.overrides: v[o.name]
-        for o in OPTIONS
-        # an unset flag (store_true: False) leaves the ladder's value alone
-        if o.overrides is not None
-        and v.get(o.name) is not None
-        and not (o.action == "store_true" and v[o.name] is False)
+        o.overrides: v[o.name] for o in opts if o.overrides is not None and _given(o, v.get(o.name))
+    }
+    shared = {o.name for o in OPTIONS}
+    kind_options = {
+        o.name: v[o.name] for o in opts if o.name not in shared and _given(o, v.get(o.name))
     }
     if v.get("resume") and v.get("run_dir"):
         raise OptionError("--resume continues its own run directory; drop --run-dir.")
@@ -185,6 +188,7 @@ def run_request(
         cwd=cwd,
         invocation=tuple(invocation),
         overrides=overrides,
+        kind_options=kind_options,
         prompts_dir=_path(v.get("prompts_dir")),
         server_bin=v.get("server_bin"),
         base_url=v.get("base_url") or None,
@@ -211,9 +215,9 @@ def run_request(
     )
 
 
-def describe_overrides(overrides: Mapping[str, Any]) -> str:
+def describe_overrides(overrides: Mapping[str, Any], opts: Sequence[Opt] = OPTIONS) -> str:
     """The overrides as the command line said them: `--max-tokens 1 --port 0`."""
-    flags = {o.overrides: o.flag for o in OPTIONS if o.overrides}
+    flags = {o.overrides: o.flag for o in opts if o.overrides}
     return " ".join(f"{flags.get(k, k)} {v}" for k, v in overrides.items())
 
 
@@ -249,4 +253,6 @@ def check_bootstrap(boot: int, seed: int) -> None:
             f"more (default {DEFAULT_BOOT})."
         )
     if seed < 0:
-        raise OptionError(f"--boot-seed {seed} is negative; use a seed of 0 or more (default 42).")
+        raise OptionError(
+            f"--boot-seed {seed} is negative; use a seed of 0 or more (default {DEFAULT_BOOT_SEED})."
+        )

@@ -1,37 +1,54 @@
 """pytest hooks and fixtures; every piece of work is delegated to the modules they name.
 
-Without `--ladder` the plugin registers its options and its marker and nothing else: the
-rest of the package (and pandas, numpy, scipy, httpx, psutil) is imported only by a run.
+Without `--ladder` the plugin registers its options (the shared ones and each installed
+kind's), its marker and each kind's fixture, and nothing else: the rest of the package (and
+pandas, numpy, scipy, httpx, psutil) is imported only by a run.
 """
 
 from __future__ import annotations
 
 import inspect
 import sys
+import types
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import options
+from . import options, registry
 
 if TYPE_CHECKING:
     from .distribute import Controller  # noqa: F401 (named in a StashKey)
-    from .kinds import Case, EndAnalysis, Result
-    from .protocol.lifecycle import LiveSession
+    from .kindapi import Case, EndAnalysis, Kind, Result
+    from .protocol.live import LiveSession
     from .protocol.progress import Progress
     from .protocol.run import Run
 
 RUN = pytest.StashKey["Run"]()
 ROLE = pytest.StashKey[str]()  # "worker" or "controller" under pytest-xdist
 CONTROLLER = pytest.StashKey["Controller"]()
-KIND_FIXTURES = ("measurement", "cell")  # kinds.FIXTURES' values, without importing kinds
+KIND_FIXTURES_PLUGIN = "mtpsweep-kind-fixtures"
+
+
+def _table() -> tuple[options.Opt, ...]:
+    """Every option: the shared ones, then each installed kind's own."""
+    from .errors import UserError
+
+    try:
+        return options.table(registry.options())
+    except UserError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _fixtures() -> tuple[str, ...]:
+    """The fixture names the installed kinds parametrise over their cases."""
+    return tuple(k.fixture for k in registry.kinds())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ladder option and everything that overrides or steers it."""
-    options.add_pytest_options(parser)
+    options.add_pytest_options(parser, _table())
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "mtpsweep: a measurement of an mtpsweep ladder (select or exclude with -m)"
     )
+    if not config.pluginmanager.has_plugin(KIND_FIXTURES_PLUGIN):
+        config.pluginmanager.register(_kind_fixtures(registry.kinds()), KIND_FIXTURES_PLUGIN)
     if not config.getoption("mtpsweep_ladder", None):
         return
     from .errors import UserError
@@ -46,12 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from .protocol.run import Run
 
     paths = [Path(a.split("::")[0]) for a in config.args]
+    table = _table()
     try:
         request = options.run_request(
-            options.values_from(config.getoption),
+            options.values_from(config.getoption, table),
             search_dirs=search_dirs(paths, config.rootpath, config.invocation_params.dir),
             cwd=config.invocation_params.dir,
             invocation=["pytest", *config.invocation_params.args],
+            opts=table,
         )
         run = Run.from_request(request)
     except UserError as exc:
@@ -97,24 +118,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:
-    """With a ladder, a test asking for another kind's fixture is not collected at all: a
-    decode run of experiments/ shows no authoring test, and the other way round."""
+    """With a ladder, a test asking for another kind's fixture is not collected at all: a run
+    of experiments/ shows only the tests of its ladder's kind."""
     run = collector.config.stash.get(RUN, None)
     if run is None or not inspect.isfunction(obj) or not name.startswith("test"):
         return None
     params = inspect.signature(obj).parameters
-    if run.kind.fixture not in params and any(f in params for f in KIND_FIXTURES):
+    if run.declared.fixture not in params and any(f in params for f in _fixtures()):
         return []
     return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrise every test that asks for the ladder kind's fixture over the run plan."""
-    wanted = [f for f in KIND_FIXTURES if f in metafunc.fixturenames]
+    wanted = [f for f in _fixtures() if f in metafunc.fixturenames]
     if not wanted:
         return
     run = metafunc.config.stash.get(RUN, None)
-    if run is None or run.kind.fixture not in wanted:
+    if run is None or run.declared.fixture not in wanted:
         why = (
             "no --ladder given: run e.g. pytest experiments/ --ladder=cpu-demo"
             if run is None
@@ -325,26 +346,24 @@ def _measured(request: pytest.FixtureRequest, run: Run, live: LiveSession, case:
     return result
 
 
-@pytest.fixture
-def measurement(
-    request: pytest.FixtureRequest,
-    mtpsweep_run: Run,
-    mtpsweep_server: LiveSession,
-    mtpsweep_case: Case,
-) -> Result:
-    """One streamed measurement (decode kind), already recorded; assert `.valid` in the test."""
-    return _measured(request, mtpsweep_run, mtpsweep_server, mtpsweep_case)
+def _kind_fixtures(kinds: tuple[Kind, ...]) -> types.ModuleType:
+    """A plugin with each kind's fixture, named as the kind declares it (`measurement`,
+    `cell`, ...): the case measured on its session, already recorded; the test asserts
+    `.valid`. Every kind's fixture is the same function under its own name."""
+    holder = types.ModuleType(KIND_FIXTURES_PLUGIN)
+    for kind in kinds:
 
+        def measured(
+            request: pytest.FixtureRequest,
+            mtpsweep_run: Run,
+            mtpsweep_server: LiveSession,
+            mtpsweep_case: Case,
+        ) -> Result:
+            return _measured(request, mtpsweep_run, mtpsweep_server, mtpsweep_case)
 
-@pytest.fixture
-def cell(
-    request: pytest.FixtureRequest,
-    mtpsweep_run: Run,
-    mtpsweep_server: LiveSession,
-    mtpsweep_case: Case,
-) -> Result:
-    """One conversation to its outcome (authoring kind), recorded; assert `.valid` in the test."""
-    return _measured(request, mtpsweep_run, mtpsweep_server, mtpsweep_case)
+        measured.__doc__ = kind.summary or f"One case of a {kind.name} ladder, recorded."
+        setattr(holder, kind.fixture, pytest.fixture(name=kind.fixture)(measured))
+    return holder
 
 
 @pytest.hookimpl(trylast=True)

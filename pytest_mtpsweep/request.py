@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .options import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class RunRequest:
     cwd: Path
     invocation: tuple[str, ...]
     overrides: Mapping[str, Any] = field(default_factory=dict)  # dotted ladder field -> value
+    # the kinds' own options that were given and override no ladder field, by name
+    kind_options: Mapping[str, Any] = field(default_factory=dict)
     prompts_dir: Path | None = None
     server_bin: str | None = None
     base_url: str | None = None  # --base-url: attach the ladder's one treatment there

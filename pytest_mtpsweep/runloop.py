@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 if TYPE_CHECKING:
-    from .kinds import Case, GateVerdict
+    from .kindapi import Case, GateVerdict
     from .preflight import PreflightItem
     from .protocol.progress import Progress
     from .protocol.run import Run
@@ -254,7 +254,7 @@ def gates(session: pytest.Session, run: Run) -> None:
     expect = run.request.analysis.expect
     if not expect:
         return
-    from .kinds import GateVerdict
+    from .kindapi import GateVerdict
 
     verdicts = (
         run.analysis.verdicts(expect)

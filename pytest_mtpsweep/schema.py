@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
 
@@ -115,12 +115,6 @@ KEYED_FIELDS: tuple[str, ...] = (
 # `device` (the CUDA_VISIBLE_DEVICES its server saw, "" when not pinned) and `worker` (the
 # pytest-xdist worker, "" in a run without -n) say where a distributed run measured it.
 DISTRIBUTION_FIELDS: tuple[str, ...] = ("device", "worker")
-PROVENANCE_FIELDS: tuple[str, ...] = (
-    "started_at",
-    "note",
-    "preregistration_sha256",
-    *DISTRIBUTION_FIELDS,
-)
 
 # The two decode-rate endpoints: analysis name -> record field.
 ENDPOINT_FIELDS: dict[str, str] = {
@@ -177,18 +171,6 @@ class Measurement:
         d = asdict(self)
         d["unrecognised_delta_fields"] = list(self.unrecognised_delta_fields)
         return d
-
-
-MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Measurement))
-
-# A decode record, in the order its JSON line holds the fields.
-DECODE_RECORD_FIELDS: tuple[str, ...] = (
-    *IDENTITY_FIELDS,
-    *MEASUREMENT_FIELDS,
-    *PROVENANCE_FIELDS[:1],
-    *(k for k in KEYED_FIELDS if k != "ladder"),
-    *PROVENANCE_FIELDS[1:],
-)
 
 
 def decode_record(
@@ -392,19 +374,21 @@ CELL_IDENTITY_FIELDS: tuple[str, ...] = (
 # api_retried: the HTTP status (or error name) of each retried try.
 TURN_FIELDS: tuple[str, ...] = (
     "turn", "started_at", "latency_s", "request_s", "api_tries", "api_retried", "http_status",
-    "api_error", "prompt_tokens", "completion_tokens", "finish_reason", "response_model",
-    "reasoning_chars", "content_chars", "artefact_sha256", "artefact_bytes", "verdict",
+    "api_error", "prompt_tokens", "completion_tokens", "tokens_unknown", "budget_tokens",
+    "finish_reason", "response_model", "reasoning_chars", "content_chars", "artefact_sha256", "artefact_bytes", "verdict",
     "exit_code", "check_s", "check_reason", "error_first_line", "feedback_chars",
     "tests_collected", "tests_passed", "verdict_forgeable", "sampling_seed", "reply_cached",
 )  # fmt: skip
 # tests_collected/tests_passed: the grader's own report of the check; verdict_forgeable: the task
 # is checked in-process (task.toml checking = "in-process"), so the artefact could write that report.
+# tokens_unknown: the server answered without usage (or with usage that could not be true, then
+# also api_failure); budget_tokens: what the budget was charged for the turn (its bound then).
 # reply_cached: the reply came from the opt-in reply cache ([api] cache = true), not the subject.
 # sampling_seed: the request seed of the cell's repeat (the ladder's seeds, or derived from seed).
 # green_turn: the k of green_after_k (1 for first_attempt_green).
 CELL_FIELDS: tuple[str, ...] = (
     "valid", "reason", "outcome", "green_turn", "turns_used", "prompt_tokens",
-    "completion_tokens", "api_retries", "api_status", "api_error", "checker_error", "started_at",
+    "completion_tokens", "tokens_unknown_turns", "api_retries", "api_status", "api_error", "checker_error", "started_at",
     "ended_at", "conversation", "verdict_forgeable", "sampling_seed",
 )  # fmt: skip
 SCORES_COLUMNS: tuple[str, ...] = (
@@ -424,8 +408,8 @@ class CellResult:
     outcome: str | None = None
     green_turn: int | None = None
     turns_used: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0  # None: a turn came back without usage (unknown, not 0)
+    completion_tokens: int | None = 0
 
 
 def authoring_record(

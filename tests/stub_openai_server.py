@@ -6,7 +6,9 @@ test process) spoken to over TCP, not a mock object.
 `Script` decides each /v1/chat/completions answer from the request: `faults` is a queue of
 forced answers taken first (an HTTP status, "reset", "empty", "notjson"); then `reply(messages)`
 gives the assistant's text. Usage counts are made up but consistent: prompt tokens = characters
-of all messages // 4 + 10, completion tokens = characters of the reply // 4 + 1.
+of all messages // 4 + 10, completion tokens = characters of the reply // 4 + 1 (at most the
+request's max_tokens); a test that
+plays a lying server sets `usage_of` (its return value is sent as `usage`; OMIT leaves it out).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Messages = list[dict[str, str]]
+OMIT = object()  # usage_of's answer for "send no usage at all"
 
 
 @dataclass
@@ -35,12 +38,13 @@ class Script:
     retry_after: str | None = None  # sent with a 429
     requests: list[Messages] = field(default_factory=list)  # the chats that got an answer
     unauthorised: int = 0
+    usage_of: Callable[[Messages, str], Any] | None = None  # a lying server's usage
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def usage(messages: Messages, content: str) -> dict[str, int]:
+def usage(messages: Messages, content: str, max_tokens: int = 2**20) -> dict[str, int]:
     prompt = sum(len(m.get("content", "")) for m in messages) // 4 + 10
-    completion = len(content) // 4 + 1
+    completion = min(len(content) // 4 + 1, max_tokens)  # a server stops at max_tokens
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}  # fmt: skip
 
@@ -111,12 +115,16 @@ def handler(script: Script) -> type[BaseHTTPRequestHandler]:
             content = script.reply(messages)
             with script.lock:
                 script.requests.append(messages)
-            self._send(200, {
+            answer: dict[str, Any] = {
                 "model": script.served_model,
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": content}}],
-                "usage": usage(messages, content),
-            })  # fmt: skip
+                "usage": script.usage_of(messages, content) if script.usage_of
+                         else usage(messages, content, int(body.get("max_tokens") or 2**20)),
+            }  # fmt: skip
+            if answer["usage"] is OMIT:
+                del answer["usage"]
+            self._send(200, answer)
 
     return Handler
 

@@ -1,6 +1,6 @@
 """Exit codes: what a CI job can tell from pytest's status, and the JUnit case that says which.
 
-The README's table and these runs must agree (STUB server: the faults on demand)."""
+The table in docs/ci.md and these runs must agree (STUB server: the faults on demand)."""
 
 from __future__ import annotations
 
@@ -61,16 +61,16 @@ def test_exit_code_and_the_case_that_says_why(
         assert failed and all(name.startswith(case) for name in failed), failed
 
 
-def readme_exit_codes() -> dict[str, tuple[int, str]]:
-    """The README's exit-code table: when -> (code, pytest's name)."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+def documented_exit_codes() -> dict[str, tuple[int, str]]:
+    """The exit-code table of docs/ci.md: when -> (code, pytest's name)."""
+    text = (REPO / "docs" / "ci.md").read_text()
+    section = text.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| (\d) \| `(\w+)` \| ([^|]+) \|", section, flags=re.M)
     return {when.strip(): (int(code), name) for code, name, when in rows}
 
 
-def test_the_readme_documents_every_code_by_pytests_name() -> None:
-    table = readme_exit_codes()
+def test_the_docs_document_every_code_by_pytests_name() -> None:
+    table = documented_exit_codes()
     assert {code for code, _ in table.values()} == {0, 1, 2, 4, 5}
     for code, name in table.values():
         assert pytest.ExitCode(code).name == name

@@ -1,4 +1,7 @@
-"""Options are declared once and shared by pytest and the CLI; RunRequest speaks domain terms."""
+"""Options are declared once and shared by pytest and the CLI; RunRequest speaks domain terms.
+
+The shared table is `options.OPTIONS`; each installed kind declares its own (decode's --subset
+and --cache-prompt, authoring's --token-budget), and a run reads them all."""
 
 from __future__ import annotations
 
@@ -7,21 +10,42 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import options
+from pytest_mtpsweep import options, registry
 from pytest_mtpsweep.errors import OptionError
+from pytest_mtpsweep.request import RunRequest
+
+TABLE = options.table(registry.options())
 
 
-def request(**values: object) -> options.RunRequest:
+def request(**values: object) -> RunRequest:
     base: dict[str, object] = {"ladder": "cpu-demo"}
     return options.run_request(
-        {**base, **values}, search_dirs=[], cwd=Path("/x"), invocation=["pytest"]
+        {**base, **values}, search_dirs=[], cwd=Path("/x"), invocation=["pytest"], opts=TABLE
     )
 
 
 def test_each_flag_and_dest_is_declared_once() -> None:
-    flags = [o.flag for o in options.OPTIONS]
-    dests = [o.dest for o in options.OPTIONS]
+    flags = [o.flag for o in TABLE]
+    dests = [o.dest for o in TABLE]
     assert len(set(flags)) == len(flags) and len(set(dests)) == len(dests)
+    assert {"--subset", "--cache-prompt", "--token-budget"} <= set(flags) - {
+        o.flag for o in options.OPTIONS
+    }
+
+
+def test_a_kind_may_not_take_a_shared_flag() -> None:
+    mine = options.Opt("--seed", "my_seed", "a kind's own seed")
+    with pytest.raises(OptionError, match=r"option --seed .* clashes with --seed"):
+        options.table([mine])
+
+
+def test_kind_options_that_override_no_field_reach_the_request_by_name() -> None:
+    extra = options.Opt("--probe-depth", "probe_depth", "", int)
+    r = options.run_request(
+        {"ladder": "x", "probe_depth": 3}, search_dirs=[], cwd=Path("/x"), invocation=[],
+        opts=options.table([extra]),
+    )  # fmt: skip
+    assert r.kind_options == {"probe_depth": 3} and r.overrides == {}
 
 
 def test_the_cli_uses_the_same_dests_as_pytest() -> None:

@@ -3,11 +3,11 @@
 Only `io` touches the filesystem; every other module is pure functions over DataFrames.
 """
 
-from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
-from pytest_mtpsweep.analysis.gates import Expectation, evaluate_expectations, parse_expectation
-from pytest_mtpsweep.analysis.io import analyse_run
-from pytest_mtpsweep.analysis.model import AnalysisResult, AnalysisSettings
-from pytest_mtpsweep.analysis.report import headline_table
+from ..errors import AnalysisError, ExpectationError
+from .gates import Expectation, evaluate_expectations, parse_expectation
+from .io import analyse_run
+from .model import AnalysisResult, AnalysisSettings
+from .report import headline_table
 
 __all__ = [
     "AnalysisError",

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import POOLED
+from ..constants import POOLED
 
 COLUMNS = ("treatment", "subset", "records", "with_draft", "draft_n", "draft_n_accepted",
            "acceptance_pct")  # fmt: skip

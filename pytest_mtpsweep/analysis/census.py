@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINTS, QuarantinedSession
+from .model import ENDPOINTS, QuarantinedSession
 
 EXCLUSION_SUMMARY_COLUMNS: tuple[str, ...] = ("reason", "n", "sessions")
 TRUNCATED_COLUMNS: tuple[str, ...] = (

@@ -1,4 +1,8 @@
-"""The `analyse` and `compare` subcommands, registered onto the `mtpsweep` parser."""
+"""The `analyse` and `compare` subcommands, registered onto the `mtpsweep` parser.
+
+`analyse` reads each run's kind from its plan.json and hands the runs to that kind's own
+`analyse` (`kindapi.Kind.analyse`); `compare` sets two runs' contrasts side by side.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,15 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.compare import COMPARE_LABEL, compare_table
-from pytest_mtpsweep.analysis.errors import AnalysisError, ExpectationError
-from pytest_mtpsweep.analysis.gates import evaluate_expectations, parse_expectation
-from pytest_mtpsweep.analysis.io import analyse_run, load_and_analyse
-from pytest_mtpsweep.analysis.model import DEFAULT_BOOT, DEFAULT_SEED, MIN_BOOT, AnalysisSettings
-from pytest_mtpsweep.analysis.report import headline_table
-
-EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
+from .. import registry, schema
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
+from ..errors import AnalysisError, ExpectationError, LadderError
+from ..kindapi import EXIT_ERROR, EXIT_OK
+from .compare import COMPARE_LABEL, compare_table
+from .io import load_and_analyse
+from .model import AnalysisSettings
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -24,7 +27,7 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
-        except (AnalysisError, ExpectationError) as exc:
+        except (AnalysisError, ExpectationError, LadderError) as exc:
             print(f"mtpsweep {args.command}: error: {exc}", file=sys.stderr)
         except OSError as exc:
             print(
@@ -37,72 +40,34 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return run
 
 
-def _authoring(args: argparse.Namespace) -> int | None:
-    """An authoring run has its own analysis; None when the run is not one."""
-    runs = [Path(p) for p in args.runs]
-    kinds = []
-    for run in runs:
-        try:
-            kinds.append(json.loads((run / schema.PLAN_FILE).read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            kinds.append({})
-    if not any(k.get("kind") == "authoring" for k in kinds):
-        return None
-    if len(runs) > 1 or args.pool or args.expect or args.out:
-        raise AnalysisError(
-            "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
-            "--expect, --out and the other runs"
-        )
-    from pytest_mtpsweep.analysis.authoring import analyse_dir
-
-    plan = kinds[0]
-    registered = plan.get("contrast") or {}
-    boot = args.boot if args.boot != DEFAULT_BOOT else registered.get("resamples", args.boot)
-    seed = (
-        args.boot_seed if args.boot_seed != DEFAULT_SEED else registered.get("seed", args.boot_seed)
-    )
-    baseline = args.baseline or plan.get("baseline_cohort") or ""
-    result = analyse_dir(runs[0], baseline, int(boot), int(seed), bool(registered.get("pooled")))
-    print(result.headline)
-    print(f"outputs: {result.out_dir}")
-    if result.unreadable_cells:
-        print(
-            f"mtpsweep analyse: error: {'; '.join(result.unreadable_cells)}: a cell whose final "
-            "record is cut is missing from every table; the report names it (repair or --resume "
-            "the run to measure that cell again)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    return EXIT_OK
+def _plan(run: Path) -> dict[str, Any]:
+    """A run's plan.json ({} when it has none or it cannot be read: the kind's analysis says)."""
+    try:
+        doc = json.loads((run / schema.PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def _analyse(args: argparse.Namespace) -> int:
-    # Check options and gate syntax before reading the run or spending time on the bootstrap.
+    # Check options before reading the run or spending time on the bootstrap.
     AnalysisSettings.check_resampling(args.boot, args.boot_seed)
-    authoring = _authoring(args)
-    if authoring is not None:
-        return authoring
-    gates = [parse_expectation(text) for text in args.expect]
-    result = analyse_run(
-        [Path(p) for p in args.runs],
-        baseline=args.baseline,
-        boot=args.boot,
-        seed=args.boot_seed,
-        out=Path(args.out) if args.out else None,
-        pool=args.pool,
-        endpoint=args.endpoint,
-    )
-    print(headline_table(result))
-    print(f"outputs: {result.out_dir}")
-    if not gates:
-        return EXIT_OK
-    failures = evaluate_expectations(result, gates)
-    for gate in gates:
-        if not any(f.startswith(f"{gate} ") for f in failures):
-            print(f"gate met: {gate}")
-    for failure in failures:
-        print(f"gate FAILED: {failure}", file=sys.stderr)
-    return EXIT_GATE_FAILED if failures else EXIT_OK
+    runs = [Path(p) for p in args.runs]
+    plans = [_plan(run) for run in runs]
+    names = list(dict.fromkeys(str(p.get("kind") or registry.default_name()) for p in plans))
+    if len(names) > 1:
+        raise AnalysisError(
+            f"the runs are of different kinds ({', '.join(names)}); analyse each kind's runs "
+            "on their own"
+        )
+    kind = registry.kind(names[0])
+    if kind.analyse is None:
+        raise AnalysisError(
+            f"the {kind.name} kind has no `mtpsweep analyse`; its session-end analysis is in "
+            "RUN/analysis"
+        )
+    status: int = registry.load(kind.analyse)(args, runs, plans)
+    return status
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -134,8 +99,8 @@ def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--boot-seed",
         type=int,
-        default=DEFAULT_SEED,
-        help=f"bootstrap seed, 0 or more (default {DEFAULT_SEED})",
+        default=DEFAULT_BOOT_SEED,
+        help=f"bootstrap seed, 0 or more (default {DEFAULT_BOOT_SEED})",
     )
 
 

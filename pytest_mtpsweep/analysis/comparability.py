@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.analysis.frame import canonical
-from pytest_mtpsweep.analysis.model import ComparabilityGroup, RunData
-from pytest_mtpsweep.schema import KEYED_FIELDS
+from ..errors import AnalysisError
+from ..schema import KEYED_FIELDS
+from .frame import canonical
+from .model import ComparabilityGroup, RunData
 
 
 def plan_keyed(run: RunData) -> dict[str, Any]:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_mtpsweep.analysis.model import (
-    POOLED,
-    AnalysisResult,
-)
-from pytest_mtpsweep.analysis.textfmt import (
+from ..constants import POOLED, SUBSET_NAMES
+from .model import AnalysisResult
+from .textfmt import (
     ci,
     dict_rows,
     pct,
@@ -30,7 +28,7 @@ def compare_table(results: Sequence[AnalysisResult]) -> str:
         for row in dict_rows(r.published):
             if (row["treatment"], row["subset"]) not in keys:
                 keys.append((str(row["treatment"]), str(row["subset"])))
-    order = {POOLED: 2, "prose": 0, "structured": 1}
+    order = {**{s: float(i) for i, s in enumerate(SUBSET_NAMES)}, POOLED: len(SUBSET_NAMES)}
     keys.sort(key=lambda k: (k[0], order.get(k[1], 1.5), k[1]))
     headers = ["treatment", "subset"] + [
         f"{r.run_ids[0]} (vs {r.settings.baseline})" for r in results

@@ -11,24 +11,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.cycles import drift_table, per_cycle_table
-from pytest_mtpsweep.analysis.layout import Layout, Series, make_layout
-from pytest_mtpsweep.analysis.model import (
-    ENDPOINTS,
-    MIN_CYCLES_FOR_SESSION,
-    MIN_PROMPTS_FOR_DECISION,
-    POOLED,
-    AnalysisSettings,
-)
-from pytest_mtpsweep.analysis.pairing import (
+from ..constants import POOLED
+from .cycles import drift_table, per_cycle_table
+from .layout import Layout, Series, make_layout
+from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION, AnalysisSettings
+from .pairing import (
     BASELINE_ONLY,
     GAP_COLUMNS,
     TREATMENT_ONLY,
     cell_means,
     pair_cells,
 )
-from pytest_mtpsweep.analysis.position import position_trend_table
-from pytest_mtpsweep.analysis.stats import (
+from .position import position_trend_table
+from .stats import (
     WITH_SESSION,
     BootSummary,
     FloatArray,
@@ -44,7 +39,7 @@ from pytest_mtpsweep.analysis.stats import (
     summarise_resamples,
     to_pct,
 )
-from pytest_mtpsweep.analysis.tiebreak import apply_tiebreak
+from .tiebreak import apply_tiebreak
 
 CONTRAST_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs", "cycles",

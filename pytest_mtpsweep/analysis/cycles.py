@@ -8,9 +8,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from pytest_mtpsweep.analysis.layout import Layout
-from pytest_mtpsweep.analysis.model import POOLED
-from pytest_mtpsweep.analysis.stats import (
+from ..constants import POOLED
+from .layout import Layout
+from .stats import (
     FloatArray,
     nan_mean,
 )

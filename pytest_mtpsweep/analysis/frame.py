@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINT_COLUMNS, RecordFile
-from pytest_mtpsweep.schema import KEYED_FIELDS
+from ..schema import KEYED_FIELDS
+from .model import ENDPOINT_COLUMNS, RecordFile
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
 # Fields that name a cell: a record whose value is not a non-empty string would make a row of

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from pytest_mtpsweep.analysis.errors import ExpectationError
-from pytest_mtpsweep.analysis.model import KNOWN_SUBSETS, AnalysisResult
+from ..errors import ExpectationError
+from .model import KNOWN_SUBSETS, AnalysisResult
 
 DIRECTIONS: tuple[str, ...] = ("faster", "slower", "equivalent")
 SYNTAX = "TREATMENT:SUBSET:faster|slower|equivalent"

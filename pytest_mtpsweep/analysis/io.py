@@ -13,26 +13,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.equivalence import PAIR_COLUMNS
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.analysis.html import write_report_html
-from pytest_mtpsweep.analysis.model import (
-    DEFAULT_BOOT,
-    DEFAULT_SEED,
-    ENDPOINTS,
-    AnalysisResult,
-    QuarantinedSession,
-    RecordFile,
-    RunData,
-)
-from pytest_mtpsweep.analysis.pipeline import analyse
-from pytest_mtpsweep.analysis.plot import forest_figure, plotting_available
+from .. import schema
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from ..errors import AnalysisError
+from .equivalence import PAIR_COLUMNS
+from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
+from .pipeline import analyse
+from .plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
     "position_trend.csv", "equivalence.csv", "acceptance.csv", "truncated.csv", "per_cycle.csv",
-    "report.md", "forest.png", "report.html",
+    "report.md", "forest.png",
 )  # fmt: skip
 
 
@@ -261,7 +253,7 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
         (out / "report.md").write_text(result.report_md, encoding="utf-8")
-        written += [name for name in OUTPUT_FILES if name not in ("forest.png", "report.html")]
+        written += [name for name in OUTPUT_FILES if name != "forest.png"]
         stale = out / "forest.png"
         figure = forest_figure(result) if result.plot_available else None
         if figure is not None:
@@ -270,11 +262,6 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
         elif stale.exists():
             # A plot left by an earlier analysis would contradict this report.
             stale.unlink()
-        from pytest_mtpsweep.kinds.decode.html_sections import sections  # the registry's, later
-
-        run_dir = Path(result.run_dirs[0])
-        write_report_html(run_dir, sections(run_dir, out), out)
-        written.append("report.html")
     except OSError as exc:
         raise AnalysisError(
             f"cannot write the analysis outputs to {out} ({exc.strerror}); pass --out with a "
@@ -290,7 +277,7 @@ def analyse_run(
     *,
     baseline: str | None = None,
     boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_SEED,
+    seed: int = DEFAULT_BOOT_SEED,
     out: Path | None = None,
     pool: bool = False,
     endpoint: str | None = None,
@@ -314,7 +301,7 @@ def load_and_analyse(
     *,
     baseline: str | None = None,
     boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_SEED,
+    seed: int = DEFAULT_BOOT_SEED,
     pool: bool = False,
     endpoint: str | None = None,
 ) -> AnalysisResult:

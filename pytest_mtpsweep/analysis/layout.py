@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.pairing import SERIES_KEYS
-from pytest_mtpsweep.analysis.stats import (
+from .pairing import SERIES_KEYS
+from .stats import (
     FloatArray,
     nan_mean,
 )

@@ -9,9 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.equivalence import Equivalence
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.schema import ENDPOINT_FIELDS
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT, POOLED, SUBSET_NAMES
+from ..errors import AnalysisError
+from ..schema import ENDPOINT_FIELDS
+from .equivalence import Equivalence
 
 ENDPOINTS: tuple[str, ...] = tuple(ENDPOINT_FIELDS)
 ENDPOINT_COLUMNS: Mapping[str, str] = ENDPOINT_FIELDS
@@ -19,17 +20,10 @@ ENDPOINT_LABELS: Mapping[str, str] = {
     "primary": "client-clock primary",
     "interval": "interval basis",
 }
-CANONICAL_SUBSETS: tuple[str, ...] = ("prose", "structured")
-POOLED = "pooled"
-KNOWN_SUBSETS: tuple[str, ...] = (*CANONICAL_SUBSETS, POOLED)
-DECISIONS: tuple[str, ...] = ("faster", "slower", "equivalent", "inconclusive", "insufficient")
+KNOWN_SUBSETS: tuple[str, ...] = (*SUBSET_NAMES, POOLED)
 
-DEFAULT_BOOT = 2000
-DEFAULT_SEED = 42
 DEFAULT_MARGIN_PCT = 1.0
 DEFAULT_TIEBREAK_PP = 1.0
-# Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
-MIN_BOOT = 1000
 # Power of the MDE: the true effect a two-sided 5 % test detects this often.
 MDE_POWER = 0.80
 # Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and the
@@ -51,7 +45,7 @@ class AnalysisSettings:
 
     baseline: str
     boot: int = DEFAULT_BOOT
-    seed: int = DEFAULT_SEED
+    seed: int = DEFAULT_BOOT_SEED
     margin_pct: float = DEFAULT_MARGIN_PCT
     tiebreak_pp: float = DEFAULT_TIEBREAK_PP
     primary_endpoint: str = "primary"
@@ -91,7 +85,7 @@ class AnalysisSettings:
         if seed < 0:
             raise AnalysisError(
                 f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
-                f"more (default {DEFAULT_SEED})"
+                f"more (default {DEFAULT_BOOT_SEED})"
             )
 
     @property

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINTS
+from .model import ENDPOINTS
 
 BASELINE_ONLY = "baseline without treatment"
 

@@ -10,33 +10,31 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis import census as cen
-from pytest_mtpsweep.analysis.acceptance import draft_acceptance
-from pytest_mtpsweep.analysis.comparability import (
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, SUBSET_NAMES
+from ..errors import AnalysisError
+from . import census as cen
+from .acceptance import draft_acceptance
+from .comparability import (
     check_poolable,
     comparability_groups,
     differing_fields,
     plan_keyed,
     run_keyed,
 )
-from pytest_mtpsweep.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.analysis.devices import per_device_table, unit_of
-from pytest_mtpsweep.analysis.equivalence import Equivalence, content_equivalence
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.analysis.frame import parse_records
-from pytest_mtpsweep.analysis.model import (
-    CANONICAL_SUBSETS,
-    DEFAULT_BOOT,
+from .contrasts import compute_contrasts
+from .devices import per_device_table, unit_of
+from .equivalence import Equivalence, content_equivalence
+from .frame import parse_records
+from .model import (
     DEFAULT_MARGIN_PCT,
-    DEFAULT_SEED,
     DEFAULT_TIEBREAK_PP,
     ENDPOINT_COLUMNS,
     AnalysisResult,
     AnalysisSettings,
     RunData,
 )
-from pytest_mtpsweep.analysis.pairing import cell_means, pair_cells
-from pytest_mtpsweep.analysis.report import render_report
+from .pairing import cell_means, pair_cells
+from .report import render_report
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -97,7 +95,7 @@ def _ordered(first: Sequence[str], records: pd.DataFrame) -> list[str]:
 
 def _subsets(records: pd.DataFrame) -> list[str]:
     present = {str(s) for s in records["subset"].unique()}
-    return [s for s in CANONICAL_SUBSETS if s in present] + sorted(present - set(CANONICAL_SUBSETS))
+    return [s for s in SUBSET_NAMES if s in present] + sorted(present - set(SUBSET_NAMES))
 
 
 def _temperature(analysed: pd.DataFrame, runs: Sequence[RunData]) -> float | None:
@@ -164,7 +162,7 @@ def analyse(
     *,
     baseline: str | None = None,
     boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_SEED,
+    seed: int = DEFAULT_BOOT_SEED,
     pool: bool = False,
     plot_available: bool = False,
     endpoint: str | None = None,

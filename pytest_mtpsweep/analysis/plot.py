@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_mtpsweep.analysis.model import POOLED, AnalysisResult
+from ..constants import POOLED
+from .model import AnalysisResult
 
 
 def plotting_available() -> bool:

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
-from pytest_mtpsweep.analysis.stats import (
+from .model import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
+from .stats import (
     FloatArray,
     IntArray,
     fixed_effects_slope,

@@ -6,17 +6,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_mtpsweep.analysis import devices
-from pytest_mtpsweep.analysis.model import (
+from ..constants import MIN_BOOT
+from . import devices
+from .model import (
     ENDPOINT_LABELS,
     ENDPOINTS,
     MDE_POWER,
-    MIN_BOOT,
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
     AnalysisResult,
 )
-from pytest_mtpsweep.analysis.report_diagnostics import (
+from .report_diagnostics import (
     degenerate_warning,
     interval_fallback_warning,
     section_census,
@@ -28,15 +28,15 @@ from pytest_mtpsweep.analysis.report_diagnostics import (
     section_position,
     section_truncation,
 )
-from pytest_mtpsweep.analysis.report_findings import (
+from .report_findings import (
     conditional,
     section_acceptance,
     section_equivalence,
     section_limitations,
     section_question,
 )
-from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
-from pytest_mtpsweep.analysis.textfmt import (
+from .stats import PROMPTS_ONLY, WITH_SESSION
+from .textfmt import (
     ci,
     dict_rows,
     finite,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.analysis.model import (
+from .model import (
     ENDPOINTS,
     STATEFUL_MIN_PCT_PER_POSITION,
     AnalysisResult,
 )
-from pytest_mtpsweep.analysis.textfmt import (
+from .textfmt import (
     LONG_LIST_ROWS,
     ci,
     dict_rows,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 
-from pytest_mtpsweep.analysis.equivalence import DIFFERENT, describe
-from pytest_mtpsweep.analysis.model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
-from pytest_mtpsweep.analysis.report_diagnostics import degenerate_warning
-from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
-from pytest_mtpsweep.analysis.textfmt import dict_rows, md_table, num, table_or_count
+from .equivalence import DIFFERENT, describe
+from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
+from .report_diagnostics import degenerate_warning
+from .stats import PROMPTS_ONLY, WITH_SESSION
+from .textfmt import dict_rows, md_table, num, table_or_count
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",

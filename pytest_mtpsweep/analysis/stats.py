@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pytest_mtpsweep.analysis.model import EXACT_SIGN_FLIP_MAX_N, MDE_POWER
+from .model import EXACT_SIGN_FLIP_MAX_N, MDE_POWER
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import (
+from .model import (
     MIN_PROMPTS_FOR_DECISION,
     AnalysisResult,
 )

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.model import ENDPOINTS, AnalysisSettings
+from .model import ENDPOINTS, AnalysisSettings
 
 
 def _tiebreak_cell(

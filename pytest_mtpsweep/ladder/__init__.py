@@ -2,13 +2,12 @@
 
 from .find import find_ladder, search_dirs
 from .load import load_ladder, read_toml
-from .model import SUBSETS, Ladder, Treatment
+from .model import Ladder, Treatment
 from .plan import SessionSlot, run_order_key, run_plan, session_label
 from .prompts import Prompt, load_prompt_set, select
 from .prompts import digest as prompt_digest
 
 __all__ = [
-    "SUBSETS",
     "Ladder",
     "Prompt",
     "SessionSlot",

@@ -6,7 +6,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LadderError
 from .attach import attach_fields, with_base_url
@@ -21,7 +21,6 @@ from .fields import (
 from .model import (
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
-    KINDS,
     AnalysisConfig,
     ExternalLaunchers,
     Ladder,
@@ -30,6 +29,9 @@ from .model import (
     Treatment,
 )
 from .plan import run_plan
+
+if TYPE_CHECKING:
+    from ..kindapi import KindSpec
 
 # Tokens one request may ask for: past any context a server supports, and small enough that the
 # disk estimate of a run stays a number (2**63 was once accepted).
@@ -167,12 +169,10 @@ def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> l
     `load_ladder` raises the first; `mtpsweep lint` reports them all.
     """
     out: list[LadderError] = []
-    for table, spec, prefix in (
-        ("", {**TOP, **kind_fields}, ""),
-        *((t, s, f"{t}.") for t, s in SUBTABLES),
-    ):
-        if table == "model" and table not in raw and raw.get("kind", "decode") != "decode":
-            continue  # only a decode ladder must name one model; authoring subjects name theirs
+    top = {**TOP, **kind_fields}
+    for table, spec, prefix in (("", top, ""), *((t, s, f"{t}.") for t, s in SUBTABLES)):
+        if table and table not in raw and not top[table][1]:
+            continue  # a table the kind makes optional (e.g. one model when subjects name theirs)
         value = raw.get(table, {}) if table else raw
         if not isinstance(value, dict):
             continue  # the top level already says it must be a table
@@ -201,13 +201,8 @@ def load_ladder(
         raw = with_base_url(raw, base_url, path)
     said = said or ", ".join(sorted(overrides))
     where: Path | str = f"{path} (with {said} from the command line)" if overrides else path
-    from ..kinds import kind_spec
-
-    kind = raw.get("kind", "decode")
-    if kind not in KINDS:
-        raise LadderError(f"{path}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}.")
-    spec = kind_spec(kind)
-    raw = {**spec.defaults, **raw}
+    spec = kind_spec_of(raw, path)
+    raw = {**spec.defaults, **raw, "kind": spec.name}
     problems = field_errors(raw, spec.fields, where)
     if problems:
         raise problems[0]
@@ -217,6 +212,18 @@ def load_ladder(
     validate(ladder, where)
     spec.validate(ladder, where)
     return ladder
+
+
+def kind_spec_of(raw: dict[str, Any], path: Path) -> KindSpec:
+    """The ladder side of the document's kind (`kind`, else the default kind's)."""
+    from .. import registry
+
+    name = raw.get("kind")
+    if name is None:
+        name = registry.default_name()
+    elif not isinstance(name, str):
+        raise LadderError(f"{path}: field 'kind' is {name!r}; write the kind's name as a string.")
+    return registry.ladder_spec(name, str(path))
 
 
 def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
@@ -247,7 +254,7 @@ def _build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -
         placement=placement,
         devices=devices,
         note=raw.get("note", ""),
-        kind=raw.get("kind", "decode"),
+        kind=raw["kind"],
         kind_fields={k: v for k, v in raw.items() if k not in common},
         analysis=_analysis(raw.get("analysis", {})),
         preflight=_preflight(raw.get("preflight", {}), path),

@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KINDS = ("decode", "authoring")
 # The longest silence a streamed answer may hold between its first token and its end; longer
 # is a stall (a paused or stuck server), and the measurement is invalid.
 DEFAULT_STALL_S = 10.0
-SUBSETS = ("prose", "structured", "both")
 
 DEFAULT_CURTAILMENT = (
     "This run was curtailed: [treatment] lost part of its counterbalanced positions, so its "
@@ -24,8 +22,8 @@ DEFAULT_CURTAILMENT = (
 class Treatment:
     """One server configuration: a key and the server flags that realise it.
 
-    In a decode ladder a treatment is what is compared; in an authoring ladder each subject is
-    the server configuration of its sessions.
+    What a treatment is to the experiment is its kind's to say: what is compared, or the
+    server configuration a subject's sessions run on.
     """
 
     key: str
@@ -103,9 +101,8 @@ class ExternalLaunchers:
 class Ladder:
     """An experiment definition, with any command-line overrides already applied.
 
-    `kind_fields` holds the top-level fields that belong to the experiment kind (a decode
-    ladder's prompt set and subset, an authoring ladder's cohorts and tasks); the kind reads
-    and validates them.
+    `kind_fields` holds the top-level fields that belong to the experiment kind (a prompt set,
+    cohorts and tasks, ...); the kind reads and validates them (its `KindSpec`).
     """
 
     name: str
@@ -129,8 +126,8 @@ class Ladder:
     placement: str
     note: str
     requires_model: str
+    kind: str  # the experiment kind (registry.py), its own fields in kind_fields
     chat_template_sha256: str | None = None  # the template the model must be served with
-    kind: str = "decode"
     kind_fields: Mapping[str, Any] = field(default_factory=dict)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     preflight: PreflightConfig = field(default_factory=PreflightConfig)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..constants import BOTH, SUBSET_NAMES
 from ..errors import PromptError
 
-SUBSET_NAMES = ("prose", "structured")
-_NAME = re.compile(r"(prose|structured)_[0-9]+")
+_NAME = re.compile(rf"({'|'.join(SUBSET_NAMES)})_[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ def load_prompt_set(directory: Path) -> tuple[Prompt, ...]:
 
 
 def select(prompts: tuple[Prompt, ...], subset: str) -> tuple[Prompt, ...]:
-    """`prose`, `structured` or `both`."""
-    if subset == "both":
+    """One subset's prompts (`constants.SUBSET_NAMES`), or all of them (`both`)."""
+    if subset == BOTH:
         return prompts
     return tuple(p for p in prompts if p.subset == subset)
 
@@ -82,3 +83,18 @@ def digest(prompts: tuple[Prompt, ...]) -> str:
         h.update(p.text.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def session_order(prompts: tuple[Prompt, ...], cycle: int, seed: int) -> list[Prompt]:
+    """The prompts in the order a session of this cycle runs them.
+
+    Every session of a cycle runs the same order, so a treatment and its baseline meet each
+    prompt at the same position; odd cycles rotate the set by a seeded offset per cycle pair and
+    even cycles run the exact reverse, so over a pair every prompt's positions sum to n−1 and a
+    treatment whose speed drifts within a session shows it as a trend on position.
+    """
+    n = len(prompts)
+    pair = (cycle - 1) // 2
+    offset = 0 if pair == 0 or n == 0 else random.Random(f"{seed}:{pair}").randrange(n)
+    order = list(prompts[offset:] + prompts[:offset])
+    return order if cycle % 2 == 1 else order[::-1]

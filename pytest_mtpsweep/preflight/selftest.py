@@ -46,8 +46,7 @@ def _plan_order() -> None:
 
 
 def _prompt_positions() -> None:
-    from ..kinds.decode.run import session_order
-    from ..ladder.prompts import Prompt
+    from ..ladder.prompts import Prompt, session_order
 
     ps = tuple(Prompt(f"prose_{i:02d}", "prose", str(i)) for i in range(7))
     for pair in (1, 3):

@@ -19,7 +19,7 @@ from .progress import Progress, describe
 from .witnesses import argv_contains
 
 if TYPE_CHECKING:
-    from .lifecycle import LiveSession
+    from .live import LiveSession
 
 NOT_APPLICABLE = "not applicable: attached"
 # What cannot be witnessed of a server the harness did not start: said so, never passed.

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..ladder import Ladder, SessionSlot
-from ..options import RunRequest
+from ..request import RunRequest
 from . import documents, prereg, resume
 from .context import RunContext
 from .rundir import RunDir
@@ -19,13 +19,14 @@ from .session import Sessions
 from .setup import Resolved
 
 if TYPE_CHECKING:
-    from ..kinds import Case, KindRun
+    from ..kindapi import Case, Kind, KindRun
     from ..preflight import PreflightItem
 
 
 def begin(
     request: RunRequest,
     ladder: Ladder,
+    declared: Kind,
     kind: KindRun,
     plan: list[SessionSlot],
     res: Resolved,
@@ -37,6 +38,7 @@ def begin(
     for c in cases:
         by_session.setdefault(c.slot.name, []).append(c)
     planned = {name: len(cs) for name, cs in by_session.items()}
+    reg = kind.registration(prereg.effective(ladder, plan))
     p = documents.Plan(
         ladder=ladder,
         plan=plan,
@@ -46,7 +48,9 @@ def begin(
         server=_server_facts(ladder, res),
         keyed=res.keyed,
         kind_fields=kind.plan_fields(),
-        endpoints=kind.prereg_lines(prereg.effective(ladder, plan)),
+        reg=reg,
+        endpoints=kind.prereg_lines(reg),
+        resume_fields=declared.resume_fields,
     )
     if request.resume is not None:
         f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, schema
+from .. import schema
+from .._version import __version__
 from ..ladder import Ladder, SessionSlot
+from ..ladder.model import Preregistration
 from ..preflight.items import PreflightItem, write_preflight_json
 from . import planfile, prereg, resume
 from .rundir import RunDir
@@ -37,7 +39,9 @@ class Plan:
     server: Mapping[str, Any]
     keyed: Mapping[str, Any]
     kind_fields: Mapping[str, Any]
-    endpoints: Sequence[str] | None = None  # the kind's pre-registered endpoints and contrasts
+    reg: Preregistration  # the effective pre-registration, the kind's defaults filled in
+    endpoints: Sequence[str] = ()  # the kind's pre-registered endpoints and contrasts
+    resume_fields: Sequence[str] = ()  # the kind's plan fields that make it the same run
 
     def document(self, prereg_sha256: str) -> dict[str, Any]:
         return planfile.plan_document(
@@ -49,7 +53,7 @@ class Plan:
             server=self.server,
             keyed=self.keyed,
             prereg_sha256=prereg_sha256,
-            reg=prereg.effective(self.ladder, self.plan),
+            reg=self.reg,
             kind_fields=self.kind_fields,
             plan=self.plan,
             planned=self.planned,
@@ -77,7 +81,7 @@ def reopen(
     members: Callable[[str], dict[str, str]],
 ) -> Founded:
     """A resumed run, if this invocation is the same run; resume.log says when and how."""
-    state = resume.reopen(path, p.document(""), checks, members)
+    state = resume.reopen(path, p.document(""), checks, members, p.resume_fields)
     state.run_dir.append_text(
         schema.RESUME_LOG, f"{schema.utc_now_iso()} resumed: {' '.join(p.invocation)}"
     )

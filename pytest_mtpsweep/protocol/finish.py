@@ -24,7 +24,7 @@ class Summary:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     memory_lines: list[str] = field(default_factory=list)
-    kind_lines: list[str] = field(default_factory=list)  # e.g. an authoring run's status
+    kind_lines: list[str] = field(default_factory=list)  # the kind's own end lines (a run status)
     shakedown: str = ""  # the first session's shakedown, printed once
 
     def table(self, width: int | None = None) -> str:

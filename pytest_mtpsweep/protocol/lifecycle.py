@@ -4,90 +4,19 @@ and take it down (final witnesses, stop, release). The rules around it live in s
 from __future__ import annotations
 
 import contextlib
-import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import httpx
 
 from .. import rig, schema
 from ..errors import ServerError
-from ..ladder.plan import SessionSlot
 from ..rig import host, liveset
 from ..rig.gguf import template_identity
-from ..rig.specmetrics import SpecCounters
-from .context import (
-    CALIBRATION_PROMPT,
-    CALIBRATION_TOKENS,
-    WARMUP_PROMPT,
-    WARMUP_TOKENS,
-    RunContext,
-)
+from .context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
+from .live import LiveSession
 from .progress import Progress, Silent, describe
-from .rundir import RecordWriter
 from .witnesses import startup_error
 
 if TYPE_CHECKING:
-    from ..kinds import KindRun
-
-
-@dataclass
-class LiveSession:
-    """A session in progress: its server, its records file, and its tallies."""
-
-    slot: SessionSlot
-    proc: rig.ServerProcess | None
-    writer: RecordWriter
-    info: schema.SessionFile
-    http: httpx.Client
-    ctx: RunContext
-    t0: float = field(default_factory=time.monotonic)
-    measured: int = 0
-    valid: int = 0
-    usable: int = 0  # valid and carrying what the analysis pairs
-    dead: str | None = None  # why the server is gone mid-session
-    quarantine: str | None = None  # why this session is set aside
-    rerun: bool = False  # this is the one re-run after a partial census
-    extra: dict[str, Any] = field(default_factory=dict)  # the kind's own tallies
-
-    base_url: str = ""
-    endpoint: rig.Endpoint | None = None  # set when the server is attached, not launched
-    spec_metrics: bool = False  # read its spec-decode counters around each request
-    last_counters: SpecCounters | None = None  # as the last metered request left them
-    host_start: host.CpuSample | None = None  # the machine's CPU use when measuring began
-
-    def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
-        lad = self.ctx.ladder
-        return rig.RequestSpec(
-            alias=lad.alias(self.slot.treatment),
-            max_tokens=max_tokens or lad.max_tokens,
-            seed=lad.seed,
-            temperature=lad.temperature,
-            headers=tuple(self.endpoint.headers().items()) if self.endpoint else (),
-            stall_s=lad.stall_threshold_s,
-        )
-
-    @classmethod
-    def new(cls, ctx: RunContext, slot: SessionSlot, rerun: bool) -> LiveSession:
-        """A session about to start: its session-file facts so far and its records file."""
-        info: schema.SessionFile = {
-            "session": slot.name,
-            "ordinal": slot.ordinal,
-            "treatment": slot.treatment,
-            "cycle": slot.cycle,
-            "device": ctx.device,
-            "worker": ctx.worker,
-            "alias": ctx.ladder.alias(slot.treatment),
-            "planned_measurements": ctx.planned.get(slot.name, 0),
-            "rerun": rerun,
-            "started_at": schema.utc_now_iso(),
-            **ctx.keyed,  # type: ignore[typeddict-item]
-        }
-        live = cls(
-            slot, None, ctx.run_dir.record_writer(slot.name), info, rig.new_http_client(), ctx
-        )
-        live.rerun = rerun
-        return live
+    from ..kindapi import KindRun
 
 
 def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None) -> None:
@@ -240,19 +169,6 @@ def _host_noise(live: LiveSession) -> None:
     if live.endpoint is not None:
         noise["note"] = "attached: a server on this host counts as other load"
     live.info["host"] = noise
-
-
-def stream_warm_up(live: LiveSession) -> schema.WarmupFacts:
-    """One short streamed request, judged as a decode measurement is (the decode warm-up)."""
-    warm = rig.stream_chat(
-        live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
-    )
-    return {
-        "valid": warm.valid,
-        "reason": warm.reason,
-        "http_status": warm.http_status,
-        "ttft_s": warm.ttft_s,
-    }
 
 
 def final_witnesses(live: LiveSession) -> None:

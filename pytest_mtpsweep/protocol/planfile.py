@@ -9,21 +9,30 @@ from ..ladder import Ladder, SessionSlot
 from ..ladder.model import Preregistration
 
 
-def identity(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of a plan document that make two invocations the same run."""
+def identity(doc: Mapping[str, Any], kind_fields: Sequence[str] = ()) -> dict[str, Any]:
+    """The parts of a plan document that make two invocations the same run: the protocol's,
+    the keyed fields, and the fields the kind names (`Kind.resume_fields`)."""
     return {
         "ladder": doc.get("ladder"),
-        "kind": doc.get("kind", "decode"),
+        "kind": doc.get("kind"),
         "treatments": doc.get("treatments"),
-        "prompts": doc.get("prompts"),
+        **{name: doc.get(name) for name in kind_fields},
         "sessions": [s.get("session") for s in doc.get("sessions") or []],
         **{f"keyed.{k}": v for k, v in (doc.get("keyed") or {}).items()},
     }
 
 
-def differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    """Names of the identity fields in which two plan documents differ (empty: the same run)."""
-    a, b = identity(before), identity(now)
+def differences(
+    before: Mapping[str, Any],
+    now: Mapping[str, Any],
+    kind_fields: Sequence[str] = (),
+    default_kind: str | None = None,
+) -> list[str]:
+    """Names of the identity fields in which two plan documents differ (empty: the same run).
+
+    `default_kind` is the kind of a plan written before plan.json named its kind."""
+    a, b = identity(before, kind_fields), identity(now, kind_fields)
+    a["kind"] = a["kind"] or default_kind
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
@@ -42,7 +51,12 @@ def plan_document(
     plan: Sequence[SessionSlot],
     planned: Mapping[str, int],
 ) -> dict[str, Any]:
-    """plan.json: the ordered sessions, which were selected, the keyed fields, the analysis."""
+    """plan.json: the ordered sessions, which were selected, the keyed fields, the analysis.
+
+    The kind's fields follow the protocol's; an `analysis` entry among them is merged into the
+    analysis block (the kind's own settings, between the baseline and the pre-registration)."""
+    own = dict(kind_fields)
+    kind_analysis = own.pop("analysis", {})
     return {
         "run_id": run_id,
         "ladder": ladder.name,
@@ -59,14 +73,12 @@ def plan_document(
         "preregistration_sha256": prereg_sha256,
         "analysis": {
             "baseline": ladder.baseline,
-            "margin_pct": ladder.analysis.margin_pct,
-            "tiebreak_pp": ladder.analysis.tiebreak_pp,
-            "primary_endpoint": ladder.analysis.primary_endpoint,
+            **kind_analysis,
             "curtailment_sentence": reg.curtailment_sentence,
             "multiplicity": reg.multiplicity,
         },
         "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
-        **kind_fields,
+        **own,
         "sessions": [
             {
                 "ordinal": s.ordinal,

@@ -10,42 +10,24 @@ from ..ladder.plan import SessionSlot, session_label
 
 
 def effective(ladder: Ladder, plan: list[SessionSlot]) -> Preregistration:
-    """The ladder's pre-registration with every unstated field given its documented default."""
+    """The ladder's pre-registration with every unstated field the protocol defaults given its
+    documented default (the kind fills in its own: `KindRun.registration`)."""
     reg = ladder.prereg
     others = [t.key for t in ladder.treatments if t.key != ladder.baseline]
     never = reg.never_drop or (session_label(plan[-1]) if plan else "")
     drop = reg.drop_order or tuple(
         session_label(s) for s in reversed(plan) if session_label(s) != never
     )
-    n = len(others)
     return Preregistration(
         primary_contrasts=reg.primary_contrasts
         or tuple(f"{t} vs {ladder.baseline}" for t in others),
         secondary_contrasts=reg.secondary_contrasts,
-        multiplicity=reg.multiplicity
-        or (
-            f"{n} treatment(s) x 2 subsets x 2 endpoints = {4 * n} intervals, no correction for "
-            "multiplicity; each interval describes a distribution, not a family-wise guarantee."
-        ),
+        multiplicity=reg.multiplicity,
         drop_order=drop,
         never_drop=never,
         curtailment_sentence=reg.curtailment_sentence,
         scope=reg.scope,
     )
-
-
-def decode_lines(ladder: Ladder, reg: Preregistration) -> list[str]:
-    """The decode kind's endpoints and contrasts."""
-    a = ladder.analysis
-    return [
-        f"- Primary endpoint: `decode_rate_tps_{a.primary_endpoint}`, paired within (prompt, cycle).",
-        f"- Primary contrasts: {'; '.join(reg.primary_contrasts) or 'none'}.",
-        f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
-        f"- Tie-break: if the primary and interval-basis figures differ by more than "
-        f"{a.tiebreak_pp:g} pp on a headline cell, the interval-basis figure is published.",
-        f"- Decision margin: ±{a.margin_pct:g} %.",
-        f"- Multiplicity: {reg.multiplicity}",
-    ]
 
 
 def render(
@@ -55,7 +37,7 @@ def render(
     invocation: list[str],
     run_id: str,
     created_at: str,
-    endpoints: Sequence[str] | None = None,
+    endpoints: Sequence[str] = (),
 ) -> str:
     """The pre-registration document, in Markdown; `endpoints` is the kind's own section."""
     reg = effective(ladder, plan)
@@ -72,7 +54,7 @@ def render(
         *([f"Scope: {reg.scope}", ""] if reg.scope else []),
         "## Endpoints and contrasts",
         "",
-        *(decode_lines(ladder, reg) if endpoints is None else endpoints),
+        *endpoints,
         "",
         "## Curtailment",
         "",

@@ -47,7 +47,7 @@ def describe(slot: SessionSlot) -> str:
 def session_summary(info: Mapping[str, Any], note: str = "") -> str:
     """One line from a closed session's file: `16/16 valid, median 38.2 tok/s, drift +0.4 %`.
 
-    `note` is the kind's own word on the session (the decode kind: its median decode rate).
+    `note` is the kind's own word on the session (e.g. a median rate).
     """
     parts = [f"{info.get('valid', 0)}/{info.get('planned_measurements', 0)} valid"]
     if note:

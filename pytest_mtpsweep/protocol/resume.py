@@ -67,8 +67,13 @@ def reopen(
     now: Mapping[str, Any],
     checks: Sequence[PreflightItem],
     members: Callable[[str], dict[str, str]],
+    kind_fields: Sequence[str] = (),
 ) -> ResumeState:
-    """Continue an interrupted run: same ladder and options, or a refusal naming the change."""
+    """Continue an interrupted run: same ladder and options, or a refusal naming the change.
+
+    `kind_fields` are the plan fields the kind counts as the run's identity (`--resume`)."""
+    from .. import registry
+
     old = read_plan(run_path)
     stopped = run_path / schema.STOPPED_FILE
     if stopped.exists():
@@ -77,7 +82,7 @@ def reopen(
             f"({stopped.read_text(errors='replace').strip()}) and must not be resumed; start a "
             "new run."
         )
-    differ = planfile.differences(old, now)
+    differ = planfile.differences(old, now, kind_fields, registry.default_name())
     if differ:
         raise RunDirError(
             f"--resume {run_path}: this invocation differs from the run in {', '.join(differ)}; "

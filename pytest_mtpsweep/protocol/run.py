@@ -8,18 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import kinds, schema
-from ..errors import ProvisionError
+from .. import options, registry, schema
+from ..errors import OptionError, ProvisionError
+from ..kindapi import case_properties
 from ..ladder import Ladder, SessionSlot, find_ladder, load_ladder, run_plan
 from ..ladder.attach import one_server
-from ..options import PreflightRequest, RunRequest, describe_overrides
+from ..request import PreflightRequest, RunRequest
 from . import finish, interrupts, setup, timeouts
 from .begin import Placement, begin, join
 
 if TYPE_CHECKING:
-    from ..kinds import Case, EndAnalysis, KindRun, Result
+    from ..kindapi import Case, EndAnalysis, Kind, KindRun, Result
     from ..preflight import PreflightItem
-    from .lifecycle import LiveSession
+    from .live import LiveSession
     from .progress import Progress
     from .rundir import RunDir
     from .schedule import Schedule
@@ -32,7 +33,8 @@ class Run:
 
     request: RunRequest
     ladder: Ladder
-    kind: KindRun
+    declared: Kind  # the ladder's kind as the registry found it
+    kind: KindRun  # and its run side, prepared for this ladder
     plan: list[SessionSlot]
     resolved: setup.Resolved | None = None
     sessions: Sessions | None = None
@@ -51,16 +53,26 @@ class Run:
     def from_request(cls, request: RunRequest) -> Run:
         """Load and check everything the command line names, before anything starts."""
         path = find_ladder(request.ladder, list(request.search_dirs))
-        said = describe_overrides(request.overrides)
+        said = options.describe_overrides(request.overrides, options.table(registry.options()))
         ladder = load_ladder(path, request.overrides, said, base_url=request.base_url)
+        declared = registry.kind(ladder.kind, str(ladder.path))
+        for name in request.kind_options:
+            owner = registry.owner_of(name)
+            if owner is not None and owner.name != ladder.kind:
+                flag = next(o.flag for o in owner.options if o.name == name)
+                raise OptionError(
+                    f"{flag} is an option of the {owner.name} kind, and ladder {ladder.name} is "
+                    f"{ladder.kind}; drop {flag}."
+                )
         if any(ladder.model_of(t.key) is None for t in ladder.treatments if not t.attached):
             raise ProvisionError(
                 f"ladder {ladder.name} ({ladder.path}) needs --model: "
                 f"{ladder.requires_model or 'a GGUF model file'}."
             )
-        kind = kinds.prepare(ladder, request)
+        kind = registry.prepare(ladder, request)
         kind.validate_analysis(request.analysis)
-        return cls(request, ladder, kind, run_plan(ladder.treatment_keys, ladder.cycles))
+        plan = run_plan(ladder.treatment_keys, ladder.cycles)
+        return cls(request, ladder, declared, kind, plan)
 
     @property
     def run_dir(self) -> RunDir | None:
@@ -76,7 +88,7 @@ class Run:
 
     def cases(self) -> list[Case]:
         """Every case of the plan, in run order."""
-        return self.kind.cases(self.plan)
+        return list(self.kind.cases(self.plan))
 
     def resolve(self) -> setup.Resolved:
         """Find the server and the model; fix the keyed fields, the run id and its path."""
@@ -110,8 +122,9 @@ class Run:
         """Found the run directory (or reopen the resumed one); make the sessions."""
         assert self.resolved is not None, "resolve() comes first"
         self.sessions = begin(
-            self.request, self.ladder, self.kind, self.plan, self.resolved, cases, checks
-        )
+            self.request, self.ladder, self.declared, self.kind, self.plan, self.resolved, cases,
+            checks,
+        )  # fmt: skip
         interrupts.install()  # a second Ctrl-C ends the run quietly (plugin unconfigure restores)
         if progress is not None:
             self.sessions.progress = progress
@@ -138,7 +151,7 @@ class Run:
             "session": slot.name,
             "treatment": slot.treatment,
             "cycle": slot.cycle,
-            **kinds.case_properties(self.kind, case, result),
+            **case_properties(self.kind, case, result),
         }
 
     def check_schedule(self, slot: SessionSlot) -> None:

@@ -13,17 +13,19 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from .. import kinds, schema
+from .. import schema
 from ..errors import RunDirError, ServerError, SkipCase, StopRun
+from ..kindapi import session_note
 from ..ladder.plan import SessionSlot
 from . import lifecycle
 from .context import RunContext
-from .lifecycle import LiveSession, one_line
+from .lifecycle import one_line
+from .live import LiveSession
 from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
 
 if TYPE_CHECKING:
-    from ..kinds import Case, KindRun, Result
+    from ..kindapi import Case, KindRun, Result
 
 
 class Sessions:
@@ -154,7 +156,7 @@ class Sessions:
         partial = self._file(live)
         if interrupted is not None:
             raise interrupted
-        note = kinds.session_note(self.kind, live)
+        note = session_note(self.kind, live)
         self.progress.closed(live.slot.name, session_summary(live.info, note))
         if partial and not live.rerun and self.schedule.time_for(live.slot):
             self._rerun(live.slot)

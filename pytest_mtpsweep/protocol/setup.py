@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, rig, schema
+from .. import rig, schema
+from .._version import __version__
 from ..ladder import Ladder
-from ..options import PreflightRequest, RunRequest
+from ..request import PreflightRequest, RunRequest
 from ..rig import liveset
 from ..rig.digests import default_digest_cache
 
 if TYPE_CHECKING:
-    from ..kinds import KindRun
+    from ..kindapi import KindRun
     from ..preflight import PreflightItem
 
 

@@ -4,9 +4,11 @@ One request per turn; usage is read from the response. Transient failures — HT
 a connection refused, reset or closed without an answer — are retried with exponential backoff
 (`backoff_s` × 2^k, capped at `max_backoff_s`; a `Retry-After` in seconds is honoured up to the
 cap), at most `retries` times, and every retry is counted. Anything else (another 4xx, a reply
-that is not JSON, a reply without choices, a timeout) is terminal at once: the reply says so,
-with its HTTP status and zero tokens unless the server reported usage. Any header value (a
-bearer key) is scrubbed from every text the reply carries.
+that is not JSON, a reply without choices, usage that cannot be true (rig/usage.py), a timeout)
+is terminal at once: the reply says so, with its HTTP status. Tokens the server did not report
+are None (unknown), never 0. Any header value (a bearer key) is scrubbed from the error texts;
+the content is returned as it came, since the checked artefact must be what the model wrote:
+whoever writes it redacts it (`redact`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from .usage import read_usage
 
 RETRIED_ERRORS = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 ERROR_EXCERPT = 300  # characters of an error body kept
@@ -46,6 +50,11 @@ class ChatSpec:
     timeout_s: float = 300.0
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. llama-server's cache_prompt
     headers: Callable[[], dict[str, str]] = dict  # read at request time, never stored
+    context_tokens: int | None = None  # the served context, where known: usage beyond it lies
+
+    def secrets(self) -> list[str]:
+        """What must never be written: each header's value (a bearer key without `Bearer`)."""
+        return [v.split(" ", 1)[-1] for v in self.headers().values()]
 
     def __repr__(self) -> str:  # the headers may hold a key: keep them out of any repr
         return f"ChatSpec(model={self.model!r}, max_tokens={self.max_tokens})"
@@ -70,7 +79,13 @@ class ChatReply:
     total_s: float = 0.0  # every try and every wait
 
     @property
+    def tokens_known(self) -> bool:
+        """The server reported both counts (plausibly: rig/usage.py)."""
+        return self.prompt_tokens is not None and self.completion_tokens is not None
+
+    @property
     def tokens(self) -> int:
+        """The reported tokens (0 for an unknown count: check `tokens_known` first)."""
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
 
@@ -86,7 +101,8 @@ def request_body(messages: Sequence[Mapping[str, str]], spec: ChatSpec) -> dict[
     }
 
 
-def _scrub(text: str, secrets: Sequence[str]) -> str:
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """`text` with every secret replaced, for writing; never applied to what is checked."""
     for s in secrets:
         if s:
             text = text.replace(s, "[redacted]")
@@ -100,18 +116,20 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return None
 
 
-def parse(resp: httpx.Response, secrets: Sequence[str]) -> ChatReply:
+def parse(
+    resp: httpx.Response, max_tokens: int | None = None, context_tokens: int | None = None
+) -> ChatReply:
     """A 200 response -> a reply (terminal errors for what a completion must hold)."""
     status = resp.status_code
     try:
         body = resp.json()
     except ValueError:
         return ChatReply(False, http_status=status, error="the response is not JSON")
-    usage = body.get("usage") if isinstance(body, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
-    prompt, completion = (usage.get(k) for k in ("prompt_tokens", "completion_tokens"))
-    prompt = prompt if isinstance(prompt, int) else None
-    completion = completion if isinstance(completion, int) else None
+    usage = read_usage(body.get("usage") if isinstance(body, dict) else None,
+                       max_tokens, context_tokens)  # fmt: skip
+    if usage.problem is not None:
+        return ChatReply(False, http_status=status, error=usage.problem)
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return ChatReply(
@@ -126,7 +144,7 @@ def parse(resp: httpx.Response, secrets: Sequence[str]) -> ChatReply:
     reasoning = message.get("reasoning_content") if isinstance(message, dict) else None
     return ChatReply(
         True,
-        content=_scrub(content if isinstance(content, str) else "", secrets),
+        content=content if isinstance(content, str) else "",
         finish_reason=choices[0].get("finish_reason"),
         reasoning_chars=len(reasoning) if isinstance(reasoning, str) else 0,
         response_model=body.get("model") if isinstance(body.get("model"), str) else None,
@@ -150,7 +168,7 @@ def chat(
     t0 = time.monotonic()
     while True:
         headers = spec.headers()
-        secrets = [v.split(" ", 1)[-1] for v in headers.values()]
+        secrets = [v.split(" ", 1)[-1] for v in headers.values()]  # as ChatSpec.secrets
         wait: float | None = None
         t_send = time.monotonic()
         try:
@@ -167,12 +185,14 @@ def chat(
         else:
             status = resp.status_code
             if status == 200:
-                reply = parse(resp, secrets)
+                reply = parse(resp, spec.max_tokens, spec.context_tokens)
+                if reply.error is not None:
+                    reply = dataclasses.replace(reply, error=redact(reply.error, secrets))
                 return _finish(reply, retried, t_send, t0)
             what = f"HTTP {status}: {resp.text[:ERROR_EXCERPT]!r}"
             failure = str(status) if status == 429 or status >= 500 else None
             wait = _retry_after(resp)
-        what = _scrub(what, secrets)
+        what = redact(what, secrets)
         if failure is None or len(retried) >= policy.retries:
             if failure is not None:
                 what = f"{what} (after {len(retried)} retries)"

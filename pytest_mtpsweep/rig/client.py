@@ -82,4 +82,6 @@ def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestS
         error = f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
     t_end = time.monotonic_ns()
     raw = RawStream(lines, stamps, t_send=t_send, t_end=t_end, status=status, error=error)
-    return reduce_stream(raw, expected_alias=spec.alias, stall_s=spec.stall_s)
+    return reduce_stream(
+        raw, expected_alias=spec.alias, stall_s=spec.stall_s, max_tokens=spec.max_tokens
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 
 from ..errors import ServerError
+from .readiness import wait_until_ready
 
 IDENTITY_PATHS = ("/v1/models", "/props", "/version")
 
@@ -90,27 +90,21 @@ class Endpoint:
 
         `on_wait`, if given, hears (seconds waited, the last answer) about once a second.
         """
-        t0 = time.monotonic()
-        last = "no answer"
-        tick = t0 + 1.0
-        while True:
-            now = time.monotonic()
-            if on_wait is not None and now >= tick:
-                on_wait(now - t0, last)
-                tick = now + 1.0
+
+        def probe() -> str | None:
             why = self.probe()
-            if why is None:
-                return time.monotonic() - t0
-            last = why
             refused = self.refused_key(why)
-            if refused is not None:
+            if refused is not None:  # the key, not the server: waiting will not help
                 raise ServerError(refused)
-            if time.monotonic() - t0 > timeout_s:
-                raise ServerError(
-                    f"the attached server at {self.base_url} did not answer within "
-                    f"{timeout_s:.0f} s ({last}); start it, or check base_url in the ladder."
-                )
-            time.sleep(0.5)
+            return why
+
+        waited = wait_until_ready(probe, timeout_s, 0.5, on_wait)
+        if not waited.ready:
+            raise ServerError(
+                f"the attached server at {self.base_url} did not answer within "
+                f"{timeout_s:.0f} s ({waited.last}); start it, or check base_url in the ladder."
+            )
+        return waited.seconds
 
     def identity(self) -> dict[str, Any]:
         """Whatever the server says about itself, by path; absent paths are left out."""

@@ -19,6 +19,7 @@ import psutil
 
 from ..errors import ServerError
 from .net import port_is_free
+from .readiness import wait_until_ready
 
 _PR_SET_PDEATHSIG = 1
 _live: set[ServerProcess] = set()
@@ -139,7 +140,6 @@ def log_tail(path: Path, lines: int = 20) -> str:
 
 # Called about once a second while a server loads, with the seconds waited so far.
 OnWait = Callable[[float], None]
-WAIT_TICK_S = 1.0
 KILL_REAP_S = 2.0  # how long an interrupted stop waits for the SIGKILLed server to go
 
 
@@ -244,14 +244,9 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
 
 def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None) -> None:
     spec = server.spec
-    deadline = t0 + spec.ready_timeout_s
-    tick = t0 + WAIT_TICK_S
     with httpx.Client(timeout=2.0, trust_env=False) as client:
-        while True:
-            now = time.monotonic()
-            if on_wait is not None and now >= tick:
-                on_wait(now - t0)
-                tick = now + WAIT_TICK_S
+
+        def probe() -> str | None:
             code = server.exit_code()
             if code is not None:
                 raise ServerError(
@@ -259,15 +254,18 @@ def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None)
                     f"(log {spec.log_path}); last lines:\n{log_tail(spec.log_path)}"
                 )
             with contextlib.suppress(httpx.HTTPError):
-                if client.get(f"{spec.base_url}/health").status_code == 200:
-                    return
-            if time.monotonic() > deadline:
-                raise ServerError(
-                    f"the server was not healthy after {spec.ready_timeout_s:.0f} s "
-                    f"(log {spec.log_path}); raise server.ready_timeout_s in the ladder if the "
-                    f"model is slow to load. Last lines:\n{log_tail(spec.log_path)}"
-                )
-            time.sleep(0.02)
+                status = client.get(f"{spec.base_url}/health").status_code
+                return None if status == 200 else f"HTTP {status} from /health"
+            return "no answer"
+
+        heard = (lambda waited, _last: on_wait(waited)) if on_wait is not None else None
+        waited = wait_until_ready(probe, spec.ready_timeout_s, 0.02, heard, t0)
+    if not waited.ready:
+        raise ServerError(
+            f"the server was not healthy after {spec.ready_timeout_s:.0f} s "
+            f"(log {spec.log_path}); raise server.ready_timeout_s in the ladder if the "
+            f"model is slow to load. Last lines:\n{log_tail(spec.log_path)}"
+        )
 
 
 def stop(server: ServerProcess) -> Release:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import Measurement
+from .usage import read_usage
 
 # Delta fields an OpenAI-compatible stream may carry; anything else is an anomaly worth a look.
 KNOWN_DELTA_FIELDS = frozenset(
@@ -213,15 +214,23 @@ def stall_reason(gap_s: float | None, threshold_s: float | None) -> str | None:
 
 
 def reduce_stream(
-    raw: RawStream, *, expected_alias: str, stall_s: float | None = None
+    raw: RawStream,
+    *,
+    expected_alias: str,
+    stall_s: float | None = None,
+    max_tokens: int | None = None,
 ) -> Measurement:
-    """Turn a recorded stream into a Measurement; `stall_s` flags a longer silence mid-answer."""
+    """Turn a recorded stream into a Measurement; `stall_s` flags a longer silence mid-answer,
+    and usage that cannot be true (rig/usage.py, `max_tokens` its cap) makes it invalid."""
     ev = parse_events(raw)
-    completion_tokens = _int(ev.usage, "completion_tokens")
+    usage = read_usage(ev.usage, max_tokens)
+    completion_tokens = usage.completion_tokens
     interval, basis = interval_rate(ev.timings, ev.content_stamps)
     content = "".join(ev.content_parts)
     gap = max_gap_s(raw, ev.t_first_token)
     reasons = invalid_reasons(raw, ev, expected_alias, stall_reason(gap, stall_s))
+    if usage.problem is not None:
+        reasons.append(usage.problem)
     alias = next(iter(ev.models)) if len(ev.models) == 1 else (",".join(sorted(ev.models)) or None)
     return Measurement(
         valid=not reasons,
@@ -237,7 +246,7 @@ def reduce_stream(
         ttft_s=(ev.t_first_token - raw.t_send) / 1e9 if ev.t_first_token is not None else None,
         e2e_s=(raw.t_end - raw.t_send) / 1e9,
         max_gap_s=gap,
-        prompt_tokens=_int(ev.usage, "prompt_tokens"),
+        prompt_tokens=usage.prompt_tokens,
         completion_tokens=completion_tokens,
         predicted_n=_int(ev.timings, "predicted_n"),
         predicted_ms=_float(ev.timings, "predicted_ms"),

@@ -264,7 +264,7 @@ def test_strings_that_look_like_markup_stay_text_through_the_pages_script(
 def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_mtpsweep.analysis import analyse_run
+    from pytest_mtpsweep.kinds.decode.analysis import analyse_run
     from tests.strategies import Design, make_records, noisy, write_run
 
     monkeypatch.setattr("pytest_mtpsweep.analysis.io.plotting_available", lambda: False)

@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 from pytest_mtpsweep.analysis.cli import run_cli
 from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.kinds.decode.cases import DecodeCase
+from pytest_mtpsweep.kinds.decode.decoderun import prepare
 from pytest_mtpsweep.kinds.decode.markers import stop_marker
-from pytest_mtpsweep.kinds.decode.run import DecodeCase, prepare, session_order
 from pytest_mtpsweep.ladder import load_ladder, run_plan
-from pytest_mtpsweep.ladder.prompts import Prompt
-from pytest_mtpsweep.options import RunRequest
+from pytest_mtpsweep.ladder.prompts import Prompt, session_order
+from pytest_mtpsweep.request import RunRequest
 from pytest_mtpsweep.schema import Measurement
 from tests.sandbox import FAKE_GGUF, copy_experiments, only_run
 

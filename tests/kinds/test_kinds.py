@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_mtpsweep.kinds import EndAnalysis, GateVerdict, case_properties, session_note
+from pytest_mtpsweep.kindapi import EndAnalysis, GateVerdict, case_properties, session_note
 
 
 @dataclass(frozen=True)

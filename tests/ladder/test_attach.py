@@ -88,14 +88,13 @@ def test_one_server_measures_one_treatment() -> None:
         one_server("http://h:1", ["a", "b"])
 
 
-def readme_snippets() -> list[str]:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("## Attach to a server you run", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```toml\n(.*?)```", section, flags=re.S)
+def attach_snippets() -> list[str]:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "attach.md").read_text()
+    return re.findall(r"^```toml\n(.*?)^```", text, flags=re.S | re.M)
 
 
-def test_the_readme_attach_snippets_load_as_written(tmp_path: Path) -> None:
-    snippets = readme_snippets()
+def test_the_attach_page_snippets_load_as_written(tmp_path: Path) -> None:
+    snippets = attach_snippets()
     assert len(snippets) == 3  # vLLM, SGLang, llama-server in a container
     for i, text in enumerate(snippets):
         path = tmp_path / f"s{i}.toml"

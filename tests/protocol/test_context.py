@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_mtpsweep.kinds import prepare
 from pytest_mtpsweep.ladder import load_ladder, run_plan
-from pytest_mtpsweep.options import RunRequest
 from pytest_mtpsweep.protocol import setup
 from pytest_mtpsweep.protocol.context import RunContext
 from pytest_mtpsweep.protocol.rundir import RunDir
+from pytest_mtpsweep.registry import prepare
+from pytest_mtpsweep.request import RunRequest
 from pytest_mtpsweep.rig.provision import ServerBinary
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,3 +26,34 @@ def test_each_difference_is_named() -> None:
     changed = PLAN | {"keyed": {"max_tokens": 64, "seed": 42}, "ladder": "other"}
     assert differences(PLAN, changed) == ["keyed.max_tokens", "ladder"]
     assert differences(PLAN, PLAN | {"keyed": {"max_tokens": 128}}) == ["keyed.seed"]
+
+
+def test_the_kinds_own_fields_count_only_when_it_names_them() -> None:
+    other = PLAN | {"prompts": [{"id": "prose_02", "subset": "prose"}]}
+    assert differences(PLAN, other) == []
+    assert differences(PLAN, other, kind_fields=("prompts",)) == ["prompts"]
+
+
+def test_a_plan_written_before_plans_named_their_kind_is_the_default_kind() -> None:
+    now = PLAN | {"kind": "decode"}
+    assert differences(PLAN, now, default_kind="decode") == []
+    assert differences(PLAN, now, default_kind="authoring") == ["kind"]
+
+
+def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
+    from pathlib import Path
+
+    from pytest_mtpsweep.ladder import load_ladder, run_plan
+    from pytest_mtpsweep.protocol.planfile import plan_document
+
+    lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "cpu-demo.toml")
+    doc = plan_document(
+        run_id="R1", ladder=lad, created_at="T0", invocation=["pytest"], version="0",
+        server={}, keyed={}, prereg_sha256="", reg=lad.prereg,
+        kind_fields={"analysis": {"margin_pct": 2.5}, "repeats": 1},
+        plan=run_plan(lad.treatment_keys, 1), planned={},
+    )  # fmt: skip
+    assert list(doc["analysis"]) == [
+        "baseline", "margin_pct", "curtailment_sentence", "multiplicity",
+    ]  # fmt: skip
+    assert doc["analysis"]["margin_pct"] == 2.5 and doc["repeats"] == 1

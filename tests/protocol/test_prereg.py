@@ -4,16 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_mtpsweep.ladder import load_ladder, run_plan
+from pytest_mtpsweep import registry
+from pytest_mtpsweep.kindapi import KindRun
+from pytest_mtpsweep.ladder import Ladder, load_ladder, run_plan
 from pytest_mtpsweep.protocol import prereg as preregistration
+from pytest_mtpsweep.request import RunRequest
 
 LADDERS = Path(__file__).resolve().parents[2] / "experiments" / "ladders"
+
+
+def kind_of(lad: Ladder) -> KindRun:
+    """The ladder's kind (decode here): it fills in its multiplicity and writes its section."""
+    return registry.prepare(lad, RunRequest(ladder=lad.name, search_dirs=(), cwd=LADDERS,
+                                            invocation=()))  # fmt: skip
 
 
 def test_defaults_fill_what_the_ladder_leaves_out() -> None:
     lad = load_ladder(LADDERS / "cpu-demo.toml")
     plan = run_plan([t.key for t in lad.treatments], lad.cycles)
     reg = preregistration.effective(lad, plan)
+    assert reg.multiplicity == ""  # the protocol states none; the kind does
+    reg = kind_of(lad).registration(reg)
     assert reg.primary_contrasts == ("ngram-simple vs none", "ngram-mod vs none")
     assert reg.never_drop == "none:c4"  # the final baseline: without it cycle 4 has no pairs
     assert (
@@ -47,14 +58,17 @@ def test_the_lowerarm_ladders_carry_the_users_preregistration_verbatim() -> None
     for name in ("lowerarm", "lowerarm-cpu"):
         lad = load_ladder(LADDERS / f"{name}.toml")
         plan = run_plan(lad.treatment_keys, lad.cycles)
-        reg = preregistration.effective(lad, plan)
+        kind = kind_of(lad)
+        reg = kind.registration(preregistration.effective(lad, plan))
         assert reg.drop_order == ("gate_0.25:c2", "gate_0.10:c2")
         assert reg.never_drop == "none:c2"
         assert reg.curtailment_sentence == SEED_SENTENCE
         assert reg.primary_contrasts == ("gate_0.10 vs none", "gate_0.25 vs none")
         assert reg.secondary_contrasts == ("gate_0.25 vs gate_0.10",)
         assert lad.preflight.self_test is True  # "mtpsweep suite: N tests / OK"
-        text = preregistration.render(lad, plan, plan, ["pytest"], "R1", "T0")
+        text = preregistration.render(
+            lad, plan, plan, ["pytest"], "R1", "T0", kind.prereg_lines(reg)
+        )
         assert f'"{SEED_SENTENCE}"' in text
         assert "Secondary contrasts (exploratory): gate_0.25 vs gate_0.10." in text
         assert "Drop order: gate_0.25:c2, gate_0.10:c2." in text

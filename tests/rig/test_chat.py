@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.chat import ChatSpec, RetryPolicy, chat
-from tests.stub_openai_server import Script, serve
+from pytest_mtpsweep.rig.chat import ChatSpec, RetryPolicy, chat, redact
+from tests.stub_openai_server import OMIT, Script, serve
 
 KEY = "sk-test-0123456789abcdef"
 MESSAGES = [{"role": "user", "content": "Write add(a, b)."}]
@@ -127,11 +127,48 @@ def test_a_refused_connection_is_retried_then_terminal(client: httpx.Client) -> 
     assert not reply.ok and reply.retried == ("ConnectError",) and reply.http_status is None
 
 
-def test_a_key_echoed_by_the_server_is_scrubbed(client: httpx.Client) -> None:
+def test_content_is_what_the_model_wrote_and_redaction_is_for_writing(
+    client: httpx.Client,
+) -> None:
+    # The artefact is checked as written; a key it contains is redacted only where written.
     script = Script(key=KEY, reply=lambda m: f"the key is {KEY}")
     with serve(script) as url:
         reply = chat(client, url, MESSAGES, spec(KEY), POLICY)
-    assert reply.ok and KEY not in reply.content and "[redacted]" in reply.content
+    assert reply.ok and reply.content == f"the key is {KEY}"
+    assert redact(reply.content, spec(KEY).secrets()) == "the key is [redacted]"
+
+
+def test_a_short_key_never_rewrites_the_content(client: httpx.Client) -> None:
+    script = Script(key="a", reply=lambda m: "def add(a, b):\n    return a + b\n")
+    with serve(script) as url:
+        reply = chat(client, url, MESSAGES, spec("a"), POLICY)
+    assert reply.content == "def add(a, b):\n    return a + b\n"
+
+
+def test_a_reply_without_usage_has_unknown_tokens(client: httpx.Client) -> None:
+    with serve(Script(usage_of=lambda m, c: OMIT)) as url:
+        reply = chat(client, url, MESSAGES, spec(), POLICY)
+    assert reply.ok and not reply.tokens_known
+    assert reply.prompt_tokens is None and reply.completion_tokens is None
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": -100000, "completion_tokens": -100000},
+        {"prompt_tokens": True, "completion_tokens": 1},
+        {"prompt_tokens": 10, "completion_tokens": 65},  # max_tokens is 64
+    ],
+)
+def test_usage_that_cannot_be_true_is_a_terminal_malformed_response(
+    client: httpx.Client, usage: dict[str, object]
+) -> None:
+    script = Script(usage_of=lambda m, c: usage)
+    with serve(script) as url:
+        reply = chat(client, url, MESSAGES, spec(), POLICY)
+    assert not reply.ok and reply.http_status == 200 and len(script.requests) == 1
+    assert reply.error is not None and reply.error.startswith("malformed response: usage")
+    assert reply.prompt_tokens is None and reply.completion_tokens is None
 
 
 @given(st.integers(0, 20), st.floats(0, 10), st.floats(0, 100))

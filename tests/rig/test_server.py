@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from pytest_mtpsweep.errors import ServerError
-from pytest_mtpsweep.rig import identity, server
+from pytest_mtpsweep.rig import identity, readiness, server
 from pytest_mtpsweep.rig.net import bind_error, free_port, port_is_free
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,8 +117,8 @@ def test_a_loading_server_is_reported_about_once_a_second(tmp_path: Path) -> Non
     proc = server.start(s, waited.append)
     try:
         assert 2 <= len(waited) <= 3, waited
-        assert waited == sorted(waited) and waited[0] >= server.WAIT_TICK_S
-        assert all(b - a >= server.WAIT_TICK_S for a, b in itertools.pairwise(waited))
+        assert waited == sorted(waited) and waited[0] >= readiness.TICK_S
+        assert all(b - a >= readiness.TICK_S for a, b in itertools.pairwise(waited))
         assert waited[-1] <= proc.load_s
     finally:
         server.stop(proc)

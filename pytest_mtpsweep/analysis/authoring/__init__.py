@@ -6,6 +6,6 @@ side by side, never pooled unless the ladder asks.
 only edge that reads a run directory and writes the outputs.
 """
 
-from pytest_mtpsweep.analysis.authoring.io import AuthoringResult, analyse_at_end, analyse_dir
+from .io import AuthoringResult, analyse_dir
 
-__all__ = ["AuthoringResult", "analyse_at_end", "analyse_dir"]
+__all__ = ["AuthoringResult", "analyse_dir"]

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.analysis.authoring.paired_binary import METHOD as PAIRED_METHOD
-from pytest_mtpsweep.analysis.authoring.paired_binary import paired_difference
-from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, Spread, index_matrix, published_interval
+from ..stats import PROMPTS_ONLY, Spread, index_matrix, published_interval
+from .paired_binary import METHOD as PAIRED_METHOD
+from .paired_binary import paired_difference
 
 # endpoint -> (column, "difference" | "ratio")
 ENDPOINTS: dict[str, tuple[str, str]] = {

@@ -7,12 +7,12 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep import schema
+from ... import schema
 
 COLUMNS: tuple[str, ...] = (
     "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",
-    "turns_used", "prompt_tokens", "completion_tokens", "api_status", "api_error",
-    "checker_error", "reason",
+    "turns_used", "prompt_tokens", "completion_tokens", "tokens_unknown_turns", "api_status",
+    "api_error", "checker_error", "reason",
 )  # fmt: skip
 
 
@@ -31,6 +31,10 @@ def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     df["first"] = (outcome == schema.FIRST_ATTEMPT_GREEN).astype(float)
     for col in ("prompt_tokens", "completion_tokens", "turns_used", "repeat"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
+    # a total over a turn without usage is unknown: never read as 0 (older records lack the field)
+    unknown = pd.to_numeric(df["tokens_unknown_turns"], errors="coerce").fillna(0) > 0
+    df["tokens_known"] = ~unknown
+    df.loc[unknown, ["prompt_tokens", "completion_tokens"]] = float("nan")
     return df
 
 

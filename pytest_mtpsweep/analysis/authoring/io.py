@@ -9,13 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring import contrast, repeats, report, tables
-from pytest_mtpsweep.analysis.authoring.frame import cell_frame, turn_frame
-from pytest_mtpsweep.analysis.errors import AnalysisError
-from pytest_mtpsweep.fileio import atomic_write_text
-from pytest_mtpsweep.kinds import EndAnalysis
-from pytest_mtpsweep.protocol.rundir import read_records
+from ... import schema
+from ...errors import AnalysisError
+from ...fileio import atomic_write_text
+from ...protocol.rundir import read_records
+from . import contrast, repeats, report, tables
+from .frame import cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks
 RESCUE_CSV = "feedback_rescue.csv"  # cells not green at turn 1, and how many feedback rescued
@@ -114,7 +113,7 @@ def analyse_dir(
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
     notes = [*_notes(run_dir), *_forgeable(records), *_unreadable(bad_cells, bad_turns),
-             *repeats.repeats_lines(same)]  # fmt: skip
+             *_unknown_tokens(cells), *repeats.repeats_lines(same)]  # fmt: skip
     extra = report.repeats_sections(passes, repeats.rescue_lines(rescue))
     text = report.markdown(
         f"Authoring report: {run_dir.name}",
@@ -128,13 +127,22 @@ def analyse_dir(
         unreadable,
     )
     atomic_write_text(out / schema.REPORT_MD, text)
-    from pytest_mtpsweep.analysis.html import write_report_html
-    from pytest_mtpsweep.kinds.authoring.html_sections import sections  # the registry's, later
-
-    write_report_html(run_dir, sections(run_dir))
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
                       *repeats.rescue_lines(rescue)[:1], *_unreadable(bad_cells, bad_turns)])  # fmt: skip
     return AuthoringResult(table, rows, agree, census, head, out, tuple(bad_cells))
+
+
+def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
+    unknown = cells[~cells["tokens_known"]]
+    if unknown.empty:
+        return []
+    names = ", ".join(unknown["cell"].astype(str).head(10))
+    more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+    return [
+        f"TOKENS UNKNOWN in {len(unknown)} cell(s) ({names}{more}): the server answered "
+        "without usage; their tokens are left out of token means and ratios, and the budget "
+        "charged each such turn its bound."
+    ]
 
 
 def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
@@ -143,12 +151,3 @@ def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
     if turns:
         lines.append(f"unreadable turn records (left out of turn counts): {'; '.join(turns)}")
     return lines
-
-
-def analyse_at_end(run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool) -> EndAnalysis:
-    """The session-end call: a refusal is a line, never a traceback."""
-    try:
-        result = analyse_dir(run_dir, baseline, boot, seed, pooled)
-    except AnalysisError as exc:
-        return EndAnalysis(error=str(exc))
-    return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)

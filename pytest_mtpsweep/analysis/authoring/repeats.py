@@ -22,8 +22,8 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring.paired_binary import _trials, wilson, z_value
+from ... import schema
+from .paired_binary import _trials, wilson, z_value
 
 LEVEL = 0.95
 PASS_COLUMNS: tuple[str, ...] = (

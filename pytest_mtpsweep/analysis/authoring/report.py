@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from pytest_mtpsweep.analysis.authoring.contrast import LEVEL, Contrast
+from .contrast import LEVEL, Contrast
 
 LABELS = {
     "green": "reached green (pp)",

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pytest_mtpsweep import schema
+from ... import schema
 
 TABLE_COLUMNS: tuple[str, ...] = (
     "subject", "cohort", "cells", "informative", "first_attempt_green", "green_after_k",
     "never_green", "api_failure", "checker_error", "budget_stopped", "no_outcome",
     "green_rate", "first_attempt_rate", "mean_prompt_tokens", "mean_completion_tokens",
 )  # fmt: skip
-CENSUS_COLUMNS: tuple[str, ...] = ("subject", "cohort", "task", "repeat", "cell", "class", "why")
+CENSUS_COLUMNS: tuple[str, ...] = (
+    "subject", "cohort", "task", "repeat", "cell", "class", "why", "tokens_known",
+)  # fmt: skip
 
 
 def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:
@@ -53,4 +55,5 @@ def census(cells: pd.DataFrame) -> pd.DataFrame:
     out["class"] = cells["outcome"].where(~cells["informative"], "informative").fillna("no outcome")
     why = cells["api_error"].fillna(cells["checker_error"]).fillna(cells["reason"])
     out["why"] = why.where(~cells["informative"], "").fillna("")
+    out["tokens_known"] = cells["tokens_known"]  # False: a turn came back without usage
     return out.reset_index(drop=True)[list(CENSUS_COLUMNS)]

@@ -4,7 +4,7 @@ A kind's section builder, `sections(run_dir) -> list[Section]`, reads what its a
 `write_report_html(run_dir, sections)` writes <run>/analysis/report.html.
 """
 
-from pytest_mtpsweep.analysis.html.document import (
+from .document import (
     REPORT_HTML,
     Markup,
     Section,

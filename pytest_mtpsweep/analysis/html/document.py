@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.html.assets import ERRORS_JS, PAGE_CSS, PAGE_JS
-from pytest_mtpsweep.fileio import atomic_write_text, json_safe
+from ... import schema
+from ...fileio import atomic_write_text, json_safe
+from .assets import ERRORS_JS, PAGE_CSS, PAGE_JS
 
 REPORT_HTML = "report.html"
 _TAG = re.compile(r"[a-z][a-z0-9]*\Z")
@@ -146,7 +146,7 @@ def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> 
     header = el(
         "header", el("h1", title), el("p", subtitle) if subtitle else None, el("nav", contents)
     )
-    from pytest_mtpsweep import __version__
+    from ..._version import __version__
 
     footer = el(
         "footer",

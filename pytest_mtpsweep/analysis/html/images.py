@@ -11,14 +11,14 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from pytest_mtpsweep.analysis.html.document import Markup, el
+from .document import Markup, el
 
 PLOTS_INSTALL = "pip install 'pytest-mtpsweep[plots]'"
 
 
 def available() -> bool:
     """True when matplotlib can draw (installed and importable)."""
-    from pytest_mtpsweep.analysis.plot import plotting_available
+    from ..plot import plotting_available
 
     return plotting_available()
 

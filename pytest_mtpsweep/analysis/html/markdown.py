@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_mtpsweep.analysis.html.document import Markup, el, join, text
+from .document import Markup, el, join, text
 
 _INLINE = re.compile(r"\*\*(?P<bold>.+?)\*\*|`(?P<code>[^`]+)`")
 _ITEM = re.compile(r"(?P<indent> *)(?:[-*]|(?P<n>\d+)\.) (?P<body>.*)")

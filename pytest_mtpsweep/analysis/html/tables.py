@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pytest_mtpsweep.analysis.html.document import Markup, el, join, json_script
+from .document import Markup, el, join, json_script
 
 LONG_TABLE_ROWS = 25  # more rows than this scroll inside their own box
 

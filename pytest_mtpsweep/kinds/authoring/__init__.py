@@ -1,2 +1,33 @@
 """The authoring experiment: subjects write programs for tasks, in cohorts of prompt formats;
-a checker judges each artefact in a sandbox and its error goes back as the next user turn."""
+a checker judges each artefact in a sandbox and its error goes back as the next user turn.
+
+This module is the kind's declaration (the entry point `authoring` names `KIND`): every pytest
+process of the environment imports it for the kind's options, so it imports nothing else.
+"""
+
+from __future__ import annotations
+
+from ...kindapi import Kind
+from ...options import Opt
+
+KIND = Kind(
+    name="authoring",
+    fixture="cell",
+    summary="One conversation to its outcome (authoring kind), recorded; assert `.valid` in the "
+    "test.",
+    ladder=f"{__name__}.ladder:SPEC",
+    run=f"{__name__}.authoringrun:prepare",
+    commands=f"{__name__}.cli:register",
+    analyse=f"{__name__}.cli:analyse",
+    options=(
+        Opt(
+            "--token-budget",
+            "token_budget",
+            "authoring: stop before a turn could take the run "
+            "past N prompt+completion tokens (overrides the ladder)",
+            int,
+            metavar="N",
+            overrides="token_budget",
+        ),
+    ),
+)

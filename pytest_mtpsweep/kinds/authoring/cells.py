@@ -47,12 +47,17 @@ def is_final(record: Mapping[str, Any] | None) -> bool:
 
 
 def spent(run_dir: Path) -> int:
-    """Tokens the run has spent so far, by its turn records (every attempt)."""
+    """Tokens the run has spent so far, by its turn records (every attempt): what the budget
+    was charged (a turn without usage: its bound), else the reported usage (older records)."""
     total = 0
     for rec in records(run_dir, schema.TURNS_DIR):
-        for key in ("prompt_tokens", "completion_tokens"):
+        charged = rec.get("budget_tokens")
+        keys = (
+            ("budget_tokens",) if type(charged) is int else ("prompt_tokens", "completion_tokens")
+        )
+        for key in keys:
             value = rec.get(key)
-            total += value if isinstance(value, int) else 0
+            total += value if type(value) is int and value >= 0 else 0
     return total
 
 
@@ -73,6 +78,6 @@ def result_of(record: Mapping[str, Any]) -> CellResult:
         outcome=record.get("outcome"),
         green_turn=record.get("green_turn"),
         turns_used=int(record.get("turns_used") or 0),
-        prompt_tokens=int(record.get("prompt_tokens") or 0),
-        completion_tokens=int(record.get("completion_tokens") or 0),
+        prompt_tokens=record.get("prompt_tokens"),
+        completion_tokens=record.get("completion_tokens"),
     )

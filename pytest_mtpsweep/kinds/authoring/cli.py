@@ -1,11 +1,59 @@
-"""The authoring kind's own `mtpsweep` subcommands: `mtpsweep tasks import humaneval DIR`."""
+"""The authoring kind's own commands: `mtpsweep tasks import humaneval DIR`, and what
+`mtpsweep analyse` does with an authoring run directory."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from ...errors import AnalysisError
+from ...kindapi import EXIT_ERROR, EXIT_OK
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub: Any) -> None:
     from .humaneval import register_cli
 
     register_cli(sub)
+
+
+def analyse(
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+) -> int:
+    """One authoring run, analysed into its analysis/ directory with the settings its plan
+    registered (an explicit --boot, --boot-seed or --baseline wins)."""
+    if len(runs) > 1 or args.pool or args.expect or args.out:
+        raise AnalysisError(
+            "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
+            "--expect, --out and the other runs"
+        )
+    from ...analysis.authoring import analyse_dir
+    from . import html_sections
+
+    plan = plans[0]
+    registered = plan.get("contrast") or {}
+    boot = args.boot if args.boot != DEFAULT_BOOT else registered.get("resamples", args.boot)
+    seed = (
+        args.boot_seed
+        if args.boot_seed != DEFAULT_BOOT_SEED
+        else registered.get("seed", args.boot_seed)
+    )
+    baseline = args.baseline or plan.get("baseline_cohort") or ""
+    result = analyse_dir(runs[0], baseline, int(boot), int(seed), bool(registered.get("pooled")))
+    html_sections.write(runs[0])  # report.html beside report.md
+    print(result.headline)
+    print(f"outputs: {result.out_dir}")
+    if result.unreadable_cells:
+        print(
+            f"mtpsweep analyse: error: {'; '.join(result.unreadable_cells)}: a cell whose final "
+            "record is cut is missing from every table; the report names it (repair or --resume "
+            "the run to measure that cell again)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    return EXIT_OK

@@ -5,6 +5,8 @@ the reply's artefact is extracted as the cohort says and judged by the task's ch
 sandbox; on a failure `check: <error>` (trimmed to `feedback_chars`) is the next user turn.
 The cell's outcome is the first of: green (first_attempt_green or green_after_k), a terminal
 API failure, a checker that could not judge, the budget, or the turns running out (exhausted).
+A reply that came back without usage has unknown tokens: the turn says so, the cell's totals
+are unknown (None, never 0), and the budget spends the turn's bound (budget.py) instead.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class CellEnd:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     api_retries: int = 0
+    tokens_unknown_turns: int = 0  # turns answered without (plausible) usage
     api_status: int | None = None
     api_error: str | None = None
     checker_error: str | None = None
@@ -66,6 +69,7 @@ def turn_fields(turn: int, reply: ChatReply, artefact: str | None, check: Check 
         "api_error": reply.error,
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
+        "tokens_unknown": answered_without_usage(reply),
         "finish_reason": reply.finish_reason,
         "response_model": reply.response_model,
         "reasoning_chars": reply.reasoning_chars,
@@ -84,6 +88,11 @@ def turn_fields(turn: int, reply: ChatReply, artefact: str | None, check: Check 
     }
 
 
+def answered_without_usage(reply: ChatReply) -> bool:
+    """The server answered (HTTP 200) but its usage is missing or could not be true."""
+    return reply.http_status == 200 and not reply.tokens_known
+
+
 def converse(
     messages: Messages,
     s: Settings,
@@ -100,16 +109,20 @@ def converse(
         if not budget.allows(turn_bound(messages, s.max_tokens, previous, new)):
             end.outcome, end.budget = schema.BUDGET_STOPPED, budget.refused
             return end
+        bound = turn_bound(messages, s.max_tokens, previous, new)
         reply = send(messages)
-        spent = reply.tokens if reply.prompt_tokens is not None else turn_bound(
-            messages, s.max_tokens, previous, new)  # fmt: skip
-        budget.spend(spent if reply.ok or reply.tokens else 0)
+        # it generated, but what it cost is unknown: the bound is charged; a refused request
+        # (429, 500, a reset) costs what it reported, if anything
+        charged = bound if answered_without_usage(reply) else reply.tokens
+        budget.spend(charged)
+        end.tokens_unknown_turns += answered_without_usage(reply)
         end.turns_used = turn
         end.prompt_tokens += reply.prompt_tokens or 0
         end.completion_tokens += reply.completion_tokens or 0
         end.api_retries += len(reply.retried)
         if not reply.ok:
-            on_turn(turn_fields(turn, reply, None, None, schema.VERDICT_NOT_CHECKED, None))
+            on_turn({**turn_fields(turn, reply, None, None, schema.VERDICT_NOT_CHECKED, None),
+                     "budget_tokens": charged})  # fmt: skip
             end.outcome, end.api_status, end.api_error = (
                 schema.API_FAILURE, reply.http_status, reply.error)  # fmt: skip
             return end
@@ -124,7 +137,9 @@ def converse(
             text = feedback.message(check, s.feedback_chars) if check else describe_missing(
                 s.extract)  # fmt: skip
             note = s.feedback(text)
-        on_turn(turn_fields(turn, reply, artefact, check, verdict, note))
+        on_turn(
+            {**turn_fields(turn, reply, artefact, check, verdict, note), "budget_tokens": charged}
+        )
         if verdict == schema.VERDICT_PASS:
             end.outcome = schema.FIRST_ATTEMPT_GREEN if turn == 1 else schema.GREEN_AFTER_K
             end.green_turn = turn
@@ -137,8 +152,8 @@ def converse(
             new = [{"role": "user", "content": note}]  # the reply is in its completion tokens
             messages.append(new[-1])
             previous = (
-                (reply.prompt_tokens, reply.completion_tokens or 0)
-                if reply.prompt_tokens is not None
+                (reply.prompt_tokens or 0, reply.completion_tokens or 0)
+                if reply.tokens_known
                 else None
             )
     return end

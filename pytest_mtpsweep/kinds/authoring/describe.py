@@ -90,11 +90,11 @@ def prereg_lines(
         f"bootstrap-t over tasks ({s.resamples} resamples, seed {s.boot_seed}).",
         f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
         f"- Token budget: {budget}",
-        f"- Multiplicity: {ladder.prereg.multiplicity or _multiplicity(len(others), ladder)}",
+        f"- Multiplicity: {ladder.prereg.multiplicity or multiplicity(len(others), ladder)}",
     ]
 
 
-def _multiplicity(others: int, ladder: Ladder) -> str:
+def multiplicity(others: int, ladder: Ladder) -> str:
     n = others * len(ladder.treatments) * 4
     return (
         f"{others} contrast(s) x {len(ladder.treatments)} subject(s) x 4 endpoints = {n} "
@@ -115,8 +115,8 @@ def sandbox_item(verdict: str, reason: str | None, isolation: dict[str, Any]) ->
             expected,
             f"{verdict}: {reason}",
             FAIL,
-            fix="The checker cannot run pytest in the sandbox; see the reason and README's "
-            "'The checker sandbox'.",
+            fix="The checker cannot run pytest in the sandbox; see the reason and 'The checker "
+            "sandbox' in docs/authoring.md.",
         )
     return PreflightItem("checker_sandbox", expected, isolation_text(isolation), PASS)
 

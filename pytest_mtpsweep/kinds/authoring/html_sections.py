@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ... import schema
 from ...analysis.html import markdown as md
-from ...analysis.html.document import Markup, Section, el, join
+from ...analysis.html.document import Markup, Section, el, join, write_report_html
 from ...analysis.html.tables import facets, table
 from ...protocol.rundir import read_records
 from .extract import extract
@@ -323,3 +323,16 @@ def sections(run_dir: Path) -> list[Section]:
         Section("Census", md.render(census or ""), open=False),
         Section("Run", md.render(doc.preamble), open=False),
     ]
+
+
+def write(run_dir: Path) -> Path:
+    """<run>/analysis/report.html, beside the report.md the authoring analysis wrote."""
+    from ...errors import AnalysisError
+
+    try:
+        return write_report_html(run_dir, sections(run_dir))
+    except OSError as exc:
+        raise AnalysisError(
+            f"cannot write {run_dir}/{schema.ANALYSIS_DIR}/report.html ({exc.strerror}); check "
+            "that the run directory is writable"
+        ) from None

@@ -10,15 +10,16 @@ attached by `base_url`, `served_model` and `api_key_env` (the NAME of the variab
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import LadderError
+from ...kindapi import KindSpec
 from ...ladder.fields import Spec, check_key, check_table, str_list
 from ...ladder.load import parse_treatments
 from ...ladder.model import Ladder, Treatment
-from .. import KindSpec
 
 FIELDS: Spec = {
     "model": (dict, False),  # optional here: every subject may name its own
@@ -197,19 +198,49 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         (s.token_budget is None or s.token_budget > 0, "token_budget", s.token_budget,
          "use a positive number of tokens, or leave it out for no budget"),
         (s.feedback_chars >= 80, "feedback_chars", s.feedback_chars, "use 80 or more"),
-        (c.timeout_s > 0 and c.cpu_s >= 1, "checker.timeout_s/cpu_s", (c.timeout_s, c.cpu_s),
-         "use positive limits"),
-        (min(c.memory_mib, c.file_mib, c.tmp_mib, c.nproc, c.output_kib) >= 1, "checker",
-         c, "use positive limits"),
+        *_limit_checks(c),
         (a.retries >= 0 and a.backoff_s >= 0 and a.max_backoff_s >= a.backoff_s, "api",
          a, "use retries >= 0 and 0 <= backoff_s <= max_backoff_s"),
-        (a.timeout_s > 0, "api.timeout_s", a.timeout_s, "use a positive number of seconds"),
+        (0 < a.timeout_s <= MAX_SECONDS, "api.timeout_s", a.timeout_s,
+         f"use a number of seconds from 1 to {MAX_SECONDS}"),
+        (a.max_backoff_s <= MAX_SECONDS, "api.max_backoff_s", a.max_backoff_s,
+         f"use at most {MAX_SECONDS} seconds"),
+        (a.retries <= 100, "api.retries", a.retries, "use at most 100 retries"),
         (s.resamples >= 1000, "contrast.resamples", s.resamples, "use 1000 or more"),
         (s.boot_seed >= 0, "contrast.seed", s.boot_seed, "use a non-negative seed"),
     ]  # fmt: skip
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
+
+
+MAX_SECONDS = 3600  # a check (or a request) that needs longer than an hour is a mistake
+MAX_NPROC = 4096
+
+
+def host_ram_mib() -> int:
+    """This host's physical memory in MiB: no check may be allowed more."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+
+
+def _limit_checks(c: CheckerLimits) -> list[tuple[bool, str, Any, str]]:
+    """Each checker limit within (0, its bound]; the bounds keep every rlimit representable."""
+    ram = host_ram_mib()
+    seconds = f"use a number of seconds above 0 and at most {MAX_SECONDS} (an hour)"
+    sizes = f"use 1 to {ram} MiB (this host's memory)"
+    return [
+        (0 < c.timeout_s <= MAX_SECONDS, "checker.timeout_s", c.timeout_s, seconds),
+        (1 <= c.cpu_s <= MAX_SECONDS, "checker.cpu_s", c.cpu_s,
+         f"use whole seconds from 1 to {MAX_SECONDS}"),
+        (0 < c.call_timeout_s <= MAX_SECONDS, "checker.call_timeout_s", c.call_timeout_s,
+         seconds),
+        (1 <= c.memory_mib <= ram, "checker.memory_mib", c.memory_mib, sizes),
+        (1 <= c.tmp_mib <= ram, "checker.tmp_mib", c.tmp_mib, sizes),
+        (1 <= c.file_mib <= ram, "checker.file_mib", c.file_mib, sizes),
+        (1 <= c.output_kib <= ram * 1024, "checker.output_kib", c.output_kib,
+         f"use 1 to {ram * 1024} KiB"),
+        (1 <= c.nproc <= MAX_NPROC, "checker.nproc", c.nproc, f"use 1 to {MAX_NPROC}"),
+    ]  # fmt: skip
 
 
 SPEC = KindSpec("authoring", FIELDS, treatments, validate, defaults={"cycles": 1})

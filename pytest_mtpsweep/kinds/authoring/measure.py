@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
-from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat
+from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
 from . import cells, replycache
+from .budget import warmup_bound
 from .conversation import CellEnd, Messages, Settings, converse
 from .ladder import repeat_seed
 from .sandbox import Check, run_check
 from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
 if TYPE_CHECKING:
-    from ...protocol.lifecycle import LiveSession
-    from .run import AuthoringCase, AuthoringRun, RunState
+    from ...protocol.live import LiveSession
+    from .state import AuthoringCase, AuthoringRun, RunState
 
 
 def chat_spec(kind: AuthoringRun, live: LiveSession) -> ChatSpec:
@@ -33,6 +34,7 @@ def chat_spec(kind: AuthoringRun, live: LiveSession) -> ChatSpec:
         # our own llama-server: no prompt cache, so repeats are processed alike
         extra={} if endpoint else {"cache_prompt": False},
         headers=endpoint.headers if endpoint else dict,
+        context_tokens=n_ctx if isinstance(n_ctx := live.info.get("n_ctx"), int) else None,
     )
 
 
@@ -44,8 +46,9 @@ def warm_up(kind: AuthoringRun, live: LiveSession, st: RunState) -> schema.Warmu
     reply = chat(
         live.http, live.base_url, [{"role": "user", "content": WARMUP_PROMPT}], spec, policy
     )
-    st.budget.spend(reply.tokens)
-    live.extra["warmup_tokens"] = reply.tokens
+    # without (plausible) usage the warm-up cost is unknown: its bound is spent
+    st.budget.spend(reply.tokens if reply.tokens_known else warmup_bound())
+    live.extra["warmup_tokens"] = reply.tokens if reply.tokens_known else None
     reason = reply.error
     if reply.ok and live.endpoint is None and reply.response_model != spec.model:
         # our own server answers with its --alias: anything else is not this session's server
@@ -99,8 +102,10 @@ def measure_cell(
     if end.isolation:
         live.extra["sandbox"] = end.isolation
     conversation = schema.conversation_file(case.slot.name, case.id, st.attempt)
+    secrets = spec.secrets()  # redacted where written; the checked artefact was the reply itself
+    written = [{**m, "content": redact(m.get("content", ""), secrets)} for m in end.messages]
     ctx.run_dir.write_json(conversation, {"cell": case.id, "outcome": end.outcome,
-                                          "messages": end.messages})  # fmt: skip
+                                          "messages": written})  # fmt: skip
     body = _cell_body(end, live)
     body["verdict_forgeable"] = task.checking == IN_PROCESS
     body["sampling_seed"] = seed
@@ -108,14 +113,16 @@ def measure_cell(
 
 
 def _cell_body(end: CellEnd, live: LiveSession) -> dict[str, Any]:
+    unknown = end.tokens_unknown_turns > 0  # a total over an unknown turn is unknown too
     body: dict[str, Any] = {
         "valid": True,
         "reason": end.budget,
         "outcome": end.outcome,
         "green_turn": end.green_turn,
         "turns_used": end.turns_used,
-        "prompt_tokens": end.prompt_tokens,
-        "completion_tokens": end.completion_tokens,
+        "prompt_tokens": None if unknown else end.prompt_tokens,
+        "completion_tokens": None if unknown else end.completion_tokens,
+        "tokens_unknown_turns": end.tokens_unknown_turns,
         "api_retries": end.api_retries,
         "api_status": end.api_status,
         "api_error": end.api_error,

@@ -135,6 +135,8 @@ def connect() -> dict[str, Any]:
     for name, what in (names or {}).items():
         if not isinstance(name, str) or not name.isidentifier() or not isinstance(what, dict):
             continue
+        if name.startswith("__") and name.endswith("__"):  # module machinery (__path__, ...)
+            continue
         if what.get("callable"):
             out[name] = function(link, name)
         elif "value" in what:

@@ -7,6 +7,7 @@ tasks/<id>/task.toml      optional: more template variables (function, signature
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -56,6 +57,41 @@ def _variables(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
 
 
+def check_checker(source: str, path: Path) -> None:
+    """A checker that compiles and defines a module-level test, or a one-line PromptError.
+
+    Found at load, a broken checker is the task's fault, said once; found at check time it
+    would make every cell of the task `exhausted` and blame the subject.
+    """
+    try:
+        tree = ast.parse(source, filename=str(path))
+        compile(tree, str(path), "exec")
+    except SyntaxError as exc:
+        raise PromptError(
+            f"task checker {path}:{exc.lineno or 0}: {exc.msg}; fix the checker's syntax."
+        ) from None
+    except ValueError as exc:  # a NUL byte, say
+        raise PromptError(f"task checker {path} cannot be compiled ({exc}); fix it.") from None
+    tests = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)  # pytest runs no bare async test
+        and node.name.startswith("test")
+    ]
+    classes = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and node.name.startswith("Test")
+        and any(isinstance(m, ast.FunctionDef) and m.name.startswith("test") for m in node.body)
+    ]
+    if not tests and not classes:
+        raise PromptError(
+            f"task checker {path} defines no module-level test function; write pytest tests "
+            "(def test_...() at the top level) that import from solution."
+        )
+
+
 def load_task(directory: Path) -> Task:
     """One task directory, or a one-line PromptError naming what is missing."""
     check_key(directory.name, "task directory", directory.parent)
@@ -64,11 +100,7 @@ def load_task(directory: Path) -> Task:
             raise PromptError(f"task {directory} has no {name}; add it.")
     statement = read_text_file(directory / STATEMENT_FILE, "task statement")
     checker = read_text_file(directory / CHECKER_FILE, "task checker")
-    if "def test" not in checker:
-        raise PromptError(
-            f"task checker {directory / CHECKER_FILE} defines no test function; write pytest "
-            "tests (def test_...) that import from solution."
-        )
+    check_checker(checker, directory / CHECKER_FILE)
     variables = _variables(directory / TASK_FILE)
     checking = variables.pop("checking", ISOLATED)
     if checking not in (ISOLATED, IN_PROCESS):

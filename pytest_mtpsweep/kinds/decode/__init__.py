@@ -1,1 +1,39 @@
-"""The decode-rate experiment: prompt × treatment × cycle, one streamed request each."""
+"""The decode-rate experiment: prompt × treatment × cycle, one streamed request each.
+
+This module is the kind's declaration (the entry point `decode` names `KIND`): every pytest
+process of the environment imports it for the kind's options, so it imports nothing else.
+"""
+
+from __future__ import annotations
+
+from ...constants import SUBSETS
+from ...kindapi import Kind
+from ...options import Opt
+
+KIND = Kind(
+    name="decode",
+    fixture="measurement",
+    summary="One streamed measurement (decode kind), already recorded; assert `.valid` in the test.",
+    ladder=f"{__name__}.ladder:SPEC",
+    run=f"{__name__}.decoderun:prepare",
+    analyse=f"{__name__}.analysis:analyse_command",
+    options=(
+        Opt(
+            "--subset",
+            "subset",
+            "which prompts: prose, structured or both",
+            choices=SUBSETS,
+            overrides="subset",
+        ),
+        Opt(
+            "--cache-prompt",
+            "cache_prompt",
+            "let llama-server reuse cached prompt prefixes (recorded, keyed)",
+            action="store_true",
+            overrides="cache_prompt",
+        ),
+    ),
+    default=True,  # a ladder without a `kind` field is a decode ladder
+    distributable=True,
+    resume_fields=("prompts",),  # the prompt set and its subsets, as plan.json lists them
+)

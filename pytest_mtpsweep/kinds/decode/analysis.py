@@ -1,19 +1,25 @@
-"""The decode kind's session-end analysis: the same function `mtpsweep analyse` runs."""
+"""The decode kind's analysis: at session end, and `mtpsweep analyse` of its run directories
+(both call the analysis package, `analysis.analyse_run`, then write report.html beside
+report.md)."""
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...errors import AnalysisError, ExpectationError, OptionError
-from ...ladder import Ladder
-from ...options import AnalysisRequest
-from .. import EndAnalysis, GateVerdict
+from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
+from ...ladder.model import Ladder
+from ...request import AnalysisRequest
 from .ladder import parse_contrast
 
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping, Sequence
+
     from ...analysis import AnalysisResult
 
 
@@ -40,6 +46,14 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
             )
 
 
+def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
+    """The analysis package's analyse_run, then report.html beside its report.md."""
+    from ...analysis import analyse_run as analysed
+    from .html_sections import write
+
+    return write(analysed(run_dirs, **settings))
+
+
 def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:
     """Analyse what the run directory holds now; gates judged on the published decisions.
 
@@ -47,7 +61,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
     analysis_interval_basis/ (the tie-break's other endpoint, published whole).
     """
-    from ...analysis import analyse_run, headline_table
+    from ...analysis import headline_table
     from ...analysis.devices import terminal_lines
 
     if not any((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
@@ -81,8 +95,6 @@ def beside_the_primary(
     run_dir: Path, request: AnalysisRequest, ladder: Ladder, baseline: str
 ) -> list[str]:
     """Run the registered secondary contrasts and the interval-basis analysis; one line each."""
-    from ...analysis import analyse_run
-
     keys = ladder.treatment_keys
     secondary: dict[str, list[str]] = {}
     for text in ladder.prereg.secondary_contrasts:
@@ -147,3 +159,33 @@ def headline(result: AnalysisResult) -> dict[str, str]:
 
 def pd_isna(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def analyse_command(
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+) -> int:
+    """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
+    gate (exit 1 when one is not met)."""
+    from ...analysis import evaluate_expectations, headline_table, parse_expectation
+
+    gates = [parse_expectation(text) for text in args.expect]
+    result = analyse_run(
+        list(runs),
+        baseline=args.baseline,
+        boot=args.boot,
+        seed=args.boot_seed,
+        out=Path(args.out) if args.out else None,
+        pool=args.pool,
+        endpoint=args.endpoint,
+    )
+    print(headline_table(result))
+    print(f"outputs: {result.out_dir}")
+    if not gates:
+        return EXIT_OK
+    failures = evaluate_expectations(result, gates)
+    for gate in gates:
+        if not any(f.startswith(f"{gate} ") for f in failures):
+            print(f"gate met: {gate}")
+    for failure in failures:
+        print(f"gate FAILED: {failure}", file=sys.stderr)
+    return EXIT_GATE_FAILED if failures else EXIT_OK

@@ -13,14 +13,17 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import schema
-from ...analysis.html import images
+from ...analysis.html import images, write_report_html
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join
 from ...analysis.html.tables import filterable
 from . import html_plots
+
+if TYPE_CHECKING:
+    from ...analysis import AnalysisResult
 
 FIRST = ("Headline", "Per device", "Limitations", "Plot")  # shown above, not again below
 TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
@@ -171,3 +174,19 @@ def sections(run_dir: Path, analysis_dir: Path | None = None) -> list[Section]:
         if not title.startswith(FIRST)
     ]
     return [*head, *detail]
+
+
+def write(result: AnalysisResult) -> AnalysisResult:
+    """report.html beside the report.md an analysis wrote; the result names it among its files."""
+    import dataclasses
+
+    from ...errors import AnalysisError
+
+    out, run_dir = Path(str(result.out_dir)), Path(result.run_dirs[0])
+    try:
+        page = write_report_html(run_dir, sections(run_dir, out), out)
+    except OSError as exc:
+        raise AnalysisError(
+            f"cannot write {out}/report.html ({exc.strerror}); pass --out with a writable directory"
+        ) from None
+    return dataclasses.replace(result, written=(*result.written, str(page)))

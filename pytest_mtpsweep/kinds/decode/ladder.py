@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...constants import BOTH, SUBSETS
 from ...errors import LadderError
+from ...kindapi import KindSpec
 from ...ladder.fields import Spec
 from ...ladder.load import parse_treatments
-from ...ladder.model import SUBSETS, Ladder, Treatment
-from .. import KindSpec
+from ...ladder.model import Ladder, Treatment
 
 FIELDS: Spec = {
     "prompt_set": (str, False),
@@ -61,7 +62,7 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     repeats = ladder.kind_fields.get("repeats", 1)
     if repeats < 1:
         raise LadderError(f"{where}: field 'repeats' is {repeats}; use 1 or more.")
-    subset = ladder.kind_fields.get("subset", "both")
+    subset = ladder.kind_fields.get("subset", BOTH)
     if subset not in SUBSETS:
         raise LadderError(
             f"{where}: field 'subset' is {subset!r}; use one of {', '.join(SUBSETS)}."

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ...ladder import Ladder
+from ...ladder.model import Ladder
 from ...schema import Measurement
-
-if TYPE_CHECKING:
-    from .run import DecodeCase
+from .cases import DecodeCase
 
 
 def stop_marker(case: DecodeCase, m: Measurement, ladder: Ladder) -> str | None:

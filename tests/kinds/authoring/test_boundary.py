@@ -95,6 +95,28 @@ HOSTILE = {
         "def count_zeros(xs):\n    return -1\n"
     ),
     "hang in the call": "def count_zeros(xs):\n    while True:\n        pass\n",
+    "reshape the solution module (__path__, __getattr__)": (
+        "__path__ = ['/']\n"
+        "def __getattr__(name):\n    return lambda *a, **k: 0\n"
+        "def count_zeros(xs):\n    return -1\n"
+    ),
+    "skip, xfail or interrupt inside the call": (
+        "import itertools\n_n = itertools.count()\n"
+        "def count_zeros(xs):\n"
+        "    import pytest\n"
+        "    i = next(_n) % 3\n"
+        "    if i == 0:\n        pytest.skip('solved')\n"
+        "    if i == 1:\n        pytest.xfail('solved')\n"
+        "    raise KeyboardInterrupt\n"
+    ),
+    "kill everything it can see": (
+        "import os, signal\n"
+        "def count_zeros(xs):\n"
+        "    for pid in (os.getppid(), -1):\n"
+        "        try:\n            os.kill(pid, signal.SIGKILL)\n"
+        "        except OSError:\n            pass\n"
+        "    return 0\n"
+    ),
 }
 
 
@@ -123,7 +145,9 @@ def test_the_candidate_sees_no_checker_task_or_host_file() -> None:
     c = check(art, checker)
     assert c.verdict == schema.VERDICT_FAIL
     if c.isolation.get("root") != "minimal":
-        pytest.skip("this platform grants no mount namespace: the README says what is visible")
+        pytest.skip(
+            "this platform grants no mount namespace: docs/authoring.md says what is visible"
+        )
     line = next(ln for ln in c.output.splitlines() if ln.startswith("SEEN "))
     seen: list[str] = ast.literal_eval(line.removeprefix("SEEN "))
     names = {os.path.basename(p) for p in seen}

@@ -106,3 +106,47 @@ def test_the_bound_covers_the_next_prompt(
     bound = turn_bound([], max_tokens, (prompt, completion), new)
     # a byte-level tokenizer: never more tokens than bytes, plus the template's own
     assert bound >= prompt + completion + len(note.encode()) + max_tokens + TEMPLATE_TOKENS
+
+
+def no_usage(content: str = CODE) -> ChatReply:
+    return ChatReply(True, content=content, http_status=200)
+
+
+def test_a_reply_without_usage_is_unknown_and_charged_its_bound() -> None:
+    budget = Budget(None)
+    end, turns = talk(replies(no_usage(), ok()), verdicts("fail", "pass"), budget)
+    first_bound = turn_bound([{"role": "user", "content": "write x"}], SETTINGS.max_tokens)
+    assert turns[0]["tokens_unknown"] is True and turns[0]["budget_tokens"] == first_bound
+    assert turns[0]["prompt_tokens"] is None and turns[1]["tokens_unknown"] is False
+    assert end.tokens_unknown_turns == 1
+    assert budget.spent == first_bound + turns[1]["budget_tokens"] and budget.spent > 70
+
+
+def test_a_malformed_reply_is_an_api_failure_charged_its_bound() -> None:
+    bad = ChatReply(False, http_status=200, error="malformed response: usage.prompt_tokens is -1")
+    budget = Budget(None)
+    end, turns = talk(replies(bad), verdicts(), budget)
+    assert end.outcome == schema.API_FAILURE and end.api_error == bad.error
+    assert budget.spent == turns[0]["budget_tokens"] > 0 and end.tokens_unknown_turns == 1
+
+
+def test_a_refused_request_costs_nothing_it_did_not_report() -> None:
+    budget = Budget(None)
+    end, turns = talk(
+        replies(ChatReply(False, http_status=500, error="HTTP 500")), verdicts(), budget
+    )
+    assert budget.spent == 0 and turns[0]["budget_tokens"] == 0 and end.tokens_unknown_turns == 0
+
+
+@given(st.lists(st.sampled_from(["ok", "none", "bad", "refused"]), min_size=3, max_size=3))
+def test_spending_never_shrinks_and_never_undercuts_a_known_turn(kinds: list[str]) -> None:
+    made = {"ok": ok(), "none": no_usage(),
+            "bad": ChatReply(False, http_status=200, error="malformed response: usage"),
+            "refused": ChatReply(False, http_status=429, error="HTTP 429")}  # fmt: skip
+    budget = Budget(None)
+    _, turns = talk(replies(*[made[k] for k in kinds]), verdicts("fail", "fail", "fail"), budget)
+    charged = [t["budget_tokens"] for t in turns]
+    assert all(c >= 0 for c in charged) and budget.spent == sum(charged)
+    for t, c in zip(turns, charged, strict=True):
+        if t["prompt_tokens"] is not None and t["completion_tokens"] is not None:
+            assert c == t["prompt_tokens"] + t["completion_tokens"]

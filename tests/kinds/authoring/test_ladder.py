@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.errors import LadderError, OptionError, PromptError
+from pytest_mtpsweep.kinds.authoring.authoringrun import prepare
 from pytest_mtpsweep.kinds.authoring.cohorts import load_cohorts
 from pytest_mtpsweep.kinds.authoring.ladder import settings
-from pytest_mtpsweep.kinds.authoring.run import prepare
 from pytest_mtpsweep.kinds.authoring.tasks import load_tasks
 from pytest_mtpsweep.ladder import load_ladder, run_plan
-from pytest_mtpsweep.options import RunRequest
+from pytest_mtpsweep.request import RunRequest
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "experiments" / "ladders" / "authoring-cpu.toml"
@@ -71,6 +71,17 @@ def test_a_remote_subject_needs_no_model_and_keeps_its_variable_name(tmp_path: P
         ("[contrast]\nresamples = 10", "contrast.resamples is 10"),
         ("[checker]\nbogus = 1", "unknown field checker.'bogus'"),
         ("tasks = ['t1_clamp', 't1_clamp']", "names an entry twice"),
+        ("[checker]\nmemory_mib = 1_000_000_000_000", "checker.memory_mib is 1000000000000"),
+        ("[checker]\ntmp_mib = 100_000_000_000", "checker.tmp_mib is 100000000000"),
+        ("[checker]\nfile_mib = 0", "checker.file_mib is 0"),
+        ("[checker]\ntimeout_s = 1e300", "checker.timeout_s is 1e+300"),
+        ("[checker]\ntimeout_s = inf", "checker.'timeout_s' is inf; write a finite number"),
+        ("[checker]\ntimeout_s = nan", "checker.'timeout_s' is nan"),
+        ("[checker]\ncpu_s = 9223372036854775807", "checker.cpu_s is 9223372036854775807"),
+        ("[checker]\ncall_timeout_s = 7200", "checker.call_timeout_s is 7200"),
+        ("[checker]\nnproc = 100000", "checker.nproc is 100000"),
+        ("[checker]\noutput_kib = 0", "checker.output_kib is 0"),
+        ("[api]\ntimeout_s = 1e9", "api.timeout_s is 1000000000.0"),
     ],
 )
 def test_bad_fields_are_one_line_errors(tmp_path: Path, extra: str, message: str) -> None:
@@ -105,7 +116,7 @@ def test_the_token_budget_option_overrides_the_ladder(tmp_path: Path) -> None:
 
 
 def test_analysis_options_are_checked_against_the_ladder(tmp_path: Path) -> None:
-    from pytest_mtpsweep.options import AnalysisRequest
+    from pytest_mtpsweep.request import AnalysisRequest
 
     run = prepare(load_ladder(ladder(tmp_path, "[contrast]\nresamples = 3000")), request())
     run.validate_analysis(AnalysisRequest())
@@ -129,7 +140,7 @@ def test_tasks_and_cohorts_load_and_fail_in_one_line(tmp_path: Path) -> None:
         load_tasks(tmp_path)
     (tmp_path / "t1" / "statement.md").write_text("Do it.")
     (tmp_path / "t1" / "checker.py").write_text("x = 1\n")
-    with pytest.raises(PromptError, match="defines no test function"):
+    with pytest.raises(PromptError, match="defines no module-level test function"):
         load_tasks(tmp_path)
     (tmp_path / "t1" / "checker.py").write_text("def test_x():\n    pass\n")
     with pytest.raises(PromptError, match=r"uses \$\{signature\}, which task t1 does not define"):
@@ -147,3 +158,38 @@ def test_prompts_dir_is_refused(tmp_path: Path) -> None:
             lad,
             RunRequest(ladder="x", search_dirs=(), cwd=REPO, invocation=(), prompts_dir=tmp_path),
         )
+
+
+@pytest.mark.parametrize(
+    ("checker", "message"),
+    [
+        ("from solution import f\n\ndef test_f(:\n    assert f()\n", r"checker\.py:3: .*syntax"),
+        ("from solution import f\n# def test_f():\n#     assert f() == 1\n",
+         "defines no module-level test function"),
+        ("def helper():\n    def test_inner():\n        pass\n", "no module-level test function"),
+        ("async def test_f():\n    pass\n", "no module-level test function"),
+        ("x = 'def test_f(): pass'\n", "no module-level test function"),
+        ("def test_f():\n\tif 1:\n        pass\n", r"checker\.py:3"),
+    ],
+)  # fmt: skip
+def test_a_broken_checker_is_refused_at_load_in_one_line(
+    tmp_path: Path, checker: str, message: str
+) -> None:
+    task = tmp_path / "t1"
+    task.mkdir()
+    (task / "statement.md").write_text("Do it.")
+    (task / "checker.py").write_text(checker)
+    with pytest.raises(PromptError, match=message) as exc:
+        load_tasks(tmp_path)
+    assert "\n" not in str(exc.value) and str(task / "checker.py") in str(exc.value)
+
+
+def test_checkers_of_a_test_class_or_a_plain_function_load(tmp_path: Path) -> None:
+    for i, checker in enumerate(
+        ["class TestF:\n    def test_a(self):\n        pass\n", "def test_a():\n    pass\n"]
+    ):
+        task = tmp_path / f"t{i}"
+        task.mkdir()
+        (task / "statement.md").write_text("Do it.")
+        (task / "checker.py").write_text(checker)
+    assert [t.id for t in load_tasks(tmp_path)] == ["t0", "t1"]

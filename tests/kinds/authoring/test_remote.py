@@ -370,3 +370,54 @@ def test_the_reply_cache_answers_a_rerun_without_asking_the_subject(
     assert [t["verdict"] for t in after] == [t["verdict"] for t in before]
     cached = list((pytester.path / "cache" / "replies").rglob("*.json"))
     assert cached and not any(KEY in p.read_text() for p in cached)
+
+
+class TestUntrustedUsage:
+    """A STUB server that lies about usage, through the whole pipeline."""
+
+    def test_no_usage_is_flagged_unknown_never_zero_and_the_budget_charges_the_bound(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str]
+    ) -> None:
+        from tests.stub_openai_server import OMIT
+
+        script, url = stub
+        script.usage_of = lambda m, c: OMIT
+        make_project(pytester, {"alpha": url}, repeats=1)
+        run(pytester, "--token-budget", "100000").assert_outcomes(passed=4)
+        rd = only_run(pytester.path)
+        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        assert turns and all(t["tokens_unknown"] is True for t in turns)
+        assert all(t["prompt_tokens"] is None and t["budget_tokens"] > 64 for t in turns)
+        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        assert all(c["prompt_tokens"] is None and c["completion_tokens"] is None for c in cells)
+        assert all(c["tokens_unknown_turns"] == c["turns_used"] for c in cells)
+        session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
+        assert session["tokens_unknown_cells"] == len(cells) and session["warmup_tokens"] is None
+        report = (rd / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
+        assert f"TOKENS UNKNOWN in {len(cells)} cell(s)" in report
+        census = (rd / schema.ANALYSIS_DIR / schema.CENSUS_CSV).read_text()
+        assert census.splitlines()[0].endswith(",tokens_known") and ",True" not in census
+
+    @pytest.mark.parametrize(
+        "usage",
+        [
+            {"prompt_tokens": -100000, "completion_tokens": -100000},
+            {"prompt_tokens": True, "completion_tokens": True},
+            {"prompt_tokens": 10, "completion_tokens": 10**9},
+        ],
+    )
+    def test_impossible_usage_is_api_failure_and_totals_never_shrink(
+        self, pytester: pytest.Pytester, stub: tuple[Script, str], usage: dict[str, Any]
+    ) -> None:
+        script, url = stub
+        script.usage_of = lambda m, c: usage
+        make_project(pytester, {"alpha": url}, repeats=1)
+        run(pytester, "--no-warmup", "--token-budget", "100000").assert_outcomes(passed=4)
+        rd = only_run(pytester.path)
+        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        assert {c["outcome"] for c in cells} == {schema.API_FAILURE}
+        assert all(str(c["api_error"]).startswith("malformed response: usage") for c in cells)
+        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        assert all(t["budget_tokens"] > 0 for t in turns)  # charged its bound, never negative
+        session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
+        assert session["tokens"] >= 0

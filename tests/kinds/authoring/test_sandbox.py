@@ -101,7 +101,7 @@ def test_a_daemon_that_leaves_the_process_group_is_killed() -> None:
     time.sleep(0.2)
     if c.isolation.get("pids") == "namespace":
         assert leftovers(marker) == []
-    else:  # without a PID namespace a setsid() child can escape: the README says so
+    else:  # without a PID namespace a setsid() child can escape: docs/authoring.md says so
         for p in leftovers(marker):
             p.kill()
 
@@ -172,7 +172,7 @@ def test_no_network_where_the_platform_allows_it() -> None:
         assert c.verdict == schema.VERDICT_PASS, c.output
     else:
         pytest.skip(
-            "this platform grants no network namespace; README says the check is not isolated"
+            "this platform grants no network namespace; docs/authoring.md says the check is not isolated"
         )
 
 
@@ -236,7 +236,7 @@ def test_the_jail_of_an_unprivileged_user() -> None:
         assert report["user"] == "namespace root" and words[-1] == "3"  # sh, ls, grep: own /proc
         assert "x = 1" in out.stdout and int(words[2]) <= 64  # Max processes <soft> ...
     else:
-        assert report["network"] == "host"  # the README's "not isolated" case
+        assert report["network"] == "host"  # the "not isolated" case of docs/authoring.md
 
 
 def _jail_as_nobody(

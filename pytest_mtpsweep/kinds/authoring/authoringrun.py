@@ -10,74 +10,38 @@ outcome itself is data.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ... import schema
+from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ...errors import OptionError, OutOfBudget, SkipSession
+from ...kindapi import EndAnalysis, KindRun, Outcome
 from ...ladder import Ladder, SessionSlot
 from ...ladder.model import Preregistration
-from ...options import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisRequest, RunRequest
 from ...preflight import PreflightItem
-from .. import EndAnalysis, Outcome
+from ...request import AnalysisRequest, RunRequest
 from . import cells, describe
-from .budget import Budget, warmup_bound
-from .cohorts import Cohort, load_cohorts
+from .budget import warmup_bound
 from .cohorts import digest as cohorts_digest
-from .ladder import AuthoringSettings, settings
+from .cohorts import load_cohorts
+from .ladder import settings
 from .order import subject_order
-from .tasks import Task, load_tasks
+from .state import AuthoringCase, AuthoringRun
 from .tasks import digest as tasks_digest
+from .tasks import load_tasks
 
 if TYPE_CHECKING:
+    from ...kindapi import Case
     from ...protocol.context import RunContext
-    from ...protocol.lifecycle import LiveSession
-    from .. import Case
+    from ...protocol.live import LiveSession
 
 
-@dataclass(frozen=True)
-class AuthoringCase:
-    """One cell: a subject's session slot, a cohort, a task and a repeat, at its position."""
+class AuthoringKindRun(AuthoringRun):
+    """One authoring run on the protocol: cells measured, the end written."""
 
-    slot: SessionSlot
-    cohort: str
-    task: str
-    repeat: int
-    position: int
-
-    @property
-    def id(self) -> str:
-        return f"{self.slot.treatment}-{self.cohort}-{self.task}-r{self.repeat}"
-
-
-@dataclass
-class RunState:
-    """What the run holds across sessions: the budget, the attempt, each cell's last record."""
-
-    budget: Budget
-    attempt: int
-    latest: dict[str, dict[str, Any]]
-
-
-class AuthoringRun:
-    """One authoring run: tasks and cohorts loaded, cells measured, the end written."""
-
-    name = "authoring"
-    fixture = "cell"
     calibrates = False
-
-    def __init__(
-        self,
-        ladder: Ladder,
-        s: AuthoringSettings,
-        tasks: tuple[Task, ...],
-        cohorts: tuple[Cohort, ...],
-    ) -> None:
-        self.ladder, self.settings = ladder, s
-        self.tasks = {t.id: t for t in tasks}
-        self.cohorts = {c.name: c for c in cohorts}
-        self.state: RunState | None = None
 
     # -- before the run ----------------------------------------------------------------
 
@@ -111,6 +75,13 @@ class AuthoringRun:
             describe.sandbox_item(check.verdict, check.reason, dict(check.isolation)),
         )
 
+    def registration(self, reg: Preregistration) -> Preregistration:
+        """Each cohort against the baseline cohort, within each subject, on four endpoints."""
+        others = len([c for c in self.cohorts if c != self.ladder.baseline])
+        return replace(
+            reg, multiplicity=reg.multiplicity or describe.multiplicity(others, self.ladder)
+        )
+
     def prereg_lines(self, reg: Preregistration) -> list[str]:
         return describe.prereg_lines(
             self.ladder, self.settings, reg, len(self.tasks), list(self.cohorts)
@@ -132,15 +103,6 @@ class AuthoringRun:
         return {}  # a cell with an outcome stays valid data whatever its session became
 
     # -- sessions and cells --------------------------------------------------------------
-
-    def run_state(self, run_dir: Path) -> RunState:
-        if self.state is None:
-            self.state = RunState(
-                Budget(self.settings.token_budget, cells.spent(run_dir)),
-                cells.attempt(run_dir),
-                cells.latest(run_dir),
-            )
-        return self.state
 
     def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
         st = self.run_state(ctx.run_dir.path)
@@ -196,27 +158,6 @@ class AuthoringRun:
         self._tally(live, record)
         return Outcome(cells.result_of(record))
 
-    def identity(self, ctx: RunContext, case: AuthoringCase) -> dict[str, Any]:
-        st = self.run_state(ctx.run_dir.path)
-        return {
-            "run_id": ctx.run_id,
-            "ladder": self.ladder.name,
-            "session": case.slot.name,
-            "subject": case.slot.treatment,
-            "model_id": self.ladder.model_id_of(case.slot.treatment),
-            "cohort": case.cohort,
-            "task": case.task,
-            "repeat": case.repeat,
-            "cell": case.id,
-            "position": case.position,
-            "attempt": st.attempt,
-        }
-
-    def tail(self, ctx: RunContext) -> dict[str, Any]:
-        # the keyed fields' ladder-wide model_id must not mask the subject's own
-        keyed = {k: v for k, v in ctx.keyed.items() if k not in schema.CELL_IDENTITY_FIELDS}
-        return {**keyed, **ctx.provenance()}
-
     def _record_cell(
         self, ctx: RunContext, case: AuthoringCase, body: dict[str, Any]
     ) -> dict[str, Any]:
@@ -237,6 +178,8 @@ class AuthoringRun:
         live.extra["tokens"] = live.extra.get("tokens", 0) + int(
             (record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0)
         )
+        if record.get("tokens_unknown_turns"):  # its tokens are not in `tokens`: counted apart
+            live.extra["tokens_unknown_cells"] = live.extra.get("tokens_unknown_cells", 0) + 1
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
         planned = live.info.get("planned_measurements", 0)
@@ -246,6 +189,7 @@ class AuthoringRun:
             "outcomes": dict(live.extra.get("outcomes", {})),
             "warmup_tokens": live.extra.get("warmup_tokens", 0),
             "tokens": live.extra.get("tokens", 0),
+            "tokens_unknown_cells": live.extra.get("tokens_unknown_cells", 0),
             "sandbox": dict(live.extra.get("sandbox", {})),
         }
 
@@ -282,10 +226,18 @@ class AuthoringRun:
         )
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from ...analysis.authoring import analyse_at_end
+        """The session-end analysis; a refusal is a line, never a traceback."""
+        from ...analysis.authoring import analyse_dir
+        from ...errors import AnalysisError
+        from . import html_sections
 
         baseline, boot, seed = self.bootstrap(request)
-        return analyse_at_end(run_dir, baseline, boot, seed, self.settings.pooled)
+        try:
+            result = analyse_dir(run_dir, baseline, boot, seed, self.settings.pooled)
+            html_sections.write(run_dir)  # report.html beside report.md
+        except AnalysisError as exc:
+            return EndAnalysis(error=str(exc))
+        return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         from .status import finish_run
@@ -298,7 +250,7 @@ class AuthoringRun:
         return finish_run(run_dir, planned)
 
 
-def prepare(ladder: Ladder, request: RunRequest) -> AuthoringRun:
+def prepare(ladder: Ladder, request: RunRequest) -> AuthoringKindRun:
     """Load the tasks and cohorts the ladder names (each template checked against each task)."""
     if request.prompts_dir is not None:
         raise OptionError(
@@ -308,4 +260,7 @@ def prepare(ladder: Ladder, request: RunRequest) -> AuthoringRun:
     s = settings(ladder)
     tasks = load_tasks(s.authoring_dir / "tasks", s.tasks)
     cohorts = load_cohorts(s.authoring_dir / "cohorts", s.cohorts, tasks)
-    return AuthoringRun(ladder, s, tasks, cohorts)
+    return AuthoringKindRun(ladder, s, tasks, cohorts)
+
+
+_IMPLEMENTS: type[KindRun] = AuthoringKindRun  # mypy checks it against the kind interface

@@ -2,69 +2,37 @@
 
 from __future__ import annotations
 
-import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import rig, schema
+from ...constants import BOTH
 from ...errors import PromptError
+from ...kindapi import EndAnalysis, KindRun, Outcome
 from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
-from ...options import AnalysisRequest, RunRequest
+from ...ladder.model import Preregistration
+from ...ladder.prompts import session_order
 from ...preflight import PreflightItem, check_prompt_set
 from ...protocol.attach import counted, counters_now
 from ...protocol.rundir import read_records
-from .. import EndAnalysis, Outcome
+from ...request import AnalysisRequest, RunRequest
 from . import tallies
+from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
 from .markers import stop_marker
 
 if TYPE_CHECKING:
-    from ...ladder.model import Preregistration
+    from ...kindapi import Case
     from ...protocol.context import RunContext
-    from ...protocol.lifecycle import LiveSession
-    from .. import Case
-
-
-@dataclass(frozen=True)
-class DecodeCase:
-    """One measurement: a prompt in a session, at its position in that session's order."""
-
-    slot: SessionSlot
-    prompt: Prompt
-    position: int
-    repeat: int = 1
-
-    repeats: int = 1  # how many times each prompt runs in the session
-
-    @property
-    def id(self) -> str:
-        tail = f"-r{self.repeat}" if self.repeats > 1 else ""
-        return f"{self.slot.id}-{self.prompt.id}{tail}"
-
-
-def session_order(prompts: tuple[Prompt, ...], cycle: int, seed: int) -> list[Prompt]:
-    """The prompts in the order a session of this cycle runs them.
-
-    Every session of a cycle runs the same order, so a treatment and its baseline meet each
-    prompt at the same position; odd cycles rotate the set by a seeded offset per cycle pair and
-    even cycles run the exact reverse, so over a pair every prompt's positions sum to n−1 and a
-    treatment whose speed drifts within a session shows it as a trend on position.
-    """
-    n = len(prompts)
-    pair = (cycle - 1) // 2
-    offset = 0 if pair == 0 or n == 0 else random.Random(f"{seed}:{pair}").randrange(n)
-    order = list(prompts[offset:] + prompts[:offset])
-    return order if cycle % 2 == 1 else order[::-1]
+    from ...protocol.live import LiveSession
 
 
 class DecodeRun:
     """One decode run: the prompt set, the keyed fields it adds, measuring and its analysis."""
 
-    name = "decode"
-    fixture = "measurement"
     calibrates = True
 
     def __init__(self, ladder: Ladder, prompts: tuple[Prompt, ...], prompts_dir: Path) -> None:
@@ -76,18 +44,7 @@ class DecodeRun:
         self.cache_prompt = bool(ladder.kind_fields.get("cache_prompt", False))
 
     def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
-        """Each session runs its cycle's order once per repeat (whole passes, so a repeat
-        meets the same drift as its first run); the analysis averages repeats before pairing."""
-        out: list[DecodeCase] = []
-        n = len(self.prompts)
-        for slot in plan:
-            order = session_order(self.prompts, slot.cycle, self.ladder.seed)
-            out += [
-                DecodeCase(slot, p, (r - 1) * n + i, r, self.repeats)
-                for r in range(1, self.repeats + 1)
-                for i, p in enumerate(order)
-            ]
-        return out
+        return decode_cases(plan, self.prompts, self.repeats, self.ladder.seed)
 
     def keyed(self) -> dict[str, Any]:
         return {"prompt_set_digest": self.digest, "cache_prompt": self.cache_prompt}
@@ -102,6 +59,11 @@ class DecodeRun:
             "prompt_order": orders,
             "repeats": self.repeats,
             "cache_prompt": self.cache_prompt,
+            "analysis": {  # merged into plan.json's analysis block, after the baseline
+                "margin_pct": self.ladder.analysis.margin_pct,
+                "tiebreak_pp": self.ladder.analysis.tiebreak_pp,
+                "primary_endpoint": self.ladder.analysis.primary_endpoint,
+            },
         }
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
@@ -110,18 +72,49 @@ class DecodeRun:
     def quarantine_members(self, session: str) -> dict[str, str]:
         return {}
 
-    def prereg_lines(self, reg: Preregistration) -> list[str]:
-        from ...protocol.prereg import decode_lines
+    def registration(self, reg: Preregistration) -> Preregistration:
+        """Every treatment against the baseline, in both subsets and on both endpoints."""
+        n = len([t for t in self.ladder.treatments if t.key != self.ladder.baseline])
+        return replace(
+            reg,
+            multiplicity=reg.multiplicity
+            or (
+                f"{n} treatment(s) x 2 subsets x 2 endpoints = {4 * n} intervals, no correction "
+                "for multiplicity; each interval describes a distribution, not a family-wise "
+                "guarantee."
+            ),
+        )
 
-        return decode_lines(self.ladder, reg)
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        """The endpoints and contrasts, as preregistration.md states them."""
+        a = self.ladder.analysis
+        return [
+            f"- Primary endpoint: `decode_rate_tps_{a.primary_endpoint}`, paired within "
+            "(prompt, cycle).",
+            f"- Primary contrasts: {'; '.join(reg.primary_contrasts) or 'none'}.",
+            f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
+            f"- Tie-break: if the primary and interval-basis figures differ by more than "
+            f"{a.tiebreak_pp:g} pp on a headline cell, the interval-basis figure is published.",
+            f"- Decision margin: ±{a.margin_pct:g} %.",
+            f"- Multiplicity: {reg.multiplicity}",
+        ]
 
     def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
         return None
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
-        from ...protocol.lifecycle import stream_warm_up
+        """One short streamed request, judged as a measurement is."""
+        from ...protocol.context import WARMUP_PROMPT, WARMUP_TOKENS
 
-        return stream_warm_up(live)
+        warm = rig.stream_chat(
+            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
+        )
+        return {
+            "valid": warm.valid,
+            "reason": warm.reason,
+            "http_status": warm.http_status,
+            "ttft_s": warm.ttft_s,
+        }
 
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
@@ -229,7 +222,7 @@ class DecodeRun:
 def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
     prompt_set = str(ladder.kind_fields.get("prompt_set", "canonical"))
-    subset = str(ladder.kind_fields.get("subset", "both"))
+    subset = str(ladder.kind_fields.get("subset", BOTH))
     directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / prompt_set
     prompts = select(load_prompt_set(directory), subset)
     if not prompts:
@@ -237,3 +230,6 @@ def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
             f"prompt set {directory} has no {subset} prompts; choose another --subset."
         )
     return DecodeRun(ladder, prompts, directory)
+
+
+_IMPLEMENTS: type[KindRun] = DecodeRun  # mypy checks a DecodeRun against the kind interface

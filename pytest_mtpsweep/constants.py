@@ -1,0 +1,19 @@
+"""Numbers and names more than one layer agrees on, written once.
+
+A prompt set's subsets: a prompt file is `<subset>_<nn>.txt`, a ladder's `subset` (and
+`--subset`) runs one of them or both, and the analysis reports each and the two pooled. The
+bootstrap's defaults: `--boot` and `--boot-seed` (pytest and `mtpsweep analyse`), the analysis
+settings a plan.json leaves out. Imports nothing: every pytest process loads it with the options.
+"""
+
+from __future__ import annotations
+
+SUBSET_NAMES: tuple[str, ...] = ("prose", "structured")
+BOTH = "both"  # a ladder's subset that runs every prompt
+SUBSETS: tuple[str, ...] = (*SUBSET_NAMES, BOTH)
+POOLED = "pooled"  # the analysis' contrast over the subsets together
+
+DEFAULT_BOOT = 2000
+DEFAULT_BOOT_SEED = 42
+# Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
+MIN_BOOT = 1000

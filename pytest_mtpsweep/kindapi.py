@@ -1,0 +1,206 @@
+"""The kind interface: what an experiment kind gives the protocol, and what it gets back.
+
+Below the protocol and below every kind, so that both import it and neither imports the other
+(pluggy's shape: the markers live in a module host and plug-ins share). A kind is found through
+the entry-point group `pytest_mtpsweep.kinds` (`registry.py`); its entry point names a `Kind`,
+a declaration that is cheap to import (every pytest process of the environment loads it, for
+the kind's options). The rest of the kind is named in it as `"module:attribute"` and imported
+only when a ladder of that kind is run:
+
+- `ladder` -> a `KindSpec`: the top-level ladder fields it adds, how its server configurations
+  are read, its cross-field rules (no heavy imports);
+- `run` -> `prepare(ladder, request) -> KindRun`: the cases of the plan, how one case is
+  measured and recorded, what a session adds to its session file, its preflight items,
+  pre-registration lines, plan.json fields and its analysis;
+- `commands` -> `register(subparsers)`: its own `mtpsweep` subcommands (optional);
+- `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories.
+
+Nothing here imports the rest of the package at run time; the names below TYPE_CHECKING are the
+layers beneath this one (ARCHITECTURE.md, "Layers").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .ladder.fields import Spec
+    from .ladder.model import Ladder, Preregistration, Treatment
+    from .ladder.plan import SessionSlot
+    from .options import Opt
+    from .preflight.items import PreflightItem
+    from .protocol.context import RunContext
+    from .protocol.live import LiveSession
+    from .request import AnalysisRequest
+    from .schema import WarmupFacts
+
+GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
+# What a kind's `analyse` returns: `mtpsweep analyse`'s exit status.
+EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind as it declares itself to the registry: its name, its test fixture, its options,
+    and where the rest of it lives (`"module:attribute"`, imported when first needed)."""
+
+    name: str  # what a ladder's `kind` field says
+    fixture: str  # the fixture a test asks for to be parametrised over the kind's cases
+    ladder: str  # -> KindSpec
+    run: str  # -> prepare(ladder, request) -> KindRun
+    summary: str = ""  # what one case is, for the fixture's docstring (`pytest --fixtures`)
+    options: tuple[Opt, ...] = ()  # its own command-line options, registered with the shared
+    commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
+    analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
+    default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
+    distributable: bool = False  # may run over pytest-xdist workers (-n)
+    # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
+    # same run (`--resume` refuses one that differs in them); the keyed fields always count
+    resume_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """The ladder side of a kind."""
+
+    name: str
+    fields: Spec  # top-level fields the kind adds to a ladder
+    treatments: Callable[[dict[str, Any], Path], tuple[Treatment, ...]]
+    validate: Callable[[Ladder, Path | str], None]
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # shared fields it defaults otherwise
+
+
+class Case(Protocol):
+    """One parametrised item: a session slot and what is measured in it."""
+
+    @property
+    def slot(self) -> SessionSlot: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def position(self) -> int: ...
+
+
+class Result(Protocol):
+    """What a measurement test receives: it passes when the measurement is valid."""
+
+    @property
+    def valid(self) -> bool: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A measured case: what the test gets, and what the protocol must do about it."""
+
+    result: Result
+    marker: str | None = None  # a stop marker: the run stops once this is recorded
+    skip: str | None = None  # the case was not run (its record says so): the test is skipped
+    # valid and carrying what the analysis pairs (e.g. a primary rate); None: = valid
+    usable: bool | None = None
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One `--expect` gate, judged: it becomes the test item `mtpsweep::expect[<expectation>]`."""
+
+    expectation: str
+    met: bool | None  # None: not judged (no analysis)
+    detail: str
+
+
+@dataclass(frozen=True)
+class EndAnalysis:
+    """What the session-end analysis produced, for the terminal summary and the exit status."""
+
+    table: str = ""
+    report: Path | None = None
+    error: str | None = None
+    gate_failures: tuple[str, ...] = ()
+    headline: Mapping[str, str] | None = None  # for JUnit <properties>: name -> one line
+    gates: tuple[GateVerdict, ...] = ()  # one per --expect, in the order given
+
+    def verdicts(self, expect: Sequence[str]) -> list[GateVerdict]:
+        """One verdict per `--expect`: the kind's own, else read off `error` and
+        `gate_failures` (each failure line starts with its expectation)."""
+        if self.gates:
+            return list(self.gates)
+        if self.error:
+            why = f"not judged: the analysis did not run ({self.error})"
+            return [GateVerdict(e, False, f"{e} {why}") for e in expect]
+        failed = {f.split(" not met", 1)[0]: f for f in self.gate_failures}
+        return [GateVerdict(e, e not in failed, failed.get(e, f"{e} met")) for e in expect]
+
+
+class KindRun(Protocol):
+    """One run's worth of a kind, as the protocol uses it.
+
+    Optional beside these: `properties(case, result)` (a measured case's JUnit properties,
+    else `valid` and `reason`), `session_note(live)` (its word in a session's closing line),
+    `lint_warnings()` (what `mtpsweep lint` says without failing the file).
+    """
+
+    calibrates: bool  # whether sessions run the calibration prompt at start and end
+
+    def cases(self, plan: list[SessionSlot]) -> Sequence[Case]: ...
+
+    def keyed(self) -> dict[str, Any]:
+        """What the kind adds to the keyed fields (sessions pool only when these match)."""
+
+    def plan_fields(self) -> dict[str, Any]:
+        """What the kind adds to plan.json; an `analysis` entry is merged into its block."""
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]: ...
+
+    def quarantine_members(self, session: str) -> dict[str, str]: ...
+
+    def registration(self, reg: Preregistration) -> Preregistration:
+        """The pre-registration with what the kind defaults filled in (its multiplicity
+        statement, when the ladder states none)."""
+
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        """Its section "Endpoints and contrasts" of preregistration.md (`reg` as
+        `registration` left it)."""
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        """Called before a session starts; raises SkipSession if it must not."""
+
+    def warm_up(self, live: LiveSession) -> WarmupFacts:
+        """One short request before the first case; invalid facts set the session aside."""
+
+    def measure(self, live: LiveSession, case: Any) -> Outcome: ...
+
+    def unmeasured(self, live: LiveSession, case: Any, reason: str) -> Outcome: ...
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]: ...
+
+    def validate_analysis(self, request: AnalysisRequest) -> None: ...
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis: ...
+
+    def finish(self, run_dir: Path, selected: Sequence[Any]) -> list[str]:
+        """After the last session, analysis or not: the kind's own end files (e.g. a run
+        status); returns lines for the terminal."""
+
+
+def case_properties(kind: KindRun, case: Case, result: Result) -> dict[str, Any]:
+    """What a measured case shows in JUnit beyond its session: the kind's optional
+    `properties(case, result)`, else whether it is valid and why not."""
+    own = getattr(kind, "properties", None)
+    if own is not None:
+        props: dict[str, Any] = own(case, result)
+        return props
+    return {"valid": result.valid, **({} if result.valid else {"reason": result.reason})}
+
+
+def session_note(kind: KindRun, live: LiveSession) -> str:
+    """The kind's optional `session_note(live)` for a session's closing line ('' without)."""
+    own = getattr(kind, "session_note", None)
+    return str(own(live)) if own is not None else ""

@@ -1,0 +1,199 @@
+"""The probe kind on the protocol: a case is one GET of the path in a session; its record is
+the status and the latency; the analysis is the median latency per target."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from pytest_mtpsweep.errors import OptionError
+from pytest_mtpsweep.kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis, KindRun, Outcome
+from pytest_mtpsweep.ladder.model import Ladder, Preregistration
+from pytest_mtpsweep.ladder.plan import SessionSlot
+from pytest_mtpsweep.preflight.items import FAIL, PASS, PreflightItem
+from pytest_mtpsweep.protocol.rundir import read_records
+from pytest_mtpsweep.request import AnalysisRequest, RunRequest
+from pytest_mtpsweep.schema import RECORDS_DIR, WarmupFacts, utc_now_iso
+
+from .ladder import DEFAULT_PATH, DEFAULT_REQUESTS
+
+if TYPE_CHECKING:
+    import argparse
+
+    from pytest_mtpsweep.protocol.context import RunContext
+    from pytest_mtpsweep.protocol.live import LiveSession
+
+# A probe record, in the order its JSON line holds the fields (then the keyed fields and
+# provenance, as every record of the protocol ends).
+PROBE_FIELDS = (
+    "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "request", "position",
+    "valid", "reason", "http_status", "latency_s", "started_at",
+)  # fmt: skip
+SUMMARY_CSV = "probe.csv"
+REPORT = "report.md"
+
+
+@dataclass(frozen=True)
+class ProbeCase:
+    slot: SessionSlot
+    position: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.slot.id}-g{self.position + 1}"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a probe test receives."""
+
+    valid: bool
+    reason: str | None
+    http_status: int | None = None
+    latency_s: float | None = None
+
+
+class ProbeRun:
+    calibrates = False
+
+    def __init__(self, ladder: Ladder) -> None:
+        self.ladder = ladder
+        self.path = str(ladder.kind_fields.get("path", DEFAULT_PATH))
+        self.requests = int(ladder.kind_fields.get("requests", DEFAULT_REQUESTS))
+
+    def cases(self, plan: list[SessionSlot]) -> list[ProbeCase]:
+        return [ProbeCase(slot, i) for slot in plan for i in range(self.requests)]
+
+    def keyed(self) -> dict[str, Any]:
+        return {"probe_path": self.path}
+
+    def plan_fields(self) -> dict[str, Any]:
+        return {"probe": {"path": self.path, "requests": self.requests}}
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        ok = self.path.startswith("/")
+        return (PreflightItem("probe_path", "a path on each target", self.path,
+                              PASS if ok else FAIL),)  # fmt: skip
+
+    def quarantine_members(self, session: str) -> dict[str, str]:
+        return {}
+
+    def registration(self, reg: Preregistration) -> Preregistration:
+        return replace(reg, multiplicity=reg.multiplicity or "one median per target; no test")
+
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        return [
+            f"- Endpoint: the latency of GET {self.path}, {self.requests} per session; the "
+            "median per target.",
+            f"- Multiplicity: {reg.multiplicity}",
+        ]
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Any]) -> None:
+        return None
+
+    def _get(self, live: LiveSession) -> Probe:
+        headers = live.endpoint.headers() if live.endpoint else {}
+        t0 = time.perf_counter()
+        try:
+            r = live.http.get(f"{live.base_url}{self.path}", headers=headers)
+        except httpx.HTTPError as exc:
+            return Probe(False, f"{type(exc).__name__}: {exc}")
+        took = time.perf_counter() - t0
+        why = None if r.status_code == 200 else f"HTTP {r.status_code}"
+        return Probe(why is None, why, r.status_code, took)
+
+    def warm_up(self, live: LiveSession) -> WarmupFacts:
+        got = self._get(live)
+        return {"valid": got.valid, "reason": got.reason, "http_status": got.http_status,
+                "ttft_s": None}  # fmt: skip
+
+    def measure(self, live: LiveSession, case: ProbeCase) -> Outcome:
+        started = utc_now_iso()
+        return self._record(live, case, self._get(live), started)
+
+    def unmeasured(self, live: LiveSession, case: ProbeCase, reason: str) -> Outcome:
+        return self._record(live, case, Probe(False, reason), utc_now_iso())
+
+    def _record(self, live: LiveSession, case: ProbeCase, got: Probe, started: str) -> Outcome:
+        slot, ctx = case.slot, live.ctx
+        values = {
+            "run_id": ctx.run_id, "ladder": self.ladder.name, "treatment": slot.treatment,
+            "cycle": slot.cycle, "ordinal": slot.ordinal, "session": slot.name,
+            "request": case.position + 1, "position": case.position, "valid": got.valid,
+            "reason": got.reason, "http_status": got.http_status, "latency_s": got.latency_s,
+            "started_at": started,
+        }  # fmt: skip
+        live.writer.append({**{k: values[k] for k in PROBE_FIELDS}, **ctx.keyed,
+                            **ctx.provenance()})  # fmt: skip
+        if got.latency_s is not None:
+            live.extra.setdefault("latencies", []).append(got.latency_s)
+        return Outcome(got)
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        seen = live.extra.get("latencies") or []
+        return {"probe_median_s": statistics.median(seen) if seen else None}
+
+    def session_note(self, live: LiveSession) -> str:
+        seen = live.extra.get("latencies") or []
+        return f"median {statistics.median(seen) * 1000:.1f} ms" if seen else ""
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        if request.expect:
+            raise OptionError("--expect judges contrasts; a probe run has none: drop --expect.")
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        table = summarise(run_dir)
+        if table is None:
+            return EndAnalysis(
+                error="no probe records were written, so there is nothing to analyse"
+            )
+        return EndAnalysis(table=table, report=run_dir / "analysis" / REPORT)
+
+    def finish(self, run_dir: Path, selected: Sequence[Any]) -> list[str]:
+        return []
+
+
+def summarise(run_dir: Path) -> str | None:
+    """The median latency per target over the valid records: analysis/probe.csv, report.md."""
+    by_target: dict[str, list[float]] = {}
+    for path in sorted((run_dir / RECORDS_DIR).glob("*.jsonl")):
+        for r in read_records(path)[0]:
+            if r.get("valid") and isinstance(r.get("latency_s"), float):
+                by_target.setdefault(str(r["treatment"]), []).append(r["latency_s"])
+    if not by_target:
+        return None
+    rows = [(t, len(v), statistics.median(v)) for t, v in sorted(by_target.items())]
+    out = run_dir / "analysis"
+    out.mkdir(exist_ok=True)
+    lines = ["target,requests,median_s", *(f"{t},{n},{m:.6f}" for t, n, m in rows)]
+    (out / SUMMARY_CSV).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = "\n".join(f"{t}: {n} GETs, median {m * 1000:.2f} ms" for t, n, m in rows)
+    (out / REPORT).write_text(f"# Probe report: {run_dir.name}\n\n{table}\n", encoding="utf-8")
+    return table
+
+
+def analyse_command(
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+) -> int:
+    """`mtpsweep analyse RUN...` of probe runs: each run's medians, again."""
+    for run_dir, plan in zip(runs, plans, strict=True):
+        table = summarise(run_dir)
+        if table is None:
+            print(f"{run_dir}: no probe records", flush=True)
+            return EXIT_ERROR
+        print(f"{run_dir} ({json.dumps(plan.get('probe'))}):\n{table}")
+    return EXIT_OK
+
+
+def prepare(ladder: Ladder, request: RunRequest) -> ProbeRun:
+    return ProbeRun(ladder)
+
+
+_IMPLEMENTS: type[KindRun] = ProbeRun  # mypy checks it against the kind interface

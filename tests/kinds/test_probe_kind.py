@@ -1,0 +1,152 @@
+"""A kind from outside the package runs through the whole protocol: `tests/kinds/probe_kind`,
+registered through the entry-point group as any third party's kind would be (a `*.dist-info`
+on PYTHONPATH, found by importlib.metadata), against STAND-IN HTTP servers on 127.0.0.1.
+
+Preflight (its own item among the protocol's), the sessions (attached, warmed up, closed),
+its records, `-k`, `--resume` (and its refusal when the kind's plan fields change), its option,
+the session-end analysis and `mtpsweep analyse`: nothing in pytest_mtpsweep names it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kinds.probe_kind.proberun import PROBE_FIELDS, SUMMARY_CSV
+from tests.sandbox import REPO, only_run
+
+LADDER = """
+kind = "probe"
+question = "How long does GET /health take on each stand-in?"
+baseline = "a"
+cycles = 2
+requests = 3
+[[targets]]
+key = "a"
+base_url = "{a}"
+ready_url = "/health"
+[[targets]]
+key = "b"
+base_url = "{b}"
+ready_url = "/health"
+"""
+TEST = "def test_probe(probe):\n    assert probe.valid, probe.reason\n"
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """A STAND-IN server: `GET /health` answers 200, every other path 404."""
+
+    def do_GET(self) -> None:
+        body = b'{"status": "ok"}' if self.path == "/health" else b"{}"
+        self.send_response(200 if self.path == "/health" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the test's output is the inner run's
+
+
+@contextmanager
+def stand_in() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A project with a probe ladder and its test, the kind installed by entry point only."""
+    site = pytester.path / "site"
+    info = site / "probe_kind-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-kind\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[pytest_mtpsweep.kinds]\nprobe = tests.kinds.probe_kind:KIND\n"
+    )
+    path = os.pathsep.join(filter(None, [str(site), str(REPO), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
+    with stand_in() as a, stand_in() as b:
+        ladders = pytester.path / "experiments" / "ladders"
+        ladders.mkdir(parents=True)
+        (ladders / "probe.toml").write_text(LADDER.format(a=a, b=b))
+        (ladders / "nope.toml").write_text(LADDER.format(a=a, b=b).replace("probe", "nope", 1))
+        (pytester.path / "experiments" / "test_probe.py").write_text(TEST)
+        yield pytester.path
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("experiments/", "-p", "no:cacheprovider", *args)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_a_kind_from_its_own_package_runs_through_the_whole_protocol(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    first = run(pytester, "--ladder=probe", "-k", "c1-a")
+    first.assert_outcomes(passed=3, deselected=9)
+    run_dir = only_run(project)
+    out = first.stdout.str()
+    assert "mtpsweep: probe ladder probe" in out and "a: 3 GETs, median" in out
+
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["kind"] == "probe" and plan["probe"] == {"path": "/health", "requests": 3}
+    assert plan["keyed"]["probe_path"] == "/health"
+    checks = {i["name"]: i for i in json.loads((run_dir / "preflight.json").read_text())}
+    assert checks["probe_path"]["verdict"] == "pass" and checks["endpoint:a"]["verdict"] == "pass"
+    prereg = (run_dir / "preregistration.md").read_text()
+    assert "the latency of GET /health, 3 per session" in prereg
+    records = lines(run_dir / "records" / "01_a_c1.jsonl")
+    assert [r["request"] for r in records] == [1, 2, 3]
+    assert list(records[0])[: len(PROBE_FIELDS)] == list(PROBE_FIELDS)
+    assert all(r["valid"] and r["http_status"] == 200 and r["latency_s"] > 0 for r in records)
+    session = json.loads((run_dir / "sessions" / "01_a_c1.json").read_text())
+    assert session["released"] == "not applicable: attached" and session["probe_median_s"] > 0
+    assert not (run_dir / "records" / "02_b_c1.jsonl").exists()  # -k kept b's server unasked
+
+    # --resume with a changed kind field (through the kind's own option) is another run
+    changed = run(pytester, "--ladder=probe", "--resume", str(run_dir), "--probe-requests", "4")
+    assert changed.ret == pytest.ExitCode.USAGE_ERROR
+    assert "this invocation differs from the run in probe;" in changed.stdout.str()
+
+    resumed = run(pytester, "--ladder=probe", "--resume", str(run_dir))
+    resumed.assert_outcomes(passed=9, skipped=3)  # the done session is not run again
+    assert len(lines(run_dir / "records" / "01_a_c1.jsonl")) == 3
+    summary = (run_dir / "analysis" / SUMMARY_CSV).read_text().splitlines()
+    assert [row.split(",")[:2] for row in summary[1:]] == [["a", "6"], ["b", "6"]]
+
+    again = subprocess.run(
+        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run_dir)],
+        capture_output=True, text=True, check=False, cwd=project,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "b: 6 GETs, median" in again.stdout
+
+
+def test_a_ladder_naming_no_installed_kind_says_which_are(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    result = run(pytester, "--ladder=nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "field 'kind' is 'nope', which no installed package provides" in err
+    assert "(installed kinds: authoring, decode, probe)" in err

@@ -1,0 +1,194 @@
+"""Imports point one way: down the layer table at the top of ARCHITECTURE.md, never up, never
+round in a cycle. Every import of the package counts, those inside functions and under
+TYPE_CHECKING too; relative imports are resolved. A small AST check of our own, fed a tiny
+fake graph first so that it is seen to fail."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "pytest_mtpsweep"
+ROOT = "__init__"  # how the table names the package root
+
+Graph = Mapping[str, set[str]]
+
+
+def modules(package: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name (without the package's) -> (file, is a package)."""
+    out: dict[str, tuple[Path, bool]] = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts = parts[:-1]
+        out[".".join(parts) or ROOT] = (path, is_pkg)
+    return out
+
+
+def _resolve(name: str, known: Iterable[str]) -> str | None:
+    """The module an import names, or the package holding the name it imports from it."""
+    names = set(known)
+    while name and name not in names:
+        name = name.rpartition(".")[0]
+    return name or (ROOT if ROOT in names else None)
+
+
+def imports(package: Path) -> dict[str, set[str]]:
+    """The package's import graph: module -> the package's modules it imports."""
+    mods = modules(package)
+    top = package.name
+    graph: dict[str, set[str]] = {}
+    for mod, (path, is_pkg) in mods.items():
+        here = [] if mod == ROOT else mod.split(".")
+        base_pkg = here if is_pkg else here[:-1]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = base_pkg[: len(base_pkg) - (node.level - 1)]
+                    stem = ".".join([top, *base, *([node.module] if node.module else [])])
+                else:
+                    stem = node.module or ""
+                # `from . import x` may import a module x or a name x of the package
+                targets = [f"{stem}.{a.name}" for a in node.names]
+            for target in targets:
+                if target != top and not target.startswith(f"{top}."):
+                    continue
+                inner = target[len(top) + 1 :] if target != top else ""
+                resolved = _resolve(inner, mods) if inner else ROOT
+                if resolved is not None and resolved != mod:
+                    found.add(resolved)
+        graph[mod] = found
+    return graph
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def layer_table(text: str) -> dict[str, int]:
+    """ARCHITECTURE.md's "Layers" table: module or package prefix -> its layer (1 = bottom)."""
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    out: dict[str, int] = {}
+    for line in section.splitlines():
+        m = re.match(r"\|\s*(\d+)\b[^|]*\|([^|]*)\|", line)
+        if m:
+            for name in re.findall(r"`([^`]+)`", m.group(2)):
+                out[name.removesuffix("/").replace("/", ".")] = int(m.group(1))
+    return out
+
+
+def layer_of(module: str, table: Mapping[str, int]) -> int | None:
+    """The layer of the longest table entry that is the module or a package above it."""
+    name = module
+    while True:
+        if name in table:
+            return table[name]
+        if "." not in name:
+            return table.get(ROOT) if module == ROOT else None
+        name = name.rpartition(".")[0]
+
+
+def upward(graph: Graph, table: Mapping[str, int]) -> list[str]:
+    """`a (n) -> b (m)` for each import of a module from a higher layer (m > n)."""
+    out = []
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            la, lb = layer_of(a, table), layer_of(b, table)
+            if la is not None and lb is not None and lb > la:
+                out.append(f"{a} ({la}) -> {b} ({lb})")
+    return out
+
+
+def unplaced(graph: Graph, table: Mapping[str, int]) -> list[str]:
+    return sorted(m for m in graph if layer_of(m, table) is None)
+
+
+def test_the_check_fails_on_a_cycle_and_an_upward_import() -> None:
+    fake = {"low": {"high"}, "high": {"mid"}, "mid": {"high"}, "lone": set()}
+    table = {"low": 1, "mid": 2, "high": 2}
+    assert cycles(fake) == [["high", "mid"]]
+    assert upward(fake, table) == ["low (1) -> high (2)"]
+    assert unplaced(fake, table) == ["lone"]
+    assert layer_of("rig.server", {"rig": 3, "rig.server": 4}) == 4  # the longest entry wins
+
+
+def test_the_graph_resolves_relative_lazy_and_type_only_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pytest_mtpsweep"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("X = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("from .. import base\n")
+    (pkg / "sub" / "lazy.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..base import X\n"
+        "def f():\n    from . import other\n    import pytest_mtpsweep.base\n"
+    )
+    (pkg / "sub" / "other.py").write_text("import os\n")  # not the package's: no edge
+    graph = imports(pkg)
+    assert graph["sub"] == {"base"}
+    assert graph["sub.lazy"] == {"base", "sub.other"}
+    assert graph["sub.other"] == set()
+
+
+def test_the_package_has_no_cycle_and_no_import_up_a_layer() -> None:
+    graph = imports(PACKAGE)
+    table = layer_table((REPO / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    assert not unplaced(graph, table), "modules missing from ARCHITECTURE.md's layer table"
+    problems = [*(f"cycle: {' <-> '.join(c)}" for c in cycles(graph)), *upward(graph, table)]
+    print(f"{len(graph)} modules, {sum(map(len, graph.values()))} imports, "
+          f"{len(cycles(graph))} cycles, {len(upward(graph, table))} imports up a layer")  # fmt: skip
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("kind", ["decode", "authoring"])
+def test_no_module_outside_kinds_names_a_kind(kind: str) -> None:
+    """Only a kind's own package says its name; the rest asks the registry."""
+    named = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "kinds" not in path.relative_to(PACKAGE).parts
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if f'"{kind}"' in line
+    ]
+    assert not named, named
