@@ -1,4 +1,4 @@
-"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, cleanup.
+"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -94,6 +94,61 @@ def _lint(args: argparse.Namespace) -> int:
     return 1 if missing or any(r.problems for r in results) else 0
 
 
+REPORT_HTML = "report.html"  # as analysis/html/document.py writes it into analysis/
+
+
+def _view(args: argparse.Namespace) -> int:
+    """Open a run's report.html in a browser, or serve the run directory on loopback."""
+    from .schema import ANALYSIS_DIR, PLAN_FILE
+
+    run = Path(args.run)
+    report = run / ANALYSIS_DIR / REPORT_HTML
+    if not (run / PLAN_FILE).is_file():
+        raise UserError(
+            f"{run} is not a run directory (no {PLAN_FILE}); name one like runs/<ladder>/<id>."
+        )
+    if not report.is_file():
+        raise UserError(f"{run} has no report yet (no {report}); write it: mtpsweep analyse {run}")
+    if args.serve:
+        return _serve(run, f"{ANALYSIS_DIR}/{REPORT_HTML}", args.port)
+    import webbrowser
+
+    try:
+        opened = webbrowser.get().open(report.resolve().as_uri())
+    except webbrowser.Error:
+        opened = False
+    print(f"opened {report}" if opened else f"no browser found here; open {report.resolve()}")
+    return 0
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535; 0: a free one)")
+    return int(text)
+
+
+def _serve(run: Path, page: str, port: int) -> int:
+    import functools
+    import http.server
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(run))
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise UserError(
+            f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pass another --port, or 0 for "
+            "a free one."
+        ) from None
+    with server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{page}"
+        print(f"serving {run} on loopback only: {url} (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            print("stopped serving")
+    return 0
+
+
 def _cleanup(args: argparse.Namespace) -> int:
     from .errors import RunDirError
     from .rig import liveset
@@ -146,6 +201,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print problems only")
     p.set_defaults(func=_lint)
+    p = sub.add_parser(
+        "view",
+        help="open a run's analysis/report.html in a browser (--serve: on loopback)",
+        description="Open the run's self-contained HTML report in a browser, or print its path "
+        "where no browser is found. --serve serves the run directory on 127.0.0.1 instead (on a "
+        "remote machine: ssh -L PORT:127.0.0.1:PORT HOST, then open the printed URL).",
+    )
+    p.add_argument("run", metavar="RUN", help="the run directory")
+    p.add_argument("--serve", action="store_true", help="serve the run directory on 127.0.0.1")
+    p.add_argument(
+        "--port", type=_port, default=0, help="the port to serve on (default: a free one)"
+    )
+    p.set_defaults(func=_view)
     p = sub.add_parser(
         "cleanup",
         help="stop the servers a run left running (servers/live.json): stop scripts, pids",

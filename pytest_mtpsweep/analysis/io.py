@@ -23,7 +23,8 @@ from .plot import forest_figure, plotting_available
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
-    "position_trend.csv", "equivalence.csv", "acceptance.csv", "report.md", "forest.png",
+    "position_trend.csv", "equivalence.csv", "acceptance.csv", "truncated.csv", "per_cycle.csv",
+    "report.md", "forest.png",
 )  # fmt: skip
 
 
@@ -245,6 +246,9 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
             out / "equivalence.csv", index=False
         )
         result.acceptance.to_csv(out / "acceptance.csv", index=False)
+        # report.md names how many rows these hold rather than listing them one by one.
+        result.truncated.to_csv(out / "truncated.csv", index=False)
+        result.per_cycle.to_csv(out / "per_cycle.csv", index=False)
         (out / "contrasts.json").write_text(
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )

@@ -37,7 +37,8 @@ def forest_figure(result: AnalysisResult) -> Any | None:
         subsets.append(POOLED)
     treatments = list(result.treatments)
     fig = Figure(figsize=(4.2 * len(subsets), 0.6 * len(treatments) + 1.8), layout="constrained")
-    axes = fig.subplots(1, len(subsets), sharey=True, squeeze=False)[0]
+    # One x axis for every panel: a subset's change reads against the others' at a glance.
+    axes = fig.subplots(1, len(subsets), sharex=True, sharey=True, squeeze=False)[0]
     y = np.arange(len(treatments))[::-1]
     margin = result.settings.margin_pct
     for ax, subset in zip(axes, subsets, strict=True):

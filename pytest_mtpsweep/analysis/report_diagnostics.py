@@ -8,11 +8,13 @@ from .model import (
     AnalysisResult,
 )
 from .textfmt import (
+    LONG_LIST_ROWS,
     ci,
     dict_rows,
     md_table,
     num,
     pct,
+    table_or_count,
 )
 
 POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per position",
@@ -114,7 +116,12 @@ def section_census(result: AnalysisResult) -> list[str]:
             for r in dict_rows(gaps)
         ]
         out += [
-            md_table(["treatment", "direction", "prompt", "cycle", "run", "endpoint"], rows),
+            table_or_count(
+                ["treatment", "direction", "prompt", "cycle", "run", "endpoint"],
+                rows,
+                "gaps.csv",
+                "gaps",
+            ),
             "",
         ]
     if result.exclusions.empty:
@@ -166,7 +173,12 @@ def section_drift(result: AnalysisResult) -> list[str]:
         out += [
             "Per-cycle contrasts (published endpoint):",
             "",
-            md_table(["treatment", "subset", "endpoint", "run", "cycle", "pairs", "change"], rows),
+            table_or_count(
+                ["treatment", "subset", "endpoint", "run", "cycle", "pairs", "change"],
+                rows,
+                "per_cycle.csv",
+                "per-cycle contrasts",
+            ),
             "",
         ]
     drift = result.drift.merge(published, on=["endpoint", "treatment", "subset"])
@@ -211,7 +223,12 @@ def section_drift(result: AnalysisResult) -> list[str]:
         out += [
             "Per-session calibration drift:",
             "",
-            md_table(["session", "treatment", "cycle", "start tps", "end tps", "drift"], rows),
+            table_or_count(
+                ["session", "treatment", "cycle", "start tps", "end tps", "drift"],
+                rows,
+                "contrasts.json",
+                "sessions (calibration)",
+            ),
             "",
         ]
     return out
@@ -227,6 +244,14 @@ def section_truncation(result: AnalysisResult) -> list[str]:
         "a statement about content equivalence must exclude these prompts by name."
     )
     out.append("")
+    if len(t) > LONG_LIST_ROWS:
+        # One line per measurement would bury the report; the prompts and counts say enough.
+        counts = ", ".join(f"`{p}` ({len(f)})" for p, f in t.groupby("prompt_id", sort=True))
+        out.append(
+            f"{len(t)} measurements of {t['prompt_id'].nunique()} prompt(s), by prompt: "
+            f"{counts}; one row each in `truncated.csv` beside this report."
+        )
+        return [*out, ""]
     for prompt, frame in t.groupby("prompt_id", sort=True):
         where = ", ".join(
             f"{r['treatment']} c{r['cycle']}" + (f" r{r['repeat']}" if r["repeat"] != 1 else "")
@@ -308,7 +333,7 @@ def section_host(result: AnalysisResult) -> list[str]:
         if flagged
         else "No session was flagged."
     )
-    table = md_table(
+    table = table_or_count(
         ["session", "treatment", "cycle", "others' CPU %", "load (1 min)", "throttled", "flagged"],
         [
             [
@@ -322,6 +347,8 @@ def section_host(result: AnalysisResult) -> list[str]:
             ]
             for r in dict_rows(t)
         ],
+        "contrasts.json",
+        "sessions (host)",
     )
     return [*out, lead, "", verdict, "", table, ""]
 

@@ -14,7 +14,7 @@ from .equivalence import DIFFERENT, describe
 from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
 from .report_diagnostics import degenerate_warning
 from .stats import PROMPTS_ONLY, WITH_SESSION
-from .textfmt import dict_rows, md_table, num
+from .textfmt import dict_rows, md_table, num, table_or_count
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",
@@ -178,8 +178,14 @@ def section_equivalence(result: AnalysisResult) -> list[str]:
         *(f"- {line}" for line in describe(eq)),
         "",
     ]
-    shown = eq.pairs[eq.pairs["verdict"].isin(DIFFERENT) | (eq.pairs["truncated"] != "")]
-    if not shown.empty:
+    differ = eq.pairs["verdict"].isin(DIFFERENT)
+    # The cells that differ are findings; truncated cells that agree are a count with a file.
+    for title, shown in (
+        ("Cells that differ:", eq.pairs[differ]),
+        ("Truncated cells that do not differ:", eq.pairs[~differ & (eq.pairs["truncated"] != "")]),
+    ):
+        if shown.empty:
+            continue
         rows = [
             [
                 str(r["treatment"]),
@@ -193,14 +199,18 @@ def section_equivalence(result: AnalysisResult) -> list[str]:
             ]
             for r in dict_rows(shown)
         ]
-        out += ["Cells that differ or were truncated:", "", md_table(EQUIVALENCE_HEADERS, rows), ""]
+        table = table_or_count(EQUIVALENCE_HEADERS, rows, "equivalence.csv", "cells")
+        out += [title, "", table, ""]
     unlike = eq.self_identity[eq.self_identity["verdict"].isin(DIFFERENT)]
     if not unlike.empty:
         rows = [
             [str(r[c]) for c in ("treatment", "subset", "prompt_id", "cycles", "verdict", "chars")]
             for r in dict_rows(unlike)
         ]
-        out += ["Answers unlike their own first cycle:", "", md_table(SELF_HEADERS, rows), ""]
+        table = table_or_count(
+            SELF_HEADERS, rows, "contrasts.json", "answers (equivalence.self_identity)"
+        )
+        out += ["Answers unlike their own first cycle:", "", table, ""]
     return out
 
 

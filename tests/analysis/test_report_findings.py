@@ -257,3 +257,35 @@ class TestDraftAcceptance:
         assert "| none | pooled | 24 | 0 | - | - | - |" in acc
         table = pd.read_csv(Path(result.out_dir) / "acceptance.csv")
         assert set(table.columns) >= {"treatment", "draft_n", "draft_n_accepted", "acceptance_pct"}
+
+
+class TestLongLists:
+    def test_more_than_twenty_rows_are_a_count_and_the_csv_that_holds_them(
+        self, tmp_path: Path
+    ) -> None:
+        cut = {"finish_reason": "length"}
+        edit = {("gate" if g else "none", c, p): cut for g in (0, 1) for c in (1, 2)
+                for p in [*DESIGN.prompts["prose"], *DESIGN.prompts["structured"][:1]]}  # fmt: skip
+        result = run(tmp_path, records(edit))
+        out = Path(result.out_dir)
+        eq = section(result.report_md, "## Content equivalence")
+        assert "Truncated cells that do not differ:" in eq
+        assert eq.count("| identical up to the cap |") == 14  # 7 prompts x 2 cycles: listed
+        truncated = section(result.report_md, "## Truncated measurements")
+        assert (
+            "28 measurements of 7 prompt(s), by prompt: `prose_01` (4), `prose_02` (4)" in truncated
+        )
+        assert "one row each in `truncated.csv` beside this report" in truncated
+        assert "- `prose_01`:" not in truncated
+        assert len(pd.read_csv(out / "truncated.csv")) == 28
+        # past twenty compared cells the list is the count and the file
+        edit.update({("none", c, p): cut for c in (1, 2) for p in DESIGN.prompts["structured"]})
+        edit.update({("gate", c, p): cut for c in (1, 2) for p in DESIGN.prompts["structured"]})
+        result = run(tmp_path / "more", records(edit))
+        eq = section(result.report_md, "## Content equivalence")
+        line = (
+            "24 cells: too many to list here; one row each in `equivalence.csv` beside this report."
+        )
+        assert line in eq and "| identical up to the cap |" not in eq
+        equivalence = pd.read_csv(Path(result.out_dir) / "equivalence.csv")
+        assert (equivalence["verdict"] == "identical up to the cap").sum() == 24

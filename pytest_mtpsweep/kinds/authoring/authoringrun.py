@@ -243,10 +243,12 @@ class AuthoringKindRun(AuthoringRun):
         """The session-end analysis; a refusal is a line, never a traceback."""
         from ...analysis.authoring import analyse_dir
         from ...errors import AnalysisError
+        from . import html_sections
 
         baseline, boot, seed = self.bootstrap(request)
         try:
             result = analyse_dir(run_dir, baseline, boot, seed, self.settings.pooled)
+            html_sections.write(run_dir)  # report.html beside report.md
         except AnalysisError as exc:
             return EndAnalysis(error=str(exc))
         return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)

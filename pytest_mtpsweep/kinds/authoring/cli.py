@@ -33,6 +33,7 @@ def analyse(
             "--expect, --out and the other runs"
         )
     from ...analysis.authoring import analyse_dir
+    from . import html_sections
 
     plan = plans[0]
     registered = plan.get("contrast") or {}
@@ -44,6 +45,7 @@ def analyse(
     )
     baseline = args.baseline or plan.get("baseline_cohort") or ""
     result = analyse_dir(runs[0], baseline, int(boot), int(seed), bool(registered.get("pooled")))
+    html_sections.write(runs[0])  # report.html beside report.md
     print(result.headline)
     print(f"outputs: {result.out_dir}")
     if result.unreadable_cells:

@@ -1,5 +1,6 @@
 """The decode kind's analysis: at session end, and `mtpsweep analyse` of its run directories
-(both call the analysis package, `analysis.analyse_run`)."""
+(both call the analysis package, `analysis.analyse_run`, then write report.html beside
+report.md)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,14 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
             )
 
 
+def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
+    """The analysis package's analyse_run, then report.html beside its report.md."""
+    from ...analysis import analyse_run as analysed
+    from .html_sections import write
+
+    return write(analysed(run_dirs, **settings))
+
+
 def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:
     """Analyse what the run directory holds now; gates judged on the published decisions.
 
@@ -52,7 +61,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
     analysis_interval_basis/ (the tie-break's other endpoint, published whole).
     """
-    from ...analysis import analyse_run, headline_table
+    from ...analysis import headline_table
     from ...analysis.devices import terminal_lines
 
     if not any((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
@@ -86,8 +95,6 @@ def beside_the_primary(
     run_dir: Path, request: AnalysisRequest, ladder: Ladder, baseline: str
 ) -> list[str]:
     """Run the registered secondary contrasts and the interval-basis analysis; one line each."""
-    from ...analysis import analyse_run
-
     keys = ladder.treatment_keys
     secondary: dict[str, list[str]] = {}
     for text in ladder.prereg.secondary_contrasts:
@@ -159,7 +166,7 @@ def analyse_command(
 ) -> int:
     """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
     gate (exit 1 when one is not met)."""
-    from ...analysis import analyse_run, evaluate_expectations, headline_table, parse_expectation
+    from ...analysis import evaluate_expectations, headline_table, parse_expectation
 
     gates = [parse_expectation(text) for text in args.expect]
     result = analyse_run(

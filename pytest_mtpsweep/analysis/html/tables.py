@@ -1,0 +1,77 @@
+"""Tables for the report page, and filters over any list of items (table rows, cells).
+
+A filterable list carries its facets as JSON data beside it (`facets`); the page's script
+builds one select per facet and a text search from that data, so no value is ever markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .document import Markup, el, join, json_script
+
+LONG_TABLE_ROWS = 25  # more rows than this scroll inside their own box
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    try:
+        float(str(value).replace("%", "").replace("+", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def cell_text(value: object) -> str:
+    """How a value reads in a cell: NaN and None as '-', floats to 4 significant digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _row(cells: Sequence[object], **attrs: object) -> Markup:
+    return el(
+        "tr",
+        *(
+            el("td", cell_text(c), class_="num" if _is_number(c) else None)
+            if not isinstance(c, Markup)
+            else el("td", c)
+            for c in cells
+        ),
+        **attrs,
+    )
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[object]], *, table_id: str | None = None
+) -> Markup:
+    """A plain table; a cell may be Markup (made by the builder) or any value, shown as text."""
+    head = el("thead", el("tr", *(el("th", h) for h in headers)))
+    built = el("table", head, el("tbody", *(_row(r) for r in rows)), id=table_id)
+    return el("div", built, class_="scroll") if len(rows) > LONG_TABLE_ROWS else built
+
+
+def facets(container_id: str, keys: Sequence[str], values: Sequence[Sequence[object]]) -> Markup:
+    """The facets of the items of `container_id`; item i carries data-i="i"."""
+    rows = [[cell_text(v) for v in row] for row in values]
+    return json_script({"keys": list(keys), "rows": rows}, class_="facets", data_for=container_id)
+
+
+def filterable(
+    container_id: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    facet_columns: Sequence[str],
+) -> Markup:
+    """A table with a select per facet column and a text search over its rows."""
+    index = [headers.index(c) for c in facet_columns]
+    head = el("thead", el("tr", *(el("th", h) for h in headers)))
+    body = el("tbody", *(_row(r, data_i=i) for i, r in enumerate(rows)))
+    built = el("div", el("table", head, body), class_="scroll", id=container_id)
+    return join([facets(container_id, facet_columns, [[r[i] for i in index] for r in rows]), built])
