@@ -21,7 +21,7 @@ from ... import schema
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join, write_report_html
 from ...analysis.html.tables import facets, table
-from ...protocol.rundir import read_records
+from ...state.rundir import read_records
 from .extract import extract
 
 HEADLINE = ("Subjects x cohorts", "Cohort contrasts", "Across subjects", "Census")
