@@ -336,8 +336,10 @@ class TestRequestFaults:
                     stamps.append(time.monotonic())
                     lines.append(line)
             assert "data: [DONE]" in lines
-            # sleep(1) in the stub: the longest silence is at least that long
-            assert max(b - a for a, b in itertools.pairwise(stamps)) >= 1.0
+            # sleep(1) in the stub: the longest silence is about that long (arrival stamps jitter
+            # by the client's scheduling, a late chunk before the pause shortens it; other gaps
+            # are milliseconds)
+            assert max(b - a for a, b in itertools.pairwise(stamps)) >= 0.9
             assert chat(stub)[1][-1] == "[DONE]"  # the next request is not stalled
 
 
