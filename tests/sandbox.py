@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,6 +15,23 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _stub_server() -> Path:
+    """The STUB llama-server script; under xdist (the fast tier's `-n`) one copy per worker, so
+    a run's "no server of this binary is running" witness sees its own worker's servers only."""
+    source = REPO / "tests" / "stub_llama_server.py"
+    worker, run = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not worker or not run:
+        return source
+    copy = Path(tempfile.gettempdir()) / f"mtpsweep-stub-{run[:12]}-{worker}" / source.name
+    if not copy.is_file() or copy.read_bytes() != source.read_bytes():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, copy)
+    return copy
+
+
+STUB_SERVER = _stub_server()
 # A model file for the STUB server: a GGUF header with an empty metadata table, then filler.
 FAKE_GGUF = b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + b"stub model"
 CANONICAL = REPO / "experiments" / "prompts" / "canonical"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.cli import main
-from tests.sandbox import FAKE_GGUF
+from tests.sandbox import FAKE_GGUF, STUB_SERVER
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -176,7 +176,7 @@ class TestLint:
         assert line.startswith(f"{ladder}: preregistration names session 'none:c9'")
 
 
-STUB = REPO / "tests" / "stub_llama_server.py"
+STUB = STUB_SERVER  # one copy per xdist worker
 STUB_LADDER = """
 question = "q"
 baseline = "a"

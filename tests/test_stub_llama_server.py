@@ -25,9 +25,10 @@ import httpx
 import psutil
 import pytest
 
+from tests.sandbox import STUB_SERVER
 from tests.stub_llama_server import FAULT_ENV, FaultError, parse_fault
 
-STUB = Path(__file__).with_name("stub_llama_server.py")
+STUB = STUB_SERVER  # one copy per xdist worker
 HOST = "127.0.0.1"
 ALIAS = "stub-alias"
 MODEL = "/models/target.gguf"

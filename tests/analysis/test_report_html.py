@@ -26,14 +26,14 @@ from pytest_mtpsweep.analysis.html.tables import filterable
 from pytest_mtpsweep.analysis.plot import plotting_available
 from tests.analysis.html.dom import Node, parse
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
-from tests.sandbox import FAKE_GGUF, REPO, copy_experiments, only_run
+from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 from tests.stub_openai_server import Messages, Script, serve
 
 CHROMIUM = shutil.which("chromium")
 NO_CHROMIUM = (
     "Debian's chromium is not installed (scripts/dev test installs it: apt-get install chromium)"
 )
-STUB = REPO / "tests" / "stub_llama_server.py"
+STUB = STUB_SERVER  # one copy per xdist worker
 KEY = "sk-html-0d5e1c7a"
 HOSTILE = '</script><script>alert(1)</script> "><img src=x onerror=alert(1)> \u2028 end'
 DECODE = """

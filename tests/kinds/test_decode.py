@@ -19,11 +19,11 @@ from pytest_mtpsweep.ladder.prompts import Prompt, session_order
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest
 from pytest_mtpsweep.schema import Measurement
-from tests.sandbox import FAKE_GGUF, copy_experiments, only_run
+from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = REPO / "experiments" / "ladders" / "cpu-demo.toml"
-STUB = REPO / "tests" / "stub_llama_server.py"
+STUB = STUB_SERVER  # one copy per xdist worker
 
 
 def prompts(n: int) -> tuple[Prompt, ...]:

@@ -24,6 +24,7 @@ from pytest_mtpsweep.analyse import run_cli
 from pytest_mtpsweep.state.rundir import read_records
 from tests.sandbox import (
     FAKE_GGUF,
+    STUB_SERVER,
     copy_experiments,
     only_run,
     prompt_dir,
@@ -34,7 +35,7 @@ from tests.sandbox import (
 from tests.test_integration import SMALL
 
 REPO = Path(__file__).resolve().parents[2]
-STUB = REPO / "tests" / "stub_llama_server.py"
+STUB = STUB_SERVER  # one copy per xdist worker
 
 STUB_LADDER = """
 question = "Does the harness keep its rules when the server misbehaves?"

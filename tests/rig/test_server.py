@@ -18,9 +18,10 @@ import pytest
 from pytest_mtpsweep.errors import ServerError
 from pytest_mtpsweep.rig import identity, readiness, server
 from pytest_mtpsweep.rig.net import bind_error, free_port, port_is_free
+from tests.sandbox import STUB_SERVER
 
 REPO = Path(__file__).resolve().parents[2]
-STUB = REPO / "tests" / "stub_llama_server.py"
+STUB = STUB_SERVER  # one copy per xdist worker
 
 
 def spec(tmp_path: Path, binary: Path, *tail: str, timeout: float = 60.0) -> server.LaunchSpec:
