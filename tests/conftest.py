@@ -42,11 +42,21 @@ def model_path() -> Path:
 # Fixtures that mean a real model server: a test using one is in the full suite only.
 SERVER_FIXTURES = frozenset({"server_bin", "model_path"})
 
+SLOW = tuple(
+    line.strip()
+    for line in (REPO / "tests" / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
+)
 
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses a real server `server`, so `-m "not server"` (the fast tier,
-    `scripts/dev test --fast`) leaves it out; the fast tier also points MTPSWEEP_SERVER_BIN at
-    nothing, so a real-server test without the mark fails there instead of hiding."""
+    """Mark `server` (a real-server fixture) and `slow` (tests/slow_tests.txt): the fast tier,
+    `scripts/dev test --fast`, runs `-m "not server and not slow"` and points
+    MTPSWEEP_SERVER_BIN at nothing, so a real-server test without the mark fails there."""
     for item in items:
         if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.server)
+        node = item.nodeid.split("[")[0]
+        if any(node == s or node.startswith(s + "::") for s in SLOW):
+            item.add_marker(pytest.mark.slow)
