@@ -36,7 +36,9 @@ def forest_figure(result: AnalysisResult) -> Any | None:
     if POOLED in set(published["subset"]):
         subsets.append(POOLED)
     treatments = list(result.treatments)
-    fig = Figure(figsize=(4.2 * len(subsets), 0.6 * len(treatments) + 1.8), layout="constrained")
+    # at least wide enough for the title on one panel
+    width = max(4.2 * len(subsets), 7.0)
+    fig = Figure(figsize=(width, 0.6 * len(treatments) + 1.8), layout="constrained")
     # One x axis for every panel: a subset's change reads against the others' at a glance.
     axes = fig.subplots(1, len(subsets), sharex=True, sharey=True, squeeze=False)[0]
     y = np.arange(len(treatments))[::-1]
@@ -59,5 +61,8 @@ def forest_figure(result: AnalysisResult) -> Any | None:
         ax.set_title(subset)
         ax.set_xlabel("% change vs " + result.settings.baseline)
     axes[0].set_yticks(y, treatments)
-    fig.suptitle("published endpoint: 95% (thin) and 90% (thick) intervals; ○ primary, □ interval")
+    fig.suptitle(
+        "published endpoint: 95% (thin) and 90% (thick) intervals; ○ primary, □ interval",
+        fontsize="medium",
+    )
     return fig
