@@ -83,7 +83,8 @@ def analyse(
     for label in order:
         mode = str(levels.loc[levels["level"] == label, "mode"].iloc[0])
         modes.setdefault(mode, []).append(label)
-    table = frame.percentile_table(requests, levels)
+    keys = [base, *(str(t["key"]) for t in plan.get("treatments") or [] if t["key"] != base)]
+    table = frame.percentile_table(requests, levels, keys)
     rows = contrast.contrast_rows(requests, levels, pairs, order, boot=boot, seed=seed)
     inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed)
     out = run_dir / OUT

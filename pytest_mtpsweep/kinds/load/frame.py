@@ -8,7 +8,7 @@ per completed request, ITL one per chunk gap (over its tokens where known), as
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -75,9 +75,12 @@ def _pct(values: Any, q: int) -> float:
     return float(np.percentile(v, q)) if v.size else float("nan")
 
 
-def percentile_table(requests: pd.DataFrame, levels: pd.DataFrame) -> pd.DataFrame:
+def percentile_table(
+    requests: pd.DataFrame, levels: pd.DataFrame, treatments: Sequence[str] = ()
+) -> pd.DataFrame:
     """Per (treatment, level): p50/p90/p99 of TTFT, ITL and e2e over every cycle's valid
-    requests, the mean throughput and goodput over cycles, requests, completed, queued."""
+    requests, the mean throughput and goodput over cycles, requests, completed, queued; in
+    the order of `treatments` (others after, by name), each lowest level first."""
     import pandas as pd
 
     ok = requests[requests["valid"].astype(bool)]
@@ -110,5 +113,8 @@ def percentile_table(requests: pd.DataFrame, levels: pd.DataFrame) -> pd.DataFra
     if out.empty:
         return out
     rank = {label: i for i, label in enumerate(order)}
+    first = {t: i for i, t in enumerate(treatments)}
+    out["_t"] = out["treatment"].map(lambda t: (first.get(t, len(first)), t))
     out["_r"] = out["level"].map(rank)
-    return out.sort_values(["treatment", "_r"]).drop(columns="_r").reset_index(drop=True)
+    out = out.sort_values(["_t", "_r"]).drop(columns=["_t", "_r"])
+    return out.reset_index(drop=True)

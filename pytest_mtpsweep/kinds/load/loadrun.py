@@ -26,8 +26,8 @@ from ...request import AnalysisRequest, RunRequest
 from ...rig.arrivals import prompt_order
 from . import prereg
 from .cases import LoadCase, load_cases
-from .ladder import Level, LoadSettings, settings
-from .records import LEVEL, REQUEST_FIELDS
+from .ladder import LoadSettings, settings
+from .measure import append, identity, measure_level, not_run, session_facts
 from .result import LevelResult
 
 if TYPE_CHECKING:
@@ -117,10 +117,12 @@ class LoadRun:
         return {}
 
     def registration(self, reg: Preregistration) -> Preregistration:
-        return replace(reg, multiplicity=reg.multiplicity or prereg.multiplicity(self))
+        return replace(
+            reg, multiplicity=reg.multiplicity or prereg.multiplicity(self.ladder, self.settings)
+        )
 
     def prereg_lines(self, reg: Preregistration) -> list[str]:
-        return prereg.lines(self, reg)
+        return prereg.lines(self.ladder, self.settings, len(self.prompts), reg)
 
     def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
         return None
@@ -136,30 +138,13 @@ class LoadRun:
                 "ttft_s": warm.ttft_s}  # fmt: skip
 
     def measure(self, live: LiveSession, case: LoadCase) -> Outcome:
-        from .measure import measure_level
-
-        return self._outcome(live, case, measure_level(self, live, case))
-
-    def unmeasured(self, live: LiveSession, case: LoadCase, reason: str) -> Outcome:
-        line = {**self.identity(live, case), "record": LEVEL, "valid": False, "reason": reason,
-                "requests": self.settings.requests, "completed": 0}  # fmt: skip
-        self.append(live, line)
+        line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case)
         return self._outcome(live, case, line)
 
-    def identity(self, live: LiveSession, case: LoadCase) -> dict[str, Any]:
-        slot, lv = case.slot, case.level
-        return {
-            "run_id": live.ctx.run_id, "ladder": self.ladder.name, "treatment": slot.treatment,
-            "cycle": slot.cycle, "ordinal": slot.ordinal, "session": slot.name,
-            "level": lv.label, "mode": lv.mode, "level_value": lv.value, "block": case.position,
-            "started_at": schema.utc_now_iso(),
-        }  # fmt: skip
-
-    def append(self, live: LiveSession, values: dict[str, Any], request: bool = False) -> None:
-        """One line through the session's record writer (fsync'd), keyed and with provenance."""
-        if request:
-            values = {k: values.get(k) for k in REQUEST_FIELDS}
-        live.writer.append({**values, **live.ctx.keyed, **live.ctx.provenance()})
+    def unmeasured(self, live: LiveSession, case: LoadCase, reason: str) -> Outcome:
+        line = not_run(identity(self.ladder, live, case), self.settings.requests, reason)
+        append(live, line)
+        return self._outcome(live, case, line)
 
     def _outcome(self, live: LiveSession, case: LoadCase, line: dict[str, Any]) -> Outcome:
         e2e, ttft = line.get("e2e_ms") or {}, line.get("ttft_ms") or {}
@@ -174,9 +159,7 @@ class LoadRun:
         return Outcome(result, usable=result.valid)
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
-        from .measure import session_facts
-
-        return session_facts(self, live)
+        return session_facts(self.settings, live)
 
     def session_note(self, live: LiveSession) -> str:
         """The output tok/s of each level measured, in block order."""
@@ -209,9 +192,6 @@ class LoadRun:
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         return []
-
-    def level_of(self, label: str) -> Level:
-        return next(lv for lv in self.settings.levels if lv.label == label)
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> LoadRun:

@@ -4,19 +4,46 @@ it, then the records (written after the level has ended, so no write lands insid
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...rig.load_client import ClosedLoop, LoadSpec, LoadTarget, OpenLoop, run_level
+from ... import schema
+from ...rig.load_client import ClosedLoop, LoadSpec, LoadTarget, OpenLoop, PromptLike, run_level
 from ...rig.load_summary import Slo, summarise
 from . import occupancy
-from .records import in_flight_at_send, level_line, request_line
+from .records import LEVEL, REQUEST_FIELDS, in_flight_at_send, level_line, request_line
 
 if TYPE_CHECKING:
+    from ...ladder import Ladder
     from ...state.live import LiveSession
     from .cases import LoadCase
-    from .loadrun import LoadRun
+    from .ladder import LoadSettings
 
 OPEN_LOOP_WARMUP = 1  # an open-loop block's default warm-up: one request before its schedule
+
+
+def identity(ladder: Ladder, live: LiveSession, case: LoadCase) -> dict[str, Any]:
+    """The fields every line of a block starts with."""
+    slot, lv = case.slot, case.level
+    return {
+        "run_id": live.ctx.run_id, "ladder": ladder.name, "treatment": slot.treatment,
+        "cycle": slot.cycle, "ordinal": slot.ordinal, "session": slot.name,
+        "level": lv.label, "mode": lv.mode, "level_value": lv.value, "block": case.position,
+        "started_at": schema.utc_now_iso(),
+    }  # fmt: skip
+
+
+def append(live: LiveSession, values: Mapping[str, Any], request: bool = False) -> None:
+    """One line through the session's record writer (fsync'd), keyed and with provenance."""
+    if request:
+        values = {k: values.get(k) for k in REQUEST_FIELDS}
+    live.writer.append({**values, **live.ctx.keyed, **live.ctx.provenance()})
+
+
+def not_run(ident: Mapping[str, Any], requests: int, reason: str) -> dict[str, Any]:
+    """The level line of a block that did not run."""
+    return {**ident, "record": LEVEL, "valid": False, "reason": reason, "requests": requests,
+            "completed": 0}  # fmt: skip
 
 
 def server_slots(live: LiveSession) -> int | None:
@@ -34,43 +61,54 @@ def _sources(live: LiveSession, headers: dict[str, str]) -> occupancy.Sources:
     return found
 
 
-def measure_level(kind: LoadRun, live: LiveSession, case: LoadCase) -> dict[str, Any]:
+def _load(s: LoadSettings, case: LoadCase, seed: int) -> tuple[ClosedLoop | OpenLoop, int]:
+    """The client's level and its warm-up count."""
+    lv = case.level
+    if lv.mode == "closed":
+        closed = ClosedLoop(int(lv.value), s.requests)
+        warm = closed.connections
+        load: ClosedLoop | OpenLoop = closed
+    else:
+        load, warm = OpenLoop(lv.value, s.requests, seed, s.max_in_flight), OPEN_LOOP_WARMUP
+    return load, warm if s.warmup_requests is None else s.warmup_requests
+
+
+def measure_level(
+    ladder: Ladder,
+    s: LoadSettings,
+    scheduled: Sequence[PromptLike],
+    subsets: Mapping[str, str],
+    live: LiveSession,
+    case: LoadCase,
+) -> dict[str, Any]:
     """Run the case's level, append its request lines and its level line; the level line."""
     import httpx
 
-    s, lad, lv = kind.settings, kind.ladder, case.level
-    treatment = lad.treatment(case.slot.treatment)
-    identity = kind.identity(live, case)
-    target = LoadTarget(live.base_url, lad.alias(treatment.key), treatment.api_key_env,
+    treatment = ladder.treatment(case.slot.treatment)
+    ident = identity(ladder, live, case)
+    target = LoadTarget(live.base_url, ladder.alias(treatment.key), treatment.api_key_env,
                         allow_remote=s.allow_remote)  # fmt: skip
     spec = LoadSpec(
-        max_tokens=lad.max_tokens, temperature=lad.temperature, seed=lad.seed,
+        max_tokens=ladder.max_tokens, temperature=ladder.temperature, seed=ladder.seed,
         # llama-server's fields: its prompt cache as the ladder says, and `timings` in every
         # chunk, so a chunk's token count is known when a drafter sends several tokens at once
         # (other OpenAI-compatible servers ignore both)
         extra={"cache_prompt": s.cache_prompt, "timings_per_token": True},
         read_timeout_s=s.level_timeout_s,
     )  # fmt: skip
-    load: ClosedLoop | OpenLoop
-    if lv.mode == "closed":
-        load = ClosedLoop(int(lv.value), s.requests)
-        warm = s.warmup_requests if s.warmup_requests is not None else load.connections
-    else:
-        load = OpenLoop(lv.value, s.requests, lad.seed, s.max_in_flight)
-        warm = s.warmup_requests if s.warmup_requests is not None else OPEN_LOOP_WARMUP
+    load, warm = _load(s, case, ladder.seed)
     headers = live.endpoint.headers() if live.endpoint else {}
     sources = _sources(live, headers)
     with httpx.Client(trust_env=False) as side:  # the sampler's own: not the session's client
         before = occupancy.spec_totals(side, live.base_url, headers, sources)
         sampler = occupancy.Sampler(side, live.base_url, headers, sources).start()
         try:
-            run = run_level(target, spec, kind.scheduled, load, timeout_s=s.level_timeout_s,
+            run = run_level(target, spec, scheduled, load, timeout_s=s.level_timeout_s,
                             warmup=warm)  # fmt: skip
         except ValueError as exc:  # the target or its key: one sentence, the level not run
             sampler.stop()
-            line = {**identity, "record": "level", "valid": False, "reason": str(exc),
-                    "requests": s.requests, "completed": 0}  # fmt: skip
-            kind.append(live, line)
+            line = not_run(ident, s.requests, str(exc))
+            append(live, line)
             return line
         occ = sampler.stop()
         after = occupancy.spec_totals(side, live.base_url, headers, sources)
@@ -82,22 +120,20 @@ def measure_level(kind: LoadRun, live: LiveSession, case: LoadCase) -> dict[str,
     slots = server_slots(live)
     flights = in_flight_at_send(run.records)
     for r, n in zip(run.records, flights, strict=True):
-        line = request_line(
-            identity, r, run.t_start_ns, n, slots, kind.subsets.get(r.prompt_id, "")
-        )
-        kind.append(live, line, request=True)
+        subset = subsets.get(r.prompt_id, "")
+        append(live, request_line(ident, r, run.t_start_ns, n, slots, subset), request=True)
     queued = None if slots is None else sum(n >= slots for n in flights)
-    level = level_line(identity, run, summary, slots=slots, queued=queued,
+    level = level_line(ident, run, summary, slots=slots, queued=queued,
                        extra={"occupancy": occ, "warmup_requests": warm})  # fmt: skip
-    kind.append(live, level)
+    append(live, level)
     return level
 
 
-def session_facts(kind: LoadRun, live: LiveSession) -> dict[str, Any]:
+def session_facts(s: LoadSettings, live: LiveSession) -> dict[str, Any]:
     """What a session adds to its session file: slots against the levels, queued requests and
     client-lag flags per level, the occupancy sources, and the shakedown line."""
     levels: dict[str, dict[str, Any]] = live.extra.get("levels") or {}
-    closed = [int(lv.value) for lv in kind.settings.levels if lv.mode == "closed"]
+    closed = [int(lv.value) for lv in s.levels if lv.mode == "closed"]
     slots = server_slots(live)
     sources = live.extra.get("occupancy_sources")
     facts: dict[str, Any] = {
@@ -126,8 +162,8 @@ def shakedown_line(session: str, levels: dict[str, dict[str, Any]], slots: int |
         e2e = (v.get("e2e_ms") or {}).get("p50")
         tps = v.get("output_tok_s")
         med = f"e2e p50 {e2e / 1000:.2f} s" if isinstance(e2e, float) else "no e2e"
-        rate = f"{tps:.1f} tok/s" if isinstance(tps, float) and math.isfinite(tps) else ""
+        rate = f" {tps:.1f} tok/s" if isinstance(tps, float) and math.isfinite(tps) else ""
         q = f", {v['queued']} queued" if v.get("queued") else ""
-        parts.append(f"{label} {v.get('completed', 0)}/{v.get('requests', 0)} {med} {rate}{q}")
+        parts.append(f"{label} {v.get('completed', 0)}/{v.get('requests', 0)} {med}{rate}{q}")
     where = f"{slots} slots" if slots else "slots unknown"
     return f"shakedown {session} ({where}): " + "; ".join(parts)

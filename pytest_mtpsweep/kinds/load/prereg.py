@@ -8,41 +8,39 @@ from typing import TYPE_CHECKING
 from .ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS, parse_contrast
 
 if TYPE_CHECKING:
-    from ...ladder.model import Preregistration
-    from .loadrun import LoadRun
+    from ...ladder.model import Ladder, Preregistration
+    from .ladder import LoadSettings
 
 
-def contrasts(kind: LoadRun) -> list[tuple[str, str]]:
+def contrasts(lad: Ladder) -> list[tuple[str, str]]:
     """(treatment, baseline) pairs: the registered ones, else every treatment vs the baseline."""
-    lad = kind.ladder
     given = [*lad.prereg.primary_contrasts, *lad.prereg.secondary_contrasts]
     if given:
         return [parse_contrast(t, lad.treatment_keys, lad.path) for t in given]
     return [(t, lad.baseline) for t in lad.treatment_keys if t != lad.baseline]
 
 
-def multiplicity(kind: LoadRun) -> str:
-    n = len(contrasts(kind))
-    levels = len(kind.settings.levels)
-    modes = sum(len(v) >= 2 for v in kind.settings.modes().values())
-    ends = len(REQUEST_ENDPOINTS) + len(LEVEL_ENDPOINTS) - (kind.settings.slo is None)
+def multiplicity(lad: Ladder, s: LoadSettings) -> str:
+    n = len(contrasts(lad))
+    levels = len(s.levels)
+    modes = sum(len(v) >= 2 for v in s.modes().values())
+    ends = len(REQUEST_ENDPOINTS) + len(LEVEL_ENDPOINTS) - (s.slo is None)
     total = n * ends * (levels + modes)
     return (
         f"{n} contrast(s) x {ends} endpoints x ({levels} levels + {modes} interaction(s)) = "
         f"{total} intervals, no correction for multiplicity; the headline is the "
-        f"{kind.settings.endpoint} gain and its interaction, the rest describe."
+        f"{s.endpoint} gain and its interaction, the rest describe."
     )
 
 
-def lines(kind: LoadRun, reg: Preregistration) -> list[str]:
-    s, lad = kind.settings, kind.ladder
+def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) -> list[str]:
     labels = ", ".join(lv.label for lv in s.levels)
     warm = (
         f"{s.warmup_requests} warm-up request(s)" if s.warmup_requests is not None
         else "one warm-up request per lane (closed loop) or one (open loop)"
     )  # fmt: skip
     slo = ", ".join(f"{k} <= {v:g}" for k, v in s.slo.as_dict().items()) if s.slo else "none"
-    pairs = "; ".join(f"{t} vs {b}" for t, b in contrasts(kind)) or "none (one treatment)"
+    pairs = "; ".join(f"{t} vs {b}" for t, b in contrasts(lad)) or "none (one treatment)"
     return [
         f"- Levels: {labels}; {s.requests} requests each, in every session; {warm} before each "
         f"block, recorded apart; max_tokens {lad.max_tokens}.",
@@ -52,7 +50,7 @@ def lines(kind: LoadRun, reg: Preregistration) -> list[str]:
         "to L-1, so a drift within sessions (a warming cache, a drafter that learns, heat) "
         "cancels between the lowest and highest level instead of posing as an interaction.",
         f"- Schedule: request i of every level sends the i-th prompt of one order seeded by "
-        f"{lad.seed} (whole permutations of the {len(kind.prompts)} prompts; plan.json "
+        f"{lad.seed} (whole permutations of the {n_prompts} prompts; plan.json "
         "`load.prompt_order`), open-loop arrivals one seeded Poisson draw per rate, the same "
         "for every treatment and cycle: requests pair by slot.",
         "- Latency counts from each request's intended send time (closed loop: when its lane "

@@ -70,9 +70,9 @@ def test_every_treatment_is_sent_the_same_schedule() -> None:
     ladder = load_ladder(DEMO)
     run = prepare(ladder, RunRequest(ladder=str(DEMO), search_dirs=(), cwd=REPO, invocation=()))
     plan = run.plan_fields()["load"]
-    assert len(plan["prompt_order"]) == 8 and sorted(plan["prompt_order"]) == sorted(
+    assert len(plan["prompt_order"]) == 16 and sorted(set(plan["prompt_order"])) == sorted(
         p["id"] for p in plan["prompts"]
-    )  # the 8 requests of a level: each structured prompt once
+    )  # the 16 requests of a level: each structured prompt twice
     assert plan["block_order"] == {"c1": ["conc1", "conc2", "conc4"],
                                    "c2": ["conc4", "conc2", "conc1"]}  # fmt: skip
     lines = "\n".join(run.prereg_lines(run.registration(ladder.prereg)))
