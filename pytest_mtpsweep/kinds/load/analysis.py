@@ -21,7 +21,7 @@ from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ...fileio import atomic_write_text
 from ...kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis
 from ...request import AnalysisRequest
-from ...state.rundir import read_records
+from ...state.rundir import RunDir, read_records
 
 if TYPE_CHECKING:
     import argparse
@@ -94,7 +94,8 @@ def analyse(
     contrast.rows_frame(rows).to_csv(out / "load_contrasts.csv", index=False)
     contrast.rows_frame(inter).to_csv(out / "load_interaction.csv", index=False)
     plots = _plots(out, table, levels, rows, order, base)
-    text = report.report(plan, table, levels, rows, inter, plots, base)
+    sessions = list(RunDir(run_dir).session_files())
+    text = report.report(plan, table, levels, rows, inter, plots, base, sessions)
     atomic_write_text(out / REPORT, text)
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     lines = report.headline_lines(rows, inter, endpoint)

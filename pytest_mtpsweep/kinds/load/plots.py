@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 STYLES = {50: "-", 90: "--", 99: ":"}
+LABELS = {"ttft": "TTFT", "itl": "ITL (every chunk gap)", "e2e": "e2e"}
 
 
 def latency_figure(table: pd.DataFrame, order: Sequence[str]) -> Any:
@@ -32,7 +33,7 @@ def latency_figure(table: pd.DataFrame, order: Sequence[str]) -> Any:
                         label=f"{treatment} p{q}")  # fmt: skip
     for ax, name in zip(axes, LATENCIES, strict=True):
         ax.set_xticks(range(len(order)), list(order))
-        ax.set_title(f"{NAMES[name]} (ms)")
+        ax.set_title(f"{LABELS[name]} (ms)")
         ax.set_yscale("log")
     axes[0].legend(fontsize="small")
     return fig

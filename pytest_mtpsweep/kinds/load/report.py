@@ -123,6 +123,23 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each session's drift (calibration at start and end) and the CPU others used meanwhile."""
+    out = []
+    for info in sessions:
+        cal, host = info.get("calibration") or {}, info.get("host") or {}
+        drift = cal.get("drift_pct")
+        parts = [f"calibration drift {drift:+.1f} %" if isinstance(drift, float) else
+                 "no calibration drift"]  # fmt: skip
+        other = host.get("other_cpu_pct")
+        if isinstance(other, float):
+            flag = " (flagged: over its threshold)" if host.get("flagged") else ""
+            note = f"; {host['note']}" if host.get("note") else ""
+            parts.append(f"other processes used {other:.0f} % of the CPU{flag}{note}")
+        out.append(f"- {info.get('session')}: {', '.join(parts)}.")
+    return out
+
+
 def report(
     plan: Mapping[str, Any],
     table: pd.DataFrame,
@@ -131,6 +148,7 @@ def report(
     interactions: Sequence[Row],
     plots: Sequence[str],
     baseline: str,
+    sessions: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     load = plan.get("load") or {}
     cycles = sorted({int(c) for c in levels["cycle"]})
@@ -157,7 +175,7 @@ def report(
         + ".",
         f"- {load.get('requests')} requests per block, prompts in one seeded order for every "
         f"treatment; warm-up per block: {load.get('warmup_requests') or 'one per lane'}; "
-        f"SLOs: {load.get('slo') or 'none'}.",
+        f"SLOs for goodput: {_slo(load.get('slo'))}.",
         "",
         "## Per level",
         "",
@@ -214,6 +232,7 @@ def report(
         "## Witnesses",
         "",
         *witness_lines(levels, plan),
+        *session_lines(sessions),
         "",
         "## Limitations",
         "",
@@ -222,6 +241,10 @@ def report(
         *(["## Plots", "", *(f"![{p}]({p})" for p in plots), ""] if plots else []),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _slo(slo: Mapping[str, float] | None) -> str:
+    return ", ".join(f"{k} <= {v:g}" for k, v in slo.items()) if slo else "none"
 
 
 def limitations(cycles: Sequence[int], contrasts: Sequence[Row]) -> list[str]:
