@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ...fileio import atomic_write_text
 from ...kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis
 from ...request import AnalysisRequest
 from ...state.rundir import RunDir, read_records
@@ -95,8 +94,8 @@ def analyse(
     contrast.rows_frame(inter).to_csv(out / "load_interaction.csv", index=False)
     plots = _plots(out, table, levels, rows, order, base)
     sessions = list(RunDir(run_dir).session_files())
-    text = report.report(plan, table, levels, rows, inter, plots, base, sessions)
-    atomic_write_text(out / REPORT, text)
+    text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions)
+    (out / REPORT).write_text(text, encoding="utf-8")  # as the decode analysis writes its own
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     lines = report.headline_lines(rows, inter, endpoint)
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}

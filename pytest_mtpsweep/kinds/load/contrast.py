@@ -121,6 +121,16 @@ def cell_matrix(gains: pd.DataFrame) -> tuple[FloatArray, list[str], list[int]]:
     return cells.to_numpy(dtype=np.float64), [str(p) for p in cells.index], list(cells.columns)
 
 
+def cycle_gains(
+    requests: pd.DataFrame, treatment: str, baseline: str, level: str, endpoint: str
+) -> dict[int, float]:
+    """cycle -> the gain (percent) of one cycle's pairs alone, prompts weighted equally: a
+    session that was slowed shows as a cycle unlike the others."""
+    gains = request_gains(requests, treatment, baseline, level, endpoint)
+    cells = gains.groupby(["cycle", "prompt_id"])["gain"].mean().groupby("cycle").mean()
+    return {int(c): to_pct(float(v)) for c, v in cells.items()}
+
+
 def level_gains(
     levels: pd.DataFrame, treatment: str, baseline: str, level: str, endpoint: str
 ) -> dict[int, float]:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 STYLES = {50: "-", 90: "--", 99: ":"}
 LABELS = {"ttft": "TTFT", "itl": "ITL (every chunk gap)", "e2e": "e2e"}
+CLIP = 4.0  # the gain plot shows factors 1/4..4 (-75 % .. +300 %)
 
 
 def latency_figure(table: pd.DataFrame, order: Sequence[str]) -> Any:
@@ -60,26 +61,46 @@ def throughput_figure(table: pd.DataFrame, levels: pd.DataFrame, order: Sequence
 
 
 def gain_figure(rows: Sequence[Row], order: Sequence[str], baseline: str) -> Any | None:
-    """Each endpoint's gain against the level with its 95 % interval, one panel per endpoint."""
+    """Each endpoint's gain against the level with its 95 % interval, one panel per endpoint, on
+    a log axis of the gain factor (labelled in percent) clipped to 1/CLIP..CLIP: an interval
+    past the clip (throughput with few cycles) ends in an arrow at the edge."""
+    import math
+
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     endpoints = list(dict.fromkeys(r.endpoint for r in rows))
     if not endpoints:
         return None
     fig = Figure(figsize=(3.2 * len(endpoints), 3.4), layout="constrained")
-    axes = fig.subplots(1, len(endpoints), squeeze=False, sharey=False)[0]
+    axes = fig.subplots(1, len(endpoints), squeeze=False, sharey=True)[0]
     x = {label: i for i, label in enumerate(order)}
     pairs = list(dict.fromkeys((r.treatment, r.baseline) for r in rows))
+    lo, hi = 1 / CLIP, CLIP
+
+    def factor(pct: float) -> float:
+        f = 1.0 + pct / 100.0 if math.isfinite(pct) else math.nan
+        return min(max(f, lo), hi) if math.isfinite(f) else math.nan
+
     for ax, ep in zip(axes, endpoints, strict=True):
-        ax.axhline(0.0, color="0.4", linewidth=0.8)
+        ax.axhline(1.0, color="0.4", linewidth=0.8)
         for k, pair in enumerate(pairs):
             mine = [r for r in rows if (r.treatment, r.baseline) == pair and r.endpoint == ep]
             xs = [x[r.level] + 0.08 * k for r in mine]
-            ys = [r.gain_pct for r in mine]
-            err = [[r.gain_pct - r.ci_low for r in mine], [r.ci_high - r.gain_pct for r in mine]]
-            ax.errorbar(xs, ys, yerr=err, fmt="-o", color=f"C{k}", capsize=3, label=pair[0])
+            ax.plot(xs, [factor(r.gain_pct) for r in mine], "-o", color=f"C{k}", label=pair[0])
+            for xi, r in zip(xs, mine, strict=True):
+                a, b = factor(r.ci_low), factor(r.ci_high)
+                ax.plot([xi, xi], [a, b], color=f"C{k}", linewidth=1.2)
+                for end, edge, mark in ((a, lo, "v"), (b, hi, "^")):
+                    if end == edge:
+                        ax.plot([xi], [edge], mark, color=f"C{k}")
+        ax.set_yscale("log")
+        ax.set_ylim(lo * 0.9, hi * 1.1)
+        ax.set_yticks([0.25, 0.5, 1.0, 2.0, 4.0])
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{(y - 1) * 100:+.0f} %"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xticks(range(len(order)), list(order))
-        ax.set_title(f"{NAMES[ep]} gain (%)")
+        ax.set_title(f"{NAMES[ep]} gain")
     axes[0].set_ylabel(f"gain vs {baseline}, 95 % CI")
     axes[0].legend(fontsize="small")
     return fig

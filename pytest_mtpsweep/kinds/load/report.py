@@ -52,6 +52,23 @@ def headline_lines(
     return out
 
 
+def cycle_lines(requests: pd.DataFrame, contrasts: Sequence[Row], endpoint: str) -> list[str]:
+    """The headline endpoint's gain per cycle at each level (a slowed session shows here)."""
+    from .contrast import cycle_gains
+
+    out = []
+    for t, b in dict.fromkeys((r.treatment, r.baseline) for r in contrasts):
+        parts = []
+        for r in contrasts:
+            if (r.treatment, r.baseline, r.endpoint) != (t, b, endpoint):
+                continue
+            by = cycle_gains(requests, t, b, r.level, endpoint)
+            parts.append(f"{r.level} " + ", ".join(f"c{c} {g:+.1f} %" for c, g in by.items()))
+        if parts:
+            out.append(f"- {t} vs {b}, {NAMES[endpoint]} gain per cycle: {'; '.join(parts)}")
+    return out
+
+
 def _percentile_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
     for r in table.to_dict(orient="records"):
@@ -78,7 +95,16 @@ def _interaction_rows(rows: Sequence[Row]) -> list[list[str]]:
              gain(r), "yes" if r.excludes_zero else "no", r.method] for r in rows]  # fmt: skip
 
 
-def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any]) -> list[str]:
+SPEC_FLAGS = ("--spec-type", "--model-draft", "-md", "--spec-draft-model")
+
+
+def drafting(plan: Mapping[str, Any]) -> set[str]:
+    """The treatments whose server flags ask for speculative decoding."""
+    return {str(t.get("key")) for t in plan.get("treatments") or []
+            if any(str(a).split("=")[0] in SPEC_FLAGS for a in t.get("args") or [])}  # fmt: skip
+
+
+def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> list[str]:
     """Slots against the highest concurrency, queued requests, the server's occupancy, the
     drafter's totals, client-lag flags."""
     load = plan.get("load") or {}
@@ -108,6 +134,9 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any]) -> list[str]:
         if len(drafted) and drafted.sum() > 0:
             line += (f"; drafted {int(drafted.sum())} tokens, accepted {int(accepted.sum())} "
                      f"({accepted.sum() / drafted.sum():.0%}, warm-ups included)")  # fmt: skip
+        elif len(drafted) and t in drafting(plan):
+            line += ("; its drafter proposed no token in any block (/metrics), so no gain of "
+                     "this treatment here is the drafter's")  # fmt: skip
         out.append(line + ".")
     flagged = levels[levels["lag_flag"].notna()]
     if len(flagged):
@@ -142,6 +171,7 @@ def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def report(
     plan: Mapping[str, Any],
+    requests: pd.DataFrame,
     table: pd.DataFrame,
     levels: pd.DataFrame,
     contrasts: Sequence[Row],
@@ -163,6 +193,7 @@ def report(
         "## Headline",
         "",
         *(f"- {x}" for x in headline_lines(contrasts, interactions, endpoint)),
+        *cycle_lines(requests, contrasts, endpoint),
         "",
         "Gain: positive means the treatment is better than the baseline "
         f"({baseline}): baseline/treatment for a latency, treatment/baseline for a throughput, "
@@ -231,12 +262,12 @@ def report(
         "",
         "## Witnesses",
         "",
-        *witness_lines(levels, plan),
+        *witness_lines(levels, plan, baseline),
         *session_lines(sessions),
         "",
         "## Limitations",
         "",
-        *limitations(cycles, contrasts),
+        *limitations(cycles, contrasts, sessions),
         "",
         *(["## Plots", "", *(f"![{p}]({p})" for p in plots), ""] if plots else []),
     ]
@@ -247,8 +278,18 @@ def _slo(slo: Mapping[str, float] | None) -> str:
     return ", ".join(f"{k} <= {v:g}" for k, v in slo.items()) if slo else "none"
 
 
-def limitations(cycles: Sequence[int], contrasts: Sequence[Row]) -> list[str]:
+def limitations(
+    cycles: Sequence[int], contrasts: Sequence[Row], sessions: Sequence[Mapping[str, Any]] = ()
+) -> list[str]:
     out = []
+    noisy = [str(i.get("session")) for i in sessions if (i.get("host") or {}).get("flagged")]
+    if noisy:
+        out.append(
+            f"- {len(noisy)} of {len(sessions)} sessions ran while other processes used more of "
+            f"the CPU than the ladder's host_noise_pct ({', '.join(noisy)}): their cycles' "
+            "contrasts carry that load as much as the treatments' difference (the gain per "
+            "cycle above shows how much); run again on an idle host."
+        )
     if len(cycles) < MIN_CYCLES_FOR_SESSION:
         out.append(
             f"- {len(cycles)} cycle(s): the per-request intervals carry the prompts only, not "

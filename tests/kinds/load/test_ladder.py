@@ -7,6 +7,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import LadderError
 from pytest_mtpsweep.kinds.load.cases import load_cases
@@ -123,3 +125,30 @@ def test_the_declared_slots_are_read_from_argv() -> None:
     assert declared_slots(["--parallel", "4", "--kv-unified"]) == 4
     assert declared_slots(["-np", "2"]) == 2
     assert declared_slots(["--ctx-size", "4096"]) is None
+
+
+@given(st.lists(st.integers(1, 64), min_size=1, max_size=6, unique=True), st.integers(1, 3))
+def test_over_every_cycle_pair_each_levels_places_sum_to_l_minus_1(
+    values: list[int], pairs: int
+) -> None:
+    from pytest_mtpsweep.kinds.load.ladder import LoadSettings
+
+    levels = tuple(Level("closed", float(v)) for v in sorted(values))
+    s = LoadSettings("canonical", "both", levels, 4, None, None, False, 60.0, 1.0, "e2e", 8, False)
+    plan = run_plan(("a", "b"), 2 * pairs)
+    cases = load_cases(plan, s)
+    for slot in plan:  # every treatment of a cycle runs the same order
+        assert [c.level for c in cases if c.slot == slot] == list(s.block_order(slot.cycle))
+    for level in levels:
+        for t in ("a", "b"):
+            for pair in range(pairs):
+                places = [c.position for c in cases if c.level == level and c.slot.treatment == t
+                          and (c.slot.cycle - 1) // 2 == pair]  # fmt: skip
+                assert sum(places) == len(levels) - 1
+
+
+def test_the_test_file_shown_is_the_shipped_one() -> None:
+    from tests.test_docs import fenced, without_docstring
+
+    (shown,) = fenced(REPO / "docs" / "load.md", "python")
+    assert shown == without_docstring(REPO / "experiments" / "test_load.py")

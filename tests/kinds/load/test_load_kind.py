@@ -32,6 +32,7 @@ baseline = "a"
 cycles = 2
 max_tokens = 8
 concurrency = [1, 3]
+rate = [200.0]
 requests = 6
 subset = "structured"
 warmup_requests = 1
@@ -108,7 +109,7 @@ def test_a_load_ladder_runs_through_the_protocol(
     pytester: pytest.Pytester, project: dict[str, str]
 ) -> None:
     result = run(pytester)
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=12)
     run_dir = only_run(pytester.path)
     out = result.stdout.str()
     assert "b vs a, e2e gain: conc1 " in out and "the gain factor changes" in out
@@ -117,19 +118,29 @@ def test_a_load_ladder_runs_through_the_protocol(
     assert list(records) == ["01_a_c1", "02_b_c1", "03_b_c2", "04_a_c2"]
     first = records["01_a_c1"]
     reqs = [r for r in first if r["record"] == "request"]
-    assert len(reqs) == 12 and list(reqs[0])[: len(REQUEST_FIELDS)] == list(REQUEST_FIELDS)
+    assert len(reqs) == 18 and list(reqs[0])[: len(REQUEST_FIELDS)] == list(REQUEST_FIELDS)
     assert all(r["valid"] and r["output_tokens"] == 8 for r in reqs)
     # the same schedule everywhere: request i sends one prompt in every session and level
     order = [r["prompt_id"] for r in reqs if r["level"] == "conc1"]
     for session in records.values():
-        for level in ("conc1", "conc3"):
+        for level in ("conc1", "conc3", "rate200"):
             assert [r["prompt_id"] for r in session if r["record"] == "request"
                     and r["level"] == level] == order  # fmt: skip
     # odd cycles up, even cycles down
     blocks = {
         s: [r["level"] for r in recs if r["record"] == "level"] for s, recs in records.items()
     }
-    assert blocks["01_a_c1"] == ["conc1", "conc3"] and blocks["04_a_c2"] == ["conc3", "conc1"]
+    assert blocks["01_a_c1"] == ["conc1", "conc3", "rate200"]
+    assert blocks["04_a_c2"] == ["rate200", "conc3", "conc1"]
+
+    # open loop: sent on plan.json's schedule; on two slots at 200/s the stand-in falls
+    # behind, and latency counted from the schedule grows along it instead of hiding
+    plan = json.loads((run_dir / "plan.json").read_text())
+    rate = [r for r in reqs if r["level"] == "rate200"]
+    assert [r["intended_ms"] for r in rate] == pytest.approx(
+        plan["load"]["arrivals_ms"]["rate200"], abs=0.01
+    )
+    assert rate[-1]["e2e_ms"] > rate[0]["e2e_ms"] + 30  # a's 8 tokens take 72 ms on a slot
 
     # the slot witness: two slots, three in flight; the client's count of queued requests is
     # what the stand-in saw wait (it counts them itself)
@@ -148,7 +159,7 @@ def test_a_load_ladder_runs_through_the_protocol(
     e2e1 = rows[("e2e", "conc1")]
     assert 70.0 < float(e2e1["gain_pct"]) < 130.0 and float(e2e1["ci_low"]) > 0
     inter = _csv(run_dir / "analysis" / "load_interaction.csv")
-    assert {r["level"] for r in inter} == {"conc3/conc1"}
+    assert {r["level"] for r in inter} == {"conc3/conc1"}  # one open level: no interaction
     report = (run_dir / "analysis" / "report.md").read_text()
     assert "## Interaction" in report and "queued by the client's count" in report
 
@@ -164,7 +175,7 @@ def test_k_selects_by_cycle_treatment_and_level(
     pytester: pytest.Pytester, project: dict[str, str]
 ) -> None:
     result = run(pytester, "-k", "c2 and conc3", "--load-requests", "3", "--no-analysis")
-    result.assert_outcomes(passed=2, deselected=6)
+    result.assert_outcomes(passed=2, deselected=10)
     run_dir = only_run(pytester.path)
     assert sorted(p.stem for p in (run_dir / "records").glob("*.jsonl")) == ["03_b_c2", "04_a_c2"]
     recs = lines(run_dir / "records" / "03_b_c2.jsonl")
