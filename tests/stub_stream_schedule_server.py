@@ -21,6 +21,8 @@ A directive in the prompt text changes one request (`!name=value`, several allow
   !ttft_ms=X, !itl_ms=X   this request's schedule
 A request with "timings_per_token": true gets llama-server's cumulative `timings` in every chunk.
 
+With `slots`, GET /props answers `{"total_slots": slots}` and GET /slots llama-server's list of
+slots (`is_processing` for as many as are streaming), so a client can witness the slot count.
 GET /stats answers the server's own counters (requests, in_flight, max_in_flight, active,
 max_active, queued, max_queued, rejected, bearer); POST /stats/reset zeroes them.
 
@@ -159,7 +161,7 @@ async def read_request(
     return method, path.split("?", 1)[0], headers, body
 
 
-def response(code: int, body: dict[str, Any], extra: str = "") -> bytes:
+def response(code: int, body: Any, extra: str = "") -> bytes:
     data = json.dumps(body).encode()
     head = (
         f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n"
@@ -188,6 +190,14 @@ async def handle(stand_in: StandIn, reader: asyncio.StreamReader, w: asyncio.Str
                 w.write(response(200, {}))
             elif path == "/health":
                 w.write(response(200, {"status": "ok"}))
+            elif path == "/props" and stand_in.slots is not None:
+                w.write(response(200, {"total_slots": stand_in.schedule.slots}))
+            elif path == "/slots" and stand_in.slots is not None:
+                active = stand_in.counters.active
+                busy = [
+                    {"id": i, "is_processing": i < active} for i in range(stand_in.schedule.slots)
+                ]
+                w.write(response(200, busy))
             elif path == "/v1/chat/completions" and method == "POST":
                 if not await chat(stand_in, json.loads(raw or b"{}"), w):
                     break

@@ -121,6 +121,7 @@ class TestLint:
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
             "authoring-cpu": "authoring, 1 treatments x 1 cycles, 48 cases",
             "cpu-demo": "decode, 3 treatments x 4 cycles, 192 cases",
+            "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert [ln for ln in done.stdout.splitlines() if ": warning: " not in ln] == [

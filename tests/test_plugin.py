@@ -146,7 +146,7 @@ class TestCollection:
         self, experiments: pytest.Pytester
     ) -> None:
         result = experiments.runpytest("experiments/", "-rs")
-        result.assert_outcomes(skipped=2)  # a decode test and an authoring test
+        result.assert_outcomes(skipped=3)  # a decode, an authoring and a load test
         result.stdout.fnmatch_lines(
             ["*no --ladder given: run e.g. pytest experiments/ --ladder=cpu-demo*"]
         )
@@ -165,7 +165,10 @@ class TestUsageErrors:
 
     def test_unknown_ladder_lists_available(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=nope")
-        assert "available: authoring-cpu, cpu-demo, gemma-control, lowerarm, lowerarm-cpu" in err
+        assert (
+            "available: authoring-cpu, cpu-demo, gemma-control, load-cpu, lowerarm, lowerarm-cpu"
+            in err
+        )
 
     def test_bad_override(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=cpu-demo", "--max-tokens", "1")

@@ -1,0 +1,36 @@
+"""The load experiment: does a configuration's gain hold when requests arrive together?
+
+A case is one level block (a concurrency, or a request rate) in one session (treatment x
+cycle): a short warm-up, then the level's requests on the seeded schedule every treatment
+shares, one record per request plus the level's summary.
+
+This module is the kind's declaration (the entry point `load` names `KIND`): every pytest
+process of the environment imports it for the kind's options, so it imports nothing else.
+"""
+
+from __future__ import annotations
+
+from ...kindapi import Kind
+from ...options import Opt
+
+KIND = Kind(
+    name="load",
+    fixture="load_level",
+    summary="One level block of concurrent streamed requests (load kind), recorded; assert "
+    "`.valid` in the test.",
+    ladder=f"{__name__}.ladder:SPEC",
+    run=f"{__name__}.loadrun:prepare",
+    analyse=f"{__name__}.analysis:analyse_command",
+    options=(
+        Opt(
+            "--load-requests",
+            "load_requests",
+            "load: requests per level block (overrides the ladder's requests)",
+            int,
+            metavar="N",
+            overrides="requests",
+        ),
+    ),
+    # the levels, their order, the schedule, the SLOs: another value is another experiment
+    resume_fields=("load",),
+)

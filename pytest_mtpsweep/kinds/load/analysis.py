@@ -1,0 +1,150 @@
+"""The load kind's analysis: at session end and `mtpsweep analyse` of its run directories.
+
+The edge: it reads the run's records and plan.json, calls the pure parts (`frame`,
+`contrast`, `report`, `plots`) and writes RUN/analysis/: load_levels.csv (the percentiles and
+throughput per treatment and level), load_blocks.csv (each block), load_contrasts.csv,
+load_interaction.csv, report.md and, with matplotlib, load_latency.png, load_throughput.png,
+load_gain.png.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ... import schema
+from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from ...kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis
+from ...request import AnalysisRequest
+from ...state.rundir import RunDir, read_records
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .contrast import Row
+
+OUT = "analysis"
+REPORT = "report.md"
+
+
+@dataclass(frozen=True)
+class LoadAnalysis:
+    """What one analysis produced: its terminal lines, the report, the headline."""
+
+    lines: tuple[str, ...]
+    report: Path
+    headline: Mapping[str, str]
+
+
+def records_of(run_dir: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
+        out += read_records(path)[0]
+    return out
+
+
+def plan_of(run_dir: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads((run_dir / schema.PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def contrast_pairs(plan: Mapping[str, Any], baseline: str) -> list[tuple[str, str]]:
+    keys = [str(t["key"]) for t in plan.get("treatments") or []]
+    return [(t, baseline) for t in keys if t != baseline]
+
+
+def analyse(
+    run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+) -> LoadAnalysis | str:  # fmt: skip
+    """Analyse what the run directory holds now; a one-line reason when there is nothing."""
+    from . import contrast, frame, report
+
+    plan = plan_of(run_dir)
+    requests, levels = frame.frames(records_of(run_dir))
+    if levels.empty:
+        return "no load records were written, so there is nothing to analyse"
+    base = baseline or str((plan.get("analysis") or {}).get("baseline") or "")
+    present = set(levels["treatment"])
+    if base not in present:
+        return (f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
+                f"{', '.join(sorted(present))}), so no contrast can be formed")  # fmt: skip
+    pairs = [p for p in contrast_pairs(plan, base) if p[0] in present]
+    order = frame.level_order(levels)
+    modes: dict[str, list[str]] = {}
+    for label in order:
+        mode = str(levels.loc[levels["level"] == label, "mode"].iloc[0])
+        modes.setdefault(mode, []).append(label)
+    keys = [base, *(str(t["key"]) for t in plan.get("treatments") or [] if t["key"] != base)]
+    table = frame.percentile_table(requests, levels, keys)
+    rows = contrast.contrast_rows(requests, levels, pairs, order, boot=boot, seed=seed)
+    inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed)
+    out = run_dir / OUT
+    out.mkdir(exist_ok=True)
+    table.to_csv(out / "load_levels.csv", index=False)
+    levels.to_csv(out / "load_blocks.csv", index=False)
+    contrast.rows_frame(rows).to_csv(out / "load_contrasts.csv", index=False)
+    contrast.rows_frame(inter).to_csv(out / "load_interaction.csv", index=False)
+    plots = _plots(out, table, levels, rows, order, base)
+    sessions = list(RunDir(run_dir).session_files())
+    text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions)
+    (out / REPORT).write_text(text, encoding="utf-8")  # as the decode analysis writes its own
+    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    lines = report.headline_lines(rows, inter, endpoint)
+    headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
+    return LoadAnalysis(tuple(lines), out / REPORT, headline)
+
+
+def _plots(
+    out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str
+) -> list[str]:
+    """Save the plots where matplotlib is there; their file names (none without it)."""
+    from ...analysis.plot import plotting_available
+    from . import plots
+
+    if not plotting_available() or table.empty:
+        return []
+    figures = {
+        "load_latency.png": plots.latency_figure(table, order),
+        "load_throughput.png": plots.throughput_figure(table, levels, order),
+        "load_gain.png": plots.gain_figure(rows, order, baseline),
+    }
+    saved = []
+    for name, fig in figures.items():
+        if fig is not None:
+            fig.savefig(out / name, dpi=110)
+            saved.append(name)
+    return saved
+
+
+def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+    done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
+    if isinstance(done, str):
+        return EndAnalysis(error=done)
+    return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline)
+
+
+def analyse_command(
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+) -> int:
+    """`mtpsweep analyse RUN...` of load runs: each run's headline and report again."""
+    status = EXIT_OK
+    if getattr(args, "expect", None):
+        print("mtpsweep analyse: error: a load run has no --expect gates; drop --expect",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_ERROR
+    for run_dir in runs:
+        done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+        if isinstance(done, str):
+            print(f"mtpsweep analyse: error: {run_dir}: {done}", file=sys.stderr)
+            status = EXIT_ERROR
+            continue
+        print("\n".join(done.lines))
+    return status

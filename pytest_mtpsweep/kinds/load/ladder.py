@@ -1,0 +1,243 @@
+"""A load ladder's own fields: the levels (`concurrency`, `rate`), requests per level, the
+prompt set, the SLOs for goodput, and the client's bounds; treatments are compared as in decode.
+
+`settings(ladder)` reads them into a `LoadSettings`; `validate` turns every rule into one
+`LadderError`. No heavy imports: the loader reads this module for every load ladder.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...constants import BOTH, SUBSETS
+from ...errors import LadderError
+from ...kindapi import KindSpec
+from ...ladder.fields import Spec, check_table
+from ...ladder.load import parse_treatments
+from ...ladder.model import Ladder, Treatment
+
+FIELDS: Spec = {
+    "prompt_set": (str, False),
+    "subset": (str, False),
+    "concurrency": (list, False),  # closed loop: N requests in flight, each level a block
+    "rate": (list, False),  # open loop: Poisson arrivals at R requests/s, each level a block
+    "requests": (int, False),  # per level block, in every session
+    "warmup_requests": (int, False),  # per block, before its requests (default: one per lane)
+    "slo": (dict, False),  # ttft_ms, itl_ms, e2e_ms: a request meeting all counts as good
+    "cache_prompt": (bool, False),  # llama-server's prompt cache (keyed; off by default)
+    "level_timeout_s": ((int, float), False),  # a block still running then is cut short
+    "lag_bound_ms": ((int, float), False),  # client lag p99 past this flags the level
+    "endpoint": (str, False),  # the headline's per-request endpoint
+    "max_in_flight": (int, False),  # open loop: past this many a send waits (and lags)
+    "allow_remote": (bool, False),  # an attached server off loopback may be loaded
+}
+SLO: Spec = {"ttft_ms": ((int, float), False), "itl_ms": ((int, float), False),
+             "e2e_ms": ((int, float), False)}  # fmt: skip
+REQUEST_ENDPOINTS = ("ttft", "itl", "e2e")  # per request, paired by slot, clustered by prompt
+LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s")  # per block, paired by cycle
+DEFAULT_REQUESTS = 16
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_LAG_BOUND_MS = 1.0
+DEFAULT_MAX_IN_FLIGHT = 256
+DEFAULT_ENDPOINT = "e2e"
+
+
+@dataclass(frozen=True, order=True)
+class Level:
+    """One level of load: closed loop at a concurrency, or open loop at a rate (requests/s)."""
+
+    mode: str  # closed, open
+    value: float
+
+    @property
+    def label(self) -> str:
+        """How ids and tables name it: conc4, rate2.5."""
+        return f"conc{int(self.value)}" if self.mode == "closed" else f"rate{self.value:g}"
+
+
+@dataclass(frozen=True)
+class Slos:
+    """The latency targets of goodput, in ms (None: no target)."""
+
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """A load ladder's own fields, read and defaulted."""
+
+    prompt_set: str
+    subset: str
+    levels: tuple[Level, ...]  # closed levels ascending, then open levels ascending
+    requests: int
+    warmup_requests: int | None  # None: one per lane (the level's connections)
+    slo: Slos | None
+    cache_prompt: bool
+    level_timeout_s: float
+    lag_bound_ms: float
+    endpoint: str
+    max_in_flight: int
+    allow_remote: bool
+
+    def block_order(self, cycle: int) -> tuple[Level, ...]:
+        """The levels as one session of this cycle runs them: odd cycles ascending, even cycles
+        the exact reverse, so over a cycle pair every level's block positions sum to L-1 and a
+        drift within sessions cancels between the lowest and the highest level."""
+        return self.levels if cycle % 2 == 1 else tuple(reversed(self.levels))
+
+    def modes(self) -> dict[str, tuple[Level, ...]]:
+        """The levels of each mode, ascending (the interaction compares the first and last)."""
+        out: dict[str, tuple[Level, ...]] = {}
+        for level in self.levels:
+            out[level.mode] = (*out.get(level.mode, ()), level)
+        return out
+
+    def plan_entry(self) -> dict[str, Any]:
+        return {
+            "levels": [{"mode": lv.mode, "value": lv.value, "label": lv.label}
+                       for lv in self.levels],
+            "requests": self.requests,
+            "warmup_requests": self.warmup_requests,
+            "slo": self.slo.as_dict() if self.slo else None,
+            "cache_prompt": self.cache_prompt,
+            "level_timeout_s": self.level_timeout_s,
+            "lag_bound_ms": self.lag_bound_ms,
+            "endpoint": self.endpoint,
+            "max_in_flight": self.max_in_flight,
+        }  # fmt: skip
+
+
+def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
+    if "treatments" not in raw:
+        raise LadderError(f"{path}: missing required field 'treatments'; add [[treatments]].")
+    return parse_treatments(raw["treatments"], "treatments", path)
+
+
+def _levels(fields: Mapping[str, Any], where: Path | str) -> tuple[Level, ...]:
+    out: list[Level] = []
+    for name, mode, kind in (("concurrency", "closed", int), ("rate", "open", float)):
+        values = fields.get(name, [])
+        ok = all(
+            isinstance(v, kind | int) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+            for v in values
+        )
+        if not ok or (mode == "closed" and not all(isinstance(v, int) for v in values)):
+            what = "whole numbers of requests in flight" if mode == "closed" else "requests/s"
+            raise LadderError(
+                f"{where}: field {name!r} is {values!r}; list positive {what}, e.g. "
+                f"{'[1, 2, 4]' if mode == 'closed' else '[0.5, 1.0, 2.0]'}."
+            )
+        if list(values) != sorted(set(values)):
+            raise LadderError(
+                f"{where}: field {name!r} is {values!r}; list its levels once each, lowest "
+                f"first, e.g. {sorted(set(values))}."
+            )
+        out += [Level(mode, float(v)) for v in values]
+    if not out:
+        raise LadderError(
+            f"{where}: a load ladder needs levels; give concurrency = [1, 2, 4] (closed loop) "
+            "and/or rate = [0.5, 1.0] (open loop, requests/s)."
+        )
+    return tuple(out)
+
+
+def _slo(raw: Any, where: Path | str) -> Slos | None:
+    if raw is None:
+        return None
+    check_table(raw, SLO, "slo.", where)
+    for key, value in raw.items():
+        if value <= 0:
+            raise LadderError(
+                f"{where}: field slo.{key} is {value!r}; use a positive target in ms."
+            )
+    if not raw:
+        raise LadderError(f"{where}: table [slo] is empty; give ttft_ms, itl_ms or e2e_ms.")
+    return Slos(**{k: float(v) for k, v in raw.items()})
+
+
+def settings(ladder: Ladder) -> LoadSettings:
+    """The ladder's load fields, defaulted (validate has checked them)."""
+    f, where = ladder.kind_fields, ladder.path
+    warm = f.get("warmup_requests")
+    return LoadSettings(
+        prompt_set=str(f.get("prompt_set", "canonical")),
+        subset=str(f.get("subset", BOTH)),
+        levels=_levels(f, where),
+        requests=int(f.get("requests", DEFAULT_REQUESTS)),
+        warmup_requests=None if warm is None else int(warm),
+        slo=_slo(f.get("slo"), where),
+        cache_prompt=bool(f.get("cache_prompt", False)),
+        level_timeout_s=float(f.get("level_timeout_s", DEFAULT_TIMEOUT_S)),
+        lag_bound_ms=float(f.get("lag_bound_ms", DEFAULT_LAG_BOUND_MS)),
+        endpoint=str(f.get("endpoint", DEFAULT_ENDPOINT)),
+        max_in_flight=int(f.get("max_in_flight", DEFAULT_MAX_IN_FLIGHT)),
+        allow_remote=bool(f.get("allow_remote", False)),
+    )
+
+
+def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
+    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
+    parts = [p.strip() for p in text.split(" vs ")]
+    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
+        raise LadderError(
+            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
+            f"with two different treatments of {', '.join(keys)}; write e.g. "
+            f"'{keys[-1]} vs {keys[0]}'."
+        )
+    return parts[0], parts[1]
+
+
+def on_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def validate(ladder: Ladder, where: Path | str) -> None:
+    keys = ladder.treatment_keys
+    if ladder.baseline not in keys:
+        raise LadderError(
+            f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
+            f"({', '.join(keys)}); name one of them."
+        )
+    s = settings(ladder)
+    checks = (
+        (s.requests >= 1, "requests", s.requests, "use 1 or more requests per level"),
+        (s.warmup_requests is None or s.warmup_requests >= 0, "warmup_requests",
+         s.warmup_requests, "use 0 or more (leave it out for one per lane)"),
+        (s.level_timeout_s > 0, "level_timeout_s", s.level_timeout_s, "use a positive number of seconds"),
+        (s.lag_bound_ms > 0, "lag_bound_ms", s.lag_bound_ms, "use a positive bound in ms"),
+        (s.max_in_flight >= 1, "max_in_flight", s.max_in_flight, "use 1 or more"),
+        (s.endpoint in REQUEST_ENDPOINTS, "endpoint", s.endpoint,
+         f"use one of {', '.join(REQUEST_ENDPOINTS)}"),
+        (s.subset in SUBSETS, "subset", s.subset, f"use one of {', '.join(SUBSETS)}"),
+    )  # fmt: skip
+    for ok, name, value, fix in checks:
+        if not ok:
+            raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")
+    for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
+        parse_contrast(text, keys, where)
+    far = [t.key for t in ladder.treatments if t.base_url and not on_loopback(t.base_url)]
+    if far and not s.allow_remote:
+        raise LadderError(
+            f"{where}: treatments {', '.join(far)} are attached off loopback; a load test "
+            "loads its server hard, so set allow_remote = true only for a server you may load."
+        )
+
+
+SPEC = KindSpec("load", FIELDS, treatments, validate)

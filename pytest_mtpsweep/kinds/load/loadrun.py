@@ -1,0 +1,209 @@
+"""The load kind on the protocol: a case is one level block of a session; each block is a
+short warm-up, then the level's requests on the schedule every treatment shares.
+
+The schedule: request i of every level sends prompt `order[i]` (`rig.arrivals.prompt_order`:
+whole seeded permutations of the prompt set), and an open-loop level's arrival times are one
+seeded Poisson draw per rate, so a treatment's request i and its baseline's request i in the
+same cycle and level are the same prompt at the same intended time: they pair by slot.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ... import rig, schema
+from ...errors import OptionError, PromptError
+from ...kindapi import EndAnalysis, KindRun, Outcome
+from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
+from ...ladder.model import Preregistration
+from ...preflight import PreflightItem, check_prompt_set
+from ...preflight.items import PASS
+from ...request import AnalysisRequest, RunRequest
+from ...rig.arrivals import prompt_order
+from . import prereg
+from .cases import LoadCase, load_cases
+from .ladder import LoadSettings, settings
+from .measure import append, identity, measure_level, not_run, session_facts
+from .result import LevelResult
+
+if TYPE_CHECKING:
+    from ...kindapi import Case
+    from ...state.context import RunContext
+    from ...state.live import LiveSession
+
+PARALLEL_FLAGS = ("--parallel", "-np")
+
+
+def declared_slots(args: Sequence[str]) -> int | None:
+    """The slot count a server's argv asks for (`--parallel N`), None when it names none."""
+    found = None
+    for flag, value in itertools.pairwise(args):
+        if flag in PARALLEL_FLAGS and value.lstrip("-").isdigit():
+            found = int(value)
+    return found
+
+
+class LoadRun:
+    """One load run: the prompts and their schedule, the levels, measuring and the analysis."""
+
+    calibrates = True  # the calibration prompt at start and end: a session's drift witness
+
+    def __init__(
+        self, ladder: Ladder, prompts: tuple[Prompt, ...], prompts_dir: Path, s: LoadSettings
+    ) -> None:
+        self.ladder, self.prompts, self.prompts_dir, self.settings = ladder, prompts, prompts_dir, s
+        self.digest = prompt_digest(prompts)
+        self.order = prompt_order(s.requests, len(prompts), ladder.seed)
+        self.scheduled = tuple(prompts[i] for i in self.order)
+        self.subsets = {p.id: p.subset for p in prompts}
+
+    def cases(self, plan: list[SessionSlot]) -> list[LoadCase]:
+        return load_cases(plan, self.settings)
+
+    def keyed(self) -> dict[str, Any]:
+        return {"prompt_set_digest": self.digest, "cache_prompt": self.settings.cache_prompt}
+
+    def plan_fields(self) -> dict[str, Any]:
+        from ...rig.arrivals import poisson_schedule
+
+        s = self.settings
+        opens = [lv for lv in s.levels if lv.mode == "open"]
+        return {
+            "load": {
+                **s.plan_entry(),
+                "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
+                "prompt_order": [p.id for p in self.scheduled],
+                "block_order": {
+                    f"c{c}": [lv.label for lv in s.block_order(c)]
+                    for c in range(1, self.ladder.cycles + 1)
+                },
+                "arrivals_ms": {
+                    lv.label: [
+                        round(t / 1e6, 3)
+                        for t in poisson_schedule(lv.value, s.requests, self.ladder.seed)
+                    ]
+                    for lv in opens
+                },
+            },
+            "analysis": {"endpoint": s.endpoint},
+        }
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        return (check_prompt_set(self.digest), self._slots_item())
+
+    def _slots_item(self) -> PreflightItem:
+        """The slots each launched treatment asks for against the highest concurrency: a level
+        above them queues requests (counted and said), which may be the experiment."""
+        highest = max((int(lv.value) for lv in self.settings.levels if lv.mode == "closed"),
+                      default=None)  # fmt: skip
+        seen = []
+        for t in self.ladder.treatments:
+            if t.attached:
+                seen.append(f"{t.key}: attached (/props at each session)")
+                continue
+            n = declared_slots([*self.ladder.server_args, *t.args])
+            seen.append(f"{t.key}: {'--parallel ' + str(n) if n else 'not declared (/props)'}")
+        expected = (
+            f"slots >= highest concurrency {highest}, or queued requests counted"
+            if highest is not None else "open loop: requests in flight counted against slots"
+        )  # fmt: skip
+        return PreflightItem("load_slots", expected, "; ".join(seen), PASS)
+
+    def quarantine_members(self, session: str) -> dict[str, str]:
+        return {}
+
+    def registration(self, reg: Preregistration) -> Preregistration:
+        return replace(
+            reg, multiplicity=reg.multiplicity or prereg.multiplicity(self.ladder, self.settings)
+        )
+
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        return prereg.lines(self.ladder, self.settings, len(self.prompts), reg)
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        return None
+
+    def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
+        """One short streamed request, judged as decode judges one (each block warms up too)."""
+        from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
+
+        warm = rig.stream_chat(
+            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
+        )
+        return {"valid": warm.valid, "reason": warm.reason, "http_status": warm.http_status,
+                "ttft_s": warm.ttft_s}  # fmt: skip
+
+    def measure(self, live: LiveSession, case: LoadCase) -> Outcome:
+        line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case)
+        return self._outcome(live, case, line)
+
+    def unmeasured(self, live: LiveSession, case: LoadCase, reason: str) -> Outcome:
+        line = not_run(identity(self.ladder, live, case), self.settings.requests, reason)
+        append(live, line)
+        return self._outcome(live, case, line)
+
+    def _outcome(self, live: LiveSession, case: LoadCase, line: dict[str, Any]) -> Outcome:
+        e2e, ttft = line.get("e2e_ms") or {}, line.get("ttft_ms") or {}
+        result = LevelResult(
+            valid=bool(line["valid"]), reason=line.get("reason"), level=case.level.label,
+            requests=int(line.get("requests") or 0), completed=int(line.get("completed") or 0),
+            ttft_p50_ms=ttft.get("p50"), e2e_p50_ms=e2e.get("p50"),
+            output_tok_s=line.get("output_tok_s"), queued=line.get("queued"),
+            lag_flag=line.get("lag_flag"),
+        )  # fmt: skip
+        live.extra.setdefault("levels", {})[case.level.label] = line
+        return Outcome(result, usable=result.valid)
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        return session_facts(self.settings, live)
+
+    def session_note(self, live: LiveSession) -> str:
+        """The output tok/s of each level measured, in block order."""
+        levels = live.extra.get("levels") or {}
+        rates = [f"{k} {v['output_tok_s']:.1f}" for k, v in levels.items()
+                 if v.get("output_tok_s") is not None]  # fmt: skip
+        return f"{', '.join(rates)} tok/s" if rates else ""
+
+    def properties(self, case: LoadCase, result: LevelResult) -> dict[str, Any]:
+        out = {k: v for k, v in vars(result).items() if v is not None}
+        return {"position": case.position, **out}
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        if request.expect:
+            raise OptionError(
+                "--expect judges decode contrasts; a load run has no gates: drop --expect and "
+                "read RUN/analysis/report.md."
+            )
+        keys = self.ladder.treatment_keys
+        if request.baseline is not None and request.baseline not in keys:
+            raise OptionError(
+                f"--baseline {request.baseline}: not a treatment of ladder {self.ladder.name}; "
+                f"use one of {', '.join(keys)}."
+            )
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        from .analysis import analyse_at_end
+
+        return analyse_at_end(run_dir, request)
+
+    def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
+        return []
+
+
+def prepare(ladder: Ladder, request: RunRequest) -> LoadRun:
+    """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
+    s = settings(ladder)
+    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / s.prompt_set
+    prompts = select(load_prompt_set(directory), s.subset)
+    if not prompts:
+        raise PromptError(
+            f"prompt set {directory} has no {s.subset} prompts; choose another subset."
+        )
+    return LoadRun(ladder, prompts, directory, s)
+
+
+_IMPLEMENTS: type[KindRun] = LoadRun  # mypy checks a LoadRun against the kind interface

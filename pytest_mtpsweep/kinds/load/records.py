@@ -1,0 +1,175 @@
+"""A level block's records: one JSON line per request, then one for the level (pure).
+
+Times are milliseconds from the level's start (its `t_start_ns`); latencies count from each
+request's intended send time, as `rig.load_records.StreamRecord` defines them. A request is
+counted as queued when it was sent while at least `slots` others were in flight: with every
+slot taken it had to wait for one (by the client's count; the server's own, where it has one,
+is in the level's `occupancy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...rig.load_client import LevelRun
+from ...rig.load_records import StreamRecord
+from ...rig.load_summary import LevelSummary, Percentiles
+
+MS = 1e6
+REQUEST, LEVEL = "request", "level"  # the `record` field of each line
+# A request line, in the order its JSON holds the fields (then keyed fields and provenance).
+REQUEST_FIELDS = (
+    "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "record", "level", "mode",
+    "level_value", "block", "request", "prompt_id", "subset", "lane", "valid", "reason",
+    "http_status", "finish_reason", "intended_ms", "send_lag_ms", "ttft_ms", "e2e_ms",
+    "itl_mean_ms", "itl_ms", "chunks", "chunk_tokens", "output_tokens", "prompt_tokens",
+    "usage_status", "token_basis", "in_flight_at_send", "queued", "client_lag_max_ms", "model",
+    "content_chars", "content_sha256", "timings", "started_at",
+)  # fmt: skip
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else round(ns / MS, 4)
+
+
+def in_flight_at_send(records: Sequence[StreamRecord]) -> list[int]:
+    """For each request, how many others were in flight (sent, not ended) when it was sent."""
+    spans = [(r.t_send_ns, r.t_end_ns) for r in records]
+    out = []
+    for i, (send, _) in enumerate(spans):
+        if send is None:
+            out.append(0)
+            continue
+        out.append(sum(
+            1 for j, (s, e) in enumerate(spans)
+            if j != i and s is not None and (s < send or (s == send and j < i))
+            and (e is None or e > send)
+        ))  # fmt: skip
+    return out
+
+
+def mean_itl_ms(r: StreamRecord) -> float | None:
+    """The request's mean inter-token latency: first to last token chunk over the tokens the
+    later chunks carried (one per chunk where unknown: a server that drafts may send several
+    at once, which llama-server's per-chunk `timings` show); None under two chunks."""
+    if len(r.chunks) < 2:
+        return None
+    between = sum(c.tokens or 1 for c in r.chunks[1:])
+    return (r.chunks[-1].t_ns - r.chunks[0].t_ns) / between / MS
+
+
+def request_line(
+    identity: Mapping[str, Any],
+    r: StreamRecord,
+    t_start_ns: int,
+    in_flight: int,
+    slots: int | None,
+    subset: str,
+) -> dict[str, Any]:
+    lags = [c.lag_ns for c in r.chunks if c.lag_ns is not None]
+    if r.send_lag_ns is not None:
+        lags.append(r.send_lag_ns)
+    values = {
+        **identity,
+        "record": REQUEST,
+        "request": r.index,
+        "prompt_id": r.prompt_id,
+        "subset": subset,
+        "lane": r.slot,
+        "valid": r.ok,
+        "reason": r.error,
+        "http_status": r.http_status,
+        "finish_reason": r.finish_reason,
+        "intended_ms": _ms(r.t_intended_ns - t_start_ns),
+        "send_lag_ms": _ms(r.send_lag_ns),
+        "ttft_ms": _ms(r.ttft_ns),
+        "e2e_ms": _ms(r.e2e_ns),
+        "itl_mean_ms": mean_itl_ms(r) if r.ok else None,
+        "itl_ms": [round(x / MS, 4) for x in r.itl_ns],
+        "chunks": len(r.chunks),
+        "chunk_tokens": [c.tokens for c in r.chunks] if any(c.tokens for c in r.chunks) else None,
+        "output_tokens": r.output_tokens,
+        "prompt_tokens": r.usage.prompt_tokens,
+        "usage_status": r.usage.status,
+        "token_basis": r.token_basis,
+        "in_flight_at_send": in_flight,
+        "queued": None if slots is None or r.t_send_ns is None else in_flight >= slots,
+        "client_lag_max_ms": _ms(max(lags)) if lags else None,
+        "model": r.model,
+        "content_chars": r.content_chars,
+        "content_sha256": r.content_sha256,
+        "timings": dict(r.timings) if r.timings else None,
+    }
+    return values
+
+
+def _pct(p: Percentiles) -> dict[str, Any]:
+    return {"n": p.n, "p50": p.p50, "p90": p.p90, "p99": p.p99}
+
+
+def level_line(
+    identity: Mapping[str, Any],
+    run: LevelRun,
+    s: LevelSummary,
+    *,
+    slots: int | None,
+    queued: int | None,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The level's summary line: its figures, its client and server witnesses."""
+    warm_ok = sum(r.ok for r in run.warmup)
+    return {
+        **identity,
+        "record": LEVEL,
+        "valid": s.completed == s.requests and not s.timed_out,
+        "reason": level_reason(s),
+        "requests": s.requests,
+        "completed": s.completed,
+        "errors": dict(s.errors),
+        "span_s": s.span_s,
+        "ttft_ms": _pct(s.ttft_ms),
+        "itl_ms": _pct(s.itl_ms),
+        "e2e_ms": _pct(s.e2e_ms),
+        "send_lag_ms": _pct(s.send_lag_ms),
+        "client_lag_ms": _pct(s.client_lag_ms),
+        "output_tokens": s.output_tokens,
+        "tokens_from_chunks": s.tokens_from_chunks,
+        "output_tok_s": s.output_tok_s,
+        "req_s": s.req_s,
+        "good": s.good,
+        "goodput_req_s": s.goodput_req_s,
+        "lag_bound_ms": s.lag_bound_ms,
+        "lag_flag": s.lag_flag,
+        "timed_out": s.timed_out,
+        "timer": s.timer,
+        "client_cpu_s": run.cpu_s,
+        "warmup": {"requests": len(run.warmup), "ok": warm_ok},
+        "total_slots": slots,
+        "max_in_flight": max_in_flight(run.records),
+        "queued": queued,
+        **extra,
+    }
+
+
+def max_in_flight(records: Sequence[StreamRecord]) -> int:
+    """The most requests in flight at once during the level (by send and end times)."""
+    events = sorted(
+        [(r.t_send_ns, 1) for r in records if r.t_send_ns is not None]
+        + [(r.t_end_ns, -1) for r in records if r.t_send_ns is not None and r.t_end_ns is not None]
+    )
+    most = now = 0
+    for _, step in events:  # at a tie an end sorts before a send (-1 < 1): not overlapping
+        now += step
+        most = max(most, now)
+    return most
+
+
+def level_reason(s: LevelSummary) -> str | None:
+    """Why a level is not valid (every request must complete, within the level's timeout)."""
+    if s.timed_out:
+        return f"the level's timeout cut it short ({s.completed} of {s.requests} completed)"
+    if s.completed < s.requests:
+        errors = "; ".join(f"{n}x {k}" for k, n in s.errors)
+        return f"{s.requests - s.completed} of {s.requests} requests failed: {errors}"
+    return None
