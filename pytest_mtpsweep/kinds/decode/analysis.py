@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from ... import schema
 from ...errors import AnalysisError, ExpectationError, OptionError
 from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
+from ...ladder.fields import parse_contrast
 from ...ladder.model import Ladder
 from ...request import AnalysisRequest
-from .ladder import parse_contrast
 
 if TYPE_CHECKING:
     import argparse

@@ -8,7 +8,7 @@ from typing import Any
 from ...constants import BOTH, SUBSETS
 from ...errors import LadderError
 from ...kindapi import KindSpec
-from ...ladder.fields import Spec
+from ...ladder.fields import Spec, parse_contrast
 from ...ladder.load import parse_treatments
 from ...ladder.model import Ladder, Treatment
 
@@ -26,18 +26,6 @@ def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
     if "treatments" not in raw:
         raise LadderError(f"{path}: missing required field 'treatments'; add [[treatments]].")
     return parse_treatments(raw["treatments"], "treatments", path)
-
-
-def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
-    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
-    parts = [p.strip() for p in text.split(" vs ")]
-    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
-        raise LadderError(
-            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
-            f"with two different treatments of {', '.join(keys)}; write e.g. "
-            f"'{keys[-1]} vs {keys[0]}'."
-        )
-    return parts[0], parts[1]
 
 
 def validate(ladder: Ladder, where: Path | str) -> None:

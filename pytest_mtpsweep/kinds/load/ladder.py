@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from ...constants import BOTH, SUBSETS
 from ...errors import LadderError
 from ...kindapi import KindSpec
-from ...ladder.fields import Spec, check_table
+from ...ladder.fields import Spec, check_table, parse_contrast
 from ...ladder.load import parse_treatments
 from ...ladder.model import Ladder, Treatment
 
@@ -184,18 +184,6 @@ def settings(ladder: Ladder) -> LoadSettings:
         max_in_flight=int(f.get("max_in_flight", DEFAULT_MAX_IN_FLIGHT)),
         allow_remote=bool(f.get("allow_remote", False)),
     )
-
-
-def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
-    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
-    parts = [p.strip() for p in text.split(" vs ")]
-    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
-        raise LadderError(
-            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
-            f"with two different treatments of {', '.join(keys)}; write e.g. "
-            f"'{keys[-1]} vs {keys[0]}'."
-        )
-    return parts[0], parts[1]
 
 
 def on_loopback(url: str) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS, parse_contrast
+from ...ladder.fields import parse_contrast
+from .ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
     from ...ladder.model import Ladder, Preregistration
