@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import struct
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -90,3 +92,39 @@ def spawn_pytest(root: Path, *args: str) -> subprocess.Popen[bytes]:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+
+
+@contextlib.contextmanager
+def server_by_hand(
+    server_bin: Path, model_path: Path, log_path: Path, *flags: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A real llama-server started and stopped here, outside the plugin (as a launcher, a
+    container or another host would): (process, base URL) once /health answers 200."""
+    import httpx
+
+    from pytest_mtpsweep.rig.net import free_port
+
+    port = free_port("127.0.0.1")
+    argv = [str(server_bin), "-m", str(model_path), "--host", "127.0.0.1", "--port", str(port),
+            *flags]  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                assert proc.poll() is None, log_path.read_text()[-2000:]
+                try:
+                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
+            yield proc, url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,7 @@ import pytest
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.protocol.attach import ATTACHED_NOT_APPLICABLE, NOT_APPLICABLE
-from pytest_mtpsweep.rig.net import free_port
-from tests.sandbox import copy_experiments, only_run
+from tests.sandbox import copy_experiments, only_run, server_by_hand
 
 ALIAS = "by-hand"
 LADDER = """
@@ -49,31 +47,10 @@ def by_hand(
     server_bin: Path, model_path: Path, tmp_path: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A llama-server the test starts and stops itself; the plugin only attaches to it."""
-    port = free_port("127.0.0.1")
-    log = (tmp_path / "by-hand.log").open("wb")
-    argv = [str(server_bin), "-m", str(model_path), "--host", "127.0.0.1", "--port", str(port),
-            "--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--threads", "1"]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    proc.url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "by-hand.log").read_text()[-2000:]
-            try:
-                if httpx.get(f"{proc.url}/health", timeout=2).status_code == 200:  # type: ignore[attr-defined]
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+    flags = ("--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--threads", "1")
+    with server_by_hand(server_bin, model_path, tmp_path / "by-hand.log", *flags) as (proc, url):
+        proc.url = url  # type: ignore[attr-defined]
         yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.mark.server

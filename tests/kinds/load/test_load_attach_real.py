@@ -1,0 +1,97 @@
+"""The load kind attached to a REAL llama-server that the test starts by hand, with one slot:
+a closed-loop level it keeps up with, and an open-loop level it cannot. Latency is counted from
+each request's intended send time, so the queue the server builds shows as latency growing
+along the schedule, and the requests that waited for a slot are counted, not hidden."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.kinds.load.test_load_kind import lines
+from tests.sandbox import copy_experiments, only_run, prompt_dir, server_by_hand
+
+ALIAS = "load-by-hand"
+LADDER = """
+kind = "load"
+question = "Does a server started by hand keep up with 4 requests/s on one slot?"
+baseline = "a"
+cycles = 2
+max_tokens = 16
+concurrency = [1]
+rate = [4.0]
+requests = 6
+warmup_requests = 1
+lag_bound_ms = 50.0
+[model]
+id = "qwen2.5-coder-0.5b"
+[server]
+ctx_size = 2048
+ready_timeout_s = 5
+[[treatments]]
+key = "a"
+base_url = "{url}/v1"
+served_model = "{alias}"
+[[treatments]]
+key = "b"
+base_url = "{url}"
+served_model = "{alias}"
+"""
+
+
+@pytest.fixture
+def one_slot(server_bin: Path, model_path: Path, tmp_path: Path) -> Iterator[str]:
+    flags = ("--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--metrics")
+    with server_by_hand(server_bin, model_path, tmp_path / "by-hand.log", *flags) as (_, url):
+        yield url
+
+
+@pytest.mark.server
+def test_load_attached_to_a_server_started_by_hand_shows_the_queue_it_cannot_serve(
+    pytester: pytest.Pytester, one_slot: str
+) -> None:
+    copy_experiments(pytester, {"by-hand-load": LADDER.format(url=one_slot, alias=ALIAS)})
+    few = prompt_dir(pytester, ["structured_01", "structured_02", "structured_03"])
+    result = pytester.runpytest(
+        "experiments/", "--ladder=by-hand-load", f"--prompts-dir={few}", "--no-calibration"
+    )
+    result.assert_outcomes(passed=8)
+    run_dir = only_run(pytester.path)
+    records = [r for p in sorted((run_dir / "records").glob("*.jsonl")) for r in lines(p)]
+    reqs = [r for r in records if r["record"] == "request"]
+    levels = [r for r in records if r["record"] == "level"]
+    assert len(reqs) == 4 * 2 * 6 and all(r["valid"] and r["model"] == ALIAS for r in reqs)
+    for level in levels:
+        assert level["total_slots"] == 1, level
+        assert level["occupancy"]["source"] == "/slots and /metrics"
+    closed = [lv for lv in levels if lv["level"] == "conc1"]
+    assert all(lv["queued"] == 0 for lv in closed)
+    for lv in (lv for lv in levels if lv["level"] == "rate4"):
+        # 6 arrivals in ~1.5 s on one slot that serves one in several tenths of a second: most
+        # were sent while the slot held another, and the client says so.
+        assert lv["queued"] >= 3, lv
+        block = sorted(
+            (r for r in reqs if r["session"] == lv["session"] and r["level"] == "rate4"),
+            key=lambda r: r["intended_ms"],
+        )
+        e2e = [r["e2e_ms"] for r in block]
+        # Counted from the intended send, each waits for those before it: the last request's
+        # latency holds the queue (coordinated omission would hide it behind a late send).
+        assert e2e[-1] > 2.5 * e2e[0], e2e
+        assert all(r["send_lag_ms"] < 100 for r in block), [r["send_lag_ms"] for r in block]
+    report = (run_dir / "analysis" / "report.md").read_text()
+    assert "queued" in report and "rate4" in report
+    # attached: the server the test started is still running and answers
+    assert httpx.get(f"{one_slot}/health", timeout=5).status_code == 200
+
+
+def test_by_hand_helper_stops_its_server(
+    server_bin: Path, model_path: Path, tmp_path: Path
+) -> None:
+    with server_by_hand(server_bin, model_path, tmp_path / "log", "--ctx-size", "512") as (p, _):
+        assert p.poll() is None
+    assert isinstance(p, subprocess.Popen) and p.poll() is not None
