@@ -261,6 +261,31 @@ def test_strings_that_look_like_markup_stay_text_through_the_pages_script(
     assert [o.text() for o in dom.find("option")] == ["all", HOSTILE, "ok"]
 
 
+def test_a_load_report_opens_with_its_headline_and_no_server(tmp_path: Path) -> None:
+    from pytest_mtpsweep.kinds.load.analysis import analyse
+    from tests.kinds.load.run_fixture import HOSTILE_PROMPT, write_run
+
+    run = write_run(tmp_path)  # records as the load kind writes them; the analysis needs no server
+    assert not isinstance(analyse(run, boot=200, seed=1), str)
+    page = run / "analysis" / "report.html"
+    doc = md.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
+    dom = dump(tmp_path, page)
+    assert_no_js_errors(dom)
+    assert_only_the_pages_own_scripts(dom)
+    want = [plain(x[2:]) for x in (doc.section("Headline") or "").splitlines() if x[:2] == "- "]
+    assert [li.words() for li in dom.by_id("headline").find("li")] == want and want
+    assert "open" in dom.by_id("question").attrs and "open" in dom.by_id("limitations").attrs
+    if plotting_available():
+        assert len(dom.by_id("pictures").find("img")) == 3
+    # the page's script built the request table's filters from its JSON facets, whole
+    counts = [b.find("span", class_="count")[0].text() for b in dom.find("div", class_="filters")]
+    assert counts == ["8 of 8 shown", "48 of 48 shown"]  # every block, every request
+    prompts = next(lab for lab in dom.find("label") if lab.text().startswith("prompt"))
+    assert HOSTILE_PROMPT in [o.text() for o in prompts.find("option")]
+    assert not dom.by_id("requests").attrs.get("open")  # the detail is collapsed
+    screenshot(tmp_path, page)
+
+
 def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,7 @@ The edge: it reads the run's records and plan.json, calls the pure parts (`frame
 `contrast`, `report`, `plots`) and writes RUN/analysis/: load_levels.csv (the percentiles and
 throughput per treatment and level), load_blocks.csv (each block), load_contrasts.csv,
 load_interaction.csv, report.md and, with matplotlib, load_latency.png, load_throughput.png,
-load_gain.png.
+load_gain.png; then report.html beside report.md (`html_sections`: one self-contained page).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def analyse(
     seed: int = DEFAULT_BOOT_SEED,
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
-    from . import contrast, frame, report
+    from ...errors import AnalysisError
+    from . import contrast, frame, html_sections, report
 
     plan = plan_of(run_dir)
     requests, levels = frame.frames(records_of(run_dir))
@@ -96,6 +97,10 @@ def analyse(
     sessions = list(RunDir(run_dir).session_files())
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions)
     (out / REPORT).write_text(text, encoding="utf-8")  # as the decode analysis writes its own
+    try:
+        html_sections.write(run_dir)  # report.html beside report.md, read from what is written
+    except AnalysisError as exc:
+        return str(exc)
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     lines = report.headline_lines(rows, inter, endpoint)
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}

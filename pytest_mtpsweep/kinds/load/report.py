@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
          "req_s": "req/s", "goodput_req_s": "goodput req/s"}  # fmt: skip
+LAG = "Client lag:"  # how the witnesses' client-lag line starts (report.html lists it too)
 
 
 def _f(value: Any, digits: int = 1) -> str:
@@ -143,12 +144,12 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) 
         names = ", ".join(f"{r['session']}/{r['level']}" for r in flagged.to_dict(orient="records"))
         worst = flagged["client_lag_p99_ms"].max()
         out.append(
-            f"- Client lag: {len(flagged)} of {len(levels)} blocks over the bound "
+            f"- {LAG} {len(flagged)} of {len(levels)} blocks over the bound "
             f"{_f(load.get('lag_bound_ms'), 2)} ms (worst p99 "
             f"{_f(worst, 2)} ms): {names}; their latencies hold the client's delay too."
         )
     else:
-        out.append(f"- Client lag: no block over the bound of {load.get('lag_bound_ms')} ms.")
+        out.append(f"- {LAG} no block over the bound of {load.get('lag_bound_ms')} ms.")
     return out
 
 
