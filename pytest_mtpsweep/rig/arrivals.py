@@ -8,8 +8,10 @@ and keeps numpy out of the import.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from collections.abc import Iterator
 
 NS_PER_S = 1_000_000_000
 
@@ -17,17 +19,35 @@ NS_PER_S = 1_000_000_000
 def poisson_schedule(rate: float, n: int, seed: int) -> tuple[int, ...]:
     """Intended send times of `n` requests, ns from the level's start, for Poisson arrivals at
     `rate` requests/s: exponential gaps of mean 1/rate, the first gap from the start, sorted."""
-    if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
-        raise ValueError(f"arrival rate {rate!r} is not a positive number of requests/s; give one")
+    _check_rate(rate)
     if n < 0:
         raise ValueError(f"request count {n} is negative; give 0 or more requests")
+    return tuple(itertools.islice(_arrivals(rate, seed), n))
+
+
+def poisson_until(rate: float, duration_s: float, seed: int) -> tuple[int, ...]:
+    """The same seeded arrivals as `poisson_schedule`, every one whose intended time is within
+    `duration_s` of the level's start: a prefix of the longer schedule, so a level given a
+    duration is sent the same requests at the same times in every treatment."""
+    _check_rate(rate)
+    if not (isinstance(duration_s, int | float) and math.isfinite(duration_s) and duration_s > 0):
+        raise ValueError(f"duration {duration_s!r} is not a positive number of seconds; give one")
+    end = round(duration_s * NS_PER_S)
+    return tuple(itertools.takewhile(lambda t: t <= end, _arrivals(rate, seed)))
+
+
+def _check_rate(rate: float) -> None:
+    if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+        raise ValueError(f"arrival rate {rate!r} is not a positive number of requests/s; give one")
+
+
+def _arrivals(rate: float, seed: int) -> Iterator[int]:
+    """Exponential gaps of mean 1/rate, summed: ns from the start, without end."""
     draw = random.Random(seed).expovariate
-    out: list[int] = []
     t = 0.0
-    for _ in range(n):
+    while True:
         t += draw(rate)
-        out.append(round(t * NS_PER_S))
-    return tuple(out)
+        yield round(t * NS_PER_S)
 
 
 def prompt_order(n: int, n_prompts: int, seed: int) -> tuple[int, ...]:

@@ -3,7 +3,9 @@
 Closed loop (`ClosedLoop`): N lanes, each sends its next request when its last one ends. Open
 loop (`OpenLoop`): requests go at the intended times of a seeded Poisson schedule
 (`arrivals.poisson_schedule`), however the server keeps up; latency counts from the intended
-time (coordinated omission), and a send that went late says by how much.
+time (coordinated omission), and a send that went late says by how much. Either runs a count
+of requests or a duration: closed loop then sends while time remains, open loop the arrivals
+within it (`OpenLoop.within`); the requests sent by then finish.
 
 The timed loop per request only stamps each network read (monotonic ns) in the event loop's own
 read callback and keeps its bytes (`wire`: why not httpx there); parsing waits until the level
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import itertools
 import json
+import math
 import os
 import selectors
 import socket
@@ -34,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from .arrivals import poisson_schedule
+from .arrivals import poisson_schedule, poisson_until
 from .load_records import RawRequest, StreamRecord, reduce_request
 from .wire import Exchange, Pool, Wire
 
@@ -83,11 +87,16 @@ class LoadSpec:
 
 @dataclass(frozen=True)
 class ClosedLoop:
+    """N lanes: `requests` in all, or (requests None) new ones while `duration_s` remains."""
+
     concurrency: int
-    requests: int
+    requests: int | None
+    duration_s: float | None = None  # lanes take the next slot until then; those sent finish
 
     @property
     def connections(self) -> int:
+        if self.requests is None:
+            return max(self.concurrency, 1)
         return max(min(self.concurrency, self.requests), 1)
 
 
@@ -97,6 +106,16 @@ class OpenLoop:
     requests: int
     seed: int
     max_in_flight: int = 256  # past this a request waits for one to end, and its send lags
+    duration_s: float | None = None  # set by `within`: the schedule is the arrivals in it
+
+    @classmethod
+    def within(
+        cls, rate: float, duration_s: float, seed: int, max_in_flight: int = 256
+    ) -> OpenLoop:
+        """The seeded arrivals whose intended time is within `duration_s` (the same prefix of
+        the schedule for every treatment, so its requests still pair by slot)."""
+        n = len(poisson_until(rate, duration_s, seed))
+        return cls(rate, n, seed, max_in_flight, duration_s)
 
     @property
     def connections(self) -> int:
@@ -217,8 +236,12 @@ def run_level(
     if not prompts:
         raise ValueError("the prompt set is empty; give at least one prompt")
     lanes = load.concurrency if isinstance(load, ClosedLoop) else load.max_in_flight
-    if load.requests < 0 or lanes < 1:
+    if (load.requests is not None and load.requests < 0) or lanes < 1:
         raise ValueError(f"{load}: requests must be >= 0 and concurrency >= 1; fix the level")
+    if isinstance(load, ClosedLoop) and (load.requests is None) == (load.duration_s is None):
+        raise ValueError(f"{load}: give a closed loop requests or duration_s, one of them")
+    if load.duration_s is not None and not 0 < load.duration_s < math.inf:
+        raise ValueError(f"{load}: duration_s must be a positive number of seconds")
     level = _Level(target, spec, prompts, load, timeout_s, spin_us, monitor_ms)
     loop, timer = new_loop(load.connections)
     try:
@@ -244,8 +267,10 @@ class _Level:
         self.spec, self.prompts, self.load = spec, prompts, load
         self.schedule = load.schedule if isinstance(load, OpenLoop) else ()
         headers = auth_headers(target)
-        # The key goes into the request bytes only; errors are scrubbed of it.
-        self.requests = [request_bytes(target, spec, p, headers) for p in prompts]
+        # The key goes into the request bytes only; errors are scrubbed of it. One encoding per
+        # prompt, however often a long order repeats it.
+        encoded = {p.id: request_bytes(target, spec, p, headers) for p in prompts}
+        self.requests = [encoded[p.id] for p in prompts]
         self.secrets = [v.split(" ", 1)[-1] for v in headers.values()]
         self.pool = Pool(target.base_url)
         self.timeout_s = timeout_s
@@ -254,6 +279,7 @@ class _Level:
         self.raws: dict[int, RawRequest] = {}
         self.monitor: list[tuple[int, int]] = []
         self.stopping = False
+        self.taken = 0  # the slots the measured loop has handed out (closed loop)
 
     async def run(self, warmup: int, timer: str, keep_raw: bool) -> LevelRun:
         deadline = now() + int(self.timeout_s * 1e9)
@@ -281,7 +307,8 @@ class _Level:
         finally:
             self.pool.close()
         samples = tuple(self.monitor)
-        records = tuple(self._record(i, t_start, samples) for i in range(self.load.requests))
+        n = self.taken if self.load.requests is None else self.load.requests
+        records = tuple(self._record(i, t_start, samples) for i in range(n))
         mt = self.spec.max_tokens
         return LevelRun(
             load=self.load,
@@ -336,11 +363,20 @@ class _Level:
             await asyncio.sleep(0)
 
     async def _closed(self, load: ClosedLoop, t_start: int) -> None:
-        indices = iter(range(load.requests))
+        """Each lane takes the next slot as it comes free: slot k is the k-th request of the
+        level whichever lane sends it; with a duration, no slot is taken after its end."""
+        indices = itertools.count() if load.requests is None else iter(range(load.requests))
+        until = None if load.duration_s is None else t_start + round(load.duration_s * 1e9)
+        self.taken = 0
 
         async def lane(slot: int) -> None:
             t_free = t_start
-            for index in indices:  # shared: a lane takes the next request as it comes free
+            # shared iterator; the check and the take have no await between them
+            while until is None or now() < until:
+                index = next(indices, None)
+                if index is None:
+                    return
+                self.taken = index + 1
                 await self._send(index, slot, t_free)
                 t_free = now()
 

@@ -3,7 +3,9 @@
 Pure: a function of a `LevelRun` and the targets given. Latencies count from each request's
 intended send time (see `StreamRecord`). ITL pools every chunk gap of the level's completed
 requests (one sample per gap, over its tokens where known); TTFT and e2e take one sample per
-completed request. Rates divide by the level's span, from its start to its last request's end.
+completed request. Rates divide by the level's span: from its start to its last request's end,
+or, for a level given a duration, from its first send to its last request's end (the span the
+requests were measured over, whatever the schedule's first gap).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .load_records import StreamRecord
 
 MS = 1e6  # ns per ms
 DEFAULT_LAG_BOUND_MS = 1.0
+SPAN_LEVEL_START, SPAN_FIRST_SEND = "level start", "first send"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class LevelSummary:
     completed: int
     errors: tuple[tuple[str, int], ...]  # (kind, count), most frequent first
     span_s: float
+    span_from: str  # where the span starts: "level start" or "first send"
     ttft_ms: Percentiles
     itl_ms: Percentiles
     e2e_ms: Percentiles
@@ -109,7 +113,10 @@ def summarise(
     records = run.records
     done = [r for r in records if r.ok]
     ends = [r.t_end_ns for r in records if r.t_end_ns is not None]
-    span_s = max((max(ends, default=run.t_end_ns) - run.t_start_ns) / 1e9, 1e-9)
+    sends = [r.t_send_ns for r in records if r.t_send_ns is not None]
+    timed = run.load.duration_s is not None
+    start = min(sends, default=run.t_start_ns) if timed else run.t_start_ns
+    span_s = max((max(ends, default=run.t_end_ns) - start) / 1e9, 1e-9)
     tokens = sum(r.output_tokens for r in done)
     lag = percentiles(client_lags_ns(records))
     flag = None
@@ -127,6 +134,7 @@ def summarise(
         completed=len(done),
         errors=tuple(Counter(error_kind(r.error) for r in records if r.error).most_common()),
         span_s=span_s,
+        span_from=SPAN_FIRST_SEND if timed else SPAN_LEVEL_START,
         ttft_ms=percentiles(r.ttft_ns for r in done if r.ttft_ns is not None),
         itl_ms=percentiles(x for r in done for x in r.itl_ns),
         e2e_ms=percentiles(r.e2e_ns for r in done if r.e2e_ns is not None),

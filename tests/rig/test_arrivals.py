@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.arrivals import poisson_schedule, prompt_order
+from pytest_mtpsweep.rig.arrivals import NS_PER_S, poisson_schedule, poisson_until, prompt_order
 
 SEEDS = st.integers(min_value=0, max_value=2**63)
 RATES = st.floats(min_value=0.05, max_value=5000.0, allow_nan=False)
@@ -24,6 +24,27 @@ def test_a_schedule_is_a_pure_function_of_rate_count_and_seed(
     assert one == poisson_schedule(rate, n, seed)
     assert len(one) == n
     assert list(one) == sorted(one) and all(t >= 0 for t in one)
+
+
+@given(rate=RATES, duration_s=st.floats(0.001, 2.0), seed=SEEDS)
+def test_a_timed_schedule_is_the_seeded_schedule_up_to_its_duration(
+    rate: float, duration_s: float, seed: int
+) -> None:
+    timed = poisson_until(rate, duration_s, seed)
+    assert timed == poisson_until(rate, duration_s, seed)  # the same for every treatment
+    # exactly the arrivals of the counted schedule that fall within the duration
+    longer = poisson_schedule(rate, len(timed) + 1, seed)
+    assert timed == longer[: len(timed)]
+    assert all(t <= round(duration_s * NS_PER_S) for t in timed)
+    assert longer[-1] > round(duration_s * NS_PER_S)
+
+
+def test_a_timed_schedule_depends_on_its_seed_and_is_refused_without_a_duration() -> None:
+    assert poisson_until(50.0, 2.0, 1) != poisson_until(50.0, 2.0, 2)
+    assert 60 < len(poisson_until(50.0, 2.0, 1)) < 140  # ~100 arrivals in 2 s at 50/s
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="not a positive number of seconds"):
+            poisson_until(5.0, bad, 0)
 
 
 def test_another_seed_gives_another_schedule() -> None:

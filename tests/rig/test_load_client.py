@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.rig.arrivals import poisson_schedule
+from pytest_mtpsweep.rig.arrivals import poisson_schedule, poisson_until, prompt_order
 from pytest_mtpsweep.rig.load_client import (
     ClosedLoop,
     LoadPrompt,
@@ -89,6 +89,40 @@ def test_closed_loop_keeps_exactly_n_in_flight(stand_in: Callable[..., StandIn])
         for a, b in itertools.pairwise(mine):
             assert a.t_end_ns is not None and b.t_intended_ns >= a.t_end_ns
     assert all(r.send_lag_ns is not None and r.send_lag_ns >= 0 for r in run.records)
+
+
+def test_a_timed_closed_loop_sends_slot_k_with_the_same_prompt_on_any_server(
+    stand_in: Callable[..., StandIn],
+) -> None:
+    prompts = [LoadPrompt(f"p{i}", f"prompt {i}") for i in range(5)]
+    order = [prompts[i] for i in prompt_order(10, len(prompts), seed=9)]  # cycled past 10
+    runs = [
+        run_level(stand_in(*flags).target(), spec(), order, ClosedLoop(2, None, 0.4), timeout_s=30)
+        for flags in (("--ttft-ms", "2", "--itl-ms", "1"), ("--ttft-ms", "20", "--itl-ms", "6"))
+    ]
+    fast, slow = (r.records for r in runs)
+    assert len(fast) > len(slow) > 2  # the faster server reaches more slots in the same time
+    for run in runs:
+        assert [r.index for r in run.records] == list(range(len(run.records)))
+        assert [r.prompt_id for r in run.records] == [
+            order[i % len(order)].id for i in range(len(run.records))
+        ]
+        # every slot was taken before the duration ended, and finished after it if it must
+        until = run.t_start_ns + 400 * MS
+        assert all(r.t_intended_ns < until and r.ok for r in run.records)
+        assert run.load.duration_s == 0.4 and not run.timed_out
+    assert [r.prompt_id for r in fast[: len(slow)]] == [r.prompt_id for r in slow]
+
+
+def test_a_timed_open_loop_sends_the_seeded_arrivals_within_its_duration(
+    stand_in: Callable[..., StandIn],
+) -> None:
+    s = stand_in("--ttft-ms", "2", "--itl-ms", "1")
+    load = OpenLoop.within(100.0, 0.3, seed=5)
+    assert load.schedule == poisson_until(100.0, 0.3, 5) and load.duration_s == 0.3
+    run = run_level(s.target(), spec(), HI, load, timeout_s=30)
+    assert [r.t_intended_ns - run.t_start_ns for r in run.records] == list(load.schedule)
+    assert all(r.ok for r in run.records) and s.stats()["requests"] == load.requests
 
 
 def test_open_loop_sends_at_the_schedules_times(stand_in: Callable[..., StandIn]) -> None:
@@ -260,6 +294,9 @@ def test_a_key_that_could_break_a_header_is_refused(monkeypatch: pytest.MonkeyPa
         (ClosedLoop(2, -1), "requests must be >= 0"),
         (OpenLoop(5.0, 3, seed=0, max_in_flight=0), "concurrency >= 1"),
         (OpenLoop(0.0, 3, seed=0), "positive number of requests/s"),
+        (ClosedLoop(2, None), "requests or duration_s, one of them"),
+        (ClosedLoop(2, 3, duration_s=1.0), "requests or duration_s, one of them"),
+        (ClosedLoop(2, None, duration_s=0.0), "duration_s must be a positive number"),
     ],
 )
 def test_a_level_that_cannot_run_is_refused_before_it_starts(load: Any, match: str) -> None:

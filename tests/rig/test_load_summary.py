@@ -137,6 +137,23 @@ def test_usage_that_is_not_ok_is_counted_and_tokens_come_from_chunks() -> None:
     assert s.output_tokens == 6
 
 
+@pytest.mark.parametrize(
+    "load",
+    [ClosedLoop(2, None, duration_s=1.0), OpenLoop(rate=5.0, requests=4, seed=0, duration_s=1.0)],
+)
+def test_a_timed_level_divides_by_its_first_send_to_its_last_end(load: Any) -> None:
+    # The first request is sent 120 ms after the level's start: a timed level's span starts
+    # there, a counted level's at its start.
+    recs = [record(i, intended_ms=120.0 + 100.0 * i, send_lag_ms=2.0) for i in range(4)]
+    timed = summarise(level(recs, load=load))
+    # the last ends at 420 + 10 + 10 ms (its ttft and gaps count from the intended time)
+    assert timed.span_s == pytest.approx((440.0 - 122.0) / 1000)
+    assert timed.span_from == "first send"
+    assert timed.output_tok_s == pytest.approx(12 / timed.span_s)
+    counted = summarise(level(recs))
+    assert counted.span_s == pytest.approx(0.44) and counted.span_from == "level start"
+
+
 def test_an_open_level_is_named_by_its_rate() -> None:
     s = summarise(level([record(0)], load=OpenLoop(rate=7.5, requests=1, seed=0)))
     assert s.mode == "open" and s.level == 7.5

@@ -10,8 +10,19 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
+import argparse
+import math
+
 from ...kindapi import Kind
 from ...options import Opt
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
+    return value
+
 
 KIND = Kind(
     name="load",
@@ -25,10 +36,19 @@ KIND = Kind(
         Opt(
             "--load-requests",
             "load_requests",
-            "load: requests per level block (overrides the ladder's requests)",
+            "load: requests per level block (overrides the ladder's requests or duration_s)",
             int,
             metavar="N",
-            overrides="requests",
+            overrides="command_line.requests",
+        ),
+        Opt(
+            "--load-duration",
+            "load_duration",
+            "load: seconds per level block instead of a count of requests (overrides the "
+            "ladder's requests or duration_s)",
+            _seconds,
+            metavar="S",
+            overrides="command_line.duration_s",
         ),
     ),
     # the levels, their order, the schedule, the SLOs: another value is another experiment

@@ -1,5 +1,6 @@
-"""A load ladder's own fields: the levels (`concurrency`, `rate`), requests per level, the
-prompt set, the SLOs for goodput, and the client's bounds; treatments are compared as in decode.
+"""A load ladder's own fields: the levels (`concurrency`, `rate`), the size of a level block
+(`requests`, or `duration_s` seconds), the prompt set, the SLOs for goodput, and the client's
+bounds; treatments are compared as in decode.
 
 `settings(ladder)` reads them into a `LoadSettings`; `validate` turns every rule into one
 `LadderError`. No heavy imports: the loader reads this module for every load ladder.
@@ -21,13 +22,18 @@ from ...kindapi import KindSpec
 from ...ladder.fields import Spec, check_table, parse_contrast
 from ...ladder.load import parse_treatments
 from ...ladder.model import Ladder, Treatment
+from ...rig.arrivals import poisson_until
 
 FIELDS: Spec = {
     "prompt_set": (str, False),
     "subset": (str, False),
     "concurrency": (list, False),  # closed loop: N requests in flight, each level a block
     "rate": (list, False),  # open loop: Poisson arrivals at R requests/s, each level a block
-    "requests": (int, False),  # per level block, in every session
+    "requests": (int, False),  # per level block, in every session (or duration_s)
+    "duration_s": ((int, float), False),  # seconds per level block instead of a count
+    # set by --load-requests / --load-duration: either replaces the ladder's requests and
+    # duration_s both, so the command line can turn a counted ladder into a timed one
+    "command_line": (dict, False),
     "warmup_requests": (int, False),  # per block, before its requests (default: one per lane)
     "slo": (dict, False),  # ttft_ms, itl_ms, e2e_ms: a request meeting all counts as good
     "cache_prompt": (bool, False),  # llama-server's prompt cache (keyed; off by default)
@@ -39,9 +45,13 @@ FIELDS: Spec = {
 }
 SLO: Spec = {"ttft_ms": ((int, float), False), "itl_ms": ((int, float), False),
              "e2e_ms": ((int, float), False)}  # fmt: skip
+COMMAND_LINE: Spec = {"requests": (int, False), "duration_s": ((int, float), False)}
 REQUEST_ENDPOINTS = ("ttft", "itl", "e2e")  # per request, paired by slot, clustered by prompt
 LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s")  # per block, paired by cycle
-DEFAULT_REQUESTS = 16
+MAX_DURATION_S = 3600.0
+# A timed block's prompt order: whole seeded permutations this long at least, then cycled,
+# so slot k is the same prompt in every treatment however many slots a block reaches.
+DURATION_ORDER = 1024
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_LAG_BOUND_MS = 1.0
 DEFAULT_MAX_IN_FLIGHT = 256
@@ -80,7 +90,7 @@ class LoadSettings:
     prompt_set: str
     subset: str
     levels: tuple[Level, ...]  # closed levels ascending, then open levels ascending
-    requests: int
+    requests: int | None  # per block; None when the block runs for duration_s instead
     warmup_requests: int | None  # None: one per lane (the level's connections)
     slo: Slos | None
     cache_prompt: bool
@@ -89,6 +99,21 @@ class LoadSettings:
     endpoint: str
     max_in_flight: int
     allow_remote: bool
+    duration_s: float | None = None  # seconds per block; None when it runs `requests`
+
+    @property
+    def per_block(self) -> str:
+        """`16 requests` or `30 s`: the size of every level block."""
+        return (
+            f"{self.duration_s:g} s" if self.duration_s is not None else f"{self.requests} requests"
+        )
+
+    def order_length(self, n_prompts: int) -> int:
+        """How long the seeded prompt order is: a block's requests, or for a timed block whole
+        permutations of at least DURATION_ORDER, cycled past its end."""
+        if self.requests is not None:
+            return self.requests
+        return n_prompts * max(math.ceil(DURATION_ORDER / n_prompts), 1)
 
     def block_order(self, cycle: int) -> tuple[Level, ...]:
         """The levels as one session of this cycle runs them: odd cycles ascending, even cycles
@@ -108,6 +133,8 @@ class LoadSettings:
             "levels": [{"mode": lv.mode, "value": lv.value, "label": lv.label}
                        for lv in self.levels],
             "requests": self.requests,
+            # only when timed: a counted run's plan is as before, so its resume still matches
+            **({"duration_s": self.duration_s} if self.duration_s is not None else {}),
             "warmup_requests": self.warmup_requests,
             "slo": self.slo.as_dict() if self.slo else None,
             "cache_prompt": self.cache_prompt,
@@ -166,15 +193,44 @@ def _slo(raw: Any, where: Path | str) -> Slos | None:
     return Slos(**{k: float(v) for k, v in raw.items()})
 
 
-def settings(ladder: Ladder) -> LoadSettings:
-    """The ladder's load fields, defaulted (validate has checked them)."""
-    f, where = ladder.kind_fields, ladder.path
+def _per_block(fields: Mapping[str, Any], where: Path | str) -> tuple[int | None, float | None]:
+    """(requests, duration_s) of every block, one of them None: the command line's if it gives
+    one (--load-requests, --load-duration), else the ladder's, which must give exactly one."""
+    cli = fields.get("command_line") or {}
+    check_table(cli, COMMAND_LINE, "command_line.", where)
+    if len(cli) == 2:
+        raise LadderError(
+            f"{where}: --load-requests and --load-duration are both given; give one of them."
+        )
+    given = cli or {k: fields[k] for k in ("requests", "duration_s") if k in fields}
+    if len(given) != 1:
+        said = "are both given; keep one" if given else "are both missing; give one"
+        raise LadderError(
+            f"{where}: fields 'requests' and 'duration_s' {said}: requests = 16 (per level "
+            "block) or duration_s = 30 (seconds per level block)."
+        )
+    if "requests" in given:
+        return int(given["requests"]), None
+    d = given["duration_s"]
+    if not 0 < d <= MAX_DURATION_S:
+        raise LadderError(
+            f"{where}: field 'duration_s' is {d!r}; use more than 0 and at most "
+            f"{MAX_DURATION_S:g} seconds per level block."
+        )
+    return None, float(d)
+
+
+def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
+    """The ladder's load fields, defaulted (validate has checked them); errors name `where`
+    (validate's: the path and the command line's overrides), else the ladder's path."""
+    f, where = ladder.kind_fields, ladder.path if where is None else where
     warm = f.get("warmup_requests")
+    requests, duration_s = _per_block(f, where)
     return LoadSettings(
         prompt_set=str(f.get("prompt_set", "canonical")),
         subset=str(f.get("subset", BOTH)),
         levels=_levels(f, where),
-        requests=int(f.get("requests", DEFAULT_REQUESTS)),
+        requests=requests,
         warmup_requests=None if warm is None else int(warm),
         slo=_slo(f.get("slo"), where),
         cache_prompt=bool(f.get("cache_prompt", False)),
@@ -183,7 +239,26 @@ def settings(ladder: Ladder) -> LoadSettings:
         endpoint=str(f.get("endpoint", DEFAULT_ENDPOINT)),
         max_in_flight=int(f.get("max_in_flight", DEFAULT_MAX_IN_FLIGHT)),
         allow_remote=bool(f.get("allow_remote", False)),
+        duration_s=duration_s,
     )
+
+
+def _check_duration(s: LoadSettings, seed: int, where: Path | str) -> None:
+    """A timed block must end before the level's timeout, and every rate must schedule a
+    request within the duration (the seeded schedule is known before the run)."""
+    assert s.duration_s is not None
+    if s.duration_s >= s.level_timeout_s:
+        raise LadderError(
+            f"{where}: field 'duration_s' is {s.duration_s:g} but 'level_timeout_s' is "
+            f"{s.level_timeout_s:g}, which would cut every block short; raise level_timeout_s "
+            "above duration_s plus the time a request takes."
+        )
+    for lv in s.levels:
+        if lv.mode == "open" and not poisson_until(lv.value, s.duration_s, seed):
+            raise LadderError(
+                f"{where}: level {lv.label} schedules no request within duration_s = "
+                f"{s.duration_s:g} (seed {seed}); lengthen duration_s or raise the rate."
+            )
 
 
 def on_loopback(url: str) -> bool:
@@ -203,9 +278,10 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
             f"({', '.join(keys)}); name one of them."
         )
-    s = settings(ladder)
+    s = settings(ladder, where)
     checks = (
-        (s.requests >= 1, "requests", s.requests, "use 1 or more requests per level"),
+        (s.requests is None or s.requests >= 1, "requests", s.requests,
+         "use 1 or more requests per level"),
         (s.warmup_requests is None or s.warmup_requests >= 0, "warmup_requests",
          s.warmup_requests, "use 0 or more (leave it out for one per lane)"),
         (s.level_timeout_s > 0, "level_timeout_s", s.level_timeout_s, "use a positive number of seconds"),
@@ -218,6 +294,8 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")
+    if s.duration_s is not None:
+        _check_duration(s, ladder.seed, where)
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
     far = [t.key for t in ladder.treatments if t.base_url and not on_loopback(t.base_url)]

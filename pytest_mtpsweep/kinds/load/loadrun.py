@@ -2,9 +2,12 @@
 short warm-up, then the level's requests on the schedule every treatment shares.
 
 The schedule: request i of every level sends prompt `order[i]` (`rig.arrivals.prompt_order`:
-whole seeded permutations of the prompt set), and an open-loop level's arrival times are one
-seeded Poisson draw per rate, so a treatment's request i and its baseline's request i in the
-same cycle and level are the same prompt at the same intended time: they pair by slot.
+whole seeded permutations of the prompt set; a timed block cycles a long one), and an open-loop
+level's arrival times are one seeded Poisson draw per rate (a timed block: those within its
+duration), so a treatment's request i and its baseline's request i in the same cycle and level
+are the same prompt at the same intended time: they pair by slot. A timed closed-loop block
+reaches as many slots as its server serves in the time; the analysis counts the slots one
+treatment reached and the other did not.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ...rig.arrivals import prompt_order
 from . import prereg
 from .cases import LoadCase, load_cases
 from .ladder import LoadSettings, settings
-from .measure import append, identity, measure_level, not_run, session_facts
+from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
 from .result import LevelResult
 
 if TYPE_CHECKING:
@@ -57,7 +60,7 @@ class LoadRun:
     ) -> None:
         self.ladder, self.prompts, self.prompts_dir, self.settings = ladder, prompts, prompts_dir, s
         self.digest = prompt_digest(prompts)
-        self.order = prompt_order(s.requests, len(prompts), ladder.seed)
+        self.order = prompt_order(s.order_length(len(prompts)), len(prompts), ladder.seed)
         self.scheduled = tuple(prompts[i] for i in self.order)
         self.subsets = {p.id: p.subset for p in prompts}
 
@@ -68,9 +71,16 @@ class LoadRun:
         return {"prompt_set_digest": self.digest, "cache_prompt": self.settings.cache_prompt}
 
     def plan_fields(self) -> dict[str, Any]:
-        from ...rig.arrivals import poisson_schedule
+        from ...rig.arrivals import poisson_schedule, poisson_until
 
         s = self.settings
+
+        def arrivals(rate: float) -> tuple[int, ...]:
+            if s.duration_s is not None:
+                return poisson_until(rate, s.duration_s, self.ladder.seed)
+            assert s.requests is not None
+            return poisson_schedule(rate, s.requests, self.ladder.seed)
+
         opens = [lv for lv in s.levels if lv.mode == "open"]
         return {
             "load": {
@@ -82,11 +92,7 @@ class LoadRun:
                     for c in range(1, self.ladder.cycles + 1)
                 },
                 "arrivals_ms": {
-                    lv.label: [
-                        round(t / 1e6, 3)
-                        for t in poisson_schedule(lv.value, s.requests, self.ladder.seed)
-                    ]
-                    for lv in opens
+                    lv.label: [round(t / 1e6, 3) for t in arrivals(lv.value)] for lv in opens
                 },
             },
             "analysis": {"endpoint": s.endpoint},
@@ -142,7 +148,8 @@ class LoadRun:
         return self._outcome(live, case, line)
 
     def unmeasured(self, live: LiveSession, case: LoadCase, reason: str) -> Outcome:
-        line = not_run(identity(self.ladder, live, case), self.settings.requests, reason)
+        n = planned_requests(self.settings, case, self.ladder.seed)
+        line = not_run(identity(self.ladder, live, case), n, reason)
         append(live, line)
         return self._outcome(live, case, line)
 

@@ -62,15 +62,26 @@ def _sources(live: LiveSession, headers: dict[str, str]) -> occupancy.Sources:
 
 
 def _load(s: LoadSettings, case: LoadCase, seed: int) -> tuple[ClosedLoop | OpenLoop, int]:
-    """The client's level and its warm-up count."""
+    """The client's level and its warm-up count: a count of requests or, timed, the closed
+    loop's lanes sending while time remains and the open loop's arrivals within it."""
     lv = case.level
     if lv.mode == "closed":
-        closed = ClosedLoop(int(lv.value), s.requests)
+        closed = ClosedLoop(int(lv.value), s.requests, s.duration_s)
         warm = closed.connections
         load: ClosedLoop | OpenLoop = closed
+    elif s.duration_s is not None:
+        load = OpenLoop.within(lv.value, s.duration_s, seed, s.max_in_flight)
+        warm = OPEN_LOOP_WARMUP
     else:
+        assert s.requests is not None
         load, warm = OpenLoop(lv.value, s.requests, seed, s.max_in_flight), OPEN_LOOP_WARMUP
     return load, warm if s.warmup_requests is None else s.warmup_requests
+
+
+def planned_requests(s: LoadSettings, case: LoadCase, seed: int) -> int:
+    """The requests a block was to send (a timed closed loop: none known ahead, 0)."""
+    load = _load(s, case, seed)[0]
+    return load.requests or 0
 
 
 def measure_level(
@@ -107,7 +118,7 @@ def measure_level(
                             warmup=warm)  # fmt: skip
         except ValueError as exc:  # the target or its key: one sentence, the level not run
             sampler.stop()
-            line = not_run(ident, s.requests, str(exc))
+            line = not_run(ident, load.requests or 0, str(exc))
             append(live, line)
             return line
         occ = sampler.stop()

@@ -42,9 +42,16 @@ def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) ->
     )  # fmt: skip
     slo = ", ".join(f"{k} <= {v:g}" for k, v in s.slo.as_dict().items()) if s.slo else "none"
     pairs = "; ".join(f"{t} vs {b}" for t, b in contrasts(lad)) or "none (one treatment)"
+    size = (
+        f"{s.requests} requests each"
+        if s.duration_s is None
+        else f"duration_s = {s.duration_s:g} s each (closed loop: each lane takes the next slot "
+        "while time remains; open loop: the seeded arrivals within it; requests sent by then "
+        "finish; throughput over each block's first send to its last completion)"
+    )
     return [
-        f"- Levels: {labels}; {s.requests} requests each, in every session; {warm} before each "
-        f"block, recorded apart; max_tokens {lad.max_tokens}.",
+        f"- Levels: {labels}; {size}, in every session; {warm} before each block, recorded "
+        f"apart; max_tokens {lad.max_tokens}.",
         "- Block order: odd cycles run the levels lowest first, even cycles highest first, and "
         "every treatment of a cycle the same order. Why: a level's contrast then pairs blocks "
         "at the same place in their sessions, and over a cycle pair every level's places sum "
@@ -53,7 +60,15 @@ def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) ->
         f"- Schedule: request i of every level sends the i-th prompt of one order seeded by "
         f"{lad.seed} (whole permutations of the {n_prompts} prompts; plan.json "
         "`load.prompt_order`), open-loop arrivals one seeded Poisson draw per rate, the same "
-        "for every treatment and cycle: requests pair by slot.",
+        "for every treatment and cycle: requests pair by slot."
+        + (
+            ""
+            if s.duration_s is None
+            else f" Timed blocks cycle an order of {s.order_length(n_prompts)} slots; a "
+            "closed-loop block reaches as many slots as its server serves in the time, and the "
+            "slots one treatment completed and the other did not are unpaired, counted and said "
+            "in the report."
+        ),
         "- Latency counts from each request's intended send time (closed loop: when its lane "
         "came free; open loop: the schedule's), so a server that falls behind shows it.",
         f"- Endpoints per request (paired by slot within cycle and level, clustered by prompt): "

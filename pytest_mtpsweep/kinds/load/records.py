@@ -128,6 +128,8 @@ def level_line(
         "completed": s.completed,
         "errors": dict(s.errors),
         "span_s": s.span_s,
+        "span_from": s.span_from,
+        "duration_s": run.load.duration_s,
         "ttft_ms": _pct(s.ttft_ms),
         "itl_ms": _pct(s.itl_ms),
         "e2e_ms": _pct(s.e2e_ms),

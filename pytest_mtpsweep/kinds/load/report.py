@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...analysis.model import MIN_CYCLES_FOR_SESSION
 from ...analysis.textfmt import md_table
+from . import pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ def report(
         f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
         + "; ".join(f"{c}: {' '.join(v)}" for c, v in order.items())
         + ".",
-        f"- {load.get('requests')} requests per block, prompts in one seeded order for every "
+        f"- {_per_block(load)}, prompts in one seeded order for every "
         f"treatment; warm-up per block: {load.get('warmup_requests') or 'one per lane'}; "
         f"SLOs for goodput: {_slo(load.get('slo'))}.",
         "",
@@ -238,6 +239,8 @@ def report(
         )
         if contrasts
         else "No contrasts.",
+        "",
+        *pairing.pairing_lines(requests, contrasts),
         "",
         "## Interaction: the gain from the lowest level to the highest",
         "",
@@ -273,6 +276,20 @@ def report(
         *(["## Plots", "", *(f"![{p}]({p})" for p in plots), ""] if plots else []),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _per_block(load: Mapping[str, Any]) -> str:
+    """The Design line's block size and the wall time its throughput divides by."""
+    if load.get("duration_s") is not None:
+        return (
+            f"{load['duration_s']:g} s per block (closed loop: new requests while time remains; "
+            "open loop: the seeded arrivals within it; requests sent by then finish), "
+            "throughput over each block's wall time from its first send to its last completion"
+        )
+    return (
+        f"{load.get('requests')} requests per block, throughput over each block's wall time "
+        "from its start to its last completion"
+    )
 
 
 def _slo(slo: Mapping[str, float] | None) -> str:

@@ -24,6 +24,7 @@ BASE = """
 kind = "load"
 question = "q?"
 baseline = "a"
+{size}
 {extra}
 [model]
 id = "m"
@@ -37,10 +38,13 @@ base_url = "{url}"
 """
 
 
-def ladder_file(tmp_path: Path, extra: str, url: str = "http://127.0.0.1:10") -> Path:
+def ladder_file(
+    tmp_path: Path, extra: str, url: str = "http://127.0.0.1:10", size: str = "requests = 4"
+) -> Path:
+    """A load ladder on two attached treatments; `size` says how long each block runs."""
     path = tmp_path / "ladders" / "x.toml"
     path.parent.mkdir(exist_ok=True)
-    path.write_text(BASE.format(extra=extra, url=url))
+    path.write_text(BASE.format(extra=extra, url=url, size=size))
     return path
 
 
@@ -99,7 +103,6 @@ def test_levels_mix_closed_and_open_loop(tmp_path: Path) -> None:
         ("concurrency = [0, 2]", "list positive whole numbers"),
         ("concurrency = [1.5]", "list positive whole numbers"),
         ("rate = [-1.0]", "list positive requests/s"),
-        ("concurrency = [1]\nrequests = 0", "field 'requests' is 0"),
         ("concurrency = [1]\nendpoint = \"tok\"", "use one of ttft, itl, e2e"),
         ("concurrency = [1]\n[slo]\nttft_ms = -5", "slo.ttft_ms is -5"),
         ("concurrency = [1]\n[slo]\np99 = 5", "unknown field slo.'p99'"),
@@ -152,3 +155,65 @@ def test_the_test_file_shown_is_the_shipped_one() -> None:
 
     (shown,) = fenced(REPO / "docs" / "load.md", "python")
     assert shown == without_docstring(REPO / "experiments" / "test_load.py")
+
+
+@pytest.mark.parametrize(
+    ("size", "says"),
+    [
+        ("", "fields 'requests' and 'duration_s' are both missing; give one"),
+        ("requests = 4\nduration_s = 30", "fields 'requests' and 'duration_s' are both given"),
+        ("requests = 0", "field 'requests' is 0"),
+        ("duration_s = 0", "field 'duration_s' is 0; use more than 0 and at most 3600"),
+        ("duration_s = -2.5", "field 'duration_s' is -2.5; use more than 0"),
+        ("duration_s = 3600.5\nlevel_timeout_s = 7200", "field 'duration_s' is 3600.5"),
+        ("duration_s = true", "field 'duration_s' is True but must be a int or float"),
+        ("duration_s = 700", "'duration_s' is 700 but 'level_timeout_s' is 600"),
+        ("duration_s = 0.01\nrate = [0.001]", "level rate0.001 schedules no request within"),
+    ],
+)  # fmt: skip
+def test_a_block_is_sized_by_requests_or_by_duration_s_exactly_one(
+    tmp_path: Path, size: str, says: str
+) -> None:
+    with pytest.raises(LadderError) as info:
+        load_ladder(ladder_file(tmp_path, "" if "rate" in size else "concurrency = [1]", size=size))
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_timed_ladder_reads_its_duration_and_cycles_a_long_prompt_order(tmp_path: Path) -> None:
+    s = settings(load_ladder(ladder_file(tmp_path, "concurrency = [1]", size="duration_s = 30")))
+    assert (s.requests, s.duration_s, s.per_block) == (None, 30.0, "30 s")
+    assert s.order_length(7) == 7 * 147 >= 1024 and s.order_length(7) % 7 == 0
+    assert s.plan_entry()["duration_s"] == 30.0 and s.plan_entry()["requests"] is None
+    counted = settings(load_ladder(ladder_file(tmp_path, "concurrency = [1]")))
+    assert (counted.requests, counted.duration_s, counted.per_block) == (4, None, "4 requests")
+    assert counted.order_length(7) == 4
+
+
+@pytest.mark.parametrize(
+    ("size", "flags", "expect"),
+    [
+        ("requests = 4", {"command_line.duration_s": 2.0}, (None, 2.0)),
+        ("duration_s = 30", {"command_line.requests": 3}, (3, None)),
+        ("duration_s = 30", {"command_line.duration_s": 5.0}, (None, 5.0)),
+    ],
+)
+def test_either_option_replaces_the_ladders_block_size(
+    tmp_path: Path, size: str, flags: dict[str, float], expect: tuple[int | None, float | None]
+) -> None:
+    s = settings(load_ladder(ladder_file(tmp_path, "concurrency = [1]", size=size), flags))
+    assert (s.requests, s.duration_s) == expect
+
+
+def test_both_options_at_once_are_refused_by_their_flags(tmp_path: Path) -> None:
+    from pytest_mtpsweep import registry
+    from pytest_mtpsweep.options import describe_overrides
+
+    flags = {"command_line.requests": 3, "command_line.duration_s": 2.0}
+    said = describe_overrides(flags, registry.options())
+    with pytest.raises(LadderError) as info:
+        load_ladder(ladder_file(tmp_path, "concurrency = [1]"), flags, said)
+    text = str(info.value)
+    assert "--load-requests 3 --load-duration 2.0 from the command line" in text
+    assert "--load-requests and --load-duration are both given; give one" in text
+    with pytest.raises(LadderError, match=r"'duration_s' is 0\.0; use more than 0"):
+        load_ladder(ladder_file(tmp_path, "concurrency = [1]"), {"command_line.duration_s": 0.0})

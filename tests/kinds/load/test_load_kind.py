@@ -6,6 +6,7 @@ treatment and level, the slot witness and the requests that queued, the analysis
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -71,9 +72,12 @@ def stats(url: str) -> dict[str, int]:
     return out
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """The shipped experiments (test_load.py among them) and a ladder on two stand-ins."""
+@contextlib.contextmanager
+def stand_in_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ladder: str
+) -> Iterator[dict[str, str]]:
+    """The shipped experiments (test_load.py among them) and `ladder` (a template naming {a}
+    and {b}) as `stand` on two stand-ins, stopped at the end; the stand-ins' URLs."""
     path = [str(REPO), os.environ.get("PYTHONPATH", "")]
     if not any(ep.name == "load" for ep in entry_points(group=GROUP)):
         # an environment installed before this kind: declare it as pyproject.toml does
@@ -88,12 +92,18 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Itera
     procs = {k: start_stand_in(*v) for k, v in SCHEDULES.items()}
     try:
         urls = {k: url for k, (_, url) in procs.items()}
-        copy_experiments(pytester, {"stand": LADDER.format(**urls)})
+        copy_experiments(pytester, {"stand": ladder.format(**urls)})
         yield urls
     finally:
         for proc, _ in procs.values():
             proc.terminate()
             proc.wait(timeout=10)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    with stand_in_project(pytester, monkeypatch, LADDER) as urls:
+        yield urls
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
