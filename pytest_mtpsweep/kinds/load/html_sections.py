@@ -26,7 +26,7 @@ from ...analysis.html.document import Markup, Section, el, join
 from ...analysis.html.tables import filterable, table
 from ...state.rundir import read_records
 from .contrast import Row
-from .report import LAG, NAMES, gain
+from .report import NAMES, gain
 
 # report.md's sections shown above (headline, limitations, pictures), not again below
 FIRST = ("Headline", "Limitations", "Plots")
@@ -131,13 +131,9 @@ def _headline(doc: md.Document, out: Path, endpoint: str) -> Markup:
     )
 
 
-def _limitations(doc: md.Document, blocks: Sequence[Mapping[str, str]]) -> Markup:
-    """report.md's limitations; with a block over the client-lag bound, the witnesses' line
-    that names it (those latencies hold the client's delay too)."""
+def _limitations(doc: md.Document) -> Markup:
+    """report.md's limitations (a block over the client-lag bound among them)."""
     lines = [x for x in (doc.section("Limitations") or "").splitlines() if x.strip()]
-    if any(b.get("lag_flag") for b in blocks):
-        witnesses = (doc.section("Witnesses") or "").splitlines()
-        lines += [x for x in witnesses if x.startswith(f"- {LAG}")]
     return md.render("\n".join(lines) or "- The analysis recorded no limitation of this run.")
 
 
@@ -258,7 +254,7 @@ def sections(run_dir: Path) -> list[Section]:
     ordered += [t for t in named if t not in ordered and not t.startswith(FIRST)]
     return [
         Section("Question and headline", _headline(doc, out, endpoint), anchor="question"),
-        Section("Limitations", _limitations(doc, blocks), anchor="limitations"),
+        Section("Limitations", _limitations(doc), anchor="limitations"),
         Section("Pictures", _pictures(out, doc), anchor="pictures"),
         *(Section(title, md.render(named[title]), open=False) for title in ordered),
         Section("Every block", _blocks(blocks), open=False, anchor="blocks"),

@@ -52,6 +52,7 @@ MAX_DURATION_S = 3600.0
 # A timed block's prompt order: whole seeded permutations this long at least, then cycled,
 # so slot k is the same prompt in every treatment however many slots a block reaches.
 DURATION_ORDER = 1024
+DEFAULT_REQUESTS = 16  # per level block, when neither requests nor duration_s is given
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_LAG_BOUND_MS = 1.0
 DEFAULT_MAX_IN_FLIGHT = 256
@@ -195,7 +196,7 @@ def _slo(raw: Any, where: Path | str) -> Slos | None:
 
 def _per_block(fields: Mapping[str, Any], where: Path | str) -> tuple[int | None, float | None]:
     """(requests, duration_s) of every block, one of them None: the command line's if it gives
-    one (--load-requests, --load-duration), else the ladder's, which must give exactly one."""
+    one (--load-requests, --load-duration), else the ladder's (at most one of them; neither: 16 requests)."""
     cli = fields.get("command_line") or {}
     check_table(cli, COMMAND_LINE, "command_line.", where)
     if len(cli) == 2:
@@ -203,12 +204,13 @@ def _per_block(fields: Mapping[str, Any], where: Path | str) -> tuple[int | None
             f"{where}: --load-requests and --load-duration are both given; give one of them."
         )
     given = cli or {k: fields[k] for k in ("requests", "duration_s") if k in fields}
-    if len(given) != 1:
-        said = "are both given; keep one" if given else "are both missing; give one"
+    if len(given) == 2:
         raise LadderError(
-            f"{where}: fields 'requests' and 'duration_s' {said}: requests = 16 (per level "
-            "block) or duration_s = 30 (seconds per level block)."
+            f"{where}: fields 'requests' and 'duration_s' are both given; keep one: requests = "
+            "16 (per level block) or duration_s = 30 (seconds per level block)."
         )
+    if not given:
+        return DEFAULT_REQUESTS, None
     if "requests" in given:
         return int(given["requests"]), None
     d = given["duration_s"]

@@ -186,6 +186,7 @@ def report(
     cycles = sorted({int(c) for c in levels["cycle"]})
     endpoint = str(load.get("endpoint", "e2e"))
     order = load.get("block_order") or {}
+    witnessed = witness_lines(levels, plan, baseline)
     lines = [
         f"# Load report: {plan.get('ladder', '')} / {plan.get('run_id', '')}",
         "",
@@ -266,12 +267,15 @@ def report(
         "",
         "## Witnesses",
         "",
-        *witness_lines(levels, plan, baseline),
+        *witnessed,
         *session_lines(sessions),
         "",
         "## Limitations",
         "",
         *limitations(cycles, contrasts, sessions),
+        # a block over the client-lag bound measured the client too: a limitation, not only
+        # a witness
+        *(x for x in witnessed if x.startswith(f"- {LAG}") and " blocks over the bound " in x),
         "",
         *(["## Plots", "", *(f"![{p}]({p})" for p in plots), ""] if plots else []),
     ]

@@ -160,7 +160,6 @@ def test_the_test_file_shown_is_the_shipped_one() -> None:
 @pytest.mark.parametrize(
     ("size", "says"),
     [
-        ("", "fields 'requests' and 'duration_s' are both missing; give one"),
         ("requests = 4\nduration_s = 30", "fields 'requests' and 'duration_s' are both given"),
         ("requests = 0", "field 'requests' is 0"),
         ("duration_s = 0", "field 'duration_s' is 0; use more than 0 and at most 3600"),
@@ -171,12 +170,17 @@ def test_the_test_file_shown_is_the_shipped_one() -> None:
         ("duration_s = 0.01\nrate = [0.001]", "level rate0.001 schedules no request within"),
     ],
 )  # fmt: skip
-def test_a_block_is_sized_by_requests_or_by_duration_s_exactly_one(
+def test_a_block_is_sized_by_requests_or_by_duration_s_not_both(
     tmp_path: Path, size: str, says: str
 ) -> None:
     with pytest.raises(LadderError) as info:
         load_ladder(ladder_file(tmp_path, "" if "rate" in size else "concurrency = [1]", size=size))
     assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_ladder_with_neither_runs_16_requests_a_block(tmp_path: Path) -> None:
+    s = settings(load_ladder(ladder_file(tmp_path, "concurrency = [1]", size="")))
+    assert (s.requests, s.duration_s) == (16, None)
 
 
 def test_a_timed_ladder_reads_its_duration_and_cycles_a_long_prompt_order(tmp_path: Path) -> None:
