@@ -29,18 +29,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_mtpsweep.rig.load_client import (
-    ClosedLoop,
-    LevelRun,
-    LoadPrompt,
-    LoadSpec,
-    LoadTarget,
-    OpenLoop,
-    new_loop,
-    request_body,
-    run_level,
-)
+from pytest_mtpsweep.rig.load_client import ClosedLoop, LevelRun, OpenLoop, new_loop, run_level
 from pytest_mtpsweep.rig.load_records import sse_lines
+from pytest_mtpsweep.rig.load_request import LoadPrompt, LoadSpec, LoadTarget, request_body
 from pytest_mtpsweep.rig.load_summary import percentile, summarise
 
 STAND_IN = Path(__file__).resolve().parent.parent / "tests" / "stub_stream_schedule_server.py"

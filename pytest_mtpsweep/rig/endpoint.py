@@ -8,7 +8,6 @@ names, at request time, never stored); it is ready when it answers; what it says
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 
 from ..errors import ServerError
+from .bearer import bearer
 from .readiness import wait_until_ready
 
 IDENTITY_PATHS = ("/v1/models", "/props", "/version")
@@ -31,15 +31,7 @@ class Endpoint:
 
     def headers(self) -> dict[str, str]:
         """The Authorization header, read from the environment now (empty without a key)."""
-        if self.api_key_env is None:
-            return {}
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ServerError(
-                f"the environment variable {self.api_key_env} that should hold the API key for "
-                f"{self.base_url} is not set; export it before the run."
-            )
-        return {"Authorization": f"Bearer {key}"}
+        return bearer(self.api_key_env, self.base_url, ServerError)
 
     def url(self, path: str) -> str:
         """`path` on this server (a whole URL is taken as it is)."""

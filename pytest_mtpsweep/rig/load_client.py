@@ -25,64 +25,31 @@ the run says so (`LevelRun.timer`).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import itertools
-import json
 import math
-import os
 import selectors
 import socket
 import time
-from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from .arrivals import poisson_schedule, poisson_until
 from .load_records import RawRequest, StreamRecord, reduce_request
+from .load_request import (
+    LoadSpec,
+    LoadTarget,
+    PromptLike,
+    auth_headers,
+    check_target,
+    request_bytes,
+)
 from .wire import Exchange, Pool, Wire
 
 now = time.monotonic_ns
 SELECT_FD_LIMIT = 1024  # FD_SETSIZE on Linux
 FD_MARGIN = 128  # descriptors the rest of the process may open during a level
 LEAD_NS = 2_000_000  # an open-loop request's task starts this long before its intended time
-
-
-@dataclass(frozen=True)
-class LoadTarget:
-    """Where to send: an OpenAI-compatible server on loopback unless `allow_remote`."""
-
-    base_url: str
-    model: str
-    api_key_env: str | None = None  # the variable's name; its value is read at the start only
-    allow_remote: bool = False
-
-
-class PromptLike(Protocol):
-    """What a request needs of a prompt (the ladder's `Prompt` has it)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def text(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class LoadPrompt:
-    id: str
-    text: str
-
-
-@dataclass(frozen=True)
-class LoadSpec:
-    """What every request carries besides its prompt."""
-
-    max_tokens: int
-    temperature: float = 0.0
-    seed: int = 0
-    extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"cache_prompt": False}
-    read_timeout_s: float = 120.0  # the longest silence a stream may keep
 
 
 @dataclass(frozen=True)
@@ -140,71 +107,6 @@ class LevelRun:
     monitor: tuple[tuple[int, int], ...]  # (woke_ns, lag_ns) of every monitor wake
     cpu_s: float = 0.0  # the client process's CPU time over the level (saturated: ~ its span)
     raw: tuple[RawRequest, ...] = ()  # what the timed loop kept, with keep_raw only
-
-
-def check_target(target: LoadTarget) -> None:
-    """Refuse a non-loopback URL unless the target allows it (a load test is not for others)."""
-    host = urlsplit(target.base_url).hostname or ""
-    if target.allow_remote or host == "localhost":
-        return
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise ValueError(
-            f"load target {target.base_url} is not on loopback; point it at 127.0.0.1 or set "
-            "allow_remote=True for a server you may load"
-        )
-
-
-def auth_headers(target: LoadTarget) -> dict[str, str]:
-    if target.api_key_env is None:
-        return {}
-    key = os.environ.get(target.api_key_env)
-    if not key:
-        raise ValueError(
-            f"the environment variable {target.api_key_env} named for the API key of "
-            f"{target.base_url} is not set; export it before the run"
-        )
-    if not key.isprintable() or any(c.isspace() for c in key):
-        raise ValueError(
-            f"the API key in {target.api_key_env} holds whitespace or control characters, "
-            "which no header may carry; export the key alone"
-        )
-    return {"Authorization": f"Bearer {key}"}
-
-
-def request_bytes(
-    target: LoadTarget, spec: LoadSpec, prompt: PromptLike, headers: Mapping[str, str]
-) -> bytes:
-    """The whole HTTP/1.1 request, built before the level so no send encodes anything."""
-    url = urlsplit(target.base_url)
-    body = request_body(target, spec, prompt)
-    path = f"{url.path.rstrip('/')}/v1/chat/completions"
-    lines = [
-        f"POST {path} HTTP/1.1",
-        f"Host: {url.netloc.rsplit('@', 1)[-1]}",
-        "Content-Type: application/json",
-        "Accept: text/event-stream",
-        f"Content-Length: {len(body)}",
-        *(f"{k}: {v}" for k, v in headers.items()),
-    ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def request_body(target: LoadTarget, spec: LoadSpec, prompt: PromptLike) -> bytes:
-    body = {
-        "model": target.model,
-        "messages": [{"role": "user", "content": prompt.text}],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": spec.max_tokens,
-        "temperature": spec.temperature,
-        "seed": spec.seed,
-        **spec.extra,
-    }
-    return json.dumps(body).encode()
 
 
 def new_loop(connections: int) -> tuple[asyncio.AbstractEventLoop, str]:

@@ -17,16 +17,9 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.rig.arrivals import poisson_schedule, poisson_until, prompt_order
-from pytest_mtpsweep.rig.load_client import (
-    ClosedLoop,
-    LoadPrompt,
-    LoadSpec,
-    LoadTarget,
-    OpenLoop,
-    check_target,
-    run_level,
-)
+from pytest_mtpsweep.rig.load_client import ClosedLoop, OpenLoop, run_level
 from pytest_mtpsweep.rig.load_records import sse_lines
+from pytest_mtpsweep.rig.load_request import LoadPrompt, LoadSpec, LoadTarget, check_target
 from pytest_mtpsweep.rig.load_summary import summarise
 from pytest_mtpsweep.rig.net import free_port
 

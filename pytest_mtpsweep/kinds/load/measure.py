@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
-from ...rig.load_client import ClosedLoop, LoadSpec, LoadTarget, OpenLoop, PromptLike, run_level
+from ...rig.load_client import ClosedLoop, OpenLoop, run_level
+from ...rig.load_request import LoadSpec, LoadTarget, PromptLike
 from ...rig.load_summary import Slo, summarise
 from . import occupancy
 from .records import LEVEL, REQUEST_FIELDS, in_flight_at_send, level_line, request_line

@@ -1,0 +1,104 @@
+"""One load request as values and bytes: where it goes (`LoadTarget`, loopback unless allowed),
+what it carries (`LoadSpec`, a prompt), and the whole HTTP/1.1 request, built before a level
+starts so that no send encodes anything (`load_client` sends them)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from .bearer import bearer
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    """Where to send: an OpenAI-compatible server on loopback unless `allow_remote`."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None  # the variable's name; its value is read at the start only
+    allow_remote: bool = False
+
+
+class PromptLike(Protocol):
+    """What a request needs of a prompt (the ladder's `Prompt` has it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class LoadPrompt:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What every request carries besides its prompt."""
+
+    max_tokens: int
+    temperature: float = 0.0
+    seed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. {"cache_prompt": False}
+    read_timeout_s: float = 120.0  # the longest silence a stream may keep
+
+
+def check_target(target: LoadTarget) -> None:
+    """Refuse a non-loopback URL unless the target allows it (a load test is not for others)."""
+    host = urlsplit(target.base_url).hostname or ""
+    if target.allow_remote or host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(
+            f"load target {target.base_url} is not on loopback; point it at 127.0.0.1 or set "
+            "allow_remote=True for a server you may load"
+        )
+
+
+def auth_headers(target: LoadTarget) -> dict[str, str]:
+    """The Authorization header, read from the environment now (empty without a key)."""
+    return bearer(target.api_key_env, target.base_url, ValueError)
+
+
+def request_bytes(
+    target: LoadTarget, spec: LoadSpec, prompt: PromptLike, headers: Mapping[str, str]
+) -> bytes:
+    """The whole HTTP/1.1 request, built before the level so no send encodes anything."""
+    url = urlsplit(target.base_url)
+    body = request_body(target, spec, prompt)
+    path = f"{url.path.rstrip('/')}/v1/chat/completions"
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"Host: {url.netloc.rsplit('@', 1)[-1]}",
+        "Content-Type: application/json",
+        "Accept: text/event-stream",
+        f"Content-Length: {len(body)}",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def request_body(target: LoadTarget, spec: LoadSpec, prompt: PromptLike) -> bytes:
+    body = {
+        "model": target.model,
+        "messages": [{"role": "user", "content": prompt.text}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": spec.max_tokens,
+        "temperature": spec.temperature,
+        "seed": spec.seed,
+        **spec.extra,
+    }
+    return json.dumps(body).encode()
