@@ -213,6 +213,7 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "truncated": _frame(result.truncated),
         "degenerate": _frame(result.degenerate),
         "host": _frame(result.host),
+        "interval_basis": _frame(result.interval_basis),
         "quarantined": _frame(result.quarantined),
         "question": result.question,
         "scope": result.scope,

@@ -1,4 +1,6 @@
-"""report.md's diagnostic sections: position trend, census, drift, truncation, groups."""
+"""The diagnostic sections: position trend, census, drift, truncation, host noise, groups.
+
+report.html carries them all; report.md keeps the census and names where the rest are."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from .model import (
     STATEFUL_MIN_PCT_PER_POSITION,
     AnalysisResult,
 )
+from .report_limits import CALIBRATION_DRIFT_PCT
 from .textfmt import (
     LONG_LIST_ROWS,
     ci,
@@ -17,6 +20,9 @@ from .textfmt import (
     table_or_count,
 )
 
+CENSUS_HEADERS = ["endpoint", "treatment", "subset", "prompts", "pairs",
+                  "baseline without treatment", "treatment without baseline",
+                  "resamples kept/requested"]  # fmt: skip
 POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per position",
                     "95% CI", "stateful", "note"]  # fmt: skip
 
@@ -79,22 +85,7 @@ def section_census(result: AnalysisResult) -> list[str]:
             ]
             for r in dict_rows(result.census)
         ]
-        out += [
-            md_table(
-                [
-                    "endpoint",
-                    "treatment",
-                    "subset",
-                    "prompts",
-                    "pairs",
-                    "baseline without treatment",
-                    "treatment without baseline",
-                    "resamples kept/requested",
-                ],
-                rows,
-            ),
-            "",
-        ]
+        out += [table_or_count(CENSUS_HEADERS, rows, "census.csv", "census cells"), ""]
     if result.gaps.empty:
         out += ["Gaps: none in either direction.", ""]
     else:
@@ -134,7 +125,7 @@ def section_census(result: AnalysisResult) -> list[str]:
         out += [
             "Exclusions by reason (records or lines set aside):",
             "",
-            md_table(["reason", "n", "sessions"], rows),
+            table_or_count(["reason", "n", "sessions"], rows, "exclusions.csv", "reasons"),
             "",
         ]
     if not result.quarantined.empty:
@@ -145,7 +136,9 @@ def section_census(result: AnalysisResult) -> list[str]:
         out += [
             "Quarantined sessions (excluded, counted above):",
             "",
-            md_table(["session", "records", "reason"], rows),
+            table_or_count(
+                ["session", "records", "reason"], rows, "contrasts.json", "sessions (quarantined)"
+            ),
             "",
         ]
     return out
@@ -203,31 +196,6 @@ def section_drift(result: AnalysisResult) -> list[str]:
             "",
             md_table(
                 ["treatment", "subset", "endpoint", "odd cycles", "even cycles", "drift pp"], rows
-            ),
-            "",
-        ]
-    if result.calibration.empty:
-        out += ["Calibration drift: no session recorded a calibration.", ""]
-    else:
-        rows = [
-            [
-                str(r["session"]),
-                str(r["treatment"]),
-                str(r["cycle"]),
-                num(r["start_tps"]),
-                num(r["end_tps"]),
-                pct(r["drift_pct"]),
-            ]
-            for r in dict_rows(result.calibration)
-        ]
-        out += [
-            "Per-session calibration drift:",
-            "",
-            table_or_count(
-                ["session", "treatment", "cycle", "start tps", "end tps", "drift"],
-                rows,
-                "contrasts.json",
-                "sessions (calibration)",
             ),
             "",
         ]
@@ -321,7 +289,7 @@ def section_host(result: AnalysisResult) -> list[str]:
     out = ["## Host noise", ""]
     t = result.host
     if t.empty:
-        return [*out, "No session recorded the host's load.", ""]
+        return [*out, "No session recorded the host's load.", "", *_calibration(result)]
     flagged = [str(r["session"]) for r in dict_rows(t) if r["flagged"]]
     lead = (
         "CPU used by processes other than the server and the harness while each session "
@@ -350,7 +318,39 @@ def section_host(result: AnalysisResult) -> list[str]:
         "contrasts.json",
         "sessions (host)",
     )
-    return [*out, lead, "", verdict, "", table, ""]
+    return [*out, lead, "", verdict, "", table, "", *_calibration(result)]
+
+
+def _calibration(result: AnalysisResult) -> list[str]:
+    """Each session's calibration rate at its start and its end: the rig's own drift."""
+    out: list[str] = []
+    if result.calibration.empty:
+        out += ["Calibration drift: no session recorded a calibration.", ""]
+    else:
+        rows = [
+            [
+                str(r["session"]),
+                str(r["treatment"]),
+                str(r["cycle"]),
+                num(r["start_tps"]),
+                num(r["end_tps"]),
+                pct(r["drift_pct"]),
+            ]
+            for r in dict_rows(result.calibration)
+        ]
+        out += [
+            "Per-session calibration drift (the calibration rate at the session's start and its "
+            f"end; a move beyond ±{CALIBRATION_DRIFT_PCT:g}% is named under Limitations):",
+            "",
+            table_or_count(
+                ["session", "treatment", "cycle", "start tps", "end tps", "drift"],
+                rows,
+                "contrasts.json",
+                "sessions (calibration)",
+            ),
+            "",
+        ]
+    return out
 
 
 def interval_fallback_warning(result: AnalysisResult) -> str | None:

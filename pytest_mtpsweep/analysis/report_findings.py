@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 
+from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
 from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
-from .report_diagnostics import degenerate_warning
+from .report_diagnostics import degenerate_warning, interval_fallback_warning
 from .stats import PROMPTS_ONLY, WITH_SESSION
-from .textfmt import dict_rows, md_table, num, table_or_count
+from .textfmt import LONG_LIST_ROWS, dict_rows, num, table_or_count
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",
@@ -58,11 +59,15 @@ def _truncation(result: AnalysisResult) -> str:
     if t.empty:
         return "**Truncation:** no analysed measurement hit the token cap."
     prompts = sorted({str(p) for p in t["prompt_id"]})
+    named = ", ".join(prompts[:LONG_LIST_ROWS])
+    if len(prompts) > LONG_LIST_ROWS:
+        named += f" and {len(prompts) - LONG_LIST_ROWS} more"
     return (
         f"**Truncation:** {len(t)} analysed measurement(s) of {len(prompts)} prompt(s) hit the "
-        f"token cap ({', '.join(prompts)}). Their rates are valid observations of decoding up "
-        "to the cap; no claim about these prompts reaches beyond it (see Truncated "
-        "measurements; content equivalence compares them only up to the cap)."
+        f"token cap ({named}). Their rates are valid observations of decoding up to the cap; "
+        "no claim about these prompts reaches beyond it (one row each in `truncated.csv`, see "
+        f"{limits.see('Truncated measurements')}; content equivalence compares them only up "
+        "to the cap)."
     )
 
 
@@ -150,9 +155,11 @@ def _equivalence(result: AnalysisResult) -> list[str]:
 
 
 def section_limitations(result: AnalysisResult) -> list[str]:
-    """What limits the headline, before any detail table."""
+    """What limits the headline, before any detail table: every limitation, one bullet each,
+    whether its detail is in report.md or only in report.html."""
     warning = degenerate_warning(result)
     degenerate = f"**{warning}**" if warning else "**Degenerate output:** none detected."
+    fallback = interval_fallback_warning(result)
     items = [
         _multiplicity(result),
         _truncation(result),
@@ -160,7 +167,11 @@ def section_limitations(result: AnalysisResult) -> list[str]:
         _sessions(result),
         *_equivalence(result),
         degenerate,
+        *([f"**{fallback}**"] if fallback else []),
+        limits.host_noise(result),
     ]
+    if result.has_pairs and result.treatments:
+        items += [limits.drift(result), limits.position(result), limits.cross_checks(result)]
     return [LIMITATIONS, "", *(f"- {item}" for item in items), ""]
 
 
@@ -223,6 +234,15 @@ def section_acceptance(result: AnalysisResult) -> list[str]:
     t = result.acceptance
     if t.empty:
         return [*out, "No analysed measurements.", ""]
+    if not int(t["with_draft"].sum()):
+        # A table of dashes says less than a sentence.
+        return [
+            *out,
+            "No treatment drafted tokens: no valid analysed measurement reports a drafted "
+            "token (the server's `draft_n`); the counts per treatment and subset are in "
+            "`acceptance.csv`.",
+            "",
+        ]
     rows = [
         [
             str(r["treatment"]),
@@ -240,4 +260,5 @@ def section_acceptance(result: AnalysisResult) -> list[str]:
         "measurements (the server's `draft_n` / `draft_n_accepted`); a treatment without a "
         "drafter has none, shown as '-', not 0."
     )
-    return [*out, lead, "", md_table(ACCEPTANCE_HEADERS, rows), ""]
+    table = table_or_count(ACCEPTANCE_HEADERS, rows, "acceptance.csv", "treatment × subset rows")
+    return [*out, lead, "", table, ""]

@@ -1,5 +1,6 @@
-"""report.md as a findings document: question first, limitations before the detail, content
-equivalence and draft acceptance wired into the analysis."""
+"""report.md as a findings document: question first, limitations before the tables that
+decide, the detail only named (it is on report.html); content equivalence and draft acceptance
+wired into the analysis."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 from pytest_mtpsweep.analysis import analyse_run
 from pytest_mtpsweep.analysis.equivalence import content_equivalence
 from pytest_mtpsweep.analysis.frame import parse_records
+from pytest_mtpsweep.analysis.html.document import anchor
 from pytest_mtpsweep.analysis.model import RecordFile
+from pytest_mtpsweep.analysis.report import DETAIL, render_full
 from pytest_mtpsweep.analysis.report_findings import LIMITATIONS
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
@@ -69,18 +72,11 @@ class TestFindingsDocument:
         assert report.splitlines()[2].startswith("**Question (pre-registered):** not recorded")
         assert "**Scope:**" not in report
 
-    def test_headline_then_limitations_then_the_detail_tables(self, tmp_path: Path) -> None:
-        report = run(tmp_path, records()).report_md
-        order = [
-            "**Question",
-            "## Headline",
-            LIMITATIONS,
-            "## Endpoints and tie-break",
-            "## Content equivalence",
-            "## Draft acceptance",
-            "## Census",
-            "## Method and multiplicity",
-        ]
+    def test_headline_then_limitations_then_the_tables_that_decide(self, tmp_path: Path) -> None:
+        result = run(tmp_path, records())
+        report = result.report_md
+        order = ["**Question", "## Headline", LIMITATIONS, "## Draft acceptance", "## Census",
+                 DETAIL, "## Plot"]  # fmt: skip
         at = [report.index(h) for h in order]
         assert at == sorted(at), dict(zip(order, at, strict=True))
         limits = section(report, LIMITATIONS)
@@ -88,8 +84,21 @@ class TestFindingsDocument:
                      "**Truncation:** no analysed measurement", "**Curtailment and stops:** none",
                      "**Conditional on sessions:** with 2 cycle(s)",
                      "**Content equivalence:** every treatment's answers are identical",
-                     "**Degenerate output:** none detected"):  # fmt: skip
+                     "**Degenerate output:** none detected", "**Host noise:** not recorded",
+                     "**Drift:** ", "**Position trend:** not estimable",
+                     "**Cross-checks:** the arithmetic mean"):  # fmt: skip
             assert item in limits, item
+        # the diagnostics and the method: in the full set (report.html), in its order, and
+        # named in report.md by one line each, never shown there
+        full = render_full(result)
+        detail = ["## Endpoints and tie-break", "## Content equivalence", "## Draft acceptance",
+                  "## Census", "## Method and multiplicity"]  # fmt: skip
+        at = [full.index(h) for h in detail]
+        assert at == sorted(at), dict(zip(detail, at, strict=True))
+        pointers = section(report, DETAIL)
+        for moved in ("Endpoints and tie-break", "Content equivalence", "Method and multiplicity"):
+            assert f"## {moved}" not in report
+            assert f"- {moved}: `report.html#{anchor(moved)}`" in pointers
 
     def test_one_cycle_claims_no_self_identity(self, tmp_path: Path) -> None:
         one = [r for r in records() if r["cycle"] == 1]
@@ -160,7 +169,7 @@ class TestFindingsDocument:
         )
         limits = section(result.report_md, LIMITATIONS)
         assert "2 analysed measurement(s) of 1 prompt(s) hit the token cap (prose_03)" in limits
-        eq = section(result.report_md, "## Content equivalence")
+        eq = section(render_full(result), "## Content equivalence")
         assert "| gate | prose | prose_03 | c1 | identical up to the cap | both |" in eq
 
 
@@ -174,7 +183,7 @@ class TestContentEquivalence:
             "(prompt, cycle) cells at temperature 0 (structured_04)" in limits
         )
         assert "not identical to itself across cycles in 1 of 6 prompts (structured_04)" in limits
-        eq = section(result.report_md, "## Content equivalence")
+        eq = section(render_full(result), "## Content equivalence")
         cells, selves = eq.split("Answers unlike their own first cycle:")
         listed = [line for line in cells.splitlines() if line.startswith("| gate |")]
         assert listed == ["| gate | structured | structured_04 | c2 | differs | - | 380 | 400 |"]
@@ -194,7 +203,7 @@ class TestContentEquivalence:
         result = run(tmp_path, recs)
         assert result.equivalence is None
         assert "temperature 0.7" in section(result.report_md, LIMITATIONS)
-        assert "Correctness flag" not in result.report_md
+        assert "Correctness flag" not in render_full(result)
         table = pd.read_csv(Path(result.out_dir) / "equivalence.csv")
         assert table.empty and "verdict" in table.columns
         payload = json.loads((Path(result.out_dir) / "contrasts.json").read_text())
@@ -268,10 +277,10 @@ class TestLongLists:
                 for p in [*DESIGN.prompts["prose"], *DESIGN.prompts["structured"][:1]]}  # fmt: skip
         result = run(tmp_path, records(edit))
         out = Path(result.out_dir)
-        eq = section(result.report_md, "## Content equivalence")
+        eq = section(render_full(result), "## Content equivalence")
         assert "Truncated cells that do not differ:" in eq
         assert eq.count("| identical up to the cap |") == 14  # 7 prompts x 2 cycles: listed
-        truncated = section(result.report_md, "## Truncated measurements")
+        truncated = section(render_full(result), "## Truncated measurements")
         assert (
             "28 measurements of 7 prompt(s), by prompt: `prose_01` (4), `prose_02` (4)" in truncated
         )
@@ -282,7 +291,7 @@ class TestLongLists:
         edit.update({("none", c, p): cut for c in (1, 2) for p in DESIGN.prompts["structured"]})
         edit.update({("gate", c, p): cut for c in (1, 2) for p in DESIGN.prompts["structured"]})
         result = run(tmp_path / "more", records(edit))
-        eq = section(result.report_md, "## Content equivalence")
+        eq = section(render_full(result), "## Content equivalence")
         line = (
             "24 cells: too many to list here; one row each in `equivalence.csv` beside this report."
         )

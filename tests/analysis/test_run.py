@@ -14,6 +14,7 @@ from scipy import stats as sps
 
 from pytest_mtpsweep.analysis import AnalysisError, analyse_run, headline_table
 from pytest_mtpsweep.analysis.io import OUTPUT_FILES
+from pytest_mtpsweep.analysis.report import render_full
 from tests.strategies import KEYED, Design, make_plan, make_records, noisy, session_name, write_run
 
 REQUIRED_COLUMNS = ["endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs",
@@ -132,7 +133,8 @@ class TestComparability:
         assert "server_build" in " ".join(result.notes)
         cell = result.contrasts.query("treatment == 'ngram' and subset == 'prose'")
         assert (cell["n_pairs"] == 6).all()  # cycle 2 only
-        assert "## Comparability groups" in result.report_md
+        assert "## Comparability groups" in render_full(result)  # on report.html
+        assert "`report.html#comparability-groups`" in result.report_md
 
     def test_the_group_holding_the_baseline_is_analysed_even_when_smaller(
         self, tmp_path: Path
@@ -281,7 +283,7 @@ class TestCensus:
                 r["finish_reason"] = "length"
         result = analyse(write_run(tmp_path, DESIGN, recs))
         assert list(result.truncated["prompt_id"]) == ["prose_03", "prose_03"]
-        assert "`prose_03`: none c1, none c2" in result.report_md
+        assert "`prose_03`: none c1, none c2" in render_full(result)
 
     def test_calibration_drift_is_reported_per_session(self, tmp_path: Path) -> None:
         facts = {
@@ -293,7 +295,8 @@ class TestCensus:
         }  # fmt: skip
         result = analyse(write_run(tmp_path, DESIGN, records(), session_facts=facts))
         assert list(result.calibration["drift_pct"]) == [-4.0]
-        assert "-4.00%" in result.report_md
+        assert "-4.00%" in render_full(result).split("## Host noise")[1]
+        assert "every calibration stayed within ±10%" in result.report_md  # the bullet
 
     def test_a_treatment_holding_one_cycle_is_flagged_order_confounded(
         self, tmp_path: Path
@@ -343,9 +346,11 @@ class TestTieBreakAndDecisions:
         assert (pub["endpoint"] == "interval").all()
         # The reason names the cell that triggered the switch, the largest divergence.
         assert pub["published_reason"].str.contains("ngram/structured endpoints differ").all()
-        section = result.report_md.split("## Endpoints and tie-break")[1].split("## ")[0]
+        section = render_full(result).split("## Endpoints and tie-break")[1].split("## ")[0]
         assert "ANY treatment × subset cell" in section
         assert section.count("**yes**") == 2  # ngram structured and ngram pooled (+1.5 pp)
+        head = result.report_md.split("## Headline")[1].split("\n## ")[0]
+        assert "Published on the interval endpoint, not the pre-registered primary: " in head
 
     def test_a_cell_lacking_an_endpoint_publishes_the_other_one(self, tmp_path: Path) -> None:
         design = DESIGN
@@ -408,7 +413,7 @@ class TestTieBreakAndDecisions:
             assert pub.loc[("ngram", subset), "decision"] == "insufficient"
             assert "fewer than 6 prompts (prose 5)" in pub.loc[("ngram", subset), "note"]
         assert "fewer than 6 prompts" in headline_table(result)
-        assert "cannot reject at 5%" in result.report_md
+        assert "cannot reject at 5%" in render_full(result)
 
 
 class TestNoPairs:
@@ -489,7 +494,8 @@ class TestSessionsAndPosition:
         assert (trend["n_sessions"] == 2).all() and (trend["n_obs"] == 24).all()
         table = pd.read_csv(run / "analysis" / "position_trend.csv")
         assert {"slope_pct", "ci_low", "ci_high", "stateful"} <= set(table.columns)
-        assert "Stateful: ngram" in result.report_md
+        assert "Stateful: ngram" in render_full(result)
+        assert "**Position trend:** stateful: ngram +" in result.report_md
 
     def test_records_without_positions_leave_the_trend_table_empty(self, tmp_path: Path) -> None:
         recs = records()
@@ -497,7 +503,8 @@ class TestSessionsAndPosition:
         run = write_run(tmp_path, DESIGN, recs)
         result = analyse(run)
         assert result.position_trend.empty
-        assert "Not available: no record carries a `position`" in result.report_md
+        assert "Not available: no record carries a `position`" in render_full(result)
+        assert "**Position trend:** not estimable" in result.report_md
         assert pd.read_csv(run / "analysis" / "position_trend.csv").empty
 
 
@@ -514,11 +521,12 @@ class TestDegenerateText:
         assert "prose_01: echo" in counts.loc["ngram", "examples"]
         report = (Path(result.out_dir) / "report.md").read_text()
         assert "**Degenerate text: 12 of 72 analysed measurements were not real answers" in report
-        assert "ngram 12/24" in report and "## What the model wrote" in report
+        assert "ngram 12/24" in report and "## What the model wrote" in render_full(result)
         assert "Degenerate text: 12 of 72" in headline_table(result)
 
     def test_clean_answers_say_nothing_alarming(self, tmp_path: Path) -> None:
         result = analyse(write_run(tmp_path, DESIGN, records()))
         assert int(result.degenerate["n_degenerate"].sum()) == 0
         report = (Path(result.out_dir) / "report.md").read_text()
-        assert "Degenerate text" not in report and "## What the model wrote" in report
+        assert "Degenerate text" not in render_full(result)
+        assert "- What the model wrote: `report.html#what-the-model-wrote`" in report

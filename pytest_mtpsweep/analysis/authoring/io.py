@@ -13,7 +13,7 @@ from ... import schema
 from ...errors import AnalysisError
 from ...fileio import atomic_write_text
 from ...state.rundir import read_records
-from . import contrast, repeats, report, tables
+from . import contrast, findings, repeats, report, tables
 from .frame import cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks
@@ -56,44 +56,67 @@ def _forgeable(records: list[dict[str, Any]]) -> list[str]:
     if not tasks:
         return []
     return [
-        f"FORGEABLE verdicts: {', '.join(tasks)} checked in-process (task.toml checking = "
+        f"**FORGEABLE verdicts:** {', '.join(tasks)} checked in-process (task.toml checking = "
         '"in-process"): the artefact ran inside the checker\'s process and could have written '
         "its own verdict; read those tasks' results as unverified."
     ]
 
 
-def _notes(run_dir: Path) -> list[str]:
-    notes = []
-    plan_path = run_dir / schema.PLAN_FILE
-    if plan_path.is_file():
-        plan = json.loads(plan_path.read_text(encoding="utf-8"))
+def _plan(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / schema.PLAN_FILE
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return plan if isinstance(plan, dict) else {}
+
+
+def _title(run_dir: Path, plan: dict[str, Any]) -> str:
+    """`ladder/run id` as plan.json names them (the directory's name without a plan)."""
+    run = str(plan.get("run_id") or run_dir.name)
+    ladder = plan.get("ladder")
+    return f"{ladder}/{run}" if isinstance(ladder, str) and ladder else run
+
+
+def _notes(run_dir: Path, plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The run's facts for the Notes, and those that limit the answer (for Limitations)."""
+    notes, limits = [], []
+    if plan:
         notes.append(f"pre-registration sha256 {plan.get('preregistration_sha256')}")
     for path in sorted((run_dir / schema.SESSIONS_DIR).glob("*.json")):
-        notes += _flight(path)
+        flight = _flight(path)
+        if flight.startswith("**"):
+            limits.append(flight)
+        elif flight:
+            notes.append(flight)
     for name in (schema.RUN_STATUS_FILE, schema.STOPPED_FILE):
         path = run_dir / name
         if path.is_file():
-            first = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-            notes.append(f"{name}: {' / '.join(first)}")
-    return notes
+            text = path.read_text(encoding="utf-8", errors="replace")
+            notes.append(f"{name}: {' / '.join(text.strip().splitlines())}")
+            limits += findings.status_limits(name, text)
+    return notes, limits
 
 
-def _flight(path: Path) -> list[str]:
-    """What a session with cells in flight together says of its concurrency."""
+def _flight(path: Path) -> str:
+    """What a session with cells in flight together says of its concurrency (a limitation,
+    in bold, when HTTP 429s lowered it)."""
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []  # the session census names an unreadable session file
+        return ""  # the session census names an unreadable session file
     n, low = info.get("concurrency"), info.get("concurrency_lowest")
     if not isinstance(n, int) or n <= 1:
-        return []
+        return ""
     subject = info.get("treatment", path.stem)
     if isinstance(low, int) and low < n:
-        return [
-            f"concurrency: {subject} ran {n} cells in flight; HTTP 429s lowered the requests in "
-            f"flight to {low} ({info.get('throttled_requests', 0)} request(s) throttled)."
-        ]
-    return [f"concurrency: {subject} ran {n} cells in flight; no HTTP 429 lowered it."]
+        return (
+            f"**Concurrency lowered:** {subject} ran {n} cells in flight; HTTP 429s lowered the "
+            f"requests in flight to {low} ({info.get('throttled_requests', 0)} request(s) "
+            "throttled): cells started in the pre-registered order, but fewer ran together "
+            "than planned."
+        )
+    return f"concurrency: {subject} ran {n} cells in flight; no HTTP 429 lowered it."
 
 
 def analyse_dir(
@@ -132,23 +155,28 @@ def analyse_dir(
     atomic_write_text(out / REPEATS_CSV, same.to_csv(index=False))
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
-    notes = [*_notes(run_dir), *_forgeable(records), *_unreadable(bad_cells, bad_turns),
-             *_unknown_tokens(cells), *repeats.repeats_lines(same)]  # fmt: skip
+    plan = _plan(run_dir)
+    notes, run_limits = _notes(run_dir, plan)
+    run_limits = [*_forgeable(records), *_unreadable(bad_cells, bad_turns),
+                  *_unknown_tokens(cells), *run_limits]  # fmt: skip
+    limits = findings.limitations(cells, rows, same, rescue, run_limits, plan)
     extra = report.repeats_sections(passes, repeats.rescue_lines(rescue))
     text = report.markdown(
-        f"Authoring report: {run_dir.name}",
+        f"Authoring report: {_title(run_dir, plan)}",
+        findings.opening(plan, cells, rows, baseline),
+        limits,
         table,
         rows,
         agree,
-        census,
+        findings.census_lines(census, unreadable),
         notes,
         settings,
         extra,
-        unreadable,
     )
     atomic_write_text(out / schema.REPORT_MD, text)
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
-                      *repeats.rescue_lines(rescue)[:1], *_unreadable(bad_cells, bad_turns)])  # fmt: skip
+                      *repeats.rescue_lines(rescue)[:1],
+                      *(u.replace("**", "") for u in _unreadable(bad_cells, bad_turns))])  # fmt: skip
     return AuthoringResult(table, rows, agree, census, head, out, tuple(bad_cells))
 
 
@@ -159,15 +187,16 @@ def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
     names = ", ".join(unknown["cell"].astype(str).head(10))
     more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
     return [
-        f"TOKENS UNKNOWN in {len(unknown)} cell(s) ({names}{more}): the server answered "
+        f"**TOKENS UNKNOWN in {len(unknown)} cell(s)** ({names}{more}): the server answered "
         "without usage; their tokens are left out of token means and ratios, and the budget "
         "charged each such turn its bound."
     ]
 
 
 def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
-    lines = [f"UNREADABLE records (a cell whose final record is cut is missing from every table): "
+    lines = [f"**UNREADABLE records** (a cell whose final record is cut is missing from every "
+             f"table): "
              f"{'; '.join(cells)}"] if cells else []  # fmt: skip
     if turns:
-        lines.append(f"unreadable turn records (left out of turn counts): {'; '.join(turns)}")
+        lines.append(f"**Unreadable turn records** (left out of turn counts): {'; '.join(turns)}")
     return lines

@@ -61,7 +61,8 @@ def repeats_lines(summary: pd.DataFrame) -> list[str]:
             lines.append(
                 f"repeats identical: {subject} wrote the same artefacts in every repeat of every "
                 f"cell ({n} repeats): a deterministic subject; {n - 1} of {n} repeats add no "
-                "information (sample with temperature > 0, or run 1 repeat)."
+                "information, and pass@k for k > 1 equals pass@1 (sample with temperature > 0, "
+                "or run 1 repeat)."
             )
         elif copies:
             lines.append(

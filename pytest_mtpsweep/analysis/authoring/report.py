@@ -1,4 +1,5 @@
-"""The authoring report: the subject x cohort table, the paired contrasts, the census."""
+"""The authoring report: its opening (findings.py), the subject x cohort table, the paired
+contrasts, pass@k, feedback, the census and the notes."""
 
 from __future__ import annotations
 
@@ -75,17 +76,18 @@ def headline(table: pd.DataFrame, rows: Sequence[Contrast], agree: Sequence[str]
 
 def markdown(
     title: str,
+    opening: Sequence[str],
+    limitations: Sequence[str],
     table: pd.DataFrame,
     rows: Sequence[Contrast],
     agree: Sequence[str],
-    census: pd.DataFrame,
+    census: Sequence[str],
     notes: Sequence[str],
     settings: str,
     extra: Sequence[str] = (),
-    unreadable: Sequence[str] = (),
 ) -> str:
-    """report.md."""
-    out = [f"# {title}", "", *[f"- {n}" for n in notes], "", "## Subjects x cohorts", "",
+    """report.md: question, design, headline and Limitations first, then the tables."""
+    out = [f"# {title}", "", *opening, *limitations, "## Subjects x cohorts", "",
            "Rates and mean tokens are over informative cells (first_attempt_green, "
            "green_after_k, exhausted); the other outcomes are counted and named below.", "",
            "```", table_text(table), "```", "", "## Cohort contrasts, within subject", "",
@@ -94,12 +96,9 @@ def markdown(
            f"{method_text(settings)}", ""]  # fmt: skip
     out += [f"- {contrast_text(r)}" for r in rows] or ["- no contrast could be formed"]
     out += ["", "## Across subjects", "", *[f"- {a}" for a in agree], *extra, "", "## Census", ""]
-    missing = census[census["class"] != "informative"]
-    counts = census["class"].value_counts()
-    out += [f"- {k}: {v}" for k, v in counts.items()]
-    out += [f"- unreadable: {u}" for u in unreadable]
-    out += [f"- {r.cell}: {r['class']} ({r.why})" for _, r in missing.iterrows()]
-    return "\n".join(out) + "\n"
+    out += [*census, ""]
+    out += ["## Notes", "", *[f"- {n}" for n in notes]] if notes else []
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> list[str]:

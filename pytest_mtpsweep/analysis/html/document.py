@@ -62,7 +62,12 @@ class Section:
 
     @property
     def id(self) -> str:
-        return self.anchor or re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
+        return self.anchor or anchor(self.title)
+
+
+def anchor(title: str) -> str:
+    """A section's element id from its title: report.md links to `report.html#<anchor>`."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
 def text(value: object) -> Markup:

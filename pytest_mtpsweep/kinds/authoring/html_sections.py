@@ -1,7 +1,8 @@
 """The authoring kind's sections of report.html: findings, then every cell turn by turn.
 
-Read from what the run and its analysis wrote: plan.json (question, cohorts' extraction),
-analysis/ (cohort_table.csv, census.csv, report.md), cells/ and turns/ (one record per cell
+It opens with report.md's own question, design, headline and Limitations (so the page and
+the file cannot disagree). Read from what the run and its analysis wrote: plan.json (cohorts'
+extraction), analysis/ (cohort_table.csv, report.md), cells/ and turns/ (one record per cell
 and per turn) and conversations/ (each cell's messages). Each cell is a collapsed element
 `#cell-<cell id>`, filterable by subject, cohort, task and outcome; the fragment
 `#cell=<cell id>` opens it. Replies, artefacts and checker output are text on the page.
@@ -24,7 +25,7 @@ from ...analysis.html.tables import facets, table
 from ...state.rundir import read_records
 from .extract import extract
 
-HEADLINE = ("Subjects x cohorts", "Cohort contrasts", "Across subjects", "Census")
+HEADLINE = ("Subjects x cohorts", "Cohort contrasts", "Across subjects")
 TABLE = (("subject", "subject"), ("cohort", "cohort"), ("cells", "cells"),
          ("first_attempt_green", "green 1st"), ("green_after_k", "green k>1"),
          ("never_green", "never"), ("api_failure", "api fail"), ("checker_error", "chk err"),
@@ -55,11 +56,9 @@ def _number(value: str, scale: float = 1.0) -> str:
         return "-"
 
 
-def _headline(plan: Mapping[str, Any], out: Path, doc: md.Document) -> Markup:
-    question = str(plan.get("question") or "not recorded (plan.json has no question)").strip()
-    parts = [el("p", el("strong", "Question (pre-registered): "), question)]
-    if plan.get("scope"):
-        parts.append(el("p", el("strong", "Scope: "), str(plan["scope"]).strip()))
+def _headline(out: Path, doc: md.Document) -> Markup:
+    """report.md's opening (question, scope, design, headline), then the tables it rests on."""
+    parts = [md.render(doc.preamble)]
     rows = []
     for r in _csv(out / schema.COHORT_TABLE_CSV):
         row: list[object] = [r.get(k, "") for k, _ in TABLE[:10]]
@@ -75,23 +74,6 @@ def _headline(plan: Mapping[str, Any], out: Path, doc: md.Document) -> Markup:
         if body is not None:
             parts += [el("h3", name), md.render(body)]
     return el("div", join(parts), id="headline")
-
-
-def _limitations(doc: md.Document, out: Path) -> Markup:
-    notes = [line for line in doc.preamble.splitlines() if line.startswith("- ")]
-    limits = [n for n in notes if not n.startswith("- pre-registration sha256")]
-    census = _csv(out / schema.CENSUS_CSV)
-    other = [c for c in census if c.get("class") != "informative"]
-    if other:
-        counts: dict[str, int] = {}
-        for c in other:
-            counts[c.get("class", "")] = counts.get(c.get("class", ""), 0) + 1
-        named = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        limits.append(
-            f"- {len(other)} of {len(census)} cells are not informative ({named}): counted, not "
-            "in the rates; each is named in the census and under Conversations."
-        )
-    return md.render("\n".join(limits) or "- The analysis recorded no limitation of this run.")
 
 
 def _final_cells(run_dir: Path) -> list[dict[str, Any]]:
@@ -310,18 +292,18 @@ def sections(run_dir: Path) -> list[Section]:
     out = run_dir / schema.ANALYSIS_DIR
     doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
     plan = _json(run_dir / schema.PLAN_FILE)
-    census = doc.section("Census")
+    limits = doc.section("Limitations") or "- The analysis recorded no limitation of this run."
+    last = ("Census", "Notes")  # after the other detail, as in report.md
     return [
-        Section("Question and headline", _headline(plan, out, doc), anchor="question"),
-        Section("Limitations", _limitations(doc, out), anchor="limitations"),
+        Section("Question and headline", _headline(out, doc), anchor="question"),
+        Section("Limitations", md.render(limits), anchor="limitations"),
         Section("Conversations, cell by cell", _cells(run_dir, plan), anchor="conversations"),
         *(
             Section(t, md.render(b), open=False)
             for t, b in doc.sections
-            if not t.startswith(HEADLINE)
+            if not t.startswith((*HEADLINE, "Limitations", *last))
         ),
-        Section("Census", md.render(census or ""), open=False),
-        Section("Run", md.render(doc.preamble), open=False),
+        *(Section(t, md.render(doc.section(t) or ""), open=False) for t in last if doc.section(t)),
     ]
 
 

@@ -1,9 +1,10 @@
-"""The decode kind's sections of report.html, read from what its analysis wrote.
+"""The decode kind's sections of report.html, from its analysis and what the analysis wrote.
 
-The findings are report.md's own text (so the page and the file cannot disagree): question,
-scope and headline with the forest plot, then Limitations, then the pictures drawn from the
-records, then every other report.md section collapsed, the long per-cell lists (content
-equivalence, truncation, gaps) as filterable tables.
+The text is the analysis' full section set (`render_full`), of which report.md is the findings
+part, so the page and the file cannot disagree: question, scope and headline with the forest
+plot, then Limitations, then the pictures drawn from the records, then every other section
+collapsed (the diagnostics and the method that report.md only points at), the long per-cell
+lists (content equivalence, truncation, gaps) as filterable tables.
 """
 
 from __future__ import annotations
@@ -152,10 +153,11 @@ def _census(out: Path, doc: md.Document) -> Markup:
     return join(parts)
 
 
-def sections(run_dir: Path, analysis_dir: Path | None = None) -> list[Section]:
-    """report.html's sections for a decode run, from <run>/analysis (or `analysis_dir`)."""
+def sections(run_dir: Path, full: str, analysis_dir: Path | None = None) -> list[Section]:
+    """report.html's sections for a decode run: `full` is the analysis' whole section set
+    (report.md's and the detail's), the files are those in <run>/analysis (or `analysis_dir`)."""
     out = analysis_dir or run_dir / schema.ANALYSIS_DIR
-    doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
+    doc = md.split(full)
     data = json.loads((out / "contrasts.json").read_text(encoding="utf-8"))
     forest = out / "forest.png"
     built = {
@@ -180,11 +182,12 @@ def write(result: AnalysisResult) -> AnalysisResult:
     """report.html beside the report.md an analysis wrote; the result names it among its files."""
     import dataclasses
 
+    from ...analysis.report import render_full
     from ...errors import AnalysisError
 
     out, run_dir = Path(str(result.out_dir)), Path(result.run_dirs[0])
     try:
-        page = write_report_html(run_dir, sections(run_dir, out), out)
+        page = write_report_html(run_dir, sections(run_dir, render_full(result), out), out)
     except OSError as exc:
         raise AnalysisError(
             f"cannot write {out}/report.html ({exc.strerror}); pass --out with a writable directory"

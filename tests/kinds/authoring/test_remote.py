@@ -463,7 +463,7 @@ class TestCellsInFlight:
         assert session["concurrency"] == 4 and session["throttled_requests"] > 0
         assert session["concurrency_lowest"] <= 2
         report = (many / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
-        assert "concurrency: alpha ran 4 cells in flight; HTTP 429s lowered" in report
+        assert "**Concurrency lowered:** alpha ran 4 cells in flight; HTTP 429s lowered" in report
         prereg = (many / "preregistration.md").read_text()
         assert "Cells in flight together: alpha 4" in prereg
 
