@@ -64,10 +64,14 @@ def repeats_lines(summary: pd.DataFrame) -> list[str]:
                 "information, and pass@k for k > 1 equals pass@1 (sample with temperature > 0, "
                 "or run 1 repeat)."
             )
-        elif copies:
+        else:
+            distinct = int((g["distinct"] == g["repeats"]).sum())
+            copied = (f"; {copies} repeated the same artefacts in every repeat" if copies
+                      else "")  # fmt: skip
             lines.append(
-                f"repeats: {subject}: {copies} of {len(g)} cohort x task groups repeated the same "
-                "artefacts in every repeat."
+                f"repeats sampled: {subject}: {distinct} of {len(g)} cohort x task groups wrote "
+                f"a different artefact in each of their repeats (up to {n}){copied} "
+                "(`repeats.csv`)."
             )
     return lines
 
