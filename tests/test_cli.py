@@ -119,7 +119,7 @@ class TestLint:
         shipped = sorted((REPO / "experiments" / "ladders").glob("*.toml"))
         summaries = {
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
-            "authoring-cpu": "authoring, 1 treatments x 1 cycles, 48 cases",
+            "authoring-cpu": "authoring, 1 treatments x 1 cycles, 36 cases",
             "cpu-demo": "decode, 3 treatments x 4 cycles, 192 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
         }
