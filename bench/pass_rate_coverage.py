@@ -8,7 +8,7 @@ Pass rates: `paired_binary.paired_difference` (Newcombe's paired score interval)
 and 64 tasks, with true baseline rates 0.1 … 0.9 and the treated cohort's rate equal to the
 baseline's (Δ 0) or 0.1 or 0.3 away from it (up, or down where up would pass 0.9). It is run
 with 1 and 3 repeats, under a strong and a moderate within-task correlation between the
-cohorts (tests/analysis/authoring/pass_rates.py; `--correlations extreme` runs a stress case
+cohorts (tests/kinds/authoring/analysis/pass_rates.py; `--correlations extreme` runs a stress case
 instead). The interval it replaced (the t/bootstrap-t interval, `contrast.mean_interval`) is
 shown beside it on a few cells. Token ratios use `contrast.mean_interval` on per-task log
 ratios, at the same task counts.
@@ -28,10 +28,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.analysis.authoring.contrast import LEVEL, mean_interval
-from pytest_mtpsweep.analysis.authoring.paired_binary import paired_difference
 from pytest_mtpsweep.analysis.stats import index_matrix
-from tests.analysis.authoring.pass_rates import CORRELATIONS, log_token_ratios, pass_rates
+from pytest_mtpsweep.kinds.authoring.analysis.contrast import LEVEL, mean_interval
+from pytest_mtpsweep.kinds.authoring.analysis.paired_binary import paired_difference
+from tests.kinds.authoring.analysis.pass_rates import CORRELATIONS, log_token_ratios, pass_rates
 
 TASKS = (8, 16, 32, 64)
 RATES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

@@ -100,25 +100,35 @@ def server_by_hand(
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real llama-server started and stopped here, outside the plugin (as a launcher, a
     container or another host would): (process, base URL) once /health answers 200."""
-    import httpx
-
     from pytest_mtpsweep.rig.net import free_port
 
     port = free_port("127.0.0.1")
     argv = [str(server_bin), "-m", str(model_path), "--host", "127.0.0.1", "--port", str(port),
             *flags]  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    with started_by_hand(argv, f"http://127.0.0.1:{port}", "/health", log_path) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def started_by_hand(
+    argv: list[str], url: str, ready_path: str, log_path: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """Any server process started here (argv, its output in log_path) and stopped on exit:
+    (process, url) once GET url+ready_path answers 200 (fails after 180 s, with its log)."""
+    import httpx
+
     with log_path.open("wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
+            while True:
                 assert proc.poll() is None, log_path.read_text()[-2000:]
                 try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    if httpx.get(url + ready_path, timeout=2).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
+                assert time.monotonic() < deadline, log_path.read_text()[-2000:]
                 time.sleep(0.5)
             yield proc, url
         finally:

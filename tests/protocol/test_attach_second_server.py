@@ -15,18 +15,15 @@ to its outcomes.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.rig.net import free_port
-from tests.sandbox import copy_experiments, only_run
+from tests.sandbox import copy_experiments, only_run, started_by_hand
 
 pytest.importorskip("llama_cpp.server", reason="the second-server extra (scripts/dev installs it)")
 
@@ -59,27 +56,9 @@ def lcp(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path),
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
             "--n_threads", "2"]  # fmt: skip
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                assert proc.poll() is None, log_path.read_text()[-2000:]
-                try:
-                    if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.5)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    # llama-cpp-python's server has no /health: it is up once it lists its model
+    with started_by_hand(argv, f"http://127.0.0.1:{port}", "/v1/models", log_path) as (_, url):
+        yield url
 
 
 def _records(run: Path, folder: str) -> list[dict[str, object]]:

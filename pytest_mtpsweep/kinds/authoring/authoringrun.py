@@ -241,9 +241,9 @@ class AuthoringKindRun(AuthoringRun):
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         """The session-end analysis; a refusal is a line, never a traceback."""
-        from ...analysis.authoring import analyse_dir
         from ...errors import AnalysisError
         from . import html_sections
+        from .analysis import analyse_dir
 
         baseline, boot, seed = self.bootstrap(request)
         try:

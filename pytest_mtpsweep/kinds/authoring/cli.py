@@ -32,8 +32,8 @@ def analyse(
             "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
             "--expect, --out and the other runs"
         )
-    from ...analysis.authoring import analyse_dir
     from . import html_sections
+    from .analysis import analyse_dir
 
     plan = plans[0]
     registered = plan.get("contrast") or {}

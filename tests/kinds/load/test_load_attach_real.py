@@ -82,7 +82,15 @@ def test_load_attached_to_a_server_started_by_hand_shows_the_queue_it_cannot_ser
         # Counted from the intended send, each waits for those before it: the last request's
         # latency holds the queue (coordinated omission would hide it behind a late send).
         assert e2e[-1] > 2.5 * e2e[0], e2e
-        assert all(r["send_lag_ms"] < 100 for r in block), [r["send_lag_ms"] for r in block]
+        # The growth is the server's queue, not the client sending late: counted from the
+        # actual send it still grows. (How late each send was is recorded, never asserted
+        # small: a throttled CI container stalls the client by 100s of ms, and that is host
+        # noise the level's client-lag figures report.)
+        lags = [r["send_lag_ms"] for r in block]
+        assert all(lag is not None and lag >= 0 for lag in lags), lags
+        served = [e - lag for e, lag in zip(e2e, lags, strict=True)]
+        assert served[-1] > 2 * served[0], (e2e, lags)
+        assert lv["send_lag_ms"]["p50"] is not None, lv
     report = (run_dir / "analysis" / "report.md").read_text()
     assert "queued" in report and "rate4" in report
     # attached: the server the test started is still running and answers

@@ -45,6 +45,32 @@ def test_in_flight_counts_agree_with_a_brute_force_sweep(
     assert max_in_flight(records) == max(at_send) + 1
 
 
+maybe_spans = st.lists(
+    st.tuples(st.none() | st.integers(0, 20), st.none() | st.integers(0, 10)), max_size=30
+)
+
+
+@given(maybe_spans)
+def test_in_flight_counts_hold_for_unsent_unended_and_zero_length_requests(
+    given_spans: list[tuple[int | None, int | None]],
+) -> None:
+    """Unsent (no send), still open (no end) and zero-length requests, many sent at one tick:
+    the sweep agrees with the definition, pair by pair."""
+    records = [
+        record(i, s, None if s is None or d is None else s + d)
+        for i, (s, d) in enumerate(given_spans)
+    ]
+    expected = []
+    for i, r in enumerate(records):
+        send = r.t_send_ns
+        expected.append(0 if send is None else sum(
+            1 for j, o in enumerate(records)
+            if j != i and o.t_send_ns is not None and (o.t_send_ns, j) < (send, i)
+            and (o.t_end_ns is None or o.t_end_ns > send)
+        ))  # fmt: skip
+    assert in_flight_at_send(records) == expected
+
+
 def test_a_request_sent_while_every_slot_holds_another_queued() -> None:
     # three at once on two slots: the third queued
     records = [record(0, 0, 10), record(1, 1, 10), record(2, 2, 10), record(3, 11, 12)]

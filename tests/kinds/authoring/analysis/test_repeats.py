@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring import analyse_dir
-from pytest_mtpsweep.analysis.authoring.frame import cell_frame, turn_frame
-from pytest_mtpsweep.analysis.authoring.repeats import (
+from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
+from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame, turn_frame
+from pytest_mtpsweep.kinds.authoring.analysis.repeats import (
     identical_repeats,
     pass_at_k,
     pass_hat_k,
@@ -23,7 +23,7 @@ from pytest_mtpsweep.analysis.authoring.repeats import (
     rescue_lines,
     rescue_table,
 )
-from tests.analysis.authoring.test_contrast import cell
+from tests.kinds.authoring.analysis.test_contrast import cell
 
 
 def turn(c: dict[str, Any], n: int, sha: str | None, first: str | None = None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ... import schema
+from .... import schema
 
 COLUMNS: tuple[str, ...] = (
     "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",

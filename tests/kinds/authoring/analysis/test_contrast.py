@@ -10,9 +10,14 @@ import numpy as np
 import pandas as pd
 
 from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring.contrast import agreement, contrasts, pooled, task_means
-from pytest_mtpsweep.analysis.authoring.frame import cell_frame
-from pytest_mtpsweep.analysis.authoring.report import contrast_text, headline
+from pytest_mtpsweep.kinds.authoring.analysis.contrast import (
+    agreement,
+    contrasts,
+    pooled,
+    task_means,
+)
+from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame
+from pytest_mtpsweep.kinds.authoring.analysis.report import contrast_text, headline
 
 
 def cell(subject: str, cohort: str, task: str, repeat: int, outcome: str | None,

@@ -10,10 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.authoring.contrast import LEVEL, mean_interval
-from pytest_mtpsweep.analysis.authoring.paired_binary import paired_difference, wilson, z_value
 from pytest_mtpsweep.analysis.stats import index_matrix
-from tests.analysis.authoring.pass_rates import log_token_ratios, pass_rates
+from pytest_mtpsweep.kinds.authoring.analysis.contrast import LEVEL, mean_interval
+from pytest_mtpsweep.kinds.authoring.analysis.paired_binary import (
+    paired_difference,
+    wilson,
+    z_value,
+)
+from tests.kinds.authoring.analysis.pass_rates import log_token_ratios, pass_rates
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring import analyse_dir
-from pytest_mtpsweep.analysis.authoring.findings import LIMITATIONS
-from tests.analysis.authoring.test_contrast import cell
-from tests.analysis.authoring.test_repeats import turn
+from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
+from pytest_mtpsweep.kinds.authoring.analysis.findings import LIMITATIONS
 from tests.analysis.html.dom import parse
+from tests.kinds.authoring.analysis.test_contrast import cell
+from tests.kinds.authoring.analysis.test_repeats import turn
 
 QUESTION = "Does the doctest cohort reach green more often?"
 PLAN = {

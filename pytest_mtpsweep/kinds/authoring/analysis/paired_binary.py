@@ -6,7 +6,7 @@ square-and-add using the phi correlation of the pairs. Phi carries Newcombe's co
 correction: AD − BC is reduced by n/2 when it is above n/2, set to 0 between 0 and n/2, and
 kept when negative. This module reproduces published values to the digits given: Newcombe's
 n = 50 example, Fagerland, Lydersen & Laake (2014, Table II) and two more
-(tests/analysis/authoring/test_paired_binary.py).
+(tests/kinds/authoring/analysis/test_paired_binary.py).
 
 Why this method and not Tango's score interval: it is closed form, with no constrained
 maximum likelihood and no root finding, so one call handles thousands of simulated experiments.

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep import schema
-from pytest_mtpsweep.analysis.authoring import analyse_dir
-from pytest_mtpsweep.analysis.authoring.frame import cell_frame
-from pytest_mtpsweep.analysis.authoring.tables import census, cohort_table
-from tests.analysis.authoring.test_contrast import cell
+from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
+from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame
+from pytest_mtpsweep.kinds.authoring.analysis.tables import census, cohort_table
+from tests.kinds.authoring.analysis.test_contrast import cell
 
 RECS = [
     cell("s", "a", "t0", 1, schema.FIRST_ATTEMPT_GREEN, 100, 10),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import schema
+from .... import schema
 
 TABLE_COLUMNS: tuple[str, ...] = (
     "subject", "cohort", "cells", "informative", "first_attempt_green", "green_after_k",

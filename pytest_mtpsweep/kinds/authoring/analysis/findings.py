@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from ... import schema
-from ..textfmt import LONG_LIST_ROWS
+from .... import schema
+from ....analysis.textfmt import LONG_LIST_ROWS
 from .contrast import POOLED, Contrast
 from .repeats import repeats_lines
 from .report import LABELS

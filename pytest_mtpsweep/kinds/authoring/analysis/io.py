@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from ... import schema
-from ...errors import AnalysisError
-from ...fileio import atomic_write_text
-from ...state.rundir import read_records
+from .... import schema
+from ....errors import AnalysisError
+from ....fileio import atomic_write_text
+from ....state.rundir import read_records
 from . import contrast, findings, repeats, report, tables
 from .frame import cell_frame, turn_frame
 

@@ -22,7 +22,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from ... import schema
+from .... import schema
 from .paired_binary import _trials, wilson, z_value
 
 LEVEL = 0.95
