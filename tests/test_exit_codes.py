@@ -14,11 +14,22 @@ from tests.protocol.test_session import run_stub, stub_project
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A gate needs a decision. Four cycles, not the stub ladder's two: two give the session-level
+# interval one degree of freedom, and on a busy CI host even b's 2x speed came out
+# `inconclusive` at two.
+GATED = ["--cycles=4"]
+
 # (scenario, stub fault flags for treatment b, extra args, exit code, the failing JUnit case)
 SCENARIOS = [
-    ("all valid, gates met", ["--stub-token-ms", "1"], ["--expect=b:prose:faster"], 0, None),
+    (
+        "all valid, gates met",
+        ["--stub-token-ms", "1"],
+        [*GATED, "--expect=b:prose:faster"],
+        0,
+        None,
+    ),
     ("a measurement invalid", ["--fault", "no-usage@3"], ["-k", "c1"], 1, "test_decode["),
-    ("a gate unmet", ["--stub-token-ms", "1"], ["--expect=b:prose:slower"], 1, "expect["),
+    ("a gate unmet", ["--stub-token-ms", "1"], [*GATED, "--expect=b:prose:slower"], 1, "expect["),
     ("a preflight item failed", [], ["--server-build=deadbeef"], 1, "preflight[server_version]"),
     ("stopped by a protocol rule", ["--fault", "reasoning@3"], [], 2, "stopped"),
     ("stopped: warm-up failed twice", ["--fault", "http-400@1"], [], 2, "stopped"),

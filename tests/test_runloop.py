@@ -57,7 +57,8 @@ def suite_props(xml: Path) -> dict[str, str]:
 
 def test_a_run_with_gates_in_the_xml(pytester: pytest.Pytester) -> None:
     # The stub streams b at 1 ms a token against a's 2 ms: b is faster, never slower (6 prompts:
-    # fewer leave every decision insufficient).
+    # fewer leave every decision insufficient; 4 cycles: at two the session-level interval has
+    # one degree of freedom, and on a busy CI host even this 2x effect can be inconclusive).
     few = stub_project(pytester, ["--stub-token-ms", "1"], prompts=6)
     xml = pytester.path / "junit.xml"
     result = run_stub(
@@ -66,11 +67,12 @@ def test_a_run_with_gates_in_the_xml(pytester: pytest.Pytester) -> None:
         "--no-calibration",
         "--max-tokens=16",
         f"--junitxml={xml}",
+        "--cycles=4",
         "--expect=b:prose:faster",
         "--expect=b:prose:slower",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the unmet gate, and only it
-    result.assert_outcomes(passed=25, failed=1)
+    result.assert_outcomes(passed=49, failed=1)
     got = cases(xml)
     names = [c.attrib["name"] for c in got]
     first_measurement = names.index("test_decode[c1-a-prose_01]")
@@ -86,7 +88,7 @@ def test_a_run_with_gates_in_the_xml(pytester: pytest.Pytester) -> None:
     )
 
     measured = [c for c in got if c.attrib["name"].startswith("test_decode[")]
-    assert len(measured) == 24 and all(outcome(c) == "passed" for c in measured)
+    assert len(measured) == 48 and all(outcome(c) == "passed" for c in measured)
     p = props(next(c for c in measured if c.attrib["name"] == "test_decode[c1-b-prose_01]"))
     assert set(p) >= MEASUREMENT_PROPERTIES and "reason" not in p
     assert (p["session"], p["treatment"], p["cycle"], p["prompt_id"], p["subset"]) == (
@@ -103,10 +105,10 @@ def test_a_run_with_gates_in_the_xml(pytester: pytest.Pytester) -> None:
     suite = suite_props(xml)
     run_dir = next((pytester.path / "runs" / "stub").iterdir())
     records = pytest_mtpsweep.load_records(run_dir)
-    assert len(records) == 24 and set(records["run_id"]) == {p["run_id"]}
+    assert len(records) == 48 and set(records["run_id"]) == {p["run_id"]}
     assert suite["mtpsweep.run_id"] == p["run_id"] == run_dir.name
     assert suite["mtpsweep.run_dir"] == str(run_dir)
-    assert suite["mtpsweep.measurements"] == "24 valid of 24"
+    assert suite["mtpsweep.measurements"] == "48 valid of 48"
     assert suite["mtpsweep.b:prose"].startswith("vs a: +") and "faster" in suite["mtpsweep.b:prose"]
     assert suite["mtpsweep.report"].endswith("analysis/report.md")
 

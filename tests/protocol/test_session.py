@@ -375,9 +375,12 @@ class TestGates:
         # The stub streams b at 1 ms a token against a's default 2 ms: a known, large effect.
         # six prompts: fewer make the decision `insufficient`, whatever the effect
         few = stub_project(pytester, ["--stub-token-ms", "1"], prompts=6)
+        # four cycles: two give the session-level interval one degree of freedom, and on a busy
+        # CI host even this 2x effect came out `inconclusive` at two
         ok = run_stub(
-            pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:faster"
-        )
+            pytester, few, "--no-calibration", "--max-tokens=32", "--cycles=4",
+            "--expect=b:prose:faster",
+        )  # fmt: skip
         assert ok.ret == pytest.ExitCode.OK
         ok.stdout.fnmatch_lines(["*vs baseline 'a'*", "*b*prose*faster*"])
         # the CLI on the same records gives the same numbers as the session end did
@@ -389,12 +392,13 @@ class TestGates:
         ).read_bytes()
         shutil.rmtree(pytester.path / "runs")
         bad = run_stub(
-            pytester, few, "--no-calibration", "--max-tokens=32", "--expect=b:prose:slower"
-        )
+            pytester, few, "--no-calibration", "--max-tokens=32", "--cycles=4",
+            "--expect=b:prose:slower",
+        )  # fmt: skip
         assert bad.ret == pytest.ExitCode.TESTS_FAILED
         bad.stdout.fnmatch_lines(["*--expect not met:*b*prose*slower*faster*"])
         # the gate is a test item of its own: the measurements pass, the gate fails
-        bad.assert_outcomes(passed=24, failed=1)
+        bad.assert_outcomes(passed=48, failed=1)
         bad.stdout.fnmatch_lines(["FAILED mtpsweep::expect[[]b:prose:slower[]]*"])
 
     def test_bad_expectation_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
