@@ -37,6 +37,11 @@ MIN_CYCLES_FOR_SESSION = 4
 STATEFUL_MIN_PCT_PER_POSITION = 0.1
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
 EXACT_SIGN_FLIP_MAX_N = 16
+# The bootstrap-t quantile may widen Student's t-interval at most this many times. Its resamples
+# that repeat a few near-identical clusters have an SE near 0, so one outlying prompt among tight
+# ones drove it to 100-4000 (a 2x speed-up published as [-89 %, +3492 %]); by bench/coverage.py
+# the cap costs at most 0.003 of coverage in any cell.
+BOOT_T_MAX_FACTOR = 2.0
 
 
 @dataclass(frozen=True)

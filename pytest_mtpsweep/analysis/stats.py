@@ -12,7 +12,9 @@ and this interval 0.938-0.992 under normal, skewed and t(3) prompt effects; it i
 narrower than the t-interval. The equal-tailed bootstrap-t was erratic at 6 prompts (0.91
 skewed, in a numpy prototype); the symmetric one corrects for skew but degenerates at 2-3
 prompts and knows nothing of the session level's few degrees of freedom, which Student's t at
-the Satterthwaite df carries. The larger of the two quantiles keeps both.
+the Satterthwaite df carries. The larger of the two quantiles keeps both, the bootstrap-t one
+capped at twice t: at 4-6 prompts, or with tight prompts and one outlier, its resamples of a
+few repeated clusters have an SE near 0 and the quantile runs to the hundreds.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .model import EXACT_SIGN_FLIP_MAX_N, MDE_POWER
+from .model import BOOT_T_MAX_FACTOR, EXACT_SIGN_FLIP_MAX_N, MDE_POWER
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -214,17 +216,20 @@ def session_spread(groups: Sequence[FloatArray], matrices: Sequence[FloatArray])
 def published_interval(
     est: float, spread: Spread, q_boot: float, level: float
 ) -> tuple[float, float]:
-    """est ± q·se with q = max(Student's t at the spread's df, the bootstrap-t quantile).
+    """est ± q·se with q = max(Student's t at the spread's df, the bootstrap-t quantile), the
+    latter capped at BOOT_T_MAX_FACTOR times t.
 
     The t quantile alone under-covers a skewed prompt effect (0.91-0.95 at 4-16 prompts); the
     bootstrap-t quantile alone misses the session level's few degrees of freedom. The larger of
-    the two keeps both, and the interval is never narrower than the t-interval.
+    the two keeps both, and the interval is never narrower than the t-interval. The cap keeps a
+    degenerate bootstrap-t (tight clusters and one outlier) from making it unboundedly wide.
     """
-    q = t_quantile(0.5 + level / 2.0, spread.df)
-    if math.isfinite(q_boot):
-        q = max(q, q_boot)
-    if not (math.isfinite(est) and math.isfinite(q) and math.isfinite(spread.se)):
+    q_t = t_quantile(0.5 + level / 2.0, spread.df)
+    if not (math.isfinite(est) and math.isfinite(q_t) and math.isfinite(spread.se)):
         return math.nan, math.nan
+    q = q_t
+    if math.isfinite(q_boot):
+        q = max(q_t, min(q_boot, BOOT_T_MAX_FACTOR * q_t))
     return est - q * spread.se, est + q * spread.se
 
 

@@ -16,8 +16,15 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.analysis.model import AnalysisSettings
-from pytest_mtpsweep.analysis.stats import PROMPTS_ONLY, WITH_SESSION
+from pytest_mtpsweep.analysis.model import BOOT_T_MAX_FACTOR, AnalysisSettings
+from pytest_mtpsweep.analysis.stats import (
+    PROMPTS_ONLY,
+    WITH_SESSION,
+    index_matrix,
+    resample,
+    summarise_resamples,
+    t_quantile,
+)
 from tests.strategies import Scenario, replication_records
 
 SUBSETS = ("prose", "structured", "pooled")
@@ -76,6 +83,46 @@ class TestPromptLevelCoverage:
         # Measured 0.046 (nominal 5 %); the percentile interval would call 0.112.
         assert called <= 0.065
         assert boot_called >= called + 0.03
+
+
+class TestDegenerateBootstrapT:
+    """Tight prompts and one outlier: the case a quiet CI host gave the stub ladder (five prompts'
+    2x within 0.01 %, one prompt off) and that a 2x speed-up turned `inconclusive` on."""
+
+    EFFECT, OUTLIER = math.log(2.0), 0.25
+
+    def rows(self) -> pd.DataFrame:
+        scenario = Scenario(prompts=6, cycles=4, prompt_sd=0.0, noise_sd=1e-4, effect=self.EFFECT)
+        records, treatments = replication_records(scenario, 100, 6)
+        odd = records["prompt_id"].str.endswith("_06") & (records["treatment"] != "none")
+        records.loc[odd, "rate_primary"] *= math.exp(self.OUTLIER)
+        tables = compute_contrasts(
+            records,
+            treatments=treatments,
+            subsets=list(scenario.subsets),
+            settings=AnalysisSettings(baseline="none", boot=1000, seed=6),
+        )
+        return tables.contrasts[tables.contrasts["endpoint"] == "primary"]
+
+    def test_the_scenario_degenerates_the_bootstrap_t(self) -> None:
+        rng = np.random.default_rng(6)
+        values = self.EFFECT + 1e-4 * rng.standard_normal(6)
+        values[5] += self.OUTLIER
+        boot = summarise_resamples(
+            resample(values[None, :], index_matrix(6, 1000, 6, "prose")), np.array([values.mean()])
+        )
+        # Uncapped, q would be ~30-300x Student's t here.
+        assert boot.q95[0] > 20 * t_quantile(0.975, 5.0)
+
+    def test_a_clear_speed_up_is_decided_and_its_interval_is_at_most_twice_t(self) -> None:
+        rows = self.rows()
+        est = np.log1p(rows["pct_change"].to_numpy() / 100.0)
+        half = np.log1p(rows["ci_high"].to_numpy() / 100.0) - est
+        t = np.array([t_quantile(0.975, df) for df in rows["df"]])
+        se = rows["se_pct"].to_numpy() / 100.0
+        assert (half <= BOOT_T_MAX_FACTOR * t * se * (1 + 1e-9)).all()
+        assert (half >= t * se * (1 - 1e-9)).all()  # never narrower than the t-interval
+        assert set(rows["decision"]) == {"faster"}, rows["decision"].value_counts()
 
 
 class TestSessionLevel:

@@ -12,7 +12,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_mtpsweep.analysis.model import MIN_PROMPTS_FOR_DECISION, AnalysisResult
+from pytest_mtpsweep.analysis.model import (
+    BOOT_T_MAX_FACTOR,
+    MIN_PROMPTS_FOR_DECISION,
+    AnalysisResult,
+)
 from pytest_mtpsweep.analysis.pipeline import analyse
 from pytest_mtpsweep.analysis.stats import (
     fixed_effects_slope,
@@ -263,6 +267,17 @@ class TestSmallHelpers:
         wide = published_interval(float(x.mean()), prompt_spread([x]), 10.0, 0.95)
         assert wide[0] < lo and wide[1] > hi
         assert published_interval(float(x.mean()), prompt_spread([x]), 0.1, 0.95) == (lo, hi)
+
+    def test_a_runaway_bootstrap_quantile_widens_the_interval_at_most_twice(self) -> None:
+        x = np.array([0.1, -0.05, 0.2, 0.07])
+        spread = prompt_spread([x])
+        lo, hi = published_interval(float(x.mean()), spread, math.nan, 0.95)
+        capped = published_interval(float(x.mean()), spread, 500.0, 0.95)
+        assert capped[1] - capped[0] == pytest.approx(BOOT_T_MAX_FACTOR * (hi - lo))
+        # Below the cap the bootstrap-t quantile is used as it is.
+        q = 1.5 * sps.t.ppf(0.975, 3)
+        inside = published_interval(float(x.mean()), spread, q, 0.95)
+        assert inside[1] - inside[0] == pytest.approx(2 * q * spread.se)
 
     def test_two_groups_use_welch_satterthwaite(self) -> None:
         a, b = np.array([0.1, 0.2, 0.3]), np.array([-0.2, 0.0, 0.1, 0.3])

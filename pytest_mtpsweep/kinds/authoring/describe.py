@@ -87,7 +87,7 @@ def prereg_lines(
         "tokens per cell.",
         "- Intervals (95 %): the two pass-rate differences by Newcombe's paired score interval "
         "(method 10, over tasks); the token ratios by the larger of Student's t and the "
-        f"bootstrap-t over tasks ({s.resamples} resamples, seed {s.boot_seed}).",
+        f"bootstrap-t over tasks, at most twice t ({s.resamples} resamples, seed {s.boot_seed}).",
         f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
         f"- Token budget: {budget}",
         *_flight_lines(ladder, s),

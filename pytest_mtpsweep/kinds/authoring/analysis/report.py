@@ -58,7 +58,7 @@ def method_text(settings: str) -> str:
         "(method 10: Wilson intervals with the phi correction; task means over repeats enter "
         "with their effective number of trials), which keeps its width when every task ties; "
         "token ratios: mean ± q·SE of the per-task log ratios, q the larger of Student's t and "
-        f"the bootstrap-t over task resamples{where}."
+        f"the bootstrap-t over task resamples{where}, at most twice t."
     )
 
 
