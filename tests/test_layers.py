@@ -205,14 +205,14 @@ def test_folders_import_one_way_too() -> None:
     assert not cycles(folders(imports(PACKAGE)))
 
 
-def shipped_kinds() -> list[str]:
-    """The kinds pyproject.toml's entry-point table ships: a new one is covered by this file
-    without an edit here."""
+def kind_entry_points() -> dict[str, str]:
+    """pyproject.toml's kind entry-point table (name -> target): the shipped kinds, so a new
+    one is covered by this file without an edit here."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return sorted(project["entry-points"]["pytest_mtpsweep.kinds"])
+    return dict(project["entry-points"]["pytest_mtpsweep.kinds"])
 
 
-SHIPPED_KINDS = shipped_kinds()
+SHIPPED_KINDS = sorted(kind_entry_points())
 # the one line where "load" is another tool's word: xdist's --dist mode of that name
 OTHER_MEANING = "# -n alone means xdist's `load`"
 
@@ -245,7 +245,5 @@ def test_no_package_outside_kinds_is_a_kind(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", SHIPPED_KINDS)
 def test_each_shipped_kind_is_its_own_package_under_kinds(kind: str) -> None:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    target = project["entry-points"]["pytest_mtpsweep.kinds"][kind]
-    assert target == f"pytest_mtpsweep.kinds.{kind}:KIND"
+    assert kind_entry_points()[kind] == f"pytest_mtpsweep.kinds.{kind}:KIND"
     assert (PACKAGE / "kinds" / kind / "__init__.py").is_file()

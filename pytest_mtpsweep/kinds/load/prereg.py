@@ -79,7 +79,8 @@ def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) ->
         "- Gain: positive means the treatment is better (baseline/treatment for latencies, "
         "treatment/baseline for throughput), a geometric mean; 95 % intervals as the decode "
         "analysis gives them (Student's t or the bootstrap-t quantile, the larger, capped at "
-        "twice t, and the session level with 4 or more cycles); per-block endpoints with cycles as the unit.",
+        "twice t, and the session level with 4 or more cycles); per-block endpoints with cycles "
+        "as the unit.",
         "- Interaction: the gain at the highest level of a mode over the gain at its lowest "
         "(the ratio of gain factors), per prompt and cycle, with its interval.",
         f"- Contrasts: {pairs}. Headline: the {s.endpoint} gain at each level and its interaction.",
