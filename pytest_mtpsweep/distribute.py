@@ -91,6 +91,8 @@ def configure(config: pytest.Config, run: Run, as_role: str) -> Controller | Non
 
         able = ", ".join(k.name for k in registry.kinds() if k.distributable) or "no kind"
         problem = f"a {lad.kind} ladder runs without -n; distribution is for {able} ladders."
+    elif lad.stop is not None:
+        problem = "a [stop] rule looks between cycle pairs in order; run it without -n."
     elif any(t.attached for t in lad.treatments):
         problem = "an attached server is one endpoint that two workers would measure at once."
     elif request.deadline or request.time_budget:

@@ -19,6 +19,7 @@ MtpsweepError
     ├── SkipSession      this session does not run
     │   ├── AlreadyDone  --resume: it completed in the run being resumed
     │   ├── Curtailed    dropped, in the pre-registered order, to meet the deadline
+    │   ├── Decided      not needed: the pre-registered stop rule was met at a look
     │   └── OutOfBudget  the token budget is spent (its cases are recorded as not run)
     └── SkipCase         this case was not run, and its record says so (the token budget)
 """
@@ -88,6 +89,10 @@ class AlreadyDone(SkipSession):
 
 class Curtailed(SkipSession):
     """This session was dropped to meet the deadline, in the pre-registered order."""
+
+
+class Decided(SkipSession):
+    """The pre-registered stop rule was met at a look: this session is not needed."""
 
 
 class OutOfBudget(SkipSession):

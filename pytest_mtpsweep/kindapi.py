@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .analysis.sequential import CellState
     from .ladder.fields import Spec
     from .ladder.model import Ladder, Preregistration, Treatment
     from .ladder.plan import SessionSlot
@@ -204,3 +205,14 @@ def session_note(kind: KindRun, live: LiveSession) -> str:
     """The kind's optional `session_note(live)` for a session's closing line ('' without)."""
     own = getattr(kind, "session_note", None)
     return str(own(live)) if own is not None else ""
+
+
+Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
+
+
+def kind_interim(kind: KindRun) -> Interim | None:
+    """The kind's optional `interim(run_dir, request)`: its headline cells' decisions and
+    interval half-widths from the records so far, what a `[stop]` rule looks at (None: the
+    kind cannot run a sequential design)."""
+    own = getattr(kind, "interim", None)
+    return own if callable(own) else None

@@ -38,6 +38,7 @@ PREREGISTRATION_FILE = "preregistration.md"
 STOPPED_FILE = "STOPPED"
 RUN_STATUS_FILE = "RUN_STATUS"
 CURTAILMENT_FILE = "curtailment.json"
+STOP_FILE = "stop.json"  # the stop rule's looks (protocol/looks.py)
 RESUME_LOG = "resume.log"
 SESSIONS_CSV = "sessions.csv"
 MEMORY_CHECK_FILE = "memory_check.json"

@@ -47,7 +47,7 @@ def test_provision_with_a_bad_server_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.server
 def test_preflight_prints_the_table_and_starts_nothing(tmp_path: Path) -> None:
     shutil.copytree(REPO / "experiments", tmp_path / "experiments")
-    done = mtpsweep("preflight", "--ladder", "cpu-demo", "--port", "0", cwd=tmp_path)
+    done = mtpsweep("preflight", "--ladder", "drafters-cpu", "--port", "0", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     for item in ("gpu", "ram", "server_version", "prompt_set", "ladder_file", "run_dir"):
         assert f"\n{item} " in done.stdout
@@ -58,7 +58,7 @@ def test_preflight_prints_the_table_and_starts_nothing(tmp_path: Path) -> None:
 def test_the_cpu_demo_preflight_table_fits_120_columns(tmp_path: Path) -> None:
     shutil.copytree(REPO / "experiments", tmp_path / "experiments")
     done = mtpsweep(
-        "preflight", "--ladder", "cpu-demo", "--port", "0", cwd=tmp_path, env={"COLUMNS": "120"}
+        "preflight", "--ladder", "drafters-cpu", "--port", "0", cwd=tmp_path, env={"COLUMNS": "120"}
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -75,7 +75,7 @@ def test_preflight_of_an_unknown_ladder_is_one_line() -> None:
 
 @pytest.mark.server
 def test_preflight_refuses_an_unknown_waiver(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["preflight", "--ladder", "cpu-demo", "--waive", "nonsense"]) == 2
+    assert main(["preflight", "--ladder", "drafters-cpu", "--waive", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert "--waive names no preflight item: nonsense" in err and err.count("\n") == 1
 
@@ -120,7 +120,7 @@ class TestLint:
         summaries = {
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
             "authoring-cpu": "authoring, 1 treatments x 1 cycles, 36 cases",
-            "cpu-demo": "decode, 3 treatments x 4 cycles, 192 cases",
+            "drafters-cpu": "decode, 3 treatments x 4 cycles, 192 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
@@ -170,7 +170,7 @@ class TestLint:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         ladder = tmp_path / "l.toml"
-        text = (REPO / "experiments" / "ladders" / "cpu-demo.toml").read_text()
+        text = (REPO / "experiments" / "ladders" / "drafters-cpu.toml").read_text()
         ladder.write_text(text + '\n[preregistration]\ndrop_order = ["none:c9"]\n')
         assert main(["lint", str(ladder)]) == 1
         (line,) = capsys.readouterr().out.splitlines()

@@ -156,7 +156,7 @@ class TestSmallLadder:
     ) -> None:
         result = project.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             "-k",
             "ngram-mod and prose",
             "--max-tokens=8",
@@ -381,7 +381,7 @@ class TestWhatTheModelDid:
         self, project: pytest.Pytester
     ) -> None:
         result = project.runpytest(
-            "experiments/", "--ladder=cpu-demo", "-k", "c1-none", "--max-tokens=64", "--port=0",
+            "experiments/", "--ladder=drafters-cpu", "-k", "c1-none", "--max-tokens=64", "--port=0",
             "--no-analysis",
         )  # fmt: skip
         result.assert_outcomes(passed=16, deselected=176)
@@ -421,14 +421,14 @@ class TestWhatTheModelDid:
     def test_a_template_other_than_the_pinned_one_is_refused(
         self, project: pytest.Pytester
     ) -> None:
-        ladder = project.path / "experiments" / "ladders" / "cpu-demo.toml"
+        ladder = project.path / "experiments" / "ladders" / "drafters-cpu.toml"
         ladder.write_text(ladder.read_text().replace(QWEN_TEMPLATE, "0" * 64))
         refused = project.runpytest(
-            "experiments/", "--ladder=cpu-demo", "-k", "c1-none", "--port=0"
+            "experiments/", "--ladder=drafters-cpu", "-k", "c1-none", "--port=0"
         )
         refused.stdout.fnmatch_lines(["*chat_template*fail*", "*no server was started*"])
         waived = project.runpytest(
-            "experiments/", "--ladder=cpu-demo", "-k", "c1-none and prose_01", "--port=0",
+            "experiments/", "--ladder=drafters-cpu", "-k", "c1-none and prose_01", "--port=0",
             "--waive=chat_template", "--no-analysis",
         )  # fmt: skip
         waived.assert_outcomes(errors=1, deselected=191)

@@ -18,7 +18,7 @@ TABLE = options.table(registry.options())
 
 
 def request(**values: object) -> RunRequest:
-    base: dict[str, object] = {"ladder": "cpu-demo"}
+    base: dict[str, object] = {"ladder": "drafters-cpu"}
     return options.run_request(
         {**base, **values}, search_dirs=[], cwd=Path("/x"), invocation=["pytest"], opts=TABLE
     )

@@ -37,7 +37,9 @@ class TestCollection:
     def test_cpu_demo_collects_192_in_counterbalanced_order(
         self, experiments: pytest.Pytester
     ) -> None:
-        result = experiments.runpytest("experiments/", "--ladder=cpu-demo", "--collect-only", "-q")
+        result = experiments.runpytest(
+            "experiments/", "--ladder=drafters-cpu", "--collect-only", "-q"
+        )
         got = ids(result)
         assert len(got) == 192  # 3 treatments x 4 cycles x 16 prompts
         assert sessions(got) == [
@@ -60,7 +62,12 @@ class TestCollection:
 
     def test_k_keeps_run_order(self, experiments: pytest.Pytester) -> None:
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", "-k", "ngram-mod and c2", "--collect-only", "-q"
+            "experiments/",
+            "--ladder=drafters-cpu",
+            "-k",
+            "ngram-mod and c2",
+            "--collect-only",
+            "-q",
         )
         got = ids(result)
         assert len(got) == 16 and sessions(got) == ["c2-ngram-mod"]
@@ -69,7 +76,7 @@ class TestCollection:
     def test_k_prose_spans_every_session(self, experiments: pytest.Pytester) -> None:
         got = ids(
             experiments.runpytest(
-                "experiments/", "--ladder=cpu-demo", "-k", "prose", "--collect-only", "-q"
+                "experiments/", "--ladder=drafters-cpu", "-k", "prose", "--collect-only", "-q"
             )
         )
         assert len(got) == 96 and len(sessions(got)) == 12
@@ -78,13 +85,13 @@ class TestCollection:
     def test_measurements_carry_the_mtpsweep_marker(self, experiments: pytest.Pytester) -> None:
         experiments.makepyfile(test_other="def test_plain():\n    pass\n")
         both = experiments.runpytest(
-            "experiments/", "test_other.py", "--ladder=cpu-demo", "--collect-only", "-q"
+            "experiments/", "test_other.py", "--ladder=drafters-cpu", "--collect-only", "-q"
         )
         both.stdout.fnmatch_lines(["*193 tests collected*"])
         plain = experiments.runpytest(
             "experiments/",
             "test_other.py",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             "-m",
             "not mtpsweep",
             "--collect-only",
@@ -98,7 +105,7 @@ class TestCollection:
         got = ids(
             experiments.runpytest(
                 "experiments/",
-                "--ladder=cpu-demo",
+                "--ladder=drafters-cpu",
                 "--cycles",
                 "3",
                 "--subset",
@@ -116,7 +123,11 @@ class TestCollection:
         (d / "prose_01.txt").write_text("Tell me a story.")
         got = ids(
             experiments.runpytest(
-                "experiments/", "--ladder=cpu-demo", f"--prompts-dir={d}", "--collect-only", "-q"
+                "experiments/",
+                "--ladder=drafters-cpu",
+                f"--prompts-dir={d}",
+                "--collect-only",
+                "-q",
             )
         )
         assert got == [
@@ -148,7 +159,7 @@ class TestCollection:
         result = experiments.runpytest("experiments/", "-rs")
         result.assert_outcomes(skipped=3)  # a decode, an authoring and a load test
         result.stdout.fnmatch_lines(
-            ["*no --ladder given: run e.g. pytest experiments/ --ladder=cpu-demo*"]
+            ["*no --ladder given: run e.g. pytest experiments/ --ladder=drafters-cpu*"]
         )
 
 
@@ -166,22 +177,22 @@ class TestUsageErrors:
     def test_unknown_ladder_lists_available(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=nope")
         assert (
-            "available: authoring-cpu, cpu-demo, gemma-control, load-cpu, lowerarm, lowerarm-cpu"
+            "available: authoring-cpu, drafters-cpu, gemma-control, load-cpu, lowerarm, lowerarm-cpu"
             in err
         )
 
     def test_bad_override(self, experiments: pytest.Pytester) -> None:
-        err = self.run_error(experiments, "--ladder=cpu-demo", "--max-tokens", "1")
+        err = self.run_error(experiments, "--ladder=drafters-cpu", "--max-tokens", "1")
         assert "(with --max-tokens 1 from the command line): max_tokens is 1" in err
 
     def test_xdist_splitting_a_block_is_refused(self, experiments: pytest.Pytester) -> None:
-        err = self.run_error(experiments, "--ladder=cpu-demo", "-n", "2", "--dist", "loadscope")
+        err = self.run_error(experiments, "--ladder=drafters-cpu", "-n", "2", "--dist", "loadscope")
         assert "would split a counterbalanced block; use --dist loadgroup" in err
 
     def test_missing_server_binary_names_the_fix(self, experiments: pytest.Pytester) -> None:
         result = experiments.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             "--server-bin",
             "/nonexistent/llama-server",
             "-k",
@@ -215,7 +226,7 @@ class TestPreflightGate:
             port = s.getsockname()[1]
             result = experiments.runpytest(
                 "experiments/",
-                "--ladder=cpu-demo",
+                "--ladder=drafters-cpu",
                 f"--port={port}",
                 "-k",
                 "c1-none-prose_01",
@@ -241,7 +252,7 @@ class TestPreflightGate:
     ) -> None:
         result = experiments.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             "--preflight-only",
             "--server-build=deadbeef",
         )
@@ -249,7 +260,7 @@ class TestPreflightGate:
         result.stdout.fnmatch_lines(["*server_version*deadbeef*fail*"])
         result = experiments.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             "--preflight-only",
             "--server-build=deadbeef",
             "--waive=server_version",
@@ -268,7 +279,7 @@ class TestPreflightGate:
         first = experiments.path / "first"
         result = experiments.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             f"--model={model}",
             f"--run-dir={first}",
             "-k",
@@ -282,7 +293,7 @@ class TestPreflightGate:
 
         result = experiments.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             f"--model={model}",
             f"--against={first}",
             "--preflight-only",
@@ -292,7 +303,7 @@ class TestPreflightGate:
         os.utime(model, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         result = experiments.runpytest(
             "experiments/",
-            "--ladder=cpu-demo",
+            "--ladder=drafters-cpu",
             f"--model={model}",
             f"--against={first}",
             "--preflight-only",
@@ -322,18 +333,18 @@ class TestTimeLimits:
     def test_without_pytest_timeout_the_field_is_a_usage_error(
         self, experiments: pytest.Pytester
     ) -> None:
-        ladder = experiments.path / "experiments" / "ladders" / "cpu-demo.toml"
+        ladder = experiments.path / "experiments" / "ladders" / "drafters-cpu.toml"
         ladder.write_text("measurement_timeout_s = 600\n" + ladder.read_text())
         result = experiments.runpytest(
-            "experiments/", "--ladder=cpu-demo", "-p", "no:timeout", "--collect-only"
+            "experiments/", "--ladder=drafters-cpu", "-p", "no:timeout", "--collect-only"
         )
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "pytest-timeout is not loaded" in result.stderr.str()
 
     def test_a_bad_limit_names_the_field(self, experiments: pytest.Pytester) -> None:
-        ladder = experiments.path / "experiments" / "ladders" / "cpu-demo.toml"
+        ladder = experiments.path / "experiments" / "ladders" / "drafters-cpu.toml"
         ladder.write_text("measurement_timeout_s = 0\n" + ladder.read_text())
-        result = experiments.runpytest("experiments/", "--ladder=cpu-demo", "--collect-only")
+        result = experiments.runpytest("experiments/", "--ladder=drafters-cpu", "--collect-only")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "measurement_timeout_s is 0.0; use a positive number" in result.stderr.str()
 

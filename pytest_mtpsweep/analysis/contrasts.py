@@ -128,12 +128,16 @@ def _boot_row(summary: BootSummary, k: int) -> _Boot:
 
 
 def _interval_columns(
-    point: float, finite: Sequence[FloatArray], parts: Sequence[Series], boot: _Boot
+    point: float,
+    finite: Sequence[FloatArray],
+    parts: Sequence[Series],
+    boot: _Boot,
+    settings: AnalysisSettings,
 ) -> tuple[dict[str, Any], Spread, str]:
     """The published 95 % / 90 % intervals and their SE, df and method, in percent."""
     spread, note = _spread(parts, finite)
-    lo95, hi95 = published_interval(point, spread, boot.q95, 0.95)
-    lo90, hi90 = published_interval(point, spread, boot.q90, 0.90)
+    lo95, hi95 = published_interval(point, spread, boot.q95, settings.confidence)
+    lo90, hi90 = published_interval(point, spread, boot.q90, settings.equivalence_confidence)
     session_se = math.sqrt(spread.session_var) if spread.method == WITH_SESSION else math.nan
     columns = {
         "ci_low": to_pct(lo95),
@@ -176,9 +180,10 @@ def _summarise(parts: Sequence[Series], boot: _Boot, settings: AnalysisSettings)
     point = float(np.mean([v.mean() for v in finite])) if complete else math.nan
     arith = float(np.mean([np.nanmean(p.arith) for p in parts])) * 100.0 if complete else math.nan
     if complete:
-        intervals, _, session_note = _interval_columns(point, finite, parts, boot)
+        intervals, _, session_note = _interval_columns(point, finite, parts, boot, settings)
     else:
-        intervals, session_note = _interval_columns(math.nan, [], parts, boot)[0], ""
+        intervals = _interval_columns(math.nan, [], parts, boot, settings)[0]
+        session_note = ""
     balanced = np.concatenate([p.balanced[np.isfinite(p.balanced)] for p in parts])
     cycles = sorted(frozenset().union(*(p.cycles for p in parts)))
     row: dict[str, Any] = {
@@ -245,7 +250,8 @@ def compute_contrasts(
         idx = index_matrix(len(universe), settings.boot, settings.seed, s)
         boot[s] = resample(layouts[s].log, idx)
 
-    summaries = {s: summarise_resamples(boot[s], layouts[s].log_mean) for s in subsets}
+    levels = (settings.confidence, settings.equivalence_confidence)
+    summaries = {s: summarise_resamples(boot[s], layouts[s].log_mean, levels) for s in subsets}
     if len(subsets) >= 2:
         # Equal weight inside each resample; a resample missing any subset is not kept.
         pooled = Resamples(
@@ -253,7 +259,7 @@ def compute_contrasts(
             np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
-        summaries[POOLED] = summarise_resamples(pooled, point)
+        summaries[POOLED] = summarise_resamples(pooled, point, levels)
     rows: list[dict[str, Any]] = []
     for k, (endpoint, treatment) in enumerate(keys):
         head = {"endpoint": endpoint, "treatment": treatment, "baseline": baseline}

@@ -107,6 +107,16 @@ def load_run(run_dir: Path) -> RunData:
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
     stops = _protocol_stops(run_dir)
+    stop_doc: Mapping[str, Any] = {}
+    stop_path = run_dir / schema.STOP_FILE
+    if stop_path.is_file():
+        loaded = _read_json(stop_path, "stop-rule file")
+        if not isinstance(loaded, Mapping) or not isinstance(loaded.get("looks", []), list):
+            raise AnalysisError(
+                f"stop-rule file {stop_path} does not hold the object the protocol writes "
+                "(design, looks, stopped_at); restore it from the run"
+            )
+        stop_doc = loaded
     files = tuple(
         RecordFile(run_id=run_id, session=p.stem, lines=tuple(_read_text(p).splitlines()))
         for p in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl"))
@@ -138,6 +148,7 @@ def load_run(run_dir: Path) -> RunData:
         quarantined=tuple(quarantined),
         notes=tuple(notes),
         stops=tuple(stops),
+        stop_doc=stop_doc,
     )
 
 

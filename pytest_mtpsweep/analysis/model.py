@@ -13,6 +13,7 @@ from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT, POOLED, SUBSE
 from ..errors import AnalysisError
 from ..schema import ENDPOINT_FIELDS
 from .equivalence import Equivalence
+from .sequential import LookState
 
 ENDPOINTS: tuple[str, ...] = tuple(ENDPOINT_FIELDS)
 ENDPOINT_COLUMNS: Mapping[str, str] = ENDPOINT_FIELDS
@@ -55,6 +56,10 @@ class AnalysisSettings:
     tiebreak_pp: float = DEFAULT_TIEBREAK_PP
     primary_endpoint: str = "primary"
     registered_baseline: str | None = None
+    # The nominal levels of the published "95 %" and "90 %" intervals: a sequential design's
+    # look publishes repeated confidence intervals at its own (analysis/sequential.py).
+    confidence: float = 0.95
+    equivalence_confidence: float = 0.90
 
     def __post_init__(self) -> None:
         if not self.baseline:
@@ -72,6 +77,11 @@ class AnalysisSettings:
             raise AnalysisError(
                 f"the endpoint tie-break {self.tiebreak_pp} pp is not a non-negative number; "
                 "fix analysis.tiebreak_pp in plan.json"
+            )
+        if not (0.5 < self.equivalence_confidence <= self.confidence < 1.0):
+            raise AnalysisError(
+                f"the interval levels {self.confidence} and {self.equivalence_confidence} are "
+                "not 0.5 < equivalence <= confidence < 1; fix stop.confidence in plan.json"
             )
         if self.primary_endpoint not in ENDPOINTS:
             raise AnalysisError(
@@ -131,6 +141,7 @@ class RunData:
     notes: tuple[str, ...] = ()
     # What cut the run short (protocol stop, deadline stop, curtailment): the report's limits.
     stops: tuple[str, ...] = ()
+    stop_doc: Mapping[str, Any] = field(default_factory=dict)  # stop.json: the rule's looks
 
     @property
     def ladder(self) -> str | None:
@@ -193,6 +204,7 @@ class AnalysisResult:
     equivalence: Equivalence | None = None
     equivalence_skipped: str = ""
     acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sequential: LookState | None = None  # a [stop] design: the look the intervals are at
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

@@ -35,6 +35,7 @@ from .model import (
 )
 from .pairing import cell_means, pair_cells
 from .report import render_report
+from .sequential import LookState, look_state
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -149,12 +150,46 @@ def _plan_sessions(runs: Sequence[RunData], *, selected: bool) -> tuple[str, ...
     return tuple(out)
 
 
-def _not_run(runs: Sequence[RunData]) -> tuple[str, ...]:
-    """Selected sessions with no records, no session file and no quarantine: never reached."""
+def _reached(runs: Sequence[RunData]) -> set[str]:
     seen = {f.session for run in runs for f in run.record_files if f.lines}
     seen |= {str(s.get("session")) for run in runs for s in run.sessions}
-    seen |= {q.session for run in runs for q in run.quarantined}
-    return tuple(s for s in _plan_sessions(runs, selected=True) if s not in seen)
+    return seen | {q.session for run in runs for q in run.quarantined}
+
+
+def _cycle_of(runs: Sequence[RunData]) -> dict[str, int]:
+    """Each planned session's cycle, from plan.json."""
+    out: dict[str, int] = {}
+    for run in runs:
+        sessions = run.plan.get("sessions")
+        for e in sessions if isinstance(sessions, list) else []:
+            if isinstance(e, Mapping) and isinstance(e.get("cycle"), int):
+                out[str(e.get("session"))] = int(e["cycle"])
+    return out
+
+
+def _not_run(runs: Sequence[RunData], look: LookState | None) -> tuple[str, ...]:
+    """Selected sessions with no records, no session file and no quarantine: never reached
+    (those a met stop rule made unnecessary are not missing)."""
+    seen = _reached(runs)
+    after = look.design.looks[look.stopped_at - 1] if look and look.stopped_at else None
+    cycle = _cycle_of(runs)
+    return tuple(
+        s
+        for s in _plan_sessions(runs, selected=True)
+        if s not in seen and not (after is not None and cycle.get(s, 0) > after)
+    )
+
+
+def _look(run: RunData, runs: Sequence[RunData]) -> LookState | None:
+    """The sequential look of the (first) run, from plan.json's stop block and stop.json."""
+    seen = _reached(runs)
+    cycles = [c for s, c in _cycle_of([run]).items() if s in seen]
+    try:
+        return look_state(run.plan.get("stop"), run.stop_doc, max(cycles, default=1))
+    except ValueError as exc:
+        raise AnalysisError(
+            f"plan file {run.run_dir}/plan.json: {exc}; restore it from the run"
+        ) from None
 
 
 def analyse(
@@ -186,6 +221,13 @@ def analyse(
             f"there are no records in {where}; run the experiment first or check the run path"
         )
     settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed, endpoint=endpoint)
+    look = _look(runs[0], runs)
+    if look is not None:
+        settings = dataclasses.replace(
+            settings,
+            confidence=look.confidence,
+            equivalence_confidence=look.equivalence_confidence,
+        )
     check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
 
     everything = _ordered(_plan_treatments(runs, selected_only=False), records)
@@ -267,9 +309,10 @@ def analyse(
         multiplicity=_plan_text(runs, "multiplicity", analysis=True),
         stops=tuple(stop for run in runs for stop in run.stops),
         unselected=_plan_sessions(runs, selected=False),
-        not_run=_not_run(runs),
+        not_run=_not_run(runs, look),
         equivalence=equivalence,
         equivalence_skipped=skipped,
         acceptance=draft_acceptance(analysed),
+        sequential=look,
     )
     return dataclasses.replace(result, report_md=render_report(result))

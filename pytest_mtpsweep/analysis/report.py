@@ -123,6 +123,8 @@ def _section_headline(result: AnalysisResult) -> list[str]:
             f"`report.html#{anchor('Endpoints and tie-break')}`).",
             "",
         ]
+    if result.sequential is not None:
+        out += [result.sequential.sentence(), ""]
     if prompts_only:
         out += [
             f"With fewer than {MIN_CYCLES_FOR_SESSION} cycles these intervals are conditional on "

@@ -72,9 +72,19 @@ def _truncation(result: AnalysisResult) -> str:
 
 
 def _curtailment(result: AnalysisResult) -> list[str]:
-    if not result.stops and not result.unselected and not result.not_run:
+    look = result.sequential
+    stopped = look is not None and look.stopped_at is not None
+    if not result.stops and not result.unselected and not result.not_run and not stopped:
         return ["**Curtailment and stops:** none; no session was dropped and no stop rule fired."]
     out = [f"**Curtailment and stops:** {stop}" for stop in result.stops]
+    if look is not None and look.stopped_at is not None:
+        after = look.design.looks[look.stopped_at - 1]
+        out.append(
+            f"**Stopped by its rule:** the pre-registered stop rule was met at look "
+            f"{look.stopped_at} (after cycle {after} of at most {look.design.looks[-1]}), so "
+            "the later cycles were not run; the design is balanced there (whole cycle pairs) "
+            "and the intervals keep their level (repeated confidence intervals)."
+        )
     if result.not_run:
         out.append(
             f"**Not run:** {len(result.not_run)} selected session(s) left neither records nor a "

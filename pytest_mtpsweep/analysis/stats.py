@@ -127,7 +127,8 @@ def row_quantiles(values: FloatArray, probs: Sequence[float]) -> FloatArray:
 @dataclass(frozen=True)
 class BootSummary:
     """Per series, from its resamples: how many were kept, the symmetric bootstrap-t quantiles
-    at 95 % and 90 % and the percentile 95 % interval (log scale)."""
+    at the published levels (95 % and 90 %, or a sequential look's) and the percentile 95 %
+    interval (log scale)."""
 
     kept: IntArray
     q95: FloatArray
@@ -136,14 +137,16 @@ class BootSummary:
     high: FloatArray
 
 
-def summarise_resamples(boot: Resamples, est: FloatArray) -> BootSummary:
-    """Bootstrap-t quantiles of |m* - m| / se* (usable resamples: finite, se* > 0) and the
-    percentile interval of the kept means, for every series at once; NaN without data."""
+def summarise_resamples(
+    boot: Resamples, est: FloatArray, levels: tuple[float, float] = (0.95, 0.90)
+) -> BootSummary:
+    """Bootstrap-t quantiles of |m* - m| / se* at `levels` (usable resamples: finite, se* > 0)
+    and the percentile interval of the kept means, for every series at once; NaN without data."""
     se = np.sqrt(boot.var_mean)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.abs(boot.mean - est[:, None]) / se
     ratio = np.where(np.isfinite(ratio) & (se > 0), ratio, np.nan)
-    q = row_quantiles(ratio, (0.95, 0.90))
+    q = row_quantiles(ratio, levels)
     ends = row_quantiles(boot.mean, (0.025, 0.975))
     kept = np.isfinite(boot.mean).sum(axis=1).astype(np.int64)
     return BootSummary(kept, q[:, 0], q[:, 1], ends[:, 0], ends[:, 1])

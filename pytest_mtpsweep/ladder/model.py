@@ -84,6 +84,22 @@ class Preregistration:
     scope: str = ""
 
 
+STOP_RULES: tuple[str, ...] = ("decided", "width")
+SPENDINGS: tuple[str, ...] = ("pocock", "obrien-fleming")
+MAX_CYCLES = 64  # a ladder's cycles (with [stop]: its max_cycles), at most 32 looks
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """`[stop]`: look after every cycle pair from min_cycles, stop once the rule is met."""
+
+    rule: str  # "decided": every headline cell decided; "width": every interval within ±width
+    min_cycles: int = 2
+    max_cycles: int = 8  # the plan's cycles
+    spending: str = SPENDINGS[0]
+    width_pct: float | None = None
+
+
 @dataclass(frozen=True)
 class ExternalLaunchers:
     """A rig's own launch/stop executables, with optional pinned sha256 digests."""
@@ -139,6 +155,7 @@ class Ladder:
     stall_threshold_s: float = DEFAULT_STALL_S
     # [placement] devices: one per pytest-xdist worker, as its servers' CUDA_VISIBLE_DEVICES
     devices: tuple[str, ...] = ()
+    stop: StopRule | None = None  # a sequential design; None: the fixed `cycles`
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

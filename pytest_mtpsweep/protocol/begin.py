@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..kindapi import kind_interim
 from ..ladder import Ladder, SessionSlot
 from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
-from . import documents, prereg, resume
+from . import documents, looks, prereg, resume
 from .schedule import Schedule, deadline_from
 from .session import Sessions
 from .setup import Resolved
@@ -39,6 +40,7 @@ def begin(
         by_session.setdefault(c.slot.name, []).append(c)
     planned = {name: len(cs) for name, cs in by_session.items()}
     reg = kind.registration(prereg.effective(ladder, plan))
+    design = looks.design_of(ladder)
     p = documents.Plan(
         ladder=ladder,
         plan=plan,
@@ -51,6 +53,8 @@ def begin(
         reg=reg,
         endpoints=kind.prereg_lines(reg),
         resume_fields=declared.resume_fields,
+        stop=design.to_json() if design else None,
+        stop_lines=looks.prereg_lines(design),
     )
     if request.resume is not None:
         f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)
@@ -59,6 +63,10 @@ def begin(
     now_mono, now_wall = time.monotonic(), dt.datetime.now()
     deadline = deadline_from(request.deadline, request.time_budget, now_mono, now_wall)
     schedule = Schedule.for_run(ladder, plan, planned, deadline=deadline, done=f.done)
+    interim = kind_interim(kind)
+    if design is not None and interim is not None:
+        path, analysis = f.run_dir.path, request.analysis
+        schedule.looks = looks.Looks(design, lambda: interim(path, analysis), f.run_dir.write_json)
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)
         schedule.deadline_label = at.strftime("%Y-%m-%d %H:%M:%S local")

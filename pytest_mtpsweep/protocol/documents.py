@@ -42,6 +42,8 @@ class Plan:
     reg: Preregistration  # the effective pre-registration, the kind's defaults filled in
     endpoints: Sequence[str] = ()  # the kind's pre-registered endpoints and contrasts
     resume_fields: Sequence[str] = ()  # the kind's plan fields that make it the same run
+    stop: Mapping[str, Any] | None = None  # the sequential design ([stop]), as plan.json has it
+    stop_lines: Sequence[str] = ()  # its section of preregistration.md
 
     def document(self, prereg_sha256: str) -> dict[str, Any]:
         return planfile.plan_document(
@@ -57,6 +59,7 @@ class Plan:
             kind_fields=self.kind_fields,
             plan=self.plan,
             planned=self.planned,
+            stop=self.stop,
         )
 
 
@@ -66,7 +69,14 @@ def found(path: Path, p: Plan, checks: Sequence[PreflightItem]) -> Founded:
     write_preflight_json(checks, path / schema.PREFLIGHT_FILE)
     selected = [s for s in p.plan if s.name in p.planned]
     text = prereg.render(
-        p.ladder, p.plan, selected, list(p.invocation), p.run_id, schema.utc_now_iso(), p.endpoints
+        p.ladder,
+        p.plan,
+        selected,
+        list(p.invocation),
+        p.run_id,
+        schema.utc_now_iso(),
+        p.endpoints,
+        p.stop_lines,
     )
     run_dir.write_text_new(schema.PREREGISTRATION_FILE, text)
     sha = prereg.digest(text)

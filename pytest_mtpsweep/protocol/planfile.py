@@ -16,6 +16,7 @@ def identity(doc: Mapping[str, Any], kind_fields: Sequence[str] = ()) -> dict[st
         "ladder": doc.get("ladder"),
         "kind": doc.get("kind"),
         "treatments": doc.get("treatments"),
+        "stop": doc.get("stop"),
         **{name: doc.get(name) for name in kind_fields},
         "sessions": [s.get("session") for s in doc.get("sessions") or []],
         **{f"keyed.{k}": v for k, v in (doc.get("keyed") or {}).items()},
@@ -50,6 +51,7 @@ def plan_document(
     kind_fields: Mapping[str, Any],
     plan: Sequence[SessionSlot],
     planned: Mapping[str, int],
+    stop: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """plan.json: the ordered sessions, which were selected, the keyed fields, the analysis.
 
@@ -79,6 +81,7 @@ def plan_document(
         },
         "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
         **own,
+        **({"stop": dict(stop)} if stop else {}),
         "sessions": [
             {
                 "ordinal": s.ordinal,

@@ -38,6 +38,7 @@ def render(
     run_id: str,
     created_at: str,
     endpoints: Sequence[str] = (),
+    stopping: Sequence[str] = (),
 ) -> str:
     """The pre-registration document, in Markdown; `endpoints` is the kind's own section."""
     reg = effective(ladder, plan)
@@ -56,6 +57,7 @@ def render(
         "",
         *endpoints,
         "",
+        *stopping,
         "## Curtailment",
         "",
         f"- Drop order: {', '.join(reg.drop_order) or 'none'}.",

@@ -6,14 +6,17 @@ import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import AlreadyDone, Curtailed
+from ..errors import AlreadyDone, Curtailed, Decided
 from ..ladder import Ladder
 from ..ladder.model import Preregistration
 from ..ladder.plan import SessionSlot, session_label
 from ..options import parse_deadline, parse_duration
 from . import prereg
+
+if TYPE_CHECKING:
+    from .looks import Looks
 
 
 def estimate_s(done: list[tuple[float, int]], planned: int) -> float | None:
@@ -78,6 +81,8 @@ class Schedule:
     deadline_label: str = ""  # the deadline as the user reads it (local time)
     ran: list[str] = field(default_factory=list)  # sessions filed so far, in order
     stopped_by_deadline: dict[str, Any] | None = None
+    looks: Looks | None = None  # the stop rule's looks ([stop]); None: fixed cycles
+    decided: dict[str, str] = field(default_factory=dict)  # session name -> why not needed
     clock: Callable[[], float] = time.monotonic
 
     @classmethod
@@ -100,6 +105,12 @@ class Schedule:
         The drop order plans sessions away while the deadline is ahead; once it has passed,
         the run stops after the session that was running, whatever the drop order says.
         """
+        if self.looks is not None and slot.name not in self.decided:
+            k = self.looks.due(slot)
+            if k is not None and self.looks.take(k):
+                self._stop_by_rule(k)
+        if slot.name in self.decided:
+            raise Decided(self.decided[slot.name])
         if slot.name in self.done:
             raise AlreadyDone(f"session {slot.name} completed in the resumed run")
         if self.deadline is not None and slot.name not in self.dropped:
@@ -110,6 +121,16 @@ class Schedule:
                 on_drop(self.curtailment_document())
         if slot.name in self.dropped:
             raise Curtailed(self.dropped[slot.name])
+
+    def _stop_by_rule(self, k: int) -> None:
+        assert self.looks is not None and self.looks.stopped is not None
+        after = self.looks.stopped["after_cycle"]
+        for s in self.selected:
+            if s.cycle > after and s.name not in self.done:
+                self.decided[s.name] = (
+                    f"not needed: the stop rule was met at look {k} after cycle {after} "
+                    f"({self.looks.stopped['why']})"
+                )
 
     def _stop_at_deadline(self, current: SessionSlot) -> None:
         names = [s.name for s in self.plan]

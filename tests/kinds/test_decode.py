@@ -22,7 +22,7 @@ from pytest_mtpsweep.schema import Measurement
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 
 REPO = Path(__file__).resolve().parents[2]
-LADDER = REPO / "experiments" / "ladders" / "cpu-demo.toml"
+LADDER = REPO / "experiments" / "ladders" / "drafters-cpu.toml"
 STUB = STUB_SERVER  # one copy per xdist worker
 
 
@@ -52,7 +52,7 @@ def test_later_pairs_rotate_by_a_seeded_offset() -> None:
 
 def test_cases_cover_the_plan_with_one_order_per_cycle() -> None:
     lad = load_ladder(LADDER)
-    run = prepare(lad, RunRequest(ladder="cpu-demo", search_dirs=(), cwd=REPO, invocation=()))
+    run = prepare(lad, RunRequest(ladder="drafters-cpu", search_dirs=(), cwd=REPO, invocation=()))
     plan = run_plan(lad.treatment_keys, lad.cycles)
     cases = run.cases(plan)
     assert len(cases) == len(plan) * 16 and cases[0].id == "c1-none-prose_01"
@@ -140,7 +140,7 @@ def test_registered_secondaries_and_the_interval_basis_are_analysed_at_session_e
 
 def test_repeats_run_whole_passes_with_their_own_ids() -> None:
     lad = load_ladder(LADDER, {"repeats": 2, "cache_prompt": True})
-    run = prepare(lad, RunRequest(ladder="cpu-demo", search_dirs=(), cwd=REPO, invocation=()))
+    run = prepare(lad, RunRequest(ladder="drafters-cpu", search_dirs=(), cwd=REPO, invocation=()))
     slot = run_plan(lad.treatment_keys, lad.cycles)[0]
     cases = run.cases([slot])
     assert len(cases) == 32 and [c.position for c in cases] == list(range(32))

@@ -14,7 +14,7 @@ LADDERS = REPO / "experiments" / "ladders"
 
 
 def test_by_name() -> None:
-    assert find_ladder("cpu-demo", [LADDERS]) == (LADDERS / "cpu-demo.toml").resolve()
+    assert find_ladder("drafters-cpu", [LADDERS]) == (LADDERS / "drafters-cpu.toml").resolve()
 
 
 def test_by_path(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_by_path(tmp_path: Path) -> None:
 
 
 def test_unknown_lists_available() -> None:
-    with pytest.raises(LadderError, match=r"available: .*cpu-demo.*lowerarm"):
+    with pytest.raises(LadderError, match=r"available: .*drafters-cpu.*lowerarm"):
         find_ladder("nope", [LADDERS])
 
 

@@ -35,18 +35,18 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 class TestShippedLadders:
-    @pytest.mark.parametrize("name", ["cpu-demo", "lowerarm", "lowerarm-cpu"])
+    @pytest.mark.parametrize("name", ["drafters-cpu", "lowerarm", "lowerarm-cpu"])
     def test_loads(self, name: str) -> None:
         lad = load_ladder(LADDERS / f"{name}.toml")
         assert lad.name == name
         assert lad.baseline == lad.treatments[0].key == "none"
         # the demo runs 4 cycles (its interval carries the session level); the lowerarm
         # ladders keep the users' 2 (their intervals are conditional on the sessions run)
-        assert lad.cycles == (4 if name == "cpu-demo" else 2)
+        assert lad.cycles == (4 if name == "drafters-cpu" else 2)
         assert lad.seed == 42 and lad.temperature == 0.0
 
     def test_cpu_demo_is_the_demo(self) -> None:
-        lad = load_ladder(LADDERS / "cpu-demo.toml")
+        lad = load_ladder(LADDERS / "drafters-cpu.toml")
         assert [t.key for t in lad.treatments] == ["none", "ngram-simple", "ngram-mod"]
         assert lad.max_tokens == 64 and lad.model == "embedded:qwen2.5-coder-0.5b"
 
@@ -212,7 +212,7 @@ class TestCpus:
 class TestMeasurementTimeout:
     def test_the_gpu_ladder_carries_the_seeds_alarm(self) -> None:
         assert load_ladder(LADDERS / "lowerarm.toml").measurement_timeout_s == 600.0
-        assert load_ladder(LADDERS / "cpu-demo.toml").measurement_timeout_s is None
+        assert load_ladder(LADDERS / "drafters-cpu.toml").measurement_timeout_s is None
 
     @pytest.mark.parametrize("value", ["0", "-5", '"10m"'])
     def test_a_bad_value_names_the_field(self, tmp_path: Path, value: str) -> None:

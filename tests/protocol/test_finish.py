@@ -28,7 +28,7 @@ def test_every_session_file_is_a_row_quarantined_ones_included(tmp_path: Path) -
     q = rd.path / "quarantine" / "02_x_c1"
     q.mkdir(parents=True)
     (q / "session.json").write_text(json.dumps(session("02_x_c1", 2, quarantined="why")))
-    lad = load_ladder(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    lad = load_ladder(REPO / "experiments" / "ladders" / "drafters-cpu.toml")
     summary = summarise(rd, lad)
     assert [r["ordinal"] for r in summary.rows] == [1, 2]
     assert (rd.path / "sessions.csv").read_text().count("\n") == 3
@@ -44,7 +44,7 @@ def test_a_full_disk_loses_the_file_not_the_summary(
         raise RunDirError("cannot write sessions.csv (No space left on device)")
 
     monkeypatch.setattr(rd, "write_text", full)
-    lad = load_ladder(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    lad = load_ladder(REPO / "experiments" / "ladders" / "drafters-cpu.toml")
     summary = summarise(rd, lad)
     assert [r["ordinal"] for r in summary.rows] == [1]
     assert summary.memory_lines == [
@@ -57,7 +57,7 @@ def test_an_attempt_killed_before_it_was_filed_is_a_row_from_its_reason(tmp_path
     q = rd.path / "quarantine" / "03_gate_0.25_c2.2"
     q.mkdir(parents=True)
     (q / "reason.txt").write_text("interrupted before it finished\n")
-    lad = load_ladder(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    lad = load_ladder(REPO / "experiments" / "ladders" / "drafters-cpu.toml")
     (row,) = summarise(rd, lad).rows
     assert (row["ordinal"], row["treatment"], row["cycle"]) == (3, "gate_0.25", 2)
     assert row["quarantined"] == "interrupted before it finished"

@@ -8,7 +8,7 @@ from pytest_mtpsweep.protocol.planfile import differences
 
 PLAN: dict[str, Any] = {
     "run_id": "R1",
-    "ladder": "cpu-demo",
+    "ladder": "drafters-cpu",
     "created_at": "T0",
     "treatments": [{"key": "none", "args": []}],
     "prompts": [{"id": "prose_01", "subset": "prose"}],
@@ -47,7 +47,7 @@ def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
     from pytest_mtpsweep.loader import load_ladder
     from pytest_mtpsweep.protocol.planfile import plan_document
 
-    lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "cpu-demo.toml")
+    lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "drafters-cpu.toml")
     doc = plan_document(
         run_id="R1", ladder=lad, created_at="T0", invocation=["pytest"], version="0",
         server={}, keyed={}, prereg_sha256="", reg=lad.prereg,

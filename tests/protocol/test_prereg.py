@@ -21,7 +21,7 @@ def kind_of(lad: Ladder) -> KindRun:
 
 
 def test_defaults_fill_what_the_ladder_leaves_out() -> None:
-    lad = load_ladder(LADDERS / "cpu-demo.toml")
+    lad = load_ladder(LADDERS / "drafters-cpu.toml")
     plan = run_plan([t.key for t in lad.treatments], lad.cycles)
     reg = preregistration.effective(lad, plan)
     assert reg.multiplicity == ""  # the protocol states none; the kind does

@@ -320,7 +320,7 @@ class TestCurtailment:
     def test_bad_deadline_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
         shutil.copytree(REPO / "experiments", pytester.path / "experiments")
         result = pytester.runpytest(
-            "experiments/", "--ladder=cpu-demo", "--deadline=25:00", "--collect-only"
+            "experiments/", "--ladder=drafters-cpu", "--deadline=25:00", "--collect-only"
         )
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "write it as HH:MM" in result.stderr.str()

@@ -28,7 +28,7 @@ class FakeCase:
 
 @pytest.fixture
 def ladder() -> Ladder:
-    lad = load_ladder(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    lad = load_ladder(REPO / "experiments" / "ladders" / "drafters-cpu.toml")
     return dataclasses.replace(lad, measurement_timeout_s=10.0, ready_timeout_s=100.0)
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from ...analysis import AnalysisResult
+    from ...analysis.sequential import CellState
 
 
 def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
@@ -89,6 +90,30 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
         headline=headline(result),
         gates=gates,
     )
+
+
+def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
+    """The headline cells a [stop] rule looks at: each treatment × prompt subset's published
+    decision and 95 % half-width (percent) from the records so far, at this look's levels.
+
+    The pooled row is not a headline cell: a gain on one subset and none on the other is an
+    answer, and their average would keep the rule from ever being met.
+    """
+    from ...analysis.io import load_run
+    from ...analysis.pipeline import analyse
+    from ...analysis.sequential import CellState
+    from ...constants import POOLED
+
+    result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
+                     seed=request.seed)  # fmt: skip
+    cells = []
+    for r in result.published.to_dict(orient="records"):
+        if r["subset"] == POOLED:
+            continue
+        low, high = float(r["ci_low"]), float(r["ci_high"])
+        half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf
+        cells.append(CellState(f"{r['treatment']}:{r['subset']}", str(r["decision"]), half))
+    return tuple(cells)
 
 
 def beside_the_primary(

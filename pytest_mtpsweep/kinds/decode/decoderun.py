@@ -25,6 +25,7 @@ from .degeneracy import degenerate
 from .markers import stop_marker
 
 if TYPE_CHECKING:
+    from ...analysis.sequential import CellState
     from ...kindapi import Case
     from ...state.context import RunContext
     from ...state.live import LiveSession
@@ -214,6 +215,12 @@ class DecodeRun:
         from .analysis import analyse_at_end
 
         return analyse_at_end(run_dir, request, self.ladder)
+
+    def interim(self, run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
+        """What a [stop] rule looks at: the published cells of the records so far."""
+        from .analysis import interim
+
+        return interim(run_dir, request)
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         return []  # a decode run's end files are the protocol's and the analysis'

@@ -1,0 +1,113 @@
+"""The stop rule at run time: after each counterbalanced cycle pair the kind's interim analysis
+is looked at, and once the pre-registered rule is met the sessions left are not run.
+
+Every look, taken or resumed, is appended to stop.json (one writer: the run directory); the
+analysis reads it to say where the run stopped and why. A look is deterministic (the same
+records give the same decisions), so `--resume` re-takes the looks it reaches and continues the
+sequence where it left off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import schema
+from ..ladder import Ladder, SessionSlot
+
+if TYPE_CHECKING:
+    from ..analysis.sequential import CellState, Design
+
+
+def design_of(ladder: Ladder) -> Design | None:
+    """The ladder's `[stop]` as a design with its per-look levels (None: fixed cycles)."""
+    if ladder.stop is None:
+        return None
+    from ..analysis.sequential import Design
+
+    s = ladder.stop
+    return Design.plan(s.rule, s.min_cycles, s.max_cycles, s.spending, s.width_pct)
+
+
+def prereg_lines(design: Design | None) -> list[str]:
+    """preregistration.md's "Stopping rule" section (empty for a fixed design)."""
+    if design is None:
+        return []
+    rule = (
+        "every headline cell is faster, slower or equivalent"
+        if design.rule == "decided"
+        else f"every headline cell's 95 % interval is within ±{design.width_pct:g} %"
+    )
+    levels = ", ".join(
+        f"after cycle {c}: {100 * a:.2f} % / {100 * b:.2f} %"
+        for c, a, b in zip(
+            design.looks, design.confidence, design.equivalence_confidence, strict=True
+        )
+    )
+    return [
+        "## Stopping rule",
+        "",
+        f"- Stop once {rule}; looks after cycles {', '.join(map(str, design.looks))} "
+        f"(at most {design.looks[-1]} cycles).",
+        f"- Alpha spending: {design.spending}-type (Lan-DeMets), two-sided 5 % for the 95 % "
+        "interval and 10 % for the 90 % (equivalence) interval; the published intervals are "
+        "repeated confidence intervals, valid at whichever look the run stops.",
+        f"- Nominal levels of the 95 % / 90 % intervals at each look: {levels}.",
+        "",
+    ]
+
+
+@dataclass
+class Looks:
+    """The looks of one run: due before the first session of the cycle after a look."""
+
+    design: Design
+    interim: Callable[[], Sequence[CellState]]  # the kind's analysis of the run directory now
+    write: Callable[[str, Any], object]  # run_dir.write_json
+    taken: list[dict[str, Any]] = field(default_factory=list)
+    stopped: dict[str, Any] | None = None
+
+    def due(self, slot: SessionSlot) -> int | None:
+        """The look (1-based) to take before this session, if one is due and not yet taken."""
+        after = slot.cycle - 1
+        if after not in self.design.looks[:-1] or self.stopped is not None:
+            return None
+        k = self.design.looks.index(after) + 1
+        return None if any(t["look"] == k for t in self.taken) else k
+
+    def take(self, k: int) -> bool:
+        """Look k: the kind's interim analysis against the rule; True when the rule is met."""
+        from ..analysis.sequential import rule_met
+
+        try:
+            cells = tuple(self.interim())
+        except Exception as exc:  # an interim that cannot analyse says so and the run goes on
+            cells, error = (), f"the interim analysis failed: {exc}"
+        else:
+            error = ""
+        met, why = rule_met(self.design, cells)
+        entry = {
+            "look": k,
+            "after_cycle": self.design.looks[k - 1],
+            "at": schema.utc_now_iso(),
+            "met": met,
+            "why": error or why,
+            "cells": [
+                {"cell": c.cell, "decision": c.decision, "half_width_pct": c.half_width_pct}
+                for c in cells
+            ],
+        }
+        self.taken.append(entry)
+        if met:
+            self.stopped = entry
+        self.write(schema.STOP_FILE, self.document())
+        return met
+
+    def document(self) -> dict[str, Any]:
+        """stop.json: the design, every look taken, and the look that stopped the run."""
+        return {
+            "design": self.design.to_json(),
+            "looks": self.taken,
+            "stopped_at": self.stopped["look"] if self.stopped else None,
+        }

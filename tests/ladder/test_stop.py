@@ -1,0 +1,65 @@
+"""`[stop]`: the sequential design's fields, checked whole before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.ladder.model import StopRule
+from pytest_mtpsweep.loader import load_ladder
+from tests.ladder.test_load import LADDERS, MINIMAL, write
+
+
+def test_the_demo_stops_when_decided_within_six_cycles() -> None:
+    lad = load_ladder(LADDERS / "cpu-demo.toml")
+    assert lad.stop == StopRule("decided", min_cycles=2, max_cycles=6, spending="pocock")
+    assert lad.cycles == 6
+    assert load_ladder(LADDERS / "cpu-demo-fixed.toml").stop is None
+
+
+def test_cycles_are_the_maximum_and_an_override_moves_it(tmp_path: Path) -> None:
+    path = write(tmp_path, "")
+    path.write_text(MINIMAL.replace('baseline = "a"', 'baseline = "a"\ncycles = 8') + (
+        '[stop]\nrule = "width"\nwidth_pct = 5\n'
+    ))  # fmt: skip
+    lad = load_ladder(path)
+    assert (lad.cycles, lad.stop) == (8, StopRule("width", 2, 8, "pocock", 5.0))
+    assert load_ladder(path, {"cycles": 4}).cycles == 4
+    assert load_ladder(write(tmp_path, MINIMAL + '[stop]\nrule = "decided"\n')).cycles == 8
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('rule = "soon"', r"stop\.rule is 'soon'; use one of decided, width"),
+        ('rule = "decided"\nspending = "linear"', r"stop\.spending is 'linear'; use one of"),
+        ('rule = "decided"\nmin_cycles = 3', r"must be even, with 2 <= min_cycles"),
+        ('rule = "decided"\nmax_cycles = 7', r"must be even"),
+        ('rule = "decided"\nmin_cycles = 6\nmax_cycles = 4', r"min_cycles <= max_cycles"),
+        ('rule = "decided"\nmax_cycles = 1000', r"max_cycles <= 64"),
+        ('rule = "width"', r"add width_pct"),
+        ('rule = "decided"\nwidth_pct = 5', r"drop width_pct"),
+        ('rule = "width"\nwidth_pct = -1', r"0 < W <= 1000"),
+        ('rule = "width"\nwidth_pct = 1e300', r"0 < W <= 1000"),
+        ('rule = "decided"\nlooks = 3', r"unknown field stop\.'looks'"),
+        ("min_cycles = 2", r"missing required field stop\.'rule'"),
+    ],
+)
+def test_a_bad_stop_table_is_refused_in_one_line(tmp_path: Path, table: str, message: str) -> None:
+    with pytest.raises(LadderError, match=message) as info:
+        load_ladder(write(tmp_path, MINIMAL + "[stop]\n" + table + "\n"))
+    assert "\n" not in str(info.value)
+
+
+def test_cycles_and_max_cycles_must_agree(tmp_path: Path) -> None:
+    text = MINIMAL.replace('baseline = "a"', 'baseline = "a"\ncycles = 4')
+    with pytest.raises(LadderError, match="cycles is 4 and stop.max_cycles is 6"):
+        load_ladder(write(tmp_path, text + '[stop]\nrule = "decided"\nmax_cycles = 6\n'))
+
+
+def test_fixed_cycles_are_bounded(tmp_path: Path) -> None:
+    text = MINIMAL.replace('baseline = "a"', 'baseline = "a"\ncycles = 100000000')
+    with pytest.raises(LadderError, match="cycles is 100000000; use at most 64"):
+        load_ladder(write(tmp_path, text))
