@@ -19,6 +19,7 @@ from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, read_toml, run_plan
 from .ladder.load import field_errors
 from .loader import kind_spec_of, load_ladder
+from .protocol import looks
 from .request import AnalysisRequest, RunRequest
 from .rig import models
 
@@ -121,11 +122,12 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
     try:
         run = registry.prepare(ladder, request)
         run.validate_analysis(AnalysisRequest())
+        looks.check_supported(ladder, run)
         cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
     except UserError as exc:
         return "", [_line(ladder.path, str(exc))], []
     summary = (
-        f"{ladder.kind}, {len(ladder.treatments)} treatments x {ladder.cycles} cycles, "
+        f"{ladder.kind}, {len(ladder.treatments)} treatments x {looks.describe(ladder)}, "
         f"{len(cases)} cases"
     )
     own = getattr(run, "lint_warnings", None)  # a kind's optional warnings

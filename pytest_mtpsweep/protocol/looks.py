@@ -14,10 +14,33 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import schema
+from ..errors import OptionError
+from ..kindapi import kind_interim
 from ..ladder import Ladder, SessionSlot
 
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState, Design
+    from ..kindapi import KindRun
+
+
+def check_supported(ladder: Ladder, kind: KindRun) -> None:
+    """A `[stop]` ladder of a kind that cannot look between cycles is refused in one line."""
+    if ladder.stop is not None and kind_interim(kind) is None:
+        raise OptionError(
+            f"ladder {ladder.name} ({ladder.path}) has a [stop] rule, and the {ladder.kind} "
+            "kind cannot look at its results between cycles yet; drop [stop] and set cycles."
+        )
+
+
+def describe(ladder: Ladder) -> str:
+    """The plan's size as lint and the terminal say it: at most N cycles under a stop rule."""
+    if ladder.stop is None:
+        return f"{ladder.cycles} cycles"
+    looks = range(ladder.stop.min_cycles, ladder.stop.max_cycles + 1, 2)
+    return (
+        f"{ladder.cycles} cycles at most (stop rule {ladder.stop.rule}, looks after "
+        f"{', '.join(map(str, looks))})"
+    )
 
 
 def design_of(ladder: Ladder) -> Design | None:

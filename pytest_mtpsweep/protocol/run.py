@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import options, registry, schema
 from ..errors import OptionError, ProvisionError
-from ..kindapi import case_properties, kind_interim
+from ..kindapi import case_properties
 from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
 from ..ladder.attach import one_server
 from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
-from . import finish, interrupts, setup, timeouts
+from . import finish, interrupts, looks, setup, timeouts
 from .begin import Placement, begin, join
 
 if TYPE_CHECKING:
@@ -71,11 +71,7 @@ class Run:
                 f"{ladder.requires_model or 'a GGUF model file'}."
             )
         kind = registry.prepare(ladder, request)
-        if ladder.stop is not None and kind_interim(kind) is None:
-            raise OptionError(
-                f"ladder {ladder.name} ({ladder.path}) has a [stop] rule, and the {ladder.kind} "
-                "kind cannot look at its results between cycles yet; drop [stop] and set cycles."
-            )
+        looks.check_supported(ladder, kind)
         kind.validate_analysis(request.analysis)
         plan = run_plan(ladder.treatment_keys, ladder.cycles)
         return cls(request, ladder, declared, kind, plan)

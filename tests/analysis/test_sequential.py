@@ -124,7 +124,7 @@ def test_coverage_under_optional_stopping_and_naive_peeking_fails() -> None:
     # The fast version of bench/sequential_coverage.py's first row (same scenario and seed):
     # one cell, no true effect, a look after every cycle pair up to 12. Peeking at the fixed
     # 95 % interval calls 8.3 % of nulls faster or slower there; the repeated intervals 1.7 %.
-    from bench.sequential_coverage import SCENARIOS, simulate
+    from tests.sequential_sim import SCENARIOS, simulate
 
     name, scenario, margin = SCENARIOS[0]
     assert name == "null, cell noise"

@@ -55,7 +55,7 @@ def test_a_bad_stop_table_is_refused_in_one_line(tmp_path: Path, table: str, mes
 
 def test_cycles_and_max_cycles_must_agree(tmp_path: Path) -> None:
     text = MINIMAL.replace('baseline = "a"', 'baseline = "a"\ncycles = 4')
-    with pytest.raises(LadderError, match="cycles is 4 and stop.max_cycles is 6"):
+    with pytest.raises(LadderError, match=r"cycles is 4 and stop\.max_cycles is 6"):
         load_ladder(write(tmp_path, text + '[stop]\nrule = "decided"\nmax_cycles = 6\n'))
 
 

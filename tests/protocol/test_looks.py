@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,10 @@ from tests.protocol.test_session import run_stub, stub_project
 STOP = '\n[stop]\nrule = "decided"\nmin_cycles = 2\n'
 
 
-def _looks(cells: list[tuple[CellState, ...]] | Exception) -> tuple[Looks, list[object]]:
-    written: list[object] = []
+def _looks(
+    cells: list[tuple[CellState, ...]] | Exception,
+) -> tuple[Looks, list[tuple[str, Any]]]:
+    written: list[tuple[str, Any]] = []
 
     def interim() -> tuple[CellState, ...]:
         if isinstance(cells, Exception):
@@ -43,7 +46,7 @@ def test_a_look_is_due_once_before_the_cycle_after_it() -> None:
 
 
 def test_a_failed_interim_is_a_look_that_does_not_stop() -> None:
-    looks, written = _looks(RuntimeError("records unreadable"))
+    looks, _ = _looks(RuntimeError("records unreadable"))
     assert looks.take(1) is False
     assert "the interim analysis failed: records unreadable" in looks.taken[0]["why"]
 
