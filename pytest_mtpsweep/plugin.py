@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from .kindapi import Case, EndAnalysis, Kind, Result
     from .protocol.progress import Progress
     from .protocol.run import Run
+    from .reruns import Reruns  # noqa: F401 (named in a StashKey)
     from .state.live import LiveSession
 
 RUN = pytest.StashKey["Run"]()
 ROLE = pytest.StashKey[str]()  # "worker" or "controller" under pytest-xdist
 CONTROLLER = pytest.StashKey["Controller"]()
+RERUNS = pytest.StashKey["Reruns"]()  # failed measurements held until their session closes
 KIND_FIXTURES_PLUGIN = "mtpsweep-kind-fixtures"
 
 
@@ -86,9 +88,13 @@ def pytest_configure(config: pytest.Config) -> None:
             "-p no:timeout)."
         )
     config.stash[RUN] = run
-    from . import distribute
+    from . import distribute, reruns
 
     role = distribute.role(config)
+    if role != "controller":
+        config.stash[RERUNS] = reruns.Reruns.of(run)
+    if role != "worker":
+        config.pluginmanager.register(reruns.FirstAttempts(config), "mtpsweep-first-attempts")
     if role:
         config.stash[ROLE] = role
         controller = distribute.configure(config, run, role)
@@ -181,12 +187,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """Preflight items that pass or skip are not counted in the summary line (it counts
-    measurements); a stopped run counts as `1 stopped`, not as a failed test."""
+    measurements); a stopped run counts as `1 stopped`, not as a failed test; a measurement
+    whose session the protocol re-ran to a full census as `R`, `1 rerun`."""
+    if report.outcome == "rerun":  # type: ignore[comparison-overlap]
+        from . import reruns
+
+        return reruns.teststatus(report)
     if config.stash.get(RUN, None) is None or not report.nodeid.startswith("mtpsweep::"):
         return None
     from . import runloop
 
     return runloop.teststatus(report)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A measurement runs as pytest runs it, but a failure is logged once its session has
+    closed: as a rerun if the protocol re-ran the session and the census completed."""
+    reruns = item.config.stash.get(RERUNS, None)
+    case = _case(item) if reruns is not None else None
+    if reruns is None or case is None:
+        return None
+    return reruns.protocol(item, nextitem, case.slot.name)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -200,7 +222,10 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
         return (yield)
     role = config.stash.get(ROLE, "")
     if role == "worker":  # the controller ran preflight and founded the run directory
-        return (yield)
+        try:
+            return (yield)
+        finally:
+            config.stash[RERUNS].flush(everything=True)
     if role == "controller":
         return (yield from _controller_loop(session, run))
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
@@ -212,9 +237,12 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     try:
         result = yield
     except pytest.exit.Exception:
+        config.stash[RERUNS].flush(everything=True)  # a held failure is a failure after all
         if run.stopped:
             runloop.report_stopped(config, run.stopped, runloop.run_properties(run))
         raise
+    finally:
+        config.stash[RERUNS].flush(everything=True)
     runloop.end(config, run)  # the last item's teardown stopped the last server
     runloop.gates(session, run)
     return result

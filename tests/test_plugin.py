@@ -159,7 +159,7 @@ class TestCollection:
         result = experiments.runpytest("experiments/", "-rs")
         result.assert_outcomes(skipped=3)  # a decode, an authoring and a load test
         result.stdout.fnmatch_lines(
-            ["*no --ladder given: run e.g. pytest experiments/ --ladder=drafters-cpu*"]
+            ["*no --ladder given: run e.g. pytest experiments/ --ladder=cpu-demo*"]
         )
 
 
@@ -177,7 +177,7 @@ class TestUsageErrors:
     def test_unknown_ladder_lists_available(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=nope")
         assert (
-            "available: authoring-cpu, drafters-cpu, gemma-control, load-cpu, lowerarm, lowerarm-cpu"
+            "available: authoring-cpu, cpu-demo, cpu-demo-fixed, drafters-cpu, gemma-control, load-cpu, lowerarm, lowerarm-cpu"
             in err
         )
 

@@ -44,6 +44,8 @@ class Sessions:
         self.cases = cases  # session name -> its selected cases, in run order
         self.stopped: str | None = None
         self.progress: Progress = Silent()
+        self.closed: set[str] = set()  # sessions closed for good (after their re-run, if any)
+        self.recovered: set[str] = set()  # sessions whose re-run completed the census
 
     # -- opening ------------------------------------------------------------------------
 
@@ -63,6 +65,7 @@ class Sessions:
             reason = f"warm-up failed twice: {first}; then {live.quarantine}"
             self.close(live)
             self.stop_run(f"** WARMUP-FAILED-TWICE={slot.name}: {reason}")
+        self.closed.discard(slot.name)  # the failed warm-up's close was not the session's
         return live
 
     def _start(self, slot: SessionSlot, rerun: bool = False) -> LiveSession:
@@ -160,6 +163,8 @@ class Sessions:
         self.progress.closed(live.slot.name, session_summary(live.info, note))
         if partial and not live.rerun and self.schedule.time_for(live.slot):
             self._rerun(live.slot)
+        if not live.rerun:
+            self.closed.add(live.slot.name)
 
     def _file(self, live: LiveSession) -> bool:
         """Write the session file and quarantine if a rule says so; True on a partial census."""
@@ -226,3 +231,7 @@ class Sessions:
                         self.measure(live, case)
         finally:  # a stop marker in the re-run still releases and quarantines it first
             self.close(live)
+        info = live.info
+        planned = info.get("planned_measurements", 0)
+        if live.quarantine is None and not info.get("error") and live.usable == planned:
+            self.recovered.add(slot.name)

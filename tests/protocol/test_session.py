@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import psutil
@@ -553,14 +554,29 @@ class TestStall:
         few = stub_project(pytester, [])
         ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
         ladder.write_text("stall_threshold_s = 1\n" + ladder.read_text())
-        result = run_stub(pytester, few, "--no-calibration", "-k", "c1", server_bin=wrapper)
-        result.assert_outcomes(passed=3, failed=1)  # the re-run is the protocol's, not a test
+        junit = tmp_path / "junit.xml"
+        result = run_stub(
+            pytester, few, "--no-calibration", "-k", "c1", f"--junitxml={junit}", server_bin=wrapper
+        )
+        # The re-run completed the census: the stalled case is a rerun, not a failure, and the
+        # run exits 0 (the re-run itself is the protocol's, not a test).
+        assert result.ret == pytest.ExitCode.OK
+        outcomes = result.parseoutcomes()
+        assert (outcomes["passed"], outcomes["rerun"], outcomes.get("failed")) == (3, 1, None)
+        case = ET.parse(junit).getroot().find(".//testcase[@name='test_decode[c1-b-prose_02]']")
+        assert case is not None and case.find("failure") is None
+        first = case.find("rerunFailure")
+        assert first is not None and "stalled" in first.get("message", "")
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert str(props["first_attempt"]).startswith("call failed:")
+        assert "02_b_c1 was re-run" in str(props["rerun"])
         run = only_run(pytester.path)
         q = run / "quarantine" / "02_b_c1"
         assert "partial census: 1 of 2" in (q / "reason.txt").read_text()
         stalled = read_records(q / "records.jsonl")[0][1]
         assert str(stalled["reason"]).startswith("stalled: 2.")
-        assert float(str(stalled["max_gap_s"])) >= 2.0
+        # the 2 s silence, less what a late preceding event ate of it on a busy host
+        assert float(str(stalled["max_gap_s"])) >= 1.5
         rerun = read_records(run / "records" / "02_b_c1.jsonl")[0]
         assert [r["valid"] for r in rerun] == [True, True]
         assert all(float(str(r["max_gap_s"])) < 1.0 for r in rerun)
