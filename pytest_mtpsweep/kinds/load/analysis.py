@@ -25,6 +25,7 @@ from ...state.rundir import RunDir, read_records
 if TYPE_CHECKING:
     import argparse
 
+    from ...analysis.sequential import CellState, LookState
     from .contrast import Row
 
 OUT = "analysis"
@@ -38,6 +39,7 @@ class LoadAnalysis:
     lines: tuple[str, ...]
     report: Path
     headline: Mapping[str, str]
+    cells: tuple[CellState, ...] = ()  # what a stop rule looks at
 
 
 def records_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -85,8 +87,14 @@ def analyse(
         modes.setdefault(mode, []).append(label)
     keys = [base, *(str(t["key"]) for t in plan.get("treatments") or [] if t["key"] != base)]
     table = frame.percentile_table(requests, levels, keys)
-    rows = contrast.contrast_rows(requests, levels, pairs, order, boot=boot, seed=seed)
-    inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed)
+    look = look_of(run_dir, plan, levels)
+    if isinstance(look, str):
+        return look
+    level = 0.95 if look is None else look.confidence
+    rows = contrast.contrast_rows(requests, levels, pairs, order, boot=boot, seed=seed,
+                                  confidence=level)  # fmt: skip
+    inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed,
+                                      confidence=level)  # fmt: skip
     out = run_dir / OUT
     out.mkdir(exist_ok=True)
     table.to_csv(out / "load_levels.csv", index=False)
@@ -96,6 +104,9 @@ def analyse(
     plots = _plots(out, table, levels, rows, order, base)
     sessions = list(RunDir(run_dir).session_files())
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions)
+    if look is not None:  # where the stop rule stopped (or why it went on), under the title
+        title, _, rest = text.partition("\n")
+        text = f"{title}\n\n{look.sentence()}\n{rest}"
     (out / REPORT).write_text(text, encoding="utf-8")  # as the decode analysis writes its own
     try:
         html_sections.write(run_dir)  # report.html beside report.md, read from what is written
@@ -104,7 +115,47 @@ def analyse(
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     lines = report.headline_lines(rows, inter, endpoint)
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
-    return LoadAnalysis(tuple(lines), out / REPORT, headline)
+    if look is not None:
+        lines.append(look.sentence())
+    return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint))
+
+
+def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
+    """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan)."""
+    from ...analysis.sequential import look_state
+
+    try:
+        doc = json.loads((run_dir / schema.STOP_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        doc = {}
+    except (OSError, ValueError) as exc:
+        return f"{run_dir / schema.STOP_FILE} cannot be read ({exc}); restore it from the run"
+    cycles = int(levels["cycle"].max()) if len(levels) else 1
+    try:
+        return look_state(plan.get("stop"), doc if isinstance(doc, dict) else {}, cycles)
+    except ValueError as exc:
+        return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
+
+
+def cells(rows: Sequence[Row], inter: Sequence[Row], endpoint: str) -> tuple[CellState, ...]:
+    """The headline cells a stop rule looks at: the headline endpoint's gain per treatment and
+    level, and its interaction(s); decided when the interval excludes no gain."""
+    from ...analysis.sequential import CellState
+
+    out = []
+    for r in [*rows, *inter]:
+        if r.endpoint != endpoint:
+            continue
+        decision = "faster" if r.ci_low > 0 else "slower" if r.ci_high < 0 else "inconclusive"
+        half = (r.ci_high - r.ci_low) / 2.0
+        out.append(CellState(f"{r.treatment}:{r.level}", decision, half))
+    return tuple(out)
+
+
+def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
+    """What a [stop] rule looks at: the headline cells of the records so far."""
+    done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
+    return () if isinstance(done, str) else done.cells
 
 
 def _plots(

@@ -64,8 +64,11 @@ def _nan_estimate(method: str = "none") -> Estimate:
     return Estimate(math.nan, math.nan, math.nan, math.nan, math.nan, method, 0, 0, 0)
 
 
-def clustered(matrix: FloatArray, n_pairs: int, *, boot: int, seed: int, key: str) -> Estimate:
-    """The estimate from a clusters x cycles matrix of mean log gains (NaN where missing)."""
+def clustered(
+    matrix: FloatArray, n_pairs: int, *, boot: int, seed: int, key: str, confidence: float = 0.95
+) -> Estimate:
+    """The estimate from a clusters x cycles matrix of mean log gains (NaN where missing), its
+    interval at `confidence` (0.95; a sequential look's own level under a stop rule)."""
     finite_rows = np.isfinite(matrix).any(axis=1)
     m = matrix[finite_rows]
     if m.shape[0] == 0:
@@ -79,20 +82,20 @@ def clustered(matrix: FloatArray, n_pairs: int, *, boot: int, seed: int, key: st
         shared = m[:, np.isfinite(m).any(axis=0)]
         spread = session_spread([per], [shared])
     idx = index_matrix(per.size, boot, seed, key)
-    q95 = float(summarise_resamples(resample(per[None, :], idx), np.array([est])).q95[0])
-    low, high = published_interval(est, spread, q95, 0.95)
+    summary = summarise_resamples(resample(per[None, :], idx), np.array([est]), (confidence, 0.90))
+    low, high = published_interval(est, spread, float(summary.q95[0]), confidence)
     method = spread.method if spread.method == WITH_SESSION else "boot-t (prompts)"
     return Estimate(est, low, high, spread.se, spread.df, method, int(per.size), n_pairs, cycles)
 
 
-def by_cycle(values: FloatArray) -> Estimate:
+def by_cycle(values: FloatArray, confidence: float = 0.95) -> Estimate:
     """The estimate from one log gain per cycle: Student's t at cycles - 1 df."""
     v = values[np.isfinite(values)]
     if v.size == 0:
         return _nan_estimate(BY_CYCLE)
     est = float(v.mean())
     spread = prompt_spread([v])
-    low, high = published_interval(est, spread, math.nan, 0.95)
+    low, high = published_interval(est, spread, math.nan, confidence)
     return Estimate(est, low, high, spread.se, spread.df, BY_CYCLE, int(v.size), int(v.size),
                     int(v.size))  # fmt: skip
 
@@ -187,7 +190,7 @@ def endpoints(levels: pd.DataFrame) -> list[str]:
 
 def contrast_rows(
     requests: pd.DataFrame, levels: pd.DataFrame, pairs: Sequence[tuple[str, str]],
-    order: Sequence[str], *, boot: int, seed: int,
+    order: Sequence[str], *, boot: int, seed: int, confidence: float = 0.95,
 ) -> list[Row]:  # fmt: skip
     """Every (treatment vs baseline, endpoint, level), in level order."""
     out = []
@@ -195,25 +198,25 @@ def contrast_rows(
         for ep in endpoints(levels):
             for level in order:
                 out.append(_row(t, b, ep, level, _estimate(requests, levels, t, b, level, ep,
-                                                            boot=boot, seed=seed)))  # fmt: skip
+                                boot=boot, seed=seed, confidence=confidence)))  # fmt: skip
     return out
 
 
 def _estimate(
     requests: pd.DataFrame, levels: pd.DataFrame, t: str, b: str, level: str, ep: str,
-    *, boot: int, seed: int,
+    *, boot: int, seed: int, confidence: float = 0.95,
 ) -> Estimate:  # fmt: skip
     if ep in REQUEST_ENDPOINTS:
         gains = request_gains(requests, t, b, level, ep)
         return clustered(cell_matrix(gains)[0], len(gains), boot=boot, seed=seed,
-                         key=f"{t}:{b}:{ep}:{level}")  # fmt: skip
+                         key=f"{t}:{b}:{ep}:{level}", confidence=confidence)  # fmt: skip
     per = level_gains(levels, t, b, level, ep)
-    return by_cycle(np.array(list(per.values()), dtype=np.float64))
+    return by_cycle(np.array(list(per.values()), dtype=np.float64), confidence)
 
 
 def interaction_rows(
     requests: pd.DataFrame, levels: pd.DataFrame, pairs: Sequence[tuple[str, str]],
-    modes: dict[str, list[str]], *, boot: int, seed: int,
+    modes: dict[str, list[str]], *, boot: int, seed: int, confidence: float = 0.95,
 ) -> list[Row]:  # fmt: skip
     """Per (contrast, endpoint, mode with 2+ levels): gain at the highest level over the gain at
     the lowest, paired by (prompt, cycle) for per-request endpoints and by cycle otherwise."""
@@ -224,9 +227,12 @@ def interaction_rows(
                 if len(labels) < 2:
                     continue
                 lo, hi = labels[0], labels[-1]
-                e = _interaction(requests, levels, t, b, lo, hi, ep, boot=boot, seed=seed)
-                g_lo = _estimate(requests, levels, t, b, lo, ep, boot=boot, seed=seed)
-                g_hi = _estimate(requests, levels, t, b, hi, ep, boot=boot, seed=seed)
+                e = _interaction(requests, levels, t, b, lo, hi, ep, boot=boot, seed=seed,
+                                 confidence=confidence)  # fmt: skip
+                g_lo = _estimate(requests, levels, t, b, lo, ep, boot=boot, seed=seed,
+                                 confidence=confidence)  # fmt: skip
+                g_hi = _estimate(requests, levels, t, b, hi, ep, boot=boot, seed=seed,
+                                 confidence=confidence)  # fmt: skip
                 out.append(_row(t, b, ep, f"{hi}/{lo}", e, gain_low_pct=to_pct(g_lo.est),
                                 gain_high_pct=to_pct(g_hi.est)))  # fmt: skip
     return out
@@ -234,7 +240,7 @@ def interaction_rows(
 
 def _interaction(
     requests: pd.DataFrame, levels: pd.DataFrame, t: str, b: str, lo: str, hi: str, ep: str,
-    *, boot: int, seed: int,
+    *, boot: int, seed: int, confidence: float = 0.95,
 ) -> Estimate:  # fmt: skip
     if ep in REQUEST_ENDPOINTS:
         g_lo, g_hi = (request_gains(requests, t, b, lv, ep) for lv in (lo, hi))
@@ -247,10 +253,11 @@ def _interaction(
         a = m_hi[np.ix_([p_hi.index(p) for p in prompts], [c_hi.index(c) for c in cycles])]
         z = m_lo[np.ix_([p_lo.index(p) for p in prompts], [c_lo.index(c) for c in cycles])]
         return clustered(a - z, len(g_lo) + len(g_hi), boot=boot, seed=seed,
-                         key=f"{t}:{b}:{ep}:{hi}/{lo}")  # fmt: skip
+                         key=f"{t}:{b}:{ep}:{hi}/{lo}", confidence=confidence)  # fmt: skip
     per_lo, per_hi = (level_gains(levels, t, b, lv, ep) for lv in (lo, hi))
     shared = sorted(set(per_lo) & set(per_hi))
-    return by_cycle(np.array([per_hi[c] - per_lo[c] for c in shared], dtype=np.float64))
+    return by_cycle(np.array([per_hi[c] - per_lo[c] for c in shared], dtype=np.float64),
+                    confidence)  # fmt: skip
 
 
 def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:

@@ -34,6 +34,7 @@ from .measure import append, identity, measure_level, not_run, planned_requests,
 from .result import LevelResult
 
 if TYPE_CHECKING:
+    from ...analysis.sequential import CellState
     from ...kindapi import Case
     from ...state.context import RunContext
     from ...state.live import LiveSession
@@ -196,6 +197,12 @@ class LoadRun:
         from .analysis import analyse_at_end
 
         return analyse_at_end(run_dir, request)
+
+    def interim(self, run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
+        """What a [stop] rule looks at: the headline gains and interactions so far."""
+        from .analysis import interim
+
+        return interim(run_dir, request)
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         return []

@@ -1,0 +1,86 @@
+"""A load run under a stop rule: its contrasts at a look's own level, the cells a rule looks at,
+and the report's sentence (records from `run_fixture`: ngram 25 % faster at conc1, 10 % at
+conc4; no server)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pytest_mtpsweep.analysis.sequential import Design, rule_met
+from pytest_mtpsweep.kinds.load.analysis import LoadAnalysis, analyse, interim
+from pytest_mtpsweep.request import AnalysisRequest
+from tests.kinds.load.run_fixture import write_run
+
+
+def _noisy(run: Path) -> Path:
+    """The fixture's exact gains with 5 % noise on every request's e2e (seeded)."""
+    rng = np.random.default_rng(7)
+    for path in sorted((run / "records").glob("*.jsonl")):
+        out = []
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("record") == "request" and r.get("e2e_ms") is not None:
+                r["e2e_ms"] *= math.exp(0.05 * rng.standard_normal())
+            out.append(json.dumps(r) + "\n")
+        path.write_text("".join(out))
+    return run
+
+
+def _with_stop(run: Path, design: Design, stop_doc: dict[str, object] | None = None) -> None:
+    plan = json.loads((run / "plan.json").read_text())
+    plan["stop"] = design.to_json()
+    (run / "plan.json").write_text(json.dumps(plan))
+    if stop_doc is not None:
+        (run / "stop.json").write_text(json.dumps(stop_doc))
+
+
+def _e2e(run: Path) -> pd.DataFrame:
+    rows = pd.read_csv(run / "analysis" / "load_contrasts.csv")
+    return rows[rows["endpoint"] == "e2e"].set_index("level")
+
+
+def test_a_look_publishes_wider_intervals_than_the_fixed_design(tmp_path: Path) -> None:
+    fixed = _noisy(write_run(tmp_path / "fixed", cycles=2))
+    assert isinstance(analyse(fixed, boot=200), LoadAnalysis)
+    looked = _noisy(write_run(tmp_path / "looked", cycles=2))
+    design = Design.plan("decided", 2, 8, "pocock", None)
+    _with_stop(looked, design)
+    done = analyse(looked, boot=200)
+    assert isinstance(done, LoadAnalysis)
+    a, b = _e2e(fixed), _e2e(looked)
+    for level in ("conc1", "conc4"):
+        assert math.isclose(a.loc[level, "gain_pct"], b.loc[level, "gain_pct"])
+        assert b.loc[level, "ci_high"] - b.loc[level, "ci_low"] > (
+            a.loc[level, "ci_high"] - a.loc[level, "ci_low"]
+        )
+    # look 1 of 4 (after cycle 2), at that look's level, said in the report and the lines
+    assert design.confidence[0] > 0.95
+    assert "look 1 of 4 (after cycle 2)" in (looked / "analysis" / "report.md").read_text()
+    assert any("look 1 of 4" in line for line in done.lines)
+
+
+def test_the_rule_looks_at_each_level_and_the_interaction(tmp_path: Path) -> None:
+    run = _noisy(write_run(tmp_path, cycles=2))
+    _with_stop(run, Design.plan("width", 2, 8, "pocock", 1000.0))
+    cells = interim(run, AnalysisRequest(boot=200))
+    assert [c.cell for c in cells] == ["ngram:conc1", "ngram:conc4", "ngram:conc4/conc1"]
+    by = {c.cell: c for c in cells}
+    assert by["ngram:conc1"].decision == "faster"  # 25 % with little noise: decided
+    assert all(math.isfinite(c.half_width_pct) and c.half_width_pct > 0 for c in cells)
+    met, why = rule_met(Design.plan("width", 2, 8, "pocock", 1000.0), cells)
+    assert met, why
+    met, why = rule_met(Design.plan("width", 2, 8, "pocock", 0.001), cells)
+    assert not met and "wider than" in why
+
+
+def test_a_stop_file_that_cannot_be_read_is_a_sentence(tmp_path: Path) -> None:
+    run = write_run(tmp_path, cycles=2)
+    _with_stop(run, Design.plan("decided", 2, 8, "pocock", None))
+    (run / "stop.json").write_text("{not json")
+    done = analyse(run, boot=200)
+    assert isinstance(done, str) and "stop.json cannot be read" in done and "restore" in done
