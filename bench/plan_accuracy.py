@@ -3,6 +3,7 @@ against the 6-cycle run's published half-width, by simulation through the real a
 
     python bench/plan_accuracy.py               # 300 replications a scenario
     python bench/plan_accuracy.py --reps 100    # a quicker look
+    python bench/plan_accuracy.py --pilot 4 --full 12   # a longer pilot, a longer run
 
 Each replication is one treatment against a noise-free baseline over 6 cycles
 (tests/strategies.py `replication_records`: per-prompt log ratio = effect + prompt_sd·a_p + b_c
@@ -42,7 +43,7 @@ from pytest_mtpsweep.analysis.planning import (
 )
 from tests.strategies import Scenario, replication_records
 
-PILOT, FULL, BATCH = 2, 6, 150
+BATCH = 150
 ONE = ("prose",)
 SCENARIOS: tuple[tuple[str, Scenario], ...] = (
     ("cell noise, 8 prompts", Scenario(prompts=8, prompt_sd=0.02, noise_sd=0.05, subsets=ONE)),
@@ -61,19 +62,21 @@ def _published(
     return tables.pairs, rows[rows["subset"] == ONE[0]].set_index("treatment")
 
 
-def factors(scenario: Scenario, reps: int, boot: int, seed: int) -> tuple[list[float], list[bool]]:
-    """Per replication: predicted / actual half-width at FULL cycles, and whether the actual
-    one fell inside the predicted 80 % range."""
+def factors(
+    scenario: Scenario, reps: int, boot: int, seed: int, pilot: int = 2, full: int = 6
+) -> tuple[list[float], list[bool]]:
+    """Per replication: predicted / actual half-width at `full` cycles from its first `pilot`
+    cycles, and whether the actual one fell inside the predicted 80 % range."""
     ratio_out: list[float] = []
     inside: list[bool] = []
-    full = Scenario(**{**scenario.__dict__, "cycles": FULL})
+    whole = Scenario(**{**scenario.__dict__, "cycles": full})
     for i, start in enumerate(range(0, reps, BATCH)):
-        records, treatments = replication_records(full, min(BATCH, reps - start), seed + i)
+        records, treatments = replication_records(whole, min(BATCH, reps - start), seed + i)
         settings = AnalysisSettings(baseline="none", boot=boot, seed=seed + i)
-        pairs, pilot = _published(records[records["cycle"] <= PILOT], treatments, settings)
+        pairs, early = _published(records[records["cycle"] <= pilot], treatments, settings)
         _, final = _published(records, treatments, settings)
         for t in treatments:
-            row = pilot.loc[t].to_dict()
+            row = early.loc[t].to_dict()
             matrix = cell_matrix(pairs, "primary", t, ONE[0])
             comp = components(matrix)
             actual = (float(final.loc[t, "ci_high"]) - float(final.loc[t, "ci_low"])) / 2.0
@@ -82,10 +85,10 @@ def factors(scenario: Scenario, reps: int, boot: int, seed: int) -> tuple[list[f
             est = math.log1p(float(row["pct_change"]) / 100.0)
             q = pilot_ratio(row, comp.n, 0.95)
             point = point_variances(comp)
-            predicted = float(half_width(point, comp.n, FULL, est, q)[0])
+            predicted = float(half_width(point, comp.n, full, est, q)[0])
             rng = np.random.default_rng(seed + i)
             drawn = component_draws(comp, 2000, rng)
-            drawn = width_from_ms(realised_ms(drawn, comp.n, FULL, rng), comp.n, FULL, est, q)
+            drawn = width_from_ms(realised_ms(drawn, comp.n, full, rng), comp.n, full, est, q)
             low, high = np.quantile(drawn, RANGE)
             ratio_out.append(predicted / actual)
             inside.append(bool(low <= actual <= high))
@@ -97,15 +100,17 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--boot", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pilot", type=int, default=2, help="the pilot's cycles (default 2)")
+    parser.add_argument("--full", type=int, default=6, help="the run's cycles (default 6)")
     args = parser.parse_args()
     t0 = time.monotonic()
-    print(f"{PILOT}-cycle pilots predicting the {FULL}-cycle half-width, {args.reps} "
+    print(f"{args.pilot}-cycle pilots predicting the {args.full}-cycle half-width, {args.reps} "
           f"replications a scenario, boot {args.boot}\n")  # fmt: skip
     print("| scenario | median predicted/actual | within 2x | actual inside the 80 % range |")
     print("|---|---|---|---|")
     everything: list[float] = []
     for name, scenario in SCENARIOS:
-        got, inside = factors(scenario, args.reps, args.boot, args.seed)
+        got, inside = factors(scenario, args.reps, args.boot, args.seed, args.pilot, args.full)
         f = np.array(got)
         within = float(((f >= 0.5) & (f <= 2.0)).mean())
         everything += got

@@ -265,9 +265,9 @@ def component_draws(comp: Components, draws: int, rng: np.random.Generator) -> F
     chi-square interval's distribution), half parametric bootstrap, ms·χ²_df/df.
 
     With the 1 df of a 2-cycle pilot's session term the two disagree most: by
-    bench/plan_accuracy.py the fiducial half alone held 0.60 of the runs without a session
+    bench/plan_accuracy.py the fiducial half alone held 0.63 of the runs without a session
     effect in its 80 % range and the bootstrap half alone 0.59 of the session-heavy ones; the
-    mixture holds both near or above 0.8.
+    mixture holds 0.78-0.97 (docs/analysis.md, "Planning from a pilot").
     """
     half = draws // 2
     ms = []
