@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_mtpsweep.cli import main
@@ -103,15 +105,14 @@ def test_a_missing_run_directory_is_one_sentence(
     assert err.count("\n") == 1 and "is not a run directory (no plan.json)" in err, err
 
 
-@pytest.mark.parametrize("kind", ["authoring", "load"])
 def test_a_kind_that_cannot_plan_says_so_in_one_sentence(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = pilot(tmp_path, kind=kind)
+    run = pilot(tmp_path, kind="authoring")
     assert main(["plan", str(run), "--target-width", "5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"the {kind} kind cannot plan from a pilot yet (kinds that can: decode)" in err
+    assert "the authoring kind cannot plan from a pilot yet (kinds that can: decode, load)" in err
 
 
 def test_a_run_without_records_is_one_sentence(
@@ -140,3 +141,59 @@ def test_a_stub_pilot_plans_from_its_own_sessions(
     assert "b:prose" in out and "2 cycle(s) run" in out
     per_cycle = next(ln for ln in out.splitlines() if ln.startswith("wall time: a cycle took"))
     assert "over 4 session(s)" in per_cycle
+
+
+def load_pilot(root: Path, endpoint: str = "e2e") -> Path:
+    """A 2-cycle load run: ngram 25 % faster at conc1 and 10 % at conc4, with noise."""
+    from tests.kinds.load.run_fixture import plan as load_plan
+    from tests.kinds.load.synthetic import lines
+
+    rng = np.random.default_rng(1)
+    speed = {"conc1": 1.25, "conc4": 1.1}
+
+    def e2e(t: str, cycle: int, level: str, p: int, i: int) -> float:
+        ms = (100.0 + 10 * p) * math.exp(rng.normal(0.0, 0.05))
+        return ms if t == "none" else ms / speed[level]
+
+    def tps(t: str, cycle: int, level: str) -> float:
+        return 100.0 * math.exp(rng.normal(0.0, 0.03)) * (speed[level] if t == "ngram" else 1)
+
+    run = root / "load-run"
+    (run / "records").mkdir(parents=True)
+    (run / "sessions").mkdir()
+    doc = load_plan(2)
+    doc["load"]["endpoint"] = endpoint
+    (run / "plan.json").write_text(json.dumps(doc))
+    by_session: dict[str, list[dict[str, object]]] = {}
+    for r in lines(e2e, cycles=2, throughput=tps):
+        by_session.setdefault(str(r["session"]), []).append(r)
+    for name, mine in by_session.items():
+        (run / "records" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
+        facts = {"session": name, "treatment": mine[0]["treatment"], "duration_s": 30.0}
+        (run / "sessions" / f"{name}.json").write_text(json.dumps(facts))
+    return run
+
+
+def test_a_load_run_plans_each_level_s_gain_and_the_interaction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = load_pilot(tmp_path)
+    assert main(["plan", str(run), "--target-width", "5", "--boot", "1000"]) == 0
+    out = capsys.readouterr().out
+    cells = [ln.split()[:3] for ln in out.splitlines() if ln.startswith("ngram@")]
+    assert cells == [["ngram@conc1", "e2e", "6"], ["ngram@conc4", "e2e", "6"],
+                     ["ngram@conc4/conc1", "e2e", "6"]]  # fmt: skip
+    assert "a cycle took 60 s here" in out and "2 cycle(s) run" in out
+
+
+def test_a_load_throughput_endpoint_is_planned_by_cycle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = load_pilot(tmp_path, endpoint="output_tok_s")
+    assert main(["plan", str(run), "--target-width", "5", "--max-cycles", "16"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("ngram@")]
+    assert [r[:3] for r in rows] == [["ngram@conc1", "output_tok_s", "-"],
+                                     ["ngram@conc4", "output_tok_s", "-"],
+                                     ["ngram@conc4/conc1", "output_tok_s", "-"]]  # fmt: skip
+    assert all(r[5].isdigit() and int(r[5]) % 2 == 0 for r in rows)  # "±3.8 %" is two words

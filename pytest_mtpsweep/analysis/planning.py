@@ -278,6 +278,61 @@ def component_draws(comp: Components, draws: int, rng: np.random.Generator) -> F
     return variances(ms[0], ms[1], ms[2], comp.cycles, comp.rows)
 
 
+def plan_by_cycle(
+    cell: str,
+    endpoint: str,
+    values: FloatArray,
+    *,
+    target: float,
+    max_cycles: int,
+    draws: int = DRAWS,
+    seed: int = 0,
+) -> CellPlan:
+    """The plan of a cell whose unit is the cycle (one log gain per cycle, Student's t at
+    k - 1 df, no bootstrap): SE² = s²/k, so more cycles always help and there is no floor."""
+    from scipy.special import stdtrit
+
+    v = values[np.isfinite(values)]
+    k0 = int(v.size)
+    if k0 < 2:
+        why = "under 2 cycles there is no spread between cycles to plan from; run a cycle pair"
+        return CellPlan(cell, endpoint, k0, k0, math.nan, None, None, None, math.nan, math.nan,
+                        why)  # fmt: skip
+    est, var = float(v.mean()), float(v.var(ddof=1))
+    t0 = float(stdtrit(k0 - 1, 0.975))
+    now = 100.0 * math.exp(est) * math.sinh(t0 * math.sqrt(var / k0))
+    ks = even_cycles(max_cycles)
+
+    def width(s2: FloatArray, k: int) -> FloatArray:
+        with np.errstate(over="ignore"):
+            return np.asarray(100.0 * math.exp(est) * np.sinh(stdtrit(k - 1, 0.975) *
+                                                               np.sqrt(s2 / k)))  # fmt: skip
+
+    point = np.stack([width(np.array([var]), k) for k in ks], axis=-1)
+    best = first_reaching(point, ks, target)[0]
+    rng = np.random.default_rng(seed)
+    half, df = draws // 2, k0 - 1.0
+    drawn = var * np.concatenate(
+        [df / rng.chisquare(df, half), rng.chisquare(df, draws - half) / df]
+    )
+    curves = np.stack(
+        [width(drawn * rng.chisquare(k - 1, draws) / (k - 1), k) for k in ks], axis=-1
+    )
+    low, high = np.quantile(first_reaching(curves, ks, target), RANGE, method="lower")
+    return CellPlan(
+        cell=cell,
+        endpoint=endpoint,
+        n_prompts=0,  # the cycle is the unit: prompts do not enter
+        pilot_cycles=k0,
+        now=now,
+        cycles=int(best) if math.isfinite(best) else None,
+        low=int(low) if math.isfinite(low) else None,
+        high=int(high) if math.isfinite(high) else None,
+        width_at_max=float(point[0, -1]),
+        floor=0.0,
+    )
+
+
 def cell_matrix(pairs: pd.DataFrame, endpoint: str, treatment: str, subset: str) -> FloatArray:
     """The prompts × cycles log ratios of one cell from the pairs table (NaN: no pair)."""
     mine = pairs[
@@ -340,47 +395,3 @@ def cycle_seconds(sessions: Sequence[Mapping[str, object]]) -> float | None:
     if not per:
         return None
     return sum(sum(v) / len(v) for v in per.values())
-
-
-# The spread of prompts' gains (sd, percent) a ladder's equivalence margin is checked against by
-# lint: the low end of what bench/coverage.py simulates (prompt sd 0.02-0.10 on the log scale).
-TYPICAL_SPREAD_PCT = 2.0
-
-
-def prompts_for_equivalence(margin_pct: float, spread_pct: float = TYPICAL_SPREAD_PCT) -> int:
-    """The fewest prompts per subset whose 90 % interval (t, df n - 1) at a spread of
-    `spread_pct` fits inside ±margin_pct around no effect; capped at 10,000."""
-    from scipy.special import stdtrit
-
-    n = 2
-    while n < 10_000 and float(stdtrit(n - 1, 0.95)) * spread_pct / math.sqrt(n) >= margin_pct:
-        n += 1
-    return n
-
-
-def design_warnings(prompts: Mapping[str, int], cycles: int, margin_pct: float) -> list[str]:
-    """One sentence with its fix for each way a decode design cannot reach what it registers:
-    a subset too small to decide, too few cycles for the session level, a margin too narrow
-    for the prompts."""
-    out = [
-        f"subset {s} has {n} prompt(s), fewer than the {MIN_PROMPTS_FOR_DECISION} a decision "
-        f"needs, so its cells will be `insufficient`; add prompts to reach "
-        f"{MIN_PROMPTS_FOR_DECISION}."
-        for s, n in prompts.items()
-        if n < MIN_PROMPTS_FOR_DECISION
-    ]
-    if cycles < MIN_CYCLES_FOR_SESSION:
-        out.append(
-            f"{cycles} cycle(s) are fewer than the {MIN_CYCLES_FOR_SESSION} the session level "
-            "needs, so the intervals leave out the spread between sessions (they hold for the "
-            f"sessions run); set cycles = {MIN_CYCLES_FOR_SESSION} or more."
-        )
-    decidable = [n for n in prompts.values() if n >= MIN_PROMPTS_FOR_DECISION]
-    need = prompts_for_equivalence(margin_pct)
-    if decidable and min(decidable) < need:
-        out.append(
-            f"an `equivalent` decision at ±{margin_pct:g} % needs about {need} prompts per "
-            f"subset if the prompts' gains spread by {TYPICAL_SPREAD_PCT:g} % (sd), and the "
-            f"smallest subset has {min(decidable)}; add prompts or widen analysis.margin_pct."
-        )
-    return out

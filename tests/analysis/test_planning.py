@@ -13,16 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.analysis.contrasts import compute_contrasts
+from pytest_mtpsweep.analysis.design import design_warnings, prompts_for_equivalence
 from pytest_mtpsweep.analysis.model import AnalysisSettings
 from pytest_mtpsweep.analysis.planning import (
     cell_matrix,
     components,
     cycle_seconds,
-    design_warnings,
     half_width,
+    plan_by_cycle,
     plan_cell,
     plan_cells,
-    prompts_for_equivalence,
     variances,
 )
 from tests.strategies import Scenario, replication_records
@@ -175,6 +175,27 @@ class TestPlan:
         assert (b.cycles or inf) <= (a.cycles or inf)
         assert (b.low or inf) <= (a.low or inf) and (b.high or inf) <= (a.high or inf)
         assert (a.low or inf) <= (a.high or inf)
+
+
+class TestByCycle:
+    def test_more_cycles_always_narrow_a_per_cycle_gain(self) -> None:
+        values = np.log(np.array([1.10, 1.14]))
+        plan = plan_by_cycle("t@conc1", "req_s", values, target=3.0, max_cycles=32)
+        from scipy.stats import t
+
+        s = float(np.std(values, ddof=1))
+        assert plan.now == pytest.approx(
+            100 * math.exp(values.mean()) * math.sinh(t.ppf(0.975, 1) * s / math.sqrt(2))
+        )
+        assert plan.cycles is not None and plan.floor == 0.0 and plan.n_prompts == 0
+        assert plan.low is not None and plan.low <= plan.cycles
+        width = 100 * math.exp(values.mean()) * math.sinh(t.ppf(0.975, plan.cycles - 1) * s /
+                                                          math.sqrt(plan.cycles))  # fmt: skip
+        assert width <= 3.0
+
+    def test_one_cycle_says_so(self) -> None:
+        plan = plan_by_cycle("t@conc1", "req_s", np.array([0.1]), target=3.0, max_cycles=8)
+        assert plan.cycles is None and "run a cycle pair" in plan.note
 
 
 class TestWallTime:
