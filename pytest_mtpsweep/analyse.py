@@ -190,7 +190,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="from a pilot run: the cycles each headline cell needs to reach a 95 %% half-width",
         description="Estimate each headline cell's variance components from a finished or "
         "partial run and predict the cycles its published 95 % interval needs to reach "
-        "±WIDTH %, with a range, the wall time from the run's sessions, and the cells that "
+        "±PCT %, with a range, the wall time from the run's sessions, and the cells that "
         "cannot reach it within --max-cycles.",
     )
     plan.add_argument("run", metavar="RUN", help="the pilot run directory")
@@ -205,6 +205,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-cycles",
         type=int,
         default=MAX_PLAN_CYCLES,
+        metavar="N",
         help=f"the most cycles to plan, even, 2 to {MAX_PLAN_CYCLES} (default {MAX_PLAN_CYCLES}, "
         "a ladder's bound)",
     )

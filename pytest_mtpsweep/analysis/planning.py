@@ -13,13 +13,15 @@ expectations
 so, exactly as the estimator does, SE² = P below MIN_CYCLES_FOR_SESSION cycles (df n - 1) and
 SE² = P + max(0, C - R) from there (Satterthwaite df over P, C and R; n - 1 when the session
 share is 0), and the half-width is 100·e^est·sinh(q·SE) with q the larger of Student's t and
-the capped bootstrap-t quantile. The σa²/n term does not shrink with cycles: a cell whose
-prompts disagree has a floor only more prompts lower.
+the capped bootstrap-t quantile (the pilot's, carried as a multiple of t at n - 1 df: it
+reflects the prompts' shape, not the cycles). The σa²/n term does not shrink with cycles: a
+cell whose prompts disagree has a floor only more prompts lower.
 
 The components are estimates (the session's from k - 1 degrees of freedom: one after a 2-cycle
-pilot), so the range comes from fiducial draws of the three mean squares, ms·df/χ²_df (the
-chi-square interval of each variance), each followed by the mean squares a run of k cycles
-would then estimate (E·χ²_df/df): the range spans both the pilot's chance and the run's.
+pilot), so the range comes from draws of the three mean squares (half from each one's
+chi-square interval, half from the parametric bootstrap), each followed by the mean squares a
+run of k cycles would then estimate (E·χ²_df/df): it spans both the pilot's chance and the
+run's. A cell whose unit is the cycle (load's per-block throughput) is `plan_by_cycle`'s.
 """
 
 from __future__ import annotations
@@ -31,17 +33,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..ladder.model import MAX_CYCLES
 from .model import BOOT_T_MAX_FACTOR, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
 from .stats import FloatArray
 
-MAX_PLAN_CYCLES = 64  # ladder.model.MAX_CYCLES: what a ladder may plan
+MAX_PLAN_CYCLES = MAX_CYCLES  # what a ladder may plan
 RANGE = (0.10, 0.90)  # the central 80 % of the draws: the range printed beside the estimate
 DRAWS = 4000
 
 
 @dataclass(frozen=True)
 class Components:
-    """A cell's variance components (log scale) from its complete prompt × cycle rows."""
+    """A cell's mean squares (log scale) from its complete prompt × cycle rows."""
 
     n: int  # prompts with pairs: the estimator's clusters
     cycles: int  # cycles the pilot ran
@@ -57,7 +60,7 @@ class Components:
 
 
 def variances(ms_p: FloatArray, ms_c: FloatArray, ms_e: FloatArray, k: int, n: int) -> FloatArray:
-    """(σa², σb², σe²) from mean squares, each truncated at 0 (the REML-like convention)."""
+    """(σa², σb², σe²) from mean squares; a negative estimate is 0, as session_spread has it."""
     prompt = np.maximum(0.0, (ms_p - ms_e) / k)
     session = np.maximum(0.0, (ms_c - ms_e) / n)
     return np.stack([prompt, session, np.asarray(ms_e, dtype=np.float64)])
