@@ -239,6 +239,11 @@ def plan_cell(
     low, high = np.quantile(need, RANGE, method="lower")
     floor = half_width(point, n, 10**9, est, ratio, confidence)[0]
     notes = []
+    if now <= target and pilot_confidence >= confidence:
+        # The run already holds it: its own interval outranks the model, which at the pilot's
+        # cycles differs from it only where a component was truncated at 0.
+        best, low = min(best, comp.cycles), min(low, comp.cycles)
+        notes.append(f"reached: this run's interval is ±{now:.1f} %")
     if n < MIN_PROMPTS_FOR_DECISION:
         notes.append(f"{n} prompts: no decision below {MIN_PROMPTS_FOR_DECISION} at any cycles")
     if not math.isfinite(best) and floor > target:

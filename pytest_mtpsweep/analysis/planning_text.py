@@ -65,8 +65,11 @@ def render(
     if reached:
         need = max(reached)
         more = max(0, need - cycles_run)
-        extra = f", about {duration(per_cycle * more)} more" if per_cycle is not None else ""
-        lines.append(f"every reachable cell: {need} cycles, {more} more than this run{extra}")
+        if more == 0:
+            lines.append(f"every reachable cell: {need} cycles, which this run has")
+        else:
+            extra = f", about {duration(per_cycle * more)} more" if per_cycle is not None else ""
+            lines.append(f"every reachable cell: {need} cycles, {more} more than this run{extra}")
     missed = [c for c in cells if c.cycles is None and math.isfinite(c.width_at_max)]
     if missed:
         said = ", ".join(f"{c.cell} (±{c.width_at_max:.1f} % at {top})" for c in missed)

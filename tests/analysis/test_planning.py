@@ -49,6 +49,10 @@ def one_cell(scenario: Scenario, seed: int = 1) -> tuple[np.ndarray, dict[str, A
     return cell_matrix(pairs, "primary", str(row["treatment"]), str(row["subset"])), row
 
 
+def plan_now(row: dict[str, Any]) -> float:
+    return (float(row["ci_high"]) - float(row["ci_low"])) / 2.0
+
+
 class TestComponents:
     def test_the_mean_squares_of_an_additive_matrix(self) -> None:
         prompt = np.array([0.0, 0.1, 0.2, 0.3])[:, None]
@@ -118,7 +122,22 @@ class TestPlan:
         assert plan.low is not None and plan.low <= plan.cycles
         assert plan.high is None or plan.high >= plan.cycles
         wide = plan_cell("r0001:prose", "primary", matrix, row, target=50.0, max_cycles=64)
-        assert wide.cycles == 2
+        assert wide.cycles == 2 and wide.note.startswith("reached: this run's interval is ±")
+
+    def test_a_run_already_within_the_target_is_reached_whatever_the_model_says(self) -> None:
+        # Prompts that agree better than the noise: σa² truncated at 0, so the model's width at
+        # the pilot's own cycles exceeds the published one; the run's own interval decides.
+        s = Scenario(prompts=6, cycles=2, prompt_sd=0.0, noise_sd=0.05, subsets=("prose",))
+        for seed in range(1, 40):
+            matrix, row = one_cell(s, seed)
+            comp = components(matrix)
+            assert comp is not None
+            if comp.ms_prompt < comp.ms_noise:
+                break
+        else:
+            pytest.fail("no seed truncated the prompt component")
+        plan = plan_cell("c", "primary", matrix, row, target=plan_now(row) + 0.01, max_cycles=8)
+        assert plan.cycles == 2 and plan.low == 2 and plan.note.startswith("reached")
 
     def test_prompts_that_disagree_cannot_reach_a_narrow_target(self) -> None:
         s = Scenario(prompts=8, cycles=2, prompt_sd=0.2, noise_sd=0.01, subsets=("prose",))
