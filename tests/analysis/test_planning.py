@@ -244,6 +244,13 @@ class TestDesignWarnings:
         assert f"needs about {need} prompts" in margin and "smallest subset has 8" in margin
         assert all(s.endswith(".") and s.count(". ") == 0 for s in said)
 
+    def test_a_width_rule_the_prompts_cannot_meet_is_said(self) -> None:
+        (said,) = design_warnings({"prose": 8, "structured": 8}, 4, 5.0, width_pct=1.0)
+        need = prompts_for_equivalence(1.0, level=0.95)
+        assert said.startswith(f"the stop rule's ±1 % needs about {need} prompts per subset")
+        assert said.endswith("add prompts or widen stop.width_pct.")
+        assert design_warnings({"prose": 16}, 4, 5.0, width_pct=5.0) == []
+
     def test_the_prompts_for_equivalence_fit_the_margin_exactly(self) -> None:
         from scipy.stats import t
 

@@ -74,7 +74,9 @@ class DecodeRun:
         counts: dict[str, int] = {}
         for p in self.prompts:
             counts[p.subset] = counts.get(p.subset, 0) + 1
-        return design_warnings(counts, self.ladder.cycles, self.ladder.analysis.margin_pct)
+        stop = self.ladder.stop
+        width = stop.width_pct if stop is not None and stop.rule == "width" else None
+        return design_warnings(counts, self.ladder.cycles, self.ladder.analysis.margin_pct, width)
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
         return (check_prompt_set(self.digest),)
