@@ -197,3 +197,15 @@ def test_a_load_throughput_endpoint_is_planned_by_cycle(
                                      ["ngram@conc4", "output_tok_s", "-"],
                                      ["ngram@conc4/conc1", "output_tok_s", "-"]]  # fmt: skip
     assert all(r[5].isdigit() and int(r[5]) % 2 == 0 for r in rows)  # "±3.8 %" is two words
+
+
+def test_a_partial_run_plans_from_the_cycles_it_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    design = Design(treatments=DESIGN.treatments, prompts=DESIGN.prompts, cycles=4)
+    records = make_records(design, noisy(design, {"ngram": 1.1}, sd=0.03, seed=3))
+    kept = [r for r in records if r["cycle"] <= 2 or (r["cycle"] == 3 and r["treatment"] == "none")]
+    run = write_run(tmp_path, design, kept)  # cycle 3 half run: its baseline has no partner
+    assert main(["plan", str(run), "--target-width", "5", "--boot", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "2 cycle(s) run" in out and "ngram:prose" in out

@@ -216,7 +216,8 @@ def plan_cell(
     n = int(np.isfinite(matrix).any(axis=1).sum())
     cycles_run = int(np.isfinite(matrix).any(axis=0).sum())
     if comp is None:
-        why = ("under 2 cycles the prompts' spread and the noise are one; run a cycle pair"
+        why = ("no pair of this treatment and the baseline yet" if cycles_run == 0 else
+               "under 2 cycles the prompts' spread and the noise are one; run a cycle pair"
                if cycles_run < 2 else "fewer than 2 prompts have pairs in every cycle")  # fmt: skip
         return CellPlan(cell, endpoint, n, cycles_run, now, None, None, None, math.nan,
                         math.nan, why)  # fmt: skip

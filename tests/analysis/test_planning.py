@@ -153,6 +153,14 @@ class TestPlan:
         plan = plan_cell("r0001:prose", "primary", matrix, row, target=5.0, max_cycles=8)
         assert plan.cycles is None and "run a cycle pair" in plan.note
 
+    def test_a_cell_without_pairs_says_so(self) -> None:
+        row = {"pct_change": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+               "se_pct": math.nan, "df": math.nan}  # fmt: skip
+        plan = plan_cell("t:prose", "primary", np.full((0, 0), np.nan), row, target=5.0,
+                         max_cycles=8)  # fmt: skip
+        assert plan.cycles is None and math.isnan(plan.now)
+        assert plan.note == "no pair of this treatment and the baseline yet"
+
     def test_every_published_subset_cell_but_the_skipped_one(self) -> None:
         s = Scenario(prompts=6, cycles=2)
         records, treatments = replication_records(s, 2, 3)
