@@ -1,7 +1,8 @@
-"""The `analyse` and `compare` subcommands, registered onto the `mtpsweep` parser.
+"""The `analyse`, `compare` and `plan` subcommands, registered onto the `mtpsweep` parser.
 
 `analyse` reads each run's kind from its plan.json and hands the runs to that kind's own
-`analyse` (`kindapi.Kind.analyse`); `compare` sets two runs' contrasts side by side.
+`analyse` (`kindapi.Kind.analyse`); `compare` sets two runs' contrasts side by side; `plan`
+hands a pilot run to its kind's `plan` (`kindapi.Kind.plan`) once the options are checked.
 """
 
 from __future__ import annotations
@@ -84,6 +85,42 @@ def _compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run is for
+
+
+def _plan_run(args: argparse.Namespace) -> int:
+    from .analysis.planning import MAX_PLAN_CYCLES
+
+    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    width, top = args.target_width, args.max_cycles
+    if not (0.0 < width <= MAX_TARGET_PCT):  # NaN fails this too
+        raise AnalysisError(
+            f"--target-width {width:g} is not a half-width to plan for; give a percent above 0 "
+            f"and at most {MAX_TARGET_PCT:g}, e.g. --target-width 5"
+        )
+    if not (2 <= top <= MAX_PLAN_CYCLES and top % 2 == 0):
+        raise AnalysisError(
+            f"--max-cycles {top} is not a cycle budget a ladder can run; give an even number "
+            f"from 2 to {MAX_PLAN_CYCLES} (whole counterbalanced pairs)"
+        )
+    run = Path(args.run)
+    if not (run / schema.PLAN_FILE).is_file():
+        raise AnalysisError(
+            f"{run} is not a run directory (no {schema.PLAN_FILE}); name one like "
+            "runs/<ladder>/<run-id>"
+        )
+    plan = _plan(run)
+    kind = registry.kind(str(plan.get("kind") or registry.default_name()))
+    if kind.plan is None:
+        able = ", ".join(k.name for k in registry.kinds() if k.plan) or "none"
+        raise AnalysisError(
+            f"the {kind.name} kind cannot plan from a pilot yet (kinds that can: {able}); "
+            "size its run from the report's intervals instead"
+        )
+    status: int = registry.load(kind.plan)(args, run, plan)
+    return status
+
+
 def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
@@ -145,6 +182,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     compare.add_argument("run_b", metavar="RUN_B")
     _bootstrap_options(compare)
     compare.set_defaults(func=_guarded(_compare), command="compare")
+
+    from .analysis.planning import MAX_PLAN_CYCLES
+
+    plan = subparsers.add_parser(
+        "plan",
+        help="from a pilot run: the cycles each headline cell needs to reach a 95 %% half-width",
+        description="Estimate each headline cell's variance components from a finished or "
+        "partial run and predict the cycles its published 95 % interval needs to reach "
+        "±PCT %, with a range, the wall time from the run's sessions, and the cells that "
+        "cannot reach it within --max-cycles.",
+    )
+    plan.add_argument("run", metavar="RUN", help="the pilot run directory")
+    plan.add_argument(
+        "--target-width",
+        type=float,
+        required=True,
+        metavar="PCT",
+        help="the 95 %% interval half-width to reach, in percent (e.g. 5 for ±5 %%)",
+    )
+    plan.add_argument(
+        "--max-cycles",
+        type=int,
+        default=MAX_PLAN_CYCLES,
+        metavar="N",
+        help=f"the most cycles to plan, even, 2 to {MAX_PLAN_CYCLES} (default {MAX_PLAN_CYCLES}, "
+        "a ladder's bound)",
+    )
+    _bootstrap_options(plan)
+    plan.set_defaults(func=_guarded(_plan_run), command="plan")
 
 
 def run_cli(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,9 @@ only when a ladder of that kind is run:
   measured and recorded, what a session adds to its session file, its preflight items,
   pre-registration lines, plan.json fields and its analysis;
 - `commands` -> `register(subparsers)`: its own `mtpsweep` subcommands (optional);
-- `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories.
+- `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories;
+- `plan` -> `plan(args, run, plan) -> int`: `mtpsweep plan`, cycles to a target from a pilot
+  (optional: a kind without it is refused in one line).
 
 Nothing here imports the rest of the package at run time; the names below TYPE_CHECKING are the
 layers beneath this one (ARCHITECTURE.md, "Layers").
@@ -56,6 +58,7 @@ class Kind:
     options: tuple[Opt, ...] = ()  # its own command-line options, registered with the shared
     commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
     analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
+    plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the

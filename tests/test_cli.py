@@ -131,6 +131,19 @@ class TestLint:
             f"{p}: ok ({summaries.get(p.stem, default)})" for p in shipped
         ]
 
+    def test_a_design_short_of_its_margin_is_warned_and_still_passes(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        ladder = REPO / "experiments" / "ladders" / "lowerarm-cpu.toml"
+        assert main(["lint", str(ladder)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        warned = [ln.split(": warning: ", 1)[1] for ln in lines if ": warning: " in ln]
+        assert len(warned) == 2 and lines[0].startswith(f"{ladder}: ok (decode, ")
+        assert warned[0].startswith("2 cycle(s) are fewer than the 4 the session level needs")
+        assert warned[0].endswith("set cycles = 4 or more.")
+        assert "at ±1 % needs about 13 prompts per subset" in warned[1]
+        assert warned[1].endswith("add prompts or widen analysis.margin_pct.")
+
     def test_a_broken_ladder_names_each_field_one_line_each(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,7 @@ class ContrastTables:
     per_cycle: pd.DataFrame
     drift: pd.DataFrame
     position_trend: pd.DataFrame
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # every pair's log ratio
 
 
 DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent")
@@ -270,7 +271,7 @@ def compute_contrasts(
             parts = [layouts[s].series(k) for s in subsets]
             row = _summarise(parts, _boot_row(summaries[POOLED], k), settings)
             rows.append({**head, "subset": POOLED, **row})
-    return _tables(rows, layouts, keys, gaps, records, settings)
+    return replace(_tables(rows, layouts, keys, gaps, records, settings), pairs=pairs)
 
 
 def _tables(

@@ -192,6 +192,7 @@ class AnalysisResult:
     degenerate: pd.DataFrame = field(default_factory=pd.DataFrame)
     host: pd.DataFrame = field(default_factory=pd.DataFrame)
     interval_basis: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # pair log ratios (planning)
     per_device: pd.DataFrame = field(default_factory=pd.DataFrame)  # >1 device: analysis/devices
     # The findings frame: what was asked, what the design can claim, what limits the answer.
     question: str = ""

@@ -299,6 +299,7 @@ def analyse(
         interval_basis=cen.interval_basis(analysed),
         host=cen.host_noise([(run.run_id, s) for run in runs for s in run.sessions]),
         per_device=per_device_table(unit_pairs, treatments),
+        pairs=tables.pairs,
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
         notes=tuple(notes),

@@ -17,6 +17,7 @@ KIND = Kind(
     ladder=f"{__name__}.ladder:SPEC",
     run=f"{__name__}.decoderun:prepare",
     analyse=f"{__name__}.analysis:analyse_command",
+    plan=f"{__name__}.plan:plan_command",
     options=(
         Opt(
             "--subset",

@@ -67,6 +67,17 @@ class DecodeRun:
             },
         }
 
+    def lint_warnings(self) -> list[str]:
+        """Where the design cannot reach what it pre-registers (`analysis.planning`)."""
+        from ...analysis.design import design_warnings
+
+        counts: dict[str, int] = {}
+        for p in self.prompts:
+            counts[p.subset] = counts.get(p.subset, 0) + 1
+        stop = self.ladder.stop
+        width = stop.width_pct if stop is not None and stop.rule == "width" else None
+        return design_warnings(counts, self.ladder.cycles, self.ladder.analysis.margin_pct, width)
+
     def preflight_items(self) -> tuple[PreflightItem, ...]:
         return (check_prompt_set(self.digest),)
 
