@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_mtpsweep.analysis.sequential import Design
-from tests.sequential_sim import SCENARIOS, simulate
+from tests.sequential_sim import HOST_SCENARIOS, SCENARIOS, simulate
 
 
 def table(reps: int, boot: int, spending: str, looks: tuple[int, int]) -> Iterator[str]:
@@ -45,7 +45,7 @@ def table(reps: int, boot: int, spending: str, looks: tuple[int, int]) -> Iterat
         "nominal 95 % levels per look: " + ", ".join(f"{100 * c:.2f}" for c in design.confidence)
     )
     yield f"{'scenario':24} {'design':10} {'coverage':>8} {'false':>6} {'decided':>7} {'cycles':>6}"
-    for i, (name, scenario, margin) in enumerate(SCENARIOS):
+    for i, (name, scenario, margin) in enumerate((*SCENARIOS, *HOST_SCENARIOS)):
         got = simulate(scenario, design, reps, boot, 9100 + 17 * i, margin_pct=margin)
         for what, o in got.items():
             yield (

@@ -117,3 +117,13 @@ SCENARIOS: tuple[tuple[str, Scenario, float], ...] = (
     ("+30 %, prompts+session", Scenario(prompts=8, prompt_sd=0.08, noise_sd=0.05, session_sd=0.02, effect=math.log(1.3)), 1.0),
     ("+5 %, 16 prompts", Scenario(prompts=16, prompt_sd=0.03, noise_sd=0.05, effect=math.log(1.05)), 1.0),
 )  # fmt: skip
+
+# The host rule: one treatment session per replication slowed by a third (the seed's
+# `04_ngram-mod_c2`, 30.5 tok/s against ~46) and kept, against the same design where the rule
+# re-ran it (a fresh session: the spoil is gone, the noise is new). The witnesses are assumed
+# to see it; tests/protocol's hog run measures that they do.
+SPOILED = Scenario(prompts=8, prompt_sd=0.02, noise_sd=0.05, subsets=ONE, spoil=-math.log(0.66))
+HOST_SCENARIOS: tuple[tuple[str, Scenario, float], ...] = (
+    ("null, spoiled kept", SPOILED, 1.0),
+    ("null, spoiled re-run", replace(SPOILED, spoil=0.0), 1.0),
+)

@@ -338,6 +338,9 @@ class Scenario:
     effect: float = 0.0
     trend: float = 0.0
     subsets: tuple[str, ...] = ("prose", "structured")
+    # One treatment session per replication (its cycle drawn at random) that the host spoiled:
+    # every prompt's log rate in it lowered by this much (0: none).
+    spoil: float = 0.0
 
 
 def replication_records(
@@ -363,6 +366,9 @@ def replication_records(
     order = rng.permuted(np.tile(np.arange(n_p), (n_r + 1, n_c, 1)), axis=-1)
     position = np.argsort(order, axis=-1).transpose(0, 2, 1)  # (sessions, prompts, cycles)
     log_t = np.log(base)[None, :, None] + s.effect + a + b + e + s.trend * position[1:]
+    if s.spoil:
+        hit = rng.integers(0, n_c, size=n_r)
+        log_t[np.arange(n_r), :, hit] -= s.spoil
     rates = np.concatenate([np.broadcast_to(base[None, :, None], (1, n_p, n_c)), np.exp(log_t)])
     treatments = ["none", *(f"r{i:04d}" for i in range(1, n_r + 1))]
     grid = np.meshgrid(np.arange(n_r + 1), np.arange(n_p), np.arange(n_c), indexing="ij")
