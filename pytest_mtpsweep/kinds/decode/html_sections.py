@@ -26,7 +26,8 @@ from . import html_plots
 if TYPE_CHECKING:
     from ...analysis import AnalysisResult
 
-FIRST = ("Headline", "Per device", "Limitations", "Plot")  # shown above, not again below
+# shown above, not again below
+FIRST = ("Headline", "Per device", "Host rule", "Limitations", "Plot")
 TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
                      "completion_tokens")  # fmt: skip
 
@@ -49,7 +50,7 @@ def _endpoint(data: Mapping[str, Any]) -> str:
 
 def _headline(doc: md.Document, forest: Path) -> Markup:
     parts = [md.render(doc.preamble)]
-    for name in ("Headline", "Per device"):
+    for name in ("Headline", "Per device", "Host rule"):
         body = doc.section(name)
         title = next((t for t, _ in doc.sections if t.startswith(name)), name)
         if body is not None:
