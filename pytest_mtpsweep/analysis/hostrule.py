@@ -109,7 +109,11 @@ def limitation(e: HostRuleEffect) -> str | None:
             f"**Host rule:** {e.why_not}: sessions the host spoiled (other load, memory or CPU "
             "stalls, page faults, calibration drift) were averaged in, not re-run."
         )
-    rule = ", ".join(f"{k} > {v:g}" for k, v in e.thresholds.items() if isinstance(v, int | float))
+    rule = ", ".join(
+        f"{k} > {v if isinstance(v, int) else f'{v:g}'}"
+        for k, v in e.thresholds.items()
+        if isinstance(v, int | float)
+    )
     parts = []
     if e.rerun:
         named = "; ".join(f"{s}: {_why(r)}" for s, r in e.rerun)
@@ -127,8 +131,8 @@ def limitation(e: HostRuleEffect) -> str | None:
     said = "; ".join(parts) if parts else "no session was spoiled by the host"
     gaps = ""
     if e.not_available:
-        gaps = "; not applied where the witness was not available: " + ", ".join(
-            f"{c} ({w.removeprefix('not available: ')})" for c, w in e.not_available
+        gaps = "; not applied for want of the witness: " + "; ".join(
+            f"{c}, {w.removeprefix('not available: ')}" for c, w in e.not_available
         )
     return f"**Host rule** ({rule}): {said}{gaps}."
 

@@ -44,6 +44,11 @@ class Verdict:
         }
 
 
+def limit_text(value: float | int) -> str:
+    """A threshold as the pre-registration and the reasons write it (1000000000, 12.5)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
 def off_reason(rule: HostRule, environ: Mapping[str, str]) -> str | None:
     """Why the rule is not applied in this run, or None when it is."""
     if environ.get(ENV, "").strip().lower() in ("off", "0", "false", "no"):
@@ -94,7 +99,7 @@ def verdict(
         if value > limit:
             what, unit = CRITERIA[name]
             shown = f"{value:.0f}" if name == "major_faults" else f"{value:.1f}"
-            over.append(f"{what} {shown}{unit} (over {name} {limit:g})")
+            over.append(f"{what} {shown}{unit} (over {name} {limit_text(limit)})")
     spoiled = f"{schema.HOST_SPOILED}: {'; '.join(over)}" if over else None
     return Verdict(spoiled, tuple(checked), missing)
 
@@ -105,6 +110,8 @@ def judge(info: Mapping[str, Any], rule: HostRule, off: str | None) -> dict[str,
         return {"applied": False, "why": off, "spoiled": None}
     host = info.get("host") or {}
     missing = dict(host.get("not_available") or {})
+    if (info.get("calibration") or {}).get("drift_pct") is None:
+        missing["calibration_drift_pct"] = "not available: no start and end calibration"
     if not host:
         missing = {
             name: "not available: the session recorded no host witnesses" for name in CRITERIA
@@ -122,7 +129,7 @@ def prereg_lines(rule: HostRule, off: str | None) -> list[str]:
     head = ["## Host rule", ""]
     if off is not None:
         return [*head, f"The host rule is {off}; no session is set aside for the host.", ""]
-    items = [f"- {name} > {limit:g}" for name, limit in rule.thresholds().items()]
+    items = [f"- {name} > {limit_text(limit)}" for name, limit in rule.thresholds().items()]
     return [
         *head,
         "A session is spoiled by the host, set aside (quarantined with its reason) and re-run "

@@ -190,7 +190,7 @@ class Sessions:
             if not live.rerun and self.schedule.time_for(live.slot):
                 live.quarantine = spoiled
             else:
-                why = "a re-run is not re-run" if live.rerun else "no time was left for a re-run"
+                why = "it was the one re-run" if live.rerun else "no time was left for a re-run"
                 info["host_spoiled"] = f"{spoiled} (kept: {why})"
         release = info.get("release")
         released: bool | str = release["released"] if release else live.proc is None

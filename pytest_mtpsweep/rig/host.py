@@ -78,11 +78,11 @@ def throttle_counters() -> dict[str, int]:
     return out
 
 
-def pressure_total_us(resource: str, root: Path = PRESSURE_ROOT) -> int | None:
+def pressure_total_us(resource: str, root: Path | None = None) -> int | None:
     """The `some` line's `total=` of /proc/pressure/<resource>: microseconds some task stalled
     on it since boot; None where PSI is missing (not Linux, disabled, a container without it)."""
     try:
-        text = (root / resource).read_text()
+        text = ((root or PRESSURE_ROOT) / resource).read_text()
     except OSError:
         return None
     for line in text.splitlines():
@@ -145,20 +145,16 @@ def noise(start: CpuSample, end: CpuSample) -> HostNoise:
         stalls[resource] = _stall_pct(start, end, resource, span)
         if stalls[resource] is None:
             not_available[f"{resource}_stall_pct"] = (
-                f"not available: {PRESSURE_ROOT / resource} cannot be read (no Linux PSI here)"
+                f"not available: no Linux PSI here ({PRESSURE_ROOT / resource} cannot be read)"
             )
     faults = None
     if start.major_faults is not None and end.major_faults is not None:
         faults = max(end.major_faults - start.major_faults, 0)
     else:
         not_available["major_faults"] = (
-            "not available: no server process of ours to read /proc/<pid>/stat of"
+            "not available: no server process of ours here (/proc/<pid>/stat cannot be read)"
         )
     return {
-        "memory_stall_pct": stalls["memory"],
-        "cpu_stall_pct": stalls["cpu"],
-        "major_faults": faults,
-        "not_available": not_available,
         "span_s": span,
         "other_cpu_s": other,
         # the samples themselves take a moment: clamp the share to what cores can give
@@ -166,6 +162,10 @@ def noise(start: CpuSample, end: CpuSample) -> HostNoise:
         "load_avg_start": list(start.load),
         "load_avg_end": list(end.load),
         "throttled": throttled,
+        "memory_stall_pct": stalls["memory"],
+        "cpu_stall_pct": stalls["cpu"],
+        "major_faults": faults,
+        "not_available": not_available,
     }
 
 

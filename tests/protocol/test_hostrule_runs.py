@@ -96,6 +96,7 @@ def test_a_re_run_spoiled_too_is_kept_with_its_first_attempt(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stall_in(monkeypatch, {2, 3})  # 02_b_c1 and its re-run
+    monkeypatch.setattr(host, "PRESSURE_ROOT", pytester.path / "no-psi")  # as if not Linux
     few = with_rule(pytester)
     result = run_stub(pytester, few, "--no-calibration")
     result.assert_outcomes(passed=8)
@@ -103,7 +104,7 @@ def test_a_re_run_spoiled_too_is_kept_with_its_first_attempt(
     assert list((run / "quarantine").iterdir()) == []  # both kept
     info = session(run, "02_b_c1")
     assert info["rerun"] is True and info["quarantined"] is None
-    assert str(info["host_spoiled"]).endswith("(kept: a re-run is not re-run)")
+    assert str(info["host_spoiled"]).endswith("(kept: it was the one re-run)")
     first = info["host_spoiled_first"]
     assert isinstance(first, dict) and first["rerun"] is False
     assert "kept: its re-run was spoiled too" in first["host_spoiled"]
@@ -113,6 +114,15 @@ def test_a_re_run_spoiled_too_is_kept_with_its_first_attempt(
     report = (run / "analysis" / "report.md").read_text()
     assert "2 session attempt(s) the host spoiled were kept and are averaged in" in report
     assert "02_b_c1 (first attempt): some task stalled on memory 42.0%" in report
+    # without PSI the stall witnesses are not available: said, not applied, no crash
+    quiet = session(run, "01_a_c1")
+    assert quiet["host"]["cpu_stall_pct"] is None  # type: ignore[index]
+    verdict = quiet["host_rule"]
+    assert isinstance(verdict, dict) and verdict["spoiled"] is None
+    assert "no Linux PSI" in verdict["not_available"]["cpu_stall_pct"]
+    assert "cpu_stall_pct" not in verdict["checked"]
+    assert "not applied for want of the witness: calibration_drift_pct, no start and" in report
+    assert "; cpu_stall_pct, no Linux PSI here (" in report
     assert stubs_running() == []
 
 
