@@ -86,7 +86,7 @@ def test_a_spoiled_session_is_set_aside_and_re_run(
     assert "1 session(s) were set aside and re-run for the host (02_b_c1: some task" in report
     assert "## Host rule" in report and "with the spoiled attempts" in report
     html = (run / "analysis" / "report.html").read_text()
-    assert "with the spoiled attempts" in html and "host-rule" in html
+    assert "with the spoiled attempts" in html and '<h3 id="host-rule">Host rule' in html
     contrasts = json.loads((run / "analysis" / "contrasts.json").read_text())
     assert contrasts["host_rule"]["rerun"] == [["02_b_c1", reason.strip()]]
     assert stubs_running() == []

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ... import schema
 from ...analysis.html import images, write_report_html
 from ...analysis.html import markdown as md
-from ...analysis.html.document import Markup, Section, el, join
+from ...analysis.html.document import Markup, Section, anchor, el, join
 from ...analysis.html.tables import filterable
 from . import html_plots
 
@@ -54,7 +54,10 @@ def _headline(doc: md.Document, forest: Path) -> Markup:
         body = doc.section(name)
         title = next((t for t, _ in doc.sections if t.startswith(name)), name)
         if body is not None:
-            parts.append(el("h3", title))
+            # the host rule's section is linked from Limitations (report.html#host-rule)
+            parts.append(
+                el("h3", title, id=anchor(name)) if name == "Host rule" else el("h3", title)
+            )
             parts.append(md.render(body))
     if forest.is_file():
         parts.append(
