@@ -51,8 +51,9 @@ def limit_text(value: float | int) -> str:
 
 def off_reason(rule: HostRule, environ: Mapping[str, str]) -> str | None:
     """Why the rule is not applied in this run, or None when it is."""
-    if environ.get(ENV, "").strip().lower() in ("off", "0", "false", "no"):
-        return f"not applied: {ENV}=off in the environment"
+    value = environ.get(ENV, "").strip()
+    if value.lower() in ("off", "0", "false", "no"):
+        return f"not applied: {ENV}={value} in the environment"
     if not rule.enabled:
         return "not applied: [host_rule] enabled = false in the ladder"
     return None

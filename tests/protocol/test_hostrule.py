@@ -83,6 +83,8 @@ def test_off_in_the_environment_or_the_ladder_is_recorded_not_applied() -> None:
     off = hostrule.off_reason(HostRule(), {hostrule.ENV: "off"})
     assert off == "not applied: MTPSWEEP_HOST_RULE=off in the environment"
     assert "enabled = false" in str(hostrule.off_reason(HostRule(enabled=False), {}))
+    assert "MTPSWEEP_HOST_RULE=0 in" in str(hostrule.off_reason(HostRule(), {hostrule.ENV: "0"}))
+    assert hostrule.off_reason(HostRule(), {hostrule.ENV: "on"}) is None
     judged = hostrule.judge({"host": {"other_cpu_pct": 99.0}}, HostRule(), off)
     assert judged == {"applied": False, "why": off, "spoiled": None}
     assert hostrule.to_json(HostRule(), off)["applied"] is False
