@@ -43,6 +43,8 @@ RESUME_LOG = "resume.log"
 SESSIONS_CSV = "sessions.csv"
 MEMORY_CHECK_FILE = "memory_check.json"
 QUARANTINE_REASON = "reason.txt"
+# How a quarantine reason starts when the host rule set the session aside (it was re-run).
+HOST_SPOILED = "host spoiled"
 # Every server the run started and has not yet seen gone (mtpsweep cleanup reads it).
 LIVE_SERVERS_FILE = f"{SERVERS_DIR}/live.json"
 
@@ -228,6 +230,10 @@ class HostNoise(TypedDict, total=False):
     threshold_pct: float
     flagged: bool
     note: str
+    memory_stall_pct: float | None  # % of the span some task stalled on memory (PSI)
+    cpu_stall_pct: float | None  # % of the span some task waited for a CPU (PSI)
+    major_faults: int | None  # the server process's major page faults in the span
+    not_available: dict[str, str]  # witness -> why it could not be read here
 
 
 class SessionFile(TypedDict, total=False):
@@ -279,6 +285,9 @@ class SessionFile(TypedDict, total=False):
     chat_template_sha256: str | None
     cpus_allowed: str | None
     host: HostNoise
+    host_rule: dict[str, Any]  # the rule's verdict on this session (protocol/hostrule.py)
+    host_spoiled: str  # kept although the host spoiled it (its re-run was spoiled too, ...)
+    host_spoiled_first: dict[str, Any]  # the first attempt's session file, kept beside this one
     chat_template_first_line: str | None
     finish_reasons: dict[str, int]
     draft_n: int | None

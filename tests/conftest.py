@@ -25,6 +25,9 @@ REPO = Path(__file__).resolve().parent.parent
 # pytester gives each inner run a fresh HOME; the embedded models stay where provision put them
 # (else every sandboxed run would assemble half a gigabyte again).
 os.environ.setdefault("MTPSWEEP_CACHE", str(cache_dir()))
+# The host rule (protocol/hostrule.py) would set aside sessions a busy CI host spoils: off for
+# the suite; the tests of the rule turn it on (monkeypatch.setenv("MTPSWEEP_HOST_RULE", "on")).
+os.environ.setdefault("MTPSWEEP_HOST_RULE", "off")
 
 
 @pytest.fixture(scope="session")

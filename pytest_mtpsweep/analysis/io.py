@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -136,9 +137,15 @@ def load_run(run_dir: Path) -> RunData:
         n = sum(1 for line in _read_text(rec).splitlines() if line.strip()) if rec.is_file() else 0
         reason_path = qdir / schema.QUARANTINE_REASON
         reason = _read_text(reason_path).strip() if reason_path.is_file() else ""
-        quarantined.append(
-            QuarantinedSession(run_id, qdir.name, n, reason.splitlines()[0] if reason else "")
-        )
+        first = reason.splitlines()[0] if reason else ""
+        lines: tuple[str, ...] = ()
+        held: Mapping[str, Any] = {}
+        if first.startswith(schema.HOST_SPOILED):
+            lines = tuple(_read_text(rec).splitlines()) if rec.is_file() else ()
+            with contextlib.suppress(OSError, ValueError):
+                loaded = json.loads(_read_text(qdir / schema.QUARANTINE_MEMBERS["session"]))
+                held = loaded if isinstance(loaded, Mapping) else {}
+        quarantined.append(QuarantinedSession(run_id, qdir.name, n, first, lines, held))
     return RunData(
         run_dir=str(run_dir),
         run_id=run_id,
@@ -197,6 +204,20 @@ def _equivalence_json(result: AnalysisResult) -> dict[str, Any]:
     }
 
 
+def _host_rule_json(result: AnalysisResult) -> dict[str, Any]:
+    e = result.host_rule
+    return {
+        "recorded": e.recorded,
+        "applied": e.recorded and not e.why_not,
+        "why_not": e.why_not,
+        "thresholds": _jsonable(e.thresholds),
+        "rerun": [list(pair) for pair in e.rerun],
+        "kept": [list(pair) for pair in e.kept],
+        "not_available": dict(e.not_available),
+        "with_originals": None if e.with_originals is None else _frame(e.with_originals),
+    }
+
+
 def result_json(result: AnalysisResult) -> dict[str, Any]:
     """Everything in a result as plain JSON (NaN becomes null)."""
     n_cells = len(result.treatments) * (len(result.subsets) + (len(result.subsets) >= 2))
@@ -226,6 +247,7 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
         "host": _frame(result.host),
         "interval_basis": _frame(result.interval_basis),
         "quarantined": _frame(result.quarantined),
+        "host_rule": _host_rule_json(result),
         "question": result.question,
         "scope": result.scope,
         "limits": {

@@ -126,6 +126,10 @@ class QuarantinedSession:
     session: str
     n_records: int
     reason: str
+    # A session the host rule set aside (it was re-run): its records and session file, for the
+    # analysis with the spoiled attempts in place of their re-runs (analysis/hostrule.py).
+    lines: tuple[str, ...] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +168,20 @@ class ComparabilityGroup:
     n_records: int
     n_baseline_records: int
     chosen: bool
+
+
+@dataclass(frozen=True, eq=False)
+class HostRuleEffect:
+    """What the host rule did in the analysed runs."""
+
+    recorded: bool = False  # plan.json carries the rule (a run from before it does not)
+    why_not: str = ""  # "" when the rule was applied, else why not
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    rerun: tuple[tuple[str, str], ...] = ()  # (session, reason): set aside, re-run
+    kept: tuple[tuple[str, str], ...] = ()  # (session, reason): kept, flagged host_spoiled
+    not_available: tuple[tuple[str, str], ...] = ()  # (criterion, why), once each
+    # the published rows with the spoiled attempts in place of their re-runs (None: none)
+    with_originals: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,6 +224,7 @@ class AnalysisResult:
     equivalence_skipped: str = ""
     acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     sequential: LookState | None = None  # a [stop] design: the look the intervals are at
+    host_rule: HostRuleEffect = field(default_factory=HostRuleEffect)
     report_md: str = ""
     plot_available: bool = False
     out_dir: str | None = None

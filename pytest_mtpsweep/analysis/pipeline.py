@@ -13,6 +13,7 @@ import pandas as pd
 from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, SUBSET_NAMES
 from ..errors import AnalysisError
 from . import census as cen
+from . import hostrule
 from .acceptance import draft_acceptance
 from .comparability import (
     check_poolable,
@@ -31,6 +32,7 @@ from .model import (
     ENDPOINT_COLUMNS,
     AnalysisResult,
     AnalysisSettings,
+    HostRuleEffect,
     RunData,
 )
 from .pairing import cell_means, pair_cells
@@ -201,11 +203,13 @@ def analyse(
     pool: bool = False,
     plot_available: bool = False,
     endpoint: str | None = None,
+    host_sensitivity: bool = True,
 ) -> AnalysisResult:
     """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals.
 
     `endpoint` publishes that endpoint instead of plan.json's primary one (the interval-basis
-    analysis the users kept beside the primary)."""
+    analysis the users kept beside the primary). `host_sensitivity` also analyses the runs with
+    the host rule's spoiled attempts in place of their re-runs (analysis/hostrule.py)."""
     if not runs:
         raise AnalysisError("no run directory was given; pass the path of a run to analyse")
     facts = {(run.run_id, str(s.get("session"))): s for run in runs for s in run.sessions}
@@ -315,5 +319,28 @@ def analyse(
         equivalence_skipped=skipped,
         acceptance=draft_acceptance(analysed),
         sequential=look,
+        host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
     )
     return dataclasses.replace(result, report_md=render_report(result))
+
+
+def _host_rule(
+    runs: Sequence[RunData],
+    sensitivity: bool,
+    baseline: str,
+    boot: int,
+    seed: int,
+    pool: bool,
+    endpoint: str | None,
+) -> HostRuleEffect:
+    """What the host rule did, and (once) the headline with the spoiled attempts instead."""
+    effect = hostrule.effect(runs)
+    spoiled = hostrule.with_originals(runs) if sensitivity and effect.rerun else None
+    if spoiled is None:
+        return effect
+    try:
+        other = analyse(spoiled, baseline=baseline, boot=boot, seed=seed, pool=pool,
+                        endpoint=endpoint, host_sensitivity=False)  # fmt: skip
+    except AnalysisError:
+        return effect
+    return dataclasses.replace(effect, with_originals=hostrule.sensitivity_rows(other.published))

@@ -4,7 +4,7 @@ the full section set report.html shows (the findings and every diagnostic and me
 
 from __future__ import annotations
 
-from . import devices
+from . import devices, hostrule
 from .html.document import anchor
 from .model import ENDPOINT_LABELS, MIN_CYCLES_FOR_SESSION, AnalysisResult
 from .report_diagnostics import (
@@ -183,6 +183,7 @@ def _parts(result: AnalysisResult) -> list[tuple[list[str], bool]]:
     if reason is None:
         parts += [(_section_headline(result), True)]
         parts += [(devices.render(result.per_device, result.settings.primary_endpoint), True)]
+        parts += [(hostrule.section(result.host_rule, result.published), True)]
     parts += [(section_limitations(result), True)]
     if reason is None:
         parts += [(section_tiebreak(result), False), (section_crosschecks(result), False)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from . import hostrule
 from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
 from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
@@ -179,6 +180,7 @@ def section_limitations(result: AnalysisResult) -> list[str]:
         degenerate,
         *([f"**{fallback}**"] if fallback else []),
         limits.host_noise(result),
+        *filter(None, [hostrule.limitation(result.host_rule)]),
     ]
     if result.has_pairs and result.treatments:
         items += [limits.drift(result), limits.position(result), limits.cross_checks(result)]

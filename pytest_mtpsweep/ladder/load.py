@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
+from . import hostrule
 from .attach import attach_fields
 from .fields import (
     Spec,
@@ -58,6 +59,7 @@ TOP: Spec = {
     "measurement_timeout_s": ((int, float), False),
     "stall_threshold_s": ((int, float), False),
     "stop": (dict, False),
+    "host_rule": (dict, False),
 }
 STOP: Spec = {
     "rule": (str, True),
@@ -170,6 +172,7 @@ SUBTABLES: tuple[tuple[str, Spec], ...] = (
     ("preregistration", PREREG),
     ("preflight", PREFLIGHT),
     ("stop", STOP),
+    ("host_rule", hostrule.HOST_RULE),
 )
 
 
@@ -198,6 +201,7 @@ def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
     common = set(TOP)
     placement, devices = parse_placement(raw.get("placement", ""), path)
     stop = _stop(raw, path)
+    preflight = _preflight(raw.get("preflight", {}), path)
     return Ladder(
         name=raw.get("name", path.stem),
         path=path,
@@ -225,13 +229,14 @@ def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
         kind=raw["kind"],
         kind_fields={k: v for k, v in raw.items() if k not in common},
         analysis=_analysis(raw.get("analysis", {})),
-        preflight=_preflight(raw.get("preflight", {}), path),
+        preflight=preflight,
         launchers=_launchers(server, path),
         prereg=_prereg(raw.get("preregistration", {}), path),
         reasoning_expected=raw.get("reasoning_expected", False),
         measurement_timeout_s=_optional_float(raw.get("measurement_timeout_s")),
         stall_threshold_s=float(raw.get("stall_threshold_s", DEFAULT_STALL_S)),
         stop=stop,
+        host_rule=hostrule.parse(raw.get("host_rule", {}), path, preflight.host_noise_pct),
     )
 
 

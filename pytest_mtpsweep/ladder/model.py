@@ -84,6 +84,33 @@ class Preregistration:
     scope: str = ""
 
 
+@dataclass(frozen=True)
+class HostRule:
+    """`[host_rule]`: when the host spoiled a session, which is then re-run once, not averaged in.
+
+    A session is spoiled when a witness is over its threshold (strictly): other processes' share
+    of the CPU, the % of the session some task stalled on memory or on CPU (Linux PSI), the
+    server's major page faults, or the calibration's start-to-end drift (either way).
+    """
+
+    enabled: bool = True
+    cpu_noise_pct: float = 10.0  # default: [preflight] host_noise_pct
+    memory_stall_pct: float = 10.0
+    cpu_stall_pct: float = 50.0
+    major_faults: int = 1000
+    calibration_drift_pct: float = 50.0
+
+    def thresholds(self) -> dict[str, float | int]:
+        """The criteria by name, in the order the rule checks them."""
+        return {
+            "cpu_noise_pct": self.cpu_noise_pct,
+            "memory_stall_pct": self.memory_stall_pct,
+            "cpu_stall_pct": self.cpu_stall_pct,
+            "major_faults": self.major_faults,
+            "calibration_drift_pct": self.calibration_drift_pct,
+        }
+
+
 STOP_RULES: tuple[str, ...] = ("decided", "width")
 SPENDINGS: tuple[str, ...] = ("pocock", "obrien-fleming")
 MAX_CYCLES = 64  # a ladder's cycles (with [stop]: its max_cycles), at most 32 looks
@@ -156,6 +183,7 @@ class Ladder:
     # [placement] devices: one per pytest-xdist worker, as its servers' CUDA_VISIBLE_DEVICES
     devices: tuple[str, ...] = ()
     stop: StopRule | None = None  # a sequential design; None: the fixed `cycles`
+    host_rule: HostRule = field(default_factory=HostRule)
 
     def treatment(self, key: str) -> Treatment:
         for t in self.treatments:

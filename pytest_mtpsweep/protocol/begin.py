@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from ..ladder import Ladder, SessionSlot
 from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
-from . import documents, looks, prereg, resume
+from . import documents, hostrule, looks, prereg, resume
 from .schedule import Schedule, deadline_from
 from .session import Sessions
 from .setup import Resolved
@@ -41,6 +42,7 @@ def begin(
     planned = {name: len(cs) for name, cs in by_session.items()}
     reg = kind.registration(prereg.effective(ladder, plan))
     design = looks.design_of(ladder)
+    host_off = hostrule.off_reason(ladder.host_rule, os.environ)
     p = documents.Plan(
         ladder=ladder,
         plan=plan,
@@ -55,6 +57,8 @@ def begin(
         resume_fields=declared.resume_fields,
         stop=design.to_json() if design else None,
         stop_lines=looks.prereg_lines(design),
+        host_rule=hostrule.to_json(ladder.host_rule, host_off),
+        host_lines=hostrule.prereg_lines(ladder.host_rule, host_off),
     )
     if request.resume is not None:
         f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)

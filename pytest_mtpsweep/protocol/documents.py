@@ -44,6 +44,8 @@ class Plan:
     resume_fields: Sequence[str] = ()  # the kind's plan fields that make it the same run
     stop: Mapping[str, Any] | None = None  # the sequential design ([stop]), as plan.json has it
     stop_lines: Sequence[str] = ()  # its section of preregistration.md
+    host_rule: Mapping[str, Any] | None = None  # the host rule (hostrule.py), as plan.json has it
+    host_lines: Sequence[str] = ()  # its section of preregistration.md
 
     def document(self, prereg_sha256: str) -> dict[str, Any]:
         return planfile.plan_document(
@@ -60,6 +62,7 @@ class Plan:
             plan=self.plan,
             planned=self.planned,
             stop=self.stop,
+            host_rule=self.host_rule,
         )
 
 
@@ -77,6 +80,7 @@ def found(path: Path, p: Plan, checks: Sequence[PreflightItem]) -> Founded:
         schema.utc_now_iso(),
         p.endpoints,
         p.stop_lines,
+        p.host_lines,
     )
     run_dir.write_text_new(schema.PREREGISTRATION_FILE, text)
     sha = prereg.digest(text)

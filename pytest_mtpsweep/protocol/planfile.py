@@ -17,6 +17,7 @@ def identity(doc: Mapping[str, Any], kind_fields: Sequence[str] = ()) -> dict[st
         "kind": doc.get("kind"),
         "treatments": doc.get("treatments"),
         "stop": doc.get("stop"),
+        "host_rule": doc.get("host_rule"),
         **{name: doc.get(name) for name in kind_fields},
         "sessions": [s.get("session") for s in doc.get("sessions") or []],
         **{f"keyed.{k}": v for k, v in (doc.get("keyed") or {}).items()},
@@ -52,6 +53,7 @@ def plan_document(
     plan: Sequence[SessionSlot],
     planned: Mapping[str, int],
     stop: Mapping[str, Any] | None = None,
+    host_rule: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """plan.json: the ordered sessions, which were selected, the keyed fields, the analysis.
 
@@ -82,6 +84,7 @@ def plan_document(
         "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
         **own,
         **({"stop": dict(stop)} if stop else {}),
+        **({"host_rule": dict(host_rule)} if host_rule else {}),
         "sessions": [
             {
                 "ordinal": s.ordinal,

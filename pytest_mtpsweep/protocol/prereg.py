@@ -39,6 +39,7 @@ def render(
     created_at: str,
     endpoints: Sequence[str] = (),
     stopping: Sequence[str] = (),
+    host: Sequence[str] = (),
 ) -> str:
     """The pre-registration document, in Markdown; `endpoints` is the kind's own section."""
     reg = effective(ladder, plan)
@@ -58,6 +59,7 @@ def render(
         *endpoints,
         "",
         *stopping,
+        *host,
         "## Curtailment",
         "",
         f"- Drop order: {', '.join(reg.drop_order) or 'none'}.",

@@ -71,6 +71,7 @@ def session_row(info: Mapping[str, Any]) -> dict[str, Any]:
         "gpu_used_mib_after_release": info.get("gpu_used_mib_after_release"),
         "quarantined": info.get("quarantined") or "",
         "rerun": bool(info.get("rerun")),
+        "host_spoiled": info.get("host_spoiled") or "",
         "error": info.get("error", ""),
     }
 
@@ -125,7 +126,8 @@ def _props(value: Any) -> str:
 def _note(row: Mapping[str, Any]) -> str:
     parts = [
         "re-run" if row.get("rerun") else "",
-        "host busy" if row.get("host_flagged") else "",
+        "host busy" if row.get("host_flagged") and not row.get("host_spoiled") else "",
+        "host spoiled, kept" if row.get("host_spoiled") else "",
         f"quarantined: {row['quarantined']}" if row.get("quarantined") else "",
         str(row.get("error") or ""),
     ]

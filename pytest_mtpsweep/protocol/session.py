@@ -2,16 +2,20 @@
 
 A failed warm-up is quarantined and tried once more from a fresh server (a second failure
 stops the run); a server that dies mid-session fails the rest of the session; a partial census
-is quarantined and re-run once if time allows; whatever goes wrong after a launch, the server
-is stopped and the session file written before the error travels on.
+is quarantined and re-run once if time allows, and so is a session the host spoiled
+(hostrule.py: kept and flagged instead when its re-run fails too or there is no time);
+whatever goes wrong after a launch, the server is stopped and the session file written before
+the error travels on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .. import schema
 from ..errors import RunDirError, ServerError, SkipCase, StopRun
@@ -19,7 +23,7 @@ from ..kindapi import session_note
 from ..ladder.plan import SessionSlot
 from ..state.context import RunContext
 from ..state.live import LiveSession
-from . import lifecycle
+from . import hostrule, lifecycle
 from .lifecycle import one_line
 from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
@@ -46,6 +50,7 @@ class Sessions:
         self.progress: Progress = Silent()
         self.closed: set[str] = set()  # sessions closed for good (after their re-run, if any)
         self.recovered: set[str] = set()  # sessions whose re-run completed the census
+        self.host_off = hostrule.off_reason(ctx.ladder.host_rule, os.environ)
 
     # -- opening ------------------------------------------------------------------------
 
@@ -143,7 +148,8 @@ class Sessions:
 
     def close(self, live: LiveSession) -> None:
         """Calibrate, stop the server, confirm its release, write the session file; set the
-        session aside if a rule says so, and re-run a partial census once."""
+        session aside if a rule says so, and re-run a partial census or a session the host
+        spoiled once."""
         # Whatever interrupts the close (a test timeout on a frozen server, Ctrl-C), the server
         # is released and the session filed and set aside, so nothing half-done enters the
         # analysis and nothing is left running; the interruption travels on afterwards.
@@ -156,32 +162,41 @@ class Sessions:
                 live.quarantine = live.quarantine or (
                     f"the session close was interrupted ({type(exc).__name__}: {one_line(exc)})"
                 )
-        partial = self._file(live)
+        rerun = self._file(live)
         if interrupted is not None:
             raise interrupted
         note = session_note(self.kind, live)
         self.progress.closed(live.slot.name, session_summary(live.info, note))
-        if partial and not live.rerun and self.schedule.time_for(live.slot):
-            self._rerun(live.slot)
+        if rerun == "host" or (
+            rerun == "partial" and not live.rerun and self.schedule.time_for(live.slot)
+        ):
+            self._rerun(live)
         if not live.rerun:
             self.closed.add(live.slot.name)
 
-    def _file(self, live: LiveSession) -> bool:
-        """Write the session file and quarantine if a rule says so; True on a partial census."""
+    def _file(self, live: LiveSession) -> str | None:
+        """Write the session file and quarantine if a rule says so; "partial" or "host" when
+        the session is to be re-run (a partial census; the host spoiled it, and there is time)."""
         info = live.info
         planned = info.get("planned_measurements", 0)
-        partial = (
-            live.quarantine is None
-            and "error" not in info
-            and self.stopped is None
-            and live.measured == planned
-            and live.usable < planned
-        )
+        clean = live.quarantine is None and not info.get("error") and self.stopped is None
+        partial = clean and live.measured == planned and live.usable < planned
         if partial:
             live.quarantine = (
                 f"partial census: {live.usable} of {planned} measurements usable "
                 f"({live.valid} valid)"
             )
+        spoiled = None
+        if live.measured:  # a session that measured nothing has nothing for the host to spoil
+            facts = cast(Mapping[str, Any], info)
+            info["host_rule"] = hostrule.judge(facts, self.ctx.ladder.host_rule, self.host_off)
+            spoiled = info["host_rule"]["spoiled"] if clean and not partial else None
+        if spoiled is not None:
+            if not live.rerun and self.schedule.time_for(live.slot):
+                live.quarantine = spoiled
+            else:
+                why = "it was the one re-run" if live.rerun else "no time was left for a re-run"
+                info["host_spoiled"] = f"{spoiled} (kept: {why})"
         release = info.get("release")
         released: bool | str = release["released"] if release else live.proc is None
         if live.endpoint is not None:
@@ -211,27 +226,51 @@ class Sessions:
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
         else:
-            run_dir.quarantine(
+            live.quarantined_at = run_dir.quarantine(
                 live.slot.name, live.quarantine, self.kind.quarantine_members(live.slot.name)
             )
         if unwritten is not None:
             raise unwritten
-        return partial
+        if partial:
+            return "partial"
+        return "host" if spoiled is not None and live.quarantine == spoiled else None
 
-    def _rerun(self, slot: SessionSlot) -> None:
-        """The one re-run of a session with a partial census, from a fresh server."""
+    def _rerun(self, first: LiveSession) -> None:
+        """The one re-run of a session with a partial census or spoiled by the host, from a
+        fresh server; when the host spoiled the first and the re-run fails too, the first is
+        kept (flagged host_spoiled) instead of leaving a gap."""
+        slot, live = first.slot, None
         try:
-            live = self._start(slot, rerun=True)
-        except ServerError:
-            return  # its session file says why; the census shows the gap
-        try:
-            if live.quarantine is None:
-                for case in self.cases.get(slot.name, ()):
-                    with contextlib.suppress(SkipCase):
-                        self.measure(live, case)
-        finally:  # a stop marker in the re-run still releases and quarantines it first
-            self.close(live)
-        info = live.info
-        planned = info.get("planned_measurements", 0)
-        if live.quarantine is None and not info.get("error") and live.usable == planned:
-            self.recovered.add(slot.name)
+            try:
+                live = self._start(slot, rerun=True)
+            except ServerError:
+                return  # its session file says why; the census shows the gap
+            try:
+                if live.quarantine is None:
+                    for case in self.cases.get(slot.name, ()):
+                        with contextlib.suppress(SkipCase):
+                            self.measure(live, case)
+            finally:  # a stop marker in the re-run still releases and quarantines it first
+                self.close(live)
+        finally:
+            host = first.quarantine is not None and first.quarantine.startswith(schema.HOST_SPOILED)
+            clean = (
+                live is not None
+                and live.quarantine is None
+                and not live.info.get("error")  # the key may be there, holding None
+                and not live.info.get("host_spoiled")
+            )
+            if host and first.quarantined_at is not None and not clean:
+                self._keep(first.quarantined_at, slot.name, first.quarantine or "", live)
+            if clean and live is not None and live.usable == live.info.get("planned_measurements"):
+                self.recovered.add(slot.name)  # its census is complete: a failure was recovered
+
+    def _keep(self, held: Path, name: str, reason: str, rerun: LiveSession | None) -> None:
+        """Bring a host-spoiled first attempt back from quarantine, flagged host_spoiled."""
+        why = "its re-run did not finish clean"
+        if rerun is not None and rerun.info.get("host_spoiled"):
+            why = "its re-run was spoiled too"
+        elif rerun is not None and rerun.quarantine:
+            why = f"its re-run was set aside ({rerun.quarantine})"
+        with contextlib.suppress(RunDirError, OSError, ValueError):  # else it stays quarantined
+            self.ctx.run_dir.restore(held, name, f"{reason} (kept: {why})")

@@ -1,5 +1,6 @@
 """Host noise: how much of the machine something other than the server and the harness used
-while a session measured, the load average, and throttling where the kernel reports it."""
+while a session measured, the load average, throttling where the kernel reports it, the
+memory and CPU stalls (Linux PSI) and the server's major page faults."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from ..schema import HostNoise
 CGROUP_CPU_STAT = Path("/sys/fs/cgroup/cpu.stat")
 THERMAL_GLOB = "cpu*/thermal_throttle/core_throttle_count"
 CPU_ROOT = Path("/sys/devices/system/cpu")
+PRESSURE_ROOT = Path("/proc/pressure")
+PSI_RESOURCES = ("memory", "cpu")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class CpuSample:
     ours_s: float  # CPU seconds of the harness and the server process trees
     load: tuple[float, float, float]
     throttle: dict[str, int] = field(default_factory=dict)
+    # PSI `some` total stall in microseconds per resource; None: the kernel does not say
+    psi_us: dict[str, int | None] = field(default_factory=dict)
+    major_faults: int | None = None  # the server process's, since it started
 
 
 def _tree_cpu_s(pids: Iterable[int]) -> float:
@@ -72,13 +78,55 @@ def throttle_counters() -> dict[str, int]:
     return out
 
 
+def pressure_total_us(resource: str, root: Path | None = None) -> int | None:
+    """The `some` line's `total=` of /proc/pressure/<resource>: microseconds some task stalled
+    on it since boot; None where PSI is missing (not Linux, disabled, a container without it)."""
+    try:
+        text = ((root or PRESSURE_ROOT) / resource).read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind != "some":
+            continue
+        for item in rest.split():
+            key, _, value = item.partition("=")
+            if key == "total" and value.isdigit():
+                return int(value)
+    return None
+
+
+def major_faults(pid: int) -> int | None:
+    """A process's major page faults so far (`majflt`, /proc/<pid>/stat); None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        # after the command in parentheses: state ppid pgrp session tty tpgid flags minflt
+        # cminflt majflt
+        return int(stat.rsplit(")", 1)[1].split()[9])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def sample(server_pids: Iterable[int] = ()) -> CpuSample:
-    """The machine's busy CPU time, the harness's and the server's, and the load average."""
+    """The machine's busy CPU time, the harness's and the server's, the load average, the PSI
+    stall totals and the (first) server's major page faults."""
+    pids = list(server_pids)
     times = psutil.cpu_times()
     idle = times.idle + getattr(times, "iowait", 0.0)
     busy = sum(times) - idle
-    ours = _tree_cpu_s([os.getpid(), *server_pids])
-    return CpuSample(time.monotonic(), busy, ours, os.getloadavg(), throttle_counters())
+    ours = _tree_cpu_s([os.getpid(), *pids])
+    psi = {r: pressure_total_us(r) for r in PSI_RESOURCES}
+    faults = major_faults(pids[0]) if pids else None
+    return CpuSample(
+        time.monotonic(), busy, ours, os.getloadavg(), throttle_counters(), psi, faults
+    )
+
+
+def _stall_pct(start: CpuSample, end: CpuSample, resource: str, span: float) -> float | None:
+    a, b = start.psi_us.get(resource), end.psi_us.get(resource)
+    if a is None or b is None:
+        return None
+    return min(100.0 * max(b - a, 0) / (span * 1e6), 100.0)
 
 
 def noise(start: CpuSample, end: CpuSample) -> HostNoise:
@@ -91,6 +139,21 @@ def noise(start: CpuSample, end: CpuSample) -> HostNoise:
         for k in end.throttle
         if end.throttle[k] - start.throttle.get(k, 0)
     }
+    not_available: dict[str, str] = {}
+    stalls: dict[str, float | None] = {}
+    for resource in PSI_RESOURCES:
+        stalls[resource] = _stall_pct(start, end, resource, span)
+        if stalls[resource] is None:
+            not_available[f"{resource}_stall_pct"] = (
+                f"not available: no Linux PSI here ({PRESSURE_ROOT / resource} cannot be read)"
+            )
+    faults = None
+    if start.major_faults is not None and end.major_faults is not None:
+        faults = max(end.major_faults - start.major_faults, 0)
+    else:
+        not_available["major_faults"] = (
+            "not available: no server process of ours here (/proc/<pid>/stat cannot be read)"
+        )
     return {
         "span_s": span,
         "other_cpu_s": other,
@@ -99,6 +162,10 @@ def noise(start: CpuSample, end: CpuSample) -> HostNoise:
         "load_avg_start": list(start.load),
         "load_avg_end": list(end.load),
         "throttled": throttled,
+        "memory_stall_pct": stalls["memory"],
+        "cpu_stall_pct": stalls["cpu"],
+        "major_faults": faults,
+        "not_available": not_available,
     }
 
 

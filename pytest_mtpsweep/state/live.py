@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import rig, schema
@@ -37,7 +38,8 @@ class LiveSession:
     usable: int = 0  # valid and carrying what the analysis pairs
     dead: str | None = None  # why the server is gone mid-session
     quarantine: str | None = None  # why this session is set aside
-    rerun: bool = False  # this is the one re-run after a partial census
+    rerun: bool = False  # this is the one re-run (after a partial census, or host-spoiled)
+    quarantined_at: Path | None = None  # where quarantine/ holds it, once set aside
     extra: dict[str, Any] = field(default_factory=dict)  # the kind's own tallies
 
     base_url: str = ""

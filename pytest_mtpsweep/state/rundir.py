@@ -133,6 +133,52 @@ class RunDir:
             raise _write_error(target / schema.QUARANTINE_REASON, exc) from None
         return target
 
+    def restore(self, held: Path, session: str, flag: str) -> None:
+        """Bring a quarantined attempt back (the host rule keeps it: its re-run failed too),
+        flagged `host_spoiled`. Its records go back before any of a later attempt; its session
+        file goes back, or into the later attempt's as `host_spoiled_first`; its other files
+        go back, or beside the later attempt's as `<session>.first...`; nothing is deleted but
+        the quarantine's reason, which the session file now carries."""
+        m = schema.QUARANTINE_MEMBERS
+        try:
+            first = json.loads((held / m["session"]).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            first = {}
+        first.update({"quarantined": None, "host_spoiled": flag})
+        records = self.path / schema.records_file(session)
+        held_records = held / m["records"]
+        if held_records.exists():
+            if records.exists():  # the re-run's: the first attempt's lines go before them
+                text = held_records.read_text(encoding="utf-8") + records.read_text(
+                    encoding="utf-8"
+                )
+                atomic_write_text(records, text)
+                held_records.unlink()
+            else:
+                os.replace(held_records, records)
+        now = self.path / schema.session_file(session)
+        if now.exists():
+            later = json.loads(now.read_text(encoding="utf-8"))
+            later["host_spoiled_first"] = first
+            self.write_json(schema.session_file(session), later)
+        else:
+            self.write_json(schema.session_file(session), first)
+        (held / m["session"]).unlink(missing_ok=True)
+        for src, name in (
+            (schema.server_log(session), m["log"]),
+            (schema.flags_file(session), m["flags"]),
+            (schema.launcher_dir(session), m["launcher"]),
+        ):
+            if not (held / name).exists():
+                continue
+            dest = self.path / src
+            if dest.exists():
+                dest = self.path / src.replace(session, f"{session}.first", 1)
+            os.replace(held / name, dest)
+        (held / schema.QUARANTINE_REASON).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a kind's own member still there keeps the folder
+            held.rmdir()
+
     def record_writer(self, session: str) -> RecordWriter:
         return RecordWriter(self.path / schema.records_file(session))
 

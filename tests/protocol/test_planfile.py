@@ -58,3 +58,15 @@ def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
         "baseline", "margin_pct", "curtailment_sentence", "multiplicity",
     ]  # fmt: skip
     assert doc["analysis"]["margin_pct"] == 2.5 and doc["repeats"] == 1
+
+
+def test_the_host_rule_is_part_of_the_runs_identity() -> None:
+    from pytest_mtpsweep.ladder.model import HostRule
+    from pytest_mtpsweep.protocol.hostrule import to_json
+
+    on = PLAN | {"host_rule": to_json(HostRule(), None)}
+    assert differences(on, on | {"created_at": "T9"}) == []
+    looser = PLAN | {"host_rule": to_json(HostRule(major_faults=5000), None)}
+    assert differences(on, looser) == ["host_rule"]
+    off = PLAN | {"host_rule": to_json(HostRule(), "not applied: MTPSWEEP_HOST_RULE=off")}
+    assert differences(on, off) == ["host_rule"]  # resuming with the rule turned off: refused

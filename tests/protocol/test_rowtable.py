@@ -124,3 +124,11 @@ def test_the_table_fits_the_terminal_and_the_csv_keeps_it_whole() -> None:
     assert "n_ctx" not in render(rows, 80).splitlines()[0]
     assert "(not shown" not in render(rows, None)
     assert rows[0]["quarantined"] == long  # sessions.csv is written from the rows, whole
+
+
+def test_a_session_the_host_spoiled_and_kept_says_so() -> None:
+    row = session_row(
+        info(host_spoiled="host spoiled: x (kept: it was the one re-run)", rerun=True, ordinal=2)
+    )
+    assert row["host_spoiled"].startswith("host spoiled")
+    assert render([row]).splitlines()[1].rstrip().endswith("re-run; host spoiled, kept")

@@ -413,14 +413,14 @@ class TestDiskFull:
     def test_a_full_disk_stops_in_one_line_and_keeps_every_complete_record(
         self, pytester: pytest.Pytester
     ) -> None:
-        # RLIMIT_FSIZE stands in for a full disk (no mount needed): any write past 4200 bytes
+        # RLIMIT_FSIZE stands in for a full disk (no mount needed): any write past 4550 bytes
         # of a file fails, as ENOSPC would; the records file reaches it on its third record
-        # (about 1.45 kB each), while the session file (about 4 kB) still fits.
+        # (about 1.57 kB each at 16 tokens), while the session file (about 4.4 kB) still fits.
         few = stub_project(pytester, [], prompts=6)
 
         def small_files() -> None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (4200, 4200))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4550, 4550))
 
         done = subprocess.run(
             [
@@ -435,6 +435,7 @@ class TestDiskFull:
                 f"--prompts-dir={few}",
                 "--no-calibration",
                 "--boot=1000",
+                "--max-tokens=16",
             ],
             cwd=pytester.path,
             preexec_fn=small_files,

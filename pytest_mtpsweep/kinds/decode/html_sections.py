@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 from ... import schema
 from ...analysis.html import images, write_report_html
 from ...analysis.html import markdown as md
-from ...analysis.html.document import Markup, Section, el, join
+from ...analysis.html.document import Markup, Section, anchor, el, join
 from ...analysis.html.tables import filterable
 from . import html_plots
 
 if TYPE_CHECKING:
     from ...analysis import AnalysisResult
 
-FIRST = ("Headline", "Per device", "Limitations", "Plot")  # shown above, not again below
+# shown above, not again below
+FIRST = ("Headline", "Per device", "Host rule", "Limitations", "Plot")
 TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
                      "completion_tokens")  # fmt: skip
 
@@ -49,11 +50,14 @@ def _endpoint(data: Mapping[str, Any]) -> str:
 
 def _headline(doc: md.Document, forest: Path) -> Markup:
     parts = [md.render(doc.preamble)]
-    for name in ("Headline", "Per device"):
+    for name in ("Headline", "Per device", "Host rule"):
         body = doc.section(name)
         title = next((t for t, _ in doc.sections if t.startswith(name)), name)
         if body is not None:
-            parts.append(el("h3", title))
+            # the host rule's section is linked from Limitations (report.html#host-rule)
+            parts.append(
+                el("h3", title, id=anchor(name)) if name == "Host rule" else el("h3", title)
+            )
             parts.append(md.render(body))
     if forest.is_file():
         parts.append(

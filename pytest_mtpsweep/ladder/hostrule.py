@@ -1,0 +1,52 @@
+"""`[host_rule]`: the pre-registered thresholds above which the host spoiled a session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import LadderError
+from .fields import Spec
+from .model import HostRule
+
+HOST_RULE: Spec = {
+    "enabled": (bool, False),
+    "cpu_noise_pct": ((int, float), False),
+    "memory_stall_pct": ((int, float), False),
+    "cpu_stall_pct": ((int, float), False),
+    "major_faults": (int, False),
+    "calibration_drift_pct": ((int, float), False),
+}
+MAX_MAJOR_FAULTS = 10**9
+MAX_DRIFT_PCT = 100.0  # a fall: the rate cannot fall by more than all of it
+# field -> (highest allowed value, what the number is: the fix names it)
+BOUNDS: dict[str, tuple[float, str]] = {
+    "cpu_noise_pct": (100.0, "% of all cores other processes used"),
+    "memory_stall_pct": (100.0, "% of the session's wall time some task stalled on memory"),
+    "cpu_stall_pct": (100.0, "% of the session's wall time some task waited for a CPU"),
+    "major_faults": (MAX_MAJOR_FAULTS, "the server's major page faults in the session"),
+    "calibration_drift_pct": (MAX_DRIFT_PCT, "% the calibration rate fell, start to end"),
+}
+
+
+def parse(raw: dict[str, Any], path: Path | str, cpu_noise_pct: float) -> HostRule:
+    """The table (types already checked by `check_table`), each threshold within its bounds;
+    `cpu_noise_pct` defaults to the ladder's `[preflight] host_noise_pct`."""
+    values: dict[str, Any] = {"cpu_noise_pct": cpu_noise_pct, **raw}
+    for name, (top, what) in BOUNDS.items():
+        value = raw.get(name)
+        if value is not None and not (0 <= value <= top):
+            raise LadderError(
+                f"{path}: field host_rule.{name} is {value!r}; use {what}, from 0 to {top:g}."
+            )
+    defaults = HostRule()
+    return HostRule(
+        enabled=values.get("enabled", True),
+        cpu_noise_pct=float(values["cpu_noise_pct"]),
+        memory_stall_pct=float(values.get("memory_stall_pct", defaults.memory_stall_pct)),
+        cpu_stall_pct=float(values.get("cpu_stall_pct", defaults.cpu_stall_pct)),
+        major_faults=int(values.get("major_faults", defaults.major_faults)),
+        calibration_drift_pct=float(
+            values.get("calibration_drift_pct", defaults.calibration_drift_pct)
+        ),
+    )
