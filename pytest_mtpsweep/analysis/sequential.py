@@ -120,10 +120,17 @@ class Design:
     confidence: tuple[float, ...]  # the 95 % interval's nominal level at each look
     equivalence_confidence: tuple[float, ...]  # the 90 % interval's
     width_pct: float | None = None
+    cells: tuple[str, ...] = ()  # the headline cells the rule waits for (empty: every one)
 
     @classmethod
     def plan(
-        cls, rule: str, min_cycles: int, max_cycles: int, spending: str, width_pct: float | None
+        cls,
+        rule: str,
+        min_cycles: int,
+        max_cycles: int,
+        spending: str,
+        width_pct: float | None,
+        cells: tuple[str, ...] = (),
     ) -> Design:
         looks = planned_looks(min_cycles, max_cycles)
         return cls(
@@ -133,6 +140,7 @@ class Design:
             levels(looks, ALPHA, spending),
             levels(looks, EQUIVALENCE_ALPHA, spending),
             width_pct,
+            cells,
         )
 
     def look_at(self, cycles: int) -> int:
@@ -151,6 +159,7 @@ class Design:
             "confidence": list(self.confidence),
             "equivalence_confidence": list(self.equivalence_confidence),
             "width_pct": self.width_pct,
+            "cells": list(self.cells),
         }
 
     @classmethod
@@ -177,6 +186,9 @@ class Design:
             raise ValueError(f"stop.rule {rule!r} or stop.spending {spending!r} is unknown")
         if width is not None and not isinstance(width, int | float):
             raise ValueError(f"stop.width_pct is {width!r}, not a number")
+        cells = doc.get("cells", [])  # absent in a plan written before cells existed: every one
+        if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+            raise ValueError(f"stop.cells is {cells!r}, not a list of cell names")
         design = cls(
             str(rule),
             tuple(looks),
@@ -184,6 +196,7 @@ class Design:
             floats("confidence"),
             floats("equivalence_confidence"),
             None if width is None else float(width),
+            tuple(cells),
         )
         if not (len(design.confidence) == len(design.equivalence_confidence) == len(looks)):
             raise ValueError("stop.confidence, stop.equivalence_confidence and stop.looks differ")
@@ -204,13 +217,20 @@ DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent")
 
 def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
     """Whether the pre-registered rule says stop, and the sentence that says why (or why not)."""
+    if design.cells:  # only the cells the rule was registered to wait for
+        named = {c.cell: c for c in cells}
+        absent = [c for c in design.cells if c not in named]
+        if absent:
+            return False, f"no interval yet for {', '.join(absent)}"
+        cells = tuple(named[c] for c in design.cells)
     if not cells:
         return False, "no headline cell has an interval yet"
     if design.rule == "decided":
         open_cells = [c.cell for c in cells if c.decision not in DECIDED]
         if open_cells:
             return False, f"not decided yet: {', '.join(open_cells)}"
-        return True, "every headline cell is decided (" + ", ".join(
+        which = "every cell the rule waits for" if design.cells else "every headline cell"
+        return True, f"{which} is decided (" + ", ".join(
             f"{c.cell} {c.decision}" for c in cells
         ) + ")"
     width = design.width_pct if design.width_pct is not None else math.inf
@@ -221,7 +241,8 @@ def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
     ]
     if wide:
         return False, f"wider than ±{width:g} %: {', '.join(wide)}"
-    return True, f"every headline cell's 95 % interval is within ±{width:g} %"
+    which = "every cell the rule waits for" if design.cells else "every headline cell"
+    return True, f"{which}'s 95 % interval is within ±{width:g} %"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from . import hostrule
+from . import hostrule, stop
 from .attach import attach_fields
 from .fields import (
     Spec,
@@ -23,14 +23,11 @@ from .model import (
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
     MAX_CYCLES,
-    SPENDINGS,
-    STOP_RULES,
     AnalysisConfig,
     ExternalLaunchers,
     Ladder,
     PreflightConfig,
     Preregistration,
-    StopRule,
     Treatment,
 )
 from .plan import run_plan
@@ -60,13 +57,6 @@ TOP: Spec = {
     "stall_threshold_s": ((int, float), False),
     "stop": (dict, False),
     "host_rule": (dict, False),
-}
-STOP: Spec = {
-    "rule": (str, True),
-    "min_cycles": (int, False),
-    "max_cycles": (int, False),
-    "spending": (str, False),
-    "width_pct": ((int, float), False),
 }
 MODEL: Spec = {
     "path": (str, False),
@@ -171,7 +161,7 @@ SUBTABLES: tuple[tuple[str, Spec], ...] = (
     ("analysis", ANALYSIS),
     ("preregistration", PREREG),
     ("preflight", PREFLIGHT),
-    ("stop", STOP),
+    ("stop", stop.STOP),
     ("host_rule", hostrule.HOST_RULE),
 )
 
@@ -200,7 +190,7 @@ def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
     model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
     placement, devices = parse_placement(raw.get("placement", ""), path)
-    stop = _stop(raw, path)
+    stop_rule = stop.parse(raw, path, treatments)
     preflight = _preflight(raw.get("preflight", {}), path)
     return Ladder(
         name=raw.get("name", path.stem),
@@ -208,7 +198,7 @@ def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
         question=raw["question"].strip(),
         treatments=treatments,
         baseline=raw["baseline"],
-        cycles=stop.max_cycles if stop else raw.get("cycles", 2),
+        cycles=stop_rule.max_cycles if stop_rule else raw.get("cycles", 2),
         model=model.get("path", ""),
         model_id=model.get("id", ""),
         requires_model=model.get("requires", ""),
@@ -235,50 +225,9 @@ def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
         reasoning_expected=raw.get("reasoning_expected", False),
         measurement_timeout_s=_optional_float(raw.get("measurement_timeout_s")),
         stall_threshold_s=float(raw.get("stall_threshold_s", DEFAULT_STALL_S)),
-        stop=stop,
+        stop=stop_rule,
         host_rule=hostrule.parse(raw.get("host_rule", {}), path, preflight.host_noise_pct),
     )
-
-
-def _stop(raw: dict[str, Any], path: Path) -> StopRule | None:
-    """`[stop]`: the sequential design, checked whole (its looks are counterbalanced pairs)."""
-    table = raw.get("stop")
-    if table is None:
-        return None
-    rule, spending = table["rule"], table.get("spending", SPENDINGS[0])
-    if rule not in STOP_RULES:
-        raise LadderError(
-            f"{path}: field stop.rule is {rule!r}; use one of {', '.join(STOP_RULES)}."
-        )
-    if spending not in SPENDINGS:
-        raise LadderError(
-            f"{path}: field stop.spending is {spending!r}; use one of {', '.join(SPENDINGS)}."
-        )
-    cycles = raw.get("cycles")
-    top = table.get("max_cycles", cycles if cycles is not None else 8)
-    if cycles is not None and "max_cycles" in table and cycles != table["max_cycles"]:
-        raise LadderError(
-            f"{path}: cycles is {cycles} and stop.max_cycles is {table['max_cycles']}; with "
-            "[stop] the cycles are the most the rule may run: give one of them."
-        )
-    low = table.get("min_cycles", 2)
-    if not (2 <= low <= top <= MAX_CYCLES and low % 2 == 0 and top % 2 == 0):
-        raise LadderError(
-            f"{path}: stop.min_cycles {low} and max_cycles {top} must be even, with "
-            f"2 <= min_cycles <= max_cycles <= {MAX_CYCLES} (the rule looks after each "
-            "counterbalanced cycle pair); fix them."
-        )
-    width = table.get("width_pct")
-    if (rule == "width") != (width is not None):
-        raise LadderError(
-            f'{path}: stop.width_pct goes with rule = "width" and only with it; '
-            + ("add width_pct (percent)." if width is None else "drop width_pct.")
-        )
-    if width is not None and not (0 < width <= 1000):
-        raise LadderError(
-            f"{path}: stop.width_pct is {width!r}; use a half-width in percent, 0 < W <= 1000."
-        )
-    return StopRule(rule, low, top, spending, None if width is None else float(width))
 
 
 def _optional_float(value: Any) -> float | None:

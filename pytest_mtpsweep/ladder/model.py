@@ -125,6 +125,7 @@ class StopRule:
     max_cycles: int = 8  # the plan's cycles
     spending: str = SPENDINGS[0]
     width_pct: float | None = None
+    cells: tuple[str, ...] = ()  # the headline cells it waits for ("treatment:subset"; (): all)
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ def describe(ladder: Ladder) -> str:
     if ladder.stop is None:
         return f"{ladder.cycles} cycles"
     looks = range(ladder.stop.min_cycles, ladder.stop.max_cycles + 1, 2)
+    on = f" on {', '.join(ladder.stop.cells)}" if ladder.stop.cells else ""
     return (
-        f"{ladder.cycles} cycles at most (stop rule {ladder.stop.rule}, looks after "
+        f"{ladder.cycles} cycles at most (stop rule {ladder.stop.rule}{on}, looks after "
         f"{', '.join(map(str, looks))})"
     )
 
@@ -50,18 +51,21 @@ def design_of(ladder: Ladder) -> Design | None:
     from ..analysis.sequential import Design
 
     s = ladder.stop
-    return Design.plan(s.rule, s.min_cycles, s.max_cycles, s.spending, s.width_pct)
+    return Design.plan(s.rule, s.min_cycles, s.max_cycles, s.spending, s.width_pct, s.cells)
 
 
 def prereg_lines(design: Design | None) -> list[str]:
     """preregistration.md's "Stopping rule" section (empty for a fixed design)."""
     if design is None:
         return []
+    which = f"each of {', '.join(design.cells)}" if design.cells else "every headline cell"
     rule = (
-        "every headline cell is faster, slower or equivalent"
+        f"{which} is faster, slower or equivalent"
         if design.rule == "decided"
-        else f"every headline cell's 95 % interval is within ±{design.width_pct:g} %"
+        else f"{which}'s 95 % interval is within ±{design.width_pct:g} %"
     )
+    if design.cells:
+        rule += " (the rule waits for these; the other cells are reported as they stand)"
     levels = ", ".join(
         f"after cycle {c}: {100 * a:.2f} % / {100 * b:.2f} %"
         for c, a, b in zip(

@@ -134,3 +134,17 @@ def test_coverage_under_optional_stopping_and_naive_peeking_fails() -> None:
     assert got["sequential"].coverage >= 0.95
     assert got["naive"].false_calls > 0.065
     assert got["naive"].coverage < 0.935
+
+
+def test_the_rule_waits_only_for_the_cells_it_names() -> None:
+    design = Design.plan("decided", 2, 6, "pocock", None, ("t:structured",))
+    assert Design.from_json(design.to_json()) == design
+    cells = (CellState("t:prose", "inconclusive", 9.0), CellState("t:structured", "faster", 20.0))
+    met, why = rule_met(design, cells)
+    assert met and why == "every cell the rule waits for is decided (t:structured faster)"
+    met, why = rule_met(design, cells[:1])
+    assert not met and why == "no interval yet for t:structured"
+    assert not rule_met(Design.plan("decided", 2, 6, "pocock", None), cells)[0]
+    # a plan written before cells existed waits for every cell
+    old = {k: v for k, v in design.to_json().items() if k != "cells"}
+    assert Design.from_json(old).cells == ()

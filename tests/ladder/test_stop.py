@@ -14,7 +14,10 @@ from tests.ladder.test_load import LADDERS, MINIMAL, write
 
 def test_the_demo_stops_when_decided_within_six_cycles() -> None:
     lad = load_ladder(LADDERS / "cpu-demo.toml")
-    assert lad.stop == StopRule("decided", min_cycles=2, max_cycles=6, spending="pocock")
+    assert lad.stop == StopRule(
+        "decided", min_cycles=2, max_cycles=6, spending="pocock",
+        cells=("ngram-simple:structured",),
+    )  # fmt: skip
     assert lad.cycles == 6
     assert load_ladder(LADDERS / "cpu-demo-fixed.toml").stop is None
 
@@ -45,6 +48,12 @@ def test_cycles_are_the_maximum_and_an_override_moves_it(tmp_path: Path) -> None
         ('rule = "width"\nwidth_pct = 1e300', r"0 < W <= 1000"),
         ('rule = "decided"\nlooks = 3', r"unknown field stop\.'looks'"),
         ("min_cycles = 2", r"missing required field stop\.'rule'"),
+        ('rule = "decided"\ncells = []', r"stop\.cells has 0 entries; list 1 to 256"),
+        ('rule = "decided"\ncells = ["b"]', r"stop\.cells entry 'b' is not a headline cell"),
+        ('rule = "decided"\ncells = ["a:prose"]', r"other than the baseline \(b\)"),
+        ('rule = "decided"\ncells = [3]', r"stop\.cells entry 3 is not a headline cell"),
+        ('rule = "decided"\ncells = ["b:prose", "b:prose"]', r"names 'b:prose' twice"),
+        ('rule = "decided"\ncells = "b:prose"', r"stop\.'cells' is 'b:prose' but must be a list"),
     ],
 )
 def test_a_bad_stop_table_is_refused_in_one_line(tmp_path: Path, table: str, message: str) -> None:
@@ -63,3 +72,8 @@ def test_fixed_cycles_are_bounded(tmp_path: Path) -> None:
     text = MINIMAL.replace('baseline = "a"', 'baseline = "a"\ncycles = 100000000')
     with pytest.raises(LadderError, match="cycles is 100000000; use at most 64"):
         load_ladder(write(tmp_path, text))
+
+
+def test_cells_name_what_the_rule_waits_for(tmp_path: Path) -> None:
+    lad = load_ladder(write(tmp_path, MINIMAL + '[stop]\nrule = "decided"\ncells = ["b:prose"]\n'))
+    assert lad.stop is not None and lad.stop.cells == ("b:prose",)
