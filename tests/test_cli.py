@@ -122,7 +122,7 @@ class TestLint:
             "authoring-cpu": "authoring, 1 treatments x 1 cycles, 36 cases",
             "drafters-cpu": "decode, 3 treatments x 4 cycles, 192 cases",
             "cpu-demo": "decode, 2 treatments x 6 cycles at most (stop rule decided on "
-            "ngram-simple:structured, looks after 2, 4, 6), 192 cases",
+            "ngram-simple:structured, looks after 4, 6), 192 cases",
             "cpu-demo-fixed": "decode, 2 treatments x 6 cycles, 192 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
         }

@@ -15,7 +15,7 @@ from tests.ladder.test_load import LADDERS, MINIMAL, write
 def test_the_demo_stops_when_decided_within_six_cycles() -> None:
     lad = load_ladder(LADDERS / "cpu-demo.toml")
     assert lad.stop == StopRule(
-        "decided", min_cycles=2, max_cycles=6, spending="pocock",
+        "decided", min_cycles=4, max_cycles=6, spending="pocock",
         cells=("ngram-simple:structured",),
     )  # fmt: skip
     assert lad.cycles == 6
