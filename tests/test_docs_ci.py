@@ -104,7 +104,7 @@ def test_the_ladder_run_collects_what_the_page_says(project: Path) -> None:
     run = the(github_runs(), "pytest experiments/")
     done = shell(f"{run} --collect-only -q", project)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "32/48 tests collected (16 deselected)" in done.stdout  # 2 treatments x 2 cycles x 8
+    assert "32 tests collected" in done.stdout  # 2 treatments x 2 cycles x 8 edits
 
 
 @pytest.mark.server
