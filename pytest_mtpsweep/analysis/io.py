@@ -45,6 +45,20 @@ def _read_json(path: Path, what: str) -> Any:
         ) from None
 
 
+def read_stop_doc(run_dir: Path) -> Mapping[str, Any]:
+    """stop.json, the looks a [stop] run took ({} without one); AnalysisError if unreadable."""
+    stop_path = run_dir / schema.STOP_FILE
+    if not stop_path.is_file():
+        return {}
+    loaded = _read_json(stop_path, "stop-rule file")
+    if not isinstance(loaded, Mapping) or not isinstance(loaded.get("looks", []), list):
+        raise AnalysisError(
+            f"stop-rule file {stop_path} does not hold the object the protocol writes "
+            "(design, looks, stopped_at); restore it from the run"
+        )
+    return loaded
+
+
 def _protocol_stops(run_dir: Path) -> list[str]:
     """What cut the run short, as the protocol left it: stop marker, deadline, curtailment."""
     notes: list[str] = []
@@ -108,16 +122,7 @@ def load_run(run_dir: Path) -> RunData:
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
     stops = _protocol_stops(run_dir)
-    stop_doc: Mapping[str, Any] = {}
-    stop_path = run_dir / schema.STOP_FILE
-    if stop_path.is_file():
-        loaded = _read_json(stop_path, "stop-rule file")
-        if not isinstance(loaded, Mapping) or not isinstance(loaded.get("looks", []), list):
-            raise AnalysisError(
-                f"stop-rule file {stop_path} does not hold the object the protocol writes "
-                "(design, looks, stopped_at); restore it from the run"
-            )
-        stop_doc = loaded
+    stop_doc = read_stop_doc(run_dir)
     files = tuple(
         RecordFile(run_id=run_id, session=p.stem, lines=tuple(_read_text(p).splitlines()))
         for p in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl"))

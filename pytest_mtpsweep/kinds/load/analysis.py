@@ -122,17 +122,17 @@ def analyse(
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
     """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan)."""
+    from ...analysis.io import read_stop_doc
     from ...analysis.sequential import look_state
+    from ...errors import AnalysisError
 
     try:
-        doc = json.loads((run_dir / schema.STOP_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        doc = {}
-    except (OSError, ValueError) as exc:
-        return f"{run_dir / schema.STOP_FILE} cannot be read ({exc}); restore it from the run"
+        doc = read_stop_doc(run_dir)
+    except (AnalysisError, OSError) as exc:  # the reason names the file and the fix
+        return f"{run_dir / schema.STOP_FILE} cannot be read: {exc}"
     cycles = int(levels["cycle"].max()) if len(levels) else 1
     try:
-        return look_state(plan.get("stop"), doc if isinstance(doc, dict) else {}, cycles)
+        return look_state(plan.get("stop"), doc, cycles)
     except ValueError as exc:
         return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
 
