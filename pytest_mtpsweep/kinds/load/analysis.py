@@ -3,7 +3,7 @@
 The edge: it reads the run's records and plan.json, calls the pure parts (`frame`,
 `contrast`, `report`, `plots`) and writes RUN/analysis/: load_levels.csv (the percentiles and
 throughput per treatment and level), load_blocks.csv (each block), load_contrasts.csv,
-load_interaction.csv, report.md and, with matplotlib, load_latency.png, load_throughput.png,
+load_interaction.csv, load_crossover.csv (where a gain crosses zero), report.md and, with matplotlib, load_latency.png, load_throughput.png,
 load_gain.png; then report.html beside report.md (`html_sections`: one self-contained page).
 """
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from ...analysis.sequential import CellState, LookState
     from .contrast import Row
+    from .crossover import Crossover
 
 OUT = "analysis"
 REPORT = "report.md"
@@ -68,7 +69,7 @@ def analyse(
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
     from ...errors import AnalysisError
-    from . import contrast, frame, html_sections, report
+    from . import contrast, crossover, frame, html_sections, report
 
     plan = plan_of(run_dir)
     requests, levels = frame.frames(records_of(run_dir))
@@ -95,15 +96,19 @@ def analyse(
                                   confidence=level)  # fmt: skip
     inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed,
                                       confidence=level)  # fmt: skip
+    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    crossings = crossover.crossovers(requests, levels, pairs, modes, endpoint, boot=boot, seed=seed)
     out = run_dir / OUT
     out.mkdir(exist_ok=True)
     table.to_csv(out / "load_levels.csv", index=False)
     levels.to_csv(out / "load_blocks.csv", index=False)
     contrast.rows_frame(rows).to_csv(out / "load_contrasts.csv", index=False)
     contrast.rows_frame(inter).to_csv(out / "load_interaction.csv", index=False)
-    plots = _plots(out, table, levels, rows, order, base)
+    crossover.frame(crossings).to_csv(out / "load_crossover.csv", index=False)
+    plots = _plots(out, table, levels, rows, order, base, crossings)
     sessions = list(RunDir(run_dir).session_files())
-    text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions)
+    text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
+                         crossings)  # fmt: skip
     if look is not None:  # where the stop rule stopped (or why it went on), under the title
         title, _, rest = text.partition("\n")
         text = f"{title}\n\n{look.sentence()}\n{rest}"
@@ -112,8 +117,8 @@ def analyse(
         html_sections.write(run_dir)  # report.html beside report.md, read from what is written
     except AnalysisError as exc:
         return str(exc)
-    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     lines = report.headline_lines(rows, inter, endpoint)
+    lines += [crossover.sentence(c, report.NAMES[endpoint]) for c in crossings]
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
     if look is not None:
         lines.append(look.sentence())
@@ -159,8 +164,9 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
 
 
 def _plots(
-    out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str
-) -> list[str]:
+    out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str,
+    crossings: Sequence[Crossover] = (),
+) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
     from ...analysis.plot import plotting_available
     from . import plots
@@ -170,7 +176,7 @@ def _plots(
     figures = {
         "load_latency.png": plots.latency_figure(table, order),
         "load_throughput.png": plots.throughput_figure(table, levels, order),
-        "load_gain.png": plots.gain_figure(rows, order, baseline),
+        "load_gain.png": plots.gain_figure(rows, order, baseline, crossings),
     }
     saved = []
     for name, fig in figures.items():

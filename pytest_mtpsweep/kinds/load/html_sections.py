@@ -37,7 +37,8 @@ PLOTS = (
     ("load_gain.png", "gain against the level",
      "Each endpoint's gain over the baseline against the level with its 95 % interval, on a "
      "log axis of the gain factor; an interval past -75 % or +300 % ends in an arrow at the "
-     "edge."),
+     "edge. Where the headline endpoint's gain crosses zero: a dashed line, its interval "
+     "shaded."),
     ("load_latency.png", "latency percentiles against the level",
      "TTFT, ITL (every chunk gap) and e2e against the level, per treatment: p50 solid, p90 "
      "dashed, p99 dotted, on a log axis."),

@@ -14,6 +14,8 @@ from .report import NAMES
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .crossover import Crossover
+
 STYLES = {50: "-", 90: "--", 99: ":"}
 LABELS = {"ttft": "TTFT", "itl": "ITL (every chunk gap)", "e2e": "e2e"}
 CLIP = 4.0  # the gain plot shows factors 1/4..4 (-75 % .. +300 %)
@@ -60,10 +62,14 @@ def throughput_figure(table: pd.DataFrame, levels: pd.DataFrame, order: Sequence
     return fig
 
 
-def gain_figure(rows: Sequence[Row], order: Sequence[str], baseline: str) -> Any | None:
+def gain_figure(
+    rows: Sequence[Row], order: Sequence[str], baseline: str, crossings: Sequence[Crossover] = ()
+) -> Any | None:
     """Each endpoint's gain against the level with its 95 % interval, one panel per endpoint, on
     a log axis of the gain factor (labelled in percent) clipped to 1/CLIP..CLIP: an interval
-    past the clip (throughput with few cycles) ends in an arrow at the edge."""
+    past the clip (throughput with few cycles) ends in an arrow at the edge. Where a gain
+    crosses zero, a dashed line at the crossing and its interval shaded (to the panel's edge
+    where the interval is open)."""
     import math
 
     from matplotlib.figure import Figure
@@ -94,6 +100,12 @@ def gain_figure(rows: Sequence[Row], order: Sequence[str], baseline: str) -> Any
                 for end, edge, mark in ((a, lo, "v"), (b, hi, "^")):
                     if end == edge:
                         ax.plot([xi], [edge], mark, color=f"C{k}")
+        for k, pair in enumerate(pairs):
+            for c in crossings:
+                if (c.treatment, c.baseline) == pair and c.endpoint == ep and c.crosses:
+                    at, lo_x, hi_x = (_position(c, v, order) for v in (c.at, c.low, c.high))
+                    ax.axvspan(lo_x, hi_x, color=f"C{k}", alpha=0.12, linewidth=0)
+                    ax.axvline(at, color=f"C{k}", linestyle="--", linewidth=1.0)
         ax.set_yscale("log")
         ax.set_ylim(lo * 0.9, hi * 1.1)
         ax.set_yticks([0.25, 0.5, 1.0, 2.0, 4.0])
@@ -104,3 +116,18 @@ def gain_figure(rows: Sequence[Row], order: Sequence[str], baseline: str) -> Any
     axes[0].set_ylabel(f"gain vs {baseline}, 95 % CI")
     axes[0].legend(fontsize="small")
     return fig
+
+
+def _position(c: Crossover, value: float, order: Sequence[str]) -> float:
+    """A level value's place on the categorical axis: between two levels' ticks on log2; an
+    open end (infinite) half a tick past the outermost level of its mode."""
+    import math
+
+    start, xs = order.index(c.labels[0]), [math.log2(v) for v in c.levels]
+    if value == -math.inf or value == math.inf:
+        return start - 0.5 if value < 0 else start + len(xs) - 0.5
+    v = math.log2(value)
+    for i in range(len(xs) - 1):
+        if xs[i] <= v <= xs[i + 1]:
+            return start + i + (v - xs[i]) / (xs[i + 1] - xs[i])
+    return start + (0.0 if v < xs[0] else len(xs) - 1.0)

@@ -19,6 +19,8 @@ from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .crossover import Crossover
+
 NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
          "req_s": "req/s", "goodput_req_s": "goodput req/s"}  # fmt: skip
 LAG = "Client lag:"  # how the witnesses' client-lag line starts (report.html lists it too)
@@ -181,7 +183,10 @@ def report(
     plots: Sequence[str],
     baseline: str,
     sessions: Sequence[Mapping[str, Any]] = (),
+    crossings: Sequence[Crossover] = (),
 ) -> str:
+    from .crossover import sentence
+
     load = plan.get("load") or {}
     cycles = sorted({int(c) for c in levels["cycle"]})
     endpoint = str(load.get("endpoint", "e2e"))
@@ -196,6 +201,7 @@ def report(
         "## Headline",
         "",
         *(f"- {x}" for x in headline_lines(contrasts, interactions, endpoint)),
+        *(f"- {sentence(c, NAMES[endpoint])}" for c in crossings),
         *cycle_lines(requests, contrasts, endpoint),
         "",
         "Gain: positive means the treatment is better than the baseline "
