@@ -1,4 +1,5 @@
-"""A stand-in for pynvml: only the calls preflight's GPU check makes, answered from fixed data.
+"""A stand-in for pynvml: only the calls preflight's GPU check and the energy reading make,
+answered from fixed data.
 
 It exists to test how preflight reads and words GPU information on machines without a GPU;
 it knows nothing about real NVML beyond those calls' shapes.
@@ -23,6 +24,7 @@ class FakeGpu:
     total: int = 80 * 2**30
     util: int | None = 3
     pids: list[int] = field(default_factory=list)
+    energy_mj: int | None = None  # None: the board has no energy counter (pre-Volta)
 
 
 class FakeNvml:
@@ -92,3 +94,10 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[SimpleNamespace]:
         self._live()
         return [SimpleNamespace(pid=pid, usedGpuMemory=2**30) for pid in self.gpus[handle].pids]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
+        self._live()
+        mj = self.gpus[handle].energy_mj
+        if mj is None:
+            raise NVMLError("Not Supported")
+        return mj

@@ -1,4 +1,5 @@
-"""NVIDIA GPUs through NVML (pynvml): memory in use, and what preflight reports of each GPU.
+"""NVIDIA GPUs through NVML (pynvml): memory in use, energy used, and what preflight reports of
+each GPU.
 
 Without the library or a driver every reading is None: there is no GPU to witness.
 """
@@ -28,6 +29,7 @@ class NvmlApi(Protocol):
     def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any: ...
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any: ...
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]: ...
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,40 @@ def used_mib(nvml: NvmlApi | None = None) -> int | None:
         return total // 2**20
     except Exception:
         return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+
+
+@dataclass(frozen=True)
+class Energy:
+    """NVML's energy counters summed over some GPUs (mJ since the driver loaded), or why not."""
+
+    mj: int | None
+    scope: str  # "GPU 0, 1" — or, without a reading, the reason in one phrase
+
+
+def energy_mj(indices: tuple[int, ...] | None = None, nvml: NvmlApi | None = None) -> Energy:
+    """The summed total-energy counter of the GPUs `indices` (None: every GPU NVML sees)."""
+    nvml = nvml if nvml is not None else load_nvml()
+    if nvml is None:
+        return Energy(None, "nvidia-ml-py is not installed")
+    try:
+        nvml.nvmlInit()
+    except Exception:
+        return Energy(None, "no NVIDIA driver or GPU through NVML on this host")
+    try:
+        chosen = indices if indices is not None else tuple(range(nvml.nvmlDeviceGetCount()))
+        if not chosen:
+            return Energy(None, "NVML sees no GPU")
+        total = 0
+        for i in chosen:
+            total += int(
+                nvml.nvmlDeviceGetTotalEnergyConsumption(nvml.nvmlDeviceGetHandleByIndex(i))
+            )
+        return Energy(total, "GPU " + ", ".join(map(str, chosen)))
+    except Exception as exc:  # a pre-Volta board has no counter: no reading, said once
+        return Energy(None, f"NVML gives no energy counter ({text(str(exc))[:80]})")
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()

@@ -51,16 +51,20 @@ class LoadSpec:
     read_timeout_s: float = 120.0  # the longest silence a stream may keep
 
 
+def is_loopback(base_url: str) -> bool:
+    """Whether a URL's host is this host's loopback (`localhost` or a loopback address)."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def check_target(target: LoadTarget) -> None:
     """Refuse a non-loopback URL unless the target allows it (a load test is not for others)."""
-    host = urlsplit(target.base_url).hostname or ""
-    if target.allow_remote or host == "localhost":
-        return
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not target.allow_remote and not is_loopback(target.base_url):
         raise ValueError(
             f"load target {target.base_url} is not on loopback; point it at 127.0.0.1 or set "
             "allow_remote=True for a server you may load"

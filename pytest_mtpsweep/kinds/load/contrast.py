@@ -8,8 +8,9 @@ endpoints pair request i of a treatment's block with request i of the baseline's
 same cycle and level (the same prompt at the same place in the schedule); the pairs' gains are
 averaged per (prompt, cycle), per prompt over cycles, and over prompts with equal weight, so a
 prompt is the cluster (the bootstrap resamples prompts; with 4 or more cycles the session level
-enters the SE as in decode). Per-block endpoints (output tok/s, req/s, goodput) have one value
-per cycle: the cycle is the unit, the interval Student's t at cycles - 1 df. The interaction
+enters the SE as in decode). Per-block endpoints (output tok/s, req/s, goodput, and joules
+per token, where less is better) have one value per cycle: the cycle is the unit, the interval
+Student's t at cycles - 1 df. The interaction
 is the same estimate on the difference high - low of the gains, per (prompt, cycle) or per cycle:
 the ratio of gain factors.
 """
@@ -41,7 +42,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 REQUEST_ENDPOINTS = {"ttft": "ttft_ms", "itl": "itl_mean_ms", "e2e": "e2e_ms"}
-LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s")
+LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s", "j_per_token")
+# per-block endpoints where less is better: the gain is baseline / treatment, as a latency's
+LOWER_IS_BETTER = frozenset({"j_per_token"})
+# per-block endpoints that only some runs have (goodput: SLOs; energy: NVML)
+OPTIONAL = ("goodput_req_s", "j_per_token")
 BY_CYCLE = "t over cycles"
 
 
@@ -137,7 +142,8 @@ def cycle_gains(
 def level_gains(
     levels: pd.DataFrame, treatment: str, baseline: str, level: str, endpoint: str
 ) -> dict[int, float]:
-    """cycle -> log(treatment / baseline) of a block figure (valid blocks only)."""
+    """cycle -> log(treatment / baseline) of a block figure (valid blocks only); of baseline /
+    treatment where less is better (energy per token)."""
     ok = levels[levels["valid"].astype(bool) & (levels["level"] == level)]
     t = ok[ok["treatment"] == treatment].set_index("cycle")[endpoint]
     b = ok[ok["treatment"] == baseline].set_index("cycle")[endpoint]
@@ -145,7 +151,9 @@ def level_gains(
     for cycle in sorted(set(t.index) & set(b.index)):
         vt, vb = float(t[cycle] or math.nan), float(b[cycle] or math.nan)
         if vt > 0 and vb > 0:
-            out[int(cycle)] = math.log(vt / vb)
+            out[int(cycle)] = (
+                math.log(vb / vt) if endpoint in LOWER_IS_BETTER else math.log(vt / vb)
+            )
     return out
 
 
@@ -180,12 +188,13 @@ def _row(t: str, b: str, endpoint: str, level: str, e: Estimate, **extra: float)
 
 
 def endpoints(levels: pd.DataFrame) -> list[str]:
-    """The endpoints this run has: every per-request one, throughput, and goodput with SLOs."""
-    has_goodput = bool(levels["goodput_req_s"].notna().any()) if len(levels) else False
-    return [
-        *REQUEST_ENDPOINTS,
-        *(e for e in LEVEL_ENDPOINTS if e != "goodput_req_s" or has_goodput),
-    ]
+    """The endpoints this run has: every per-request one, throughput, goodput with SLOs, and
+    energy per token where NVML gave it."""
+
+    def has(e: str) -> bool:
+        return e in levels and bool(levels[e].notna().any()) if len(levels) else False
+
+    return [*REQUEST_ENDPOINTS, *(e for e in LEVEL_ENDPOINTS if e not in OPTIONAL or has(e))]
 
 
 def contrast_rows(

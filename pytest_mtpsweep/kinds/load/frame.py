@@ -23,7 +23,8 @@ LEVEL_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "valid", "reason",
     "requests", "completed", "output_tok_s", "req_s", "goodput_req_s", "good", "queued",
     "total_slots", "max_in_flight", "lag_flag", "client_lag_p99_ms", "busy_slots_max",
-    "waiting_max", "drafted", "accepted", "timed_out", "span_s",
+    "waiting_max", "drafted", "accepted", "timed_out", "span_s", "energy_j", "j_per_token",
+    "energy",
 )  # fmt: skip
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "itl", "e2e")

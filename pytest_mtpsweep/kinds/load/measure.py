@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from ...rig.load_client import ClosedLoop, OpenLoop, run_level
-from ...rig.load_request import LoadSpec, LoadTarget, PromptLike
+from ...rig.load_request import LoadSpec, LoadTarget, PromptLike, is_loopback
 from ...rig.load_summary import Slo, summarise
-from . import occupancy
+from . import energy, occupancy
 from .records import LEVEL, REQUEST_FIELDS, in_flight_at_send, level_line, request_line
 
 if TYPE_CHECKING:
@@ -111,9 +111,11 @@ def measure_level(
     load, warm = _load(s, case, ladder.seed)
     headers = live.endpoint.headers() if live.endpoint else {}
     sources = _sources(live, headers)
+    local = is_loopback(live.base_url)
     with httpx.Client(trust_env=False) as side:  # the sampler's own: not the session's client
         before = occupancy.spec_totals(side, live.base_url, headers, sources)
         sampler = occupancy.Sampler(side, live.base_url, headers, sources).start()
+        joules_before = energy.read(live.ctx.device, local)
         try:
             run = run_level(target, spec, scheduled, load, timeout_s=s.level_timeout_s,
                             warmup=warm)  # fmt: skip
@@ -122,6 +124,7 @@ def measure_level(
             line = not_run(ident, load.requests or 0, str(exc))
             append(live, line)
             return line
+        joules_after = energy.read(live.ctx.device, local)
         occ = sampler.stop()
         after = occupancy.spec_totals(side, live.base_url, headers, sources)
     if before is not None and after is not None:
@@ -135,8 +138,10 @@ def measure_level(
         subset = subsets.get(r.prompt_id, "")
         append(live, request_line(ident, r, run.t_start_ns, n, slots, subset), request=True)
     queued = None if slots is None else sum(n >= slots for n in flights)
+    tokens = summary.output_tokens + sum(r.output_tokens for r in run.warmup if r.ok)
+    joules = energy.block_fields(joules_before, joules_after, tokens)
     level = level_line(ident, run, summary, slots=slots, queued=queued,
-                       extra={"occupancy": occ, "warmup_requests": warm})  # fmt: skip
+                       extra={"occupancy": occ, "warmup_requests": warm, **joules})  # fmt: skip
     append(live, level)
     return level
 

@@ -75,6 +75,7 @@ def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) ->
         f"{', '.join(REQUEST_ENDPOINTS)} (itl: the request's mean); per block (paired by "
         f"cycle): {', '.join(LEVEL_ENDPOINTS[:2])}"
         + (", goodput_req_s" if s.slo else "")
+        + ", j_per_token where NVML reads the GPUs' energy (less is better)"
         + f". SLOs for goodput: {slo}.",
         "- Gain: positive means the treatment is better (baseline/treatment for latencies, "
         "treatment/baseline for throughput), a geometric mean; 95 % intervals as the decode "

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from .crossover import Crossover
 
 NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
-         "req_s": "req/s", "goodput_req_s": "goodput req/s"}  # fmt: skip
+         "req_s": "req/s", "goodput_req_s": "goodput req/s",
+         "j_per_token": "energy per token"}  # fmt: skip
 LAG = "Client lag:"  # how the witnesses' client-lag line starts (report.html lists it too)
 
 
@@ -153,7 +154,24 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) 
         )
     else:
         out.append(f"- {LAG} no block over the bound of {load.get('lag_bound_ms')} ms.")
+    out.append(energy_line(levels))
     return out
+
+
+def energy_line(levels: pd.DataFrame) -> str:
+    """Energy per output token per treatment (NVML), or, said once, why there is none."""
+    if "j_per_token" not in levels or not levels["j_per_token"].notna().any():
+        why = levels["energy"].dropna() if "energy" in levels else levels["treatment"].iloc[:0]
+        reason = str(why.iloc[0]) if len(why) else "the records carry no energy reading"
+        return f"- Energy per token: not measured ({reason})."
+    parts = []
+    for t, block in levels.groupby("treatment", sort=False):
+        jpt = block["j_per_token"].dropna()
+        scope = ", ".join(sorted({str(x) for x in block["energy"].dropna()}))
+        parts.append(f"{t} {jpt.mean():.4g} J/token over {len(jpt)} blocks ({scope})"
+                     if len(jpt) else f"{t} not measured")  # fmt: skip
+    return ("- Energy per token (NVML's total-energy counter around each block, its warm-up "
+            "included): " + "; ".join(parts) + ".")  # fmt: skip
 
 
 def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
