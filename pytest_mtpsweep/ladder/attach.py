@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError, OptionError
+from ..redact import redact_url
 from .fields import check_env_name, check_url, str_list
 
 # Fields that only mean something for an attached treatment (one with base_url).
@@ -59,7 +60,7 @@ def _ready_url(value: str, where: str, path: Path) -> str:
         check_url(value, where, path)
     except LadderError:
         raise LadderError(
-            f"{path}: field {where} {value!r} is neither a path like /health nor a valid http(s) "
+            f"{path}: field {where} {redact_url(value)!r} is neither a path like /health nor a valid http(s) "
             "URL; write one of those."
         ) from None
     return value
@@ -77,7 +78,7 @@ def with_base_url(raw: dict[str, Any], url: str, path: Path) -> dict[str, Any]:
         base = check_url(url, "", "--base-url")
     except LadderError:
         raise OptionError(
-            f"--base-url {url!r} is not an http(s) URL; write it like http://127.0.0.1:8000/v1."
+            f"--base-url {redact_url(url)!r} is not an http(s) URL; write it like http://127.0.0.1:8000/v1."
         ) from None
     table = "subjects" if "subjects" in raw else "treatments"
     items = raw.get(table)
@@ -97,7 +98,7 @@ def one_server(url: str, treatments: list[str]) -> None:
     if len(treatments) > 1:
         first = treatments[0]
         raise OptionError(
-            f"--base-url {url} is one server, but the selected measurements span treatments "
+            f"--base-url {redact_url(url)} is one server, but the selected measurements span treatments "
             f"{', '.join(treatments)}; select one treatment's sessions (e.g. -k c1-{first}) and "
             "run the others against their own servers, or give each [[treatments]] its own "
             "base_url in the ladder."

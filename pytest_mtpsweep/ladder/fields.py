@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import LadderError
+from ..redact import redact_url
 
 # field name -> (allowed type(s), required)
 Spec = dict[str, tuple[type | tuple[type, ...], bool]]
@@ -62,23 +63,24 @@ def check_url(url: str, where: str, path: Path | str) -> str:
     """An http(s) base URL of an attached server, without a trailing `/v1` or slash."""
     # Parsed once, here, with every rule a request would apply later: a URL that passes is one
     # httpx can send to (a bad IPv6 literal or port fails now, not in a run).
+    shown = redact_url(url)  # a refusal never prints the password
     try:
         parts = urlsplit(url)
         port = parts.port  # ValueError: not a number, or outside 0-65535
         host = parts.hostname
     except ValueError as exc:
         raise LadderError(
-            f"{path}: field {where} {url!r} is not a valid URL ({exc}); write it like "
+            f"{path}: field {where} {shown!r} is not a valid URL ({exc}); write it like "
             "http://127.0.0.1:8000 (an IPv6 address in brackets: http://[::1]:8000)."
         ) from None
     if parts.scheme not in ("http", "https") or not host:
         raise LadderError(
-            f"{path}: field {where} {url!r} is not an http(s) URL; write it like "
+            f"{path}: field {where} {shown!r} is not an http(s) URL; write it like "
             "http://127.0.0.1:8000."
         )
     if port == 0:
         raise LadderError(
-            f"{path}: field {where} {url!r} names port 0; give the port the server listens on "
+            f"{path}: field {where} {shown!r} names port 0; give the port the server listens on "
             "(1-65535)."
         )
     return re.sub(r"/v1/?$", "", url.rstrip("/"))

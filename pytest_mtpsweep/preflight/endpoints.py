@@ -34,7 +34,7 @@ def check_endpoint(target: AttachedTarget) -> PreflightItem:
     """Reachable now (no waiting: the server must run before the run starts) and serving the
     model the treatment's responses must name."""
     ep, name = target.endpoint, item_name(target.treatment)
-    expected = f"{ep.base_url} answers and serves {target.alias}"
+    expected = f"{ep.shown} answers and serves {target.alias}"
     try:
         ep.headers()
     except ServerError as exc:
@@ -42,7 +42,7 @@ def check_endpoint(target: AttachedTarget) -> PreflightItem:
     ready = ep.probe()
     if ready is not None:
         fix = ep.refused_key(ready) or (
-            f"Start the server at {ep.base_url} before the run, or fix base_url (or ready_url) "
+            f"Start the server at {ep.shown} before the run, or fix base_url (or ready_url) "
             f"of treatment {target.treatment} in the ladder."
         )
         return make_item(name, expected, ready, FAIL, fix=fix)

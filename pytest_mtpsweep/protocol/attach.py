@@ -14,6 +14,7 @@ import httpx
 
 from .. import rig, schema
 from ..errors import ServerError
+from ..redact import redact_url
 from ..rig import serverargv, specmetrics
 from .progress import Progress, describe
 from .witnesses import argv_contains
@@ -44,7 +45,7 @@ def attach(live: LiveSession, progress: Progress) -> str | None:
     """Wait for the endpoint, witness what can be; the reason it may not be measured, or None."""
     info, endpoint = live.info, endpoint_of(live)
     missing = {name: NOT_APPLICABLE for name in ATTACHED_NOT_APPLICABLE}
-    info.update({"rig": "attached", "base_url": endpoint.base_url, "not_applicable": missing})
+    info.update({"rig": "attached", "base_url": endpoint.shown, "not_applicable": missing})
     live.endpoint, live.base_url = endpoint, endpoint.base_url
     name, what = live.slot.name, describe(live.slot)
 
@@ -129,7 +130,7 @@ def _spec_metrics(live: LiveSession, endpoint: rig.Endpoint) -> None:
     found, why = read_counters(endpoint)
     if found is None and wanted:
         error = (
-            f"the server at {endpoint.url(specmetrics.METRICS_PATH)} shows no "
+            f"the server at {redact_url(endpoint.url(specmetrics.METRICS_PATH))} shows no "
             f"{specmetrics.ACCEPTED} ({why}); serve with speculative decoding and metrics on, "
             "or set metrics = false in the ladder."
         )

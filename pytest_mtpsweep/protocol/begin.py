@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..kindapi import kind_interim
 from ..ladder import Ladder, SessionSlot
+from ..redact import redact_urls
 from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
@@ -47,7 +48,7 @@ def begin(
         ladder=ladder,
         plan=plan,
         planned=planned,
-        invocation=request.invocation,
+        invocation=redact_urls(request.invocation),  # a --base-url's password stays out
         run_id=res.run_id,
         server=_server_facts(ladder, res),
         keyed=res.keyed,

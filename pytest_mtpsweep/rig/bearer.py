@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from ..redact import redact_url
+
 
 def bearer(env: str | None, url: str, error: type[Exception]) -> dict[str, str]:
     """{"Authorization": "Bearer <key>"} from `env` now; {} without one; `error` says why not."""
@@ -13,8 +15,8 @@ def bearer(env: str | None, url: str, error: type[Exception]) -> dict[str, str]:
     key = os.environ.get(env)
     if not key:
         raise error(
-            f"the environment variable {env} that should hold the API key for {url} is not "
-            "set; export it before the run."
+            f"the environment variable {env} that should hold the API key for {redact_url(url)} "
+            "is not set; export it before the run."
         )
     if not key.isprintable() or any(c.isspace() for c in key):
         raise error(

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from ..redact import redact_url
 from .usage import read_usage
 
 RETRIED_ERRORS = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
@@ -179,9 +180,13 @@ def chat(
                 timeout=spec.timeout_s,
             )
         except RETRIED_ERRORS as exc:
-            failure, status, what = type(exc).__name__, None, f"{type(exc).__name__}: {exc}"
+            failure, status, what = (
+                type(exc).__name__,
+                None,
+                redact_url(f"{type(exc).__name__}: {exc}"),
+            )
         except httpx.HTTPError as exc:  # a timeout, or anything else of the transport: terminal
-            failure, status, what = None, None, f"{type(exc).__name__}: {exc}"
+            failure, status, what = None, None, redact_url(f"{type(exc).__name__}: {exc}")
         else:
             status = resp.status_code
             if status == 200:

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from ..redact import redact_url
 from ..schema import Measurement
 from .stream import RawStream, reduce_stream
 
@@ -79,7 +80,9 @@ def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestS
                     append_stamp(now())
                     append_line(line)
     except httpx.HTTPError as exc:
-        error = f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
+        error = redact_url(
+            f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
+        )
     t_end = time.monotonic_ns()
     raw = RawStream(lines, stamps, t_send=t_send, t_end=t_end, status=status, error=error)
     return reduce_stream(

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from ..errors import ServerError
+from ..redact import redact_url
 from .bearer import bearer
 from .readiness import wait_until_ready
 
@@ -31,7 +32,12 @@ class Endpoint:
 
     def headers(self) -> dict[str, str]:
         """The Authorization header, read from the environment now (empty without a key)."""
-        return bearer(self.api_key_env, self.base_url, ServerError)
+        return bearer(self.api_key_env, self.shown, ServerError)
+
+    @property
+    def shown(self) -> str:
+        """The base URL as it may be printed or written: its password hidden."""
+        return redact_url(self.base_url)
 
     def url(self, path: str) -> str:
         """`path` on this server (a whole URL is taken as it is)."""
@@ -51,11 +57,11 @@ class Endpoint:
             try:
                 status = self.get(path, timeout_s=5.0).status_code
             except httpx.HTTPError as exc:
-                last = f"unreachable ({type(exc).__name__}: {exc})"
+                last = redact_url(f"unreachable ({type(exc).__name__}: {exc})")
                 continue
             if status == 200:
                 return None
-            last = f"HTTP {status} from {path}"
+            last = f"HTTP {status} from {redact_url(path)}"
             if status in (401, 403):
                 break  # the key, not the server: waiting will not help
         return last
@@ -66,11 +72,11 @@ class Endpoint:
             return None
         if self.api_key_env is None:
             return (
-                f"The server at {self.base_url} wants an API key ({reason}); name the variable "
+                f"The server at {self.shown} wants an API key ({reason}); name the variable "
                 "that holds it with api_key_env in the ladder."
             )
         return (
-            f"The server at {self.base_url} refused the key in {self.api_key_env} ({reason}); "
+            f"The server at {self.shown} refused the key in {self.api_key_env} ({reason}); "
             f"export a valid key in {self.api_key_env}."
         )
 
@@ -93,7 +99,7 @@ class Endpoint:
         waited = wait_until_ready(probe, timeout_s, 0.5, on_wait)
         if not waited.ready:
             raise ServerError(
-                f"the attached server at {self.base_url} did not answer within "
+                f"the attached server at {self.shown} did not answer within "
                 f"{timeout_s:.0f} s ({waited.last}); start it, or check base_url in the ladder."
             )
         return waited.seconds

@@ -34,6 +34,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..redact import redact_url
 from .arrivals import poisson_schedule, poisson_until
 from .load_records import RawRequest, StreamRecord, reduce_request
 from .load_request import (
@@ -318,7 +319,9 @@ class _Level:
                     wire, reused = await self.pool.get()
                 except (OSError, TimeoutError) as exc:
                     wire = None
-                    self._keep(index, slot, intended, t_send, None, f"cannot connect: {exc!r}")
+                    self._keep(
+                        index, slot, intended, t_send, None, redact_url(f"cannot connect: {exc!r}")
+                    )
                     return
                 ex = await wire.exchange(request, self.spec.read_timeout_s)
                 self.pool.put(wire)

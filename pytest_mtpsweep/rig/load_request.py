@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from ..redact import redact_url
 from .bearer import bearer
 
 
@@ -66,14 +67,14 @@ def check_target(target: LoadTarget) -> None:
     """Refuse a non-loopback URL unless the target allows it (a load test is not for others)."""
     if not target.allow_remote and not is_loopback(target.base_url):
         raise ValueError(
-            f"load target {target.base_url} is not on loopback; point it at 127.0.0.1 or set "
+            f"load target {redact_url(target.base_url)} is not on loopback; point it at 127.0.0.1 or set "
             "allow_remote=True for a server you may load"
         )
 
 
 def auth_headers(target: LoadTarget) -> dict[str, str]:
     """The Authorization header, read from the environment now (empty without a key)."""
-    return bearer(target.api_key_env, target.base_url, ValueError)
+    return bearer(target.api_key_env, redact_url(target.base_url), ValueError)
 
 
 def request_bytes(

@@ -7,6 +7,7 @@ from typing import Any
 
 from ...ladder.model import Ladder, Preregistration
 from ...preflight.items import FAIL, PASS, PreflightItem
+from ...redact import redact_url
 from .cohorts import Cohort
 from .ladder import AuthoringSettings, CheckerLimits
 from .order import subject_order
@@ -30,7 +31,7 @@ def subjects(ladder: Ladder) -> list[dict[str, Any]]:
                 "rig": "remote" if t.attached else "local",
                 "model": ladder.model_of(t.key),
                 "model_id": ladder.model_id_of(t.key),
-                "base_url": t.base_url,
+                "base_url": redact_url(t.base_url) if t.base_url else None,
                 "served_model": t.served_model,
                 "api_key_env": t.api_key_env,
                 "args": list(t.args),
