@@ -19,7 +19,7 @@ from .analysis.compare import COMPARE_LABEL, compare_table
 from .analysis.io import load_and_analyse
 from .analysis.model import AnalysisSettings
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
-from .errors import AnalysisError, ExpectationError, LadderError
+from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .kindapi import EXIT_ERROR, EXIT_OK
 
 
@@ -28,7 +28,7 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
-        except (AnalysisError, ExpectationError, LadderError) as exc:
+        except (AnalysisError, ExpectationError, KindError, LadderError) as exc:
             print(f"mtpsweep {args.command}: error: {exc}", file=sys.stderr)
         except OSError as exc:
             print(
@@ -67,7 +67,7 @@ def _analyse(args: argparse.Namespace) -> int:
             f"the {kind.name} kind has no `mtpsweep analyse`; its session-end analysis is in "
             "RUN/analysis"
         )
-    status: int = registry.load(kind.analyse)(args, runs, plans)
+    status: int = registry.part(kind, "analyse")(args, runs, plans)
     return status
 
 
@@ -117,7 +117,7 @@ def _plan_run(args: argparse.Namespace) -> int:
             f"the {kind.name} kind cannot plan from a pilot yet (kinds that can: {able}); "
             "size its run from the report's intervals instead"
         )
-    status: int = registry.load(kind.plan)(args, run, plan)
+    status: int = registry.part(kind, "plan")(args, run, plan)
     return status
 
 

@@ -1,4 +1,4 @@
-"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup.
+"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup, kinds.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -75,9 +75,13 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from . import registry
     from .ladder import search_dirs
     from .lint import ladder_files, lint
+    from .pytestkinds import as_pytest_sees_them
 
+    if any(not e.shipped for found in registry.entries().values() for e in found):
+        as_pytest_sees_them()  # a third party's kind may take what pytest has: as a run would
     cwd = Path.cwd()
     paths, missing = ladder_files(args.ladders, search_dirs([], cwd, cwd))
     for problem in missing:
@@ -92,6 +96,67 @@ def _lint(args: argparse.Namespace) -> int:
         for warning in linted.warnings:
             print(f"{linted.path}: warning: {warning}")
     return 1 if missing or any(r.problems for r in results) else 0
+
+
+def _kinds(args: argparse.Namespace) -> int:
+    """Every installed kind, its distribution, and whether it is usable (one line each)."""
+    from . import registry
+    from .pytestkinds import as_pytest_sees_them
+
+    broken = {**as_pytest_sees_them(), **args.kind_commands}
+    usable = {k.name: k for k in registry.kinds()}
+    for name, found in registry.entries().items():
+        if name in broken:
+            print(f"{name}: {broken[name]}")
+            continue
+        kind = usable[name]
+        problem = None
+        for part in ("ladder", "run", "commands", "analyse", "plan"):
+            if getattr(kind, part) is not None:
+                try:
+                    registry.part(kind, part)
+                except UserError as exc:
+                    problem = str(exc)
+                    break
+        if problem is not None:
+            broken[name] = problem
+            print(f"{name}: {problem}")
+            continue
+        flags = ", ".join(o.flag for o in kind.options) or "none"
+        print(f"{name}: ok ({found[0].provider}; fixture {kind.fixture}; options {flags})")
+    if broken:
+        print(
+            f"{len(broken)} of {len(registry.entries())} installed kinds cannot be used; each line says the fix."
+        )
+    return 1 if broken else 0
+
+
+def _kind_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, str]:
+    """Each kind's own subcommands on `sub`; a kind whose commands do not load, fail to
+    register or take a command name already taken is left out, with its one-line reason."""
+    from . import registry
+    from .kindcheck import exception_text, guarded
+
+    registrars, broken = registry.command_registrars()
+    for kind, register in registrars:
+        scratch = argparse.ArgumentParser(prog="mtpsweep").add_subparsers()
+        _, failed = guarded(lambda: register(scratch))  # noqa: B023 (called at once)
+        taken = sorted(set(scratch.choices) & set(sub.choices))
+        why: str | None = None
+        if failed is not None:
+            why = f"registering its commands raised {exception_text(failed)}"
+        elif taken:
+            why = f"its command {taken[0]!r} is one mtpsweep or another kind already has"
+        else:
+            _, failed = guarded(lambda: register(sub))  # noqa: B023
+            why = (
+                None
+                if failed is None
+                else f"registering its commands raised {exception_text(failed)}"
+            )
+        if why is not None:
+            broken[kind.name] = registry.refusal(kind.name, f"its commands are left out: {why}")
+    return broken
 
 
 REPORT_HTML = "report.html"  # as analysis/html/document.py writes it into analysis/
@@ -170,7 +235,6 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import analyse as analysis_cli
-    from . import registry
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
@@ -220,13 +284,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run", metavar="RUN", help="the run directory")
     p.set_defaults(func=_cleanup)
-    for register in registry.command_registrars():  # each kind's own subcommands
-        register(sub)
+    p = sub.add_parser(
+        "kinds",
+        help="list the installed experiment kinds, their distributions, and any that cannot be used",
+        description="One line per installed kind (entry-point group pytest_mtpsweep.kinds): its "
+        "distribution, fixture and options, or why it cannot be used and the fix; every part "
+        "of each kind is imported to check it. Exit 0 when all are usable, 1 if not.",
+    )
+    p.set_defaults(func=_kinds)
+    parser.set_defaults(kind_commands=_kind_commands(sub))  # each kind's own subcommands
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error: a kind's command may be missing for a reason
+        if exc.code == 2:
+            for line in parser.get_default("kind_commands").values():
+                print(f"mtpsweep: note: {line}", file=sys.stderr)
+        raise
     args.argv = list(argv) if argv is not None else sys.argv[1:]
     try:
         code: int = args.func(args)

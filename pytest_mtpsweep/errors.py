@@ -4,6 +4,8 @@ MtpsweepError
 ├── UserError            one sentence naming what is wrong, where, and the fix; every
 │   │                    edge (pytest hooks, the CLI) prints it as one line, no traceback
 │   ├── LadderError      a ladder file or an option that overrides it
+│   ├── KindError        an installed kind that is set aside: it does not load, is
+│   │                    malformed, or clashes with another (names its distribution)
 │   ├── PromptError      a prompt set or a task set
 │   ├── OptionError      a command-line option on its own (a deadline, a bootstrap count)
 │   ├── ProvisionError   the server binary or the model cannot be found or made
@@ -37,6 +39,10 @@ class UserError(MtpsweepError):
 
 class LadderError(UserError):
     """A ladder is missing, malformed or inconsistent; the message names file, field and fix."""
+
+
+class KindError(UserError):
+    """An installed kind cannot be used; the message names its distribution and the fix."""
 
 
 class PromptError(UserError):

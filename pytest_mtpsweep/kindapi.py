@@ -3,8 +3,8 @@
 Below the protocol and below every kind, so that both import it and neither imports the other
 (pluggy's shape: the markers live in a module host and plug-ins share). A kind is found through
 the entry-point group `pytest_mtpsweep.kinds` (`registry.py`); its entry point names a `Kind`,
-a declaration that is cheap to import (every pytest process of the environment loads it, for
-the kind's options). The rest of the kind is named in it as `"module:attribute"` and imported
+a declaration that is cheap to import (every pytest run with `--ladder` loads it, for the
+kind's options; `kindcheck.py` checks it). The rest of the kind is named in it as `"module:attribute"` and imported
 only when a ladder of that kind is run:
 
 - `ladder` -> a `KindSpec`: the top-level ladder fields it adds, how its server configurations

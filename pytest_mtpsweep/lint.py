@@ -142,7 +142,7 @@ def lint_file(path: Path) -> Linted:
         return Linted(path, problems=(str(exc),))
     try:
         spec = kind_spec_of(raw, path)
-    except LadderError:
+    except UserError:
         pass  # the loader below names it
     else:
         early = field_errors(raw, spec.fields, path)

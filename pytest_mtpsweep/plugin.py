@@ -1,8 +1,9 @@
 """pytest hooks and fixtures; every piece of work is delegated to the modules they name.
 
-Without `--ladder` the plugin registers its options (the shared ones and each installed
-kind's), its marker and each kind's fixture, and nothing else: the rest of the package (and
-pandas, numpy, scipy, httpx, psutil) is imported only by a run.
+Without `--ladder` the plugin registers its options (the shared ones and each shipped
+kind's), its marker and each shipped kind's fixture, and nothing else: no third party's kind
+is imported, and the rest of the package (and pandas, numpy, scipy, httpx, psutil) is
+imported only by a run (`pytestkinds.py` says which kinds a process registers).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import options, registry
+from . import options, pytestkinds
 
 if TYPE_CHECKING:
     from .distribute import Controller  # noqa: F401 (named in a StashKey)
@@ -33,24 +34,37 @@ RERUNS = pytest.StashKey["Reruns"]()  # failed measurements held until their ses
 KIND_FIXTURES_PLUGIN = "mtpsweep-kind-fixtures"
 
 
-def _table() -> tuple[options.Opt, ...]:
-    """Every option: the shared ones, then each installed kind's own."""
+def _table(config: pytest.Config) -> tuple[options.Opt, ...]:
+    """Every option this process registered: the shared ones, then its kinds' own."""
     from .errors import UserError
 
+    kinds = config.stash.get(pytestkinds.OPTIONED, ())
     try:
-        return options.table(registry.options())
+        return options.table(tuple(o for k in kinds for o in k.options))
     except UserError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _fixtures() -> tuple[str, ...]:
-    """The fixture names the installed kinds parametrise over their cases."""
-    return tuple(k.fixture for k in registry.kinds())
+def _fixtures(config: pytest.Config) -> tuple[str, ...]:
+    """The fixture names this process's kinds parametrise over their cases."""
+    return tuple(k.fixture for k in config.stash.get(pytestkinds.FIXTURED, ()))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ladder option and everything that overrides or steers it."""
-    options.add_pytest_options(parser, _table())
+    options.add_pytest_options(parser, options.OPTIONS)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser
+) -> Generator[None, object, object]:
+    """The kinds' options, once plugins and initial conftests have theirs: a clash sets the
+    kind aside, never breaks the parser; without --ladder only the shipped kinds are read."""
+    try:
+        return (yield)
+    finally:
+        pytestkinds.register_options(early_config, parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,8 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "mtpsweep: a measurement of an mtpsweep ladder (select or exclude with -m)"
     )
-    if not config.pluginmanager.has_plugin(KIND_FIXTURES_PLUGIN):
-        config.pluginmanager.register(_kind_fixtures(registry.kinds()), KIND_FIXTURES_PLUGIN)
     if not config.getoption("mtpsweep_ladder", None):
         return
     from .errors import UserError
@@ -67,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .protocol.run import Run
 
     paths = [Path(a.split("::")[0]) for a in config.args]
-    table = _table()
+    table = _table(config)
     try:
         request = options.run_request(
             options.values_from(config.getoption, table),
@@ -102,6 +114,25 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[CONTROLLER] = controller
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own has made the fixture manager
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Each kind's fixture, where pytest and the other plugins have none of that name; a
+    ladder whose kind's fixture is taken is refused before anything starts."""
+    config = session.config
+    kinds = pytestkinds.fixture_kinds(session)
+    if not config.pluginmanager.has_plugin(KIND_FIXTURES_PLUGIN):
+        config.pluginmanager.register(_kind_fixtures(kinds), KIND_FIXTURES_PLUGIN)
+    run = config.stash.get(RUN, None)
+    if run is not None and run.declared.fixture not in _fixtures(config):
+        from . import registry
+        from .errors import UserError
+
+        try:
+            registry.kind(run.ladder.kind, str(run.ladder.path))
+        except UserError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """One line naming the ladder and the size of its plan."""
     run = config.stash.get(RUN, None)
@@ -130,14 +161,19 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     if run is None or not inspect.isfunction(obj) or not name.startswith("test"):
         return None
     params = inspect.signature(obj).parameters
-    if run.declared.fixture not in params and any(f in params for f in _fixtures()):
+    theirs = [f for f in _fixtures(collector.config) if f in params and f != run.declared.fixture]
+    if run.declared.fixture not in params and any(pytestkinds.owns(collector, f) for f in theirs):
         return []
     return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrise every test that asks for the ladder kind's fixture over the run plan."""
-    wanted = [f for f in _fixtures() if f in metafunc.fixturenames]
+    wanted = [
+        f
+        for f in _fixtures(metafunc.config)
+        if f in metafunc.fixturenames and pytestkinds.owns(metafunc.definition, f)
+    ]
     if not wanted:
         return
     run = metafunc.config.stash.get(RUN, None)
@@ -390,6 +426,7 @@ def _kind_fixtures(kinds: tuple[Kind, ...]) -> types.ModuleType:
             return _measured(request, mtpsweep_run, mtpsweep_server, mtpsweep_case)
 
         measured.__doc__ = kind.summary or f"One case of a {kind.name} ladder, recorded."
+        setattr(measured, pytestkinds.OURS, kind.name)
         setattr(holder, kind.fixture, pytest.fixture(name=kind.fixture)(measured))
     return holder
 

@@ -6,51 +6,206 @@ point names a `kindapi.Kind` in a module that imports next to nothing; the parts
 as `"module:attribute"` are imported when first asked for (inspect_ai's providers: by name,
 lazily), so an installed kind that no ladder uses costs its declaration and nothing more.
 
-A kind whose declaration cannot be loaded does not break pytest for everyone: its options are
-missing, and a ladder naming it gets the reason in one line.
+Each kind is imported on its own when first asked for, and only then (`shipped()` imports no
+third party's). One that does not load, is malformed, shares its name with another
+distribution's kind, or takes an option another already has, is set aside: the others keep
+working, and a ladder naming it gets the reason in one line (`mtpsweep kinds` lists them all).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from .errors import LadderError
-from .kindapi import GROUP, Kind
+from . import kindcheck
+from .errors import KindError, LadderError
+from .kindapi import GROUP, Kind, KindSpec
+from .options import OPTIONS
 
 if TYPE_CHECKING:
-    from .kindapi import KindRun, KindSpec
+    from importlib.metadata import EntryPoint
+
+    from .kindapi import KindRun
     from .ladder.model import Ladder
     from .options import Opt
     from .request import RunRequest
 
+OWN_DISTRIBUTION = "pytest-mtpsweep"  # the shipped kinds' distribution
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry point of the group, as the metadata says it (nothing imported)."""
+
+    name: str
+    value: str
+    distribution: str  # '' when the metadata does not say
+    version: str = ""
+
+    @property
+    def shipped(self) -> bool:
+        return _normal(self.distribution) == OWN_DISTRIBUTION
+
+    @property
+    def label(self) -> str:
+        """`evil-kind 0.1`."""
+        return " ".join(filter(None, (self.distribution, self.version))) or "no distribution"
+
+    @property
+    def provider(self) -> str:
+        """`distribution evil-kind 0.1`, as a message names it."""
+        return (
+            f"distribution {self.label}"
+            if self.distribution
+            else "an entry point of no distribution"
+        )
+
+    @property
+    def fix(self) -> str:
+        if self.shipped:
+            return f"reinstall {OWN_DISTRIBUTION}"
+        if not self.distribution:
+            return f"remove the entry point {self.name} = {self.value} from the group {GROUP}"
+        return f"fix that distribution or uninstall it (pip uninstall {self.distribution})"
+
+
+def _entry(ep: EntryPoint) -> Entry:
+    dist = getattr(ep, "dist", None)
+    name = str(getattr(dist, "name", None) or "") if dist is not None else ""
+    version = str(getattr(dist, "version", None) or "") if name else ""
+    return Entry(ep.name, ep.value, name, version)
+
+
+def _same(a: Entry, b: Entry) -> bool:
+    """One distribution seen twice on sys.path (an entry point without one: the same value)."""
+    return _normal(a.distribution) == _normal(b.distribution) and (
+        bool(a.distribution) or a.value == b.value
+    )
+
 
 @cache
-def _declared() -> tuple[tuple[Kind, ...], tuple[tuple[str, str], ...]]:
-    """Every installed kind, and (entry name, why) for each entry point that failed to load."""
+def entries() -> Mapping[str, tuple[Entry, ...]]:
+    """Every entry point of the group by kind name, in name order; a distribution seen twice
+    on sys.path counts once (the first, the one Python would import)."""
     from importlib.metadata import entry_points
 
-    found: dict[str, Kind] = {}
-    broken: list[tuple[str, str]] = []
-    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-        if ep.name in found:
-            continue  # the same distribution seen twice on sys.path
-        try:
-            kind = ep.load()
-        except Exception as exc:  # a broken third-party kind must not break every pytest run
-            broken.append((ep.name, f"{ep.value} cannot be imported ({type(exc).__name__}: {exc})"))
+    out: dict[str, list[Entry]] = {}
+    for ep in entry_points(group=GROUP):
+        entry = _entry(ep)
+        same = out.setdefault(entry.name, [])
+        if not any(_same(e, entry) for e in same):
+            same.append(entry)
+    return {name: tuple(out[name]) for name in sorted(out)}
+
+
+def _import(entry: Entry) -> Kind | str:
+    """The entry's Kind, or why it cannot be one."""
+    from importlib.metadata import EntryPoint
+
+    ep = EntryPoint(entry.name, entry.value, GROUP)
+    loaded, failed = kindcheck.guarded(ep.load)
+    if failed is not None:
+        return f"importing {entry.value} raised {kindcheck.exception_text(failed)}"
+    problem = kindcheck.declaration_problem(loaded, entry.name)
+    if problem is not None:
+        return f"{entry.value} is malformed: {problem}"
+    assert isinstance(loaded, Kind)
+    return loaded
+
+
+@cache
+def _declared(name: str) -> Kind | str:
+    """Kind `name`, imported now, or the one-line reason it is set aside."""
+    found = entries().get(name, ())
+    if len(found) > 1:
+        said = " and ".join(f"{e.label} ({e.value})" for e in found)
+        others = [e for e in found if not e.shipped and e.distribution]
+        fixes = " or ".join(f"pip uninstall {e.distribution}" for e in others) or "reinstall one"
+        return (
+            f"kind {name!r} is provided by {len(found)} installed distributions, {said}, and "
+            f"none is chosen silently; keep one of them ({fixes})."
+        )
+    entry = found[0]
+    got = _import(entry)
+    if isinstance(got, str):
+        return f"kind {name!r} of {entry.provider} does not load: {got}; {entry.fix}."
+    return got
+
+
+@cache
+def _catalogue(every: bool) -> tuple[tuple[Kind, ...], Mapping[str, str]]:
+    """The usable kinds (the shipped ones, or every installed one) and each set-aside kind's
+    reason. Options are claimed in this order: the shared ones, the shipped kinds', the rest
+    by name; a kind that takes a flag or a name already taken is set aside whole."""
+    order = sorted(entries(), key=lambda n: (not all(e.shipped for e in entries()[n]), n))
+    taken = {key: "the shared options" for o in OPTIONS for key in (o.flag, o.name)}
+    usable: list[Kind] = []
+    problems: dict[str, str] = {}
+    for name in order:
+        if not every and not all(e.shipped for e in entries()[name]):
             continue
-        if not isinstance(kind, Kind) or kind.name != ep.name:
-            broken.append((ep.name, f"{ep.value} is not a kindapi.Kind named {ep.name!r}"))
+        got = _declared(name)
+        if isinstance(got, str):
+            problems[name] = got
             continue
-        found[ep.name] = kind
-    return tuple(found.values()), tuple(broken)
+        owners = [k for k in usable if k.fixture == got.fixture]
+        clash = next((f"its option {key} is taken already by {taken[key]}"
+                      for o in got.options for key in (o.flag, o.name) if key in taken), None)  # fmt: skip
+        if clash is None and owners:
+            clash = f"its fixture {got.fixture!r} is taken already by kind {owners[0].name!r}"
+        if clash is not None:
+            problems[name] = refusal(name, f"set aside: {clash}, so it must name it differently")
+            continue
+        usable.append(got)
+        taken.update({key: f"kind {name!r}" for o in got.options for key in (o.flag, o.name)})
+    return tuple(usable), problems
+
+
+_SET_ASIDE: dict[str, str] = {}  # by the edge that found it (pytest: an option pytest has)
+
+
+def set_aside(problems: Mapping[str, str], *, fresh: bool = False) -> None:
+    """Kinds the caller's host refuses, with why (`fresh`: forget what it said before)."""
+    if fresh:
+        _SET_ASIDE.clear()
+    _SET_ASIDE.update(problems)
+
+
+def reset() -> None:
+    """Forget every kind found (the entry points changed: tests)."""
+    for cached in (entries, _declared, _catalogue):
+        cached.cache_clear()
+    _SET_ASIDE.clear()
 
 
 def kinds() -> tuple[Kind, ...]:
-    """Every installed kind that loaded, by name."""
-    return _declared()[0]
+    """Every installed kind that is usable, by name (shipped first)."""
+    return tuple(k for k in _catalogue(True)[0] if k.name not in _SET_ASIDE)
+
+
+def shipped() -> tuple[Kind, ...]:
+    """The shipped kinds that are usable; no third party's kind is imported."""
+    return _catalogue(False)[0]
+
+
+def problems() -> dict[str, str]:
+    """Each set-aside installed kind's one-line reason, by name."""
+    return {**_catalogue(True)[1], **_SET_ASIDE}
+
+
+def refusal(name: str, why: str) -> str:
+    """`kind 'x' of distribution d 0.1: <why>; <the fix>.`: one line about an installed kind."""
+    found = entries().get(name, ())
+    entry = found[0] if found else Entry(name, "", "")
+    return f"kind {name!r} of {entry.provider}: {why}; {entry.fix}."
 
 
 def names() -> tuple[str, ...]:
@@ -58,27 +213,27 @@ def names() -> tuple[str, ...]:
 
 
 def kind(name: str, where: str = "") -> Kind:
-    """The kind called `name`, or a one-line LadderError naming the installed ones and the fix."""
+    """The kind called `name`, or a one-line error naming the installed ones and the fix."""
+    prefix = f"{where}: " if where else ""
+    why = problems().get(name)
+    if why is not None:
+        raise KindError(f"{prefix}{why}")
     for k in kinds():
         if k.name == name:
             return k
-    prefix = f"{where}: " if where else ""
-    why = dict(_declared()[1]).get(name)
-    if why is not None:
-        raise LadderError(
-            f"{prefix}kind {name!r} is installed but does not load: {why}; reinstall the package "
-            "that provides it."
-        )
     raise LadderError(
         f"{prefix}field 'kind' is {name!r}, which no installed package provides (installed "
-        f"kinds: {', '.join(names()) or 'none'}); use one of them, or install the kind's package "
-        f"(it registers an entry point in the group {GROUP})."
+        f"kinds: {', '.join(sorted(names())) or 'none'}); use one of them, or install the "
+        f"kind's package (it registers an entry point in the group {GROUP})."
     )
 
 
 def default() -> Kind:
-    """The kind a ladder without a `kind` field is: the one installed kind that says so."""
+    """The kind a ladder without a `kind` field is: the one installed kind that says so (a
+    shipped kind that says so wins over a third party's)."""
     chosen = [k for k in kinds() if k.default]
+    own = [k for k in chosen if all(e.shipped for e in entries().get(k.name, ()))]
+    chosen = own if len(own) == 1 else chosen
     if len(chosen) != 1:
         said = ", ".join(k.name for k in chosen) or "none"
         raise LadderError(
@@ -98,25 +253,45 @@ def load(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def part(k: Kind, which: str, where: str = "") -> Any:
+    """Kind `k`'s part `which` (`ladder`, `run`, `commands`, `analyse`, `plan`), imported now,
+    or a one-line KindError naming its distribution when it does not load."""
+    ref = getattr(k, which)
+    got, failed = kindcheck.guarded(lambda: load(ref))
+    wanted: type | None = KindSpec if which == "ladder" else None
+    why = None
+    if failed is not None:
+        why = f"raised {kindcheck.exception_text(failed)}"
+    elif wanted is not None and not isinstance(got, wanted):
+        why = f"is {type(got).__name__}, not a kindapi.{wanted.__name__}"
+    elif wanted is None and not callable(got):
+        why = f"is {type(got).__name__}, not a function"
+    if why is None:
+        return got
+    entry = entries().get(k.name, (Entry(k.name, ref, ""),))[0]
+    prefix = f"{where}: " if where else ""
+    raise KindError(
+        f"{prefix}kind {k.name!r} of {entry.provider} does not load its {which} part: {ref} "
+        f"{why}; {entry.fix}."
+    )
+
+
 def ladder_spec(name: str, where: str = "") -> KindSpec:
     """The ladder side of kind `name` (no heavy imports)."""
-    spec: KindSpec = load(kind(name, where).ladder)
+    spec: KindSpec = part(kind(name, where), "ladder", where)
     return spec
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> KindRun:
     """The run side of the ladder's kind, its inputs (prompts, tasks) loaded."""
-    run: KindRun = load(kind(ladder.kind, str(ladder.path)).run)(ladder, request)
+    where = str(ladder.path)
+    run: KindRun = part(kind(ladder.kind, where), "run", where)(ladder, request)
     return run
 
 
 def options() -> tuple[Opt, ...]:
-    """Every installed kind's own options, in the order of the kinds (each flag once)."""
-    out: dict[str, Opt] = {}
-    for k in kinds():
-        for opt in k.options:
-            out.setdefault(opt.flag, opt)
-    return tuple(out.values())
+    """Every usable kind's own options, in the order of the kinds."""
+    return tuple(opt for k in kinds() for opt in k.options)
 
 
 def owner_of(option: str) -> Kind | None:
@@ -124,6 +299,15 @@ def owner_of(option: str) -> Kind | None:
     return next((k for k in kinds() if any(o.name == option for o in k.options)), None)
 
 
-def command_registrars() -> list[Any]:
-    """Each kind's own `mtpsweep` subcommands: `register(subparsers)` per kind that has some."""
-    return [load(k.commands) for k in kinds() if k.commands]
+def command_registrars() -> tuple[list[tuple[Kind, Callable[[Any], None]]], dict[str, str]]:
+    """Each kind's own `mtpsweep` subcommands, `register(subparsers)` per kind that has some,
+    and the one-line reason for each kind whose commands do not load."""
+    out: list[tuple[Kind, Callable[[Any], None]]] = []
+    broken: dict[str, str] = {}
+    for k in kinds():
+        if k.commands:
+            try:
+                out.append((k, part(k, "commands")))
+            except KindError as exc:
+                broken[k.name] = str(exc)
+    return out, broken

@@ -1,0 +1,140 @@
+"""Checks on an installed kind before anything uses it: its import, guarded, and its declaration.
+
+An installed kind is code of another distribution that every process of the environment may
+reach, so what it does at import (raise anything, `sys.exit`, a stray `KeyboardInterrupt`,
+swap the SIGINT handler) and what it declares (a malformed option, a fixture name that is not
+one) must end as one line about that kind, never as a broken pytest or `mtpsweep`. A real
+Ctrl-C of the user during the import is still a Ctrl-C: it is told from a kind's own
+`KeyboardInterrupt` by a SIGINT handler held around the import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import keyword
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from .kindapi import Kind
+from .options import Opt
+
+T = TypeVar("T")
+_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
+_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+_ACTIONS = (None, "store_true", "append")
+# Names the plugin itself gives a test: a kind's fixture may not take them.
+RESERVED_PREFIX = "mtpsweep"
+RESERVED = frozenset({"request"})
+_MAX = 240  # characters of a kind's own exception text in a one-line message
+
+
+def exception_text(exc: BaseException) -> str:
+    """`Type: message` on one line, cut to a length a terminal line holds."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split()).removesuffix(":")
+    return text if len(text) <= _MAX else text[: _MAX - 3] + "..."
+
+
+@contextmanager
+def _watching_ctrl_c() -> Iterator[list[bool]]:
+    """Note whether SIGINT arrives while the body runs; the handler around it is restored
+    afterwards, whatever the body set (a kind may not keep pytest's Ctrl-C)."""
+    pressed = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed  # signals reach the main thread only: any KeyboardInterrupt here is code's
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # ignored or the default: a Ctrl-C raises nothing to tell apart
+        try:
+            yield pressed
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return
+
+    def noted(signum: int, frame: Any) -> None:
+        pressed[0] = True
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def guarded(call: Callable[[], T]) -> tuple[T | None, BaseException | None]:
+    """`call()`'s value, or what it raised, anything at all but a real Ctrl-C (re-raised)."""
+    with _watching_ctrl_c() as pressed:
+        try:
+            return call(), None
+        except KeyboardInterrupt as exc:
+            if pressed[0]:
+                raise
+            return None, exc
+        except BaseException as exc:  # SystemExit and the rest: the kind's, not the run's
+            return None, exc
+
+
+def _option_problem(opt: object, seen: dict[str, str]) -> str | None:
+    if not isinstance(opt, Opt):
+        return f"its options hold {opt!r}, which is not an options.Opt"
+    if not isinstance(opt.flag, str) or not _FLAG.fullmatch(opt.flag):
+        return f"its option flag {opt.flag!r} is not a long option like --my-option"
+    if not isinstance(opt.name, str) or not opt.name.isidentifier():
+        return f"its option {opt.flag} has the name {opt.name!r}, which is not an identifier"
+    typed = (
+        isinstance(opt.help, str)
+        and (opt.type is None or callable(opt.type))
+        and opt.action in _ACTIONS
+        and (opt.metavar is None or isinstance(opt.metavar, str))
+        and (opt.overrides is None or isinstance(opt.overrides, str))
+        and (opt.choices is None or all(isinstance(c, str) for c in opt.choices))
+    )
+    if not typed:
+        return (
+            f"its option {opt.flag} is malformed (help and metavar are text, type a callable, "
+            f"action one of store_true or append, choices text)"
+        )
+    for key in (opt.flag, opt.name):
+        if key in seen:
+            return f"it declares {key} twice ({seen[key]} and {opt.flag})"
+        seen[key] = opt.flag
+    _, failed = guarded(
+        lambda: argparse.ArgumentParser(add_help=False).add_argument(opt.flag, **opt.kwargs())
+    )
+    if failed is not None:
+        return f"its option {opt.flag} is malformed ({exception_text(failed)})"
+    return None
+
+
+def declaration_problem(kind: object, entry_name: str) -> str | None:
+    """What is wrong with what an entry point named `entry_name` loaded, or None."""
+    if not isinstance(kind, Kind):
+        return f"it is {type(kind).__name__}, not a kindapi.Kind"
+    if kind.name != entry_name:
+        return f"its Kind is named {kind.name!r}, not {entry_name!r} as its entry point"
+    fixture = kind.fixture
+    if not isinstance(fixture, str) or not fixture.isidentifier() or keyword.iskeyword(fixture):
+        return f"its fixture {fixture!r} is not a Python name a test can ask for"
+    if fixture.startswith(RESERVED_PREFIX) or fixture in RESERVED:
+        return f"its fixture {fixture!r} is a name the plugin keeps for itself"
+    for part in ("ladder", "run", "commands", "analyse", "plan"):
+        ref = getattr(kind, part)
+        required = part in ("ladder", "run")
+        if (ref is not None or required) and not (isinstance(ref, str) and _REF.fullmatch(ref)):
+            return f"its {part} part {ref!r} is not a 'module:attribute' reference"
+    if not isinstance(kind.options, tuple):
+        return f"its options are {type(kind.options).__name__}, not a tuple of options.Opt"
+    seen: dict[str, str] = {}
+    for opt in kind.options:
+        problem = _option_problem(opt, seen)
+        if problem is not None:
+            return problem
+    if not isinstance(kind.resume_fields, tuple) or not all(
+        isinstance(f, str) for f in kind.resume_fields
+    ):
+        return "its resume_fields are not a tuple of field names"
+    return None
