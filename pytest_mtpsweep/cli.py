@@ -175,7 +175,9 @@ def _view(args: argparse.Namespace) -> int:
     if not report.is_file():
         raise UserError(f"{run} has no report yet (no {report}); write it: mtpsweep analyse {run}")
     if args.serve:
-        return _serve(run, f"{ANALYSIS_DIR}/{REPORT_HTML}", args.port)
+        from .viewserver import serve
+
+        return serve(run, f"{ANALYSIS_DIR}/{REPORT_HTML}", args.port)
     import webbrowser
 
     try:
@@ -190,28 +192,6 @@ def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535; 0: a free one)")
     return int(text)
-
-
-def _serve(run: Path, page: str, port: int) -> int:
-    import functools
-    import http.server
-
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(run))
-    try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    except OSError as exc:
-        raise UserError(
-            f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pass another --port, or 0 for "
-            "a free one."
-        ) from None
-    with server:
-        url = f"http://127.0.0.1:{server.server_address[1]}/{page}"
-        print(f"serving {run} on loopback only: {url} (Ctrl-C stops)", flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            print("stopped serving")
-    return 0
 
 
 def _cleanup(args: argparse.Namespace) -> int:

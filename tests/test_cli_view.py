@@ -3,19 +3,23 @@ loopback; a directory that is not a run, or has no report yet, is one line namin
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import json
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 import webbrowser
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import cli
+from pytest_mtpsweep import cli, viewserver
 from pytest_mtpsweep.analysis.html import REPORT_HTML
 from pytest_mtpsweep.cli import main
 from tests.sandbox import REPO
@@ -91,6 +95,8 @@ def test_without_a_browser_the_path_is_printed(
 
 def test_serve_answers_on_loopback_until_ctrl_c(tmp_path: Path) -> None:
     run = a_run(tmp_path)
+    (run / "records").mkdir()
+    (run / "records" / "passwd").symlink_to("/etc/passwd")
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest_mtpsweep.cli", "view", str(run), "--serve"],
         cwd=REPO,
@@ -110,6 +116,11 @@ def test_serve_answers_on_loopback_until_ctrl_c(tmp_path: Path) -> None:
         assert url.endswith("/analysis/report.html") and line.rstrip().endswith("(Ctrl-C stops)")
         with urllib.request.urlopen(url, timeout=30) as answer:
             assert answer.status == 200 and answer.read().decode() == PAGE
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(
+                url.replace("analysis/report.html", "records/passwd"), timeout=30
+            )
+        assert refused.value.code == 404
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -139,3 +150,112 @@ def test_a_port_in_use_is_one_line_naming_the_fix(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"mtpsweep: cannot listen on 127.0.0.1:{port} (")
     assert line.endswith("pass another --port, or 0 for a free one.")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """A run directory served in this process (the command's own server), and its port."""
+    import threading
+
+    run = a_run(tmp_path)
+    (run / "records").mkdir()
+    (run / "records" / "a.jsonl").write_text('{"x": 1}\n')
+    (run / "records" / "passwd").symlink_to("/etc/passwd")
+    (run / "records" / "up").symlink_to(tmp_path)
+    (tmp_path / "secret.txt").write_text("outside the run\n")
+    handler = type(
+        "H", (viewserver.Handler,), {"root": run.resolve(), "page": "analysis/report.html"}
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield run, server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def ask(
+    port: int, path: str, method: str = "GET", host: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_host=True)
+        conn.putheader("Host", host if host is not None else f"127.0.0.1:{port}")
+        conn.endheaders()
+        answer = conn.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        conn.close()
+
+
+def test_the_report_and_a_record_are_served_with_the_page_policy(served: tuple[Path, int]) -> None:
+    _, port = served
+    status, headers, body = ask(port, "/analysis/report.html")
+    assert status == 200 and body.decode() == PAGE
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["content-security-policy"].startswith("default-src 'none'")
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    status, headers, body = ask(port, "/records/a.jsonl")
+    assert status == 200 and body == b'{"x": 1}\n'
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    status, headers, _ = ask(port, "/")
+    assert status == 302 and headers["location"] == "/analysis/report.html"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/records/passwd",  # a link in the run to a file outside it
+        "/records/up/secret.txt",  # a link to a directory outside it
+        "/records/%2e%2e/%2e%2e/secret.txt",  # ../ spelt in percent-escapes
+        "/../secret.txt",
+        "//etc/passwd",
+        "/records/",  # a directory: nothing is listed
+        "/records",
+        "/analysis",
+        "/missing.txt",
+    ],
+)
+def test_nothing_but_a_regular_file_inside_the_run_is_served(
+    served: tuple[Path, int], path: str
+) -> None:
+    status, headers, body = ask(served[1], path)
+    assert status == 404, (path, body[:200])
+    assert b"root:" not in body and b"outside the run" not in body and b"a.jsonl" not in body
+    assert headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example:{port}", "127.0.0.1:1", "127.0.0.1", "", "localhost.evil:{port}"]
+)
+def test_a_host_header_other_than_loopback_and_this_port_is_refused(
+    served: tuple[Path, int], host: str
+) -> None:
+    port = served[1]
+    status, _, body = ask(port, "/analysis/report.html", host=host.format(port=port))
+    assert status == 421 and b"headline" not in body
+
+
+@pytest.mark.parametrize("host", ["localhost:{port}", "[::1]:{port}", "LOCALHOST:{port}"])
+def test_every_loopback_name_of_this_port_is_accepted(served: tuple[Path, int], host: str) -> None:
+    port = served[1]
+    assert ask(port, "/analysis/report.html", host=host.format(port=port))[0] == 200
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "PROPFIND"])
+def test_only_get_and_head_are_answered(served: tuple[Path, int], method: str) -> None:
+    status, _, body = ask(served[1], "/analysis/report.html", method=method)
+    assert status in (405, 501) and b"headline" not in body
+
+
+def test_head_sends_the_headers_without_the_file(served: tuple[Path, int]) -> None:
+    status, headers, body = ask(served[1], "/analysis/report.html", method="HEAD")
+    assert status == 200 and body == b"" and headers["content-length"] == str(len(PAGE))
+
+
+def test_a_fifo_in_the_run_is_refused_without_waiting(served: tuple[Path, int]) -> None:
+    run, port = served
+    os.mkfifo(run / "records" / "pipe.jsonl")
+    assert ask(port, "/records/pipe.jsonl")[0] == 404

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .mdtext import md_table
+
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "device", "cycles", "prompts", "pairs", "change_pct", "spread_pct",
 )  # fmt: skip
@@ -65,15 +67,14 @@ def render(table: pd.DataFrame, endpoint: str) -> list[str]:
         "them; a device whose change differs from the others' says the headline depends on "
         "where it was measured.",
         "",
-        "| treatment | device | cycles | prompts | pairs | change | per-prompt IQR |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for r in rows.itertuples(index=False):
-        out.append(
-            f"| {r.treatment} | {r.device} | {r.cycles} | {r.prompts} | {r.pairs} | "
-            f"{r.change_pct:+.2f}% | {r.spread_pct:.2f} pp |"
-        )
-    return [*out, ""]
+    headers = ["treatment", "device", "cycles", "prompts", "pairs", "change", "per-prompt IQR"]
+    cells = [
+        [r.treatment, r.device, r.cycles, r.prompts, r.pairs, f"{r.change_pct:+.2f}%",
+         f"{r.spread_pct:.2f} pp"]
+        for r in rows.itertuples(index=False)
+    ]  # fmt: skip
+    return [*out, md_table(headers, cells), ""]
 
 
 def terminal_lines(table: pd.DataFrame, endpoint: str) -> list[str]:

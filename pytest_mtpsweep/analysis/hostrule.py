@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from .. import schema
+from .mdtext import md_text
 from .model import HostRuleEffect, QuarantinedSession, RecordFile, RunData
 from .textfmt import ci, dict_rows, md_table, pct
 
@@ -106,24 +107,24 @@ def limitation(e: HostRuleEffect) -> str | None:
         return None
     if e.why_not:
         return (
-            f"**Host rule:** {e.why_not}: sessions the host spoiled (other load, memory or CPU "
+            f"**Host rule:** {md_text(e.why_not)}: sessions the host spoiled (other load, memory or CPU "
             "stalls, page faults, calibration drift) were averaged in, not re-run."
         )
     rule = ", ".join(
-        f"{k} > {v if isinstance(v, int) else f'{v:g}'}"
+        f"{md_text(k)} > {v if isinstance(v, int) else f'{v:g}'}"
         for k, v in e.thresholds.items()
         if isinstance(v, int | float)
     )
     parts = []
     if e.rerun:
-        named = "; ".join(f"{s}: {_why(r)}" for s, r in e.rerun)
+        named = md_text("; ".join(f"{s}: {_why(r)}" for s, r in e.rerun))
         parts.append(
             f"{len(e.rerun)} session(s) were set aside and re-run for the host ({named}); the "
             f"headline uses the re-runs, `report.html#host-rule` shows it with the spoiled "
             "attempts instead"
         )
     if e.kept:
-        named = "; ".join(f"{s}: {_why(r)}" for s, r in e.kept)
+        named = md_text("; ".join(f"{s}: {_why(r)}" for s, r in e.kept))
         parts.append(
             f"{len(e.kept)} session attempt(s) the host spoiled were kept and are averaged in, "
             f"flagged host_spoiled ({named})"
@@ -131,8 +132,8 @@ def limitation(e: HostRuleEffect) -> str | None:
     said = "; ".join(parts) if parts else "no session was spoiled by the host"
     gaps = ""
     if e.not_available:
-        gaps = "; not applied for want of the witness: " + "; ".join(
-            f"{c}, {w.removeprefix('not available: ')}" for c, w in e.not_available
+        gaps = "; not applied for want of the witness: " + md_text(
+            "; ".join(f"{c}, {w.removeprefix('not available: ')}" for c, w in e.not_available)
         )
     return f"**Host rule** ({rule}): {said}{gaps}."
 
@@ -161,7 +162,7 @@ def section(e: HostRuleEffect, published: pd.DataFrame) -> list[str]:
                 else "n/a",
             ]
         )
-    names = ", ".join(s for s, _ in e.rerun)
+    names = md_text(", ".join(s for s, _ in e.rerun))
     return [
         f"## {TITLE}",
         "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from . import devices, hostrule
 from .html.document import anchor
+from .mdtext import Md, md_code, md_text
 from .model import ENDPOINT_LABELS, MIN_CYCLES_FOR_SESSION, AnalysisResult
 from .report_diagnostics import (
     degenerate_warning,
@@ -102,7 +103,7 @@ def _section_headline(result: AnalysisResult) -> list[str]:
             pct(r["pct_change"]),
             ci(r["ci_low"], r["ci_high"]),
             ci(r["ci90_low"], r["ci90_high"]),
-            f"**{r['decision']}**",
+            Md(f"**{md_text(r['decision'])}**"),
             num(r["mde_pct"]) + (" (underpowered)" if bool(r["underpowered"]) else ""),
             str(int(r["n_prompts"])),
             str(int(r["n_pairs"])),
@@ -118,8 +119,8 @@ def _section_headline(result: AnalysisResult) -> list[str]:
     switched = [r for r in dict_rows(result.published) if r["endpoint"] != primary]
     if switched:
         out += [
-            f"Published on the {switched[0]['endpoint']} endpoint, not the pre-registered "
-            f"{primary}: {switched[0]['published_reason']} (see "
+            f"Published on the {md_text(switched[0]['endpoint'])} endpoint, not the "
+            f"pre-registered {md_text(primary)}: {md_text(switched[0]['published_reason'])} (see "
             f"`report.html#{anchor('Endpoints and tie-break')}`).",
             "",
         ]
@@ -155,24 +156,25 @@ DETAIL_FILES = {
 
 def _preamble(result: AnalysisResult) -> list[str]:
     s = result.settings
-    lines = [f"# mtpsweep analysis: {title(result)}", "", *section_question(result)]
+    lines = [f"# mtpsweep analysis: {md_text(title(result))}", "", *section_question(result)]
     lines += [
-        f"Baseline `{s.baseline}`; {s.boot} resamples, seed {s.seed}; margin ±{s.margin_pct:g}%;"
+        f"Baseline {md_code(s.baseline)}; {s.boot} resamples, seed {s.seed}; margin ±{s.margin_pct:g}%;"
         f" tie-break {s.tiebreak_pp:g} pp; pre-registered endpoint {s.primary_endpoint} "
         f"({ENDPOINT_LABELS[s.primary_endpoint]}).",
         "",
     ]
     if s.exploratory:
         lines += [
-            f"**Secondary, exploratory:** the baseline `{s.baseline}` is not the pre-registered "
-            f"baseline `{s.registered_baseline}`.",
+            f"**Secondary, exploratory:** the baseline {md_code(s.baseline)} is not the "
+            f"pre-registered baseline {md_code(s.registered_baseline)}.",
             "",
         ]
     if len(result.run_ids) > 1:
-        lines += [f"Pooled runs (--pool, keyed fields identical): {', '.join(result.run_ids)}.", ""]
+        runs = md_text(", ".join(result.run_ids))
+        lines += [f"Pooled runs (--pool, keyed fields identical): {runs}.", ""]
     reason = no_pairs_reason(result)
     if reason is not None:
-        lines += [f"**{reason}**", ""]
+        lines += [f"**{md_text(reason)}**", ""]
     return lines
 
 
@@ -202,7 +204,7 @@ def _parts(result: AnalysisResult) -> list[tuple[list[str], bool]]:
         plot = "Forest plot: skipped, matplotlib is not importable (install the `plots` extra)."
     parts += [(["## Plot", "", plot, ""], True)]
     if result.notes:
-        parts += [(["## Notes", "", *(f"- {n}" for n in result.notes), ""], True)]
+        parts += [(["## Notes", "", *(f"- {md_text(n)}" for n in result.notes), ""], True)]
     return parts
 
 

@@ -4,6 +4,7 @@ report.html carries them all; report.md keeps the census and names where the res
 
 from __future__ import annotations
 
+from .mdtext import Md, md_code, md_text
 from .model import (
     ENDPOINTS,
     STATEFUL_MIN_PCT_PER_POSITION,
@@ -44,14 +45,14 @@ def section_position(result: AnalysisResult) -> list[str]:
             str(r["n_sessions"]),
             pct(r["slope_pct"]),
             ci(r["ci_low"], r["ci_high"]),
-            "**stateful**" if bool(r["stateful"]) else "no",
+            Md("**stateful**") if bool(r["stateful"]) else "no",
             str(r["note"]),
         ]
         for r in dict_rows(t)
     ]
     flagged = sorted({str(r["treatment"]) for r in dict_rows(t) if bool(r["stateful"])})
     verdict = (
-        f"Stateful: {', '.join(flagged)} — their rate drifts with the measurement's place in "
+        f"Stateful: {md_text(', '.join(flagged))} — their rate drifts with the measurement's place in "
         "the session, so the contrast depends on the prompt order."
         if flagged
         else "No treatment is stateful."
@@ -214,7 +215,7 @@ def section_truncation(result: AnalysisResult) -> list[str]:
     out.append("")
     if len(t) > LONG_LIST_ROWS:
         # One line per measurement would bury the report; the prompts and counts say enough.
-        counts = ", ".join(f"`{p}` ({len(f)})" for p, f in t.groupby("prompt_id", sort=True))
+        counts = ", ".join(f"{md_code(p)} ({len(f)})" for p, f in t.groupby("prompt_id", sort=True))
         out.append(
             f"{len(t)} measurements of {t['prompt_id'].nunique()} prompt(s), by prompt: "
             f"{counts}; one row each in `truncated.csv` beside this report."
@@ -225,7 +226,7 @@ def section_truncation(result: AnalysisResult) -> list[str]:
             f"{r['treatment']} c{r['cycle']}" + (f" r{r['repeat']}" if r["repeat"] != 1 else "")
             for r in dict_rows(frame)
         )
-        out.append(f"- `{prompt}`: {where}")
+        out.append(f"- {md_code(prompt)}: {md_text(where)}")
     return [*out, ""]
 
 
@@ -244,9 +245,10 @@ def section_groups(result: AnalysisResult) -> list[str]:
         mark = "analysed" if g.chosen else "not analysed"
         out.append(
             f"{i}. **{mark}** — {g.n_records} valid records ({g.n_baseline_records} baseline), "
-            f"treatments {', '.join(g.treatments)}; sessions {', '.join(g.sessions)}"
+            f"treatments {md_text(', '.join(g.treatments))}; sessions "
+            f"{md_text(', '.join(g.sessions))}"
         )
-        out.append("   - " + "; ".join(f"{k} = {v}" for k, v in g.keyed))
+        out.append("   - " + md_text("; ".join(f"{k} = {v}" for k, v in g.keyed)))
     return [*out, ""]
 
 
@@ -296,7 +298,7 @@ def section_host(result: AnalysisResult) -> list[str]:
         "measured, in % of all cores; a session above the ladder's host_noise_pct is flagged."
     )
     verdict = (
-        f"**Flagged: {', '.join(flagged)}** — another job competed for the CPU; their rates "
+        f"**Flagged: {md_text(', '.join(flagged))}** — another job competed for the CPU; their rates "
         "are not comparable with the others'."
         if flagged
         else "No session was flagged."
@@ -358,10 +360,12 @@ def interval_fallback_warning(result: AnalysisResult) -> str | None:
     t = result.interval_basis
     if t.empty or int(t["n_inter_chunk"].sum()) == 0:
         return None
-    used = ", ".join(
-        f"{r['treatment']} {int(r['n_inter_chunk'])}/{int(r['n_records'])}"
-        for r in dict_rows(t)
-        if int(r["n_inter_chunk"])
+    used = md_text(
+        ", ".join(
+            f"{r['treatment']} {int(r['n_inter_chunk'])}/{int(r['n_records'])}"
+            for r in dict_rows(t)
+            if int(r["n_inter_chunk"])
+        )
     )
     return (
         f"Interval endpoint on inter-chunk timing ({used}): the server sent no `timings`, so the "

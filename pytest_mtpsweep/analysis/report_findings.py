@@ -13,6 +13,7 @@ import math
 from . import hostrule
 from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
+from .mdtext import md_code, md_text
 from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
 from .report_diagnostics import degenerate_warning, interval_fallback_warning
 from .stats import PROMPTS_ONLY, WITH_SESSION
@@ -28,10 +29,10 @@ ACCEPTANCE_HEADERS = ["treatment", "subset", "measurements", "with draft", "draf
 
 def section_question(result: AnalysisResult) -> list[str]:
     """The pre-registered question and the design's scope, first of all."""
-    question = result.question or "not recorded (plan.json has no `question`)"
+    question = md_text(result.question) or "not recorded (plan.json has no `question`)"
     out = [f"**Question (pre-registered):** {question}", ""]
-    if result.scope:
-        out += [f"**Scope:** {result.scope}", ""]
+    if md_text(result.scope):
+        out += [f"**Scope:** {md_text(result.scope)}", ""]
     return out
 
 
@@ -51,7 +52,7 @@ def _multiplicity(result: AnalysisResult) -> str:
         "is not a joint 95% guarantee."
     )
     if result.multiplicity:
-        text += f" Pre-registered: {result.multiplicity}"
+        text += f" Pre-registered: {md_text(result.multiplicity)}"
     return text
 
 
@@ -60,7 +61,7 @@ def _truncation(result: AnalysisResult) -> str:
     if t.empty:
         return "**Truncation:** no analysed measurement hit the token cap."
     prompts = sorted({str(p) for p in t["prompt_id"]})
-    named = ", ".join(prompts[:LONG_LIST_ROWS])
+    named: str = md_text(", ".join(prompts[:LONG_LIST_ROWS]))
     if len(prompts) > LONG_LIST_ROWS:
         named += f" and {len(prompts) - LONG_LIST_ROWS} more"
     return (
@@ -77,7 +78,7 @@ def _curtailment(result: AnalysisResult) -> list[str]:
     stopped = look is not None and look.stopped_at is not None
     if not result.stops and not result.unselected and not result.not_run and not stopped:
         return ["**Curtailment and stops:** none; no session was dropped and no stop rule fired."]
-    out = [f"**Curtailment and stops:** {stop}" for stop in result.stops]
+    out = [f"**Curtailment and stops:** {md_text(stop)}" for stop in result.stops]
     if look is not None and look.stopped_at is not None:
         after = look.design.looks[look.stopped_at - 1]
         out.append(
@@ -89,12 +90,13 @@ def _curtailment(result: AnalysisResult) -> list[str]:
     if result.not_run:
         out.append(
             f"**Not run:** {len(result.not_run)} selected session(s) left neither records nor a "
-            f"session file ({', '.join(result.not_run)}): the run ended before them."
+            f"session file ({md_text(', '.join(result.not_run))}): the run ended before them."
         )
     if result.unselected:
         out.append(
             f"**Not selected:** {len(result.unselected)} planned session(s) were not selected by "
-            f"the invocation ({', '.join(result.unselected)}); the figures rest on the selected "
+            f"the invocation ({md_text(', '.join(result.unselected))}); the figures rest on the "
+            "selected "
             "sessions only."
         )
     return out
@@ -129,18 +131,19 @@ def equivalence_flags(result: AnalysisResult) -> list[str]:
     for _, s in eq.summary.iterrows():
         if s["treatment"] != eq.baseline and s["differ"]:
             flags.append(
-                f"**Correctness flag:** `{s['treatment']}` answers differ from "
-                f"`{eq.baseline}`'s in {s['differ']} of {s['cells']} {s['subset']} (prompt, "
-                f"cycle) cells at temperature 0 ({s['differing_prompts'].replace(' ', ', ')}). "
+                f"**Correctness flag:** {md_code(s['treatment'])} answers differ from "
+                f"{md_code(eq.baseline)}'s in {s['differ']} of {s['cells']} "
+                f"{md_text(s['subset'])} (prompt, cycle) cells at temperature 0 "
+                f"({md_text(s['differing_prompts'].replace(' ', ', '))}). "
                 "Speculative decoding should not change the output at temperature 0; its rates "
                 "were measured on different text. A correctness question, not a rate problem."
             )
         unlike = int(s["self_prompts"]) - int(s["self_identical"])
         if unlike:
             flags.append(
-                f"**Correctness flag:** `{s['treatment']}` ({s['subset']}) is not identical to "
-                f"itself across cycles in {unlike} of {s['self_prompts']} prompts "
-                f"({s['self_differing_prompts'].replace(' ', ', ')}): the rig is not "
+                f"**Correctness flag:** {md_code(s['treatment'])} ({md_text(s['subset'])}) is not "
+                f"identical to itself across cycles in {unlike} of {s['self_prompts']} prompts "
+                f"({md_text(s['self_differing_prompts'].replace(' ', ', '))}): the rig is not "
                 "deterministic at temperature 0."
             )
     return flags
@@ -148,7 +151,7 @@ def equivalence_flags(result: AnalysisResult) -> list[str]:
 
 def _equivalence(result: AnalysisResult) -> list[str]:
     if result.equivalence is None:
-        return [f"**Content equivalence:** {result.equivalence_skipped}."]
+        return [f"**Content equivalence:** {md_text(result.equivalence_skipped)}."]
     flags = equivalence_flags(result)
     if flags:
         return flags
@@ -169,7 +172,7 @@ def section_limitations(result: AnalysisResult) -> list[str]:
     """What limits the headline, before any detail table: every limitation, one bullet each,
     whether its detail is in report.md or only in report.html."""
     warning = degenerate_warning(result)
-    degenerate = f"**{warning}**" if warning else "**Degenerate output:** none detected."
+    degenerate = f"**{md_text(warning)}**" if warning else "**Degenerate output:** none detected."
     fallback = interval_fallback_warning(result)
     items = [
         _multiplicity(result),
@@ -191,14 +194,14 @@ def section_equivalence(result: AnalysisResult) -> list[str]:
     out = ["## Content equivalence", ""]
     eq = result.equivalence
     if eq is None:
-        return [*out, f"Content equivalence: {result.equivalence_skipped}.", ""]
+        return [*out, f"Content equivalence: {md_text(result.equivalence_skipped)}.", ""]
     out += [
         f"At temperature 0 each treatment's answer (`content_sha256`) is compared with "
-        f"`{eq.baseline}`'s to the same prompt in the same cycle, and with its own answer in "
+        f"{md_code(eq.baseline)}'s to the same prompt in the same cycle, and with its own answer in "
         "its first cycle. Two answers cut by the token cap at the same token count are "
         "'identical up to the cap' or 'differ within the cap'; nothing is claimed beyond it.",
         "",
-        *(f"- {line}" for line in describe(eq)),
+        *(f"- {md_text(line)}" for line in describe(eq)),
         "",
     ]
     differ = eq.pairs["verdict"].isin(DIFFERENT)

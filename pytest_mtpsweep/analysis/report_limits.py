@@ -7,6 +7,7 @@ with the detail, so report.md names every limitation without carrying the diagno
 from __future__ import annotations
 
 from .html.document import anchor
+from .mdtext import md_text
 from .model import AnalysisResult
 from .textfmt import dict_rows, finite, num, pct
 
@@ -35,14 +36,16 @@ def host_noise(result: AnalysisResult) -> str:
     found = []
     flagged = [r for r in dict_rows(host) if r["flagged"]]
     if flagged:
-        named = ", ".join(f"{r['session']} {num(r['other_cpu_pct'], 1)} %" for r in flagged)
+        named = md_text(
+            ", ".join(f"{r['session']} {num(r['other_cpu_pct'], 1)} %" for r in flagged)
+        )
         found.append(
             f"{len(flagged)} of {len(host)} sessions ran while other processes used more of the "
             f"CPU than the ladder's host_noise_pct ({named})"
         )
     throttled = [r for r in dict_rows(host) if r["throttled"]]
     if throttled:
-        named = ", ".join(f"{r['session']} ({r['throttled']})" for r in throttled)
+        named = md_text(", ".join(f"{r['session']} ({r['throttled']})" for r in throttled))
         found.append(f"{len(throttled)} session(s) were throttled ({named})")
     moved = [
         r
@@ -50,7 +53,7 @@ def host_noise(result: AnalysisResult) -> str:
         if finite(r["drift_pct"]) and abs(r["drift_pct"]) > CALIBRATION_DRIFT_PCT
     ]
     if moved:
-        named = ", ".join(f"{r['session']} {pct(r['drift_pct'])}" for r in moved)
+        named = md_text(", ".join(f"{r['session']} {pct(r['drift_pct'])}" for r in moved))
         found.append(
             f"{len(moved)} of {len(cal)} sessions' calibration moved more than "
             f"±{CALIBRATION_DRIFT_PCT:g}% from start to end ({named})"
@@ -63,7 +66,8 @@ def host_noise(result: AnalysisResult) -> str:
     most = max(dict_rows(host), key=lambda r: r["other_cpu_pct"], default=None)
     others = (
         f"no session's other processes used more of the CPU than the ladder's host_noise_pct "
-        f"(the most: {num(most['other_cpu_pct'], 1)} %, {most['session']}), none was throttled"
+        f"(the most: {num(most['other_cpu_pct'], 1)} %, {md_text(most['session'])}), none was "
+        "throttled"
         if most is not None
         else "no session recorded the host's load"
     )
@@ -90,7 +94,7 @@ def drift(result: AnalysisResult) -> str:
     if worst is None:
         return f"**Drift:** not estimable in any published cell (see {see(DRIFT)})."
     where = (
-        f"{worst['treatment']} {worst['subset']}: {num(worst['drift_pp'])} pp, odd cycles "
+        f"{md_text(worst['treatment'])} {md_text(worst['subset'])}: {num(worst['drift_pp'])} pp, odd cycles "
         f"{pct(worst['pct_odd_cycles'])}, even {pct(worst['pct_even_cycles'])}"
     )
     beyond = [r for r in rows if abs(r["drift_pp"]) > margin]
@@ -122,8 +126,11 @@ def position(result: AnalysisResult) -> str:
             "**Position trend:** none seen: no treatment's rate trends with its place in the "
             f"session (see {see(POSITION)})."
         )
-    named = ", ".join(
-        f"{r['treatment']} {pct(r['slope_pct'])} per position ({r['endpoint']})" for r in stateful
+    named = md_text(
+        ", ".join(
+            f"{r['treatment']} {pct(r['slope_pct'])} per position ({r['endpoint']})"
+            for r in stateful
+        )
     )
     return (
         f"**Position trend:** stateful: {named}. The rate drifts with the measurement's place "
@@ -143,13 +150,13 @@ def cross_checks(result: AnalysisResult) -> str:
         )
     parts = []
     if sign:
-        named = ", ".join(f"{r['treatment']} {r['subset']}" for r in sign)
+        named = md_text(", ".join(f"{r['treatment']} {r['subset']}" for r in sign))
         parts.append(
             f"the arithmetic mean or the percentile bootstrap points another way than the "
             f"published figure in {len(sign)} ({named})"
         )
     if signif:
-        named = ", ".join(f"{r['treatment']} {r['subset']}" for r in signif)
+        named = md_text(", ".join(f"{r['treatment']} {r['subset']}" for r in signif))
         parts.append(
             f"the published interval and the sign-flip test's p<0.05 disagree in {len(signif)} "
             f"({named})"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..constants import MIN_BOOT
+from .mdtext import Md
 from .model import (
     BOOT_T_MAX_FACTOR,
     ENDPOINTS,
@@ -38,7 +39,7 @@ def section_tiebreak(result: AnalysisResult) -> list[str]:
                 str(row["subset"]),
                 *(pct(pct_of.get((e, row["treatment"], row["subset"]))) for e in ENDPOINTS),
                 num(div),
-                "**yes**" if finite(div) and div > s.tiebreak_pp else "no",
+                Md("**yes**") if finite(div) and div > s.tiebreak_pp else "no",
                 str(row["endpoint"]),
                 str(row["published_reason"]),
             ]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from .mdtext import md_table as md_table
 from .model import (
     MIN_PROMPTS_FOR_DECISION,
     AnalysisResult,
@@ -57,15 +58,6 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def esc(cell: str) -> str:
-        return cell.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 

@@ -1,19 +1,22 @@
 """report.md's Markdown, as the reports write it, onto the page through the escaping builder.
 
 Only what the reports use: `#` headings, paragraphs, `-` and `1.` lists (one level of
-nesting), pipe tables, fenced blocks, `**bold**` and `` `code` ``. Everything else is text.
+nesting), pipe tables, fenced blocks, `**bold**`, `` `code` `` and the escapes free text is
+written with (backslash, `&lt;`, `&amp;`). Everything else is text.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 from .document import Markup, el, join, text
 
-_INLINE = re.compile(r"\*\*(?P<bold>.+?)\*\*|`(?P<code>[^`]+)`")
+_PUNCTUATION = frozenset(string.punctuation)
+_ENTITIES = {"&lt;": "<", "&amp;": "&"}  # the two the writer escapes free text with
+_FENCE = re.compile(r"`{3,}")
 _ITEM = re.compile(r"(?P<indent> *)(?:[-*]|(?P<n>\d+)\.) (?P<body>.*)")
-_PIPE = re.compile(r"(?<!\\)\|")
 _HEADING = re.compile(r"(#{1,5}) (.*)")
 
 
@@ -31,7 +34,9 @@ class Document:
 
 
 def split(markdown: str) -> Document:
-    """A report's title, preamble and `## ` sections."""
+    """A report's title, preamble and `## ` sections. A line that starts with `#` is the
+    writer's own: free text reaches report.md through analysis/mdtext.py, which never lets it
+    start a line, so no question or name can forge a section (or the headline)."""
     title, preamble = "", list[str]()
     sections: list[tuple[str, list[str]]] = []
     current: list[str] = preamble
@@ -48,23 +53,79 @@ def split(markdown: str) -> Document:
     )
 
 
+def _closing_bold(source: str, start: int) -> int | None:
+    """Where the `**` that closes a bold opened before `start` begins; escapes skipped."""
+    k = start
+    while k < len(source):
+        if source[k] == "\\":
+            k += 2
+        elif source.startswith("**", k) and k > start:
+            return k
+        else:
+            k += 1
+    return None
+
+
+def _code_end(source: str, start: int, run: int) -> re.Match[str] | None:
+    """The backtick run of exactly `run` that closes a code span opened before `start`."""
+    return re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(source, start)
+
+
 def inline(source: str) -> Markup:
-    """`**bold**` and `` `code` `` in a line; the rest is text."""
-    parts, end = [], 0
-    for m in _INLINE.finditer(source):
-        parts.append(text(source[end : m.start()]))
-        bold = m.group("bold")
-        parts.append(el("strong", inline(bold)) if bold is not None else el("code", m["code"]))
-        end = m.end()
-    parts.append(text(source[end:]))
+    """`**bold**`, `` `code` `` (a fence of any length) and backslash escapes in a line: what
+    report.md's writer escapes free text with (analysis/mdtext.py); the rest is text."""
+    parts: list[Markup] = []
+    plain: list[str] = []
+    i = 0
+    while i < len(source):
+        c = source[i]
+        run = len(source) - i - len(source[i:].lstrip("`")) if c == "`" else 0
+        close = _code_end(source, i + run, run) if run else None
+        bold = _closing_bold(source, i + 2) if source.startswith("**", i) else None
+        entity = next((e for e in _ENTITIES if source.startswith(e, i)), None)
+        if c == "\\" and source[i + 1 : i + 2] in _PUNCTUATION:
+            plain.append(source[i + 1])
+            i += 2
+        elif entity is not None:
+            plain.append(_ENTITIES[entity])
+            i += len(entity)
+        elif close is not None:
+            code = source[i + run : close.start()]
+            if code.startswith(" ") and code.endswith(" ") and code.strip():
+                code = code[1:-1]
+            parts += [text("".join(plain)), el("code", code)]
+            plain, i = [], close.end()
+        elif bold is not None:
+            parts += [text("".join(plain)), el("strong", inline(source[i + 2 : bold]))]
+            plain, i = [], bold + 2
+        else:
+            plain.append(source[i : i + max(run, 1)])
+            i += max(run, 1)
+    parts.append(text("".join(plain)))
     return join(parts)
 
 
 def _cells(line: str) -> list[str]:
+    """A table row's cells; a backslash-escaped pipe is a pipe inside a cell, as in GFM."""
     inner = line.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
-    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-    return [c.strip().replace("\\|", "|") for c in _PIPE.split(inner)]
+    cells: list[str] = []
+    cell: list[str] = []
+    i, bounded = 0, False
+    while i < len(inner):
+        c, bounded = inner[i], False
+        if c == "\\" and i + 1 < len(inner):
+            cell.append("|" if inner[i + 1] == "|" else inner[i : i + 2])
+            i += 2
+            continue
+        if c == "|":
+            cells.append("".join(cell))
+            cell, bounded = [], True
+        else:
+            cell.append(c)
+        i += 1
+    if not bounded:
+        cells.append("".join(cell))
+    return [c.strip() for c in (cells[1:] if inner.startswith("|") else cells)]
 
 
 def _table(lines: list[str]) -> Markup:
@@ -109,8 +170,10 @@ def render(markdown: str) -> Markup:
         line = lines[i]
         if not line.strip():
             i += 1
-        elif line.startswith("```"):
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
+        elif fence := _FENCE.match(line):
+            # closed by a backtick run at least as long, alone on its line
+            closing = re.compile(rf"`{{{len(fence[0])},}}\s*")
+            end = next((j for j in range(i + 1, len(lines)) if closing.fullmatch(lines[j])), None)
             stop = len(lines) if end is None else end
             out.append(el("pre", el("code", "\n".join(lines[i + 1 : stop]))))
             i = stop + 1

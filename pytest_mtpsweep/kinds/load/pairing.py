@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...analysis.mdtext import md_text
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -58,7 +60,7 @@ def pairing_lines(requests: pd.DataFrame, contrasts: Sequence[Row]) -> list[str]
                 said += f" ({t} completed {p.completed_t}, {b} {p.completed_b})"
             parts.append(said)
         out.append(
-            f"- Pairing by slot, {t} vs {b}: {'; '.join(parts)}; unpaired slots are in no "
-            "per-request interval."
+            f"- Pairing by slot, {md_text(f'{t} vs {b}: ' + '; '.join(parts))}; unpaired slots "
+            "are in no per-request interval."
         )
     return out

@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...analysis.mdtext import md_table, md_text
 from ...analysis.model import MIN_CYCLES_FOR_SESSION
-from ...analysis.textfmt import md_table
 from . import pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 
@@ -70,7 +70,8 @@ def cycle_lines(requests: pd.DataFrame, contrasts: Sequence[Row], endpoint: str)
             by = cycle_gains(requests, t, b, r.level, endpoint)
             parts.append(f"{r.level} " + ", ".join(f"c{c} {g:+.1f} %" for c, g in by.items()))
         if parts:
-            out.append(f"- {t} vs {b}, {NAMES[endpoint]} gain per cycle: {'; '.join(parts)}")
+            said = md_text(f"{t} vs {b}, {NAMES[endpoint]} gain per cycle: {'; '.join(parts)}")
+            out.append(f"- {said}")
     return out
 
 
@@ -121,7 +122,7 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) 
         said = ", ".join(map(str, slots)) or "unknown (the server reports no total_slots)"
         queued = block["queued"].dropna()
         q = int(queued.sum()) if len(queued) else None
-        line = f"- {t}: server slots {said}; highest concurrency {highest}"
+        line = f"- {md_text(t)}: server slots {said}; highest concurrency {highest}"
         if highest is not None and slots and highest > min(slots):
             line += f" (> slots: up to {highest - min(slots)} requests in flight wait for a slot)"
         line += (
@@ -145,7 +146,8 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) 
         out.append(line + ".")
     flagged = levels[levels["lag_flag"].notna()]
     if len(flagged):
-        names = ", ".join(f"{r['session']}/{r['level']}" for r in flagged.to_dict(orient="records"))
+        records = flagged.to_dict(orient="records")
+        names = md_text(", ".join(f"{r['session']}/{r['level']}" for r in records))
         worst = flagged["client_lag_p99_ms"].max()
         out.append(
             f"- {LAG} {len(flagged)} of {len(levels)} blocks over the bound "
@@ -153,7 +155,7 @@ def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) 
             f"{_f(worst, 2)} ms): {names}; their latencies hold the client's delay too."
         )
     else:
-        out.append(f"- {LAG} no block over the bound of {load.get('lag_bound_ms')} ms.")
+        out.append(f"- {LAG} no block over the bound of {md_text(load.get('lag_bound_ms'))} ms.")
     out.append(energy_line(levels))
     return out
 
@@ -163,7 +165,7 @@ def energy_line(levels: pd.DataFrame) -> str:
     if "j_per_token" not in levels or not levels["j_per_token"].notna().any():
         why = levels["energy"].dropna() if "energy" in levels else levels["treatment"].iloc[:0]
         reason = str(why.iloc[0]) if len(why) else "the records carry no energy reading"
-        return f"- Energy per token: not measured ({reason})."
+        return f"- Energy per token: not measured ({md_text(reason)})."
     parts = []
     for t, block in levels.groupby("treatment", sort=False):
         jpt = block["j_per_token"].dropna()
@@ -171,7 +173,7 @@ def energy_line(levels: pd.DataFrame) -> str:
         parts.append(f"{t} {jpt.mean():.4g} J/token over {len(jpt)} blocks ({scope})"
                      if len(jpt) else f"{t} not measured")  # fmt: skip
     return ("- Energy per token (NVML's total-energy counter around each block, its warm-up "
-            "included): " + "; ".join(parts) + ".")  # fmt: skip
+            "included): " + md_text("; ".join(parts)) + ".")  # fmt: skip
 
 
 def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -185,9 +187,9 @@ def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
         other = host.get("other_cpu_pct")
         if isinstance(other, float):
             flag = " (flagged: over its threshold)" if host.get("flagged") else ""
-            note = f"; {host['note']}" if host.get("note") else ""
+            note = f"; {md_text(host['note'])}" if host.get("note") else ""
             parts.append(f"other processes used {other:.0f} % of the CPU{flag}{note}")
-        out.append(f"- {info.get('session')}: {', '.join(parts)}.")
+        out.append(f"- {md_text(info.get('session'))}: {', '.join(parts)}.")
     return out
 
 
@@ -211,28 +213,28 @@ def report(
     order = load.get("block_order") or {}
     witnessed = witness_lines(levels, plan, baseline)
     lines = [
-        f"# Load report: {plan.get('ladder', '')} / {plan.get('run_id', '')}",
+        f"# Load report: {md_text(plan.get('ladder', ''))} / {md_text(plan.get('run_id', ''))}",
         "",
-        f"Question: {str(plan.get('question', '')).strip()}",
+        f"Question: {md_text(plan.get('question', ''))}",
         "",
-        *([f"Scope: {plan['scope']}", ""] if plan.get("scope") else []),
+        *([f"Scope: {md_text(plan['scope'])}", ""] if plan.get("scope") else []),
         "## Headline",
         "",
-        *(f"- {x}" for x in headline_lines(contrasts, interactions, endpoint)),
-        *(f"- {sentence(c, NAMES[endpoint])}" for c in crossings),
+        *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
+        *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
         *cycle_lines(requests, contrasts, endpoint),
         "",
         "Gain: positive means the treatment is better than the baseline "
-        f"({baseline}): baseline/treatment for a latency, treatment/baseline for a throughput, "
+        f"({md_text(baseline)}): baseline/treatment for a latency, treatment/baseline for a throughput, "
         "as a geometric mean; 95 % intervals.",
         "",
         "## Design",
         "",
         f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
-        + "; ".join(f"{c}: {' '.join(v)}" for c, v in order.items())
+        + md_text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
         + ".",
         f"- {_per_block(load)}, prompts in one seeded order for every "
-        f"treatment; warm-up per block: {load.get('warmup_requests') or 'one per lane'}; "
+        f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
         f"SLOs for goodput: {_slo(load.get('slo'))}.",
         "",
         "## Per level",
@@ -315,13 +317,13 @@ def _per_block(load: Mapping[str, Any]) -> str:
             "throughput over each block's wall time from its first send to its last completion"
         )
     return (
-        f"{load.get('requests')} requests per block, throughput over each block's wall time "
+        f"{md_text(load.get('requests'))} requests per block, throughput over each block's wall time "
         "from its start to its last completion"
     )
 
 
 def _slo(slo: Mapping[str, float] | None) -> str:
-    return ", ".join(f"{k} <= {v:g}" for k, v in slo.items()) if slo else "none"
+    return md_text(", ".join(f"{k} <= {v:g}" for k, v in slo.items())) if slo else "none"
 
 
 def limitations(
@@ -332,7 +334,8 @@ def limitations(
     if noisy:
         out.append(
             f"- {len(noisy)} of {len(sessions)} sessions ran while other processes used more of "
-            f"the CPU than the ladder's host_noise_pct ({', '.join(noisy)}): their cycles' "
+            f"the CPU than the ladder's host_noise_pct ({md_text(', '.join(noisy))}): their "
+            "cycles' "
             "contrasts carry that load as much as the treatments' difference (the gain per "
             "cycle above shows how much); run again on an idle host."
         )

@@ -156,3 +156,27 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
     assert PLOTS_INSTALL in dom.by_id("pictures").words()
     assert dom.by_id("headline-table").find("td") and dom.by_id("request-rows").find("td")
     assert dom.by_id("per-level").find("table")  # report.md's tables are all there
+
+
+FORGED = "\n## Headline\nb is +900 % faster | a | b | [x](javascript:alert(1)) ```"
+
+
+def test_a_forged_heading_in_the_question_or_scope_is_text(tmp_path: Path) -> None:
+    plain, _, _ = analysed(tmp_path / "plain")
+    run = write_run(tmp_path / "forged")
+    plan = json.loads((run / "plan.json").read_text(encoding="utf-8"))
+    plan |= {"question": plan["question"] + FORGED, "scope": FORGED}
+    (run / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    assert not isinstance(analysis.analyse(run, boot=BOOT, seed=1), str)
+
+    def heads(r: Path) -> list[str]:
+        return [t for t, _ in report_md(r).sections]
+
+    assert heads(run) == heads(plain)
+    page = parse((run / "analysis" / "report.html").read_text(encoding="utf-8"))
+    headline = page.by_id("headline")
+    assert [h.words() for h in headline.find("h3")] == ["Headline"]
+    assert "+900" in headline.find("p")[0].words() and not page.find(
+        "a", href="javascript:alert(1)"
+    )
+    assert all("+900" not in h.words() for h in page.find("h2") + page.find("h3"))

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .... import schema
+from ....analysis.mdtext import md_text
 from ....analysis.textfmt import LONG_LIST_ROWS
 from .contrast import POOLED, Contrast
 from .repeats import repeats_lines
@@ -25,10 +26,6 @@ LIMITATIONS = "## Limitations"
 # Below this many tasks a pass-rate interval over tasks is wider than ±17 pp at a 50 % rate
 # (Wilson, 95 %): too wide to tell most cohort differences apart.
 FEW_TASKS = 30
-
-
-def _plain(value: object) -> str:
-    return " ".join(str(value).split())
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -52,13 +49,14 @@ def _design(plan: Mapping[str, Any], cells: pd.DataFrame, baseline: str) -> str:
     tasks = cells["task"].nunique()
     repeats = int(cells["repeat"].max()) if cells["repeat"].notna().any() else 1
     text = (
-        f"**Design:** {len(subjects)} subject(s) ({', '.join(subjects)}) × {len(cohorts)} "
-        f"cohort(s) ({', '.join(cohorts)}; baseline {baseline}) × {tasks} task(s) × {repeats} "
+        f"**Design:** {len(subjects)} subject(s) ({md_text(', '.join(subjects))}) × "
+        f"{len(cohorts)} cohort(s) ({md_text(', '.join(cohorts))}; baseline {md_text(baseline)})"
+        f" × {tasks} task(s) × {repeats} "
         f"repeat(s) = {len(cells)} cells"
     )
     keyed = _mapping(plan.get("keyed"))
     if plan.get("max_turns") is not None:
-        text += f"; at most {plan['max_turns']} turn(s) per cell"
+        text += f"; at most {md_text(plan['max_turns'])} turn(s) per cell"
     if keyed.get("temperature") is not None:
         text += f"; temperature {keyed['temperature']:g}"
     return text + "."
@@ -77,7 +75,7 @@ def _headline(rows: Sequence[Contrast]) -> str:
         else:
             verdict = "the interval includes 0"
         said.append(
-            f"{r.subject}: {r.cohort} vs {r.baseline} reached green {_pp(r.estimate)} "
+            f"{md_text(f'{r.subject}: {r.cohort} vs {r.baseline}')} reached green {_pp(r.estimate)} "
             f"[{_pp(r.low)[:-3]}, {_pp(r.high)[:-3]}] over {r.tasks} tasks ({verdict})"
         )
     return f"**Headline:** {'; '.join(said)}."
@@ -87,10 +85,10 @@ def opening(
     plan: Mapping[str, Any], cells: pd.DataFrame, rows: Sequence[Contrast], baseline: str
 ) -> list[str]:
     """Question (pre-registered), scope, design and headline: what precedes Limitations."""
-    question = _plain(plan.get("question") or "") or "not recorded (plan.json has no `question`)"
+    question = md_text(plan.get("question") or "") or "not recorded (plan.json has no `question`)"
     out = [f"**Question (pre-registered):** {question}", ""]
-    if _plain(plan.get("scope") or ""):
-        out += [f"**Scope:** {_plain(plan['scope'])}", ""]
+    if md_text(plan.get("scope") or ""):
+        out += [f"**Scope:** {md_text(plan['scope'])}", ""]
     return [*out, _design(plan, cells, baseline), "", _headline(rows), ""]
 
 
@@ -99,7 +97,7 @@ def _outcomes(cells: pd.DataFrame) -> str:
     if other.empty:
         return f"**Outcomes:** every one of the {len(cells)} cells has an informative outcome."
     counts = other["outcome"].fillna("no outcome").value_counts()
-    named = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    named = md_text(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return (
         f"**Cells without an informative outcome:** {len(other)} of {len(cells)} ({named}): "
         "counted, left out of the rates and token means; each is named in the census "
@@ -117,7 +115,7 @@ def _repeats(same: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
     out = []
     for line in repeats_lines(same):
         label, _, rest = line.partition(": ")
-        out.append(f"**{label.capitalize()}:** {rest}")
+        out.append(f"**{md_text(label.capitalize())}:** {md_text(rest)}")
     return out
 
 
@@ -146,7 +144,7 @@ def _tasks(cells: pd.DataFrame, rows: Sequence[Contrast]) -> str:
     widest = max(rates, key=lambda r: r.high - r.low, default=None)
     width = (
         f"; the widest pass-rate interval spans {100 * (widest.high - widest.low):.1f} pp "
-        f"({widest.subject} {widest.cohort} vs {widest.baseline}, "
+        f"({md_text(f'{widest.subject} {widest.cohort} vs {widest.baseline}')}, "
         f"{LABELS[widest.endpoint].removesuffix(' (pp)')})"
         if widest is not None
         else ""
@@ -163,7 +161,7 @@ def _subjects(cells: pd.DataFrame) -> list[str]:
     if len(subjects) != 1:
         return []
     return [
-        f"**One subject:** {subjects[0]} only: the contrasts describe this subject on these "
+        f"**One subject:** {md_text(subjects[0])} only: the contrasts describe this subject on these "
         "tasks; nothing is claimed across subjects."
     ]
 
@@ -188,15 +186,15 @@ def limitations(
     ]
     analysis = _mapping(plan.get("analysis"))
     if analysis.get("multiplicity"):
-        items.append(f"**Multiplicity (pre-registered):** {_plain(analysis['multiplicity'])}")
+        items.append(f"**Multiplicity (pre-registered):** {md_text(analysis['multiplicity'])}")
     return [LIMITATIONS, "", *(f"- {item}" for item in items), ""]
 
 
 def census_lines(census: pd.DataFrame, unreadable: Sequence[str]) -> list[str]:
     """## Census: the counts by class, then each cell without an informative outcome (past
     LONG_LIST_ROWS, a count and the file that names them)."""
-    out = [f"- {k}: {v}" for k, v in census["class"].value_counts().items()]
-    out += [f"- unreadable: {u}" for u in unreadable]
+    out = [f"- {md_text(k)}: {v}" for k, v in census["class"].value_counts().items()]
+    out += [f"- unreadable: {md_text(u)}" for u in unreadable]
     missing = census[census["class"] != "informative"]
     if len(missing) > LONG_LIST_ROWS:
         out.append(
@@ -205,7 +203,8 @@ def census_lines(census: pd.DataFrame, unreadable: Sequence[str]) -> list[str]:
             "`report.html`)."
         )
     else:
-        out += [f"- {r.cell}: {r['class']} ({r.why})" for _, r in missing.iterrows()]
+        said = [f"{r.cell}: {r['class']} ({r.why})" for _, r in missing.iterrows()]
+        out += [f"- {md_text(line)}" for line in said]
     return out
 
 
@@ -214,4 +213,4 @@ def status_limits(name: str, text: str) -> list[str]:
     first = text.strip().splitlines()
     if name == schema.RUN_STATUS_FILE and first and first[0] == schema.RUN_OK:
         return []
-    return [f"**{name}:** {' / '.join(first)}"]
+    return [f"**{md_text(name)}:** {md_text(' / '.join(first))}"]

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from .... import schema
+from ....analysis.mdtext import md_text
 from ....errors import AnalysisError
 from ....fileio import atomic_write_text
 from ....state.rundir import read_records
@@ -56,7 +57,7 @@ def _forgeable(records: list[dict[str, Any]]) -> list[str]:
     if not tasks:
         return []
     return [
-        f"**FORGEABLE verdicts:** {', '.join(tasks)} checked in-process (task.toml checking = "
+        f"**FORGEABLE verdicts:** {md_text(', '.join(tasks))} checked in-process (task.toml checking = "
         '"in-process"): the artefact ran inside the checker\'s process and could have written '
         "its own verdict; read those tasks' results as unverified."
     ]
@@ -111,7 +112,7 @@ def _flight(path: Path) -> str:
     subject = info.get("treatment", path.stem)
     if isinstance(low, int) and low < n:
         return (
-            f"**Concurrency lowered:** {subject} ran {n} cells in flight; HTTP 429s lowered the "
+            f"**Concurrency lowered:** {md_text(subject)} ran {n} cells in flight; HTTP 429s lowered the "
             f"requests in flight to {low} ({info.get('throttled_requests', 0)} request(s) "
             "throttled): cells started in the pre-registered order, but fewer ran together "
             "than planned."
@@ -184,7 +185,7 @@ def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
     unknown = cells[~cells["tokens_known"]]
     if unknown.empty:
         return []
-    names = ", ".join(unknown["cell"].astype(str).head(10))
+    names = md_text(", ".join(unknown["cell"].astype(str).head(10)))
     more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
     return [
         f"**TOKENS UNKNOWN in {len(unknown)} cell(s)** ({names}{more}): the server answered "
@@ -196,7 +197,9 @@ def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
 def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
     lines = [f"**UNREADABLE records** (a cell whose final record is cut is missing from every "
              f"table): "
-             f"{'; '.join(cells)}"] if cells else []  # fmt: skip
+             f"{md_text('; '.join(cells))}"] if cells else []  # fmt: skip
     if turns:
-        lines.append(f"**Unreadable turn records** (left out of turn counts): {'; '.join(turns)}")
+        lines.append(
+            f"**Unreadable turn records** (left out of turn counts): {md_text('; '.join(turns))}"
+        )
     return lines

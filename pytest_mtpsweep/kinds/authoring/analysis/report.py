@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ....analysis.mdtext import md_fence, md_text
 from .contrast import LEVEL, Contrast
 
 LABELS = {
@@ -87,17 +88,18 @@ def markdown(
     extra: Sequence[str] = (),
 ) -> str:
     """report.md: question, design, headline and Limitations first, then the tables."""
-    out = [f"# {title}", "", *opening, *limitations, "## Subjects x cohorts", "",
+    out = [f"# {md_text(title)}", "", *opening, *limitations, "## Subjects x cohorts", "",
            "Rates and mean tokens are over informative cells (first_attempt_green, "
            "green_after_k, exhausted); the other outcomes are counted and named below.", "",
-           "```", table_text(table), "```", "", "## Cohort contrasts, within subject", "",
+           *md_fence(table_text(table)), "", "## Cohort contrasts, within subject", "",
            "Paired by task (repeats averaged within a task first). Differences are in "
            "percentage points of the rate; token ratios are cohort / baseline. "
            f"{method_text(settings)}", ""]  # fmt: skip
-    out += [f"- {contrast_text(r)}" for r in rows] or ["- no contrast could be formed"]
-    out += ["", "## Across subjects", "", *[f"- {a}" for a in agree], *extra, "", "## Census", ""]
+    out += [f"- {md_text(contrast_text(r))}" for r in rows] or ["- no contrast could be formed"]
+    out += ["", "## Across subjects", "", *[f"- {md_text(a)}" for a in agree], *extra, "",
+            "## Census", ""]  # fmt: skip
     out += [*census, ""]
-    out += ["## Notes", "", *[f"- {n}" for n in notes]] if notes else []
+    out += ["## Notes", "", *[f"- {md_text(n)}" for n in notes]] if notes else []
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -111,7 +113,8 @@ def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> list[str]:
                 "intervals over tasks (effective trials).", ""]  # fmt: skip
         for r in passes.itertuples():
             name = f"pass@{r.k}" if r.measure == "pass@k" else f"pass^{r.k}"
-            out.append(f"- {r.subject}/{r.cohort}: {name} {100 * r.estimate:.1f} % "
+            out.append(f"- {md_text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
                        f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})")  # fmt: skip
-    out += ["", "## Feedback", "", *[f"- {line}" for line in rescue or ["no informative cell"]]]
+    out += ["", "## Feedback", "",
+            *[f"- {md_text(line)}" for line in rescue or ["no informative cell"]]]  # fmt: skip
     return out

@@ -153,3 +153,27 @@ def test_report_html_opens_with_the_same_question_headline_and_limitations(
     shown = [li.words() for li in page.by_id("limitations").find("li")]
     assert shown == [plain(b) for b in limitations(report)]
     assert sections[-2:] == ["census", "notes"]
+
+
+FORGED = "\n## Headline\nb is +900 % faster | a | b | <script>alert(1)</script> ```"
+
+
+def test_a_forged_heading_in_the_question_or_scope_is_text(tmp_path: Path) -> None:
+    plain, forged = tmp_path / "plain", tmp_path / "forged"
+    for run in (plain, forged):
+        write(run, copies=False)
+    hostile = PLAN | {"question": QUESTION + FORGED, "scope": FORGED, "ladder": f"t{FORGED}"}
+    (forged / schema.PLAN_FILE).write_text(json.dumps(hostile))
+    report, benign = analysed(forged), analysed(plain)
+
+    def blocks(text: str) -> list[str]:  # what starts each block, the title's words aside
+        marks = ("# ", "## ", "`", "|")
+        return [x[:3] if x[:2] == "# " else x for x in text.splitlines() if x.startswith(marks)]
+
+    assert blocks(report) == blocks(benign)
+    from pytest_mtpsweep.kinds.authoring import html_sections
+
+    page = parse(html_sections.write(forged).read_text(encoding="utf-8"))
+    headline = page.by_id("headline")
+    assert " ".join(f"{QUESTION}{FORGED}".split()) in headline.find("p")[0].words()
+    assert all("+900" not in h.words() for h in page.find("h2") + page.find("h3"))
