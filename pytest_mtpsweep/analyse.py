@@ -18,7 +18,7 @@ from . import registry, schema
 from .analysis.compare import COMPARE_LABEL, compare_table
 from .analysis.io import load_and_analyse
 from .analysis.model import AnalysisSettings
-from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
+from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .kindapi import EXIT_ERROR, EXIT_OK
 
@@ -131,7 +131,7 @@ def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
         "--boot",
         type=int,
         default=DEFAULT_BOOT,
-        help=f"resamples, at least {MIN_BOOT} (default {DEFAULT_BOOT})",
+        help=f"resamples, {MIN_BOOT} to {MAX_BOOT} (default {DEFAULT_BOOT})",
     )
     parser.add_argument(
         "--boot-seed",

@@ -17,3 +17,6 @@ DEFAULT_BOOT = 2000
 DEFAULT_BOOT_SEED = 42
 # Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
 MIN_BOOT = 1000
+# The resamples are a (resamples x clusters) matrix in memory: 50 times the default is past any
+# interval's need and within a laptop's memory at a few hundred prompts.
+MAX_BOOT = 100_000

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
+from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import OptionError
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--no-warmup", "no_warmup", "skip the warm-up request at session start", action="store_true"),
     Opt("--no-calibration", "no_calibration", "skip the calibration prompt at session start and end", action="store_true"),
     Opt("--baseline", "baseline", "contrast against this treatment (default: the ladder's baseline)", metavar="TREATMENT"),
-    Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, at least {MIN_BOOT})", int, DEFAULT_BOOT, metavar="N"),
+    Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, {MIN_BOOT} to {MAX_BOOT})", int, DEFAULT_BOOT, metavar="N"),
     Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {DEFAULT_BOOT_SEED})", int, DEFAULT_BOOT_SEED, metavar="N"),
     Opt("--expect", "expect", "a gate: a test item that fails unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent"),
     Opt("--no-analysis", "no_analysis", "do not analyse at session end", action="store_true"),
@@ -221,6 +221,9 @@ def describe_overrides(overrides: Mapping[str, Any], opts: Sequence[Opt] = OPTIO
     return " ".join(f"{flags.get(k, k)} {v}" for k, v in overrides.items())
 
 
+MAX_TIME_BUDGET_S = 7 * 24 * 3600
+
+
 def parse_duration(text: str) -> float:
     """Seconds in `90s`, `10m`, `1h30m`, `2h`."""
     m = re.fullmatch(r"\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text)
@@ -228,8 +231,17 @@ def parse_duration(text: str) -> float:
         raise OptionError(
             f"--time-budget {text!r} is not a duration; write it like 90s, 10m, 1h30m or 2h."
         )
-    h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return float(h * 3600 + mi * 60 + s)
+    # Ints, each of at most 9 digits: int() refuses 4,300 digits and float() overflows sooner.
+    too_long = any(g and len(g) > 9 for g in m.groups())
+    h, mi, s = (0, 0, 0) if too_long else (int(g) if g else 0 for g in m.groups())
+    seconds = h * 3600 + mi * 60 + s
+    if too_long or seconds > MAX_TIME_BUDGET_S:
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise OptionError(
+            f"--time-budget {shown!r} is longer than a run may plan for; give at most "
+            f"{MAX_TIME_BUDGET_S // 3600}h (a week), or no budget."
+        )
+    return float(seconds)
 
 
 def parse_deadline(text: str, now: dt.datetime) -> dt.datetime:
@@ -251,6 +263,11 @@ def check_bootstrap(boot: int, seed: int) -> None:
         raise OptionError(
             f"--boot {boot} is too few resamples for a stable 95 % interval; use {MIN_BOOT} or "
             f"more (default {DEFAULT_BOOT})."
+        )
+    if boot > MAX_BOOT:
+        raise OptionError(
+            f"--boot {boot} is more resamples than the analysis holds in memory; use at most "
+            f"{MAX_BOOT} (default {DEFAULT_BOOT})."
         )
     if seed < 0:
         raise OptionError(

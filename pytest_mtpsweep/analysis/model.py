@@ -9,7 +9,14 @@ from typing import Any
 
 import pandas as pd
 
-from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT, POOLED, SUBSET_NAMES
+from ..constants import (
+    DEFAULT_BOOT,
+    DEFAULT_BOOT_SEED,
+    MAX_BOOT,
+    MIN_BOOT,
+    POOLED,
+    SUBSET_NAMES,
+)
 from ..errors import AnalysisError
 from ..schema import ENDPOINT_FIELDS
 from .equivalence import Equivalence
@@ -91,11 +98,17 @@ class AnalysisSettings:
 
     @staticmethod
     def check_resampling(boot: int, seed: int) -> None:
-        """Refuse a resample count below MIN_BOOT or a negative seed (the CLI checks early)."""
+        """Refuse a resample count outside MIN_BOOT to MAX_BOOT or a negative seed (the CLI
+        checks early, before any run is read)."""
         if boot < MIN_BOOT:
             raise AnalysisError(
                 f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
                 f"more (default {DEFAULT_BOOT})"
+            )
+        if boot > MAX_BOOT:
+            raise AnalysisError(
+                f"the resample count {boot} is above {MAX_BOOT}, more than the bootstrap holds "
+                f"in memory; pass --boot {MAX_BOOT} or fewer (default {DEFAULT_BOOT})"
             )
         if seed < 0:
             raise AnalysisError(

@@ -40,6 +40,25 @@ def check_table(table: dict[str, Any], spec: Spec, where: str, path: Path | str)
             raise LadderError(f"{path}: field {where}{key!r} is {value!r}; write a finite number.")
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def check_ints(value: Any, where: str, path: Path | str) -> None:
+    """TOML's integers are 64-bit (the spec has a reader refuse others); tomllib's are not,
+    and a number past a float's range would overflow the first check that compares it."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_ints(item, f"{where}.{key}" if where else str(key), path)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_ints(item, f"{where}[{i}]", path)
+    elif isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise LadderError(
+            f"{path}: field {where} has {len(str(abs(value)))} digits, past TOML's 64-bit "
+            "integers; write a number within them."
+        )
+
+
 def str_list(value: list[Any], where: str, path: Path | str) -> tuple[str, ...]:
     """A TOML list whose items must all be strings (argv items, names)."""
     if not all(isinstance(v, str) for v in value):
@@ -96,12 +115,19 @@ def check_env_name(name: str, where: str, path: Path | str) -> str:
     return name
 
 
+MAX_CPU_ID = 65535  # past any kernel's NR_CPUS: a range is bounded before it is expanded
+
+
 def parse_cpus(text: str) -> set[int]:
-    """`0-3,6` -> {0, 1, 2, 3, 6}; ValueError if it does not parse."""
+    """`0-3,6` -> {0, 1, 2, 3, 6}; ValueError if it does not parse, runs backwards or names a
+    CPU past MAX_CPU_ID."""
     out: set[int] = set()
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
+        first, last = int(lo), int(hi or lo)
+        if not 0 <= first <= last <= MAX_CPU_ID:
+            raise ValueError(text)
+        out.update(range(first, last + 1))
     if not out:
         raise ValueError(text)
     return out

@@ -12,7 +12,9 @@ from ..errors import LadderError
 from . import hostrule, stop
 from .attach import attach_fields
 from .fields import (
+    MAX_CPU_ID,
     Spec,
+    check_ints,
     check_key,
     check_table,
     parse_cpus,
@@ -22,7 +24,9 @@ from .fields import (
 from .model import (
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
+    MAX_CTX_SIZE,
     MAX_CYCLES,
+    MAX_TIMEOUT_S,
     AnalysisConfig,
     ExternalLaunchers,
     Ladder,
@@ -35,6 +39,7 @@ from .plan import run_plan
 # Tokens one request may ask for: past any context a server supports, and small enough that the
 # disk estimate of a run stays a number (2**63 was once accepted).
 MAX_TOKENS_CAP = 1 << 20
+MAX_SEED = 2**31 - 1  # as authoring's `seeds`: llama-server's seed is 32 bits, -1 (all ones) random
 TOP: Spec = {
     "kind": (str, False),
     "name": (str, False),
@@ -139,9 +144,16 @@ def read_toml(path: Path) -> dict[str, Any]:
             f"{path}: cannot be read ({exc.strerror}); check the path and its permissions."
         ) from None
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LadderError(f"{path}: not valid TOML ({exc}); fix the syntax at that spot.") from None
+    except ValueError:  # int() refuses a number of over 4,300 digits before TOML's bound does
+        raise LadderError(
+            f"{path}: holds an integer of thousands of digits; TOML integers are 64-bit, so "
+            "write a number within them."
+        ) from None
+    check_ints(doc, "", path)
+    return doc
 
 
 def merge_overrides(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,7 +320,8 @@ def _cpus(text: str | None, path: Path) -> frozenset[int] | None:
         cpus = parse_cpus(text)
     except ValueError:
         raise LadderError(
-            f'{path}: field server.cpus {text!r} is not a CPU list; write it like "0-3" or "0,2".'
+            f"{path}: field server.cpus {text!r} is not a CPU list of ids 0 to {MAX_CPU_ID}; "
+            'write it like "0-3" or "0,2".'
         ) from None
     available = set(os.sched_getaffinity(0))
     if not cpus <= available:
@@ -382,19 +395,34 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             "server.port",
             "use a TCP port 1-65535, or 0 for any free port",
         ),
-        (ladder.ctx_size > 0, "server.ctx_size", "use a positive context size"),
-        (ladder.temperature >= 0, "temperature", "use 0 (greedy) or a positive temperature"),
-        (ladder.seed >= 0, "seed", "use a non-negative seed"),
-        (ladder.ready_timeout_s > 0, "server.ready_timeout_s", "use a positive number of seconds"),
         (
-            ladder.measurement_timeout_s is None or ladder.measurement_timeout_s > 0,
-            "measurement_timeout_s",
-            "use a positive number of seconds, or leave it out for no limit",
+            0 < ladder.ctx_size <= MAX_CTX_SIZE,
+            "server.ctx_size",
+            f"use a positive context size of at most {MAX_CTX_SIZE} tokens",
+        ),
+        (ladder.temperature >= 0, "temperature", "use 0 (greedy) or a positive temperature"),
+        (
+            0 <= ladder.seed <= MAX_SEED,
+            "seed",
+            f"use a seed from 0 to {MAX_SEED} (the server reads 32 bits; 2**32-1 is its random seed)",
         ),
         (
-            ladder.stall_threshold_s > 0,
+            0 < ladder.ready_timeout_s <= MAX_TIMEOUT_S,
+            "server.ready_timeout_s",
+            f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day)",
+        ),
+        (
+            ladder.measurement_timeout_s is None
+            or 0 < ladder.measurement_timeout_s <= MAX_TIMEOUT_S,
+            "measurement_timeout_s",
+            f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day), or leave it "
+            "out for no limit",
+        ),
+        (
+            0 < ladder.stall_threshold_s <= MAX_TIMEOUT_S,
             "stall_threshold_s",
-            "use a positive number of seconds (the longest silence allowed mid-answer)",
+            f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (the longest "
+            "silence allowed mid-answer)",
         ),
         (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
         (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),

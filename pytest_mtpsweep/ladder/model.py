@@ -114,6 +114,8 @@ class HostRule:
 STOP_RULES: tuple[str, ...] = ("decided", "width")
 SPENDINGS: tuple[str, ...] = ("pocock", "obrien-fleming")
 MAX_CYCLES = 64  # a ladder's cycles (with [stop]: its max_cycles), at most 32 looks
+MAX_TIMEOUT_S = 86400.0  # any timeout a ladder sets: a day; far longer overflows timers (time_t)
+MAX_CTX_SIZE = 1 << 24  # tokens: past any model's context, and a KV cache no host can hold
 
 
 @dataclass(frozen=True)

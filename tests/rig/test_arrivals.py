@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.arrivals import NS_PER_S, poisson_schedule, poisson_until, prompt_order
+from pytest_mtpsweep.rig.arrivals import (
+    MAX_RATE,
+    MAX_SCHEDULE,
+    MIN_RATE,
+    NS_PER_S,
+    first_arrival_ns,
+    poisson_schedule,
+    poisson_until,
+    prompt_order,
+)
 
 SEEDS = st.integers(min_value=0, max_value=2**63)
 RATES = st.floats(min_value=0.05, max_value=5000.0, allow_nan=False)
@@ -92,3 +101,27 @@ def test_prompt_order_uses_every_prompt_equally_often(n: int, n_prompts: int, se
 def test_an_empty_prompt_set_is_refused() -> None:
     with pytest.raises(ValueError, match="prompt set is empty"):
         prompt_order(3, 0, 0)
+
+
+@pytest.mark.parametrize("rate", [MIN_RATE / 2, 1e-300, MAX_RATE * 2, 1e300])
+def test_a_rate_outside_its_bounds_is_refused_before_a_draw(rate: float) -> None:
+    # 1e-300 once drew a gap of ~1e300 s and overflowed its conversion to ns
+    with pytest.raises(ValueError, match=r"outside 0\.001 to 1e\+06 requests/s"):
+        poisson_schedule(rate, 3, 0)
+    with pytest.raises(ValueError, match="outside"):
+        first_arrival_ns(rate, 0)
+
+
+def test_a_schedule_past_its_bound_is_refused_before_a_draw() -> None:
+    # 2·10⁶ expected arrivals: a regression draws them (a second, 100 MB) and fails here
+    with pytest.raises(ValueError, match="at most 1000000 per level"):
+        poisson_until(MAX_RATE, 2.0, 0)
+    with pytest.raises(ValueError, match="give at most that many"):
+        poisson_schedule(5.0, MAX_SCHEDULE + 1, 0)
+    with pytest.raises(ValueError, match="give at most that many"):
+        prompt_order(MAX_SCHEDULE + 1, 3, 0)
+
+
+@given(rate=RATES, seed=SEEDS)
+def test_the_first_arrival_is_the_schedules_first(rate: float, seed: int) -> None:
+    assert first_arrival_ns(rate, seed) == poisson_schedule(rate, 1, seed)[0]

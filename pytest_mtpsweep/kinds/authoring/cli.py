@@ -43,8 +43,17 @@ def analyse(
         if args.boot_seed != DEFAULT_BOOT_SEED
         else registered.get("seed", args.boot_seed)
     )
+    if type(boot) is not int or type(seed) is not int:
+        raise AnalysisError(
+            f"{runs[0]}: plan.json registers contrast resamples {boot!r} and seed {seed!r}, not "
+            "whole numbers; pass --boot and --boot-seed"
+        )
+    from ...analysis.model import AnalysisSettings
+
+    # plan.json is the run's, not the command line's: its count is bounded like --boot's.
+    AnalysisSettings.check_resampling(boot, seed)
     baseline = args.baseline or plan.get("baseline_cohort") or ""
-    result = analyse_dir(runs[0], baseline, int(boot), int(seed), bool(registered.get("pooled")))
+    result = analyse_dir(runs[0], baseline, boot, seed, bool(registered.get("pooled")))
     html_sections.write(runs[0])  # report.html beside report.md
     print(result.headline)
     print(f"outputs: {result.out_dir}")

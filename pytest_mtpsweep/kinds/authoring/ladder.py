@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...constants import MAX_BOOT
 from ...errors import LadderError
 from ...kindapi import KindSpec
 from ...ladder.fields import Spec, check_key, check_table, str_list
@@ -206,11 +207,15 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     s = settings(ladder)
     c, a = s.checker, s.api
     checks: list[tuple[bool, str, Any, str]] = [
-        (s.max_turns >= 1, "max_turns", s.max_turns, "use 1 or more turns"),
-        (s.repeats >= 1, "repeats", s.repeats, "use 1 or more (3 or more at temperature 0)"),
-        (s.token_budget is None or s.token_budget > 0, "token_budget", s.token_budget,
-         "use a positive number of tokens, or leave it out for no budget"),
-        (s.feedback_chars >= 80, "feedback_chars", s.feedback_chars, "use 80 or more"),
+        (1 <= s.max_turns <= MAX_TURNS, "max_turns", s.max_turns,
+         f"use 1 to {MAX_TURNS} turns"),
+        (1 <= s.repeats <= MAX_REPEATS, "repeats", s.repeats,
+         f"use 1 to {MAX_REPEATS} (3 or more at temperature 0)"),
+        (s.token_budget is None or 0 < s.token_budget <= MAX_TOKEN_BUDGET, "token_budget",
+         s.token_budget, f"use a positive number of tokens up to {MAX_TOKEN_BUDGET:.0e}, or "
+         "leave it out for no budget"),
+        (80 <= s.feedback_chars <= MAX_FEEDBACK_CHARS, "feedback_chars", s.feedback_chars,
+         f"use 80 to {MAX_FEEDBACK_CHARS}"),
         *_limit_checks(c),
         (a.retries >= 0 and a.backoff_s >= 0 and a.max_backoff_s >= a.backoff_s, "api",
          a, "use retries >= 0 and 0 <= backoff_s <= max_backoff_s"),
@@ -219,7 +224,8 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         (a.max_backoff_s <= MAX_SECONDS, "api.max_backoff_s", a.max_backoff_s,
          f"use at most {MAX_SECONDS} seconds"),
         (a.retries <= 100, "api.retries", a.retries, "use at most 100 retries"),
-        (s.resamples >= 1000, "contrast.resamples", s.resamples, "use 1000 or more"),
+        (1000 <= s.resamples <= MAX_BOOT, "contrast.resamples", s.resamples,
+         f"use 1000 to {MAX_BOOT}"),
         (s.boot_seed >= 0, "contrast.seed", s.boot_seed, "use a non-negative seed"),
     ]  # fmt: skip
     for ok, name, value, fix in checks:
@@ -245,6 +251,12 @@ def _check_concurrency(value: Any, ladder: Ladder, where: Path | str) -> None:
 
 
 MAX_CONCURRENCY = 64
+# Counts that multiply a run's conversations and turns (subjects x cohorts x tasks x repeats x
+# turns): bounded so a typo cannot plan a run that never ends.
+MAX_REPEATS = 100
+MAX_TURNS = 100
+MAX_TOKEN_BUDGET = 10**12
+MAX_FEEDBACK_CHARS = 1_000_000  # the checker's output kept is bounded too (output_kib)
 MAX_SECONDS = 3600  # a check (or a request) that needs longer than an hour is a mistake
 MAX_NPROC = 4096
 

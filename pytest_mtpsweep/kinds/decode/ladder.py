@@ -20,6 +20,7 @@ FIELDS: Spec = {
     "degenerate": (str, False),  # flag (recorded) or stop (a stop rule)
 }
 DEGENERATE_RULES = ("flag", "stop")
+MAX_REPEATS = 100  # runs of each prompt per session: cases are prompts x repeats x sessions
 
 
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
@@ -48,8 +49,8 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
     repeats = ladder.kind_fields.get("repeats", 1)
-    if repeats < 1:
-        raise LadderError(f"{where}: field 'repeats' is {repeats}; use 1 or more.")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise LadderError(f"{where}: field 'repeats' is {repeats}; use 1 to {MAX_REPEATS}.")
     subset = ladder.kind_fields.get("subset", BOTH)
     if subset not in SUBSETS:
         raise LadderError(

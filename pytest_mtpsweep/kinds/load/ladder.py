@@ -21,8 +21,8 @@ from ...errors import LadderError
 from ...kindapi import KindSpec
 from ...ladder.fields import Spec, check_table, parse_contrast
 from ...ladder.load import parse_treatments
-from ...ladder.model import Ladder, Treatment
-from ...rig.arrivals import poisson_until
+from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
+from ...rig.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
 
 FIELDS: Spec = {
     "prompt_set": (str, False),
@@ -49,6 +49,15 @@ COMMAND_LINE: Spec = {"requests": (int, False), "duration_s": ((int, float), Fal
 REQUEST_ENDPOINTS = ("ttft", "itl", "e2e")  # per request, paired by slot, clustered by prompt
 LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s")  # per block, paired by cycle
 MAX_DURATION_S = 3600.0
+# Every size is bounded before anything is drawn or allocated (lint, --collect-only and the run
+# share `validate`): a level's schedule (arrivals.MAX_SCHEDULE), its lanes, its warm-up.
+MAX_LEVELS = 64  # concurrency and rate levels together: a session runs each as a block
+MAX_LANES = 4096  # requests in flight (concurrency, max_in_flight): two descriptors each
+MAX_WARMUP = 1000  # warm-up requests per block
+LEVEL_BOUNDS: dict[str, tuple[float, float, str]] = {  # mode -> (lowest, highest, as said)
+    "closed": (1, MAX_LANES, f"1 to {MAX_LANES} requests in flight"),
+    "open": (MIN_RATE, MAX_RATE, f"{MIN_RATE:g} to {MAX_RATE:,.0f} requests/s"),
+}
 # A timed block's prompt order: whole seeded permutations this long at least, then cycled,
 # so slot k is the same prompt in every treatment however many slots a block reaches.
 DURATION_ORDER = 1024
@@ -163,13 +172,17 @@ def _levels(fields: Mapping[str, Any], where: Path | str) -> tuple[Level, ...]:
         if not ok or (mode == "closed" and not all(isinstance(v, int) for v in values)):
             what = "whole numbers of requests in flight" if mode == "closed" else "requests/s"
             raise LadderError(
-                f"{where}: field {name!r} is {values!r}; list positive {what}, e.g. "
+                f"{where}: field {name!r} is {_shown(values)}; list positive {what}, e.g. "
                 f"{'[1, 2, 4]' if mode == 'closed' else '[0.5, 1.0, 2.0]'}."
             )
+        low, high, span = LEVEL_BOUNDS[mode]
+        far = next((v for v in values if not low <= v <= high), None)
+        if far is not None:
+            raise LadderError(f"{where}: field {name!r} holds {far:g}; list levels from {span}.")
         if list(values) != sorted(set(values)):
             raise LadderError(
-                f"{where}: field {name!r} is {values!r}; list its levels once each, lowest "
-                f"first, e.g. {sorted(set(values))}."
+                f"{where}: field {name!r} is {_shown(values)}; list its levels once each, lowest "
+                f"first, e.g. {_shown(sorted(set(values)))}."
             )
         out += [Level(mode, float(v)) for v in values]
     if not out:
@@ -177,7 +190,17 @@ def _levels(fields: Mapping[str, Any], where: Path | str) -> tuple[Level, ...]:
             f"{where}: a load ladder needs levels; give concurrency = [1, 2, 4] (closed loop) "
             "and/or rate = [0.5, 1.0] (open loop, requests/s)."
         )
+    if len(out) > MAX_LEVELS:
+        raise LadderError(
+            f"{where}: fields 'concurrency' and 'rate' give {len(out)} levels; list at most "
+            f"{MAX_LEVELS} (each is a block of every session)."
+        )
     return tuple(out)
+
+
+def _shown(values: list[Any]) -> str:
+    """A list as a one-line message can hold it: its first items when it is long."""
+    return repr(values) if len(values) <= 8 else f"[{', '.join(map(repr, values[:8]))}, ...]"
 
 
 def _slo(raw: Any, where: Path | str) -> Slos | None:
@@ -212,7 +235,13 @@ def _per_block(fields: Mapping[str, Any], where: Path | str) -> tuple[int | None
     if not given:
         return DEFAULT_REQUESTS, None
     if "requests" in given:
-        return int(given["requests"]), None
+        n = given["requests"]
+        if not 1 <= n <= MAX_SCHEDULE:
+            raise LadderError(
+                f"{where}: field 'requests' is {n!r}; use 1 to {MAX_SCHEDULE:,} requests per "
+                "level block."
+            )
+        return int(n), None
     d = given["duration_s"]
     if not 0 < d <= MAX_DURATION_S:
         raise LadderError(
@@ -245,18 +274,33 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
     )
 
 
-def _check_duration(s: LoadSettings, seed: int, where: Path | str) -> None:
-    """A timed block must end before the level's timeout, and every rate must schedule a
-    request within the duration (the seeded schedule is known before the run)."""
-    assert s.duration_s is not None
-    if s.duration_s >= s.level_timeout_s:
+def _check_schedule(s: LoadSettings, seed: int, where: Path | str) -> None:
+    """Every open-loop level's schedule within its bounds, known before it is drawn: at most
+    MAX_SCHEDULE arrivals, the first within a timed block, the last expected before the level's
+    timeout; a timed block also ends before that timeout."""
+    if s.duration_s is not None and s.duration_s >= s.level_timeout_s:
         raise LadderError(
             f"{where}: field 'duration_s' is {s.duration_s:g} but 'level_timeout_s' is "
             f"{s.level_timeout_s:g}, which would cut every block short; raise level_timeout_s "
             "above duration_s plus the time a request takes."
         )
-    for lv in s.levels:
-        if lv.mode == "open" and not poisson_until(lv.value, s.duration_s, seed):
+    for lv in (lv for lv in s.levels if lv.mode == "open"):
+        if s.duration_s is None:
+            assert s.requests is not None
+            if s.requests / lv.value > s.level_timeout_s:
+                raise LadderError(
+                    f"{where}: level {lv.label} sends {s.requests} requests in "
+                    f"{s.requests / lv.value:,.0f} s on average, past level_timeout_s = "
+                    f"{s.level_timeout_s:g}; raise the rate, or lower requests."
+                )
+            continue
+        expected = lv.value * s.duration_s
+        if expected > MAX_SCHEDULE:
+            raise LadderError(
+                f"{where}: level {lv.label}: rate × duration_s = {expected:,.0f} arrivals; at "
+                f"most {MAX_SCHEDULE:,} per level, so lower the rate or duration_s."
+            )
+        if first_arrival_ns(lv.value, seed) > round(s.duration_s * NS_PER_S):
             raise LadderError(
                 f"{where}: level {lv.label} schedules no request within duration_s = "
                 f"{s.duration_s:g} (seed {seed}); lengthen duration_s or raise the rate."
@@ -282,13 +326,13 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         )
     s = settings(ladder, where)
     checks = (
-        (s.requests is None or s.requests >= 1, "requests", s.requests,
-         "use 1 or more requests per level"),
-        (s.warmup_requests is None or s.warmup_requests >= 0, "warmup_requests",
-         s.warmup_requests, "use 0 or more (leave it out for one per lane)"),
-        (s.level_timeout_s > 0, "level_timeout_s", s.level_timeout_s, "use a positive number of seconds"),
+        (s.warmup_requests is None or 0 <= s.warmup_requests <= MAX_WARMUP, "warmup_requests",
+         s.warmup_requests, f"use 0 to {MAX_WARMUP} (leave it out for one per lane)"),
+        (0 < s.level_timeout_s <= MAX_TIMEOUT_S, "level_timeout_s", s.level_timeout_s,
+         f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day)"),
         (s.lag_bound_ms > 0, "lag_bound_ms", s.lag_bound_ms, "use a positive bound in ms"),
-        (s.max_in_flight >= 1, "max_in_flight", s.max_in_flight, "use 1 or more"),
+        (1 <= s.max_in_flight <= MAX_LANES, "max_in_flight", s.max_in_flight,
+         f"use 1 to {MAX_LANES}"),
         (s.endpoint in REQUEST_ENDPOINTS, "endpoint", s.endpoint,
          f"use one of {', '.join(REQUEST_ENDPOINTS)}"),
         (s.subset in SUBSETS, "subset", s.subset, f"use one of {', '.join(SUBSETS)}"),
@@ -296,8 +340,7 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")
-    if s.duration_s is not None:
-        _check_duration(s, ladder.seed, where)
+    _check_schedule(s, ladder.seed, where)
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
     far = [t.key for t in ladder.treatments if t.base_url and not on_loopback(t.base_url)]

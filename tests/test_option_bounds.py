@@ -1,0 +1,85 @@
+"""Every sizing option is bounded before work starts, in one line that states the bound:
+bootstrap resamples (pytest's --boot, `mtpsweep analyse/compare/plan --boot`, a plan.json's
+registered count) and --time-budget. No case here reads a run before refusing, so a bound that
+regressed fails on the message, not on a 43 TiB allocation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep import options, registry
+from pytest_mtpsweep.analysis.model import AnalysisSettings
+from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.constants import MAX_BOOT
+from pytest_mtpsweep.errors import AnalysisError, OptionError
+
+TABLE = options.table(registry.options())
+HUGE = 10**12
+
+
+def request(**values: object) -> object:
+    return options.run_request(
+        {"ladder": "drafters-cpu", **values},
+        search_dirs=[], cwd=Path("/x"), invocation=["pytest"], opts=TABLE,
+    )  # fmt: skip
+
+
+def test_pytest_boot_is_bounded_above() -> None:
+    with pytest.raises(OptionError) as info:
+        request(boot=HUGE)
+    assert str(info.value) == (
+        f"--boot {HUGE} is more resamples than the analysis holds in memory; use at most "
+        f"{MAX_BOOT} (default 2000)."
+    )
+    request(boot=MAX_BOOT)  # the bound itself is allowed
+
+
+@pytest.mark.parametrize(
+    ("budget", "ok"), [("168h", True), ("169h", False), ("9999999999m", False),
+                       ("9" * 5000 + "h", False)]
+)  # fmt: skip
+def test_a_time_budget_is_at_most_a_week(budget: str, ok: bool) -> None:
+    if ok:
+        assert options.parse_duration(budget) == 168 * 3600
+        return
+    with pytest.raises(OptionError) as info:
+        request(time_budget=budget)
+    said = str(info.value)
+    assert "give at most 168h (a week)" in said and len(said) < 200
+
+
+def test_analysis_settings_refuse_resamples_past_the_bound() -> None:
+    with pytest.raises(AnalysisError, match=f"above {MAX_BOOT}"):
+        AnalysisSettings(baseline="a", boot=HUGE)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["analyse", "RUN", "--boot", str(HUGE)],
+        ["compare", "RUN", "OTHER", "--boot", str(HUGE)],
+        ["plan", "RUN", "--target-width", "5", "--boot", str(HUGE)],
+    ],
+)
+def test_the_cli_refuses_boot_past_the_bound_before_reading_a_run(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [str(tmp_path / a) if a in ("RUN", "OTHER") else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the resample count {HUGE} is above {MAX_BOOT}" in err
+
+
+def test_an_authoring_plans_registered_resamples_are_bounded_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    plan = {"kind": "authoring", "contrast": {"resamples": HUGE, "seed": 1}}
+    (run / "plan.json").write_text(json.dumps(plan))
+    assert main(["analyse", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the resample count {HUGE} is above {MAX_BOOT}" in err
