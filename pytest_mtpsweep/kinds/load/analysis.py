@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import argparse
 
     from ...analysis.sequential import CellState, LookState
+    from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
 
@@ -69,7 +70,7 @@ def analyse(
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
     from ...errors import AnalysisError
-    from . import contrast, crossover, frame, html_sections, report
+    from . import capacity_stats, contrast, crossover, frame, html_sections, report
 
     plan = plan_of(run_dir)
     requests, levels = frame.frames(records_of(run_dir))
@@ -97,6 +98,8 @@ def analyse(
     inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed,
                                       confidence=level)  # fmt: skip
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    searched = capacity_stats.analyse(plan.get("load") or {}, requests, keys, pairs, boot=boot,
+                                      seed=seed)  # fmt: skip
     crossings = crossover.crossovers(requests, levels, pairs, modes, endpoint, boot=boot, seed=seed)
     out = run_dir / OUT
     out.mkdir(exist_ok=True)
@@ -105,10 +108,13 @@ def analyse(
     contrast.rows_frame(rows).to_csv(out / "load_contrasts.csv", index=False)
     contrast.rows_frame(inter).to_csv(out / "load_interaction.csv", index=False)
     crossover.frame(crossings).to_csv(out / "load_crossover.csv", index=False)
-    plots = _plots(out, table, levels, rows, order, base, crossings)
+    if searched is not None:
+        capacity_stats.frame(searched).to_csv(out / "load_capacity.csv", index=False)
+    plots = _plots(out, table, levels, rows, order, base, crossings, searched)
     sessions = list(RunDir(run_dir).session_files())
+    found = capacity_stats.lines(searched) if searched is not None else []
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
-                         crossings)  # fmt: skip
+                         crossings, found)  # fmt: skip
     if look is not None:  # where the stop rule stopped (or why it went on), under the title
         title, _, rest = text.partition("\n")
         text = f"{title}\n\n{look.sentence()}\n{rest}"
@@ -117,7 +123,7 @@ def analyse(
         html_sections.write(run_dir)  # report.html beside report.md, read from what is written
     except AnalysisError as exc:
         return str(exc)
-    lines = report.headline_lines(rows, inter, endpoint)
+    lines = [*found, *report.headline_lines(rows, inter, endpoint)]
     lines += [crossover.sentence(c, report.NAMES[endpoint]) for c in crossings]
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
     if look is not None:
@@ -165,7 +171,7 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
 
 def _plots(
     out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str,
-    crossings: Sequence[Crossover] = (),
+    crossings: Sequence[Crossover] = (), searched: CapacityResult | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
     from ...analysis.plot import plotting_available
@@ -177,6 +183,7 @@ def _plots(
         "load_latency.png": plots.latency_figure(table, order),
         "load_throughput.png": plots.throughput_figure(table, levels, order),
         "load_gain.png": plots.gain_figure(rows, order, baseline, crossings),
+        "load_capacity.png": plots.capacity_figure(searched) if searched is not None else None,
     }
     saved = []
     for name, fig in figures.items():

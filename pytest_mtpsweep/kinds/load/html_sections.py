@@ -34,6 +34,10 @@ FIRST = ("Headline", "Limitations", "Plots")
 DETAIL = ("Per level", "Contrasts per level", "Interaction", "Witnesses")
 # (file, alt text, caption) in the order the page shows them: the headline's picture first
 PLOTS = (
+    ("load_capacity.png", "attainment of the SLOs against the level",
+     "A capacity search: the share of each treatment's requests within every SLO target "
+     "against the level probed (pooled over cycles, Wilson 95 % bars), the target dotted, each "
+     "treatment's capacity dashed."),
     ("load_gain.png", "gain against the level",
      "Each endpoint's gain over the baseline against the level with its 95 % interval, on a "
      "log axis of the gain factor; an interval past -75 % or +300 % ends in an arrow at the "

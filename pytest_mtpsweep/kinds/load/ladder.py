@@ -23,6 +23,8 @@ from ...ladder.fields import Spec, check_table, parse_contrast
 from ...ladder.load import parse_treatments
 from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
 from ...rig.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
+from . import capacity
+from .capacity import CapacitySettings
 
 FIELDS: Spec = {
     "prompt_set": (str, False),
@@ -42,6 +44,7 @@ FIELDS: Spec = {
     "endpoint": (str, False),  # the headline's per-request endpoint
     "max_in_flight": (int, False),  # open loop: past this many a send waits (and lags)
     "allow_remote": (bool, False),  # an attached server off loopback may be loaded
+    "capacity": (dict, False),  # search each treatment's most load within the SLOs (capacity.py)
 }
 SLO: Spec = {"ttft_ms": ((int, float), False), "itl_ms": ((int, float), False),
              "e2e_ms": ((int, float), False)}  # fmt: skip
@@ -110,6 +113,7 @@ class LoadSettings:
     max_in_flight: int
     allow_remote: bool
     duration_s: float | None = None  # seconds per block; None when it runs `requests`
+    capacity: CapacitySettings | None = None  # a capacity search: probes instead of levels
 
     @property
     def per_block(self) -> str:
@@ -152,6 +156,8 @@ class LoadSettings:
             "lag_bound_ms": self.lag_bound_ms,
             "endpoint": self.endpoint,
             "max_in_flight": self.max_in_flight,
+            # only for a search: a level ladder's plan is as before, so its resume still matches
+            **({"capacity": self.capacity.plan_entry()} if self.capacity else {}),
         }  # fmt: skip
 
 
@@ -260,7 +266,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
     return LoadSettings(
         prompt_set=str(f.get("prompt_set", "canonical")),
         subset=str(f.get("subset", BOTH)),
-        levels=_levels(f, where),
+        levels=() if "capacity" in f else _levels(f, where),
         requests=requests,
         warmup_requests=None if warm is None else int(warm),
         slo=_slo(f.get("slo"), where),
@@ -271,6 +277,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
         max_in_flight=int(f.get("max_in_flight", DEFAULT_MAX_IN_FLIGHT)),
         allow_remote=bool(f.get("allow_remote", False)),
         duration_s=duration_s,
+        capacity=capacity.parse(f.get("capacity"), where),
     )
 
 
@@ -307,6 +314,35 @@ def _check_schedule(s: LoadSettings, seed: int, where: Path | str) -> None:
             )
 
 
+def _check_capacity(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
+    """A search needs SLOs to attain, counted blocks to share, and no level lists of its own."""
+    f = ladder.kind_fields
+    given = [k for k in ("concurrency", "rate") if k in f]
+    if given:
+        raise LadderError(
+            f"{where}: a [capacity] ladder searches its own levels; remove {' and '.join(given)}"
+            " (or remove [capacity] to run fixed levels)."
+        )
+    if s.slo is None:
+        raise LadderError(
+            f"{where}: [capacity] searches for the most load within the SLOs, and this ladder "
+            "has none; add [slo] with ttft_ms, itl_ms or e2e_ms."
+        )
+    if s.requests is None:
+        raise LadderError(
+            f"{where}: a [capacity] probe is a count of requests (its attainment is a share of "
+            "them); replace duration_s with requests = 32."
+        )
+    c = s.capacity
+    assert c is not None
+    if c.mode == "open" and s.requests / c.low > s.level_timeout_s:
+        raise LadderError(
+            f"{where}: a probe at capacity.low = {c.low:g} requests/s sends {s.requests} "
+            f"requests in {s.requests / c.low:,.0f} s on average, past level_timeout_s = "
+            f"{s.level_timeout_s:g}; raise capacity.low, or lower requests."
+        )
+
+
 def on_loopback(url: str) -> bool:
     host = urlsplit(url).hostname or ""
     if host == "localhost":
@@ -340,6 +376,8 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")
+    if s.capacity is not None:
+        _check_capacity(ladder, s, where)
     _check_schedule(s, ladder.seed, where)
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)

@@ -27,9 +27,9 @@ from ...preflight import PreflightItem, check_prompt_set
 from ...preflight.items import PASS
 from ...request import AnalysisRequest, RunRequest
 from ...rig.arrivals import prompt_order
-from . import prereg
+from . import prereg, probe
 from .cases import LoadCase, load_cases
-from .ladder import LoadSettings, settings
+from .ladder import Level, LoadSettings, settings
 from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
 from .result import LevelResult
 
@@ -145,8 +145,31 @@ class LoadRun:
                 "ttft_s": warm.ttft_s}  # fmt: skip
 
     def measure(self, live: LiveSession, case: LoadCase) -> Outcome:
+        if case.probe:
+            return self._probe(live, case)
         line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case)
         return self._outcome(live, case, line)
+
+    def _probe(self, live: LiveSession, case: LoadCase) -> Outcome:
+        """One probe of a capacity search: its level from the probes before it (the leader's
+        replayed first), the block, then the search's line; a converged search skips the rest."""
+        assert self.settings.capacity is not None
+        search = probe.Search(self.settings.capacity, live, case)
+        level = search.level()
+        if level is None:
+            append(live, search.done_line())
+            result = LevelResult(valid=True, reason=None, level=f"probe{case.probe}",
+                                 requests=0, completed=0)  # fmt: skip
+            return Outcome(result, skip=search.skip_reason(), usable=True)
+        case = replace(case, level=Level(self.settings.capacity.mode, level))
+        line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case)
+        append(live, search.record(line))
+        outcome = self._outcome(live, case, line)
+        if line.get("good") is None:  # the block did not run: a failed probe, as a block's
+            return outcome
+        # a request that missed an SLO, or failed, is the search's data, not a failed probe
+        assert isinstance(outcome.result, LevelResult)
+        return Outcome(replace(outcome.result, valid=True), usable=True)
 
     def unmeasured(self, live: LiveSession, case: LoadCase, reason: str) -> Outcome:
         n = planned_requests(self.settings, case, self.ladder.seed)

@@ -14,6 +14,7 @@ from .report import NAMES
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .capacity_stats import CapacityResult
     from .crossover import Crossover
 
 STYLES = {50: "-", 90: "--", 99: ":"}
@@ -131,3 +132,28 @@ def _position(c: Crossover, value: float, order: Sequence[str]) -> float:
         if xs[i] <= v <= xs[i + 1]:
             return start + i + (v - xs[i]) / (xs[i + 1] - xs[i])
     return start + (0.0 if v < xs[0] else len(xs) - 1.0)
+
+
+def capacity_figure(r: CapacityResult) -> Any:
+    """Attainment against the level per treatment (Wilson 95 % bars), the target as a line,
+    each treatment's capacity estimate dashed: the curve a capacity search walks."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.2, 3.4), layout="constrained")
+    ax = fig.subplots()
+    for k, t in enumerate(dict.fromkeys(a.treatment for a in r.attained)):
+        mine = [a for a in r.attained if a.treatment == t]
+        xs = [a.level for a in mine]
+        ax.errorbar(xs, [a.share for a in mine], color=f"C{k}", marker="o", label=t,
+                    yerr=[[a.share - a.low for a in mine], [a.high - a.share for a in mine]],
+                    capsize=2, linewidth=1.2)  # fmt: skip
+        cap = next((c for c in r.capacities if c.treatment == t), None)
+        if cap is not None and cap.censored == 0:
+            ax.axvline(cap.estimate, color=f"C{k}", linestyle="--", linewidth=0.9)
+    ax.axhline(r.settings.attainment, color="0.3", linewidth=0.9, linestyle=":")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("concurrency" if r.settings.mode == "closed" else "rate (requests/s)")
+    ax.set_ylabel("share of requests within the SLOs")
+    ax.legend(fontsize="small")
+    return fig

@@ -204,6 +204,7 @@ def report(
     baseline: str,
     sessions: Sequence[Mapping[str, Any]] = (),
     crossings: Sequence[Crossover] = (),
+    capacity: Sequence[str] = (),
 ) -> str:
     from .crossover import sentence
 
@@ -220,6 +221,7 @@ def report(
         *([f"Scope: {md_text(plan['scope'])}", ""] if plan.get("scope") else []),
         "## Headline",
         "",
+        *(f"- {md_text(x)}" for x in capacity),
         *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
         *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
         *cycle_lines(requests, contrasts, endpoint),
