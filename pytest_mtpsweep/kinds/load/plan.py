@@ -98,7 +98,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     from . import contrast, frame
     from .analysis import contrast_pairs, records_of
 
-    requests, blocks = frame.frames(records_of(run_dir))
+    requests, blocks = frame.frames(records_of(run_dir)[0])
     if blocks.empty:
         raise AnalysisError(f"there are no load records in {run_dir}/records; run the "
                             "experiment first or check the run path")  # fmt: skip

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...analysis.model import MIN_CYCLES_FOR_SESSION
 from ...analysis.textfmt import md_table
-from . import pairing
+from . import census, pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 
 if TYPE_CHECKING:
@@ -181,7 +181,9 @@ def report(
     plots: Sequence[str],
     baseline: str,
     sessions: Sequence[Mapping[str, Any]] = (),
+    unreadable: Sequence[str] = (),
 ) -> str:
+    """report.md; `unreadable`: the record lines set aside as read (`file:line: why`)."""
     load = plan.get("load") or {}
     cycles = sorted({int(c) for c in levels["cycle"]})
     endpoint = str(load.get("endpoint", "e2e"))
@@ -272,6 +274,7 @@ def report(
         "",
         "## Limitations",
         "",
+        *census.limitation_lines(requests, levels, unreadable),
         *limitations(cycles, contrasts, sessions),
         # a block over the client-lag bound measured the client too: a limitation, not only
         # a witness
