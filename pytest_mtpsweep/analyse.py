@@ -21,6 +21,7 @@ from .analysis.model import AnalysisSettings
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, LadderError
 from .kindapi import EXIT_ERROR, EXIT_OK
+from .recordlines import terminal
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -86,8 +87,7 @@ def _compare(args: argparse.Namespace) -> int:
     print(compare_table(results))
     for run, result in zip(runs, results, strict=True):
         if result.unreadable:  # left out of that run's contrasts: say so beside the table
-            print(f"{run}: {len(result.unreadable)} record line(s) unreadable and left out "
-                  f"(first: {result.unreadable[0]}); its report.md's Limitations names each")  # fmt: skip
+            print(f"{run}: {terminal(result.unreadable)}")
     return EXIT_OK
 
 

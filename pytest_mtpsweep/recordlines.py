@@ -174,3 +174,11 @@ def summary(bad: Sequence[Unreadable | str], most: int = 10) -> str:
     shown = "; ".join(str(b) for b in bad[:most])
     more = f"; and {len(bad) - most} more" if len(bad) > most else ""
     return f"{len(bad)} line(s): {shown}{more}"
+
+
+def terminal(where: Sequence[str]) -> str:
+    """The terminal's one line beside a headline when lines were left out."""
+    return (
+        f"{len(where)} record line(s) unreadable and left out (first: {where[0]}); report.md's "
+        "Limitations names each"
+    )

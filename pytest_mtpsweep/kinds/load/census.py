@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...recordlines import limitation
+from ...recordlines import limitation, terminal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,8 +73,7 @@ def terminal_notes(
     """What the terminal says beside the headline when lines or usage are missing."""
     out = []
     if unreadable:
-        out.append(f"{len(unreadable)} record line(s) unreadable and left out (first: "
-                   f"{unreadable[0]}); report.md's Limitations names each")  # fmt: skip
+        out.append(terminal(unreadable))
     out += [x.removeprefix("- ").split(". ")[0] for x in missing_blocks(requests, levels)]
     for status, said in USAGE.items():
         n = sum(c[2] for c in usage_counts(requests, status))
