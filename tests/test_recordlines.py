@@ -20,8 +20,8 @@ TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
 
 
 def test_each_line_is_a_record_or_named_with_its_reason() -> None:
-    types = {"n": rl.INT, "x": rl.NUMBER, "name": rl.NAME, "on": rl.BOOL, "xs": rl.NUMBERS,
-             "o.p": rl.NUMBER, "kind": ("a", "b")}  # fmt: skip
+    types: rl.Types = {"n": rl.INT, "x": rl.NUMBER, "name": rl.NAME, "on": rl.BOOL,
+                       "xs": rl.NUMBERS, "o.p": rl.NUMBER, "kind": ("a", "b")}  # fmt: skip
     lines = [
         json.dumps({"n": 3, "x": 1.5, "name": "a", "on": True, "xs": [1, 2.5], "o": {"p": 2}}),
         "",

@@ -24,7 +24,7 @@ def _edit(path: Path, change: dict[tuple[str, int], dict[str, object]]) -> None:
 
 def test_requests_without_usage_are_counted_per_treatment_and_level(tmp_path: Path) -> None:
     run = write_run(tmp_path, lagged=False)
-    unknown = {"usage_status": "unknown"}
+    unknown: dict[str, object] = {"usage_status": "unknown"}
     _edit(run / "records" / "02_ngram_c1.jsonl", {("conc1", 1): unknown, ("conc1", 2): unknown})
     _edit(run / "records" / "04_none_c2.jsonl", {("conc4", 0): unknown})
     done = analyse(run, boot=1000)
