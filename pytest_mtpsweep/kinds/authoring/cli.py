@@ -51,9 +51,9 @@ def analyse(
     print(f"outputs: {result.out_dir}")
     if result.unreadable_cells:
         print(
-            f"mtpsweep analyse: error: {rl.summary(result.unreadable_cells, 3)}: a cell whose final "
-            "record is cut is missing from every table; the report names it (repair or --resume "
-            "the run to measure that cell again)",
+            f"mtpsweep analyse: error: {rl.summary(result.unreadable_cells, 3)}: a cell whose "
+            "final record is cut is missing from every table; the report names it (repair or "
+            "--resume the run to measure that cell again)",
             file=sys.stderr,
         )
         return EXIT_ERROR
