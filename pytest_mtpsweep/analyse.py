@@ -21,6 +21,7 @@ from .analysis.model import AnalysisSettings
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .kindapi import EXIT_ERROR, EXIT_OK
+from .recordlines import terminal
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -77,12 +78,36 @@ def _compare(args: argparse.Namespace) -> int:
         raise AnalysisError(
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
         )
+    runs = [Path(args.run_a), Path(args.run_b)]
+    _comparable(runs)
     results = [
-        load_and_analyse([Path(p)], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
-        for p in (args.run_a, args.run_b)
+        load_and_analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+        for run in runs
     ]
     print(compare_table(results))
+    for run, result in zip(runs, results, strict=True):
+        if result.unreadable:  # left out of that run's contrasts: say so beside the table
+            print(f"{run}: {terminal(result.unreadable)}")
     return EXIT_OK
+
+
+def _comparable(runs: Sequence[Path]) -> None:
+    """Refuse, in one sentence naming the run and its kind, runs `compare` cannot read: of a
+    kind whose analysis is its own, or of two different kinds."""
+    kinds = [str(_plan(run).get("kind") or registry.default_name()) for run in runs]
+    able = [k.name for k in registry.kinds() if k.compare]
+    for run, name in zip(runs, kinds, strict=True):
+        if not registry.kind(name).compare:
+            raise AnalysisError(
+                f"run {run} is of the {name} kind, which compare cannot set side by side (it "
+                f"compares runs of the {', '.join(able) or 'no'} kind); read each run's own "
+                f"report instead: mtpsweep analyse {run}"
+            )
+    if len(set(kinds)) > 1:
+        raise AnalysisError(
+            f"run {runs[0]} is of the {kinds[0]} kind and run {runs[1]} of the {kinds[1]} kind; "
+            "compare two runs of one kind"
+        )
 
 
 MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run is for

@@ -59,6 +59,8 @@ class Kind:
     commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
     analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
     plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
+    # `mtpsweep compare` reads its runs with the shared analysis (analysis/): only such a kind
+    compare: bool = False
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the

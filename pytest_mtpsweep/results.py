@@ -21,12 +21,14 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
     The columns are the record's fields (`schema.IDENTITY_FIELDS`, the measurement, the keyed
     fields, provenance). Only the sessions the analysis uses are read unless `quarantined` is
     True: then the sessions set aside come too, with their reason in a `quarantined` column
-    (empty for kept sessions). A line a killed run left half-written is skipped and counted in
-    `frame.attrs["unparsed_lines"]`.
+    (empty for kept sessions). A line that is no JSON object (one a killed run left
+    half-written) is skipped, counted in `frame.attrs["unparsed_lines"]` and named, as
+    `file:line: why` relative to the run directory, in `frame.attrs["unreadable"]`. Values are
+    as the records hold them: the analysis checks their types, this reader does not.
     """
     import pandas as pd
 
-    from .state.rundir import read_records
+    from .recordlines import read_file
 
     root = Path(run_dir).expanduser()
     if not (root / schema.RECORDS_DIR).is_dir():
@@ -35,7 +37,7 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
             "runs/<ladder>/<run-id>."
         )
     rows: list[dict[str, Any]] = []
-    unparsed = 0
+    unreadable: list[str] = []
     sources: list[tuple[Path, str | None]] = [
         (p, None) for p in sorted((root / schema.RECORDS_DIR).glob("*.jsonl"))
     ]
@@ -50,13 +52,15 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
             )
             sources.append((path, text.splitlines()[0] if text else "quarantined"))
     for path, why in sources:
-        records, bad = read_records(path)
-        unparsed += bad
+        read, bad = read_file(path, path.relative_to(root).as_posix())
+        records = [line.record for line in read]
+        unreadable += [str(b) for b in bad]
         if quarantined:
             records = [{**r, "quarantined": why or ""} for r in records]
         rows += records
     frame = pd.DataFrame(rows)
     if quarantined and not frame.empty:
         frame = frame.sort_values(["ordinal", "quarantined"], kind="stable", ignore_index=True)
-    frame.attrs["unparsed_lines"] = unparsed
+    frame.attrs["unparsed_lines"] = len(unreadable)
+    frame.attrs["unreadable"] = unreadable
     return frame

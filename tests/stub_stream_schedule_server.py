@@ -19,6 +19,7 @@ A directive in the prompt text changes one request (`!name=value`, several allow
   !reasoning=K   send the first K tokens as reasoning_content
   !per_chunk=K   put K tokens in each chunk
   !ttft_ms=X, !itl_ms=X   this request's schedule
+  !model=NAME    answer as model NAME (every chunk's `model`); !model=none leaves it out
 A request with "timings_per_token": true gets llama-server's cumulative `timings` in every chunk.
 
 With `slots`, GET /props answers `{"total_slots": slots}` and GET /slots llama-server's list of
@@ -30,6 +31,7 @@ Stdlib only (asyncio streams). Command line:
 
     stub_stream_schedule_server.py [--host 127.0.0.1] [--port 0] [--ttft-ms 20] [--itl-ms 10]
                                    [--slots 0 (unlimited)] [--max-queue -1 (unlimited)]
+                                   [--model stand-in (the name every answer carries)]
 
 It prints `listening on HOST:PORT` once it accepts connections, and stops on SIGTERM or SIGINT.
 """
@@ -69,6 +71,7 @@ class Schedule:
     itl_ms: float = 10.0
     slots: int = 0  # 0: unlimited
     max_queue: int = -1  # -1: unlimited
+    model: str = MODEL  # the `model` every chunk names (another: a wrong server answered)
 
 
 @dataclass
@@ -270,7 +273,14 @@ async def stream(
     reasoning = int(d.get("reasoning", "0"))
     truncate = int(d["truncate"]) if "truncate" in d else None
     per_token = bool(body.get("timings_per_token"))
-    base = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "model": MODEL}
+    model = d.get("model", schedule.model)
+    base: dict[str, Any] = {"id": "chatcmpl-standin", "object": "chat.completion.chunk"}
+    template = TOKEN
+    if model != MODEL:  # the fast template names the stand-in's own model
+        named = "" if model == "none" else f'"model": {json.dumps(model)}, '
+        template = TOKEN.replace('"model": "stand-in", ', named.replace("%", "%%"))
+    if model != "none":
+        base["model"] = model
     w.write(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
         b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -304,7 +314,7 @@ async def stream(
             payload["timings"] = {"predicted_n": sent_tokens}
             event(payload, due)
         else:
-            data = TOKEN % (key, words, recv, t0, due, now())
+            data = template % (key, words, recv, t0, due, now())
             w.write(chunk(data.encode()))
         await drain()
         if truncate is not None and sent_tokens >= truncate:
@@ -347,8 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--itl-ms", type=float, default=10.0)
     p.add_argument("--slots", type=int, default=0)
     p.add_argument("--max-queue", type=int, default=-1)
+    p.add_argument("--model", default=MODEL)
     a = p.parse_args(argv)
-    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue)
+    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue, a.model)
     loop = new_loop()
     ready: asyncio.Future[int] = loop.create_future()
     task = loop.create_task(serve(a.host, a.port, schedule, ready))

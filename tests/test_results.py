@@ -51,6 +51,11 @@ def test_kept_records_in_run_order(run_dir: Path) -> None:
     assert list(df["decode_rate_tps_primary"]) == [30.0, 31.0, 32.0]
     assert "quarantined" not in df.columns
     assert df.attrs["unparsed_lines"] == 1
+    # named by file and line, as the analysis names it
+    assert df.attrs["unreadable"] == [
+        "records/03_a_c2.jsonl:2: not JSON: the file's last line, cut short (a run killed "
+        "mid-write)"
+    ]
 
 
 def test_with_the_sessions_set_aside(run_dir: Path) -> None:

@@ -9,13 +9,26 @@ from typing import Any
 
 import pandas as pd
 
-from ..schema import KEYED_FIELDS
+from .. import recordlines as rl
+from ..schema import KEYED_FIELDS, records_file
 from .model import ENDPOINT_COLUMNS, RecordFile
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
 # Fields that name a cell: a record whose value is not a non-empty string would make a row of
 # its own (a `"treatment": 7` would add a phantom treatment), so it is set aside instead.
 NAME_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset")
+# Every field the frame reads, with its type (recordlines' one rule): a record holding
+# something else is set aside as unreadable, by file and line, never coerced to a NaN.
+RECORD_TYPES: dict[str, str] = {
+    **dict.fromkeys(NAME_FIELDS, rl.NAME),
+    "valid": rl.BOOL,
+    **dict.fromkeys(("cycle", "ordinal", "position", "repeat", "completion_tokens",
+                     "content_chars", "draft_n", "draft_n_accepted"), rl.INT),
+    ENDPOINT_COLUMNS["primary"]: rl.NUMBER,
+    ENDPOINT_COLUMNS["interval"]: rl.NUMBER,
+    **dict.fromkeys(("session", "reason", "interval_basis", "finish_reason", "degenerate",
+                     "content_sha256", "device", "worker"), rl.STR),
+}  # fmt: skip
 RECORD_COLUMNS: tuple[str, ...] = (
     "run_id",
     "session",
@@ -43,7 +56,8 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "worker",
     *(f"keyed_{name}" for name in KEYED_FIELDS),
 )
-EXCLUSION_COLUMNS: tuple[str, ...] = ("run_id", "session", "reason")
+# `where`: for a line set aside as it was read, its file:line and why (recordlines.Unreadable)
+EXCLUSION_COLUMNS: tuple[str, ...] = ("run_id", "session", "reason", "where")
 UNPARSEABLE = "unparseable line"
 
 
@@ -103,23 +117,15 @@ def parse_records(
     excluded: list[dict[str, Any]] = []
     memo: dict[Any, dict[str, str]] = {}  # a run's records share a handful of keyed tuples
     for file in files:
-        for line in file.lines:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                obj = None
-            if not isinstance(obj, dict):
-                excluded.append(
-                    {"run_id": file.run_id, "session": file.session, "reason": UNPARSEABLE}
-                )
-                continue
+        read, bad = rl.read_lines(file.lines, records_file(file.session), _types, REQUIRED_FIELDS)
+        for u in bad:
+            why = UNPARSEABLE if u.unparsed else u.why
+            excluded.append(
+                {"run_id": file.run_id, "session": file.session, "reason": why, "where": str(u)}
+            )
+        for line in read:
+            obj = line.record
             session = str(obj.get("session") or file.session)
-            problem = _malformed(obj)
-            if problem is not None:
-                excluded.append({"run_id": file.run_id, "session": session, "reason": problem})
-                continue
             cycle = _int(obj.get("cycle"))
             assert cycle is not None
             facts = session_facts.get((file.run_id, session), {})
@@ -200,20 +206,8 @@ def _keyed_uncached(keyed: tuple[Any, ...]) -> dict[str, str]:
     }
 
 
-def _malformed(obj: Mapping[str, Any]) -> str | None:
-    """Why a record cannot be placed in a cell (None: it can)."""
-    missing = [name for name in REQUIRED_FIELDS if obj.get(name) is None]
-    if missing:
-        return f"missing or malformed field: {', '.join(missing)}"
-    if _int(obj.get("cycle")) is None:
-        return "missing or malformed field: cycle"
-    for name in NAME_FIELDS:
-        value = obj[name]
-        if not isinstance(value, str) or not value.strip():
-            return f"malformed field: {name} is {value!r}, not a name"
-    if not isinstance(obj["valid"], bool):
-        return f"malformed field: valid is {obj['valid']!r}, not true or false"
-    return None
+def _types(record: Mapping[str, Any]) -> Mapping[str, str]:
+    return RECORD_TYPES
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -259,6 +259,7 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
             "stops": list(result.stops),
             "unselected": list(result.unselected),
             "not_run": list(result.not_run),
+            "unreadable": list(result.unreadable),
         },
         "equivalence": _equivalence_json(result),
         "acceptance": _frame(result.acceptance),

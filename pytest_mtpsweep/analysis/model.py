@@ -232,6 +232,8 @@ class AnalysisResult:
     stops: tuple[str, ...] = ()
     unselected: tuple[str, ...] = ()  # planned sessions this invocation did not select
     not_run: tuple[str, ...] = ()  # selected sessions that left no trace (the run ended first)
+    # record lines set aside as they were read: `records/<session>.jsonl:<line>: why`
+    unreadable: tuple[str, ...] = ()
     # Content equivalence (temperature 0 only); `equivalence_skipped` says why it is None.
     equivalence: Equivalence | None = None
     equivalence_skipped: str = ""

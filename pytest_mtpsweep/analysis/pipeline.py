@@ -218,9 +218,20 @@ def analyse(
         session_facts=facts,
         plan_keyed={run.run_id: plan_keyed(run) for run in runs},
     )
-    if records.empty and parse_excluded.empty:
+    multi = len(runs) > 1
+    unreadable = tuple(
+        f"{run_id}/{where}" if multi else str(where)
+        for run_id, where in zip(parse_excluded["run_id"], parse_excluded["where"], strict=True)
+    )
+    if records.empty:
         # Before the settings: a directory with no records has no baseline to complain about.
         where = ", ".join(f"{run.run_dir}/records" for run in runs)
+        if unreadable:
+            raise AnalysisError(
+                f"no record in {where} can be read ({len(unreadable)} unreadable line(s), "
+                f"the first {unreadable[0]}); restore the records from a copy or run the "
+                "experiment again"
+            )
         raise AnalysisError(
             f"there are no records in {where}; run the experiment first or check the run path"
         )
@@ -241,7 +252,6 @@ def analyse(
             f"{', '.join(r.run_id for r in runs)} (treatments: {', '.join(everything)}); pass "
             "--baseline with one of those"
         )
-    multi = len(runs) > 1
     valid = records[records["valid"]]
     groups, chosen = comparability_groups(valid, settings.baseline, qualify_sessions=multi)
     analysed = valid[valid["group_key"] == chosen] if chosen is not None else valid.iloc[0:0]
@@ -315,6 +325,7 @@ def analyse(
         stops=tuple(stop for run in runs for stop in run.stops),
         unselected=_plan_sessions(runs, selected=False),
         not_run=_not_run(runs, look),
+        unreadable=unreadable,
         equivalence=equivalence,
         equivalence_skipped=skipped,
         acceptance=draft_acceptance(analysed),

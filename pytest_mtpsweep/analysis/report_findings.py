@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ..recordlines import limitation
 from . import hostrule
 from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
@@ -175,6 +176,7 @@ def section_limitations(result: AnalysisResult) -> list[str]:
     degenerate = f"**{md_text(warning)}**" if warning else "**Degenerate output:** none detected."
     fallback = interval_fallback_warning(result)
     items = [
+        *([limitation([md_text(str(u)) for u in result.unreadable])] if result.unreadable else []),
         _multiplicity(result),
         _truncation(result),
         *_curtailment(result),

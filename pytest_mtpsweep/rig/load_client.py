@@ -168,6 +168,7 @@ class _Level:
         monitor_ms: float,
     ) -> None:
         self.spec, self.prompts, self.load = spec, prompts, load
+        self.model = target.model  # what every answer's `model` must name
         self.schedule = load.schedule if isinstance(load, OpenLoop) else ()
         headers = auth_headers(target)
         # The key goes into the request bytes only; errors are scrubbed of it. One encoding per
@@ -216,7 +217,7 @@ class _Level:
         return LevelRun(
             load=self.load,
             records=records,
-            warmup=tuple(reduce_request(r, max_tokens=mt) for r in warm),
+            warmup=tuple(reduce_request(r, max_tokens=mt, expected_model=self.model) for r in warm),
             t_start_ns=t_start,
             t_end_ns=t_end,
             timed_out=timed_out,
@@ -243,7 +244,9 @@ class _Level:
                 index, -1, self._prompt_id(index), intended, None, None,
                 error=f"not sent: the level's timeout of {self.timeout_s:g} s came first",
             )  # fmt: skip
-        return reduce_request(raw, max_tokens=self.spec.max_tokens, monitor=monitor)
+        return reduce_request(
+            raw, max_tokens=self.spec.max_tokens, monitor=monitor, expected_model=self.model
+        )
 
     def _prompt_id(self, index: int) -> str:
         return self.prompts[index % len(self.prompts)].id

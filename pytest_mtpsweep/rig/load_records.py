@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .served import model_reason, shown
+
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
 ERROR_EXCERPT = 300
 REASONING_KEYS = ("reasoning_content", "reasoning")  # llama-server's and vLLM's spellings
@@ -161,15 +163,22 @@ def lag_at(monitor: Sequence[tuple[int, int]], t_ns: int) -> int | None:
 
 
 def reduce_request(
-    raw: RawRequest, *, max_tokens: int | None, monitor: Sequence[tuple[int, int]] = ()
+    raw: RawRequest,
+    *,
+    max_tokens: int | None,
+    monitor: Sequence[tuple[int, int]] = (),
+    expected_model: str | None = None,
 ) -> StreamRecord:
-    """Parse a kept stream into its record (pure; after the level, never inside it)."""
+    """Parse a kept stream into its record (pure; after the level, never inside it).
+
+    `expected_model`: the alias every event's `model` must name (`served.model_reason`, the
+    decode kind's rule too); another, or none, makes the request an error with its reason."""
     chunks: list[Chunk] = []
     parts: list[str] = []
     usage_raw: object = None
     timings: dict[str, Any] | None = None
     finish: str | None = None
-    model: str | None = None
+    models: set[str] = set()
     basis: set[str] = set()
     done = bad_json = False
     cumulative = 0
@@ -187,7 +196,8 @@ def reduce_request(
         if not isinstance(event, dict):
             bad_json = True
             continue
-        model = event["model"] if isinstance(event.get("model"), str) else model
+        if isinstance(event.get("model"), str):
+            models.add(event["model"])
         usage_raw = event.get("usage", usage_raw)
         tokens: int | None = None
         if isinstance(event.get("timings"), dict):
@@ -227,6 +237,9 @@ def reduce_request(
         chunks = [Chunk(c.t_ns, 1, c.reasoning, c.lag_ns) for c in chunks]
         basis.add("usage")
     content = "".join(parts)
+    error = raw.error or _stream_error(raw, done, finish, bad_json)
+    if error is None and expected_model is not None:
+        error = model_reason(models, expected_model, answered=True)
     return StreamRecord(
         index=raw.index,
         slot=raw.slot,
@@ -237,12 +250,12 @@ def reduce_request(
         t_end_ns=raw.t_end_ns,
         chunks=tuple(chunks),
         http_status=raw.status,
-        error=raw.error or _stream_error(raw, done, finish, bad_json),
+        error=error,
         finish_reason=finish,
         usage=usage,
         timings=timings,
         token_basis="+".join(sorted(basis)) or None,
-        model=model,
+        model=shown(models),
         content_chars=len(content),
         content_sha256=hashlib.sha256(content.encode()).hexdigest(),
     )

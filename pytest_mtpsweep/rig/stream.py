@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import Measurement
+from .served import model_reason, shown
 from .usage import read_usage
 
 # Delta fields an OpenAI-compatible stream may carry; anything else is an anomaly worth a look.
@@ -178,12 +179,9 @@ def invalid_reasons(
         )
     elif raw.error is None and ev.usage is None:
         reasons.append("no usage in the stream (the server ignored stream_options.include_usage)")
-    if ev.models and ev.models != {expected_alias}:
-        reasons.append(
-            f"wrong server answered: model {sorted(ev.models)} != alias {expected_alias!r}"
-        )
-    elif raw.error is None and not ev.models and not cut_short:
-        reasons.append("no model field in the stream: the alias witness is missing")
+    witness = model_reason(ev.models, expected_alias, answered=raw.error is None and not cut_short)
+    if witness is not None:
+        reasons.append(witness)
     if raw.error is None and ev.finish_reason is None and not cut_short:
         reasons.append("no finish_reason arrived")
     if ev.unknown_fields:
@@ -231,7 +229,7 @@ def reduce_stream(
     reasons = invalid_reasons(raw, ev, expected_alias, stall_reason(gap, stall_s))
     if usage.problem is not None:
         reasons.append(usage.problem)
-    alias = next(iter(ev.models)) if len(ev.models) == 1 else (",".join(sorted(ev.models)) or None)
+    alias = shown(ev.models)
     return Measurement(
         valid=not reasons,
         reason="; ".join(reasons) or None,

@@ -214,6 +214,18 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
+def _ends_torn(path: Path) -> bool:
+    """The file ends in a line cut short (no newline after its last byte)."""
+    try:
+        with path.open("rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
+
+
 class RecordWriter:
     """Appends one JSON line per record; each line is on disk before the test reports.
 
@@ -230,7 +242,12 @@ class RecordWriter:
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                torn = _ends_torn(self.path)
                 self._file = self.path.open("a", encoding="utf-8")
+                if torn:
+                    # A killed run's half line stays one unreadable line (the analysis names
+                    # it); without this the first record a --resume appends would join it.
+                    self._file.write("\n")
             start = self._file.tell()
         except OSError as exc:
             raise _write_error(self.path, exc) from None

@@ -43,14 +43,37 @@ def parse(*records: dict[str, Any]) -> tuple[Any, Any]:
         ("prompt_id", ["prose_01"], "malformed field: prompt_id is ['prose_01'], not a name"),
         ("subset", 1.5, "malformed field: subset is 1.5, not a name"),
         ("valid", "yes", "malformed field: valid is 'yes', not true or false"),
-        ("cycle", "one", "missing or malformed field: cycle"),
+        ("cycle", "one", "malformed field: cycle is 'one', not an integer"),
         ("treatment", None, "missing or malformed field: treatment"),
+        # a value of the wrong type is set aside by the same rule, never coerced to a NaN
+        (
+            "decode_rate_tps_primary",
+            "fast",
+            "malformed field: decode_rate_tps_primary is 'fast', not a number",
+        ),
+        ("completion_tokens", [3], "malformed field: completion_tokens is [3], not an integer"),
+        ("reason", {"x": 1}, "malformed field: reason is {'x': 1}, not a string"),
     ],
 )
 def test_a_malformed_name_is_excluded_with_its_reason(field: str, value: Any, reason: str) -> None:
     records, excluded = parse(record(), record(**{field: value}))
     assert list(records["treatment"]) == ["none"]  # no phantom row
     assert list(excluded["reason"]) == [reason]
+    assert list(excluded["where"]) == [f"records/01_none_c1.jsonl:2: {reason}"]
+
+
+def test_a_line_that_is_no_record_is_named_by_file_and_line() -> None:
+    lines = (json.dumps(record()), "garbage {", "[1, 2]", json.dumps(record())[:-9])
+    records, excluded = parse_records(
+        [RecordFile("run-1", "01_none_c1", lines)], session_facts={}, plan_keyed={}
+    )
+    assert len(records) == 1 and set(excluded["reason"]) == {"unparseable line"}
+    assert list(excluded["where"]) == [
+        "records/01_none_c1.jsonl:2: not JSON",
+        "records/01_none_c1.jsonl:3: not a JSON object",
+        "records/01_none_c1.jsonl:4: not JSON: the file's last line, cut short (a run killed "
+        "mid-write)",
+    ]
 
 
 def test_content_and_draft_fields_reach_the_frame() -> None:

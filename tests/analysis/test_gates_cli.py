@@ -197,6 +197,29 @@ class TestCli:
         assert run_cli(["compare", str(a), f"{a}/"]) == 2
         assert "same run twice" in capsys.readouterr().err
 
+    def test_compare_refuses_runs_not_of_the_decode_kind_in_one_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from tests.kinds.load.run_fixture import write_run as load_run
+
+        la, lb, a = load_run(tmp_path / "la"), load_run(tmp_path / "lb"), make_run(tmp_path / "a")
+        for pair, named in (([la, lb], la), ([a, lb], lb), ([la, a], la)):
+            assert run_cli(["compare", *map(str, pair), "--boot", "1000"]) == 2
+            captured = capsys.readouterr()
+            assert captured.out == "" and captured.err.count("\n") == 1, captured
+            assert f"run {named} is of the load kind" in captured.err
+            assert "decode kind" in captured.err and "n=0" not in captured.err
+
+    def test_compare_says_which_lines_of_a_run_it_left_out(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+        path = sorted((b / "records").glob("*.jsonl"))[0]
+        path.write_text(path.read_text() + "garbage\n")
+        assert run_cli(["compare", str(a), str(b), "--boot", "1000"]) == 0
+        out = capsys.readouterr().out
+        assert f"{b}: 1 record line(s) unreadable and left out (first: records/{path.name}:" in out
+
     def test_compare_checks_the_resampling_options_before_reading_runs(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -104,6 +104,16 @@ class TestRecords:
         p.write_text('{"i": 1}\n{"i": 2, "tr')
         assert read_records(p) == ([{"i": 1}], 1)
 
+    def test_an_append_after_a_torn_line_stays_a_whole_record(self, tmp_path: Path) -> None:
+        # a --resume appending to a file a killed run left cut short (an authoring cells file)
+        rd = RunDir.create(tmp_path / "r")
+        path = rd.path / "records" / "s.jsonl"
+        path.write_text('{"i": 1}\n{"i": 2, "tr')
+        rd.record_writer("s").append({"i": 3})
+        assert read_records(path) == ([{"i": 1}, {"i": 3}], 1)
+        rd.record_writer("s").append({"i": 4})  # a whole last line: nothing added before it
+        assert path.read_text().count("\n") == 4
+
 
 class TestRunId:
     def test_sortable_and_unique(self) -> None:

@@ -194,6 +194,26 @@ def test_usage_as_the_server_sent_it_is_judged(stand_in: Callable[..., StandIn])
     assert all(r.ok and r.output_tokens == 3 for r in run.records)
 
 
+def test_an_answer_from_another_model_is_an_invalid_request_with_its_reason(
+    stand_in: Callable[..., StandIn],
+) -> None:
+    s = stand_in("--ttft-ms", "1", "--itl-ms", "1")
+    prompts = [LoadPrompt("other", "x !model=someone-else"), LoadPrompt("ok", "x"),
+               LoadPrompt("none", "x !model=none")]  # fmt: skip
+    run = run_level(s.target(), spec(3), prompts, ClosedLoop(1, 3), timeout_s=30, warmup=1)
+    by = {r.prompt_id: r for r in run.records}
+    assert by["other"].error == "wrong server answered: model ['someone-else'] != alias 'stand-in'"
+    assert by["none"].error == "no model field in the stream: the alias witness is missing"
+    assert by["ok"].ok and by["ok"].model == "stand-in"
+    summary = summarise(run)
+    assert summary.completed == 1 and dict(summary.errors)["wrong server answered"] == 1
+    # a whole server serving another model: every request of the level, warm-up included
+    other = stand_in("--ttft-ms", "1", "--itl-ms", "1", "--model", "qwen-other")
+    run = run_level(other.target(), spec(3), HI, ClosedLoop(2, 4), timeout_s=30, warmup=1)
+    assert not any(r.ok for r in (*run.records, *run.warmup))
+    assert {r.model for r in run.records} == {"qwen-other"}
+
+
 def test_failures_are_records_not_exceptions(stand_in: Callable[..., StandIn]) -> None:
     s = stand_in("--ttft-ms", "1", "--itl-ms", "1")
     prompts = [

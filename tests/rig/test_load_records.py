@@ -122,6 +122,27 @@ def test_an_event_that_is_not_json_is_an_error() -> None:
     assert r.error == "an event of the stream was not JSON"
 
 
+def test_the_served_model_is_the_decode_kinds_witness() -> None:
+    def answered(*names: str | None) -> bytes:
+        return b"".join(
+            b"data: " + json.dumps({"model": n} if n else {}).encode() + b"\n\n" for n in names
+        )
+
+    ok = reduce_request(raw(stream(event({"content": "a"}))), max_tokens=8, expected_model="m")
+    assert ok.ok and ok.model == "m"
+    other = reduce_request(raw(stream(answered("other"))), max_tokens=8, expected_model="m")
+    assert other.error == "wrong server answered: model ['m', 'other'] != alias 'm'"
+    assert other.model == "m,other"
+    # the same reason, in the same words, as a decode measurement gives (rig/stream.py)
+    gone = [b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "a"},
+            "finish_reason": "stop"}]}).encode() + b"\n\n", b"data: [DONE]\n\n"]  # fmt: skip
+    bare = reduce_request(raw(gone), max_tokens=8, expected_model="m")
+    assert bare.error == "no model field in the stream: the alias witness is missing"
+    # a stream cut short keeps its own reason (the witness is judged on an answer only)
+    cut = reduce_request(raw([answered("other")]), max_tokens=8, expected_model="m")
+    assert cut.error is not None and "ended early" in cut.error
+
+
 def test_a_transport_error_is_kept_as_given() -> None:
     r = reduce_request(raw([event({"content": "a"})], error="refused"), max_tokens=8)
     assert r.error == "refused"

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ... import recordlines as rl
 from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ...errors import AnalysisError
 from ...kindapi import EXIT_ERROR, EXIT_OK
@@ -59,9 +60,9 @@ def analyse(
     print(f"outputs: {result.out_dir}")
     if result.unreadable_cells:
         print(
-            f"mtpsweep analyse: error: {'; '.join(result.unreadable_cells)}: a cell whose final "
-            "record is cut is missing from every table; the report names it (repair or --resume "
-            "the run to measure that cell again)",
+            f"mtpsweep analyse: error: {rl.summary(result.unreadable_cells, 3)}: a cell whose "
+            "final record is cut is missing from every table; the report names it (repair or "
+            "--resume the run to measure that cell again)",
             file=sys.stderr,
         )
         return EXIT_ERROR

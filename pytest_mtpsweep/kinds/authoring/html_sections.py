@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ... import recordlines as rl
 from ... import schema
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join, write_report_html
 from ...analysis.html.tables import facets, table
-from ...state.rundir import read_records
+from .analysis.frame import CELL_TYPES, REQUIRED, TURN_TYPES
 from .extract import extract
 
 HEADLINE = ("Subjects x cohorts", "Cohort contrasts", "Across subjects")
@@ -76,20 +77,26 @@ def _headline(out: Path, doc: md.Document) -> Markup:
     return el("div", join(parts), id="headline")
 
 
+def _read(run_dir: Path, folder: str, types: rl.Types) -> list[dict[str, Any]]:
+    """The records of `folder` by the analysis' own rule (report.md names the lines left out)."""
+    out: list[dict[str, Any]] = []
+    for path in sorted((run_dir / folder).glob("*.jsonl")):
+        out += [line.record for line in rl.read_file(path, path.name, lambda _: types, REQUIRED)[0]]
+    return out
+
+
 def _final_cells(run_dir: Path) -> list[dict[str, Any]]:
     """Each cell's last record (a --resume writes a later attempt after an earlier one)."""
     last: dict[str, dict[str, Any]] = {}
-    for path in sorted((run_dir / schema.CELLS_DIR).glob("*.jsonl")):
-        for record in read_records(path)[0]:
-            last[str(record.get("cell"))] = record
+    for record in _read(run_dir, schema.CELLS_DIR, CELL_TYPES):
+        last[str(record.get("cell"))] = record
     return list(last.values())
 
 
 def _turns(run_dir: Path) -> dict[tuple[str, Any], list[dict[str, Any]]]:
     out: dict[tuple[str, Any], list[dict[str, Any]]] = {}
-    for path in sorted((run_dir / schema.TURNS_DIR).glob("*.jsonl")):
-        for record in read_records(path)[0]:
-            out.setdefault((str(record.get("cell")), record.get("attempt")), []).append(record)
+    for record in _read(run_dir, schema.TURNS_DIR, TURN_TYPES):
+        out.setdefault((str(record.get("cell")), record.get("attempt")), []).append(record)
     return {k: sorted(v, key=lambda t: int(t.get("turn") or 0)) for k, v in out.items()}
 
 

@@ -14,6 +14,7 @@ from ...errors import AnalysisError, ExpectationError, OptionError
 from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
 from ...ladder.fields import parse_contrast
 from ...ladder.model import Ladder
+from ...recordlines import terminal
 from ...request import AnalysisRequest
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     out = Path(result.out_dir) if result.out_dir else None
     also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
     also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
+    if result.unreadable:
+        also.insert(0, terminal(result.unreadable))
     return EndAnalysis(
         table="\n".join([headline_table(result), *also]),
         report=out / "report.md" if out else None,
@@ -204,6 +207,8 @@ def analyse_command(
         endpoint=args.endpoint,
     )
     print(headline_table(result))
+    if result.unreadable:
+        print(terminal(result.unreadable))
     print(f"outputs: {result.out_dir}")
     if not gates:
         return EXIT_OK

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ... import recordlines as rl
 from ... import schema
 from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ...kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis
 from ...request import AnalysisRequest
-from ...state.rundir import RunDir, read_records
+from ...state.rundir import RunDir
 
 if TYPE_CHECKING:
     import argparse
@@ -44,11 +45,17 @@ class LoadAnalysis:
     cells: tuple[CellState, ...] = ()  # what a stop rule looks at
 
 
-def records_of(run_dir: Path) -> list[dict[str, Any]]:
+def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]]:
+    """Every readable line of records/, and each line that is not (file:line and why)."""
+    from .frame import REQUIRED, types_for
+
     out: list[dict[str, Any]] = []
+    bad: list[rl.Unreadable] = []
     for path in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
-        out += read_records(path)[0]
-    return out
+        read, unreadable = rl.read_file(path, schema.records_file(path.stem), types_for, REQUIRED)
+        out += [line.record for line in read]
+        bad += unreadable
+    return out, bad
 
 
 def plan_of(run_dir: Path) -> dict[str, Any]:
@@ -70,10 +77,15 @@ def analyse(
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
     from ...errors import AnalysisError
-    from . import capacity_stats, contrast, crossover, frame, html_sections, report
+    from . import capacity_stats, census, contrast, crossover, frame, html_sections, report
 
     plan = plan_of(run_dir)
-    requests, levels = frame.frames(records_of(run_dir))
+    records, unreadable = records_of(run_dir)
+    requests, levels = frame.frames(records)
+    if levels.empty and unreadable:
+        return (f"no level line in {run_dir / schema.RECORDS_DIR} can be read "
+                f"({rl.summary(unreadable, 3)}); restore the records from a copy or run the "
+                "ladder again")  # fmt: skip
     if levels.empty:
         return "no load records were written, so there is nothing to analyse"
     base = baseline or str((plan.get("analysis") or {}).get("baseline") or "")
@@ -113,8 +125,9 @@ def analyse(
     plots = _plots(out, table, levels, rows, order, base, crossings, searched)
     sessions = list(RunDir(run_dir).session_files())
     found = capacity_stats.lines(searched) if searched is not None else []
+    where = [str(u) for u in unreadable]
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
-                         crossings, found)  # fmt: skip
+                         crossings=crossings, capacity=found, unreadable=where)  # fmt: skip
     if look is not None:  # where the stop rule stopped (or why it went on), under the title
         title, _, rest = text.partition("\n")
         text = f"{title}\n\n{look.sentence()}\n{rest}"
@@ -125,6 +138,7 @@ def analyse(
         return str(exc)
     lines = [*found, *report.headline_lines(rows, inter, endpoint)]
     lines += [crossover.sentence(c, report.NAMES[endpoint]) for c in crossings]
+    lines += census.terminal_notes(requests, levels, where)
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
     if look is not None:
         lines.append(look.sentence())

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ... import recordlines as rl
+from .records import LEVEL, REQUEST
+
 if TYPE_CHECKING:
     import pandas as pd
 
 REQUEST_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "request",
     "prompt_id", "valid", "ttft_ms", "e2e_ms", "itl_mean_ms", "itl_ms", "output_tokens",
-    "queued", "send_lag_ms",
+    "queued", "send_lag_ms", "usage_status",
 )  # fmt: skip
 LEVEL_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "valid", "reason",
@@ -26,8 +29,40 @@ LEVEL_COLUMNS = (
     "waiting_max", "drafted", "accepted", "timed_out", "span_s", "energy_j", "j_per_token",
     "energy",
 )  # fmt: skip
+# Every field the tables read, with its type (recordlines' one rule): a line holding something
+# else is named as unreadable by file and line, never coerced or met as a crash.
+REQUIRED = ("record", "treatment", "cycle", "session", "level")
+_BLOCK_TYPES = {
+    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.INT, "session": rl.NAME,
+    "level": rl.NAME, "mode": rl.STR, "level_value": rl.NUMBER, "block": rl.INT,
+    "valid": rl.BOOL, "reason": rl.STR,
+}  # fmt: skip
+REQUEST_TYPES = _BLOCK_TYPES | {
+    "request": rl.INT, "prompt_id": rl.NAME, "ttft_ms": rl.NUMBER, "e2e_ms": rl.NUMBER,
+    "itl_mean_ms": rl.NUMBER, "itl_ms": rl.NUMBERS, "output_tokens": rl.INT,
+    "queued": rl.BOOL, "send_lag_ms": rl.NUMBER, "usage_status": rl.STR, "model": rl.STR,
+}  # fmt: skip
+LEVEL_TYPES = _BLOCK_TYPES | {
+    "requests": rl.INT, "completed": rl.INT, "output_tok_s": rl.NUMBER, "req_s": rl.NUMBER,
+    "goodput_req_s": rl.NUMBER, "good": rl.INT, "queued": rl.INT, "total_slots": rl.INT,
+    "max_in_flight": rl.INT, "lag_flag": rl.STR, "timed_out": rl.BOOL, "span_s": rl.NUMBER,
+    "client_lag_ms": rl.OBJECT, "client_lag_ms.p99": rl.NUMBER, "occupancy": rl.OBJECT,
+    **{f"occupancy.{k}": rl.NUMBER for k in ("busy_slots_max", "waiting_max", "drafted",
+                                             "accepted")},
+}  # fmt: skip
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "itl", "e2e")
+
+
+def types_for(record: Mapping[str, Any]) -> rl.Types:
+    """A line's types by what it is: a request, a level, or (anything else) its `record`
+    field must say which."""
+    kind = record.get("record")
+    if kind == REQUEST:
+        return REQUEST_TYPES
+    if kind == LEVEL:
+        return LEVEL_TYPES
+    return {"record": (REQUEST, LEVEL)}
 
 
 def _level_row(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,12 +124,15 @@ def percentile_table(
     order = level_order(levels) if len(levels) else []
     for (treatment, level), block in levels.groupby(["treatment", "level"], sort=False):
         mine = ok[(ok["treatment"] == treatment) & (ok["level"] == level)]
+        every = requests[(requests["treatment"] == treatment) & (requests["level"] == level)]
         gaps = [g for lst in mine["itl_ms"] if isinstance(lst, list) for g in lst]
         row: dict[str, Any] = {
             "treatment": treatment, "level": level, "mode": block["mode"].iloc[0],
             "level_value": float(block["level_value"].iloc[0]), "cycles": int(block["cycle"].nunique()),
             "requests": int(block["requests"].fillna(0).sum()),
             "completed": int(block["completed"].fillna(0).sum()),
+            # answered without usage: their tokens are the chunks' count (report.md says so)
+            "usage_unknown": int((every["usage_status"] == "unknown").sum()),
         }  # fmt: skip
         samples = {"ttft": mine["ttft_ms"], "itl": gaps, "e2e": mine["e2e_ms"]}
         for name in LATENCIES:

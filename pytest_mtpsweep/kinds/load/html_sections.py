@@ -19,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ... import recordlines as rl
 from ... import schema
 from ...analysis.html import images, write_report_html
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join
 from ...analysis.html.tables import filterable, table
-from ...state.rundir import read_records
+from . import frame
 from .contrast import Row
 from .report import NAMES, gain
 
@@ -200,7 +201,9 @@ def _request_records(run_dir: Path) -> list[dict[str, Any]]:
     """Every request line; a line repeated (a resumed block) counts once, the last one."""
     last: dict[tuple[str, str, str], dict[str, Any]] = {}
     for path in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
-        for r in read_records(path)[0]:
+        # read by the analysis' own rule: a line it left out (report.md names it) is not shown
+        read = rl.read_file(path, path.name, frame.types_for, frame.REQUIRED)[0]
+        for r in (line.record for line in read):
             if r.get("record") == "request":
                 last[(str(r.get("session")), str(r.get("level")), str(r.get("request")))] = r
     return list(last.values())

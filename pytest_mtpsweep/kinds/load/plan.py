@@ -98,7 +98,8 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     from . import contrast, frame
     from .analysis import contrast_pairs, records_of
 
-    requests, blocks = frame.frames(records_of(run_dir))
+    records, unreadable = records_of(run_dir)
+    requests, blocks = frame.frames(records)
     if blocks.empty:
         raise AnalysisError(f"there are no load records in {run_dir}/records; run the "
                             "experiment first or check the run path")  # fmt: skip
@@ -137,4 +138,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
             sessions=sum(1 for s in sessions if isinstance(s.get("duration_s"), int | float)),
         )
     )
+    if unreadable:  # the pilot's variance is from the lines that could be read
+        print(f"{len(unreadable)} record line(s) unreadable and left out of the plan (first: "
+              f"{unreadable[0]})")  # fmt: skip
     return EXIT_OK

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...analysis.mdtext import md_table, md_text
 from ...analysis.model import MIN_CYCLES_FOR_SESSION
-from . import pairing
+from . import census, pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 
 if TYPE_CHECKING:
@@ -205,7 +205,9 @@ def report(
     sessions: Sequence[Mapping[str, Any]] = (),
     crossings: Sequence[Crossover] = (),
     capacity: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> str:
+    """report.md; `unreadable`: the record lines set aside as read (`file:line: why`)."""
     from .crossover import sentence
 
     load = plan.get("load") or {}
@@ -300,6 +302,7 @@ def report(
         "",
         "## Limitations",
         "",
+        *census.limitation_lines(requests, levels, unreadable),
         *limitations(cycles, contrasts, sessions),
         # a block over the client-lag bound measured the client too: a limitation, not only
         # a witness

@@ -198,3 +198,24 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
     with path.open() as f:
         return list(csv.DictReader(f))
+
+
+def test_a_block_answered_by_another_model_is_invalid_with_its_reason(
+    pytester: pytest.Pytester, project: dict[str, str]
+) -> None:
+    # the stand-ins answer these prompts as another model (the session's warm-up, its own
+    # prompt, is answered as served_model): the decode kind's identity rule, in a load block
+    for path in (pytester.path / "experiments" / "prompts" / "canonical").glob("structured*"):
+        path.write_text(path.read_text() + "\n!model=someone-else\n")
+    result = run(pytester, "-k", "c2 and conc3", "--load-requests", "3", "--no-analysis")
+    result.assert_outcomes(failed=2, deselected=10)
+    why = "wrong server answered: model ['someone-else'] != alias 'stand-in'"
+    assert "3 of 3 requests failed: 3x wrong server answered" in result.stdout.str()
+    run_dir = only_run(pytester.path)
+    for session in ("03_b_c2", "04_a_c2"):  # no block usable: set aside (and run again)
+        recs = lines(run_dir / "quarantine" / session / "records.jsonl")
+        reqs = [r for r in recs if r["record"] == "request"]
+        assert len(reqs) == 3 and all(not r["valid"] and r["reason"] == why for r in reqs)
+        assert {r["model"] for r in reqs} == {"someone-else"}
+        (level,) = [r for r in recs if r["record"] == "level"]
+        assert level["valid"] is False and "wrong server answered" in level["reason"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from .... import recordlines as rl
 from .... import schema
 
 COLUMNS: tuple[str, ...] = (
@@ -14,6 +15,23 @@ COLUMNS: tuple[str, ...] = (
     "turns_used", "prompt_tokens", "completion_tokens", "tokens_unknown_turns", "api_status",
     "api_error", "checker_error", "reason",
 )  # fmt: skip
+
+
+# The fields the analysis reads, with their types (recordlines' one rule): a record holding
+# something else is named as unreadable by file and line, never coerced to a NaN.
+_CELL_NAMES = {k: rl.NAME for k in ("subject", "cohort", "task", "cell")}
+CELL_TYPES: rl.Types = _CELL_NAMES | {
+    "model_id": rl.STR, "repeat": rl.INT, "outcome": rl.STR, "green_turn": rl.INT,
+    "turns_used": rl.INT, "prompt_tokens": rl.INT, "completion_tokens": rl.INT,
+    "tokens_unknown_turns": rl.INT, "api_status": rl.INT, "api_error": rl.STR,
+    "checker_error": rl.STR, "reason": rl.STR, "valid": rl.BOOL, "attempt": rl.INT,
+    "verdict_forgeable": rl.BOOL,
+}  # fmt: skip
+TURN_TYPES: rl.Types = _CELL_NAMES | {
+    "repeat": rl.INT, "turn": rl.INT, "attempt": rl.INT, "verdict": rl.STR,
+    "artefact_sha256": rl.STR, "error_first_line": rl.STR, "feedback_chars": rl.INT,
+}  # fmt: skip
+REQUIRED = ("cell",)  # a record without its cell belongs to no row
 
 
 def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

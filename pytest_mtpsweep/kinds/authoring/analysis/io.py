@@ -9,13 +9,13 @@ from typing import Any
 
 import pandas as pd
 
+from .... import recordlines as rl
 from .... import schema
 from ....analysis.mdtext import md_text
 from ....errors import AnalysisError
 from ....fileio import atomic_write_text
-from ....state.rundir import read_records
 from . import contrast, findings, repeats, report, tables
-from .frame import cell_frame, turn_frame
+from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks
 RESCUE_CSV = "feedback_rescue.csv"  # cells not green at turn 1, and how many feedback rescued
@@ -32,18 +32,19 @@ class AuthoringResult:
     census: pd.DataFrame
     headline: str
     out_dir: Path
-    unreadable_cells: tuple[str, ...] = ()  # a cell whose final record is cut is missing
+    # cell record lines that could not be read (`file:line: why`): such a cell is missing
+    unreadable_cells: tuple[str, ...] = ()
 
 
 def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every record of `folder`, and one line per file with lines that could not be read."""
+    """Every readable record of `folder`, and each line that is not (`file:line: why`)."""
+    types = CELL_TYPES if folder == schema.CELLS_DIR else TURN_TYPES
     out: list[dict[str, Any]] = []
     bad: list[str] = []
     for path in sorted((run_dir / folder).glob("*.jsonl")):
-        records, unreadable = read_records(path)
-        out += records
-        if unreadable:
-            bad.append(f"{folder}/{path.name}: {unreadable} unreadable line(s)")
+        read, unreadable = rl.read_file(path, f"{folder}/{path.name}", lambda _: types, REQUIRED)
+        out += [line.record for line in read]
+        bad += [str(u) for u in unreadable]
     return out, bad
 
 
@@ -195,11 +196,12 @@ def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
 
 
 def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
-    lines = [f"**UNREADABLE records** (a cell whose final record is cut is missing from every "
-             f"table): "
-             f"{md_text('; '.join(cells))}"] if cells else []  # fmt: skip
+    cut = "UNREADABLE records (a cell whose final record is cut is missing from every table)"
+    lines = [rl.limitation([md_text(c) for c in cells], cut)] if cells else []
     if turns:
         lines.append(
-            f"**Unreadable turn records** (left out of turn counts): {md_text('; '.join(turns))}"
+            rl.limitation(
+                [md_text(t) for t in turns], "Unreadable turn records (left out of turn counts)"
+            )
         )
     return lines

@@ -114,10 +114,12 @@ def test_an_unreadable_cell_record_is_named_and_analyse_fails(
     (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"kind": "authoring",
                                                          "baseline_cohort": "a"}))  # fmt: skip
     result = analyse_dir(tmp_path, "a", 1000, 42, pooled=False)
-    assert result.unreadable_cells == ("cells/01_s_c1.jsonl: 1 unreadable line(s)",)
+    torn = "cells/01_s_c1.jsonl:6: not JSON: the file's last line, cut short"
+    assert len(result.unreadable_cells) == 1 and result.unreadable_cells[0].startswith(torn)
     report = (tmp_path / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
-    assert "UNREADABLE records" in report and "unreadable: turns/01_s_c1.jsonl" in report
+    assert "UNREADABLE records" in report and "unreadable: turns/01_s_c1.jsonl:7: " in report
+    assert torn in report
     assert run_cli(["analyse", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "cells/01_s_c1.jsonl: 1 unreadable line(s)" in err and "--resume" in err
+    assert torn in err and "--resume" in err and err.count("\n") == 1
     assert not math.isnan(result.table["green_rate"].iloc[0])

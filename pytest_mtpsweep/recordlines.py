@@ -1,0 +1,184 @@
+"""A record file read line by line, every kind alike: each line parsed, the fields the analysis
+reads checked against their types, and each line that cannot be used named by file and line.
+
+One rule for every reader, so a wrong-typed value (a string where a number goes) is set aside
+as an unreadable line with its field named, never met later as a crash or a silent NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# What a field may hold (None, or the field absent, is always allowed unless it is required).
+NAME = "a name"  # a non-empty string: a value naming a cell, a session, a level
+STR = "a string"
+INT = "an integer"  # a JSON integer (an integral float, e.g. 3.0, too)
+NUMBER = "a number"
+BOOL = "true or false"
+LIST = "a list"
+NUMBERS = "a list of numbers"
+OBJECT = "an object"
+
+NOT_JSON = "not JSON"
+TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
+NOT_OBJECT = "not a JSON object"
+SHOWN = 40  # characters of a wrong value the reason shows
+
+# field (dotted for a nested one: "occupancy.drafted") -> its type, or the values it may take
+Kind = str | tuple[str, ...]
+Types = Mapping[str, Kind]
+TypesFor = Callable[[Mapping[str, Any]], Types]  # a record's types, chosen by its content
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A line set aside: where it is and why it could not be used."""
+
+    file: str  # as the run directory names it, e.g. records/01_a_c1.jsonl
+    line: int  # 1-based
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.why}"
+
+    @property
+    def unparsed(self) -> bool:
+        """The line is no JSON object at all (torn, garbage), not a record with a bad field."""
+        return self.why in (NOT_JSON, TORN, NOT_OBJECT)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line that was read: its record and where it came from."""
+
+    file: str
+    line: int
+    record: dict[str, Any]
+
+
+def _is(value: Any, kind: Kind) -> bool:
+    if isinstance(kind, tuple):
+        return isinstance(value, str) and value in kind
+    if kind == NAME:
+        return isinstance(value, str) and bool(value.strip())
+    if kind == STR:
+        return isinstance(value, str)
+    if kind == BOOL:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False  # JSON's true is no number, list or object here
+    if kind == INT:
+        return isinstance(value, int) or (
+            isinstance(value, float) and math.isfinite(value) and value.is_integer()
+        )
+    if kind == NUMBER:
+        return isinstance(value, int | float)
+    if kind == LIST:
+        return isinstance(value, list)
+    if kind == NUMBERS:
+        return isinstance(value, list) and all(_is(v, NUMBER) for v in value)
+    if kind == OBJECT:
+        return isinstance(value, dict)
+    raise ValueError(f"unknown field type {kind!r}")
+
+
+def _get(record: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = record
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None  # the enclosing object is absent (or wrong: its own type says so)
+        value = value.get(part)
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN else f"{text[: SHOWN - 3]}..."
+
+
+def check(record: Mapping[str, Any], types: Types, required: Sequence[str] = ()) -> str | None:
+    """Why the record cannot be used (None: it can): a required field missing, or a field
+    holding what its type does not allow."""
+    missing = [name for name in required if _get(record, name) is None]
+    if missing:
+        return f"missing or malformed field: {', '.join(missing)}"
+    for name, kind in types.items():
+        value = _get(record, name)
+        if value is not None and not _is(value, kind):
+            wanted = kind if isinstance(kind, str) else f"one of {', '.join(map(repr, kind))}"
+            return f"malformed field: {name} is {_shown(value)}, not {wanted}"
+    return None
+
+
+def read_lines(
+    lines: Sequence[str],
+    file: str,
+    types: TypesFor | None = None,
+    required: Sequence[str] = (),
+) -> tuple[list[Line], list[Unreadable]]:
+    """Each non-blank line as a record, or as an unreadable line with its reason."""
+    read: list[Line] = []
+    bad: list[Unreadable] = []
+    last = max((i for i, text in enumerate(lines) if text.strip()), default=-1)
+    for i, text in enumerate(lines):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            bad.append(Unreadable(file, i + 1, TORN if i == last else NOT_JSON))
+            continue
+        if not isinstance(obj, dict):
+            bad.append(Unreadable(file, i + 1, NOT_OBJECT))
+            continue
+        why = check(obj, types(obj), required) if types is not None else None
+        if why is not None:
+            bad.append(Unreadable(file, i + 1, why))
+            continue
+        read.append(Line(file, i + 1, obj))
+    return read, bad
+
+
+def text_lines(path: Path) -> list[str]:
+    # A run killed mid-write can leave a torn multi-byte character: that line then fails to
+    # parse and is named, rather than failing the whole file.
+    return path.read_bytes().decode("utf-8", errors="replace").splitlines()
+
+
+def read_file(
+    path: Path, file: str, types: TypesFor | None = None, required: Sequence[str] = ()
+) -> tuple[list[Line], list[Unreadable]]:
+    """`read_lines` of one file; `file` is how the reasons name it (relative to the run)."""
+    return read_lines(text_lines(path), file, types, required)
+
+
+def limitation(where: Sequence[str], title: str = "Unreadable record lines", most: int = 10) -> str:
+    """The reports' Limitations bullet (without its dash) naming the lines set aside, each as
+    `file:line: why` (the first `most`, then a count)."""
+    shown = "; ".join(where[:most])
+    more = f"; and {len(where) - most} more" if len(where) > most else ""
+    return (
+        f"**{title}:** {len(where)} line(s) could not be read and were left "
+        f"out; the rest were analysed: {shown}{more}. Restore the file from a copy to analyse "
+        "them (a line cut short at a file's end is a write a killed run did not finish)."
+    )
+
+
+def summary(bad: Sequence[Unreadable | str], most: int = 10) -> str:
+    """`3 line(s): records/a.jsonl:4: not JSON; ...` (the first `most`, then a count)."""
+    shown = "; ".join(str(b) for b in bad[:most])
+    more = f"; and {len(bad) - most} more" if len(bad) > most else ""
+    return f"{len(bad)} line(s): {shown}{more}"
+
+
+def terminal(where: Sequence[str]) -> str:
+    """The terminal's one line beside a headline when lines were left out."""
+    return (
+        f"{len(where)} record line(s) unreadable and left out (first: {where[0]}); report.md's "
+        "Limitations names each"
+    )

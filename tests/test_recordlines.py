@@ -1,0 +1,169 @@
+"""Record lines read by one rule in every kind: a line that is no JSON object or holds a
+wrong-typed field is named by file and line, in the analysis and the report, and the rest is
+analysed; `mtpsweep analyse` of a damaged run of each kind ends without a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mtpsweep import recordlines as rl
+from pytest_mtpsweep import schema
+
+TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
+
+
+def test_each_line_is_a_record_or_named_with_its_reason() -> None:
+    types: rl.Types = {"n": rl.INT, "x": rl.NUMBER, "name": rl.NAME, "on": rl.BOOL,
+                       "xs": rl.NUMBERS, "o.p": rl.NUMBER, "kind": ("a", "b")}  # fmt: skip
+    lines = [
+        json.dumps({"n": 3, "x": 1.5, "name": "a", "on": True, "xs": [1, 2.5], "o": {"p": 2}}),
+        "",
+        json.dumps({"n": 3.0, "x": None}),  # an integral float is an integer; null is allowed
+        json.dumps({"n": "3"}),
+        json.dumps({"x": True}),  # JSON's true is no number
+        json.dumps({"name": " "}),
+        json.dumps({"xs": [1, "2"]}),
+        json.dumps({"o": {"p": "fast"}}),
+        json.dumps({"kind": "c"}),
+        json.dumps({"n": 1}),
+        "garbage {",
+        "[1, 2]",
+        '{"n": 4, "x": 1',
+    ]
+    read, bad = rl.read_lines(lines, "records/s.jsonl", lambda _: types, required=("n",))
+    assert [line.line for line in read] == [1, 3, 10]
+    assert [str(b) for b in bad] == [
+        "records/s.jsonl:4: malformed field: n is '3', not an integer",
+        "records/s.jsonl:5: missing or malformed field: n",
+        "records/s.jsonl:6: missing or malformed field: n",
+        "records/s.jsonl:7: missing or malformed field: n",
+        "records/s.jsonl:8: missing or malformed field: n",
+        "records/s.jsonl:9: missing or malformed field: n",
+        "records/s.jsonl:11: not JSON",
+        "records/s.jsonl:12: not a JSON object",
+        f"records/s.jsonl:13: {TORN}",
+    ]
+    _, typed = rl.read_lines(lines[4:9], "f", lambda _: types)  # nothing required
+    assert [b.why for b in typed] == [
+        "malformed field: x is True, not a number",
+        "malformed field: name is ' ', not a name",
+        "malformed field: xs is [1, '2'], not a list of numbers",
+        "malformed field: o.p is 'fast', not a number",
+        "malformed field: kind is 'c', not one of 'a', 'b'",
+    ]
+    long = rl.check({"x": "y" * 500}, {"x": rl.NUMBER})
+    assert long is not None and len(long) < 100  # a hostile value is shown cut short
+
+
+def _decode(root: Path) -> tuple[Path, str, str]:
+    from tests.strategies import Design, make_records, write_run
+
+    design = Design()
+    run = write_run(root, design, make_records(design, lambda t, c, o, p, r: 10.0 + c))
+    return run, schema.RECORDS_DIR, "decode_rate_tps_primary"
+
+
+def _load(root: Path) -> tuple[Path, str, str]:
+    from tests.kinds.load.run_fixture import write_run
+
+    return write_run(root, lagged=False), schema.RECORDS_DIR, "e2e_ms"
+
+
+def _authoring(root: Path) -> tuple[Path, str, str]:
+    from tests.kinds.authoring.analysis.test_repeats import _three_repeats
+
+    cells, turns = _three_repeats(copies=False)
+    run = root / "run"
+    for folder, records in ((schema.CELLS_DIR, cells), (schema.TURNS_DIR, turns)):
+        (run / folder).mkdir(parents=True)
+        text = "".join(json.dumps(r) + "\n" for r in records)
+        (run / folder / "01_s_c1.jsonl").write_text(text)
+    (run / schema.PLAN_FILE).write_text(json.dumps({"kind": "authoring",
+                                                    "baseline_cohort": "a"}))  # fmt: skip
+    return run, schema.CELLS_DIR, "turns_used"
+
+
+def _damage(run: Path, folder: str, field: str) -> list[str]:
+    """A wrong-typed field on line 2 and a garbage line 4 of the first file, its last line
+    torn; what the report must name."""
+    path = sorted((run / folder).glob("*.jsonl"))[0]
+    lines = path.read_text().splitlines()
+    second = json.loads(lines[1])
+    second[field] = "fast"
+    lines[1] = json.dumps(second)
+    lines.insert(3, "garbage {")
+    path.write_text("\n".join(lines)[:-25])  # the last record cut short, no newline
+    name = f"{folder}/{path.name}"
+    return [
+        f"{name}:2: malformed field: {field} is 'fast', not ",
+        f"{name}:4: not JSON",
+        f"{name}:{len(lines)}: {TORN}",
+    ]
+
+
+# the documented exit status: an authoring cell whose record is unreadable is missing from
+# every table, so `mtpsweep analyse` says so and exits 2 (docs/authoring.md); the others 0
+@pytest.mark.parametrize(
+    ("make", "status"),
+    [(_decode, 0), (_load, 0), (_authoring, 2)],
+    ids=["decode", "load", "authoring"],
+)
+def test_a_damaged_run_of_each_kind_is_analysed_with_its_bad_lines_named(
+    tmp_path: Path, make: Callable[[Path], tuple[Path, str, str]], status: int
+) -> None:
+    run, folder, field = make(tmp_path)
+    named = _damage(run, folder, field)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run), "--boot", "1000"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "unreadable" in (done.stdout + done.stderr).lower()
+    report = (run / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
+    limits = report.split("## Limitations", 1)[1]
+    for where in named:
+        assert where in limits, where
+    assert "3 line(s) could not be read" in limits
+    html = (run / schema.ANALYSIS_DIR / "report.html").read_text()
+    assert named[1] in html  # report.html (`mtpsweep view`) shows the same Limitations
+
+
+def _analyse_json(run: Path) -> dict[str, Any]:
+    from pytest_mtpsweep.analysis import analyse_run
+
+    analyse_run([run], boot=1000)
+    doc: dict[str, Any] = json.loads((run / "analysis" / "contrasts.json").read_text())
+    return doc
+
+
+def test_the_decode_analysis_keeps_the_rest_and_lists_the_lines(tmp_path: Path) -> None:
+    run, folder, field = _decode(tmp_path)
+    whole = _analyse_json(run)
+    named = _damage(run, folder, field)
+    doc = _analyse_json(run)
+    assert [u.rsplit(": ", 1)[0] for u in doc["limits"]["unreadable"]] == [
+        n.rsplit(": ", 1)[0] for n in named
+    ]
+    n = {(r["treatment"], r["subset"]): r["n_pairs"] for r in doc["contrasts"]}
+    before = {(r["treatment"], r["subset"]): r["n_pairs"] for r in whole["contrasts"]}
+    assert sum(n.values()) == sum(before.values()) - 4  # two records gone: their pairs only
+
+
+def test_a_run_with_no_readable_record_is_one_sentence(tmp_path: Path) -> None:
+    run, _, _ = _load(tmp_path)
+    for path in (run / "records").glob("*.jsonl"):
+        path.write_text("garbage\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run)],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "no level line" in done.stderr and "records/01_none_c1.jsonl:1: not JSON" in done.stderr
