@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .bounds import excess_chunks
+
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
 ERROR_EXCERPT = 300
 REASONING_KEYS = ("reasoning_content", "reasoning")  # llama-server's and vLLM's spellings
@@ -237,7 +239,9 @@ def reduce_request(
         t_end_ns=raw.t_end_ns,
         chunks=tuple(chunks),
         http_status=raw.status,
-        error=raw.error or _stream_error(raw, done, finish, bad_json),
+        error=raw.error
+        or _stream_error(raw, done, finish, bad_json)
+        or excess_chunks(len(chunks), max_tokens),
         finish_reason=finish,
         usage=usage,
         timings=timings,
