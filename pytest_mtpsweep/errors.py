@@ -14,7 +14,8 @@ MtpsweepError
 │   ├── AnalysisError    the analysis refuses (incomparable runs, no records, bad settings)
 │   └── ExpectationError an --expect gate that cannot be understood
 ├── ServerError          a session's server could not be started, reached or witnessed:
-│                        that session fails, the run goes on
+│   │                    that session fails, the run goes on
+│   └── ReplyCut         a reply passed its bound (time, bytes, lines, events) and was cut
 └── ProtocolSignal       not errors: a protocol rule changes the course of the run
     ├── StopRun          the whole run stops now (a stop marker, a second failed warm-up,
     │                    a write failure)
@@ -75,6 +76,11 @@ class ExpectationError(UserError, ValueError):
 
 class ServerError(MtpsweepError):
     """A session's server could not be started, reached or witnessed; the message says why."""
+
+
+class ReplyCut(ServerError):
+    """A server's reply passed its bound (rig/bounds.py) and was cut; the message says which
+    bound and where. The request it ends is a failed one, never a hang."""
 
 
 class ProtocolSignal(MtpsweepError):

@@ -207,6 +207,8 @@ class CalibrationFacts(TypedDict, total=False):
     start_tps: float | None
     end_tps: float | None
     drift_pct: float
+    start_reason: str  # why the calibration request failed, where it did
+    end_reason: str
 
 
 class ReleaseFacts(TypedDict):

@@ -17,13 +17,15 @@ Command line (llama-server's own flags are accepted; the ones it does not know a
 SPEC is MODE or MODE@N: apply MODE to the N-th chat request counted from 1, warm-up included
 (no @N: to every chat request). MTPSWEEP_STUB_FAULTS may hold more SPECs, comma-separated.
 Modes: exit-at-start, slow-start=S, http-400, reasoning, unknown-delta, no-usage, wrong-alias,
-disconnect, hang, stall=S, die, exit-after@N (see FAULT_MODES).
+disconnect, hang, stall=S, die, exit-after@N, and the hostile ones that never end: endless,
+pings=S, huge-body (see FAULT_MODES).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -34,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NoReturn
 
 VERSION_LINES = ("version: 0.0.0-stub (build 1, commit 5tub5tub)", "built with stub")
 BUILD_INFO = "b1-5tub5tub"
@@ -55,10 +57,15 @@ FAULT_MODES: dict[str, str] = {
     "stall": "=S: fall silent for S seconds after a few content events, then go on",
     "die": "os._exit(1) the whole server after a few content events",
     "exit-after": "@N: exit 0 once the N-th request has been answered in full",
+    # hostile: a reply without end, until the client hangs up
+    "endless": "stream content events without end (never a finish); unstreamed: a body without end",
+    "pings": "=S: stream only ': ping' SSE comments, one each S seconds, without end",
+    "huge-body": "answer one line without end (no newline), as fast as the socket takes it",
 }
 STARTUP_MODES = frozenset({"exit-at-start", "slow-start"})
 NEEDS_N = frozenset({"exit-after"})
-TIMED_MODES = ("slow-start", "stall")  # MODE=SECONDS
+TIMED_MODES = ("slow-start", "stall", "pings")  # MODE=SECONDS
+PAD = b"x" * 65536  # huge-body's unending line, a write at a time
 
 
 class FaultError(ValueError):
@@ -99,7 +106,7 @@ def parse_fault(spec: str) -> Fault:
         except ValueError:
             raise FaultError(f"fault {spec!r}: {value!r} is not a number of seconds") from None
     elif eq:
-        raise FaultError(f"fault {spec!r}: only {' and '.join(TIMED_MODES)} take =VALUE")
+        raise FaultError(f"fault {spec!r}: only {', '.join(TIMED_MODES)} take =VALUE")
     if mode in STARTUP_MODES and nth is not None:
         raise FaultError(f"fault {spec!r}: {mode} happens at start-up and takes no @N")
     if mode in NEEDS_N and nth is None:
@@ -313,7 +320,21 @@ class StubHandler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
+        if "pings" in modes:  # nothing but comments: no event, no end
+            pause = max(f.seconds for f in st.faults if f.mode == "pings" and f.applies(n))
+            log(f"request {n}: pings fault, a comment each {pause:g} s without end")
+            while True:
+                self.write_chunk(b": ping\n\n")
+                time.sleep(pause)
+        if "huge-body" in modes:
+            log(f"request {n}: huge-body fault, one line without end")
+            self.write_forever(b'data: {"pad": "')
         event(choice({"role": "assistant", "content": None}))
+        if "endless" in modes:
+            log(f"request {n}: endless fault, content without end")
+            for i in itertools.count():
+                event(choice({"content": f"tok{i % 1000} "}))
+                time.sleep(st.token_s)
         if "reasoning" in modes:
             event(choice({"reasoning_content": "thinking..."}))
         few = min(FEW_EVENTS, len(tokens))
@@ -357,7 +378,25 @@ class StubHandler(BaseHTTPRequestHandler):
             return True
         return False
 
+    def write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def write_forever(self, start: bytes) -> NoReturn:
+        """`start`, then padding without end or newline, until the client hangs up (the write
+        raises, and do_POST logs that the client went away)."""
+        self.write_chunk(start)
+        while True:
+            self.write_chunk(PAD)
+
     def whole_completion(self, n: int, body: dict[str, Any], modes: frozenset[str]) -> None:
+        if modes & {"endless", "huge-body"}:
+            log(f"request {n}: {'/'.join(sorted(modes))} fault, a body without end")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.write_forever(b'{"pad": "')
         tokens = make_tokens(body)
         time.sleep(self.state.token_s * len(tokens))
         message: dict[str, Any] = {"role": "assistant", "content": "".join(tokens)}

@@ -4,8 +4,9 @@ connection, and play a scripted model. It is a real HTTP server (http.server, in
 test process) spoken to over TCP, not a mock object.
 
 `Script` decides each /v1/chat/completions answer from the request: `faults` is a queue of
-forced answers taken first (an HTTP status, "reset", "empty", "notjson"); then `reply(messages)`
-gives the assistant's text. Usage counts are made up but consistent: prompt tokens = characters
+forced answers taken first (an HTTP status, "reset", "empty", "notjson", and the hostile
+HOSTILE ones: a body without end, one that trickles, one that declares 10 GB); then
+`reply(messages)` gives the assistant's text. `get_faults` makes a GET path hostile the same way. Usage counts are made up but consistent: prompt tokens = characters
 of all messages // 4 + 10, completion tokens = characters of the reply // 4 + 1 (at most the
 request's max_tokens); a test that
 plays a lying server sets `usage_of` (its return value is sent as `usage`; OMIT leaves it out).
@@ -26,6 +27,11 @@ from typing import Any
 
 Messages = list[dict[str, str]]
 OMIT = object()  # usage_of's answer for "send no usage at all"
+# Replies without end, until the client hangs up: "endless" as fast as the socket takes it,
+# "trickle" a byte each TRICKLE_S (no read ever waits long), "huge-length" a declared 10 GB.
+HOSTILE = ("endless", "trickle", "huge-length")
+TRICKLE_S = 0.05
+HUGE = 10 * 2**30
 
 
 @dataclass
@@ -45,6 +51,7 @@ class Script:
     in_flight: int = 0
     peak_in_flight: int = 0  # the most chat requests it held at once
     refused_429: int = 0
+    get_faults: dict[str, str] = field(default_factory=dict)  # GET path -> a HOSTILE mode
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -82,10 +89,35 @@ def handler(script: Script) -> type[BaseHTTPRequestHandler]:
             self._send(401, {"error": {"message": "missing or wrong API key"}})
             return False
 
+        def _hostile(self, mode: str) -> None:
+            """A 200 whose body never ends (the client's bound must cut it)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if mode == "huge-length":
+                self.send_header("Content-Length", str(HUGE))
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pad = b"x" * (1 if mode == "trickle" else 65536)
+            try:
+                self.wfile.write(b'{"pad": "' if mode == "huge-length" else b'9\r\n{"pad": "\r\n')
+                while True:
+                    if mode == "huge-length":
+                        self.wfile.write(pad)
+                    else:
+                        self.wfile.write(b"%X\r\n%s\r\n" % (len(pad), pad))
+                    self.wfile.flush()
+                    if mode == "trickle":
+                        time.sleep(TRICKLE_S)
+            except OSError:  # the client hung up: what it should do
+                self.close_connection = True
+
         def do_GET(self) -> None:
             if not self._authorised():
                 return
-            if self.path in ("/v1/models", "/health"):
+            if self.path in script.get_faults:
+                self._hostile(script.get_faults[self.path])
+            elif self.path in ("/v1/models", "/health"):
                 self._send(200, {"object": "list", "data": [{"id": script.served_model}]})
             else:
                 self._send(404, {"error": "not found"})
@@ -114,6 +146,9 @@ def handler(script: Script) -> type[BaseHTTPRequestHandler]:
             self._fault(fault, body)
 
         def _fault(self, fault: Any, body: dict[str, Any]) -> None:
+            if fault in HOSTILE:
+                self._hostile(fault)
+                return
             if fault == "reset":
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
                 self.close_connection = True

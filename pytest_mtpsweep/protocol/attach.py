@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from .. import rig, schema
-from ..errors import ServerError
+from ..errors import ReplyCut, ServerError
 from ..redact import redact_url
 from ..rig import serverargv, specmetrics
 from .progress import Progress, describe
@@ -150,6 +150,8 @@ def read_counters(endpoint: rig.Endpoint) -> tuple[specmetrics.SpecCounters | No
         r = endpoint.get(specmetrics.METRICS_PATH, timeout_s=5.0)
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"
+    except ReplyCut as exc:
+        return None, str(exc)
     if r.status_code != 200:
         return None, f"HTTP {r.status_code} from {specmetrics.METRICS_PATH}"
     found = specmetrics.spec_counters(r.text)

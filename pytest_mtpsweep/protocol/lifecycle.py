@@ -153,7 +153,10 @@ def _warm_up(live: LiveSession, kind: KindRun) -> None:
             live.quarantine = f"warm-up request failed: {facts['reason']}"
             return
     if live.ctx.calibration and kind.calibrates:
-        live.info["calibration"] = {"start_tps": calibrate(live)}
+        tps, why = calibrate(live)
+        live.info["calibration"] = {"start_tps": tps}
+        if why is not None:
+            live.info["calibration"]["start_reason"] = why
     live.host_start = host.sample([live.proc.pid] if live.proc else [])
 
 
@@ -185,7 +188,9 @@ def final_witnesses(live: LiveSession) -> None:
         alive = live.proc.alive() if live.proc is not None else True
         cal = info.get("calibration")
         if cal is not None and alive and live.quarantine is None:
-            cal["end_tps"] = calibrate(live)
+            cal["end_tps"], why = calibrate(live)
+            if why is not None:
+                cal["end_reason"] = why
             start, end = cal.get("start_tps"), cal.get("end_tps")
             if start and end:
                 cal["drift_pct"] = (end / start - 1) * 100
@@ -238,12 +243,12 @@ def release(live: LiveSession) -> None:
     }
 
 
-def calibrate(live: LiveSession) -> float | None:
-    """The decode rate of the fixed calibration prompt now (None when it fails)."""
+def calibrate(live: LiveSession) -> tuple[float | None, str | None]:
+    """The decode rate of the fixed calibration prompt now, or None and why it failed."""
     m = rig.stream_chat(
         live.http, live.base_url, CALIBRATION_PROMPT, live.request_spec(CALIBRATION_TOKENS)
     )
-    return m.decode_rate_tps_primary if m.valid else None
+    return (m.decode_rate_tps_primary, None) if m.valid else (None, m.reason)
 
 
 def one_line(exc: BaseException | str) -> str:

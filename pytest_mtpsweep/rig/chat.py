@@ -4,7 +4,8 @@ One request per turn; usage is read from the response. Transient failures — HT
 a connection refused, reset or closed without an answer — are retried with exponential backoff
 (`backoff_s` × 2^k, capped at `max_backoff_s`; a `Retry-After` in seconds is honoured up to the
 cap), at most `retries` times, and every retry is counted. Anything else (another 4xx, a reply
-that is not JSON, a reply without choices, usage that cannot be true (rig/usage.py), a timeout)
+that is not JSON, a reply without choices, usage that cannot be true (rig/usage.py), a timeout,
+a reply past its bound of `timeout_s` in all or of bytes from `max_tokens` (rig/bounds.py))
 is terminal at once: the reply says so, with its HTTP status. Tokens the server did not report
 are None (unknown), never 0. Any header value (a bearer key) is scrubbed from the error texts;
 the content is returned as it came, since the checked artefact must be what the model wrote:
@@ -21,7 +22,9 @@ from typing import Any
 
 import httpx
 
+from ..errors import ReplyCut
 from ..redact import redact_url
+from .bounds import ReadBound, fetch
 from .usage import read_usage
 
 RETRIED_ERRORS = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
@@ -48,7 +51,7 @@ class ChatSpec:
     max_tokens: int
     seed: int
     temperature: float
-    timeout_s: float = 300.0
+    timeout_s: float = 300.0  # one try, its whole reply read (rig/bounds.py)
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. llama-server's cache_prompt
     headers: Callable[[], dict[str, str]] = dict  # read at request time, never stored
     context_tokens: int | None = None  # the served context, where known: usage beyond it lies
@@ -165,6 +168,7 @@ def chat(
 ) -> ChatReply:
     """One turn: send, retry what is transient within the policy, return what came back."""
     body = request_body(messages, spec)
+    bound = ReadBound.reply(spec.max_tokens, spec.timeout_s)
     retried: list[str] = []
     t0 = time.monotonic()
     while True:
@@ -173,12 +177,10 @@ def chat(
         wait: float | None = None
         t_send = time.monotonic()
         try:
-            resp = client.post(
-                f"{base_url}/v1/chat/completions",
-                json=body,
-                headers=headers,
-                timeout=spec.timeout_s,
-            )
+            resp = fetch(client, "POST", f"{base_url}/v1/chat/completions", bound,
+                         headers=headers, json=body)  # fmt: skip
+        except ReplyCut as exc:  # past its time or its bytes: asking again would not help
+            failure, status, what = None, None, str(exc)
         except RETRIED_ERRORS as exc:
             failure, status, what = (
                 type(exc).__name__,

@@ -8,8 +8,10 @@ from typing import Any
 
 import httpx
 
+from ..errors import ReplyCut
 from ..redact import redact_url
 from ..schema import Measurement
+from .bounds import Deadline, ReadBound, read_body, stream_lines
 from .stream import RawStream, reduce_stream
 
 
@@ -21,7 +23,7 @@ class RequestSpec:
     max_tokens: int
     seed: int
     temperature: float
-    timeout_s: float = 600.0
+    timeout_s: float = 600.0  # the whole request, its reply read to the end (rig/bounds.py)
     stall_s: float | None = None  # a longer silence mid-answer makes the measurement invalid
     cache_prompt: bool = False  # llama-server's prompt cache (off: every prompt is processed)
     headers: tuple[
@@ -53,37 +55,48 @@ def new_http_client() -> httpx.Client:
 
 
 def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestSpec) -> Measurement:
-    """Send one streamed request and reduce it; transport failures become invalid measurements."""
+    """Send one streamed request and reduce it; transport failures, and a reply past its bound
+    (`spec.timeout_s` in all, and lines, events and bytes from `max_tokens`: rig/bounds.py),
+    become invalid measurements."""
     body = request_body(prompt, spec)
+    bound = ReadBound.stream(spec.max_tokens, spec.timeout_s)
     lines: list[str] = []
     stamps: list[int] = []
     status: int | None = None
     error: str | None = None
-    t_send = time.monotonic_ns()
-    try:
-        with client.stream(
-            "POST",
-            f"{base_url}/v1/chat/completions",
-            json=body,
-            timeout=spec.timeout_s,
-            headers=dict(spec.headers),
-        ) as resp:
-            status = resp.status_code
-            if status != 200:
-                resp.read()
-                error = f"HTTP {status}: {resp.text[:300]!r}"
-            else:
-                # The timed loop: stamp each event as it arrives and keep the raw line.
-                # Parsing waits until the stream has ended so it never lands inside an interval.
-                append_line, append_stamp, now = lines.append, stamps.append, time.monotonic_ns
-                for line in resp.iter_lines():
-                    append_stamp(now())
-                    append_line(line)
-    except httpx.HTTPError as exc:
-        error = redact_url(
-            f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
-        )
-    t_end = time.monotonic_ns()
+    with Deadline(bound.total_s) as deadline:
+        t_send = time.monotonic_ns()
+        try:
+            with client.stream(
+                "POST",
+                f"{base_url}/v1/chat/completions",
+                json=body,
+                timeout=spec.timeout_s,
+                headers=dict(spec.headers),
+                extensions=deadline.extensions,
+            ) as resp:
+                deadline.watch(resp)
+                status = resp.status_code
+                if status != 200:
+                    text = read_body(resp, bound).decode("utf-8", "replace")
+                    error = f"HTTP {status}: {text[:300]!r}"
+                else:
+                    # The timed loop: stamp each line as it arrives and keep it raw. Parsing
+                    # waits until the stream has ended so it never lands inside an interval;
+                    # stream_lines only counts, to cut a reply past its bound.
+                    append_line, append_stamp, now = lines.append, stamps.append, time.monotonic_ns
+                    for line in stream_lines(resp, bound):
+                        append_stamp(now())
+                        append_line(line)
+        except ReplyCut as exc:
+            error = str(exc)
+        except httpx.HTTPError as exc:
+            error = redact_url(
+                f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
+            )
+        if deadline.passed:  # the timer's shutdown ended the reads, whatever they raised
+            error = bound.too_long(deadline.elapsed_s, f"{len(lines)} lines")
+        t_end = time.monotonic_ns()
     raw = RawStream(lines, stamps, t_send=t_send, t_end=t_end, status=status, error=error)
     return reduce_stream(
         raw, expected_alias=spec.alias, stall_s=spec.stall_s, max_tokens=spec.max_tokens

@@ -14,9 +14,11 @@ from typing import Any
 
 import httpx
 
-from ..errors import ServerError
+from ..errors import ReplyCut, ServerError
 from ..redact import redact_url
+from . import bounds
 from .bearer import bearer
+from .bounds import ReadBound
 from .readiness import wait_until_ready
 
 IDENTITY_PATHS = ("/v1/models", "/props", "/version")
@@ -44,7 +46,8 @@ class Endpoint:
         return path if "://" in path else f"{self.base_url}{path}"
 
     def get(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
-        return httpx.get(self.url(path), headers=self.headers(), timeout=timeout_s, trust_env=False)
+        """`path`, read whole within `timeout_s` and a probe's bytes (ReplyCut past them)."""
+        return bounds.get(self.url(path), ReadBound.probe(timeout_s), self.headers())
 
     @property
     def ready_paths(self) -> tuple[str, ...]:
@@ -58,6 +61,9 @@ class Endpoint:
                 status = self.get(path, timeout_s=5.0).status_code
             except httpx.HTTPError as exc:
                 last = redact_url(f"unreachable ({type(exc).__name__}: {exc})")
+                continue
+            except ReplyCut as exc:  # a server that answers without end is not ready either
+                last = f"{path}: {exc}"
                 continue
             if status == 200:
                 return None
@@ -108,7 +114,7 @@ class Endpoint:
         """Whatever the server says about itself, by path; absent paths are left out."""
         out: dict[str, Any] = {}
         for path in IDENTITY_PATHS:
-            with contextlib.suppress(httpx.HTTPError, ValueError):
+            with contextlib.suppress(httpx.HTTPError, ReplyCut, ValueError):
                 r = self.get(path)
                 if r.status_code == 200:
                     out[path] = r.json()

@@ -8,7 +8,9 @@ from typing import Any
 import httpx
 import psutil
 
-from . import gpu
+from ..errors import ReplyCut
+from . import bounds, gpu
+from .bounds import ReadBound
 
 
 def read_cmdline(pid: int) -> list[str]:
@@ -26,9 +28,9 @@ def read_cmdline(pid: int) -> list[str]:
 def props(base_url: str) -> dict[str, Any]:
     """`/props`, or an empty dict for servers that lack it."""
     try:
-        r = httpx.get(f"{base_url}/props", timeout=10.0, trust_env=False)
+        r = bounds.get(f"{base_url}/props", ReadBound.probe(10.0))
         data = r.json() if r.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, ReplyCut, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..redact import redact_url
 from .arrivals import poisson_schedule, poisson_until
+from .bounds import ReadBound
 from .load_records import RawRequest, StreamRecord, reduce_request
 from .load_request import (
     LoadSpec,
@@ -178,6 +179,8 @@ class _Level:
         self.secrets = [v.split(" ", 1)[-1] for v in headers.values()]
         self.pool = Pool(target.base_url)
         self.timeout_s = timeout_s
+        # Bytes and lines per response from max_tokens; its time is the level's timeout.
+        self.bound = ReadBound.stream(spec.max_tokens, timeout_s)
         self.spin_ns = int(spin_us * 1000)
         self.period_ns = int(monitor_ms * 1e6)
         self.raws: dict[int, RawRequest] = {}
@@ -326,7 +329,7 @@ class _Level:
                         index, slot, intended, t_send, None, redact_url(f"cannot connect: {exc!r}")
                     )
                     return
-                ex = await wire.exchange(request, self.spec.read_timeout_s)
+                ex = await wire.exchange(request, self.spec.read_timeout_s, self.bound)
                 self.pool.put(wire)
                 # A kept-alive connection the server had just closed: once more on a fresh one.
                 if not (reused and not ex.received and ex.error and attempt == 0):

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .bounds import excess_chunks
 from .served import model_reason, shown
 
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
@@ -237,7 +238,11 @@ def reduce_request(
         chunks = [Chunk(c.t_ns, 1, c.reasoning, c.lag_ns) for c in chunks]
         basis.add("usage")
     content = "".join(parts)
-    error = raw.error or _stream_error(raw, done, finish, bad_json)
+    error = (
+        raw.error
+        or _stream_error(raw, done, finish, bad_json)
+        or excess_chunks(len(chunks), max_tokens)
+    )
     if error is None and expected_model is not None:
         error = model_reason(models, expected_model, answered=True)
     return StreamRecord(

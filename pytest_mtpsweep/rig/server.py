@@ -17,10 +17,12 @@ from typing import IO
 import httpx
 import psutil
 
-from ..errors import ServerError
+from ..errors import ReplyCut, ServerError
+from . import bounds
 from .net import port_is_free
 from .readiness import wait_until_ready
 
+HEALTH_BOUND = bounds.ReadBound.probe(2.0)  # one /health poll, its reply read whole
 _PR_SET_PDEATHSIG = 1
 _live: set[ServerProcess] = set()
 
@@ -253,8 +255,9 @@ def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None)
                     f"the server exited with status {code} while loading "
                     f"(log {spec.log_path}); last lines:\n{log_tail(spec.log_path)}"
                 )
-            with contextlib.suppress(httpx.HTTPError):
-                status = client.get(f"{spec.base_url}/health").status_code
+            with contextlib.suppress(httpx.HTTPError, ReplyCut):
+                url = f"{spec.base_url}/health"
+                status = bounds.fetch(client, "GET", url, HEALTH_BOUND).status_code
                 return None if status == 200 else f"HTTP {status} from /health"
             return "no answer"
 

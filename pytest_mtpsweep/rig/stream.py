@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import Measurement
+from .bounds import excess_chunks
 from .served import model_reason, shown
 from .usage import read_usage
 
@@ -43,6 +44,7 @@ class Events:
     t_first_token: int | None = None
     reasoning_chars: int = 0
     chunks: int = 0
+    token_chunks: int = 0  # chunks that carried content or reasoning (a token at least each)
     finish_reason: str | None = None
     t_finish: int | None = None  # arrival of the event that carried finish_reason
     usage: dict[str, Any] | None = None
@@ -118,6 +120,8 @@ def _event(ev: Events, event: dict[str, Any], t: int) -> None:
             if ev.t_first_token is None:
                 ev.t_first_token = t
         reasoning = delta.get("reasoning_content")
+        if (isinstance(content, str) and content) or (isinstance(reasoning, str) and reasoning):
+            ev.token_chunks += 1
         if isinstance(reasoning, str) and reasoning:
             ev.reasoning_chars += len(reasoning)
             ev.note("reasoning_events")
@@ -229,6 +233,11 @@ def reduce_stream(
     reasons = invalid_reasons(raw, ev, expected_alias, stall_reason(gap, stall_s))
     if usage.problem is not None:
         reasons.append(usage.problem)
+    # Each content or reasoning chunk holds a token at least: more than max_tokens allows is a
+    # server that does not stop where it was told, whatever its usage says.
+    excess = excess_chunks(ev.token_chunks, max_tokens)
+    if excess is not None and raw.error is None:
+        reasons.append(excess)
     alias = shown(ev.models)
     return Measurement(
         valid=not reasons,

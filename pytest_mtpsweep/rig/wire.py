@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from .bounds import ReadBound
+
 now = time.monotonic_ns
 MAX_HEAD = 64 * 1024  # a response head larger than this is not an inference server's
 KEEPALIVE_NS = 2_000_000_000  # an idle connection older than this is not reused (servers: 5 s)
@@ -45,6 +47,7 @@ class Wire(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self.bound: ReadBound | None = None  # the current request's (None: unbounded)
         self.closed = False
         self.idle_since = now()
         self._begin(None)
@@ -62,6 +65,9 @@ class Wire(asyncio.Protocol):
         self.keep = True
         self.t_last = 0
         self.error: str | None = None
+        self.size = 0  # body bytes so far
+        self.lines = 0  # newlines in them
+        self.cut: str | None = None  # the bound the body passed (bounds.ReadBound)
 
     # -- asyncio callbacks (the hot path) ---------------------------------------------------
 
@@ -86,12 +92,14 @@ class Wire(asyncio.Protocol):
             if self.mode == "chunked":
                 self._chunked(data, t)
             elif data:
-                self.pieces.append(data)
-                self.stamps.append(t)
+                self._take(data, t)
                 if self.mode == "sized":
                     self.left -= len(data)
                     if self.left <= 0:
                         self._finish(None)
+            if self.cut is not None:
+                self.keep = False
+                self._finish(self.cut)
         except ValueError as exc:
             self.keep = False
             self._finish(f"the response is not valid HTTP/1.1: {exc}")
@@ -152,8 +160,7 @@ class Wire(asyncio.Protocol):
         while pos < n:
             if self.left:  # chunk data
                 end = min(n, pos + self.left)
-                self.pieces.append(buf[pos:end])
-                self.stamps.append(t)
+                self._take(buf[pos:end], t)
                 self.left -= end - pos
                 pos = end
                 if not self.left:
@@ -175,6 +182,21 @@ class Wire(asyncio.Protocol):
                 size = int(line.split(b";", 1)[0], 16)
                 self.trailer, self.left = size == 0, size
 
+    def _take(self, piece: bytes, t: int) -> None:
+        """Keep a piece of the body; past the bound (bytes, or lines: a stream's events and
+        pings) the response is to be cut. Counting only: SSE is parsed after the level."""
+        self.pieces.append(piece)
+        self.stamps.append(t)
+        bound = self.bound
+        if bound is None or self.cut is not None:
+            return
+        self.size += len(piece)
+        self.lines += piece.count(b"\n")
+        if self.size > bound.max_bytes:
+            self.cut = bound.too_many_bytes(self.size)
+        elif bound.max_lines is not None and self.lines > bound.max_lines:
+            self.cut = bound.too_many_lines(self.lines)
+
     def _finish(self, error: str | None) -> None:
         self.error = error
         if error is not None or not self.keep:
@@ -193,12 +215,16 @@ class Wire(asyncio.Protocol):
     def reusable(self) -> bool:
         return not self.closed and self.keep and self.transport is not None
 
-    async def exchange(self, request: bytes, read_timeout_s: float) -> Exchange:
-        """Send `request`; wait for its response, or `read_timeout_s` of silence."""
+    async def exchange(
+        self, request: bytes, read_timeout_s: float, bound: ReadBound | None = None
+    ) -> Exchange:
+        """Send `request`; wait for its response, or `read_timeout_s` of silence, or the first
+        byte or line past `bound` (its time is the level's: the caller cancels at it)."""
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._begin(done)
+        self.bound = bound
         t_sent = now()
         self.transport.write(request)
         limit = int(read_timeout_s * 1e9)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import rig, schema
 from ..ladder.plan import SessionSlot
 from ..rig import host
+from ..rig.bounds import request_s
 from ..rig.specmetrics import SpecCounters
 from .context import RunContext
 from .rundir import RecordWriter
@@ -49,12 +50,15 @@ class LiveSession:
     host_start: host.CpuSample | None = None  # the machine's CPU use when measuring began
 
     def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
+        """One streamed request of this session; bounded in all by the ladder's timeouts."""
         lad = self.ctx.ladder
+        tokens = max_tokens or lad.max_tokens
         return rig.RequestSpec(
             alias=lad.alias(self.slot.treatment),
-            max_tokens=max_tokens or lad.max_tokens,
+            max_tokens=tokens,
             seed=lad.seed,
             temperature=lad.temperature,
+            timeout_s=request_s(tokens, lad.measurement_timeout_s),
             headers=tuple(self.endpoint.headers().items()) if self.endpoint else (),
             stall_s=lad.stall_threshold_s,
         )

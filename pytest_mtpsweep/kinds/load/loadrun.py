@@ -138,9 +138,10 @@ class LoadRun:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
         from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
 
-        warm = rig.stream_chat(
-            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
-        )
+        spec = live.request_spec(WARMUP_TOKENS)
+        # no longer than a block may take: the ladder's bound for this kind's requests
+        spec = replace(spec, timeout_s=min(spec.timeout_s, self.settings.level_timeout_s))
+        warm = rig.stream_chat(live.http, live.base_url, WARMUP_PROMPT, spec)
         return {"valid": warm.valid, "reason": warm.reason, "http_status": warm.http_status,
                 "ttft_s": warm.ttft_s}  # fmt: skip
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...errors import ReplyCut
+from ...rig.bounds import ReadBound, fetch
 from ...rig.specmetrics import parse_samples
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ SPEC_TOTALS = (
     ("vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"),
 )  # fmt: skip
 PERIOD_S = 0.25
+PROBE = ReadBound.probe(2.0)  # one GET of /slots or /metrics, read whole
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,8 @@ def _get(http: httpx.Client, url: str, headers: Mapping[str, str]) -> httpx.Resp
     import httpx
 
     try:
-        r = http.get(url, headers=dict(headers), timeout=2.0)
-    except httpx.HTTPError:
+        r = fetch(http, "GET", url, PROBE, headers=headers)
+    except (httpx.HTTPError, ReplyCut):
         return None
     return r if r.status_code == 200 else None
 

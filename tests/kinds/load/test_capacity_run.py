@@ -1,0 +1,127 @@
+"""A capacity search through the whole protocol against two STAND-IN servers whose capacities
+are known (tests/stub_stream_schedule_server.py: a first token 20 ms after a slot is taken, one
+every 4 ms; requests beyond its slots wait): with the SLO TTFT <= 60 ms, a closed loop meets
+it while every request has a slot, so a server with S slots has capacity S exactly."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.kinds.load.test_load_kind import lines, run
+from tests.sandbox import REPO, copy_experiments, only_run
+
+STAND_IN = REPO / "tests" / "stub_stream_schedule_server.py"
+LADDER = """
+kind = "load"
+question = "Does b's extra slots raise the most load served within TTFT 60 ms?"
+baseline = "a"
+cycles = 2
+max_tokens = 8
+requests = 12
+subset = "structured"
+warmup_requests = 1
+lag_bound_ms = 50.0
+[slo]
+ttft_ms = 60
+[capacity]
+slo_attainment = 0.9
+mode = "concurrency"
+low = 1
+high = 8
+[model]
+id = "stand-in"
+[server]
+[[treatments]]
+key = "a"
+base_url = "{a}"
+served_model = "stand-in"
+[[treatments]]
+key = "b"
+base_url = "{b}"
+served_model = "stand-in"
+"""
+
+
+def _start(slots: int) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(STAND_IN), "--ttft-ms", "20", "--itl-ms", "4", "--slots", str(slots)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("listening on "), line
+    return proc, f"http://{line.split()[-1]}"
+
+
+@contextlib.contextmanager
+def _project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, slots: dict[str, int]
+) -> Iterator[None]:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO),
+                       os.environ.get("PYTHONPATH", "")])))  # fmt: skip
+    procs = {k: _start(n) for k, n in slots.items()}
+    try:
+        copy_experiments(
+            pytester, {"stand": LADDER.format(**{k: u for k, (_, u) in procs.items()})}
+        )
+        yield
+    finally:
+        for proc, _ in procs.values():
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _search(run_dir: Any) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((run_dir / "records").glob("*.jsonl")):
+        out[path.stem] = [
+            r for r in lines(path) if r["record"] == "search" and not r.get("skipped")
+        ]
+    return out
+
+
+def test_the_search_brackets_known_capacities_in_lockstep(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _project(pytester, monkeypatch, {"a": 2, "b": 4}):
+        result = run(pytester)
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    run_dir = only_run(pytester.path)
+    search = _search(run_dir)
+    assert list(search) == ["01_a_c1", "02_b_c1", "03_b_c2", "04_a_c2"]
+    # lockstep: a follower's first probes are its leader's levels, in its order
+    for leader, follower in (("01_a_c1", "02_b_c1"), ("03_b_c2", "04_a_c2")):
+        led = [r["level_value"] for r in search[leader]]
+        assert [r["level_value"] for r in search[follower]][: len(led)] == led
+        assert {r["role"] for r in search[follower]} == {"follower"}
+    # every session's own bracket holds its server's slots: S met, S + 1 did not
+    for session, probes in search.items():
+        slots = 2 if "_a_" in session else 4
+        assert probes[-1]["bracket"] == [slots, slots + 1], (session, probes[-1])
+    with (run_dir / "analysis" / "load_capacity.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    ends = {(r["treatment"], r["bracket"]): float(r["level"]) for r in rows if r["bracket"]}
+    assert ends == {("a", "met"): 2, ("a", "missed"): 3, ("b", "met"): 4, ("b", "missed"): 5}
+    report = (run_dir / "analysis" / "report.md").read_text()
+    headline = report.split("## Headline", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "a: capacity within the SLOs (90% of requests ttft\\_ms <= 60): concurrency ≈ 2."
+        in headline
+    )
+    assert "b vs a: capacity ratio " in headline
+    ratio = float(headline.split("b vs a: capacity ratio ")[1].split()[0])
+    assert 1.6 < ratio < 2.6, headline
+    page = (run_dir / "analysis" / "report.html").read_text()
+    assert ("capacity ratio" in page and "load_capacity.png" not in page) or "data:image" in page
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["load"]["capacity"]["max_probes"] >= 4
