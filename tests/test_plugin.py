@@ -325,10 +325,12 @@ class TestTimeLimits:
         ladder.write_text("measurement_timeout_s = 3\n" + ladder.read_text())
         result = run_stub(pytester, few, "--no-calibration", "-k", "c1")  # no --timeout
         result.stdout.fnmatch_lines(
-            ["*pytest-timeout limit 3 s per measurement (measurement_timeout_s)*", "*Timeout*"]
-        )
-        # the hung measurement errors (its fixture timed out); the next one fails, not measured
-        result.assert_outcomes(passed=4, errors=1, failed=1)
+            ["*pytest-timeout limit 3 s per measurement (measurement_timeout_s)*",
+             "*the reply did not end within its bound of 2 s; cut after 2.* s*"]
+        )  # fmt: skip
+        # the hung reply is cut by its read's own bound, inside the item's limit: a failed
+        # measurement with its reason, and the session goes on (no pytest-timeout error)
+        result.assert_outcomes(passed=5, failed=1)
 
     def test_without_pytest_timeout_the_field_is_a_usage_error(
         self, experiments: pytest.Pytester
@@ -346,7 +348,9 @@ class TestTimeLimits:
         ladder.write_text("measurement_timeout_s = 0\n" + ladder.read_text())
         result = experiments.runpytest("experiments/", "--ladder=drafters-cpu", "--collect-only")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        assert "measurement_timeout_s is 0.0; use a positive number" in result.stderr.str()
+        assert (
+            "measurement_timeout_s is 0.0; use a number of seconds above 0" in result.stderr.str()
+        )
 
 
 class TestProgress:

@@ -6,7 +6,9 @@ ITL, as goodput counts). Per treatment and level the attainment pools every cycl
 that level, with a Wilson 95 % interval. The capacity's bracket is the search's rule on the
 pooled shares: the lowest level that missed the target, and the highest below it that met it;
 the capacity is the level where the share crosses the target, interpolated on log level between
-the two. The ratio treatment / baseline is of those capacities; its interval resamples the
+the two. Each end's share is uncertain, so beside the search's bracket stands a 95 % one: from
+the highest level whose share's Wilson lower bound still meets the target to the lowest whose
+upper bound misses it. The ratio treatment / baseline is of those capacities; its interval resamples the
 prompts (the clusters every treatment shares: the same prompt at the same place of every probe
 block) once for all treatments and levels, so a prompt that makes both slow moves both, and
 takes the 2.5 and 97.5 % points of the resampled ratios. A capacity beyond either bound is said
@@ -54,6 +56,10 @@ class Capacity:
     hi: Attained | None
     estimate: float
     censored: int
+    # the 95 % bracket: the highest level whose attainment's Wilson lower bound meets the
+    # target below the lowest whose upper bound misses it (None: no probed level is that sure)
+    sure_lo: float | None = None
+    sure_hi: float | None = None
 
 
 @dataclass(frozen=True)
@@ -139,8 +145,28 @@ def capacities(s: CapacitySettings, rows: Sequence[Attained]) -> list[Capacity]:
         b = bracket(s, [(lv, r.share >= s.attainment) for lv, r in mine.items()])
         lo = mine.get(b.lo) if b.lo is not None else None
         hi = mine.get(b.hi) if b.hi is not None else None
-        out.append(Capacity(t, lo, hi, est, cens))
+        missed = [lv for lv, r in mine.items() if r.high < s.attainment]
+        sure_hi = min(missed) if missed else None
+        met = [lv for lv, r in mine.items() if r.low >= s.attainment
+               and (sure_hi is None or lv < sure_hi)]  # fmt: skip
+        out.append(Capacity(t, lo, hi, est, cens, max(met) if met else None, sure_hi))
     return out
+
+
+def _matrices(
+    frame: pd.DataFrame, prompts: Sequence[str]
+) -> tuple[list[float], FloatArray, FloatArray]:
+    """levels, and levels x prompts counts of attained and of all requests (one treatment)."""
+    levels = sorted(float(v) for v in frame["level_value"].unique())
+    col = {p: i for i, p in enumerate(prompts)}
+    good = np.zeros((len(levels), len(prompts)))
+    n = np.zeros((len(levels), len(prompts)))
+    row = {lv: i for i, lv in enumerate(levels)}
+    for lv, p, ok in zip(frame["level_value"], frame["prompt_id"].astype(str), frame["attained"],
+                         strict=True):  # fmt: skip
+        n[row[float(lv)], col[p]] += 1
+        good[row[float(lv)], col[p]] += bool(ok)
+    return levels, good, n
 
 
 def ratios(
@@ -150,29 +176,34 @@ def ratios(
     """Each treatment's capacity over the baseline's, prompts resampled for both at once."""
     frame = requests.assign(attained=attains(requests, slo))
     prompts = sorted({str(p) for p in frame["prompt_id"]})
-    code = frame["prompt_id"].astype(str).map({p: i for i, p in enumerate(prompts)}).to_numpy()
     idx = index_matrix(len(prompts), boot, seed, "capacity-ratio")
-    # each resample's draw count per prompt, then per request
-    draws = np.stack([np.bincount(row, minlength=len(prompts)) for row in idx]) if prompts else None
+    # each resample's draw count per prompt: the weights of every treatment's requests alike
+    draws = np.stack([np.bincount(row, minlength=len(prompts)) for row in idx]).astype(float)
     out = []
     for t, b in pairs:
-        sides = {k: frame[frame["treatment"] == k] for k in (t, b)}
-        (et, ct), (eb, cb) = (estimate(s, _counts(sides[k])) for k in (t, b))
+        mats = {k: _matrices(frame[frame["treatment"] == k], prompts) for k in (t, b)}
+        (et, ct), (eb, cb) = (estimate(s, _point(*mats[k])) for k in (t, b))
         point = et / eb if eb > 0 else math.nan
         bound = ">=" if (ct > 0 or cb < 0) else "<=" if (ct < 0 or cb > 0) else ""
         got: list[float] = []
-        if draws is not None and not bound:
-            for d in draws:
-                e = []
-                for k in (t, b):
-                    w = d[code[frame.index.get_indexer(sides[k].index)]].astype(np.float64)
-                    e.append(estimate(s, _counts(sides[k], w)))
-                (rt, kt), (rb, kb) = e
+        if not bound and prompts:
+            per = {k: (lv, draws @ g.T, draws @ n.T) for k, (lv, g, n) in mats.items()}
+            for j in range(boot):
+                (rt, kt), (rb, kb) = (
+                    estimate(s, {v: (per[k][1][j, i], per[k][2][j, i])
+                                 for i, v in enumerate(per[k][0])}) for k in (t, b)
+                )  # fmt: skip
                 if kt == 0 and kb == 0 and rb > 0:
                     got.append(rt / rb)
         lo, hi = np.quantile(got, (0.025, 0.975)) if len(got) >= 20 else (math.nan, math.nan)
         out.append(Ratio(t, b, point, float(lo), float(hi), bound, len(got)))
     return out
+
+
+def _point(
+    levels: list[float], good: FloatArray, n: FloatArray
+) -> dict[float, tuple[float, float]]:
+    return {lv: (float(good[i].sum()), float(n[i].sum())) for i, lv in enumerate(levels)}
 
 
 @dataclass(frozen=True)
@@ -217,6 +248,18 @@ def _share(a: Attained) -> str:
     return f"{a.share:.2f} [{a.low:.2f}, {a.high:.2f}] of {a.n}"
 
 
+def _sure(c: Capacity, s: CapacitySettings) -> str:
+    low = f"{c.sure_lo:g}" if c.sure_lo is not None else "none"
+    high = f"{c.sure_hi:g}" if c.sure_hi is not None else "none"
+    why = []
+    if c.sure_lo is None:
+        why.append("no level probed met the target surely (more requests per probe, or cycles, "
+                   "would show one)")  # fmt: skip
+    if c.sure_hi is None:
+        why.append("no level probed missed it surely")
+    return f"[{low}, {high}]" + (f" ({'; '.join(why)})" if why else "")
+
+
 def lines(r: CapacityResult) -> list[str]:
     """The headline's sentences: each treatment's capacity with its bracket, then each ratio."""
     s = r.settings
@@ -235,7 +278,8 @@ def lines(r: CapacityResult) -> list[str]:
         else:
             assert c.lo is not None and c.hi is not None
             out.append(f"{head}: {unit} ≈ {c.estimate:.3g}, between {c.lo.level:g} (met: "
-                       f"{_share(c.lo)}) and {c.hi.level:g} (missed: {_share(c.hi)})")  # fmt: skip
+                       f"{_share(c.lo)}) and {c.hi.level:g} (missed: {_share(c.hi)}); 95 % "
+                       f"bracket {_sure(c, s)}")  # fmt: skip
     for q in r.ratios:
         if q.bound:
             out.append(f"{q.treatment} vs {q.baseline}: capacity ratio {q.bound} {q.ratio:.3g} "
@@ -257,8 +301,10 @@ def frame(r: CapacityResult) -> pd.DataFrame:
     ends = {(c.treatment, a.level): end for c in r.capacities
             for end, a in (("met", c.lo), ("missed", c.hi)) if a is not None}  # fmt: skip
     est = {c.treatment: (c.estimate, c.censored) for c in r.capacities}
+    sure = {c.treatment: (c.sure_lo, c.sure_hi) for c in r.capacities}
     return pd.DataFrame([{"treatment": a.treatment, "level": a.level, "good": a.good, "n": a.n,
                           "attainment": a.share, "ci_low": a.low, "ci_high": a.high,
                           "bracket": ends.get((a.treatment, a.level), ""),
-                          "capacity": est[a.treatment][0], "censored": est[a.treatment][1]}
+                          "capacity": est[a.treatment][0], "censored": est[a.treatment][1],
+                          "sure_lo": sure[a.treatment][0], "sure_hi": sure[a.treatment][1]}
                          for a in r.attained])  # fmt: skip

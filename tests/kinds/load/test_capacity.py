@@ -1,0 +1,116 @@
+"""The capacity search (its bracket, its next level, its bound) and its analysis (Wilson, the
+capacities, the paired ratio), the analysis checked by simulation against known capacities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.kinds.load import capacity_stats as cs
+from pytest_mtpsweep.kinds.load.capacity import CapacitySettings, bracket, next_level, parse
+
+from . import capacity_sim as sim
+
+CONC = CapacitySettings(0.9, "closed", 1.0, 64.0, 0.25)
+RATE = CapacitySettings(0.9, "open", 0.5, 40.0, 0.1)
+
+
+def _search(s: CapacitySettings, capacity: float) -> list[tuple[float, bool]]:
+    probes: list[tuple[float, bool]] = []
+    while (level := next_level(s, probes)) is not None:
+        probes.append((level, level <= capacity))
+    return probes
+
+
+@given(st.floats(0.5, 80.0), st.sampled_from([CONC, RATE]))
+@settings(max_examples=200, deadline=None)
+def test_a_noiseless_search_brackets_the_capacity_within_its_bound(
+    cap: float, s: CapacitySettings
+) -> None:
+    probes = _search(s, cap)
+    assert len(probes) <= s.max_probes()
+    assert len({lv for lv, _ in probes}) == len(probes)  # no level twice
+    b = bracket(s, probes)
+    assert b.done is not None
+    if cap < s.low:
+        assert b.hi == s.low and b.lo is None
+    elif cap >= s.high:
+        assert b.lo == s.high and b.hi is None
+    else:
+        assert b.lo is not None and b.hi is not None
+        assert b.lo <= cap < b.hi
+        assert s.closed_enough(b.lo, b.hi)
+
+
+def test_the_search_doubles_then_bisects_in_whole_requests() -> None:
+    assert [lv for lv, _ in _search(CONC, 5)] == [1, 2, 4, 8, 6, 5]
+    b = bracket(CONC, _search(CONC, 5))
+    assert (b.lo, b.hi) == (5, 6)
+
+
+def test_a_follower_whose_first_probe_failed_searches_down() -> None:
+    assert next_level(CONC, [(8.0, False)]) == 4.0
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ({"high": 8, "slo_attainment": 1.5}, "slo_attainment is 1.5; use a share between 0 and 1"),
+        ({"high": 8, "mode": "tokens"}, "capacity.mode is 'tokens'"),
+        ({}, "needs 'high'"),
+        ({"high": 8, "low": 8}, "must be below capacity.high"),
+        ({"high": 2.5}, "capacity.high is 2.5; use a whole number"),
+        ({"high": 10**9}, "from 1 to 4096"),
+        ({"high": 8, "tolerance": 0}, "capacity.tolerance is 0.0"),
+        ({"high": float("nan")}, "capacity.high is nan; use a finite number"),
+        (
+            {"high": 1e6, "mode": "rate", "low": 0.001, "tolerance": 0.01},
+            "needs more than 24 probes",
+        ),
+        ({"high": 8, "steps": 3}, "unknown field(s) steps"),
+    ],
+)
+def test_a_bad_capacity_table_is_one_sentence(raw: dict[str, object], says: str) -> None:
+    with pytest.raises(LadderError, match=r"^x\.toml: ") as err:
+        parse(raw, "x.toml")
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_wilson_matches_its_formula_at_known_points() -> None:
+    lo, hi = cs.wilson(24, 24)
+    assert lo == pytest.approx(0.8620, abs=1e-4) and hi == 1.0
+    lo, hi = cs.wilson(5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
+    assert all(math.isnan(v) for v in cs.wilson(0, 0))
+
+
+def _replicate(caps: dict[str, float], reps: int, seed: int) -> tuple[float, float, float]:
+    """(share of 95 % brackets holding the true capacity, of ratio intervals holding the true
+    ratio, of ratio intervals excluding 1)."""
+    rng = np.random.default_rng(seed)
+    held = covered = different = 0.0
+    for i in range(reps):
+        req, truth, _ = sim.run(rng, CONC, caps, requests=48)
+        for c in cs.capacities(CONC, cs.table(req, sim.SLO)):
+            lo, hi = c.sure_lo or 0.0, c.sure_hi or math.inf
+            held += (lo <= truth[c.treatment] <= hi) / len(caps)
+        r = cs.ratios(CONC, req, sim.SLO, [("b", "a")], boot=400, seed=i)[0]
+        covered += r.low <= truth["b"] / truth["a"] <= r.high
+        different += not r.low <= 1.0 <= r.high
+    return held / reps, covered / reps, different / reps
+
+
+def test_known_capacities_are_bracketed_and_their_ratio_covered() -> None:
+    held, covered, _ = _replicate({"a": 5.0, "b": 10.0}, 60, 2026)
+    assert held >= 0.9, held
+    assert covered >= 0.8, covered
+
+
+def test_two_identical_servers_are_not_called_different() -> None:
+    different = _replicate({"a": 6.0, "b": 6.0}, 60, 7)[2]
+    assert different <= 0.1, different
