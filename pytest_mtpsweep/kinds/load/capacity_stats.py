@@ -248,16 +248,15 @@ def _share(a: Attained) -> str:
     return f"{a.share:.2f} [{a.low:.2f}, {a.high:.2f}] of {a.n}"
 
 
-def _sure(c: Capacity, s: CapacitySettings) -> str:
-    low = f"{c.sure_lo:g}" if c.sure_lo is not None else "none"
-    high = f"{c.sure_hi:g}" if c.sure_hi is not None else "none"
-    why = []
-    if c.sure_lo is None:
-        why.append("no level probed met the target surely (more requests per probe, or cycles, "
-                   "would show one)")  # fmt: skip
-    if c.sure_hi is None:
-        why.append("no level probed missed it surely")
-    return f"[{low}, {high}]" + (f" ({'; '.join(why)})" if why else "")
+def _sure(c: Capacity) -> str:
+    if c.sure_lo is not None and c.sure_hi is not None:
+        return f"[{c.sure_lo:g}, {c.sure_hi:g}]"
+    if c.sure_lo is None and c.sure_hi is None:
+        return "not established: no level probed met or missed the target surely"
+    if c.sure_hi is not None:
+        return (f"at most {c.sure_hi:g} (no level probed met the target surely; more requests "
+                "per probe, or cycles, would show one)")  # fmt: skip
+    return f"at least {c.sure_lo:g} (no level probed missed the target surely)"
 
 
 def lines(r: CapacityResult) -> list[str]:
@@ -279,7 +278,7 @@ def lines(r: CapacityResult) -> list[str]:
             assert c.lo is not None and c.hi is not None
             out.append(f"{head}: {unit} ≈ {c.estimate:.3g}, between {c.lo.level:g} (met: "
                        f"{_share(c.lo)}) and {c.hi.level:g} (missed: {_share(c.hi)}); 95 % "
-                       f"bracket {_sure(c, s)}")  # fmt: skip
+                       f"bracket: {_sure(c)}")  # fmt: skip
     for q in r.ratios:
         if q.bound:
             out.append(f"{q.treatment} vs {q.baseline}: capacity ratio {q.bound} {q.ratio:.3g} "

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import recordlines as rl
-from .records import LEVEL, REQUEST
+from .records import LEVEL, REQUEST, SEARCH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +50,11 @@ LEVEL_TYPES = _BLOCK_TYPES | {
     **{f"occupancy.{k}": rl.NUMBER for k in ("busy_slots_max", "waiting_max", "drafted",
                                              "accepted")},
 }  # fmt: skip
+SEARCH_TYPES = {  # a capacity search's line after each probe (`probe.SEARCH`): read, not tabled
+    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.INT, "session": rl.NAME,
+    "level": rl.NAME, "probe": rl.INT, "level_value": rl.NUMBER, "attainment": rl.NUMBER,
+    "met": rl.BOOL, "good": rl.INT, "requests": rl.INT,
+}  # fmt: skip
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "itl", "e2e")
 
@@ -62,7 +67,9 @@ def types_for(record: Mapping[str, Any]) -> rl.Types:
         return REQUEST_TYPES
     if kind == LEVEL:
         return LEVEL_TYPES
-    return {"record": (REQUEST, LEVEL)}
+    if kind == SEARCH:
+        return SEARCH_TYPES
+    return {"record": (REQUEST, LEVEL, SEARCH)}
 
 
 def _level_row(r: Mapping[str, Any]) -> dict[str, Any]:

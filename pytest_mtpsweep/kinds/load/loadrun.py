@@ -65,6 +65,22 @@ class LoadRun:
         self.scheduled = tuple(prompts[i] for i in self.order)
         self.subsets = {p.id: p.subset for p in prompts}
 
+    def lint_warnings(self) -> list[str]:
+        """A capacity search whose probes are too few for any level to be surely within the
+        target: the 95 % bracket would have no lower end."""
+        from .capacity_stats import wilson
+
+        c, n = self.settings.capacity, (self.settings.requests or 0) * self.ladder.cycles
+        if c is None or n == 0 or wilson(n, n)[0] >= c.attainment:
+            return []
+        return [
+            f"[capacity]: {n} requests a level ({self.settings.requests} a probe x "
+            f"{self.ladder.cycles} cycles) cannot show a share surely at or above "
+            f"slo_attainment = {c.attainment:g} (all {n} attaining gives a Wilson lower bound of "
+            f"{wilson(n, n)[0]:.2f}), so the report's 95 % bracket will have no lower end; raise "
+            "requests or cycles, or lower slo_attainment."
+        ]
+
     def cases(self, plan: list[SessionSlot]) -> list[LoadCase]:
         return load_cases(plan, self.settings)
 

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ... import schema
 from .capacity import Bracket, CapacitySettings, bracket, next_level
+from .records import SEARCH
 
 if TYPE_CHECKING:
     from ...state.live import LiveSession
     from .cases import LoadCase
-
-SEARCH = "search"  # the record type of the search's lines (the analysis of blocks skips them)
 
 
 def attainment(line: Mapping[str, Any]) -> float:
@@ -97,6 +96,7 @@ class Search:
         b = self.now()
         return {"run_id": self.live.ctx.run_id, "treatment": slot.treatment, "cycle": slot.cycle,
                 "ordinal": slot.ordinal, "session": slot.name, "record": SEARCH,
-                "probe": self.case.probe, "role": self.role, "skipped": True,
+                "level": f"probe{self.case.probe}", "probe": self.case.probe, "role": self.role,
+                "skipped": True,
                 "bracket": [b.lo, b.hi], "done": b.done,
                 "started_at": schema.utc_now_iso()}  # fmt: skip

@@ -20,6 +20,7 @@ from ...rig.load_summary import LevelSummary, Percentiles
 
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line
+SEARCH = "search"  # a capacity search's line after each probe (kinds/load/probe.py)
 # A request line, in the order its JSON holds the fields (then keyed fields and provenance).
 REQUEST_FIELDS = (
     "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "record", "level", "mode",

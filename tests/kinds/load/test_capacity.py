@@ -4,6 +4,9 @@ capacities, the paired ratio), the analysis checked by simulation against known 
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 from pytest_mtpsweep.errors import LadderError
 from pytest_mtpsweep.kinds.load import capacity_stats as cs
 from pytest_mtpsweep.kinds.load.capacity import CapacitySettings, bracket, next_level, parse
+from tests.sandbox import REPO
 
 from . import capacity_sim as sim
 
@@ -114,3 +118,19 @@ def test_known_capacities_are_bracketed_and_their_ratio_covered() -> None:
 def test_two_identical_servers_are_not_called_different() -> None:
     different = _replicate({"a": 6.0, "b": 6.0}, 60, 7)[2]
     assert different <= 0.1, different
+
+
+def test_lint_warns_when_no_level_can_be_surely_within_the_target(tmp_path: Path) -> None:
+    ladder = (REPO / "experiments" / "ladders" / "load-capacity-cpu.toml").read_text()
+    path = tmp_path / "experiments" / "ladders" / "cap.toml"
+    path.parent.mkdir(parents=True)
+    (tmp_path / "experiments" / "prompts").symlink_to(REPO / "experiments" / "prompts")
+    for target, warned in (("0.8", False), ("0.9", True)):
+        path.write_text(ladder.replace("slo_attainment = 0.8", f"slo_attainment = {target}"))
+        out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli", "lint", str(path)],
+                             capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        said = (
+            "cannot show a share surely at or above slo_attainment = 0.9" in out.stdout + out.stderr
+        )
+        assert said == warned, out.stdout + out.stderr
