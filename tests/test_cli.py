@@ -124,6 +124,7 @@ class TestLint:
             "cpu-demo": "decode, 2 treatments x 6 cycles at most (stop rule decided on "
             "ngram-simple:structured, looks after 4, 6), 192 cases",
             "cpu-demo-fixed": "decode, 2 treatments x 6 cycles, 192 cases",
+            "load-capacity-cpu": "load, 2 treatments x 2 cycles, 36 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
