@@ -333,6 +333,11 @@ def _check_capacity(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
             f"{where}: a [capacity] probe is a count of requests (its attainment is a share of "
             "them); replace duration_s with requests = 32."
         )
+    if ladder.stop is not None:
+        raise LadderError(
+            f"{where}: a [capacity] search cannot take a [stop] rule yet (its looks judge "
+            "per-level gains, not capacities); remove [stop] and set cycles."
+        )
     c = s.capacity
     assert c is not None
     if c.mode == "open" and s.requests / c.low > s.level_timeout_s:

@@ -134,3 +134,17 @@ def test_lint_warns_when_no_level_can_be_surely_within_the_target(tmp_path: Path
             "cannot show a share surely at or above slo_attainment = 0.9" in out.stdout + out.stderr
         )
         assert said == warned, out.stdout + out.stderr
+
+
+def test_a_capacity_ladder_with_a_stop_rule_is_refused(tmp_path: Path) -> None:
+    ladder = (REPO / "experiments" / "ladders" / "load-capacity-cpu.toml").read_text()
+    path = tmp_path / "experiments" / "ladders" / "cap.toml"
+    path.parent.mkdir(parents=True)
+    (tmp_path / "experiments" / "prompts").symlink_to(REPO / "experiments" / "prompts")
+    ladder = ladder.replace("cycles = 2\n", "", 1)
+    path.write_text(ladder + '\n[stop]\nrule = "decided"\nmin_cycles = 2\nmax_cycles = 4\n')
+    out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli", "lint", str(path)],
+                         capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
+    assert out.returncode != 0
+    assert "cannot take a [stop] rule yet" in out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr

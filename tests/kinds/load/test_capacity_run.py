@@ -9,18 +9,15 @@ import contextlib
 import csv
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.analysis.test_report_html import chromium
-from tests.kinds.load.test_load_kind import lines, run
+from tests.kinds.load.test_load_kind import lines, run, start_stand_in
 from tests.sandbox import REPO, copy_experiments, only_run
 
-STAND_IN = REPO / "tests" / "stub_stream_schedule_server.py"
 LADDER = """
 kind = "load"
 question = "Does b's extra slots raise the most load served within TTFT 60 ms?"
@@ -52,24 +49,13 @@ served_model = "stand-in"
 """
 
 
-def _start(slots: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(STAND_IN), "--ttft-ms", "20", "--itl-ms", "4", "--slots", str(slots)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("listening on "), line
-    return proc, f"http://{line.split()[-1]}"
-
-
 @contextlib.contextmanager
 def _project(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, slots: dict[str, int]
 ) -> Iterator[None]:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO),
                        os.environ.get("PYTHONPATH", "")])))  # fmt: skip
-    procs = {k: _start(n) for k, n in slots.items()}
+    procs = {k: start_stand_in("20", "4", n) for k, n in slots.items()}
     try:
         copy_experiments(
             pytester, {"stand": LADDER.format(**{k: u for k, (_, u) in procs.items()})}

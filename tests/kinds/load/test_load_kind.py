@@ -54,9 +54,9 @@ served_model = "stand-in"
 """
 
 
-def start_stand_in(ttft: str, itl: str) -> tuple[subprocess.Popen[str], str]:
+def start_stand_in(ttft: str, itl: str, slots: int = 2) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(STAND_IN), "--ttft-ms", ttft, "--itl-ms", itl, "--slots", "2"],
+        [sys.executable, str(STAND_IN), "--ttft-ms", ttft, "--itl-ms", itl, "--slots", str(slots)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
