@@ -95,7 +95,8 @@ def curtailment_notes(facts: Any, path: Path) -> list[str]:
         notes.append(f"curtailed: sessions dropped to meet the deadline: {dropped}")
     sentence = str(facts.get("sentence", ""))
     for treatment in facts.get("affected_treatments", []):
-        notes.append(sentence.replace("[treatment]", f"`{treatment}`"))
+        # the treatment as plain text: the report escapes every note as free text (mdtext)
+        notes.append(sentence.replace("[treatment]", str(treatment)))
     return notes
 
 

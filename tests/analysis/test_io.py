@@ -57,7 +57,7 @@ def test_a_deadline_stop_is_noted_with_the_sessions_not_run(tmp_path: Path) -> N
         "the run was stopped by its deadline (04:00): it stopped after session 02_b_c1 and did "
         "not run 03_b_c2",
         "curtailed: sessions dropped to meet the deadline: 03_b_c2, 04_a_c2",
-        "This run was curtailed: `b` holds only its cycle-1 position.",
+        "This run was curtailed: b holds only its cycle-1 position.",
     ]
 
 

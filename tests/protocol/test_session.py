@@ -315,7 +315,7 @@ class TestCurtailment:
         assert cut["affected_treatments"] == ["a", "b"]
         report = (run / "analysis" / "report.md").read_text()
         assert "the run was stopped by its deadline" in report
-        assert "This run was curtailed: `b` lost part of its counterbalanced positions" in report
+        assert "This run was curtailed: b lost part of its counterbalanced positions" in report
         assert stubs_running() == []
 
     def test_bad_deadline_is_a_usage_error(self, pytester: pytest.Pytester) -> None:

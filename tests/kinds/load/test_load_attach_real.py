@@ -81,7 +81,9 @@ def test_load_attached_to_a_server_started_by_hand_shows_the_queue_it_cannot_ser
         e2e = [r["e2e_ms"] for r in block]
         # Counted from the intended send, each waits for those before it: the last request's
         # latency holds the queue (coordinated omission would hide it behind a late send).
-        assert e2e[-1] > 2.5 * e2e[0], e2e
+        # (against the faster of the first two: the first can meet the block's warm-up still
+        # leaving the slot, which is the same queue, not its absence)
+        assert e2e[-1] > 2.5 * min(e2e[:2]), e2e
         # The growth is the server's queue, not the client sending late: counted from the
         # actual send it still grows. (How late each send was is recorded, never asserted
         # small: a throttled CI container stalls the client by 100s of ms, and that is host
