@@ -193,7 +193,7 @@ def read_problems(path: Path) -> tuple[Problem, ...]:
                     ) from None
                 except (json.JSONDecodeError, RecursionError) as exc:
                     why = (
-                        f"{exc.msg} at column {exc.colno}"
+                        f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
                         if isinstance(exc, json.JSONDecodeError)
                         else "nested too deep"
                     )
