@@ -100,18 +100,6 @@ def attains(requests: pd.DataFrame, slo: Mapping[str, float]) -> pd.Series:
     return ok
 
 
-def _counts(
-    frame: pd.DataFrame, weights: FloatArray | None = None
-) -> dict[float, tuple[float, float]]:
-    """level -> (attained, requests), each request weighted by its prompt's draw count."""
-    w = np.ones(len(frame)) if weights is None else weights
-    good = frame["attained"].to_numpy(dtype=bool)
-    out: dict[float, tuple[float, float]] = {}
-    for level, idx in frame.groupby("level_value").indices.items():
-        out[float(level)] = (float(w[idx][good[idx]].sum()), float(w[idx].sum()))
-    return out
-
-
 def estimate(s: CapacitySettings, counts: Mapping[float, tuple[float, float]]) -> tuple[float, int]:
     """The capacity from per-level counts: interpolated between the bracket's ends (0), or the
     bound it lies beyond (-1: below the lowest met level, +1: at or above the highest)."""
@@ -129,9 +117,10 @@ def estimate(s: CapacitySettings, counts: Mapping[float, tuple[float, float]]) -
 def table(requests: pd.DataFrame, slo: Mapping[str, float]) -> list[Attained]:
     """Every (treatment, level) probed, pooled over cycles, with its Wilson interval."""
     frame = requests.assign(attained=attains(requests, slo))
+    prompts = sorted({str(p) for p in frame["prompt_id"]})
     out = []
     for t, mine in frame.groupby("treatment", sort=False):
-        for level, (k, n) in sorted(_counts(mine).items()):
+        for level, (k, n) in sorted(_point(*_matrices(mine, prompts)).items()):
             lo, hi = wilson(int(k), int(n))
             out.append(Attained(str(t), level, int(k), int(n), k / n if n else math.nan, lo, hi))
     return out

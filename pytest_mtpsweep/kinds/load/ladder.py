@@ -8,13 +8,11 @@ bounds; treatments are compared as in decode.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ...constants import BOTH, SUBSETS
 from ...errors import LadderError
@@ -23,6 +21,7 @@ from ...ladder.fields import Spec, check_table, parse_contrast
 from ...ladder.load import parse_treatments
 from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
 from ...rig.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
+from ...rig.load_request import is_loopback
 from . import capacity
 from .capacity import CapacitySettings
 
@@ -348,16 +347,6 @@ def _check_capacity(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
         )
 
 
-def on_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def validate(ladder: Ladder, where: Path | str) -> None:
     keys = ladder.treatment_keys
     if ladder.baseline not in keys:
@@ -386,7 +375,7 @@ def validate(ladder: Ladder, where: Path | str) -> None:
     _check_schedule(s, ladder.seed, where)
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
-    far = [t.key for t in ladder.treatments if t.base_url and not on_loopback(t.base_url)]
+    far = [t.key for t in ladder.treatments if t.base_url and not is_loopback(t.base_url)]
     if far and not s.allow_remote:
         raise LadderError(
             f"{where}: treatments {', '.join(far)} are attached off loopback; a load test "

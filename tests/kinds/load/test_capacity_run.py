@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from tests.analysis.test_report_html import chromium
-from tests.kinds.load.test_load_kind import lines, run, start_stand_in
+from tests.kinds.load.test_load_kind import STAND_INS, lines, run, start_stand_in
 from tests.sandbox import REPO, copy_experiments, only_run
 
-LADDER = """
+LADDER = (
+    """
 kind = "load"
 question = "Does b's extra slots raise the most load served within TTFT 60 ms?"
 baseline = "a"
@@ -35,18 +36,9 @@ slo_attainment = 0.9
 mode = "concurrency"
 low = 1
 high = 8
-[model]
-id = "stand-in"
-[server]
-[[treatments]]
-key = "a"
-base_url = "{a}"
-served_model = "stand-in"
-[[treatments]]
-key = "b"
-base_url = "{b}"
-served_model = "stand-in"
 """
+    + STAND_INS
+)
 
 
 @contextlib.contextmanager

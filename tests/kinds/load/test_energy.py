@@ -14,11 +14,12 @@ import pytest
 from pytest_mtpsweep.kinds.load.energy import block_fields, devices, read
 from pytest_mtpsweep.rig.gpu import Energy, energy_mj
 from tests.fake_pynvml import FakeGpu, FakeNvml
-from tests.kinds.load.test_load_kind import lines, run, stand_in_project
+from tests.kinds.load.test_load_kind import STAND_INS, lines, run, stand_in_project
 from tests.sandbox import REPO, only_run
 
 STUB_NVML = REPO / "tests" / "stub_nvml"
-LADDER = """
+LADDER = (
+    """
 kind = "load"
 question = "Does b use less energy per token than a at 1 and 3 in flight?"
 baseline = "a"
@@ -29,18 +30,9 @@ requests = 6
 subset = "structured"
 warmup_requests = 1
 lag_bound_ms = 50.0
-[model]
-id = "stand-in"
-[server]
-[[treatments]]
-key = "a"
-base_url = "{a}"
-served_model = "stand-in"
-[[treatments]]
-key = "b"
-base_url = "{b}"
-served_model = "stand-in"
 """
+    + STAND_INS
+)
 
 
 def test_the_counter_is_summed_over_the_sessions_gpus() -> None:

@@ -40,6 +40,9 @@ warmup_requests = 1
 lag_bound_ms = 50.0
 [slo]
 ttft_ms = 60
+"""
+# two attached stand-ins, a (the baseline) and b: the end of every stand-in load ladder
+STAND_INS = """
 [model]
 id = "stand-in"
 [server]
@@ -52,6 +55,7 @@ key = "b"
 base_url = "{b}"
 served_model = "stand-in"
 """
+LADDER += STAND_INS
 
 
 def start_stand_in(ttft: str, itl: str, slots: int = 2) -> tuple[subprocess.Popen[str], str]:
