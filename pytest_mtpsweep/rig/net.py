@@ -28,6 +28,21 @@ def port_is_free(host: str, port: int) -> bool:
     return bind_error(host, port) is None
 
 
+def listening(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """Whether something accepts connections on host:port now.
+
+    A released server's port is judged by this, not by a bind: any process's client socket
+    may take the freed number as its ephemeral local port, and a bind then fails although
+    nothing of ours is left.
+    """
+    wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+    try:
+        with socket.create_connection((wildcard.get(host, host), port), timeout=timeout_s):
+            return True
+    except OSError:  # refused, unreachable, or no answer within the bound
+        return False
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port the OS just handed out; used when the ladder says port 0."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

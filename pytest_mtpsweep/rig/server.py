@@ -19,7 +19,7 @@ import psutil
 
 from ..errors import ReplyCut, ServerError
 from . import bounds
-from .net import port_is_free
+from .net import listening, port_is_free
 from .readiness import wait_until_ready
 
 HEALTH_BOUND = bounds.ReadBound.probe(2.0)  # one /health poll, its reply read whole
@@ -290,8 +290,8 @@ def stop(server: ServerProcess) -> Release:
         server.log.close()
     gone = not psutil.pid_exists(server.pid) or _is_zombie(server.pid)
     free = False
-    for _ in range(100):  # the kernel can take a moment to release the socket
-        free = port_is_free(spec.host, spec.port)
+    for _ in range(100):  # the kernel can take a moment to close the listener
+        free = not listening(spec.host, spec.port)
         if free:
             break
         time.sleep(0.05)
@@ -300,7 +300,7 @@ def stop(server: ServerProcess) -> Release:
         if gone and free
         else (
             ("process still present; " if not gone else "")
-            + ("port still bound" if not free else "")
+            + ("port still listening" if not free else "")
         )
     )
     server.release = Release(

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_mtpsweep.errors import ServerError
 from pytest_mtpsweep.rig import identity, readiness, server
-from pytest_mtpsweep.rig.net import bind_error, free_port, port_is_free
+from pytest_mtpsweep.rig.net import bind_error, free_port, listening, port_is_free
 from tests.sandbox import STUB_SERVER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +70,25 @@ def test_busy_port_is_refused_before_launch(tmp_path: Path) -> None:
         assert bind_error(s.host, s.port) is not None
         with pytest.raises(ServerError, match="already in use"):
             server.start(s)
+
+
+def test_a_freed_port_taken_by_some_client_socket_is_not_a_listener() -> None:
+    # What a neighbour's connections do to a released server's port: its number becomes
+    # their ephemeral local port, so a bind fails, yet nothing listens (the release is true).
+    with socket.socket() as other, socket.socket() as gone:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        gone.bind(("127.0.0.1", 0))
+        gone.listen()
+        port = gone.getsockname()[1]
+        assert listening("127.0.0.1", port)
+        gone.close()
+        with socket.socket() as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            client.bind(("127.0.0.1", port))
+            client.connect(other.getsockname())
+            assert bind_error("127.0.0.1", port) is not None
+            assert not listening("127.0.0.1", port)
 
 
 def test_exit_at_start_shows_the_log_tail(tmp_path: Path) -> None:

@@ -1,7 +1,10 @@
 """A capacity search through the whole protocol against two STAND-IN servers whose capacities
 are known (tests/stub_stream_schedule_server.py: a first token 20 ms after a slot is taken, one
-every 4 ms; requests beyond its slots wait): with the SLO TTFT <= 60 ms, a closed loop meets
-it while every request has a slot, so a server with S slots has capacity S exactly."""
+every 25 ms, so 195 ms a request; requests beyond its slots wait): with the SLO TTFT <= 60 ms, a
+closed loop meets it while every request has a slot, so a server with S slots has capacity S
+exactly. At S + 1 streams the one that waits does so until the next request ends: ~195 ms in
+lockstep waves, ~49 ms even if staggered over 4 slots, so its TTFT is past the SLO. With 4 ms
+tokens that wait was ~48 ms, and a busy host once carried a waiting request inside the SLO."""
 
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def _project(
 ) -> Iterator[None]:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO),
                        os.environ.get("PYTHONPATH", "")])))  # fmt: skip
-    procs = {k: start_stand_in("20", "4", n) for k, n in slots.items()}
+    procs = {k: start_stand_in("20", "25", n) for k, n in slots.items()}
     try:
         copy_experiments(
             pytester, {"stand": LADDER.format(**{k: u for k, (_, u) in procs.items()})}
