@@ -11,17 +11,22 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from .kinds.authoring.records import CellResult
     from .results import load_records
-    from .schema import CellResult, Measurement
+    from .schema import Measurement
 
 __all__ = ["CellResult", "Measurement", "__version__", "load_records"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Measurement", "CellResult"):
-        from . import schema
+    if name == "Measurement":
+        from .schema import Measurement
 
-        return getattr(schema, name)
+        return Measurement
+    if name == "CellResult":  # the authoring kind's result, public since before kinds had homes
+        from .kinds.authoring.records import CellResult
+
+        return CellResult
     if name == "load_records":
         from .results import load_records
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import options
 from .errors import UserError
+from .kindapi import PARTS
 
 
 def _provision(args: argparse.Namespace) -> int:
@@ -111,7 +112,7 @@ def _kinds(args: argparse.Namespace) -> int:
             continue
         kind = usable[name]
         problem = None
-        for part in ("ladder", "run", "commands", "analyse", "plan"):
+        for part in PARTS:
             if getattr(kind, part) is not None:
                 try:
                     registry.part(kind, part)

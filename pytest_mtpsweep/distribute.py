@@ -226,7 +226,7 @@ def settle(run: Run) -> list[str]:
         run.sessions.stopped = stopped.read_text(errors="replace").strip()
     for slot in run.plan:
         if _abandoned(run_dir.path, slot):
-            run_dir.quarantine(slot.name, WORKER_DIED, run.kind.quarantine_members(slot.name))
+            run_dir.quarantine(slot.name, WORKER_DIED)
             out.append(slot.name)
     if out:
         run_dir.append_text(schema.RESUME_LOG, f"{schema.utc_now_iso()} {WORKER_DIED}: {out}")
@@ -290,5 +290,5 @@ def before_session(run: Run, slot: SessionSlot) -> None:
     if (path / schema.session_file(slot.name)).exists():
         raise AlreadyDone(f"session {slot.name} was filed by another worker")
     if _abandoned(path, slot):
-        run.run_dir.quarantine(slot.name, WORKER_DIED, run.kind.quarantine_members(slot.name))
+        run.run_dir.quarantine(slot.name, WORKER_DIED)
         raise SkipSession(f"session {slot.name}: {WORKER_DIED}")

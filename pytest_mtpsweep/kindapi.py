@@ -8,21 +8,25 @@ kind's options; `kindcheck.py` checks it). The rest of the kind is named in it a
 only when a ladder of that kind is run:
 
 - `ladder` -> a `KindSpec`: the top-level ladder fields it adds, how its server configurations
-  are read, its cross-field rules (no heavy imports);
-- `run` -> `prepare(ladder, request) -> KindRun`: the cases of the plan, how one case is
-  measured and recorded, what a session adds to its session file, its preflight items,
-  pre-registration lines, plan.json fields and its analysis;
+  are read, its fields parsed once into its settings, its cross-field rules (no heavy imports);
+- `run` -> `prepare(ladder, settings, request) -> KindRun`: the cases of the plan, how one case
+  is measured and recorded, its pre-registration lines and its analysis; a base class whose
+  defaults say nothing for the rest (keyed fields, plan.json, preflight items, session facts);
 - `commands` -> `register(subparsers)`: its own `mtpsweep` subcommands (optional);
 - `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories;
 - `plan` -> `plan(args, run, plan) -> int`: `mtpsweep plan`, cycles to a target from a pilot
-  (optional: a kind without it is refused in one line).
+  (optional: a kind without it is refused in one line);
+- `interim` -> `interim(run_dir, request) -> cells`: what a `[stop]` rule looks at between
+  cycles (optional: a kind without it refuses a `[stop]` ladder in one line).
 
-Nothing here imports the rest of the package at run time; the names below TYPE_CHECKING are the
-layers beneath this one (ARCHITECTURE.md, "Layers").
+Nothing here imports the rest of the package at run time (but `errors`, when a default refuses
+an option); the names below TYPE_CHECKING are the layers beneath this one (ARCHITECTURE.md,
+"Layers").
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,12 +57,13 @@ class Kind:
     name: str  # what a ladder's `kind` field says
     fixture: str  # the fixture a test asks for to be parametrised over the kind's cases
     ladder: str  # -> KindSpec
-    run: str  # -> prepare(ladder, request) -> KindRun
+    run: str  # -> prepare(ladder, settings, request) -> KindRun
     summary: str = ""  # what one case is, for the fixture's docstring (`pytest --fixtures`)
     options: tuple[Opt, ...] = ()  # its own command-line options, registered with the shared
     commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
     analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
     plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
+    interim: str | None = None  # -> Interim: the records so far, for a `[stop]` rule's looks
     # `mtpsweep compare` reads its runs with the shared analysis (analysis/): only such a kind
     compare: bool = False
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
@@ -68,15 +73,23 @@ class Kind:
     resume_fields: tuple[str, ...] = ()
 
 
+def raw_settings(ladder: Ladder, where: Path | str) -> Mapping[str, Any]:
+    """A kind's settings when it parses none of its own: its fields as the ladder gives them."""
+    return ladder.kind_fields
+
+
 @dataclass(frozen=True)
 class KindSpec:
-    """The ladder side of a kind."""
+    """The ladder side of a kind: the loader checks `fields`, reads `treatments`, parses
+    `settings` once (one-line LadderErrors naming `where`) and runs `validate(ladder, settings,
+    where)`; the settings travel on as `Ladder.kind_settings` to `prepare`."""
 
     name: str
     fields: Spec  # top-level fields the kind adds to a ladder
     treatments: Callable[[dict[str, Any], Path], tuple[Treatment, ...]]
-    validate: Callable[[Ladder, Path | str], None]
+    validate: Callable[[Ladder, Any, Path | str], None]  # its cross-field rules
     defaults: Mapping[str, Any] = field(default_factory=dict)  # shared fields it defaults otherwise
+    settings: Callable[[Ladder, Path | str], Any] = raw_settings  # its fields, one typed value
 
 
 class Case(Protocol):
@@ -145,79 +158,101 @@ class EndAnalysis:
         return [GateVerdict(e, e not in failed, failed.get(e, f"{e} met")) for e in expect]
 
 
-class KindRun(Protocol):
-    """One run's worth of a kind, as the protocol uses it.
+class KindRun(ABC):
+    """One run's worth of a kind, as the protocol uses it: subclass it, write the six abstract
+    methods, and override a default only where the kind has something to add.
 
-    Optional beside these: `properties(case, result)` (a measured case's JUnit properties,
-    else `valid` and `reason`), `session_note(live)` (its word in a session's closing line),
-    `lint_warnings()` (what `mtpsweep lint` says without failing the file).
+    `prepare(ladder, settings, request)` builds it, `settings` being what the kind's
+    `KindSpec.settings` parsed of the ladder when it was loaded (parsed once, handed in).
     """
 
-    calibrates: bool  # whether sessions run the calibration prompt at start and end
+    calibrates: bool = False  # whether sessions run the calibration prompt at start and end
 
-    def cases(self, plan: list[SessionSlot]) -> Sequence[Case]: ...
+    # -- what every kind writes ------------------------------------------------------------
 
-    def keyed(self) -> dict[str, Any]:
-        """What the kind adds to the keyed fields (sessions pool only when these match)."""
+    @abstractmethod
+    def cases(self, plan: list[SessionSlot]) -> Sequence[Case]:
+        """Every case of the plan, in run order, each with its slot and position."""
 
-    def plan_fields(self) -> dict[str, Any]:
-        """What the kind adds to plan.json; an `analysis` entry is merged into its block."""
-
-    def preflight_items(self) -> tuple[PreflightItem, ...]: ...
-
-    def quarantine_members(self, session: str) -> dict[str, str]: ...
-
-    def registration(self, reg: Preregistration) -> Preregistration:
-        """The pre-registration with what the kind defaults filled in (its multiplicity
-        statement, when the ladder states none)."""
-
+    @abstractmethod
     def prereg_lines(self, reg: Preregistration) -> list[str]:
         """Its section "Endpoints and contrasts" of preregistration.md (`reg` as
         `registration` left it)."""
 
-    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
-        """Called before a session starts; raises SkipSession if it must not."""
-
+    @abstractmethod
     def warm_up(self, live: LiveSession) -> WarmupFacts:
         """One short request before the first case; invalid facts set the session aside."""
 
-    def measure(self, live: LiveSession, case: Any) -> Outcome: ...
+    @abstractmethod
+    def measure(self, live: LiveSession, case: Any) -> Outcome:
+        """Measure one case on the live session, append its record(s), say what came of it."""
 
-    def unmeasured(self, live: LiveSession, case: Any, reason: str) -> Outcome: ...
+    @abstractmethod
+    def unmeasured(self, live: LiveSession, case: Any, reason: str) -> Outcome:
+        """Record a case its session could not measure (the server died, say)."""
 
-    def session_facts(self, live: LiveSession) -> dict[str, Any]: ...
+    @abstractmethod
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        """The session-end analysis: files under RUN/analysis/, the terminal's table."""
 
-    def validate_analysis(self, request: AnalysisRequest) -> None: ...
+    # -- defaults: what a kind with nothing to add does -------------------------------------
 
-    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis: ...
+    def keyed(self) -> dict[str, Any]:
+        """What the kind adds to the keyed fields (sessions pool only when these match)."""
+        return {}
+
+    def plan_fields(self) -> dict[str, Any]:
+        """What the kind adds to plan.json; an `analysis` entry is merged into its block."""
+        return {}
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        """Its rows of the preflight table."""
+        return ()
+
+    def registration(self, reg: Preregistration) -> Preregistration:
+        """The pre-registration with what the kind defaults filled in (its multiplicity
+        statement, when the ladder states none)."""
+        return reg
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        """Called before a session starts; raises SkipSession if it must not."""
+        return None
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        """What a closing session adds to its session file (a `shakedown` dict with a one-line
+        `summary` is printed once, for the first session)."""
+        return {}
+
+    def session_note(self, live: LiveSession) -> str:
+        """Its word in a session's closing progress line."""
+        return ""
+
+    def properties(self, case: Any, result: Any) -> dict[str, Any]:
+        """A measured case's JUnit properties beyond its session."""
+        return {"valid": result.valid, **({} if result.valid else {"reason": result.reason})}
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        """Analysis options checked before the first server starts. The default refuses
+        `--expect`: a kind that judges no gates would otherwise pass every one unjudged."""
+        if request.expect:
+            from .errors import OptionError
+
+            raise OptionError(
+                f"--expect {request.expect[0]}: this kind judges no gates; drop --expect."
+            )
 
     def finish(self, run_dir: Path, selected: Sequence[Any]) -> list[str]:
         """After the last session, analysis or not: the kind's own end files (e.g. a run
         status); returns lines for the terminal."""
+        return []
+
+    def lint_warnings(self) -> list[str]:
+        """What `mtpsweep lint` says of the ladder without failing it."""
+        return []
 
 
-def case_properties(kind: KindRun, case: Case, result: Result) -> dict[str, Any]:
-    """What a measured case shows in JUnit beyond its session: the kind's optional
-    `properties(case, result)`, else whether it is valid and why not."""
-    own = getattr(kind, "properties", None)
-    if own is not None:
-        props: dict[str, Any] = own(case, result)
-        return props
-    return {"valid": result.valid, **({} if result.valid else {"reason": result.reason})}
-
-
-def session_note(kind: KindRun, live: LiveSession) -> str:
-    """The kind's optional `session_note(live)` for a session's closing line ('' without)."""
-    own = getattr(kind, "session_note", None)
-    return str(own(live)) if own is not None else ""
-
-
+# The optional part `interim(run_dir, request)`: the headline cells' decisions and interval
+# half-widths from the records so far, what a `[stop]` rule looks at between cycles.
 Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
-
-
-def kind_interim(kind: KindRun) -> Interim | None:
-    """The kind's optional `interim(run_dir, request)`: its headline cells' decisions and
-    interval half-widths from the records so far, what a `[stop]` rule looks at (None: the
-    kind cannot run a sequential design)."""
-    own = getattr(kind, "interim", None)
-    return own if callable(own) else None
+# A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required).
+PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim")

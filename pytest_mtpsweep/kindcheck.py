@@ -1,4 +1,5 @@
-"""Checks on an installed kind before anything uses it: its import, guarded, and its declaration.
+"""Checks on an installed kind before anything uses it: its import, guarded, its declaration,
+and what its `prepare` returns.
 
 An installed kind is code of another distribution that every process of the environment may
 reach, so what it does at import (raise anything, `sys.exit`, a stray `KeyboardInterrupt`,
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .kindapi import Kind
+from .kindapi import PARTS, Kind, KindRun
 from .options import Opt
 
 T = TypeVar("T")
@@ -121,7 +122,7 @@ def declaration_problem(kind: object, entry_name: str) -> str | None:
         return f"its fixture {fixture!r} is not a Python name a test can ask for"
     if fixture.startswith(RESERVED_PREFIX) or fixture in RESERVED:
         return f"its fixture {fixture!r} is a name the plugin keeps for itself"
-    for part in ("ladder", "run", "commands", "analyse", "plan"):
+    for part in PARTS:
         ref = getattr(kind, part)
         required = part in ("ladder", "run")
         if (ref is not None or required) and not (isinstance(ref, str) and _REF.fullmatch(ref)):
@@ -137,4 +138,12 @@ def declaration_problem(kind: object, entry_name: str) -> str | None:
         isinstance(f, str) for f in kind.resume_fields
     ):
         return "its resume_fields are not a tuple of field names"
+    return None
+
+
+def run_problem(run: object) -> str | None:
+    """What is wrong with what a kind's `prepare` returned, or None: it must be a
+    `kindapi.KindRun` (whose abstract methods Python has then seen written)."""
+    if not isinstance(run, KindRun):
+        return f"returned {type(run).__name__}, not a kindapi.KindRun (subclass it)"
     return None

@@ -122,7 +122,7 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
     try:
         run = registry.prepare(ladder, request)
         run.validate_analysis(AnalysisRequest())
-        looks.check_supported(ladder, run)
+        looks.check_supported(ladder, registry.kind(ladder.kind, str(ladder.path)))
         cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
     except UserError as exc:
         return "", [_line(ladder.path, str(exc))], []
@@ -130,8 +130,7 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         f"{ladder.kind}, {len(ladder.treatments)} treatments x {looks.describe(ladder)}, "
         f"{len(cases)} cases"
     )
-    own = getattr(run, "lint_warnings", None)  # a kind's optional warnings
-    return summary, [], list(own()) if own is not None else []
+    return summary, [], run.lint_warnings()
 
 
 def lint_file(path: Path) -> Linted:

@@ -3,6 +3,7 @@ validate. Above the kind interface, unlike the ladder values (`ladder/`) a kind 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ def load_ladder(
         raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
     ladder = build(raw, path, spec.treatments(raw, path))
     validate(ladder, where)
-    spec.validate(ladder, where)
-    return ladder
+    settings = spec.settings(ladder, where)  # parsed once: validate and prepare get these
+    spec.validate(ladder, settings, where)
+    return dataclasses.replace(ladder, kind_settings=settings)
 
 
 def kind_spec_of(raw: dict[str, Any], path: Path) -> KindSpec:

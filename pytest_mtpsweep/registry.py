@@ -254,8 +254,8 @@ def load(ref: str) -> Any:
 
 
 def part(k: Kind, which: str, where: str = "") -> Any:
-    """Kind `k`'s part `which` (`ladder`, `run`, `commands`, `analyse`, `plan`), imported now,
-    or a one-line KindError naming its distribution when it does not load."""
+    """Kind `k`'s part `which` (one of `kindapi.PARTS`), imported now, or a one-line KindError
+    naming its distribution when it does not load."""
     ref = getattr(k, which)
     got, failed = kindcheck.guarded(lambda: load(ref))
     wanted: type | None = KindSpec if which == "ladder" else None
@@ -268,12 +268,13 @@ def part(k: Kind, which: str, where: str = "") -> Any:
         why = f"is {type(got).__name__}, not a function"
     if why is None:
         return got
-    entry = entries().get(k.name, (Entry(k.name, ref, ""),))[0]
+    raise _refused(k, f"does not load its {which} part: {ref} {why}", where)
+
+
+def _refused(k: Kind, what: str, where: str) -> KindError:
+    entry = entries().get(k.name, (Entry(k.name, k.run, ""),))[0]
     prefix = f"{where}: " if where else ""
-    raise KindError(
-        f"{prefix}kind {k.name!r} of {entry.provider} does not load its {which} part: {ref} "
-        f"{why}; {entry.fix}."
-    )
+    return KindError(f"{prefix}kind {k.name!r} of {entry.provider} {what}; {entry.fix}.")
 
 
 def ladder_spec(name: str, where: str = "") -> KindSpec:
@@ -283,10 +284,16 @@ def ladder_spec(name: str, where: str = "") -> KindSpec:
 
 
 def prepare(ladder: Ladder, request: RunRequest) -> KindRun:
-    """The run side of the ladder's kind, its inputs (prompts, tasks) loaded."""
+    """The run side of the ladder's kind, its inputs (prompts, tasks) loaded, handed the
+    settings its ladder side parsed when the ladder was loaded."""
     where = str(ladder.path)
-    run: KindRun = part(kind(ladder.kind, where), "run", where)(ladder, request)
-    return run
+    k = kind(ladder.kind, where)
+    run = part(k, "run", where)(ladder, ladder.kind_settings, request)
+    problem = kindcheck.run_problem(run)
+    if problem is not None:
+        raise _refused(k, f"prepares no run: {k.run} {problem}", where)
+    checked: KindRun = run
+    return checked
 
 
 def options() -> tuple[Opt, ...]:

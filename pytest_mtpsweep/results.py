@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFrame:
     """Every record of a run directory as a DataFrame, one row per measurement, in run order.
 
-    The columns are the record's fields (`schema.IDENTITY_FIELDS`, the measurement, the keyed
-    fields, provenance). Only the sessions the analysis uses are read unless `quarantined` is
+    The columns are the record's fields (a decode run's: `kinds/decode/records.py`; every
+    record ends with the keyed fields and provenance). Only the sessions the analysis uses are read unless `quarantined` is
     True: then the sessions set aside come too, with their reason in a `quarantined` column
     (empty for kept sessions). A line that is no JSON object (one a killed run left
     half-written) is skipped, counted in `frame.attrs["unparsed_lines"]` and named, as

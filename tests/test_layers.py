@@ -247,3 +247,147 @@ def test_no_package_outside_kinds_is_a_kind(kind: str) -> None:
 def test_each_shipped_kind_is_its_own_package_under_kinds(kind: str) -> None:
     assert kind_entry_points()[kind] == f"pytest_mtpsweep.kinds.{kind}:KIND"
     assert (PACKAGE / "kinds" / kind / "__init__.py").is_file()
+
+
+# ----------------------------------------------------------------- the shared layers' words
+
+# Names a kind's records share with what others already call them: the OpenAI and llama-server
+# replies the rig reads (the decode and load records keep the server's names), the shared
+# words of the analysis and the preflight (an equivalence verdict, a preflight verdict, a
+# headline cell), pytest's `request` fixture.
+SPOKEN_ELSEWHERE = frozenset(
+    {"content", "model", "timings", "predicted_n", "predicted_ms", "prompt_ms", "cache_n",
+     "verdict", "cell", "request"}
+)  # fmt: skip
+# Modules below the kinds that still name a kind's record fields, each with why. Decode's
+# analysis moves to kinds/decode/analysis/ (issue 31, item 3), and its entries go with it; an
+# entry that no longer names a field fails the test below, so the list only shrinks.
+ALLOWED = {
+    "schema.py": "ENDPOINT_FIELDS (decode's, for its analysis) and the Measurement decode keeps",
+    "analysis/census.py": "decode's analysis (moves to kinds/decode/analysis/)",
+    "analysis/frame.py": "decode's analysis (moves to kinds/decode/analysis/)",
+    "analysis/io.py": "decode's analysis (moves to kinds/decode/analysis/)",
+    "analysis/report_diagnostics.py": "decode's analysis (moves to kinds/decode/analysis/)",
+    "preflight/selftest.py": "the harness self-test runs decode's analysis on made-up records",
+    "protocol/rowtable.py": "the row table's columns are decode's session facts",
+    "rig/stream.py": "it makes the Measurement a decode record keeps whole",
+}
+
+
+def string_literals(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of a module but its docstrings, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+def own_fields(
+    by_kind: Mapping[str, Iterable[str]], protocol: Iterable[str], spoken: Iterable[str] = ()
+) -> dict[str, set[str]]:
+    """Each kind's record fields that are its alone: not the protocol's, not another kind's
+    too, not a word the servers or the shared layers already use."""
+    common = set(protocol) | set(spoken)
+    fields = {kind: set(names) for kind, names in by_kind.items()}
+    return {
+        kind: names - common - set().union(*(v for k, v in fields.items() if k != kind))
+        for kind, names in fields.items()
+    }
+
+
+def naming_kind_fields(
+    root: Path, paths: Iterable[Path], own: Mapping[str, set[str]]
+) -> dict[str, list[str]]:
+    """module (relative to `root`) -> `line: 'field' (kind)` for each literal that is a kind's
+    own record field."""
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        hits = [
+            f"{line}: {value!r} ({kind})"
+            for line, value in sorted(string_literals(path))
+            for kind, names in sorted(own.items())
+            if value in names
+        ]
+        if hits:
+            out[path.relative_to(root).as_posix()] = hits
+    return out
+
+
+def below_the_kinds(package: Path, table: Mapping[str, int]) -> list[Path]:
+    """The modules every kind shares: each one in a layer below the kinds'."""
+    kinds = table["kinds"]
+    return [
+        path
+        for mod, (path, _) in sorted(modules(package).items())
+        if (layer := layer_of(mod, table)) is not None and layer < kinds
+    ]
+
+
+def test_the_field_check_fails_on_a_planted_field(tmp_path: Path) -> None:
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "ok.py").write_text(
+        '"""Mentions green_turn in its docstring only."""\nX = {"valid": 1, "model": 2}\n'
+    )
+    (tmp_path / "analysis" / "leak.py").write_text('def f(r):\n    return r["green_turn"]\n')
+    own = own_fields(
+        {"authoring": ("valid", "green_turn", "model"), "decode": ("valid", "decode_rate")},
+        protocol=("run_id",),
+        spoken=("model",),
+    )
+    assert own == {"authoring": {"green_turn"}, "decode": {"decode_rate"}}  # valid: both kinds'
+    paths = sorted((tmp_path / "analysis").glob("*.py"))
+    assert naming_kind_fields(tmp_path, paths, own) == {
+        "analysis/leak.py": ["2: 'green_turn' (authoring)"]
+    }
+
+
+def _record_fields(module: object) -> set[str]:
+    """The names a kind's records module declares: its `*_FIELDS` and `*_COLUMNS` tuples."""
+    return {
+        name
+        for attr, value in vars(module).items()
+        if attr.endswith(("_FIELDS", "_COLUMNS")) and isinstance(value, tuple)
+        for name in value
+        if isinstance(name, str)
+    }
+
+
+def test_the_shared_layers_name_no_kinds_record_field() -> None:
+    """A kind's record fields live in `kinds/<name>/records.py`; the modules below the kinds,
+    which every kind shares, spell none of them (an import of one is an import up a layer,
+    refused above)."""
+    import importlib
+    import typing
+
+    from pytest_mtpsweep import schema
+
+    protocol = _record_fields(schema) | {
+        key
+        for value in vars(schema).values()
+        if typing.is_typeddict(value)
+        for key in typing.get_type_hints(value)
+    }
+    by_kind = {
+        kind: _record_fields(importlib.import_module(f"pytest_mtpsweep.kinds.{kind}.records"))
+        for kind in SHIPPED_KINDS
+    }
+    assert all(by_kind.values()), f"a kind declares no record fields: {by_kind}"
+    table = layer_table((REPO / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    shared = below_the_kinds(PACKAGE, table)
+    assert PACKAGE / "analysis" / "stats.py" in shared and PACKAGE / "schema.py" in shared
+    own = own_fields(by_kind, protocol, SPOKEN_ELSEWHERE)
+    found = naming_kind_fields(PACKAGE, shared, own)
+    named = {m: hits for m, hits in found.items() if m not in ALLOWED}
+    assert not named, "\n".join(f"{m}:{h}" for m, hits in named.items() for h in hits)
+    stale = sorted(set(ALLOWED) - set(found))
+    assert not stale, f"these name no kind's field any more; drop them from ALLOWED: {stale}"

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_mtpsweep import recordlines as rl
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 
 TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
 
@@ -81,13 +82,13 @@ def _authoring(root: Path) -> tuple[Path, str, str]:
 
     cells, turns = _three_repeats(copies=False)
     run = root / "run"
-    for folder, records in ((schema.CELLS_DIR, cells), (schema.TURNS_DIR, turns)):
+    for folder, lines in ((records.CELLS_DIR, cells), (records.TURNS_DIR, turns)):
         (run / folder).mkdir(parents=True)
-        text = "".join(json.dumps(r) + "\n" for r in records)
+        text = "".join(json.dumps(r) + "\n" for r in lines)
         (run / folder / "01_s_c1.jsonl").write_text(text)
     (run / schema.PLAN_FILE).write_text(json.dumps({"kind": "authoring",
                                                     "baseline_cohort": "a"}))  # fmt: skip
-    return run, schema.CELLS_DIR, "turns_used"
+    return run, records.CELLS_DIR, "turns_used"
 
 
 def _damage(run: Path, folder: str, field: str) -> list[str]:

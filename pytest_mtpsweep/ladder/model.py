@@ -148,7 +148,8 @@ class Ladder:
     """An experiment definition, with any command-line overrides already applied.
 
     `kind_fields` holds the top-level fields that belong to the experiment kind (a prompt set,
-    cohorts and tasks, ...); the kind reads and validates them (its `KindSpec`).
+    cohorts and tasks, ...); the kind parses them once into `kind_settings` and validates them
+    (its `KindSpec`).
     """
 
     name: str
@@ -175,6 +176,8 @@ class Ladder:
     kind: str  # the experiment kind (registry.py), its own fields in kind_fields
     chat_template_sha256: str | None = None  # the template the model must be served with
     kind_fields: Mapping[str, Any] = field(default_factory=dict)
+    # kind_fields as the kind's `KindSpec.settings` parsed them, once (the loader sets it)
+    kind_settings: Any = None
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     launchers: ExternalLaunchers | None = None

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kindapi import kind_interim
 from ..ladder import Ladder, SessionSlot
 from ..redact import redact_urls
 from ..request import RunRequest
@@ -62,15 +61,14 @@ def begin(
         host_lines=hostrule.prereg_lines(ladder.host_rule, host_off),
     )
     if request.resume is not None:
-        f = documents.reopen(res.run_path, p, checks, kind.quarantine_members)
+        f = documents.reopen(res.run_path, p, checks)
     else:
         f = documents.found(res.run_path, p, checks)
     now_mono, now_wall = time.monotonic(), dt.datetime.now()
     deadline = deadline_from(request.deadline, request.time_budget, now_mono, now_wall)
     schedule = Schedule.for_run(ladder, plan, planned, deadline=deadline, done=f.done)
-    interim = kind_interim(kind)
-    if design is not None and interim is not None:
-        path, analysis = f.run_dir.path, request.analysis
+    if design is not None and declared.interim is not None:
+        interim, path, analysis = looks.interim_of(declared), f.run_dir.path, request.analysis
         schedule.looks = looks.Looks(design, lambda: interim(path, analysis), f.run_dir.write_json)
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)

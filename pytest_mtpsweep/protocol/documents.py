@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,10 +92,9 @@ def reopen(
     path: Path,
     p: Plan,
     checks: Sequence[PreflightItem],
-    members: Callable[[str], dict[str, str]],
 ) -> Founded:
     """A resumed run, if this invocation is the same run; resume.log says when and how."""
-    state = resume.reopen(path, p.document(""), checks, members, p.resume_fields)
+    state = resume.reopen(path, p.document(""), checks, p.resume_fields)
     state.run_dir.append_text(
         schema.RESUME_LOG, f"{schema.utc_now_iso()} resumed: {' '.join(p.invocation)}"
     )

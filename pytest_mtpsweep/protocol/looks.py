@@ -13,23 +13,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import schema
+from .. import registry, schema
 from ..errors import OptionError
-from ..kindapi import kind_interim
 from ..ladder import Ladder, SessionSlot
 
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState, Design
-    from ..kindapi import KindRun
+    from ..kindapi import Interim, Kind
 
 
-def check_supported(ladder: Ladder, kind: KindRun) -> None:
-    """A `[stop]` ladder of a kind that cannot look between cycles is refused in one line."""
-    if ladder.stop is not None and kind_interim(kind) is None:
+def check_supported(ladder: Ladder, kind: Kind) -> None:
+    """A `[stop]` ladder of a kind without an `interim` part is refused in one line."""
+    if ladder.stop is not None and kind.interim is None:
         raise OptionError(
             f"ladder {ladder.name} ({ladder.path}) has a [stop] rule, and the {ladder.kind} "
             "kind cannot look at its results between cycles yet; drop [stop] and set cycles."
         )
+
+
+def interim_of(kind: Kind) -> Interim:
+    """The kind's `interim` part, imported now (a KindError in one line if it does not load)."""
+    got: Interim = registry.part(kind, "interim")
+    return got
 
 
 def describe(ladder: Ladder) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,6 @@ def reopen(
     run_path: Path,
     now: Mapping[str, Any],
     checks: Sequence[PreflightItem],
-    members: Callable[[str], dict[str, str]],
     kind_fields: Sequence[str] = (),
 ) -> ResumeState:
     """Continue an interrupted run: same ladder and options, or a refusal naming the change.
@@ -103,11 +102,11 @@ def reopen(
         if name in done:
             continue
         if (run_path / schema.session_file(name)).exists():  # closed, but incomplete
-            run_dir.quarantine(name, INCOMPLETE, members(name))
+            run_dir.quarantine(name, INCOMPLETE)
             continue
         touched = (run_path / schema.records_file(name)).exists() or (
             run_path / schema.server_log(name)
         ).exists()
         if touched:
-            run_dir.quarantine(name, INTERRUPTED, members(name))
+            run_dir.quarantine(name, INTERRUPTED)
     return ResumeState(run_dir, old["run_id"], str(old.get("preregistration_sha256", "")), done)

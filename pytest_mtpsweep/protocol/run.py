@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import options, registry, schema
 from ..errors import OptionError, ProvisionError
-from ..kindapi import case_properties
 from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
 from ..ladder.attach import one_server
 from ..loader import load_ladder
@@ -71,7 +70,7 @@ class Run:
                 f"{ladder.requires_model or 'a GGUF model file'}."
             )
         kind = registry.prepare(ladder, request)
-        looks.check_supported(ladder, kind)
+        looks.check_supported(ladder, declared)
         kind.validate_analysis(request.analysis)
         plan = run_plan(ladder.treatment_keys, ladder.cycles)
         return cls(request, ladder, declared, kind, plan)
@@ -153,7 +152,7 @@ class Run:
             "session": slot.name,
             "treatment": slot.treatment,
             "cycle": slot.cycle,
-            **case_properties(self.kind, case, result),
+            **self.kind.properties(case, result),
         }
 
     def check_schedule(self, slot: SessionSlot) -> None:

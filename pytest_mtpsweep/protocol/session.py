@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .. import schema
 from ..errors import RunDirError, ServerError, SkipCase, StopRun
-from ..kindapi import session_note
 from ..ladder.plan import SessionSlot
 from ..state.context import RunContext
 from ..state.live import LiveSession
@@ -165,7 +164,7 @@ class Sessions:
         rerun = self._file(live)
         if interrupted is not None:
             raise interrupted
-        note = session_note(self.kind, live)
+        note = self.kind.session_note(live)
         self.progress.closed(live.slot.name, session_summary(live.info, note))
         if rerun == "host" or (
             rerun == "partial" and not live.rerun and self.schedule.time_for(live.slot)
@@ -226,9 +225,7 @@ class Sessions:
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
         else:
-            live.quarantined_at = run_dir.quarantine(
-                live.slot.name, live.quarantine, self.kind.quarantine_members(live.slot.name)
-            )
+            live.quarantined_at = run_dir.quarantine(live.slot.name, live.quarantine)
         if unwritten is not None:
             raise unwritten
         if partial:

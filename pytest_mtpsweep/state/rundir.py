@@ -99,7 +99,7 @@ class RunDir:
         except OSError as exc:
             raise _write_error(target, exc) from None
 
-    def quarantine(self, session: str, reason: str, extra: Mapping[str, str] | None = None) -> Path:
+    def quarantine(self, session: str, reason: str) -> Path:
         """Move everything a session wrote under quarantine/, with the reason; delete nothing."""
         base = self.path / schema.QUARANTINE_DIR / session
         target, n = base, 1
@@ -122,7 +122,6 @@ class RunDir:
             schema.server_log(session): m["log"],
             schema.flags_file(session): m["flags"],
             schema.launcher_dir(session): m["launcher"],
-            **(extra or {}),
         }
         for src, name in moves.items():
             if (self.path / src).exists():

@@ -52,7 +52,11 @@ def test_later_pairs_rotate_by_a_seeded_offset() -> None:
 
 def test_cases_cover_the_plan_with_one_order_per_cycle() -> None:
     lad = load_ladder(LADDER)
-    run = prepare(lad, RunRequest(ladder="drafters-cpu", search_dirs=(), cwd=REPO, invocation=()))
+    run = prepare(
+        lad,
+        lad.kind_settings,
+        RunRequest(ladder="drafters-cpu", search_dirs=(), cwd=REPO, invocation=()),
+    )
     plan = run_plan(lad.treatment_keys, lad.cycles)
     cases = run.cases(plan)
     assert len(cases) == len(plan) * 16 and cases[0].id == "c1-none-prose_01"
@@ -69,12 +73,18 @@ def test_cases_cover_the_plan_with_one_order_per_cycle() -> None:
 def test_stop_markers() -> None:
     lad = load_ladder(LADDER)
     case = DecodeCase(run_plan(["none"], 1)[0], prompts(1)[0], 0)
-    assert stop_marker(case, Measurement(True, None), lad) is None
-    hidden = stop_marker(case, Measurement(True, None, reasoning_chars=12), lad)
+    assert stop_marker(case, Measurement(True, None), lad, False) is None
+    hidden = stop_marker(case, Measurement(True, None, reasoning_chars=12), lad, False)
     assert hidden == "** HIDDEN-REASONING=12 chars at 01_none_c1/prose_00"
+    garbled = Measurement(True, None, degenerate="echo")
+    assert stop_marker(case, garbled, lad, False) is None  # degenerate = "flag": recorded only
+    assert (
+        stop_marker(case, garbled, lad, True) == "** DEGENERATE-TEXT at 01_none_c1/prose_00: echo"
+    )
     odd = Measurement(False, "x", unrecognised_delta_fields=("audio",))
     assert (
-        stop_marker(case, odd, lad) == "** UNRECOGNISED-DELTA-FIELDS=audio at 01_none_c1/prose_00"
+        stop_marker(case, odd, lad, False)
+        == "** UNRECOGNISED-DELTA-FIELDS=audio at 01_none_c1/prose_00"
     )
 
 
@@ -140,7 +150,11 @@ def test_registered_secondaries_and_the_interval_basis_are_analysed_at_session_e
 
 def test_repeats_run_whole_passes_with_their_own_ids() -> None:
     lad = load_ladder(LADDER, {"repeats": 2, "cache_prompt": True})
-    run = prepare(lad, RunRequest(ladder="drafters-cpu", search_dirs=(), cwd=REPO, invocation=()))
+    run = prepare(
+        lad,
+        lad.kind_settings,
+        RunRequest(ladder="drafters-cpu", search_dirs=(), cwd=REPO, invocation=()),
+    )
     slot = run_plan(lad.treatment_keys, lad.cycles)[0]
     cases = run.cases([slot])
     assert len(cases) == 32 and [c.position for c in cases] == list(range(32))

@@ -1,11 +1,22 @@
-"""The kind interface's shared parts: gate verdicts and JUnit properties for any kind."""
+"""The kind interface's shared parts: gate verdicts, and the defaults a kind takes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
-from pytest_mtpsweep.kindapi import EndAnalysis, GateVerdict, case_properties, session_note
+import pytest
+
+from pytest_mtpsweep import kindcheck
+from pytest_mtpsweep.errors import OptionError
+from pytest_mtpsweep.kindapi import Case, EndAnalysis, GateVerdict, KindRun, Outcome
+from pytest_mtpsweep.ladder.model import Preregistration
+from pytest_mtpsweep.ladder.plan import SessionSlot
+from pytest_mtpsweep.request import AnalysisRequest
+from pytest_mtpsweep.schema import WarmupFacts
+from pytest_mtpsweep.state.live import LiveSession
 
 
 @dataclass(frozen=True)
@@ -14,15 +25,33 @@ class Cell:
     reason: str | None
 
 
-class BareKind:
-    """A kind that offers neither properties() nor session_note()."""
+class BareKind(KindRun):
+    """A kind that writes the six methods every kind must and takes every default."""
+
+    def cases(self, plan: list[SessionSlot]) -> Sequence[Case]:
+        return ()
+
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        return ["- Endpoint: none."]
+
+    def warm_up(self, live: LiveSession) -> WarmupFacts:
+        return {"valid": True, "reason": None, "http_status": 200, "ttft_s": None}
+
+    def measure(self, live: LiveSession, case: Any) -> Outcome:
+        return Outcome(Cell(True, None))
+
+    def unmeasured(self, live: LiveSession, case: Any, reason: str) -> Outcome:
+        return Outcome(Cell(False, reason))
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        return EndAnalysis()
 
 
-class OwnKind:
+class OwnKind(BareKind):
     def properties(self, case: Any, result: Any) -> dict[str, Any]:
         return {"task": case, "turns": 3}
 
-    def session_note(self, live: Any) -> str:
+    def session_note(self, live: LiveSession) -> str:
         return "4 of 5 green"
 
 
@@ -47,12 +76,37 @@ def test_no_analysis_fails_every_gate_with_the_reason() -> None:
     )
 
 
-def test_properties_and_notes_fall_back_for_a_kind_without_them() -> None:
-    assert case_properties(BareKind(), "t1", Cell(True, None)) == {"valid": True}  # type: ignore[arg-type]
-    assert case_properties(BareKind(), "t1", Cell(False, "HTTP 500")) == {  # type: ignore[arg-type]
-        "valid": False,
-        "reason": "HTTP 500",
-    }
-    assert session_note(BareKind(), None) == ""  # type: ignore[arg-type]
-    assert case_properties(OwnKind(), "t1", Cell(True, None)) == {"task": "t1", "turns": 3}  # type: ignore[arg-type]
-    assert session_note(OwnKind(), None) == "4 of 5 green"  # type: ignore[arg-type]
+def test_a_kind_without_its_own_takes_the_defaults() -> None:
+    bare, live = BareKind(), cast(LiveSession, None)
+    assert bare.properties("t1", Cell(True, None)) == {"valid": True}
+    assert bare.properties("t1", Cell(False, "HTTP 500")) == {"valid": False, "reason": "HTTP 500"}
+    assert bare.session_note(live) == "" and bare.session_facts(live) == {}
+    assert (bare.keyed(), bare.plan_fields(), bare.preflight_items()) == ({}, {}, ())
+    assert bare.finish(Path("run"), ()) == [] and bare.lint_warnings() == []
+    assert bare.calibrates is False
+    reg = Preregistration()
+    assert bare.registration(reg) is reg
+    bare.validate_analysis(AnalysisRequest())  # nothing to refuse
+
+
+def test_the_default_refuses_gates_it_cannot_judge() -> None:
+    """Without its own gates every --expect would read as met: the default says no."""
+    with pytest.raises(OptionError, match=r"^--expect b:prose:faster: this kind judges no gates"):
+        BareKind().validate_analysis(AnalysisRequest(expect=("b:prose:faster",)))
+
+
+def test_a_kind_overrides_only_what_it_has() -> None:
+    own = OwnKind()
+    assert own.properties("t1", Cell(True, None)) == {"task": "t1", "turns": 3}
+    assert own.session_note(cast(LiveSession, None)) == "4 of 5 green"
+
+
+def test_a_kind_missing_a_method_it_must_write_is_not_a_kind() -> None:
+    class Half(KindRun):
+        def cases(self, plan: list[SessionSlot]) -> Sequence[Case]:
+            return ()
+
+    with pytest.raises(TypeError, match="abstract"):
+        Half()  # type: ignore[abstract]
+    assert kindcheck.run_problem(object()) == "returned object, not a kindapi.KindRun (subclass it)"
+    assert kindcheck.run_problem(BareKind()) is None

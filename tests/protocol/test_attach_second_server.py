@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.rig.net import free_port
 from tests.sandbox import copy_experiments, only_run, started_by_hand
 
@@ -121,9 +122,9 @@ def test_an_authoring_run_against_the_second_server(
     result = pytester.runpytest("experiments/", "--ladder=lcp-auth")
     result.assert_outcomes(passed=2)
     run = only_run(pytester.path)
-    cells = _records(run, schema.CELLS_DIR)
-    assert len(cells) == 2 and all(c["outcome"] in schema.INFORMATIVE_OUTCOMES for c in cells)
-    turns = _records(run, schema.TURNS_DIR)
+    cells = _records(run, records.CELLS_DIR)
+    assert len(cells) == 2 and all(c["outcome"] in records.INFORMATIVE_OUTCOMES for c in cells)
+    turns = _records(run, records.TURNS_DIR)
     # non-streamed answers carry usage, and the response names the model by its path
     assert all(int(str(t["completion_tokens"])) > 0 for t in turns)
     assert {t["response_model"] for t in turns} == {str(model_path)}

@@ -22,11 +22,11 @@ from ...ladder import Ladder, SessionSlot
 from ...ladder.model import Preregistration
 from ...preflight import PreflightItem
 from ...request import AnalysisRequest, RunRequest
-from . import cells, describe
+from . import cells, describe, records
 from .budget import warmup_bound
 from .cohorts import digest as cohorts_digest
 from .cohorts import load_cohorts
-from .ladder import settings
+from .ladder import AuthoringSettings
 from .order import subject_order
 from .pool import CellPool
 from .state import AuthoringCase, AuthoringRun
@@ -39,10 +39,8 @@ if TYPE_CHECKING:
     from ...state.live import LiveSession
 
 
-class AuthoringKindRun(AuthoringRun):
+class AuthoringKindRun(AuthoringRun, KindRun):
     """One authoring run on the protocol: cells measured, the end written."""
-
-    calibrates = False
 
     # -- before the run ----------------------------------------------------------------
 
@@ -100,9 +98,6 @@ class AuthoringKindRun(AuthoringRun):
             ]
         return []
 
-    def quarantine_members(self, session: str) -> dict[str, str]:
-        return {}  # a cell with an outcome stays valid data whatever its session became
-
     # -- sessions and cells --------------------------------------------------------------
 
     def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
@@ -116,10 +111,10 @@ class AuthoringKindRun(AuthoringRun):
         self.pools[slot.name] = CellPool(pending, n) if n > 1 and len(pending) > 1 else None
         if st.budget.refused is not None:
             for case in pending:
-                self._record_cell(ctx, case, {"outcome": schema.BUDGET_STOPPED, "valid": True,
+                self._record_cell(ctx, case, {"outcome": records.BUDGET_STOPPED, "valid": True,
                                               "reason": st.budget.refused})  # fmt: skip
             raise OutOfBudget(
-                f"{schema.BUDGET_STOPPED}: {st.budget.refused}; the {len(pending)} cells of "
+                f"{records.BUDGET_STOPPED}: {st.budget.refused}; the {len(pending)} cells of "
                 f"{slot.treatment} were not run"
             )
 
@@ -140,11 +135,11 @@ class AuthoringKindRun(AuthoringRun):
             live.extra.setdefault("outcomes", {})
             return Outcome(cells.result_of(prior), skip=why)
         if st.budget.refused is not None:
-            record = self._record_cell(live.ctx, c, {"outcome": schema.BUDGET_STOPPED,
+            record = self._record_cell(live.ctx, c, {"outcome": records.BUDGET_STOPPED,
                                                      "valid": True, "reason": st.budget.refused})  # fmt: skip
             self._tally(live, record)
             return Outcome(
-                cells.result_of(record), skip=f"{schema.BUDGET_STOPPED}: {st.budget.refused}"
+                cells.result_of(record), skip=f"{records.BUDGET_STOPPED}: {st.budget.refused}"
             )
         pool = self.pools.get(c.slot.name)
         if pool is None:
@@ -154,8 +149,8 @@ class AuthoringKindRun(AuthoringRun):
         record = self._record_cell(live.ctx, c, body)
         self._tally(live, record)
         result = cells.result_of(record)
-        if record["outcome"] == schema.BUDGET_STOPPED:
-            return Outcome(result, skip=f"{schema.BUDGET_STOPPED}: {st.budget.refused}")
+        if record["outcome"] == records.BUDGET_STOPPED:
+            return Outcome(result, skip=f"{records.BUDGET_STOPPED}: {st.budget.refused}")
         return Outcome(result)
 
     def unmeasured(self, live: LiveSession, case: Case, reason: str) -> Outcome:
@@ -169,10 +164,10 @@ class AuthoringKindRun(AuthoringRun):
         self, ctx: RunContext, case: AuthoringCase, body: dict[str, Any]
     ) -> dict[str, Any]:
         body = {"started_at": schema.utc_now_iso(), **body, "ended_at": schema.utc_now_iso()}
-        record = schema.authoring_record(
-            self.identity(ctx, case), body, schema.CELL_FIELDS, self.tail(ctx)
+        record = records.authoring_record(
+            self.identity(ctx, case), body, records.CELL_FIELDS, self.tail(ctx)
         )
-        cells.append(ctx.run_dir.path, schema.cells_file(case.slot.name), record)
+        cells.append(ctx.run_dir.path, records.cells_file(case.slot.name), record)
         self.run_state(ctx.run_dir.path).latest[case.id] = record
         return record
 
@@ -219,24 +214,24 @@ class AuthoringKindRun(AuthoringRun):
             raise OptionError(
                 "--expect gates judge decode contrasts; an authoring run has none: drop --expect."
             )
-        contrast = self.ladder.kind_fields.get("contrast", {})
-        for flag, given, default, field in (
-            ("--boot", request.boot, DEFAULT_BOOT, "resamples"),
-            ("--boot-seed", request.seed, DEFAULT_BOOT_SEED, "seed"),
+        s = self.settings
+        for flag, given, default, field, stated in (
+            ("--boot", request.boot, DEFAULT_BOOT, "resamples", s.resamples),
+            ("--boot-seed", request.seed, DEFAULT_BOOT_SEED, "seed", s.boot_seed),
         ):
-            if field in contrast and given not in (default, contrast[field]):
+            if field in s.contrast_stated and given not in (default, stated):
                 raise OptionError(
                     f"{flag} {given}: the ladder pre-registers contrast.{field} = "
-                    f"{contrast[field]}; drop {flag} or change the ladder."
+                    f"{stated}; drop {flag} or change the ladder."
                 )
 
     def bootstrap(self, request: AnalysisRequest) -> tuple[str, int, int]:
         """The baseline cohort, resamples and seed the analysis uses."""
-        contrast = self.ladder.kind_fields.get("contrast", {})
+        s = self.settings
         return (
             request.baseline or self.ladder.baseline,
-            int(contrast.get("resamples", request.boot)),
-            int(contrast.get("seed", request.seed)),
+            s.resamples if "resamples" in s.contrast_stated else request.boot,
+            s.boot_seed if "seed" in s.contrast_stated else request.seed,
         )
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
@@ -264,17 +259,13 @@ class AuthoringKindRun(AuthoringRun):
         return finish_run(run_dir, planned)
 
 
-def prepare(ladder: Ladder, request: RunRequest) -> AuthoringKindRun:
+def prepare(ladder: Ladder, s: AuthoringSettings, request: RunRequest) -> AuthoringKindRun:
     """Load the tasks and cohorts the ladder names (each template checked against each task)."""
     if request.prompts_dir is not None:
         raise OptionError(
             "--prompts-dir picks a decode prompt set; an authoring ladder names its tasks and "
             "cohorts through authoring_dir: drop --prompts-dir."
         )
-    s = settings(ladder)
     tasks = load_tasks(s.authoring_dir / "tasks", s.tasks)
     cohorts = load_cohorts(s.authoring_dir / "cohorts", s.cohorts, tasks)
     return AuthoringKindRun(ladder, s, tasks, cohorts)
-
-
-_IMPLEMENTS: type[KindRun] = AuthoringKindRun  # mypy checks it against the kind interface

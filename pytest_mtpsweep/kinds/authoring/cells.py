@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import schema
-from ...schema import CellResult
 from ...state.rundir import RecordWriter, read_records
+from .records import CELLS_DIR, FINAL_OUTCOMES, TURNS_DIR, CellResult
 
 _APPEND = threading.Lock()  # cells in flight together (pool.py) append to one turns file
 
@@ -39,7 +39,7 @@ def records(run_dir: Path, subdir: str) -> Iterator[dict[str, Any]]:
 def latest(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Each cell's last record (a later attempt replaces an earlier one)."""
     out: dict[str, dict[str, Any]] = {}
-    for rec in records(run_dir, schema.CELLS_DIR):
+    for rec in records(run_dir, CELLS_DIR):
         cell = rec.get("cell")
         if isinstance(cell, str):
             out[cell] = rec
@@ -47,14 +47,14 @@ def latest(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def is_final(record: Mapping[str, Any] | None) -> bool:
-    return record is not None and record.get("outcome") in schema.FINAL_OUTCOMES
+    return record is not None and record.get("outcome") in FINAL_OUTCOMES
 
 
 def spent(run_dir: Path) -> int:
     """Tokens the run has spent so far, by its turn records (every attempt): what the budget
     was charged (a turn without usage: its bound), else the reported usage (older records)."""
     total = 0
-    for rec in records(run_dir, schema.TURNS_DIR):
+    for rec in records(run_dir, TURNS_DIR):
         charged = rec.get("budget_tokens")
         keys = (
             ("budget_tokens",) if type(charged) is int else ("prompt_tokens", "completion_tokens")

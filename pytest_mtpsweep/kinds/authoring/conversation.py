@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import schema
 from ...rig.chat import ChatReply
-from . import feedback
+from . import feedback, records
 from .budget import Budget, turn_bound
 from .extract import describe_missing, extract
 from .sandbox import Check
@@ -57,7 +56,7 @@ class CellEnd:
 
 def turn_fields(turn: int, reply: ChatReply, artefact: str | None, check: Check | None,
                 verdict: str, sent_feedback: str | None) -> dict[str, Any]:  # fmt: skip
-    """A turn record's own fields (schema.TURN_FIELDS)."""
+    """A turn record's own fields (records.TURN_FIELDS)."""
     data = artefact.encode("utf-8") if artefact is not None else None
     return {
         "turn": turn,
@@ -102,13 +101,13 @@ def converse(
     on_turn: Callable[[dict[str, Any]], None],
 ) -> CellEnd:
     """Run the conversation that starts with `messages` to its outcome."""
-    end = CellEnd(schema.EXHAUSTED, messages)
+    end = CellEnd(records.EXHAUSTED, messages)
     previous: tuple[int, int] | None = None
     new: Messages = []
     for turn in range(1, s.max_turns + 1):
         bound = turn_bound(messages, s.max_tokens, previous, new)
         if not budget.reserve(bound):  # held until the reply: other cells may be in flight
-            end.outcome, end.budget = schema.BUDGET_STOPPED, budget.refused
+            end.outcome, end.budget = records.BUDGET_STOPPED, budget.refused
             return end
         try:
             reply = send(messages)
@@ -125,31 +124,31 @@ def converse(
         end.completion_tokens += reply.completion_tokens or 0
         end.api_retries += len(reply.retried)
         if not reply.ok:
-            on_turn({**turn_fields(turn, reply, None, None, schema.VERDICT_NOT_CHECKED, None),
+            on_turn({**turn_fields(turn, reply, None, None, records.VERDICT_NOT_CHECKED, None),
                      "budget_tokens": charged})  # fmt: skip
             end.outcome, end.api_status, end.api_error = (
-                schema.API_FAILURE, reply.http_status, reply.error)  # fmt: skip
+                records.API_FAILURE, reply.http_status, reply.error)  # fmt: skip
             return end
         messages.append({"role": "assistant", "content": reply.content})
         artefact = extract(reply.content, s.extract)
         check = judge(artefact) if artefact is not None else None
         if check is not None:
             end.isolation = dict(check.isolation)
-        verdict = check.verdict if check else schema.VERDICT_NO_ARTEFACT
+        verdict = check.verdict if check else records.VERDICT_NO_ARTEFACT
         note: str | None = None
-        if verdict in (schema.VERDICT_FAIL, schema.VERDICT_NO_ARTEFACT) and turn < s.max_turns:
+        if verdict in (records.VERDICT_FAIL, records.VERDICT_NO_ARTEFACT) and turn < s.max_turns:
             text = feedback.message(check, s.feedback_chars) if check else describe_missing(
                 s.extract)  # fmt: skip
             note = s.feedback(text)
         on_turn(
             {**turn_fields(turn, reply, artefact, check, verdict, note), "budget_tokens": charged}
         )
-        if verdict == schema.VERDICT_PASS:
-            end.outcome = schema.FIRST_ATTEMPT_GREEN if turn == 1 else schema.GREEN_AFTER_K
+        if verdict == records.VERDICT_PASS:
+            end.outcome = records.FIRST_ATTEMPT_GREEN if turn == 1 else records.GREEN_AFTER_K
             end.green_turn = turn
             return end
-        if verdict == schema.VERDICT_CHECKER_ERROR:
-            end.outcome = schema.CHECKER_ERROR
+        if verdict == records.VERDICT_CHECKER_ERROR:
+            end.outcome = records.CHECKER_ERROR
             end.checker_error = check.reason if check else None
             return end
         if note is not None:

@@ -23,6 +23,7 @@ from ... import schema
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join, write_report_html
 from ...analysis.html.tables import facets, table
+from . import records
 from .analysis.frame import CELL_TYPES, REQUIRED, TURN_TYPES
 from .extract import extract
 
@@ -61,7 +62,7 @@ def _headline(out: Path, doc: md.Document) -> Markup:
     """report.md's opening (question, scope, design, headline), then the tables it rests on."""
     parts = [md.render(doc.preamble)]
     rows = []
-    for r in _csv(out / schema.COHORT_TABLE_CSV):
+    for r in _csv(out / records.COHORT_TABLE_CSV):
         row: list[object] = [r.get(k, "") for k, _ in TABLE[:10]]
         row += [_number(r.get("green_rate", ""), 100)]
         row += [_number(r.get(k, "")) for k in ("mean_prompt_tokens", "mean_completion_tokens")]
@@ -88,14 +89,14 @@ def _read(run_dir: Path, folder: str, types: rl.Types) -> list[dict[str, Any]]:
 def _final_cells(run_dir: Path) -> list[dict[str, Any]]:
     """Each cell's last record (a --resume writes a later attempt after an earlier one)."""
     last: dict[str, dict[str, Any]] = {}
-    for record in _read(run_dir, schema.CELLS_DIR, CELL_TYPES):
+    for record in _read(run_dir, records.CELLS_DIR, CELL_TYPES):
         last[str(record.get("cell"))] = record
     return list(last.values())
 
 
 def _turns(run_dir: Path) -> dict[tuple[str, Any], list[dict[str, Any]]]:
     out: dict[tuple[str, Any], list[dict[str, Any]]] = {}
-    for record in _read(run_dir, schema.TURNS_DIR, TURN_TYPES):
+    for record in _read(run_dir, records.TURNS_DIR, TURN_TYPES):
         out.setdefault((str(record.get("cell")), record.get("attempt")), []).append(record)
     return {k: sorted(v, key=lambda t: int(t.get("turn") or 0)) for k, v in out.items()}
 

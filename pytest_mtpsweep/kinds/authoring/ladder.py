@@ -103,6 +103,8 @@ class AuthoringSettings:
     pooled: bool = False
     seeds: tuple[int, ...] = ()  # one sampling seed per repeat; empty: derived from the ladder's
     concurrency: Mapping[str, int] = field(default_factory=dict)  # subject -> cells in flight
+    # what [contrast] states of resamples and seed: pre-registered, so no option may differ
+    contrast_stated: frozenset[str] = frozenset()
 
     def cells_in_flight(self, subject: str) -> int:
         return self.concurrency.get(subject, 1)
@@ -118,9 +120,12 @@ def repeat_seed(ladder_seed: int, repeat: int, seeds: tuple[int, ...] = ()) -> i
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def settings(ladder: Ladder) -> AuthoringSettings:
-    """The authoring fields of a loaded ladder (validated by `validate`)."""
+def settings(ladder: Ladder, where: Path | str | None = None) -> AuthoringSettings:
+    """The authoring fields of a loaded ladder, their tables' fields checked (errors name
+    `where`, else the ladder's path); `validate` checks the values."""
     f = ladder.kind_fields
+    for table, spec in (("checker", CHECKER), ("api", API), ("contrast", CONTRAST)):
+        check_table(f.get(table, {}), spec, f"{table}.", ladder.path if where is None else where)
     chk, api, con = f.get("checker", {}), f.get("api", {}), f.get("contrast", {})
     directory = Path(f.get("authoring_dir", "../authoring")).expanduser()
     return AuthoringSettings(
@@ -138,6 +143,7 @@ def settings(ladder: Ladder) -> AuthoringSettings:
         pooled=con.get("pooled", False),
         seeds=tuple(f.get("seeds", ())),
         concurrency=_concurrency(f.get("concurrency", 1), ladder),
+        contrast_stated=frozenset(k for k in ("resamples", "seed") if k in con),
     )
 
 
@@ -179,10 +185,8 @@ def _check_names(values: list[Any], field: str, where: Path | str) -> tuple[str,
     return names
 
 
-def validate(ladder: Ladder, where: Path | str) -> None:
+def validate(ladder: Ladder, s: AuthoringSettings, where: Path | str) -> None:
     f = ladder.kind_fields
-    for table, spec in (("checker", CHECKER), ("api", API), ("contrast", CONTRAST)):
-        check_table(f.get(table, {}), spec, f"{table}.", where)
     cohorts = _check_names(f["cohorts"], "cohorts", where)
     _check_names(f.get("tasks", []), "tasks", where)
     if ladder.baseline not in cohorts:
@@ -204,7 +208,6 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"{where}: seeds is {raw_seeds!r}; give one integer from 0 to 2**31-1 per repeat "
             f"({f.get('repeats', 3)} repeats), or leave it out to derive them from seed."
         )
-    s = settings(ladder)
     c, a = s.checker, s.api
     checks: list[tuple[bool, str, Any, str]] = [
         (1 <= s.max_turns <= MAX_TURNS, "max_turns", s.max_turns,
@@ -286,4 +289,6 @@ def _limit_checks(c: CheckerLimits) -> list[tuple[bool, str, Any, str]]:
     ]  # fmt: skip
 
 
-SPEC = KindSpec("authoring", FIELDS, treatments, validate, defaults={"cycles": 1})
+SPEC = KindSpec(
+    "authoring", FIELDS, treatments, validate, defaults={"cycles": 1}, settings=settings
+)

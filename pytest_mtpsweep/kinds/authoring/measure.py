@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ... import schema
 from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
 from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
-from . import cells, replycache
+from . import cells, records, replycache
 from .budget import warmup_bound
 from .conversation import CellEnd, Messages, Settings, converse
 from .ladder import repeat_seed
@@ -109,8 +109,8 @@ def measure_cell(
     def on_turn(fields: dict[str, Any]) -> None:
         body = {"started_at": schema.utc_now_iso(), "sampling_seed": seed,
                 "reply_cached": bool(hits and hits[-1]), **fields}  # fmt: skip
-        record = schema.authoring_record(identity, body, schema.TURN_FIELDS, tail)
-        cells.append(run_path, schema.turns_file(case.slot.name), record)
+        record = records.authoring_record(identity, body, records.TURN_FIELDS, tail)
+        cells.append(run_path, records.turns_file(case.slot.name), record)
 
     started = schema.utc_now_iso()
     settings = Settings(s.max_turns, kind.ladder.max_tokens, cohort.extract, s.feedback_chars,
@@ -118,7 +118,7 @@ def measure_cell(
     end = converse(cohort.messages(task), settings, send, judge, st.budget, on_turn)
     if end.isolation:
         live.extra["sandbox"] = end.isolation
-    conversation = schema.conversation_file(case.slot.name, case.id, st.attempt)
+    conversation = records.conversation_file(case.slot.name, case.id, st.attempt)
     secrets = spec.secrets()  # redacted where written; the checked artefact was the reply itself
     written = [{**m, "content": redact(m.get("content", ""), secrets)} for m in end.messages]
     ctx.run_dir.write_json(conversation, {"cell": case.id, "outcome": end.outcome,
@@ -145,7 +145,7 @@ def _cell_body(end: CellEnd, live: LiveSession) -> dict[str, Any]:
         "api_error": end.api_error,
         "checker_error": end.checker_error,
     }
-    if end.outcome == schema.API_FAILURE and live.proc is not None and not live.proc.alive():
+    if end.outcome == records.API_FAILURE and live.proc is not None and not live.proc.alive():
         # Our own server died: not the subject's failure. No outcome; --resume runs it again.
         body.update(
             valid=False,

@@ -32,8 +32,7 @@ from typing import Any
 
 import psutil
 
-from ... import schema
-from . import views
+from . import records, views
 from .ladder import CheckerLimits
 from .proxy import STUB
 
@@ -57,7 +56,7 @@ _SIGNALS = {
 class Check:
     """What one check said."""
 
-    verdict: str  # schema.VERDICT_PASS, VERDICT_FAIL or VERDICT_CHECKER_ERROR
+    verdict: str  # records.VERDICT_PASS, VERDICT_FAIL or VERDICT_CHECKER_ERROR
     exit_code: int | None  # the grader's
     duration_s: float
     reason: str | None  # beyond failed tests: a timeout, a limit, too much output
@@ -278,7 +277,7 @@ def run_check(
     except OSError as exc:
         for j in jails:
             j.stop()
-        return Check(schema.VERDICT_CHECKER_ERROR, None, 0.0, f"cannot start: {exc}", "")
+        return Check(records.VERDICT_CHECKER_ERROR, None, 0.0, f"cannot start: {exc}", "")
     finally:
         for fd in fds:
             with contextlib.suppress(OSError):
@@ -297,12 +296,12 @@ def run_check(
     reason: str | None
     if setup:
         verdict, reason = (
-            schema.VERDICT_CHECKER_ERROR,
+            records.VERDICT_CHECKER_ERROR,
             _text(setup[0], cap).strip().splitlines()[-1],
         )
     else:
         verdict, reason = judge(result, status, cut, in_process)
-        if reason is None and verdict == schema.VERDICT_FAIL and len(jails) > 1:
+        if reason is None and verdict == records.VERDICT_FAIL and len(jails) > 1:
             reason = _signalled(jails[1].ended, "the solution was killed by")
     iso = dict(isolation.get("candidate") or isolation.get("grader") or {})
     iso["boundary"] = "in-process (forgeable)" if in_process else "process"
@@ -326,23 +325,23 @@ def judge(
 ) -> tuple[str, str | None]:
     """The verdict from the grader's report alone (its exit status only says why none came)."""
     if cut is not None:
-        return schema.VERDICT_FAIL, cut
+        return records.VERDICT_FAIL, cut
     if status is not None and status < 0:
-        return schema.VERDICT_FAIL, _signalled(status, "killed by")
+        return records.VERDICT_FAIL, _signalled(status, "killed by")
     if result.get("complete") is not True:
         if in_process:  # the artefact ran in the grader: ending it is the artefact's doing
-            return schema.VERDICT_FAIL, "the checker ended without its report"
+            return records.VERDICT_FAIL, "the checker ended without its report"
         return (
-            schema.VERDICT_CHECKER_ERROR,
+            records.VERDICT_CHECKER_ERROR,
             f"the checker ended without its report (status {status}); run the task's checker "
             "by hand",
         )
     collected, passed = tally(result)
     if collected == 0 and not result.get("collect_errors"):
-        return schema.VERDICT_CHECKER_ERROR, "the checker collected no test"
+        return records.VERDICT_CHECKER_ERROR, "the checker collected no test"
     if collected > 0 and passed == collected:
-        return schema.VERDICT_PASS, None
-    return schema.VERDICT_FAIL, None
+        return records.VERDICT_PASS, None
+    return records.VERDICT_FAIL, None
 
 
 def _signalled(status: int | None, words: str) -> str | None:

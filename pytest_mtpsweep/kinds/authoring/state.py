@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import schema
-from . import cells
+from . import cells, records
 from .budget import Budget
 
 if TYPE_CHECKING:
@@ -93,5 +92,5 @@ class AuthoringRun:
 
     def tail(self, ctx: RunContext) -> dict[str, Any]:
         # the keyed fields' ladder-wide model_id must not mask the subject's own
-        keyed = {k: v for k, v in ctx.keyed.items() if k not in schema.CELL_IDENTITY_FIELDS}
+        keyed = {k: v for k, v in ctx.keyed.items() if k not in records.CELL_IDENTITY_FIELDS}
         return {**keyed, **ctx.provenance()}

@@ -19,7 +19,7 @@ from typing import Any
 
 from ... import schema
 from ...fileio import atomic_write_text
-from . import cells
+from . import cells, records
 
 SHOWN = 12  # cells named per line before "and n more"
 
@@ -31,11 +31,11 @@ def _names(ids: Sequence[str]) -> str:
 
 def scores_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(schema.SCORES_COLUMNS), extrasaction="ignore")
+    writer = csv.DictWriter(buf, fieldnames=list(records.SCORES_COLUMNS), extrasaction="ignore")
     writer.writeheader()
     for row in rows:
         writer.writerow(
-            {k: "" if row.get(k) is None else row.get(k) for k in schema.SCORES_COLUMNS}
+            {k: "" if row.get(k) is None else row.get(k) for k in records.SCORES_COLUMNS}
         )
     return buf.getvalue()
 
@@ -44,15 +44,15 @@ def status(
     selected: Sequence[str], latest: Mapping[str, Mapping[str, Any]], stopped: str | None
 ) -> list[str]:
     """RUN_STATUS's lines: the status, then why, naming cells."""
-    budget = [c for c in selected if (latest.get(c) or {}).get("outcome") == schema.BUDGET_STOPPED]
+    budget = [c for c in selected if (latest.get(c) or {}).get("outcome") == records.BUDGET_STOPPED]
     missing = [c for c in selected if c not in latest or latest[c].get("outcome") is None]
     by = {o: [c for c in selected if (latest.get(c) or {}).get("outcome") == o]
-          for o in (schema.API_FAILURE, schema.CHECKER_ERROR)}  # fmt: skip
+          for o in (records.API_FAILURE, records.CHECKER_ERROR)}  # fmt: skip
     done = len(selected) - len(budget) - len(missing)
     lines = [f"{done} of {len(selected)} selected cells have a final outcome"]
     if budget:
         why = (latest[budget[0]].get("reason") or "the token budget").strip()
-        lines.append(f"{len(budget)} {schema.BUDGET_STOPPED} ({why}): {_names(budget)}")
+        lines.append(f"{len(budget)} {records.BUDGET_STOPPED} ({why}): {_names(budget)}")
     if missing:
         lines.append(
             f"{len(missing)} without an outcome (not run or interrupted): {_names(missing)}"
@@ -61,10 +61,10 @@ def status(
         if ids:
             lines.append(f"{len(ids)} {outcome} (an outcome, not informative): {_names(ids)}")
     if stopped:
-        word = schema.RUN_STOPPED
+        word = records.RUN_STOPPED
         lines.insert(0, f"stopped by a protocol rule: {stopped}")
     else:
-        word = schema.RUN_PARTIAL if budget or missing else schema.RUN_OK
+        word = records.RUN_PARTIAL if budget or missing else records.RUN_OK
     return [word, *lines]
 
 
@@ -79,7 +79,7 @@ def finish_run(run_dir: Path, planned: Sequence[Mapping[str, Any]]) -> list[str]
     selected = list(by_id)
     order = list(dict.fromkeys([*selected, *latest]))
     rows = [latest.get(c) or by_id[c] for c in order]
-    atomic_write_text(run_dir / schema.SCORES_CSV, scores_csv(rows))
+    atomic_write_text(run_dir / records.SCORES_CSV, scores_csv(rows))
     marker = run_dir / schema.STOPPED_FILE
     stopped = (
         marker.read_text(encoding="utf-8", errors="replace").strip() if marker.exists() else None
@@ -87,4 +87,4 @@ def finish_run(run_dir: Path, planned: Sequence[Mapping[str, Any]]) -> list[str]
     lines = status(selected, latest, stopped)
     atomic_write_text(run_dir / schema.RUN_STATUS_FILE, "\n".join(lines) + "\n")
     return [f"RUN_STATUS: {lines[0]}", *(f"  {line}" for line in lines[1:]),
-            f"scores: {run_dir / schema.SCORES_CSV}"]  # fmt: skip
+            f"scores: {run_dir / records.SCORES_CSV}"]  # fmt: skip

@@ -18,6 +18,7 @@ KIND = Kind(
     run=f"{__name__}.decoderun:prepare",
     analyse=f"{__name__}.analysis:analyse_command",
     plan=f"{__name__}.plan:plan_command",
+    interim=f"{__name__}.analysis:interim",  # the published cells so far, for [stop]
     compare=True,  # its runs are the shared analysis' own: `mtpsweep compare` reads them
     options=(
         Opt(

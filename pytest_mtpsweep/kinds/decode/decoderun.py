@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import rig, schema
-from ...constants import BOTH
 from ...errors import PromptError
 from ...kindapi import EndAnalysis, KindRun, Outcome
 from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
@@ -22,27 +20,27 @@ from ...state.rundir import read_records
 from . import tallies
 from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
+from .ladder import DecodeSettings
 from .markers import stop_marker
+from .records import decode_record
 
 if TYPE_CHECKING:
-    from ...analysis.sequential import CellState
-    from ...kindapi import Case
-    from ...state.context import RunContext
     from ...state.live import LiveSession
 
 
-class DecodeRun:
+class DecodeRun(KindRun):
     """One decode run: the prompt set, the keyed fields it adds, measuring and its analysis."""
 
     calibrates = True
 
-    def __init__(self, ladder: Ladder, prompts: tuple[Prompt, ...], prompts_dir: Path) -> None:
-        self.ladder = ladder
+    def __init__(
+        self, ladder: Ladder, s: DecodeSettings, prompts: tuple[Prompt, ...], prompts_dir: Path
+    ) -> None:
+        self.ladder, self.settings = ladder, s
         self.prompts = prompts
         self.prompts_dir = prompts_dir
         self.digest = prompt_digest(prompts)
-        self.repeats = int(ladder.kind_fields.get("repeats", 1))
-        self.cache_prompt = bool(ladder.kind_fields.get("cache_prompt", False))
+        self.repeats, self.cache_prompt = s.repeats, s.cache_prompt
 
     def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
         return decode_cases(plan, self.prompts, self.repeats, self.ladder.seed)
@@ -81,9 +79,6 @@ class DecodeRun:
     def preflight_items(self) -> tuple[PreflightItem, ...]:
         return (check_prompt_set(self.digest),)
 
-    def quarantine_members(self, session: str) -> dict[str, str]:
-        return {}
-
     def registration(self, reg: Preregistration) -> Preregistration:
         """Every treatment against the baseline, in both subsets and on both endpoints."""
         n = len([t for t in self.ladder.treatments if t.key != self.ladder.baseline])
@@ -111,9 +106,6 @@ class DecodeRun:
             f"- Multiplicity: {reg.multiplicity}",
         ]
 
-    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
-        return None
-
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as a measurement is."""
         from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
@@ -137,7 +129,8 @@ class DecodeRun:
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
             m = replace(m, degenerate=degenerate(case.prompt.text, m.content))
-        return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder))
+        stops = self.settings.degenerate == "stop"
+        return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder, stops))
 
     def unmeasured(self, live: LiveSession, case: DecodeCase, reason: str) -> Outcome:
         return self._record(
@@ -166,7 +159,7 @@ class DecodeRun:
             "position": case.position,
         }
         live.writer.append(
-            schema.decode_record(identity, m, started_at, dict(ctx.keyed), ctx.provenance())
+            decode_record(identity, m, started_at, dict(ctx.keyed), ctx.provenance())
         )
         if m.finish_reason == "length":
             live.extra.setdefault("length_prompts", []).append(case.prompt.id)
@@ -227,27 +220,13 @@ class DecodeRun:
 
         return analyse_at_end(run_dir, request, self.ladder)
 
-    def interim(self, run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
-        """What a [stop] rule looks at: the published cells of the records so far."""
-        from .analysis import interim
 
-        return interim(run_dir, request)
-
-    def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
-        return []  # a decode run's end files are the protocol's and the analysis'
-
-
-def prepare(ladder: Ladder, request: RunRequest) -> DecodeRun:
+def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
-    prompt_set = str(ladder.kind_fields.get("prompt_set", "canonical"))
-    subset = str(ladder.kind_fields.get("subset", BOTH))
-    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / prompt_set
-    prompts = select(load_prompt_set(directory), subset)
+    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / s.prompt_set
+    prompts = select(load_prompt_set(directory), s.subset)
     if not prompts:
         raise PromptError(
-            f"prompt set {directory} has no {subset} prompts; choose another --subset."
+            f"prompt set {directory} has no {s.subset} prompts; choose another --subset."
         )
-    return DecodeRun(ladder, prompts, directory)
-
-
-_IMPLEMENTS: type[KindRun] = DecodeRun  # mypy checks a DecodeRun against the kind interface
+    return DecodeRun(ladder, s, prompts, directory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,36 @@ DEGENERATE_RULES = ("flag", "stop")
 MAX_REPEATS = 100  # runs of each prompt per session: cases are prompts x repeats x sessions
 
 
+@dataclass(frozen=True)
+class DecodeSettings:
+    """A decode ladder's own fields, defaulted (the loader parses them once)."""
+
+    prompt_set: str = "canonical"
+    subset: str = BOTH
+    repeats: int = 1
+    cache_prompt: bool = False
+    degenerate: str = "flag"  # one of DEGENERATE_RULES
+
+
+def settings(ladder: Ladder, where: Path | str) -> DecodeSettings:
+    """The ladder's decode fields (their types checked against FIELDS already)."""
+    f = ladder.kind_fields
+    return DecodeSettings(
+        prompt_set=str(f.get("prompt_set", "canonical")),
+        subset=str(f.get("subset", BOTH)),
+        repeats=int(f.get("repeats", 1)),
+        cache_prompt=bool(f.get("cache_prompt", False)),
+        degenerate=str(f.get("degenerate", "flag")),
+    )
+
+
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
     if "treatments" not in raw:
         raise LadderError(f"{path}: missing required field 'treatments'; add [[treatments]].")
     return parse_treatments(raw["treatments"], "treatments", path)
 
 
-def validate(ladder: Ladder, where: Path | str) -> None:
+def validate(ladder: Ladder, s: DecodeSettings, where: Path | str) -> None:
     keys = ladder.treatment_keys
     if len(keys) < 2:
         raise LadderError(
@@ -41,21 +65,19 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
             f"({', '.join(keys)}); name one of them."
         )
-    rule = ladder.kind_fields.get("degenerate", "flag")
-    if rule not in DEGENERATE_RULES:
+    if s.degenerate not in DEGENERATE_RULES:
         raise LadderError(
-            f"{where}: field 'degenerate' is {rule!r}; use flag (record it) or stop (a stop rule)."
+            f"{where}: field 'degenerate' is {s.degenerate!r}; use flag (record it) or stop (a "
+            "stop rule)."
         )
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
-    repeats = ladder.kind_fields.get("repeats", 1)
-    if not 1 <= repeats <= MAX_REPEATS:
-        raise LadderError(f"{where}: field 'repeats' is {repeats}; use 1 to {MAX_REPEATS}.")
-    subset = ladder.kind_fields.get("subset", BOTH)
-    if subset not in SUBSETS:
+    if not 1 <= s.repeats <= MAX_REPEATS:
+        raise LadderError(f"{where}: field 'repeats' is {s.repeats}; use 1 to {MAX_REPEATS}.")
+    if s.subset not in SUBSETS:
         raise LadderError(
-            f"{where}: field 'subset' is {subset!r}; use one of {', '.join(SUBSETS)}."
+            f"{where}: field 'subset' is {s.subset!r}; use one of {', '.join(SUBSETS)}."
         )
 
 
-SPEC = KindSpec("decode", FIELDS, treatments, validate)
+SPEC = KindSpec("decode", FIELDS, treatments, validate, settings=settings)

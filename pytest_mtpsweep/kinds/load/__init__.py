@@ -33,6 +33,7 @@ KIND = Kind(
     run=f"{__name__}.loadrun:prepare",
     analyse=f"{__name__}.analysis:analyse_command",
     plan=f"{__name__}.plan:plan_command",
+    interim=f"{__name__}.analysis:interim",  # the headline gains so far, for [stop]
     options=(
         Opt(
             "--load-requests",

@@ -347,14 +347,13 @@ def _check_capacity(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
         )
 
 
-def validate(ladder: Ladder, where: Path | str) -> None:
+def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
     keys = ladder.treatment_keys
     if ladder.baseline not in keys:
         raise LadderError(
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a treatment key "
             f"({', '.join(keys)}); name one of them."
         )
-    s = settings(ladder, where)
     checks = (
         (s.warmup_requests is None or 0 <= s.warmup_requests <= MAX_WARMUP, "warmup_requests",
          s.warmup_requests, f"use 0 to {MAX_WARMUP} (leave it out for one per lane)"),
@@ -383,4 +382,4 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         )
 
 
-SPEC = KindSpec("load", FIELDS, treatments, validate)
+SPEC = KindSpec("load", FIELDS, treatments, validate, settings=settings)

@@ -29,14 +29,11 @@ from ...request import AnalysisRequest, RunRequest
 from ...rig.arrivals import prompt_order
 from . import prereg, probe
 from .cases import LoadCase, load_cases
-from .ladder import Level, LoadSettings, settings
+from .ladder import Level, LoadSettings
 from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
 from .result import LevelResult
 
 if TYPE_CHECKING:
-    from ...analysis.sequential import CellState
-    from ...kindapi import Case
-    from ...state.context import RunContext
     from ...state.live import LiveSession
 
 PARALLEL_FLAGS = ("--parallel", "-np")
@@ -51,7 +48,7 @@ def declared_slots(args: Sequence[str]) -> int | None:
     return found
 
 
-class LoadRun:
+class LoadRun(KindRun):
     """One load run: the prompts and their schedule, the levels, measuring and the analysis."""
 
     calibrates = True  # the calibration prompt at start and end: a session's drift witness
@@ -136,9 +133,6 @@ class LoadRun:
         )  # fmt: skip
         return PreflightItem("load_slots", expected, "; ".join(seen), PASS)
 
-    def quarantine_members(self, session: str) -> dict[str, str]:
-        return {}
-
     def registration(self, reg: Preregistration) -> Preregistration:
         return replace(
             reg, multiplicity=reg.multiplicity or prereg.multiplicity(self.ladder, self.settings)
@@ -146,9 +140,6 @@ class LoadRun:
 
     def prereg_lines(self, reg: Preregistration) -> list[str]:
         return prereg.lines(self.ladder, self.settings, len(self.prompts), reg)
-
-    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
-        return None
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
@@ -238,19 +229,9 @@ class LoadRun:
 
         return analyse_at_end(run_dir, request)
 
-    def interim(self, run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
-        """What a [stop] rule looks at: the headline gains and interactions so far."""
-        from .analysis import interim
 
-        return interim(run_dir, request)
-
-    def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
-        return []
-
-
-def prepare(ladder: Ladder, request: RunRequest) -> LoadRun:
+def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
-    s = settings(ladder)
     directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / s.prompt_set
     prompts = select(load_prompt_set(directory), s.subset)
     if not prompts:
@@ -258,6 +239,3 @@ def prepare(ladder: Ladder, request: RunRequest) -> LoadRun:
             f"prompt set {directory} has no {s.subset} prompts; choose another subset."
         )
     return LoadRun(ladder, prompts, directory, s)
-
-
-_IMPLEMENTS: type[KindRun] = LoadRun  # mypy checks a LoadRun against the kind interface

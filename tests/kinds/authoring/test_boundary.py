@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.kinds.authoring import proxy, views, wire
+from pytest_mtpsweep.kinds.authoring import proxy, records, views, wire
 from pytest_mtpsweep.kinds.authoring.ladder import CheckerLimits
 from pytest_mtpsweep.kinds.authoring.sandbox import Check, judge, run_check
 
@@ -123,7 +122,7 @@ HOSTILE = {
 @pytest.mark.parametrize("artefact", HOSTILE.values(), ids=list(HOSTILE))
 def test_a_hostile_artefact_is_never_green(artefact: str) -> None:
     c = check(artefact)
-    assert c.verdict == schema.VERDICT_FAIL, c.output
+    assert c.verdict == records.VERDICT_FAIL, c.output
     assert c.passed < c.collected or c.collected == 0
     assert not c.forgeable and c.isolation["boundary"] == "process"
 
@@ -143,7 +142,7 @@ def test_the_candidate_sees_no_checker_task_or_host_file() -> None:
         "    print('SEEN', repr(names()))\n    assert False\n"
     )
     c = check(art, checker)
-    assert c.verdict == schema.VERDICT_FAIL
+    assert c.verdict == records.VERDICT_FAIL
     if c.isolation.get("root") != "minimal":
         pytest.skip(
             "this platform grants no mount namespace: docs/authoring.md says what is visible"
@@ -172,7 +171,7 @@ def test_the_candidate_sees_no_checker_task_or_host_file() -> None:
 )
 def test_a_correct_artefact_that_warns_prints_or_writes_is_green(artefact: str) -> None:
     c = check(artefact)
-    assert c.verdict == schema.VERDICT_PASS, c.output
+    assert c.verdict == records.VERDICT_PASS, c.output
     assert c.collected == c.passed == 1
 
 
@@ -184,10 +183,10 @@ def test_builtin_exceptions_cross_as_themselves_and_others_do_not() -> None:
         "        raise ValueError('empty range')\n"
         "    return max(lo, min(hi, x))\n"
     )
-    assert check(good, checker).verdict == schema.VERDICT_PASS
+    assert check(good, checker).verdict == records.VERDICT_PASS
     custom = good.replace("raise ValueError", "class E(Exception): pass\n        raise E")
     c = check(custom, checker)
-    assert c.verdict == schema.VERDICT_FAIL and "CandidateError" in c.output
+    assert c.verdict == records.VERDICT_FAIL and "CandidateError" in c.output
 
 
 def test_in_place_changes_and_tuples_cross() -> None:
@@ -196,18 +195,18 @@ def test_in_place_changes_and_tuples_cross() -> None:
         "from solution import f\n\n\ndef test_f():\n"
         "    xs = [3, 1, 2]\n    assert f(xs) == (3, {1: 'a'})\n    assert xs == [1, 2, 3]\n"
     )
-    assert check(art, checker).verdict == schema.VERDICT_PASS
+    assert check(art, checker).verdict == records.VERDICT_PASS
 
 
 def test_in_process_checking_is_marked_forgeable() -> None:
     c = check(GOOD, in_process=True)
-    assert c.verdict == schema.VERDICT_PASS and c.forgeable
+    assert c.verdict == records.VERDICT_PASS and c.forgeable
     assert c.isolation["boundary"] == "in-process (forgeable)"
 
 
 def test_a_broken_checker_is_a_checker_error_not_the_subjects_fault() -> None:
     c = check(GOOD, checker="import os\nos._exit(3)\n")
-    assert c.verdict == schema.VERDICT_CHECKER_ERROR, c.output
+    assert c.verdict == records.VERDICT_CHECKER_ERROR, c.output
 
 
 # -- pure parts ---------------------------------------------------------------------------
@@ -215,19 +214,19 @@ def test_a_broken_checker_is_a_checker_error_not_the_subjects_fault() -> None:
 
 def test_the_verdict_comes_from_the_report_alone() -> None:
     full = {"complete": True, "collected": ["a", "b"], "outcomes": {"a": "passed", "b": "passed"}}
-    assert judge(full, 0, None, False) == (schema.VERDICT_PASS, None)
-    assert judge(full, 1, None, False) == (schema.VERDICT_PASS, None)  # status never decides
+    assert judge(full, 0, None, False) == (records.VERDICT_PASS, None)
+    assert judge(full, 1, None, False) == (records.VERDICT_PASS, None)  # status never decides
     half = {**full, "outcomes": {"a": "passed", "b": "failed"}}
-    assert judge(half, 0, None, False)[0] == schema.VERDICT_FAIL
+    assert judge(half, 0, None, False)[0] == records.VERDICT_FAIL
     skipped = {**full, "outcomes": {"a": "passed", "b": "skipped"}}
-    assert judge(skipped, 0, None, False)[0] == schema.VERDICT_FAIL
-    assert judge({}, 0, None, False)[0] == schema.VERDICT_CHECKER_ERROR
-    assert judge({}, 0, None, True)[0] == schema.VERDICT_FAIL
+    assert judge(skipped, 0, None, False)[0] == records.VERDICT_FAIL
+    assert judge({}, 0, None, False)[0] == records.VERDICT_CHECKER_ERROR
+    assert judge({}, 0, None, True)[0] == records.VERDICT_FAIL
     assert judge(full, 0, "timed out after 1 s", False) == (
-        schema.VERDICT_FAIL,
+        records.VERDICT_FAIL,
         "timed out after 1 s",
     )
-    assert judge(full, -9, None, False)[0] == schema.VERDICT_FAIL
+    assert judge(full, -9, None, False)[0] == records.VERDICT_FAIL
 
 
 def test_exceptions_are_rebuilt_only_when_builtin() -> None:
@@ -308,7 +307,7 @@ def test_feedback_shows_the_solutions_own_frames_not_the_proxys() -> None:
 
     c = check("def count_zeros(xs):\n    return xs[99]\n")
     text = feedback.message(c, 1500)
-    assert c.verdict == schema.VERDICT_FAIL and "mtpsweep_proxy" not in text
+    assert c.verdict == records.VERDICT_FAIL and "mtpsweep_proxy" not in text
     assert 'File "solution.py", line 2, in count_zeros' in text and "IndexError" in text
     assert "/tmp/" not in text
 

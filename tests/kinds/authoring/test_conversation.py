@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.budget import TEMPLATE_TOKENS, Budget, turn_bound
 from pytest_mtpsweep.kinds.authoring.conversation import Messages, Settings, converse
 from pytest_mtpsweep.kinds.authoring.sandbox import Check
@@ -43,9 +43,9 @@ def talk(send: Callable[[Messages], ChatReply], judge: Callable[[str], Check],
 
 def test_green_at_once_and_after_feedback() -> None:
     end, turns = talk(replies(ok()), verdicts("pass"))
-    assert end.outcome == schema.FIRST_ATTEMPT_GREEN and end.green_turn == 1 and len(turns) == 1
+    assert end.outcome == records.FIRST_ATTEMPT_GREEN and end.green_turn == 1 and len(turns) == 1
     end, turns = talk(replies(ok(), ok(p=90)), verdicts("fail", "pass"))
-    assert end.outcome == schema.GREEN_AFTER_K and end.green_turn == 2
+    assert end.outcome == records.GREEN_AFTER_K and end.green_turn == 2
     assert end.prompt_tokens == 140 and end.completion_tokens == 40
     feedback = end.messages[2]
     assert feedback["role"] == "user" and feedback["content"].startswith("check: ")
@@ -55,7 +55,7 @@ def test_green_at_once_and_after_feedback() -> None:
 
 def test_exhausted_and_the_last_failure_is_not_fed_back() -> None:
     end, turns = talk(replies(ok(), ok(), ok()), verdicts("fail", "fail", "fail"))
-    assert end.outcome == schema.EXHAUSTED and end.turns_used == 3
+    assert end.outcome == records.EXHAUSTED and end.turns_used == 3
     assert [m["role"] for m in end.messages] == [
         "user",
         "assistant",
@@ -69,8 +69,8 @@ def test_exhausted_and_the_last_failure_is_not_fed_back() -> None:
 
 def test_no_artefact_tells_the_model_and_is_not_checked() -> None:
     end, turns = talk(replies(ok("no code"), ok()), verdicts("pass"))
-    assert end.outcome == schema.GREEN_AFTER_K
-    assert turns[0]["verdict"] == schema.VERDICT_NO_ARTEFACT and turns[0]["exit_code"] is None
+    assert end.outcome == records.GREEN_AFTER_K
+    assert turns[0]["verdict"] == records.VERDICT_NO_ARTEFACT and turns[0]["exit_code"] is None
     assert "no ```python code block" in end.messages[2]["content"]
 
 
@@ -79,21 +79,21 @@ def test_an_api_failure_ends_the_cell_with_its_status() -> None:
         False, http_status=500, error="HTTP 500 (after 4 retries)", retried=("500",) * 4
     )
     end, turns = talk(replies(bad), verdicts())
-    assert end.outcome == schema.API_FAILURE and end.api_status == 500
+    assert end.outcome == records.API_FAILURE and end.api_status == 500
     assert end.prompt_tokens == 0 and end.api_retries == 4
-    assert turns[0]["verdict"] == schema.VERDICT_NOT_CHECKED
+    assert turns[0]["verdict"] == records.VERDICT_NOT_CHECKED
 
 
 def test_a_checker_error_ends_the_cell() -> None:
-    end, _ = talk(replies(ok()), verdicts(schema.VERDICT_CHECKER_ERROR))
-    assert end.outcome == schema.CHECKER_ERROR
+    end, _ = talk(replies(ok()), verdicts(records.VERDICT_CHECKER_ERROR))
+    assert end.outcome == records.CHECKER_ERROR
 
 
 def test_the_budget_stops_before_a_turn_that_could_exceed_it() -> None:
     first = turn_bound([{"role": "user", "content": "write x"}], 100)
     budget = Budget(first + 10)  # room for the first turn, not for a second
     end, turns = talk(replies(ok(), ok()), verdicts("fail", "pass"), budget)
-    assert end.outcome == schema.BUDGET_STOPPED and len(turns) == 1
+    assert end.outcome == records.BUDGET_STOPPED and len(turns) == 1
     assert budget.refused is not None and budget.spent == 70 <= budget.limit  # type: ignore[operator]
     assert not budget.allows(1)  # once refused, the run is out of budget
 
@@ -126,7 +126,7 @@ def test_a_malformed_reply_is_an_api_failure_charged_its_bound() -> None:
     bad = ChatReply(False, http_status=200, error="malformed response: usage.prompt_tokens is -1")
     budget = Budget(None)
     end, turns = talk(replies(bad), verdicts(), budget)
-    assert end.outcome == schema.API_FAILURE and end.api_error == bad.error
+    assert end.outcome == records.API_FAILURE and end.api_error == bad.error
     assert budget.spent == turns[0]["budget_tokens"] > 0 and end.tokens_unknown_turns == 1
 
 

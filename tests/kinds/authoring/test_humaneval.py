@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import schema
 from pytest_mtpsweep.cli import main
 from pytest_mtpsweep.errors import UserError
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.humaneval import default_source, import_humaneval
 from pytest_mtpsweep.kinds.authoring.humaneval_data import parse_ids
 from pytest_mtpsweep.kinds.authoring.ladder import CheckerLimits
@@ -52,13 +52,13 @@ def test_canonical_solutions_pass_and_wrong_ones_fail(tmp_path: Path) -> None:
             "checker.py",
             limits,
         )
-        assert good.verdict == schema.VERDICT_PASS, (p["task_id"], good.output)
+        assert good.verdict == records.VERDICT_PASS, (p["task_id"], good.output)
         wrong = run_check(
             {"solution.py": p["prompt"] + "    return None\n", "checker.py": checker},
             "checker.py",
             limits,
         )
-        assert wrong.verdict == schema.VERDICT_FAIL, p["task_id"]
+        assert wrong.verdict == records.VERDICT_FAIL, p["task_id"]
 
 
 def test_an_import_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

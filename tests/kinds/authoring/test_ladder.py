@@ -48,7 +48,7 @@ def test_the_demo_ladder_plans_36_cells_for_one_subject() -> None:
     s = settings(lad)
     assert lad.kind == "authoring" and lad.cycles == 1 and lad.baseline == "plain"
     assert (s.max_turns, s.repeats, s.cohorts) == (2, 3, ("plain", "doctest"))
-    run = prepare(lad, request())
+    run = prepare(lad, lad.kind_settings, request())
     cases = run.cases(run_plan(lad.treatment_keys, lad.cycles))
     assert len(cases) == 6 * 2 * 3 and len(run.tasks) == 6
     assert "t6_roman" not in run.tasks
@@ -120,7 +120,8 @@ def test_the_token_budget_option_overrides_the_ladder(tmp_path: Path) -> None:
 def test_analysis_options_are_checked_against_the_ladder(tmp_path: Path) -> None:
     from pytest_mtpsweep.request import AnalysisRequest
 
-    run = prepare(load_ladder(ladder(tmp_path, "[contrast]\nresamples = 3000")), request())
+    lad = load_ladder(ladder(tmp_path, "[contrast]\nresamples = 3000"))
+    run = prepare(lad, lad.kind_settings, request())
     run.validate_analysis(AnalysisRequest())
     with pytest.raises(OptionError, match="not a cohort"):
         run.validate_analysis(AnalysisRequest(baseline="none"))
@@ -158,6 +159,7 @@ def test_prompts_dir_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="drop --prompts-dir"):
         prepare(
             lad,
+            lad.kind_settings,
             RunRequest(ladder="x", search_dirs=(), cwd=REPO, invocation=(), prompts_dir=tmp_path),
         )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.rig import provision
 from tests.sandbox import copy_experiments, only_run, servers_of
 
@@ -38,15 +39,19 @@ def test_one_task_both_cohorts_against_the_real_server(
     )
     result.assert_outcomes(passed=2, deselected=34)  # 36 cells, -k keeps 2
     rd = only_run(pytester.path)
-    cells = [json.loads(x) for x in (rd / schema.cells_file("01_qwen_c1")).read_text().splitlines()]
+    cells = [
+        json.loads(x) for x in (rd / records.cells_file("01_qwen_c1")).read_text().splitlines()
+    ]
     assert [c["cell"] for c in cells] == [
         "qwen-doctest-t4_count_zeros-r1",
         "qwen-plain-t4_count_zeros-r1",
     ]
     for c in cells:
-        assert c["valid"] is True and c["outcome"] in schema.FINAL_OUTCOMES, c
+        assert c["valid"] is True and c["outcome"] in records.FINAL_OUTCOMES, c
         assert c["prompt_tokens"] > 0 and c["completion_tokens"] > 0
-    turns = [json.loads(x) for x in (rd / schema.turns_file("01_qwen_c1")).read_text().splitlines()]
+    turns = [
+        json.loads(x) for x in (rd / records.turns_file("01_qwen_c1")).read_text().splitlines()
+    ]
     for t in turns:
         assert t["http_status"] == 200 and t["response_model"] == "qwen2.5-coder-0.5b-qwen"
         assert t["verdict"] in ("pass", "fail", "no_artefact") and t["finish_reason"] in (
@@ -60,7 +65,7 @@ def test_one_task_both_cohorts_against_the_real_server(
     assert info["argv"][info["argv"].index("-m") + 1] == str(coder_model)
     assert info["complete"] is True and info["sandbox"]["network"] in ("namespace", "host")
     assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
-    with (rd / schema.SCORES_CSV).open() as f:
+    with (rd / records.SCORES_CSV).open() as f:
         assert len(list(csv.DictReader(f))) == 2  # one row per selected cell
     assert (rd / schema.ANALYSIS_DIR / schema.REPORT_MD).is_file()
     assert servers_of(server_bin) == []

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from tests.kinds.authoring.project import KEY_ENV, function_of, make_project, scripted
 from tests.sandbox import only_run, spawn_pytest
 from tests.stub_openai_server import Messages, Script, serve
@@ -62,16 +63,16 @@ class TestTwoRemoteSubjects:
             result = run(pytester)
         result.assert_outcomes(passed=16)
         rd = only_run(pytester.path)
-        assert (rd / schema.RUN_STATUS_FILE).read_text().splitlines()[0] == schema.RUN_OK
-        cells = [r for f in sorted((rd / schema.CELLS_DIR).glob("*.jsonl")) for r in lines(f)]
+        assert (rd / schema.RUN_STATUS_FILE).read_text().splitlines()[0] == records.RUN_OK
+        cells = [r for f in sorted((rd / records.CELLS_DIR).glob("*.jsonl")) for r in lines(f)]
         assert len(cells) == 16 and {c["subject"] for c in cells} == {"alpha", "beta"}
         for c in cells:
-            assert set(schema.CELL_IDENTITY_FIELDS) | set(schema.CELL_FIELDS) <= c.keys()
+            assert set(records.CELL_IDENTITY_FIELDS) | set(records.CELL_FIELDS) <= c.keys()
             assert c["model_id"] == "stub-model" and c["valid"] is True
-            want = schema.GREEN_AFTER_K if c["cohort"] == "plain" else schema.FIRST_ATTEMPT_GREEN
+            want = records.GREEN_AFTER_K if c["cohort"] == "plain" else records.FIRST_ATTEMPT_GREEN
             assert c["outcome"] == want and c["green_turn"] == (2 if c["cohort"] == "plain" else 1)
             assert (rd / str(c["conversation"])).is_file()
-        turns = [r for f in sorted((rd / schema.TURNS_DIR).glob("*.jsonl")) for r in lines(f)]
+        turns = [r for f in sorted((rd / records.TURNS_DIR).glob("*.jsonl")) for r in lines(f)]
         assert len(turns) == 2 * (4 * 2 + 4 * 1)
         first = next(t for t in turns if t["cohort"] == "plain" and t["turn"] == 1)
         assert (first["verdict"] == "fail" and first["error_first_line"] == "assert -1 == 5") or (
@@ -80,9 +81,9 @@ class TestTwoRemoteSubjects:
         assert first["artefact_sha256"] and first["prompt_tokens"] and first["feedback_chars"]
         convo = json.loads((rd / str(cells[0]["conversation"])).read_text())
         assert [m["role"] for m in convo["messages"]][:2] == ["user", "assistant"]
-        with (rd / schema.SCORES_CSV).open() as f:
+        with (rd / records.SCORES_CSV).open() as f:
             scores = list(csv.DictReader(f))
-        assert len(scores) == 16 and list(scores[0]) == list(schema.SCORES_COLUMNS)
+        assert len(scores) == 16 and list(scores[0]) == list(records.SCORES_COLUMNS)
         report = (rd / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
         assert "alpha: doctest vs plain, first-attempt green (pp): +100.0 pp" in report
         assert "beta: doctest vs plain" in report
@@ -117,10 +118,10 @@ class TestApiFaults:
         make_project(pytester, {"alpha": url}, repeats=1)
         run(pytester, "--no-warmup").assert_outcomes(passed=4)
         rd = only_run(pytester.path)
-        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        turns = lines(rd / records.turns_file("01_alpha_c1"))
         assert turns[0]["api_retried"] == ["429", "429"] and turns[0]["api_tries"] == 3
-        cells = lines(rd / schema.cells_file("01_alpha_c1"))
-        assert cells[0]["api_retries"] == 2 and cells[0]["outcome"] == schema.GREEN_AFTER_K
+        cells = lines(rd / records.cells_file("01_alpha_c1"))
+        assert cells[0]["api_retries"] == 2 and cells[0]["outcome"] == records.GREEN_AFTER_K
 
     def test_a_terminal_500_is_api_failure_with_zero_tokens_and_not_rerun(
         self, pytester: pytest.Pytester, stub: tuple[Script, str]
@@ -131,8 +132,8 @@ class TestApiFaults:
         result = run(pytester, "--no-warmup")
         result.assert_outcomes(passed=4)  # an api_failure is an outcome: the test passes
         rd = only_run(pytester.path)
-        cell = lines(rd / schema.cells_file("01_alpha_c1"))[0]
-        assert cell["outcome"] == schema.API_FAILURE and cell["api_status"] == 500
+        cell = lines(rd / records.cells_file("01_alpha_c1"))[0]
+        assert cell["outcome"] == records.API_FAILURE and cell["api_status"] == 500
         assert cell["prompt_tokens"] == 0 and cell["completion_tokens"] == 0
         assert "after 2 retries" in str(cell["api_error"])
         status = (rd / schema.RUN_STATUS_FILE).read_text()
@@ -150,8 +151,8 @@ class TestApiFaults:
         script.faults.append("empty")
         make_project(pytester, {"alpha": url}, repeats=1)
         run(pytester, "--no-warmup").assert_outcomes(passed=4)
-        cell = lines(only_run(pytester.path) / schema.cells_file("01_alpha_c1"))[0]
-        assert cell["outcome"] == schema.API_FAILURE
+        cell = lines(only_run(pytester.path) / records.cells_file("01_alpha_c1"))[0]
+        assert cell["outcome"] == records.API_FAILURE
         assert cell["api_error"] == "the response holds no choices" and cell["api_status"] == 200
 
 
@@ -163,15 +164,15 @@ class TestBudget:
         make_project(pytester, {"alpha": url})
         result = run(pytester, "--token-budget", "700")
         rd = only_run(pytester.path)
-        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        turns = lines(rd / records.turns_file("01_alpha_c1"))
         spent = sum(int(t["prompt_tokens"] or 0) + int(t["completion_tokens"] or 0) for t in turns)
         session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
         assert spent + session["warmup_tokens"] <= 700
-        cells = lines(rd / schema.cells_file("01_alpha_c1"))
-        stopped = [c["cell"] for c in cells if c["outcome"] == schema.BUDGET_STOPPED]
+        cells = lines(rd / records.cells_file("01_alpha_c1"))
+        stopped = [c["cell"] for c in cells if c["outcome"] == records.BUDGET_STOPPED]
         assert stopped and len(cells) == 8
         status = (rd / schema.RUN_STATUS_FILE).read_text().splitlines()
-        assert status[0] == schema.RUN_PARTIAL
+        assert status[0] == records.RUN_PARTIAL
         assert any(line.startswith(f"{len(stopped)} budget_stopped") for line in status)
         assert all(c in "\n".join(status) for c in stopped)
         outcomes = result.parseoutcomes()
@@ -186,15 +187,15 @@ class TestBudget:
         make_project(pytester, {"alpha": url})
         run(pytester, "--token-budget", "700")
         rd = only_run(pytester.path)
-        before = {c["cell"]: c for c in lines(rd / schema.cells_file("01_alpha_c1"))}
-        final = {k for k, c in before.items() if c["outcome"] in schema.FINAL_OUTCOMES}
+        before = {c["cell"]: c for c in lines(rd / records.cells_file("01_alpha_c1"))}
+        final = {k for k, c in before.items() if c["outcome"] in records.FINAL_OUTCOMES}
         asked = len(script.requests)
         result = run(pytester, "--resume", str(rd), "--token-budget", "100000")
         result.assert_outcomes(passed=8 - len(final), skipped=len(final))
-        after = lines(rd / schema.cells_file("01_alpha_c1"))
+        after = lines(rd / records.cells_file("01_alpha_c1"))
         rerun = [c for c in after if c["attempt"] == 1]
         assert {c["cell"] for c in rerun} == set(before) - final
-        assert all(c["outcome"] in schema.FINAL_OUTCOMES for c in rerun)
+        assert all(c["outcome"] in records.FINAL_OUTCOMES for c in rerun)
         assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
         # only the re-run cells were asked again (and one warm-up)
         firsts = [
@@ -241,7 +242,7 @@ def test_resume_after_a_kill_reruns_only_the_cells_without_an_outcome(
         deadline = time.monotonic() + 180
         cells_path: Path | None = None
         while time.monotonic() < deadline:
-            found = list(pytester.path.glob(f"runs/tiny/*/{schema.cells_file('01_alpha_c1')}"))
+            found = list(pytester.path.glob(f"runs/tiny/*/{records.cells_file('01_alpha_c1')}"))
             if found and len(found[0].read_text().splitlines()) >= 2:
                 cells_path = found[0]
                 break
@@ -267,7 +268,7 @@ def test_resume_after_a_kill_reruns_only_the_cells_without_an_outcome(
     } - {c["cell"] for c in before}
     assert (rd / schema.RUN_STATUS_FILE).read_text().startswith("ok\n")
     # the killed cell's first turn is on disk (attempt 0) and its cell ran again in attempt 1
-    turns = lines(rd / schema.turns_file("01_alpha_c1"))
+    turns = lines(rd / records.turns_file("01_alpha_c1"))
     assert {(t["cell"], t["attempt"]) for t in turns} >= {("alpha-doctest-t_neg-r1", 1)}
 
 
@@ -293,11 +294,11 @@ def test_hostile_artefacts_end_as_outcomes_and_the_run_completes(
     make_project(pytester, {"alpha": url}, repeats=1)
     run(pytester, "--no-warmup").assert_outcomes(passed=4)
     rd = only_run(pytester.path)
-    cells = {c["cell"]: c for c in lines(rd / schema.cells_file("01_alpha_c1"))}
+    cells = {c["cell"]: c for c in lines(rd / records.cells_file("01_alpha_c1"))}
     for cohort in ("plain", "doctest"):
-        assert cells[f"alpha-{cohort}-t_add-r1"]["outcome"] == schema.EXHAUSTED
-    turns = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["task"] == "t_add"]
-    assert len(turns) == 4 and all(t["verdict"] == schema.VERDICT_FAIL for t in turns)
+        assert cells[f"alpha-{cohort}-t_add-r1"]["outcome"] == records.EXHAUSTED
+    turns = [t for t in lines(rd / records.turns_file("01_alpha_c1")) if t["task"] == "t_add"]
+    assert len(turns) == 4 and all(t["verdict"] == records.VERDICT_FAIL for t in turns)
     assert all(t["check_reason"] for t in turns), [t["check_reason"] for t in turns]
     # the model was told why, in a message no longer than the ladder allows
     convo = json.loads((rd / str(cells["alpha-plain-t_add-r1"]["conversation"])).read_text())
@@ -341,13 +342,13 @@ def test_forging_artefacts_are_never_green_through_the_real_pipeline(
     make_project(pytester, {"alpha": url}, repeats=3)
     run(pytester, "--no-warmup").assert_outcomes(passed=12)
     rd = only_run(pytester.path)
-    cells = [c for c in lines(rd / schema.cells_file("01_alpha_c1")) if c["task"] == "t_add"]
-    assert len(cells) == 6 and {c["outcome"] for c in cells} == {schema.EXHAUSTED}
-    turns = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["task"] == "t_add"]
-    assert len(turns) == 12 and {t["verdict"] for t in turns} == {schema.VERDICT_FAIL}
+    cells = [c for c in lines(rd / records.cells_file("01_alpha_c1")) if c["task"] == "t_add"]
+    assert len(cells) == 6 and {c["outcome"] for c in cells} == {records.EXHAUSTED}
+    turns = [t for t in lines(rd / records.turns_file("01_alpha_c1")) if t["task"] == "t_add"]
+    assert len(turns) == 12 and {t["verdict"] for t in turns} == {records.VERDICT_FAIL}
     assert all(t["tests_passed"] == 0 and t["verdict_forgeable"] is False for t in turns)
     # the other task's correct artefacts are green by the grader's report
-    neg = [t for t in lines(rd / schema.turns_file("01_alpha_c1")) if t["verdict"] == "pass"]
+    neg = [t for t in lines(rd / records.turns_file("01_alpha_c1")) if t["verdict"] == "pass"]
     assert neg and all(t["tests_collected"] == t["tests_passed"] == 1 for t in neg)
 
 
@@ -365,8 +366,8 @@ def test_the_reply_cache_answers_a_rerun_without_asking_the_subject(
     run(pytester, "--no-warmup").assert_outcomes(passed=4)  # a second run, its own directory
     assert len(script.requests) == asked  # nothing was asked again
     first, second = sorted((pytester.path / "runs" / "tiny").iterdir())
-    before = lines(first / schema.turns_file("01_alpha_c1"))
-    after = lines(second / schema.turns_file("01_alpha_c1"))
+    before = lines(first / records.turns_file("01_alpha_c1"))
+    after = lines(second / records.turns_file("01_alpha_c1"))
     assert not any(t["reply_cached"] for t in before) and all(t["reply_cached"] for t in after)
     assert [t["verdict"] for t in after] == [t["verdict"] for t in before]
     cached = list((pytester.path / "cache" / "replies").rglob("*.json"))
@@ -386,17 +387,17 @@ class TestUntrustedUsage:
         make_project(pytester, {"alpha": url}, repeats=1)
         run(pytester, "--token-budget", "100000").assert_outcomes(passed=4)
         rd = only_run(pytester.path)
-        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        turns = lines(rd / records.turns_file("01_alpha_c1"))
         assert turns and all(t["tokens_unknown"] is True for t in turns)
         assert all(t["prompt_tokens"] is None and t["budget_tokens"] > 64 for t in turns)
-        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        cells = lines(rd / records.cells_file("01_alpha_c1"))
         assert all(c["prompt_tokens"] is None and c["completion_tokens"] is None for c in cells)
         assert all(c["tokens_unknown_turns"] == c["turns_used"] for c in cells)
         session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
         assert session["tokens_unknown_cells"] == len(cells) and session["warmup_tokens"] is None
         report = (rd / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text()
         assert f"TOKENS UNKNOWN in {len(cells)} cell(s)" in report
-        census = (rd / schema.ANALYSIS_DIR / schema.CENSUS_CSV).read_text()
+        census = (rd / schema.ANALYSIS_DIR / records.CENSUS_CSV).read_text()
         assert census.splitlines()[0].endswith(",tokens_known") and ",True" not in census
 
     @pytest.mark.parametrize(
@@ -415,10 +416,10 @@ class TestUntrustedUsage:
         make_project(pytester, {"alpha": url}, repeats=1)
         run(pytester, "--no-warmup", "--token-budget", "100000").assert_outcomes(passed=4)
         rd = only_run(pytester.path)
-        cells = lines(rd / schema.cells_file("01_alpha_c1"))
-        assert {c["outcome"] for c in cells} == {schema.API_FAILURE}
+        cells = lines(rd / records.cells_file("01_alpha_c1"))
+        assert {c["outcome"] for c in cells} == {records.API_FAILURE}
         assert all(str(c["api_error"]).startswith("malformed response: usage") for c in cells)
-        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        turns = lines(rd / records.turns_file("01_alpha_c1"))
         assert all(t["budget_tokens"] > 0 for t in turns)  # charged its bound, never negative
         session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
         assert session["tokens"] >= 0
@@ -436,7 +437,7 @@ class TestCellsInFlight:
 
     @staticmethod
     def outcomes(rd: Path) -> dict[str, tuple[Any, Any]]:
-        cells = lines(rd / schema.cells_file("01_alpha_c1"))
+        cells = lines(rd / records.cells_file("01_alpha_c1"))
         return {c["cell"]: (c["outcome"], c["green_turn"]) for c in cells}
 
     def test_429s_lower_the_requests_in_flight_and_the_outcomes_are_those_of_one_at_a_time(
@@ -457,7 +458,7 @@ class TestCellsInFlight:
         many = only_run(pytester.path)
         assert self.outcomes(many) == one
         assert script.peak_in_flight == 2 and script.refused_429 > 0  # really concurrent
-        cells = lines(many / schema.cells_file("01_alpha_c1"))
+        cells = lines(many / records.cells_file("01_alpha_c1"))
         assert [c["position"] for c in cells] == sorted(c["position"] for c in cells)
         session = json.loads((many / schema.session_file("01_alpha_c1")).read_text())
         assert session["concurrency"] == 4 and session["throttled_requests"] > 0
@@ -475,12 +476,12 @@ class TestCellsInFlight:
         self.project(pytester, url, 4)
         run(pytester, "--token-budget", "700")
         rd = only_run(pytester.path)
-        turns = lines(rd / schema.turns_file("01_alpha_c1"))
+        turns = lines(rd / records.turns_file("01_alpha_c1"))
         spent = sum(t["budget_tokens"] for t in turns)
         session = json.loads((rd / schema.session_file("01_alpha_c1")).read_text())
         assert 0 < spent + session["warmup_tokens"] <= 700
-        cells = lines(rd / schema.cells_file("01_alpha_c1"))
-        assert any(c["outcome"] == schema.BUDGET_STOPPED for c in cells) and len(cells) == 8
+        cells = lines(rd / records.cells_file("01_alpha_c1"))
+        assert any(c["outcome"] == records.BUDGET_STOPPED for c in cells) and len(cells) == 8
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.ladder import CheckerLimits
 from pytest_mtpsweep.kinds.authoring.sandbox import JAIL, Check, probe, run_check, scrubbed_env
 
@@ -45,21 +45,21 @@ def leftovers(marker: str) -> list[psutil.Process]:
 
 def test_a_correct_artefact_passes_and_a_wrong_one_fails() -> None:
     good = check(GOOD)
-    assert good.verdict == schema.VERDICT_PASS and good.exit_code == 0 and good.reason is None
+    assert good.verdict == records.VERDICT_PASS and good.exit_code == 0 and good.reason is None
     bad = check("def add(a, b):\n    return a - b\n")
-    assert bad.verdict == schema.VERDICT_FAIL and bad.exit_code == 1 and bad.reason is None
+    assert bad.verdict == records.VERDICT_FAIL and bad.exit_code == 1 and bad.reason is None
     assert "assert -1 == 5" in bad.output
 
 
 def test_an_artefact_that_does_not_import_fails_with_its_error() -> None:
     c = check("def add(a, b) return\n")
-    assert c.verdict == schema.VERDICT_FAIL and c.exit_code == 2
+    assert c.verdict == records.VERDICT_FAIL and c.exit_code == 2
     assert "SyntaxError" in c.output
 
 
 def test_an_infinite_loop_ends_at_a_limit() -> None:
     c = check("while True:\n    pass\n")
-    assert c.verdict == schema.VERDICT_FAIL
+    assert c.verdict == records.VERDICT_FAIL
     assert c.reason is not None and ("CPU" in c.reason or "timed out" in c.reason)
 
 
@@ -80,7 +80,7 @@ def test_a_fork_bomb_is_bounded_and_leaves_nothing_behind() -> None:
         "raise SystemExit('bomb done')\n"
     )
     c = check(art)
-    assert c.verdict == schema.VERDICT_FAIL
+    assert c.verdict == records.VERDICT_FAIL
     if os.geteuid() == 0 or c.isolation.get("userns"):
         # RLIMIT_NPROC stopped it (root would be exempt: the jail runs it as nobody)
         assert "fork refused after" in c.output
@@ -97,7 +97,7 @@ def test_a_daemon_that_leaves_the_process_group_is_killed() -> None:
         f"{marker!r}], start_new_session=True)\n" + GOOD
     )
     c = check(art)
-    assert c.verdict == schema.VERDICT_PASS
+    assert c.verdict == records.VERDICT_PASS
     time.sleep(0.2)
     if c.isolation.get("pids") == "namespace":
         assert leftovers(marker) == []
@@ -109,7 +109,7 @@ def test_a_daemon_that_leaves_the_process_group_is_killed() -> None:
 def test_writing_a_gigabyte_is_refused() -> None:
     art = "with open('big', 'wb') as f:\n    f.write(b'x' * (1 << 30))\n" + GOOD
     c = check(art)
-    assert c.verdict == schema.VERDICT_FAIL
+    assert c.verdict == records.VERDICT_FAIL
     assert "File too large" in c.output or "MemoryError" in c.output or c.reason
 
 
@@ -118,7 +118,7 @@ def test_printing_100_megabytes_is_cut_off() -> None:
     # then prints what was captured, and the sandbox stops reading at its output cap.
     art = "def add(a, b):\n    print('y' * (100 << 20))\n    return a + b\n"
     c = check(art)
-    assert c.verdict == schema.VERDICT_FAIL
+    assert c.verdict == records.VERDICT_FAIL
     assert c.reason == f"printed more than {LIMITS.output_kib} KiB"
     assert len(c.output.encode()) <= LIMITS.output_kib * 1024
 
@@ -133,7 +133,7 @@ def test_the_run_environment_and_its_keys_never_reach_the_artefact(
         CHECKER + "\n\ndef test_env():\n    from solution import ENV\n    assert ENV == {}, ENV\n"
     )
     c = check(art, checker=checker)
-    assert c.verdict == schema.VERDICT_FAIL  # the env is not empty: it is the allow-list
+    assert c.verdict == records.VERDICT_FAIL  # the env is not empty: it is the allow-list
     assert secret not in c.output and "MTPSWEEP_TEST_API_KEY" not in c.output
     assert set(scrubbed_env("/x")) >= {"PATH", "HOME", "LANG"}
     assert not any("KEY" in k or "TOKEN" in k for k in scrubbed_env("/x"))
@@ -145,12 +145,12 @@ def test_stdin_is_closed() -> None:
         CHECKER + "\n\ndef test_stdin():\n    from solution import DATA\n    assert DATA == ''\n"
     )
     # pytest itself replaces stdin while it collects; the jail's own stdin is /dev/null
-    assert check(art, checker=checker).verdict in (schema.VERDICT_PASS, schema.VERDICT_FAIL)
+    assert check(art, checker=checker).verdict in (records.VERDICT_PASS, records.VERDICT_FAIL)
 
 
 def test_exiting_0_on_import_does_not_pass() -> None:
     c = check("import os\nos._exit(0)\n")
-    assert c.verdict == schema.VERDICT_FAIL and c.passed == 0
+    assert c.verdict == records.VERDICT_FAIL and c.passed == 0
     assert "the solution did not start" in c.output
 
 
@@ -169,7 +169,7 @@ def test_no_network_where_the_platform_allows_it() -> None:
     )
     c = check(art, checker=checker)
     if c.isolation.get("network") == "namespace":
-        assert c.verdict == schema.VERDICT_PASS, c.output
+        assert c.verdict == records.VERDICT_PASS, c.output
     else:
         pytest.skip(
             "this platform grants no network namespace; docs/authoring.md says the check is not isolated"
@@ -201,7 +201,7 @@ def test_the_filesystem_is_read_only_but_the_workdir() -> None:
 
 def test_the_probe_reports_what_is_isolated() -> None:
     c = probe(LIMITS)
-    assert c.verdict == schema.VERDICT_PASS, c.output
+    assert c.verdict == records.VERDICT_PASS, c.output
     assert c.isolation.get("network") in ("namespace", "host")
     assert c.isolation.get("pids") in ("namespace", "process group")
 

@@ -74,7 +74,11 @@ def test_the_demo_runs_each_cycle_pair_up_then_down() -> None:
 
 def test_every_treatment_is_sent_the_same_schedule() -> None:
     ladder = load_ladder(DEMO)
-    run = prepare(ladder, RunRequest(ladder=str(DEMO), search_dirs=(), cwd=REPO, invocation=()))
+    run = prepare(
+        ladder,
+        ladder.kind_settings,
+        RunRequest(ladder=str(DEMO), search_dirs=(), cwd=REPO, invocation=()),
+    )
     plan = run.plan_fields()["load"]
     assert len(plan["prompt_order"]) == 16 and sorted(set(plan["prompt_order"])) == sorted(
         p["id"] for p in plan["prompts"]

@@ -118,8 +118,8 @@ def test_the_schedule_of_a_timed_ladder_is_one_for_every_treatment(tmp_path: Pat
     )
     ladder = load_ladder(path)
     s = settings(ladder)
-    cases = prepare(ladder, RunRequest(ladder=str(path), search_dirs=(), cwd=tmp_path,
-                                       invocation=(), prompts_dir=CANONICAL)).cases(
+    cases = prepare(ladder, s, RunRequest(ladder=str(path), search_dirs=(), cwd=tmp_path,
+                                          invocation=(), prompts_dir=CANONICAL)).cases(
         run_plan(ladder.treatment_keys, 2))  # fmt: skip
     loads = {(c.slot.treatment, c.slot.cycle, c.level.label): _load(s, c, ladder.seed)[0]
              for c in cases}  # fmt: skip

@@ -3,6 +3,7 @@ request asks for, and `requests` per session."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,29 @@ def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
     return targets
 
 
-def validate(ladder: Ladder, where: Path | str) -> None:
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The probe's own fields, parsed once by the loader and handed to `prepare`."""
+
+    path: str = DEFAULT_PATH
+    requests: int = DEFAULT_REQUESTS
+
+
+def settings(ladder: Ladder, where: Path | str) -> ProbeSettings:
+    f = ladder.kind_fields
+    return ProbeSettings(str(f.get("path", DEFAULT_PATH)), int(f.get("requests", DEFAULT_REQUESTS)))
+
+
+def validate(ladder: Ladder, s: ProbeSettings, where: Path | str) -> None:
     if ladder.baseline not in ladder.treatment_keys:
         raise LadderError(
             f"{where}: field 'baseline' is {ladder.baseline!r}, which is not a target "
             f"({', '.join(ladder.treatment_keys)}); name one of them."
         )
-    requests = ladder.kind_fields.get("requests", DEFAULT_REQUESTS)
-    if requests < 1:
-        raise LadderError(f"{where}: field 'requests' is {requests}; use 1 or more.")
-    if not str(ladder.kind_fields.get("path", DEFAULT_PATH)).startswith("/"):
+    if s.requests < 1:
+        raise LadderError(f"{where}: field 'requests' is {s.requests}; use 1 or more.")
+    if not s.path.startswith("/"):
         raise LadderError(f"{where}: field 'path' must start with /, e.g. /health.")
 
 
-SPEC = KindSpec("probe", FIELDS, treatments, validate)
+SPEC = KindSpec("probe", FIELDS, treatments, validate, settings=settings)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_mtpsweep.errors import OptionError
 from pytest_mtpsweep.kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis, KindRun, Outcome
 from pytest_mtpsweep.ladder.model import Ladder, Preregistration
 from pytest_mtpsweep.ladder.plan import SessionSlot
@@ -22,12 +21,11 @@ from pytest_mtpsweep.request import AnalysisRequest, RunRequest
 from pytest_mtpsweep.schema import RECORDS_DIR, WarmupFacts, utc_now_iso
 from pytest_mtpsweep.state.rundir import read_records
 
-from .ladder import DEFAULT_PATH, DEFAULT_REQUESTS
+from .ladder import ProbeSettings
 
 if TYPE_CHECKING:
     import argparse
 
-    from pytest_mtpsweep.state.context import RunContext
     from pytest_mtpsweep.state.live import LiveSession
 
 # A probe record, in the order its JSON line holds the fields (then the keyed fields and
@@ -60,13 +58,12 @@ class Probe:
     latency_s: float | None = None
 
 
-class ProbeRun:
-    calibrates = False
+class ProbeRun(KindRun):
+    """The six methods a kind must write, and the defaults it overrides (keyed fields,
+    plan.json, preflight, its multiplicity, session facts and note); the rest are KindRun's."""
 
-    def __init__(self, ladder: Ladder) -> None:
-        self.ladder = ladder
-        self.path = str(ladder.kind_fields.get("path", DEFAULT_PATH))
-        self.requests = int(ladder.kind_fields.get("requests", DEFAULT_REQUESTS))
+    def __init__(self, ladder: Ladder, s: ProbeSettings) -> None:
+        self.ladder, self.path, self.requests = ladder, s.path, s.requests
 
     def cases(self, plan: list[SessionSlot]) -> list[ProbeCase]:
         return [ProbeCase(slot, i) for slot in plan for i in range(self.requests)]
@@ -82,9 +79,6 @@ class ProbeRun:
         return (PreflightItem("probe_path", "a path on each target", self.path,
                               PASS if ok else FAIL),)  # fmt: skip
 
-    def quarantine_members(self, session: str) -> dict[str, str]:
-        return {}
-
     def registration(self, reg: Preregistration) -> Preregistration:
         return replace(reg, multiplicity=reg.multiplicity or "one median per target; no test")
 
@@ -94,9 +88,6 @@ class ProbeRun:
             "median per target.",
             f"- Multiplicity: {reg.multiplicity}",
         ]
-
-    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Any]) -> None:
-        return None
 
     def _get(self, live: LiveSession) -> Probe:
         headers = live.endpoint.headers() if live.endpoint else {}
@@ -144,10 +135,6 @@ class ProbeRun:
         seen = live.extra.get("latencies") or []
         return f"median {statistics.median(seen) * 1000:.1f} ms" if seen else ""
 
-    def validate_analysis(self, request: AnalysisRequest) -> None:
-        if request.expect:
-            raise OptionError("--expect judges contrasts; a probe run has none: drop --expect.")
-
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         table = summarise(run_dir)
         if table is None:
@@ -155,9 +142,6 @@ class ProbeRun:
                 error="no probe records were written, so there is nothing to analyse"
             )
         return EndAnalysis(table=table, report=run_dir / "analysis" / REPORT)
-
-    def finish(self, run_dir: Path, selected: Sequence[Any]) -> list[str]:
-        return []
 
 
 def summarise(run_dir: Path) -> str | None:
@@ -192,8 +176,5 @@ def analyse_command(
     return EXIT_OK
 
 
-def prepare(ladder: Ladder, request: RunRequest) -> ProbeRun:
-    return ProbeRun(ladder)
-
-
-_IMPLEMENTS: type[KindRun] = ProbeRun  # mypy checks it against the kind interface
+def prepare(ladder: Ladder, s: ProbeSettings, request: RunRequest) -> ProbeRun:
+    return ProbeRun(ladder, s)

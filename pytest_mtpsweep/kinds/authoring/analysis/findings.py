@@ -18,6 +18,7 @@ import pandas as pd
 from .... import schema
 from ....analysis.mdtext import md_text
 from ....analysis.textfmt import LONG_LIST_ROWS
+from .. import records
 from .contrast import POOLED, Contrast
 from .repeats import repeats_lines
 from .report import LABELS
@@ -211,6 +212,6 @@ def census_lines(census: pd.DataFrame, unreadable: Sequence[str]) -> list[str]:
 def status_limits(name: str, text: str) -> list[str]:
     """A run that did not finish as planned, from RUN_STATUS or STOPPED."""
     first = text.strip().splitlines()
-    if name == schema.RUN_STATUS_FILE and first and first[0] == schema.RUN_OK:
+    if name == schema.RUN_STATUS_FILE and first and first[0] == records.RUN_OK:
         return []
     return [f"**{md_text(name)}:** {md_text(' / '.join(first))}"]

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from .... import recordlines as rl
-from .... import schema
+from ..records import FIRST_ATTEMPT_GREEN, GREEN_OUTCOMES, INFORMATIVE_OUTCOMES
 
 COLUMNS: tuple[str, ...] = (
     "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",
@@ -44,9 +44,9 @@ def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         [{k: r.get(k) for k in COLUMNS} for r in latest.values()], columns=list(COLUMNS)
     )
     outcome = df["outcome"].astype(object)
-    df["informative"] = outcome.isin(schema.INFORMATIVE_OUTCOMES)
-    df["green"] = outcome.isin(schema.GREEN_OUTCOMES).astype(float)
-    df["first"] = (outcome == schema.FIRST_ATTEMPT_GREEN).astype(float)
+    df["informative"] = outcome.isin(INFORMATIVE_OUTCOMES)
+    df["green"] = outcome.isin(GREEN_OUTCOMES).astype(float)
+    df["first"] = (outcome == FIRST_ATTEMPT_GREEN).astype(float)
     for col in ("prompt_tokens", "completion_tokens", "turns_used", "repeat"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     # a total over a turn without usage is unknown: never read as 0 (older records lack the field)

@@ -14,6 +14,7 @@ from .... import schema
 from ....analysis.mdtext import md_text
 from ....errors import AnalysisError
 from ....fileio import atomic_write_text
+from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from . import contrast, findings, repeats, report, tables
 from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame
 
@@ -38,7 +39,7 @@ class AuthoringResult:
 
 def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Every readable record of `folder`, and each line that is not (`file:line: why`)."""
-    types = CELL_TYPES if folder == schema.CELLS_DIR else TURN_TYPES
+    types = CELL_TYPES if folder == CELLS_DIR else TURN_TYPES
     out: list[dict[str, Any]] = []
     bad: list[str] = []
     for path in sorted((run_dir / folder).glob("*.jsonl")):
@@ -49,7 +50,7 @@ def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
-    return _read(run_dir, schema.CELLS_DIR)[0]
+    return _read(run_dir, CELLS_DIR)[0]
 
 
 def _forgeable(records: list[dict[str, Any]]) -> list[str]:
@@ -125,8 +126,8 @@ def analyse_dir(
     run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool
 ) -> AuthoringResult:
     """Analyse an authoring run directory; write contrasts, table, census and report.md."""
-    records, bad_cells = _read(run_dir, schema.CELLS_DIR)
-    turn_records, bad_turns = _read(run_dir, schema.TURNS_DIR)
+    records, bad_cells = _read(run_dir, CELLS_DIR)
+    turn_records, bad_turns = _read(run_dir, TURNS_DIR)
     if not records:
         raise AnalysisError(f"{run_dir} holds no cell records; run the ladder first")
     cells = cell_frame(records)
@@ -149,9 +150,9 @@ def analyse_dir(
     rescue = repeats.rescue_table(cells, turns)
     out = run_dir / schema.ANALYSIS_DIR
     out.mkdir(exist_ok=True)
-    atomic_write_text(out / schema.COHORT_TABLE_CSV, table.to_csv(index=False))
-    atomic_write_text(out / schema.CONTRASTS_CSV, report.contrasts_frame(rows).to_csv(index=False))
-    atomic_write_text(out / schema.CENSUS_CSV, census.to_csv(index=False))
+    atomic_write_text(out / COHORT_TABLE_CSV, table.to_csv(index=False))
+    atomic_write_text(out / CONTRASTS_CSV, report.contrasts_frame(rows).to_csv(index=False))
+    atomic_write_text(out / CENSUS_CSV, census.to_csv(index=False))
     atomic_write_text(out / PASS_AT_K_CSV, passes.to_csv(index=False))
     atomic_write_text(out / RESCUE_CSV, rescue.to_csv(index=False))
     atomic_write_text(out / REPEATS_CSV, same.to_csv(index=False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .... import schema
+from .. import records
 
 TABLE_COLUMNS: tuple[str, ...] = (
     "subject", "cohort", "cells", "informative", "first_attempt_green", "green_after_k",
@@ -31,12 +31,12 @@ def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:
                 "cohort": cohort,
                 "cells": len(g),
                 "informative": len(info),
-                "first_attempt_green": int(count.get(schema.FIRST_ATTEMPT_GREEN, 0)),
-                "green_after_k": int(count.get(schema.GREEN_AFTER_K, 0)),
-                "never_green": int(count.get(schema.EXHAUSTED, 0)),
-                "api_failure": int(count.get(schema.API_FAILURE, 0)),
-                "checker_error": int(count.get(schema.CHECKER_ERROR, 0)),
-                "budget_stopped": int(count.get(schema.BUDGET_STOPPED, 0)),
+                "first_attempt_green": int(count.get(records.FIRST_ATTEMPT_GREEN, 0)),
+                "green_after_k": int(count.get(records.GREEN_AFTER_K, 0)),
+                "never_green": int(count.get(records.EXHAUSTED, 0)),
+                "api_failure": int(count.get(records.API_FAILURE, 0)),
+                "checker_error": int(count.get(records.CHECKER_ERROR, 0)),
+                "budget_stopped": int(count.get(records.BUDGET_STOPPED, 0)),
                 "no_outcome": int(g["outcome"].isna().sum()),
                 "green_rate": info["green"].mean() if len(info) else float("nan"),
                 "first_attempt_rate": info["first"].mean() if len(info) else float("nan"),

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis.contrast import (
     agreement,
     contrasts,
@@ -27,7 +27,7 @@ def cell(subject: str, cohort: str, task: str, repeat: int, outcome: str | None,
             "prompt_tokens": prompt, "completion_tokens": completion}  # fmt: skip
 
 
-G, X = schema.FIRST_ATTEMPT_GREEN, schema.EXHAUSTED
+G, X = records.FIRST_ATTEMPT_GREEN, records.EXHAUSTED
 
 
 def by_endpoint(rows: list[Any]) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def test_repeats_are_averaged_within_a_task_first() -> None:
 
 
 def test_uninformative_cells_and_unpaired_tasks_stay_out() -> None:
-    recs = [cell("s", "a", "t0", 1, G), cell("s", "b", "t0", 1, schema.API_FAILURE),
+    recs = [cell("s", "a", "t0", 1, G), cell("s", "b", "t0", 1, records.API_FAILURE),
             cell("s", "a", "t1", 1, X), cell("s", "b", "t1", 1, G),
             cell("s", "a", "t2", 1, X)]  # fmt: skip
     rows = by_endpoint(contrasts(cell_frame(recs), "s", "b", "a", 1000, 1))

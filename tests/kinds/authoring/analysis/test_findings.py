@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.findings import LIMITATIONS
 from tests.analysis.html.dom import parse
@@ -31,9 +32,9 @@ def write(run: Path, copies: bool, rescued: bool = False) -> None:
         for task in ("t0", "t1", "t2", "t3"):
             for r in (1, 2, 3):
                 missed = cohort == "b" and task == "t3"
-                outcome = schema.EXHAUSTED if missed else schema.FIRST_ATTEMPT_GREEN
+                outcome = records.EXHAUSTED if missed else records.FIRST_ATTEMPT_GREEN
                 if missed and rescued and r == 1:
-                    outcome = schema.GREEN_AFTER_K
+                    outcome = records.GREEN_AFTER_K
                 c = cell("s", cohort, task, r, outcome)
                 cells.append(c)
                 sha = f"{cohort}{task}" if copies else f"{cohort}{task}-{r}"
@@ -41,7 +42,7 @@ def write(run: Path, copies: bool, rescued: bool = False) -> None:
                 if missed:
                     last = turn(c, 2, sha, "assert 1 == 2")
                     turns.append(last | {"feedback_chars": None})  # the last turn's goes nowhere
-    for folder, rows in ((schema.CELLS_DIR, cells), (schema.TURNS_DIR, turns)):
+    for folder, rows in ((records.CELLS_DIR, cells), (records.TURNS_DIR, turns)):
         (run / folder).mkdir(parents=True)
         (run / folder / "01_s_c1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
     (run / schema.PLAN_FILE).write_text(json.dumps(PLAN))
@@ -102,8 +103,8 @@ def test_sampled_repeats_and_a_rescue_leave_those_bullets_out(tmp_path: Path) ->
 
 def test_cells_without_an_outcome_and_lowered_concurrency_are_named(tmp_path: Path) -> None:
     write(tmp_path, copies=False)
-    path = tmp_path / schema.CELLS_DIR / "01_s_c1.jsonl"
-    extra = [cell("s", "a", "t4", 1, schema.API_FAILURE) | {"api_error": "HTTP 500"},
+    path = tmp_path / records.CELLS_DIR / "01_s_c1.jsonl"
+    extra = [cell("s", "a", "t4", 1, records.API_FAILURE) | {"api_error": "HTTP 500"},
              cell("s", "b", "t4", 1, None) | {"reason": "the server died"}]  # fmt: skip
     path.write_text(path.read_text() + "".join(json.dumps(x) + "\n" for x in extra))
     (tmp_path / schema.SESSIONS_DIR).mkdir()
@@ -122,8 +123,8 @@ def test_cells_without_an_outcome_and_lowered_concurrency_are_named(tmp_path: Pa
 
 def test_a_long_census_list_is_a_count_and_its_csv(tmp_path: Path) -> None:
     write(tmp_path, copies=False)
-    path = tmp_path / schema.CELLS_DIR / "01_s_c1.jsonl"
-    failed = [cell("s", "a", f"x{i}", 1, schema.API_FAILURE) | {"api_error": "HTTP 500"}
+    path = tmp_path / records.CELLS_DIR / "01_s_c1.jsonl"
+    failed = [cell("s", "a", f"x{i}", 1, records.API_FAILURE) | {"api_error": "HTTP 500"}
               for i in range(21)]  # fmt: skip
     path.write_text(path.read_text() + "".join(json.dumps(x) + "\n" for x in failed))
     census = analysed(tmp_path).split("## Census", 1)[1].split("\n## ", 1)[0]

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame, turn_frame
 from pytest_mtpsweep.kinds.authoring.analysis.repeats import (
@@ -56,7 +57,7 @@ def _three_repeats(copies: bool) -> tuple[list[dict[str, Any]], list[dict[str, A
     for task in ("t0", "t1"):
         for r in (1, 2, 3):
             green = r != 3 or task == "t0"
-            c = cell("s", "a", task, r, schema.FIRST_ATTEMPT_GREEN if green else schema.EXHAUSTED)
+            c = cell("s", "a", task, r, records.FIRST_ATTEMPT_GREEN if green else records.EXHAUSTED)
             cells.append(c)
             sha = f"{task}-same" if copies else f"{task}-{r}"
             turns.append(turn(c, 1, sha, None if green else "assert 1 == 2"))
@@ -93,7 +94,7 @@ def test_feedback_that_never_rescues_is_said_plainly() -> None:
     lines = rescue_lines(table)
     assert lines[0].startswith("Feedback never rescued a cell")
     assert "rescued 0 of 1 cells" in lines[1] and "1x assert 1 == 2" in lines[1]
-    rescued = [*cells, cell("s", "a", "t2", 1, schema.GREEN_AFTER_K)]
+    rescued = [*cells, cell("s", "a", "t2", 1, records.GREEN_AFTER_K)]
     lines = rescue_lines(rescue_table(cell_frame(rescued), turn_frame(turns)))
     assert not lines[0].startswith("Feedback never") and "rescued 1 of 2" in lines[0]
 
@@ -104,11 +105,11 @@ def test_an_unreadable_cell_record_is_named_and_analyse_fails(
     from pytest_mtpsweep.analyse import run_cli
 
     cells, turns = _three_repeats(copies=False)
-    (tmp_path / schema.CELLS_DIR).mkdir()
-    (tmp_path / schema.TURNS_DIR).mkdir()
+    (tmp_path / records.CELLS_DIR).mkdir()
+    (tmp_path / records.TURNS_DIR).mkdir()
     text = "".join(json.dumps(r) + "\n" for r in cells)
-    (tmp_path / schema.cells_file("01_s_c1")).write_text(text[:-40] + "\n")  # the last one cut
-    (tmp_path / schema.turns_file("01_s_c1")).write_text(
+    (tmp_path / records.cells_file("01_s_c1")).write_text(text[:-40] + "\n")  # the last one cut
+    (tmp_path / records.turns_file("01_s_c1")).write_text(
         "".join(json.dumps(r) + "\n" for r in turns) + '{"cell": "s-a-t1\n'
     )
     (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"kind": "authoring",

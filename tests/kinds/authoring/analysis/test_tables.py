@@ -8,18 +8,19 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame
 from pytest_mtpsweep.kinds.authoring.analysis.tables import census, cohort_table
 from tests.kinds.authoring.analysis.test_contrast import cell
 
 RECS = [
-    cell("s", "a", "t0", 1, schema.FIRST_ATTEMPT_GREEN, 100, 10),
-    cell("s", "a", "t1", 1, schema.GREEN_AFTER_K, 300, 30),
-    cell("s", "a", "t2", 1, schema.EXHAUSTED, 500, 50),
-    cell("s", "a", "t3", 1, schema.API_FAILURE, 0, 0)
+    cell("s", "a", "t0", 1, records.FIRST_ATTEMPT_GREEN, 100, 10),
+    cell("s", "a", "t1", 1, records.GREEN_AFTER_K, 300, 30),
+    cell("s", "a", "t2", 1, records.EXHAUSTED, 500, 50),
+    cell("s", "a", "t3", 1, records.API_FAILURE, 0, 0)
     | {"api_status": 500, "api_error": "HTTP 500"},
-    cell("s", "b", "t0", 1, schema.BUDGET_STOPPED, 0, 0) | {"reason": "the token budget"},
+    cell("s", "b", "t0", 1, records.BUDGET_STOPPED, 0, 0) | {"reason": "the token budget"},
     cell("s", "b", "t1", 1, None, 0, 0) | {"reason": "the server died"},
 ]
 
@@ -50,9 +51,9 @@ def test_the_census_names_each_uninformative_cell_and_why() -> None:
 
 
 def test_a_later_record_of_a_cell_replaces_an_earlier_one(tmp_path: Path) -> None:
-    (tmp_path / schema.CELLS_DIR).mkdir()
-    recs = [*RECS, cell("s", "b", "t0", 1, schema.FIRST_ATTEMPT_GREEN)]  # the resumed cell
-    (tmp_path / schema.cells_file("01_s_c1")).write_text(
+    (tmp_path / records.CELLS_DIR).mkdir()
+    recs = [*RECS, cell("s", "b", "t0", 1, records.FIRST_ATTEMPT_GREEN)]  # the resumed cell
+    (tmp_path / records.cells_file("01_s_c1")).write_text(
         "".join(json.dumps(r) + "\n" for r in recs)
     )
     result = analyse_dir(tmp_path, "a", 1000, 42, pooled=False)
@@ -60,13 +61,13 @@ def test_a_later_record_of_a_cell_replaces_an_earlier_one(tmp_path: Path) -> Non
     assert b.budget_stopped == 0 and b.first_attempt_green == 1
     out = tmp_path / schema.ANALYSIS_DIR
     for name in (
-        schema.COHORT_TABLE_CSV,
-        schema.CONTRASTS_CSV,
-        schema.CENSUS_CSV,
+        records.COHORT_TABLE_CSV,
+        records.CONTRASTS_CSV,
+        records.CENSUS_CSV,
         schema.REPORT_MD,
     ):
         assert (out / name).is_file()
-    assert "pooled" not in (out / schema.CONTRASTS_CSV).read_text()  # never pooled unless asked
+    assert "pooled" not in (out / records.CONTRASTS_CSV).read_text()  # never pooled unless asked
     assert "s-a-t3-r1: api_failure (HTTP 500)" in (out / schema.REPORT_MD).read_text()
 
 
@@ -75,8 +76,8 @@ def test_mtpsweep_analyse_runs_the_authoring_analysis(
 ) -> None:
     from pytest_mtpsweep.analyse import run_cli
 
-    (tmp_path / schema.CELLS_DIR).mkdir()
-    (tmp_path / schema.cells_file("01_s_c1")).write_text(
+    (tmp_path / records.CELLS_DIR).mkdir()
+    (tmp_path / records.cells_file("01_s_c1")).write_text(
         "".join(json.dumps(r) + "\n" for r in RECS)
     )
     plan = {"kind": "authoring", "baseline_cohort": "a", "contrast": {"resamples": 1000, "seed": 7}}
