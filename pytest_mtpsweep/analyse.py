@@ -17,7 +17,7 @@ from typing import Any
 from . import registry, schema
 from .analysis.compare import COMPARE_LABEL, compare_table
 from .analysis.io import load_and_analyse
-from .analysis.model import AnalysisSettings
+from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .kindapi import EXIT_ERROR, EXIT_OK
@@ -53,7 +53,7 @@ def _plan(run: Path) -> dict[str, Any]:
 
 def _analyse(args: argparse.Namespace) -> int:
     # Check options before reading the run or spending time on the bootstrap.
-    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    check_resampling(args.boot, args.boot_seed)
     runs = [Path(p) for p in args.runs]
     plans = [_plan(run) for run in runs]
     names = list(dict.fromkeys(str(p.get("kind") or registry.default_name()) for p in plans))
@@ -73,7 +73,7 @@ def _analyse(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    check_resampling(args.boot, args.boot_seed)
     if Path(args.run_a).resolve() == Path(args.run_b).resolve():
         raise AnalysisError(
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
@@ -116,7 +116,7 @@ MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run 
 def _plan_run(args: argparse.Namespace) -> int:
     from .analysis.planning import MAX_PLAN_CYCLES
 
-    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    check_resampling(args.boot, args.boot_seed)
     width, top = args.target_width, args.max_cycles
     if not (0.0 < width <= MAX_TARGET_PCT):  # NaN fails this too
         raise AnalysisError(

@@ -14,7 +14,7 @@ import pandas as pd
 from ..constants import POOLED
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
-from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION, AnalysisSettings
+from .model import ENDPOINTS, AnalysisSettings
 from .pairing import (
     BASELINE_ONLY,
     GAP_COLUMNS,
@@ -24,6 +24,8 @@ from .pairing import (
 )
 from .position import position_trend_table
 from .stats import (
+    MIN_CYCLES_FOR_SESSION,
+    MIN_PROMPTS_FOR_DECISION,
     WITH_SESSION,
     BootSummary,
     FloatArray,

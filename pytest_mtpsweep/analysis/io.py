@@ -18,9 +18,10 @@ from .. import schema
 from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ..errors import AnalysisError
 from .equivalence import PAIR_COLUMNS
+from .html.images import available as plotting_available
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
 from .pipeline import analyse
-from .plot import forest_figure, plotting_available
+from .plot import forest_figure
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",

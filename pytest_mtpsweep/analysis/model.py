@@ -12,8 +12,6 @@ import pandas as pd
 from ..constants import (
     DEFAULT_BOOT,
     DEFAULT_BOOT_SEED,
-    MAX_BOOT,
-    MIN_BOOT,
     POOLED,
     SUBSET_NAMES,
 )
@@ -21,6 +19,7 @@ from ..errors import AnalysisError
 from ..schema import ENDPOINT_FIELDS
 from .equivalence import Equivalence
 from .sequential import LookState
+from .stats import check_resampling
 
 ENDPOINTS: tuple[str, ...] = tuple(ENDPOINT_FIELDS)
 ENDPOINT_COLUMNS: Mapping[str, str] = ENDPOINT_FIELDS
@@ -32,24 +31,9 @@ KNOWN_SUBSETS: tuple[str, ...] = (*SUBSET_NAMES, POOLED)
 
 DEFAULT_MARGIN_PCT = 1.0
 DEFAULT_TIEBREAK_PP = 1.0
-# Power of the MDE: the true effect a two-sided 5 % test detects this often.
-MDE_POWER = 0.80
-# Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and the
-# t-interval leans wholly on normality, so a subset this small gets no decision.
-MIN_PROMPTS_FOR_DECISION = 6
-# The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
-# cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
-MIN_CYCLES_FOR_SESSION = 4
 # A within-session trend smaller than this (percent per position) is not called stateful even
 # when it is statistically clear: 0.1 % per position is under 2 % across a 16-prompt session.
 STATEFUL_MIN_PCT_PER_POSITION = 0.1
-# Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
-EXACT_SIGN_FLIP_MAX_N = 16
-# The bootstrap-t quantile may widen Student's t-interval at most this many times. Its resamples
-# that repeat a few near-identical clusters have an SE near 0, so one outlying prompt among tight
-# ones drove it to 100-4000 (a 2x speed-up published as [-89 %, +3492 %]); by bench/coverage.py
-# the cap costs at most 0.003 of coverage in any cell.
-BOOT_T_MAX_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -74,7 +58,7 @@ class AnalysisSettings:
                 "no baseline treatment is set; pass --baseline TREATMENT or set "
                 "analysis.baseline in plan.json"
             )
-        self.check_resampling(self.boot, self.seed)
+        check_resampling(self.boot, self.seed)
         if not (math.isfinite(self.margin_pct) and self.margin_pct > 0):
             raise AnalysisError(
                 f"the equivalence margin {self.margin_pct} % is not a positive number; fix "
@@ -94,26 +78,6 @@ class AnalysisSettings:
             raise AnalysisError(
                 f"the primary endpoint {self.primary_endpoint!r} is not one of "
                 f"{', '.join(ENDPOINTS)}; fix analysis.primary_endpoint in plan.json"
-            )
-
-    @staticmethod
-    def check_resampling(boot: int, seed: int) -> None:
-        """Refuse a resample count outside MIN_BOOT to MAX_BOOT or a negative seed (the CLI
-        checks early, before any run is read)."""
-        if boot < MIN_BOOT:
-            raise AnalysisError(
-                f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
-                f"more (default {DEFAULT_BOOT})"
-            )
-        if boot > MAX_BOOT:
-            raise AnalysisError(
-                f"the resample count {boot} is above {MAX_BOOT}, more than the bootstrap holds "
-                f"in memory; pass --boot {MAX_BOOT} or fewer (default {DEFAULT_BOOT})"
-            )
-        if seed < 0:
-            raise AnalysisError(
-                f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
-                f"more (default {DEFAULT_BOOT_SEED})"
             )
 
     @property

@@ -1,25 +1,14 @@
-"""The forest plot, built in memory; io.py saves it. matplotlib stays optional."""
+"""The forest plot, built in memory; io.py saves it. matplotlib stays optional
+(`html.images.available` says whether it can draw)."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 
 from ..constants import POOLED
 from .model import AnalysisResult
-
-
-def plotting_available() -> bool:
-    """True when matplotlib's Figure can be imported (installed and not broken)."""
-    if importlib.util.find_spec("matplotlib") is None:
-        return False
-    try:
-        import matplotlib.figure  # noqa: F401
-    except Exception:  # a broken install must cost the plot, never the analysis
-        return False
-    return True
 
 
 def forest_figure(result: AnalysisResult) -> Any | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import devices, hostrule
 from .html.document import anchor
 from .mdtext import Md, md_code, md_text
-from .model import ENDPOINT_LABELS, MIN_CYCLES_FOR_SESSION, AnalysisResult
+from .model import ENDPOINT_LABELS, AnalysisResult
 from .report_diagnostics import (
     degenerate_warning,
     section_census,
@@ -27,6 +27,7 @@ from .report_findings import (
     section_question,
 )
 from .report_method import section_crosschecks, section_method, section_tiebreak
+from .stats import MIN_CYCLES_FOR_SESSION
 from .textfmt import (
     ci,
     dict_rows,

@@ -4,22 +4,14 @@ report.html carries them all; report.md keeps the census and names where the res
 
 from __future__ import annotations
 
-from .mdtext import Md, md_code, md_text
+from .mdtext import LONG_LIST_ROWS, Md, md_code, md_text, table_or_count
 from .model import (
     ENDPOINTS,
     STATEFUL_MIN_PCT_PER_POSITION,
     AnalysisResult,
 )
 from .report_limits import CALIBRATION_DRIFT_PCT
-from .textfmt import (
-    LONG_LIST_ROWS,
-    ci,
-    dict_rows,
-    md_table,
-    num,
-    pct,
-    table_or_count,
-)
+from .textfmt import ci, dict_rows, md_table, num, pct
 
 CENSUS_HEADERS = ["endpoint", "treatment", "subset", "prompts", "pairs",
                   "baseline without treatment", "treatment without baseline",

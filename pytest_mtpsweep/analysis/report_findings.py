@@ -14,11 +14,11 @@ from ..recordlines import limitation
 from . import hostrule
 from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
-from .mdtext import md_code, md_text
-from .model import ENDPOINTS, MIN_CYCLES_FOR_SESSION, AnalysisResult
+from .mdtext import LONG_LIST_ROWS, md_code, md_text, table_or_count
+from .model import ENDPOINTS, AnalysisResult
 from .report_diagnostics import degenerate_warning, interval_fallback_warning
-from .stats import PROMPTS_ONLY, WITH_SESSION
-from .textfmt import LONG_LIST_ROWS, dict_rows, num, table_or_count
+from .stats import MIN_CYCLES_FOR_SESSION, PROMPTS_ONLY, WITH_SESSION
+from .textfmt import dict_rows, num
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",

@@ -9,15 +9,15 @@ from typing import Any
 
 from ..constants import MIN_BOOT
 from .mdtext import Md
-from .model import (
+from .model import ENDPOINTS, AnalysisResult
+from .stats import (
     BOOT_T_MAX_FACTOR,
-    ENDPOINTS,
     MDE_POWER,
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
-    AnalysisResult,
+    PROMPTS_ONLY,
+    WITH_SESSION,
 )
-from .stats import PROMPTS_ONLY, WITH_SESSION
 from .textfmt import ci, dict_rows, finite, md_table, num, pct
 
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",

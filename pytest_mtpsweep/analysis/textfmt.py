@@ -9,10 +9,8 @@ from typing import Any
 import pandas as pd
 
 from .mdtext import md_table as md_table
-from .model import (
-    MIN_PROMPTS_FOR_DECISION,
-    AnalysisResult,
-)
+from .model import AnalysisResult
+from .stats import MIN_PROMPTS_FOR_DECISION
 
 
 def pct(value: Any) -> str:
@@ -59,20 +57,6 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
-
-
-LONG_LIST_ROWS = 20  # report.md lists no more rows than this; the rest is in the named file
-
-
-def table_or_count(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], where: str, what: str
-) -> str:
-    """The Markdown table, or, past LONG_LIST_ROWS, one line: how many rows and where they are."""
-    if len(rows) <= LONG_LIST_ROWS:
-        return md_table(headers, rows)
-    return (
-        f"{len(rows)} {what}: too many to list here; one row each in `{where}` beside this report."
-    )
 
 
 def no_pairs_reason(result: AnalysisResult) -> str | None:

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.analysis.model import BOOT_T_MAX_FACTOR, AnalysisSettings
+from pytest_mtpsweep.analysis.model import AnalysisSettings
 from pytest_mtpsweep.analysis.stats import (
+    BOOT_T_MAX_FACTOR,
     PROMPTS_ONLY,
     WITH_SESSION,
     index_matrix,

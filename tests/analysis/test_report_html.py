@@ -22,8 +22,8 @@ from pytest_mtpsweep.analysis.html import Section, el, join, write_report_html
 from pytest_mtpsweep.analysis.html import markdown as md
 from pytest_mtpsweep.analysis.html.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.analysis.html.images import PLOTS_INSTALL
+from pytest_mtpsweep.analysis.html.images import available as plotting_available
 from pytest_mtpsweep.analysis.html.tables import filterable
-from pytest_mtpsweep.analysis.plot import plotting_available
 from tests.analysis.html.dom import Node, parse
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run

@@ -12,13 +12,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_mtpsweep.analysis.model import (
-    BOOT_T_MAX_FACTOR,
-    MIN_PROMPTS_FOR_DECISION,
-    AnalysisResult,
-)
+from pytest_mtpsweep.analysis.model import AnalysisResult
 from pytest_mtpsweep.analysis.pipeline import analyse
 from pytest_mtpsweep.analysis.stats import (
+    BOOT_T_MAX_FACTOR,
+    MIN_PROMPTS_FOR_DECISION,
     fixed_effects_slope,
     index_matrix,
     prompt_spread,

@@ -188,7 +188,7 @@ def _plots(
     crossings: Sequence[Crossover] = (), searched: CapacityResult | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
-    from ...analysis.plot import plotting_available
+    from ...analysis.html.images import available as plotting_available
     from . import plots
 
     if not plotting_available() or table.empty:
