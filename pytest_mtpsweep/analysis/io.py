@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
@@ -17,6 +16,7 @@ import pandas as pd
 from .. import schema
 from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ..errors import AnalysisError
+from ..state.runread import RunReader
 from .equivalence import PAIR_COLUMNS
 from .html.images import available as plotting_available
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
@@ -30,45 +30,13 @@ OUTPUT_FILES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _read_text(path: Path) -> str:
-    # A run killed mid-write can leave a torn multi-byte character; that line then fails to
-    # parse and is counted, rather than failing the whole file.
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(
-            f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}); restore or "
-            "rewrite it"
-        ) from None
-
-
-def read_stop_doc(run_dir: Path) -> Mapping[str, Any]:
-    """stop.json, the looks a [stop] run took ({} without one); AnalysisError if unreadable."""
-    stop_path = run_dir / schema.STOP_FILE
-    if not stop_path.is_file():
-        return {}
-    loaded = _read_json(stop_path, "stop-rule file")
-    if not isinstance(loaded, Mapping) or not isinstance(loaded.get("looks", []), list):
-        raise AnalysisError(
-            f"stop-rule file {stop_path} does not hold the object the protocol writes "
-            "(design, looks, stopped_at); restore it from the run"
-        )
-    return loaded
-
-
-def _protocol_stops(run_dir: Path) -> list[str]:
+def _protocol_stops(run: RunReader) -> list[str]:
     """What cut the run short, as the protocol left it: stop marker, deadline, curtailment."""
     notes: list[str] = []
-    stopped = run_dir / schema.STOPPED_FILE
-    if stopped.is_file():
-        notes.append(f"the run was STOPPED by a protocol rule: {_read_text(stopped).strip()}")
-    curtailed = run_dir / schema.CURTAILMENT_FILE
-    if curtailed.is_file():
-        notes += curtailment_notes(_read_json(curtailed, "curtailment file"), curtailed)
+    if run.has(schema.STOPPED_FILE):
+        notes.append(f"the run was STOPPED by a protocol rule: {run.stopped}")
+    if run.has(schema.CURTAILMENT_FILE):
+        notes += curtailment_notes(run.curtailment, run.path / schema.CURTAILMENT_FILE)
     return notes
 
 
@@ -102,63 +70,47 @@ def curtailment_notes(facts: Any, path: Path) -> list[str]:
 
 
 def load_run(run_dir: Path) -> RunData:
-    """Read one run directory without interpreting it."""
+    """Read one run directory (through the run reader) without interpreting it."""
     if not run_dir.is_dir():
         raise AnalysisError(
             f"run directory {run_dir} does not exist; pass a path like runs/<ladder>/<run-id>"
         )
+    run = RunReader(run_dir)
     notes: list[str] = []
-    plan_path = run_dir / schema.PLAN_FILE
-    plan: Mapping[str, Any] = {}
-    if plan_path.is_file():
-        loaded = _read_json(plan_path, "plan file")
-        if not isinstance(loaded, Mapping):
-            raise AnalysisError(
-                f"plan file {plan_path} does not hold a JSON object; restore it from the run"
-            )
-        plan = loaded
-    else:
-        notes.append(f"{plan_path} is missing: default analysis settings were used")
-    run_id = str(plan.get("run_id") or run_dir.name)
+    if not run.has(schema.PLAN_FILE):
+        notes.append(
+            f"{run_dir / schema.PLAN_FILE} is missing: default analysis settings were used"
+        )
+    plan, run_id = run.plan, run.run_id
     sha = plan.get("preregistration_sha256")
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
-    stops = _protocol_stops(run_dir)
-    stop_doc = read_stop_doc(run_dir)
-    files = tuple(
-        RecordFile(run_id=run_id, session=p.stem, lines=tuple(_read_text(p).splitlines()))
-        for p in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl"))
-    )
-    sessions: list[Mapping[str, Any]] = []
-    for path in sorted((run_dir / schema.SESSIONS_DIR).glob("*.json")):
-        try:
-            facts = json.loads(_read_text(path))
-        except ValueError:
-            notes.append(f"session file {path} is not valid JSON and was ignored")
-            continue
-        if isinstance(facts, Mapping):
-            sessions.append({"session": path.stem, **facts})
+    stops = _protocol_stops(run)
+    stop_doc = run.stop_doc
+    files = tuple(RecordFile(run_id, f.name, f.lines) for f in run.record_files())
+    sessions = run.sessions()
+    notes += [f"session file ignored: {where}" for where in sessions.unreadable]
     quarantined = []
-    for qdir in sorted(p for p in (run_dir / schema.QUARANTINE_DIR).glob("*") if p.is_dir()):
-        rec = qdir / schema.QUARANTINE_MEMBERS["records"]
-        n = sum(1 for line in _read_text(rec).splitlines() if line.strip()) if rec.is_file() else 0
-        reason_path = qdir / schema.QUARANTINE_REASON
-        reason = _read_text(reason_path).strip() if reason_path.is_file() else ""
-        first = reason.splitlines()[0] if reason else ""
-        lines: tuple[str, ...] = ()
-        held: Mapping[str, Any] = {}
-        if first.startswith(schema.HOST_SPOILED):
-            lines = tuple(_read_text(rec).splitlines()) if rec.is_file() else ()
-            with contextlib.suppress(OSError, ValueError):
-                loaded = json.loads(_read_text(qdir / schema.QUARANTINE_MEMBERS["session"]))
-                held = loaded if isinstance(loaded, Mapping) else {}
-        quarantined.append(QuarantinedSession(run_id, qdir.name, n, first, lines, held))
+    for held in run.quarantined():
+        lines = held.records.lines if held.records is not None else ()
+        n = sum(1 for line in lines if line.strip())
+        spoiled = held.why.startswith(schema.HOST_SPOILED)
+        quarantined.append(
+            QuarantinedSession(
+                run_id,
+                held.session,
+                n,
+                held.why,
+                lines if spoiled else (),
+                (held.facts or {}) if spoiled else {},
+            )
+        )
     return RunData(
         run_dir=str(run_dir),
         run_id=run_id,
         plan=plan,
         record_files=files,
-        sessions=tuple(sessions),
+        sessions=sessions.facts,
         quarantined=tuple(quarantined),
         notes=tuple(notes),
         stops=tuple(stops),
