@@ -15,13 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from . import registry, schema
-from .analysis.compare import COMPARE_LABEL, compare_table
-from .analysis.io import load_and_analyse
 from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
-from .kindapi import EXIT_ERROR, EXIT_OK
-from .recordlines import terminal
+from .kindapi import EXIT_ERROR, Kind
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -79,21 +76,14 @@ def _compare(args: argparse.Namespace) -> int:
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
         )
     runs = [Path(args.run_a), Path(args.run_b)]
-    _comparable(runs)
-    results = [
-        load_and_analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
-        for run in runs
-    ]
-    print(compare_table(results))
-    for run, result in zip(runs, results, strict=True):
-        if result.unreadable:  # left out of that run's contrasts: say so beside the table
-            print(f"{run}: {terminal(result.unreadable)}")
-    return EXIT_OK
+    kind = _comparable(runs)
+    status: int = registry.part(kind, "compare")(args, runs)
+    return status
 
 
-def _comparable(runs: Sequence[Path]) -> None:
-    """Refuse, in one sentence naming the run and its kind, runs `compare` cannot read: of a
-    kind whose analysis is its own, or of two different kinds."""
+def _comparable(runs: Sequence[Path]) -> Kind:
+    """The kind whose `compare` sets these runs side by side; refused, in one sentence naming
+    the run and its kind, for a kind without one, or for two runs of different kinds."""
     kinds = [str(_plan(run).get("kind") or registry.default_name()) for run in runs]
     able = [k.name for k in registry.kinds() if k.compare]
     for run, name in zip(runs, kinds, strict=True):
@@ -108,6 +98,7 @@ def _comparable(runs: Sequence[Path]) -> None:
             f"run {runs[0]} is of the {kinds[0]} kind and run {runs[1]} of the {kinds[1]} kind; "
             "compare two runs of one kind"
         )
+    return registry.kind(kinds[0])
 
 
 MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run is for
@@ -199,7 +190,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     compare = subparsers.add_parser(
         "compare",
-        help=f"side-by-side of two runs' own contrasts ({COMPARE_LABEL})",
+        help="side-by-side of two runs' own contrasts (secondary, descriptive: different runs)",
         description="Analyse each run separately and show their contrasts side by side; the "
         "runs are never pooled into one bootstrap.",
     )

@@ -15,7 +15,9 @@ only when a ladder of that kind is run:
 - `commands` -> `register(subparsers)`: its own `mtpsweep` subcommands (optional);
 - `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories;
 - `plan` -> `plan(args, run, plan) -> int`: `mtpsweep plan`, cycles to a target from a pilot
-  (optional: a kind without it is refused in one line).
+  (optional: a kind without it is refused in one line);
+- `compare` -> `compare(args, runs) -> int`: `mtpsweep compare RUN_A RUN_B`, two runs' own
+  results side by side (optional, likewise).
 
 Nothing here imports the rest of the package at run time; the names below TYPE_CHECKING are the
 layers beneath this one (ARCHITECTURE.md, "Layers").
@@ -59,8 +61,7 @@ class Kind:
     commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
     analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
     plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
-    # `mtpsweep compare` reads its runs with the shared analysis (analysis/): only such a kind
-    compare: bool = False
+    compare: str | None = None  # -> compare(args, runs) -> exit status: `mtpsweep compare`
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the

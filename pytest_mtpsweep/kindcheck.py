@@ -121,7 +121,7 @@ def declaration_problem(kind: object, entry_name: str) -> str | None:
         return f"its fixture {fixture!r} is not a Python name a test can ask for"
     if fixture.startswith(RESERVED_PREFIX) or fixture in RESERVED:
         return f"its fixture {fixture!r} is a name the plugin keeps for itself"
-    for part in ("ladder", "run", "commands", "analyse", "plan"):
+    for part in ("ladder", "run", "commands", "analyse", "plan", "compare"):
         ref = getattr(kind, part)
         required = part in ("ladder", "run")
         if (ref is not None or required) and not (isinstance(ref, str) and _REF.fullmatch(ref)):

@@ -254,8 +254,8 @@ def load(ref: str) -> Any:
 
 
 def part(k: Kind, which: str, where: str = "") -> Any:
-    """Kind `k`'s part `which` (`ladder`, `run`, `commands`, `analyse`, `plan`), imported now,
-    or a one-line KindError naming its distribution when it does not load."""
+    """Kind `k`'s part `which` (`ladder`, `run`, `commands`, `analyse`, `plan`, `compare`),
+    imported now, or a one-line KindError naming its distribution when it does not load."""
     ref = getattr(k, which)
     got, failed = kindcheck.guarded(lambda: load(ref))
     wanted: type | None = KindSpec if which == "ladder" else None

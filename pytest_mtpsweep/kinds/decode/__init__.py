@@ -18,7 +18,7 @@ KIND = Kind(
     run=f"{__name__}.decoderun:prepare",
     analyse=f"{__name__}.analysis:analyse_command",
     plan=f"{__name__}.plan:plan_command",
-    compare=True,  # its runs are the shared analysis' own: `mtpsweep compare` reads them
+    compare=f"{__name__}.analysis:compare_command",
     options=(
         Opt(
             "--subset",

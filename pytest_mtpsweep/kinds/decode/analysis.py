@@ -219,3 +219,20 @@ def analyse_command(
     for failure in failures:
         print(f"gate FAILED: {failure}", file=sys.stderr)
     return EXIT_GATE_FAILED if failures else EXIT_OK
+
+
+def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
+    """`mtpsweep compare RUN_A RUN_B` of decode runs: each run analysed on its own, their
+    published contrasts side by side, never pooled; nothing is written."""
+    from ...analysis.compare import compare_table
+    from ...analysis.io import load_and_analyse
+
+    results = [
+        load_and_analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+        for run in runs
+    ]
+    print(compare_table(results))
+    for run, result in zip(runs, results, strict=True):
+        if result.unreadable:  # left out of that run's contrasts: say so beside the table
+            print(f"{run}: {terminal(result.unreadable)}")
+    return EXIT_OK
