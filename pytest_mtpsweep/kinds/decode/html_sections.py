@@ -24,7 +24,7 @@ from ...analysis.html.tables import filterable
 from . import html_plots
 
 if TYPE_CHECKING:
-    from ...analysis import AnalysisResult
+    from .analysis.model import AnalysisResult
 
 # shown above, not again below
 FIRST = ("Headline", "Per device", "Host rule", "Limitations", "Plot")
@@ -186,8 +186,8 @@ def write(result: AnalysisResult) -> AnalysisResult:
     """report.html beside the report.md an analysis wrote; the result names it among its files."""
     import dataclasses
 
-    from ...analysis.report import render_full
     from ...errors import AnalysisError
+    from .analysis.report import render_full
 
     out, run_dir = Path(str(result.out_dir)), Path(result.run_dirs[0])
     try:
