@@ -8,9 +8,8 @@ hands a pilot run to its kind's `plan` (`kindapi.Kind.plan`) once the options ar
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .kindapi import EXIT_ERROR, Kind
+from .state.runread import RunReader
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -39,13 +39,10 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return run
 
 
-def _plan(run: Path) -> dict[str, Any]:
-    """A run's plan.json ({} when it has none or it cannot be read: the kind's analysis says)."""
-    try:
-        doc = json.loads((run / schema.PLAN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+def _plan(run: Path) -> Mapping[str, Any]:
+    """A run's plan.json, read by the run reader's rule ({} when it has none: the kind's
+    analysis says; a malformed one is refused in one line naming it)."""
+    return RunReader(run).plan
 
 
 def _analyse(args: argparse.Namespace) -> int:
@@ -120,7 +117,7 @@ def _plan_run(args: argparse.Namespace) -> int:
             f"from 2 to {MAX_PLAN_CYCLES} (whole counterbalanced pairs)"
         )
     run = Path(args.run)
-    if not (run / schema.PLAN_FILE).is_file():
+    if not RunReader(run).has(schema.PLAN_FILE):
         raise AnalysisError(
             f"{run} is not a run directory (no {schema.PLAN_FILE}); name one like "
             "runs/<ladder>/<run-id>"

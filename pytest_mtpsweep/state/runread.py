@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import json
 import stat
 from collections.abc import Mapping, Sequence
@@ -102,6 +103,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
     def dicts(self) -> list[dict[str, str]]:
+        """Each row by its header (a short row lacks the keys it has no cell for)."""
         return [dict(zip(self.headers, row, strict=False)) for row in self.rows]
 
 
@@ -249,20 +251,8 @@ class RunReader:
 
     def table(self, relpath: str | Path) -> Table:
         """An analysis table (e.g. `analysis/gaps.csv`; an absolute path for an `--out`
-        folder): empty when it is not there, RunReadError when it is no CSV."""
-        path = self.path / relpath
-        if not _regular(path):
-            return Table((), ())
-        try:
-            rows = list(csv.reader(self.text(relpath).splitlines()))
-        except csv.Error as exc:
-            raise RunReadError(
-                f"analysis table {path} is not CSV ({exc}); write it again: mtpsweep analyse "
-                f"{self.path}"
-            ) from None
-        if not rows:
-            return Table((), ())
-        return Table(tuple(rows[0]), tuple(tuple(r) for r in rows[1:]))
+        folder): see `read_table`."""
+        return read_table(self.path / relpath)
 
     def _files(self, folder: str, suffix: str) -> list[Path]:
         root = self.path / folder
@@ -284,6 +274,23 @@ class RunReader:
         except ValueError:
             return None
         return loaded if isinstance(loaded, Mapping) else None
+
+
+def read_table(path: Path) -> Table:
+    """A CSV table its analysis wrote: empty when it is not there, a RunReadError when it is no
+    CSV (blank lines are skipped, as csv.DictReader does)."""
+    if not _regular(path):
+        return Table((), ())
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
+    except csv.Error as exc:
+        raise RunReadError(
+            f"analysis table {path} is not CSV ({exc}); write it again with mtpsweep analyse"
+        ) from None
+    if not rows:
+        return Table((), ())
+    return Table(tuple(rows[0]), tuple(tuple(r) for r in rows[1:]))
 
 
 def _regular(path: Path) -> bool:

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .... import schema
 from ....errors import AnalysisError, ExpectationError, OptionError
 from ....kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
 from ....ladder.fields import parse_contrast
 from ....ladder.model import Ladder
 from ....recordlines import terminal
 from ....request import AnalysisRequest
+from ....state.runread import RunReader
 
 if TYPE_CHECKING:
     import argparse
@@ -68,8 +68,9 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     from .devices import terminal_lines
     from .report import headline_table
 
-    if not any((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
-        held = sorted(p.name for p in (run_dir / schema.QUARANTINE_DIR).glob("*") if p.is_dir())
+    run = RunReader(run_dir)
+    if not run.record_files():
+        held = [h.session for h in run.quarantined()]
         if held:
             return EndAnalysis(
                 error=f"every session with records was quarantined ({', '.join(held)}), so "
