@@ -29,11 +29,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pytest_mtpsweep.analysis.contrasts import compute_contrasts  # noqa: E402
-from pytest_mtpsweep.analysis.frame import parse_records  # noqa: E402
-from pytest_mtpsweep.analysis.model import AnalysisSettings, RunData  # noqa: E402
-from pytest_mtpsweep.analysis.pairing import cell_means, pair_cells  # noqa: E402
-from pytest_mtpsweep.analysis.pipeline import analyse  # noqa: E402
+from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts  # noqa: E402
+from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records  # noqa: E402
+from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings, RunData  # noqa: E402
+from pytest_mtpsweep.kinds.decode.analysis.pairing import cell_means, pair_cells  # noqa: E402
+from pytest_mtpsweep.kinds.decode.analysis.pipeline import analyse  # noqa: E402
 from tests.strategies import Design, make_records, noisy, run_data, write_run  # noqa: E402
 
 COMMAND = (

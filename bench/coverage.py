@@ -25,8 +25,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
+from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from tests.strategies import PROMPT_SHAPES, Scenario, replication_records
 
 SUBSETS = ("prose", "structured", "pooled")

@@ -28,8 +28,6 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.analysis.model import AnalysisSettings
 from pytest_mtpsweep.analysis.planning import (
     RANGE,
     cell_matrix,
@@ -41,6 +39,8 @@ from pytest_mtpsweep.analysis.planning import (
     realised_ms,
     width_from_ms,
 )
+from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
+from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 
 BATCH = 150

@@ -8,20 +8,17 @@ hands a pilot run to its kind's `plan` (`kindapi.Kind.plan`) once the options ar
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import registry, schema
-from .analysis.compare import COMPARE_LABEL, compare_table
-from .analysis.io import load_and_analyse
-from .analysis.model import AnalysisSettings
+from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
-from .kindapi import EXIT_ERROR, EXIT_OK
-from .recordlines import terminal
+from .kindapi import EXIT_ERROR, Kind
+from .state.runread import RunReader
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -42,18 +39,15 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return run
 
 
-def _plan(run: Path) -> dict[str, Any]:
-    """A run's plan.json ({} when it has none or it cannot be read: the kind's analysis says)."""
-    try:
-        doc = json.loads((run / schema.PLAN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+def _plan(run: Path) -> Mapping[str, Any]:
+    """A run's plan.json, read by the run reader's rule ({} when it has none: the kind's
+    analysis says; a malformed one is refused in one line naming it)."""
+    return RunReader(run).plan
 
 
 def _analyse(args: argparse.Namespace) -> int:
     # Check options before reading the run or spending time on the bootstrap.
-    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    check_resampling(args.boot, args.boot_seed)
     runs = [Path(p) for p in args.runs]
     plans = [_plan(run) for run in runs]
     names = list(dict.fromkeys(str(p.get("kind") or registry.default_name()) for p in plans))
@@ -73,27 +67,20 @@ def _analyse(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    check_resampling(args.boot, args.boot_seed)
     if Path(args.run_a).resolve() == Path(args.run_b).resolve():
         raise AnalysisError(
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
         )
     runs = [Path(args.run_a), Path(args.run_b)]
-    _comparable(runs)
-    results = [
-        load_and_analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
-        for run in runs
-    ]
-    print(compare_table(results))
-    for run, result in zip(runs, results, strict=True):
-        if result.unreadable:  # left out of that run's contrasts: say so beside the table
-            print(f"{run}: {terminal(result.unreadable)}")
-    return EXIT_OK
+    kind = _comparable(runs)
+    status: int = registry.part(kind, "compare")(args, runs)
+    return status
 
 
-def _comparable(runs: Sequence[Path]) -> None:
-    """Refuse, in one sentence naming the run and its kind, runs `compare` cannot read: of a
-    kind whose analysis is its own, or of two different kinds."""
+def _comparable(runs: Sequence[Path]) -> Kind:
+    """The kind whose `compare` sets these runs side by side; refused, in one sentence naming
+    the run and its kind, for a kind without one, or for two runs of different kinds."""
     kinds = [str(_plan(run).get("kind") or registry.default_name()) for run in runs]
     able = [k.name for k in registry.kinds() if k.compare]
     for run, name in zip(runs, kinds, strict=True):
@@ -108,6 +95,7 @@ def _comparable(runs: Sequence[Path]) -> None:
             f"run {runs[0]} is of the {kinds[0]} kind and run {runs[1]} of the {kinds[1]} kind; "
             "compare two runs of one kind"
         )
+    return registry.kind(kinds[0])
 
 
 MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run is for
@@ -116,7 +104,7 @@ MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run 
 def _plan_run(args: argparse.Namespace) -> int:
     from .analysis.planning import MAX_PLAN_CYCLES
 
-    AnalysisSettings.check_resampling(args.boot, args.boot_seed)
+    check_resampling(args.boot, args.boot_seed)
     width, top = args.target_width, args.max_cycles
     if not (0.0 < width <= MAX_TARGET_PCT):  # NaN fails this too
         raise AnalysisError(
@@ -129,7 +117,7 @@ def _plan_run(args: argparse.Namespace) -> int:
             f"from 2 to {MAX_PLAN_CYCLES} (whole counterbalanced pairs)"
         )
     run = Path(args.run)
-    if not (run / schema.PLAN_FILE).is_file():
+    if not RunReader(run).has(schema.PLAN_FILE):
         raise AnalysisError(
             f"{run} is not a run directory (no {schema.PLAN_FILE}); name one like "
             "runs/<ladder>/<run-id>"
@@ -199,7 +187,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     compare = subparsers.add_parser(
         "compare",
-        help=f"side-by-side of two runs' own contrasts ({COMPARE_LABEL})",
+        help="side-by-side of two runs' own contrasts (secondary, descriptive: different runs)",
         description="Analyse each run separately and show their contrasts side by side; the "
         "runs are never pooled into one bootstrap.",
     )

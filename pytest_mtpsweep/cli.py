@@ -166,14 +166,16 @@ REPORT_HTML = "report.html"  # as analysis/html/document.py writes it into analy
 def _view(args: argparse.Namespace) -> int:
     """Open a run's report.html in a browser, or serve the run directory on loopback."""
     from .schema import ANALYSIS_DIR, PLAN_FILE
+    from .state.runread import RunReader
 
     run = Path(args.run)
     report = run / ANALYSIS_DIR / REPORT_HTML
-    if not (run / PLAN_FILE).is_file():
+    read = RunReader(run)
+    if not read.has(PLAN_FILE):
         raise UserError(
             f"{run} is not a run directory (no {PLAN_FILE}); name one like runs/<ladder>/<id>."
         )
-    if not report.is_file():
+    if not read.has(report.relative_to(run)):
         raise UserError(f"{run} has no report yet (no {report}); write it: mtpsweep analyse {run}")
     if args.serve:
         from .viewserver import serve

@@ -12,6 +12,7 @@ MtpsweepError
 │   ├── PreflightError   preflight cannot run as asked (unknown waiver, bad --against)
 │   ├── RunDirError      the run directory cannot be created, reopened or written
 │   ├── AnalysisError    the analysis refuses (incomparable runs, no records, bad settings)
+│   │   └── RunReadError a run-wide file of a run directory cannot be read (names the file)
 │   └── ExpectationError an --expect gate that cannot be understood
 ├── ServerError          a session's server could not be started, reached or witnessed:
 │   │                    that session fails, the run goes on
@@ -68,6 +69,11 @@ class RunDirError(UserError):
 
 class AnalysisError(UserError):
     """A refusal of the analysis: incomparable runs, no records, an unknown baseline, bad settings."""
+
+
+class RunReadError(AnalysisError):
+    """A run-wide file (plan.json, stop.json, a table) is malformed; the message names it and
+    the fix. An AnalysisError, since what reads a run is an analysis or a command over one."""
 
 
 class ExpectationError(UserError, ValueError):

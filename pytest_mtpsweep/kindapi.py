@@ -18,6 +18,8 @@ only when a ladder of that kind is run:
   (optional: a kind without it is refused in one line);
 - `interim` -> `interim(run_dir, request) -> cells`: what a `[stop]` rule looks at between
   cycles (optional: a kind without it refuses a `[stop]` ladder in one line).
+- `compare` -> `compare(args, runs) -> int`: `mtpsweep compare RUN_A RUN_B`, two runs' own
+  results side by side (optional, likewise).
 
 Nothing here imports the rest of the package at run time (but `errors`, when a default refuses
 an option); the names below TYPE_CHECKING are the layers beneath this one (ARCHITECTURE.md,
@@ -64,8 +66,7 @@ class Kind:
     analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
     plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
     interim: str | None = None  # -> Interim: the records so far, for a `[stop]` rule's looks
-    # `mtpsweep compare` reads its runs with the shared analysis (analysis/): only such a kind
-    compare: bool = False
+    compare: str | None = None  # -> compare(args, runs) -> exit status: `mtpsweep compare`
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
@@ -255,4 +256,4 @@ class KindRun(ABC):
 # half-widths from the records so far, what a `[stop]` rule looks at between cycles.
 Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
 # A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required).
-PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim")
+PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim", "compare")

@@ -14,6 +14,8 @@ from .errors import RunDirError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .state.runread import RecordText
+
 
 def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFrame:
     """Every record of a run directory as a DataFrame, one row per measurement, in run order.
@@ -28,31 +30,26 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
     """
     import pandas as pd
 
-    from .recordlines import read_file
+    from .recordlines import read_lines
+    from .state.runread import RunReader
 
-    root = Path(run_dir).expanduser()
-    if not (root / schema.RECORDS_DIR).is_dir():
+    run = RunReader(Path(run_dir).expanduser())
+    if not (run.path / schema.RECORDS_DIR).is_dir():
         raise RunDirError(
-            f"{root} is not a run directory (it has no {schema.RECORDS_DIR}/); pass one like "
+            f"{run.path} is not a run directory (it has no {schema.RECORDS_DIR}/); pass one like "
             "runs/<ladder>/<run-id>."
         )
+    sources: list[tuple[RecordText, str | None]] = [(f, None) for f in run.record_files()]
+    if quarantined:
+        sources += [
+            (held.records, held.why or "quarantined")
+            for held in run.quarantined()
+            if held.records is not None
+        ]
     rows: list[dict[str, Any]] = []
     unreadable: list[str] = []
-    sources: list[tuple[Path, str | None]] = [
-        (p, None) for p in sorted((root / schema.RECORDS_DIR).glob("*.jsonl"))
-    ]
-    if quarantined:
-        member = schema.QUARANTINE_MEMBERS["records"]
-        for path in sorted((root / schema.QUARANTINE_DIR).glob(f"*/{member}")):
-            reason_file = path.parent / schema.QUARANTINE_REASON
-            text = (
-                reason_file.read_text(encoding="utf-8", errors="replace").strip()
-                if reason_file.is_file()
-                else ""
-            )
-            sources.append((path, text.splitlines()[0] if text else "quarantined"))
-    for path, why in sources:
-        read, bad = read_file(path, path.relative_to(root).as_posix())
+    for file, why in sources:
+        read, bad = read_lines(file.lines, file.label)
         records = [line.record for line in read]
         unreadable += [str(b) for b in bad]
         if quarantined:

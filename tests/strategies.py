@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.frame import RECORD_COLUMNS
-from pytest_mtpsweep.analysis.model import RecordFile, RunData
+from pytest_mtpsweep.kinds.decode.analysis.frame import RECORD_COLUMNS
+from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile, RunData
 
 KEYED: dict[str, Any] = {
     "model_id": "tiny-model",

@@ -264,11 +264,6 @@ SPOKEN_ELSEWHERE = frozenset(
 # entry that no longer names a field fails the test below, so the list only shrinks.
 ALLOWED = {
     "schema.py": "ENDPOINT_FIELDS (decode's, for its analysis) and the Measurement decode keeps",
-    "analysis/census.py": "decode's analysis (moves to kinds/decode/analysis/)",
-    "analysis/frame.py": "decode's analysis (moves to kinds/decode/analysis/)",
-    "analysis/io.py": "decode's analysis (moves to kinds/decode/analysis/)",
-    "analysis/report_diagnostics.py": "decode's analysis (moves to kinds/decode/analysis/)",
-    "preflight/selftest.py": "the harness self-test runs decode's analysis on made-up records",
     "protocol/rowtable.py": "the row table's columns are decode's session facts",
     "rig/stream.py": "it makes the Measurement a decode record keeps whole",
 }

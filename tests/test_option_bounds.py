@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep import options, registry
-from pytest_mtpsweep.analysis.model import AnalysisSettings
 from pytest_mtpsweep.cli import main
 from pytest_mtpsweep.constants import MAX_BOOT
 from pytest_mtpsweep.errors import AnalysisError, OptionError
+from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 
 TABLE = options.table(registry.options())
 HUGE = 10**12

@@ -34,8 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..ladder.model import MAX_CYCLES
-from .model import BOOT_T_MAX_FACTOR, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
-from .stats import FloatArray
+from .stats import BOOT_T_MAX_FACTOR, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION, FloatArray
 
 MAX_PLAN_CYCLES = MAX_CYCLES  # what a ladder may plan
 RANGE = (0.10, 0.90)  # the central 80 % of the draws: the range printed beside the estimate

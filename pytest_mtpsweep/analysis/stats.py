@@ -28,13 +28,50 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .model import BOOT_T_MAX_FACTOR, EXACT_SIGN_FLIP_MAX_N, MDE_POWER
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
+from ..errors import AnalysisError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 PROMPTS_ONLY = "boot-t"
 WITH_SESSION = "boot-t+session"
+
+# Power of the MDE: the true effect a two-sided 5 % test detects this often.
+MDE_POWER = 0.80
+# Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and the
+# t-interval leans wholly on normality, so a subset this small gets no decision.
+MIN_PROMPTS_FOR_DECISION = 6
+# The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
+# cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
+MIN_CYCLES_FOR_SESSION = 4
+# Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
+EXACT_SIGN_FLIP_MAX_N = 16
+# The bootstrap-t quantile may widen Student's t-interval at most this many times. Its resamples
+# that repeat a few near-identical clusters have an SE near 0, so one outlying prompt among tight
+# ones drove it to 100-4000 (a 2x speed-up published as [-89 %, +3492 %]); by bench/coverage.py
+# the cap costs at most 0.003 of coverage in any cell.
+BOOT_T_MAX_FACTOR = 2.0
+
+
+def check_resampling(boot: int, seed: int) -> None:
+    """Refuse a resample count outside MIN_BOOT to MAX_BOOT or a negative seed (the CLI
+    checks early, before any run is read)."""
+    if boot < MIN_BOOT:
+        raise AnalysisError(
+            f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
+            f"more (default {DEFAULT_BOOT})"
+        )
+    if boot > MAX_BOOT:
+        raise AnalysisError(
+            f"the resample count {boot} is above {MAX_BOOT}, more than the bootstrap holds "
+            f"in memory; pass --boot {MAX_BOOT} or fewer (default {DEFAULT_BOOT})"
+        )
+    if seed < 0:
+        raise AnalysisError(
+            f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
+            f"more (default {DEFAULT_BOOT_SEED})"
+        )
 
 
 @functools.lru_cache(maxsize=4096)

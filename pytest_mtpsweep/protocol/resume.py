@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import schema
-from ..errors import RunDirError
+from ..errors import RunDirError, RunReadError
 from ..preflight.items import PreflightItem, write_preflight_json
 from ..state.rundir import RunDir
+from ..state.runread import RunReader
 from . import planfile
 
 INTERRUPTED = "interrupted before it finished; run again from a fresh server on --resume"
@@ -29,16 +30,19 @@ class ResumeState:
 
 
 def read_plan(run_path: Path) -> dict[str, Any]:
-    plan_file = run_path / schema.PLAN_FILE
-    if not plan_file.is_file():
+    """The run's plan.json by the run reader's rule, refused in --resume's own words."""
+    run = RunReader(run_path)
+    if not run.has(schema.PLAN_FILE):
         raise RunDirError(f"--resume {run_path}: no plan.json there; name a run directory.")
     try:
-        old = json.loads(plan_file.read_bytes().decode("utf-8"))
-    except (OSError, ValueError) as exc:
+        old = dict(run.plan)
+    except RunReadError as exc:  # it names the file and says to restore it
+        raise RunDirError(f"--resume {run_path}: {exc} or start a new run.") from None
+    except OSError as exc:
         raise RunDirError(
             f"--resume {run_path}: plan.json cannot be read ({exc}); restore it or start a new run."
         ) from None
-    if not isinstance(old, dict) or not isinstance(old.get("run_id"), str):
+    if not isinstance(old.get("run_id"), str):
         raise RunDirError(
             f"--resume {run_path}: plan.json holds no run; restore it or start a new run."
         )

@@ -1,3 +1,3 @@
-"""What a run holds: its directory on disk (`rundir`), what every session shares (`context`)
-and a session in progress (`live`). Below the kind interface, so the protocol and the kinds
-both read it and neither imports the other."""
+"""What a run holds: its directory on disk (`rundir` writes it, `runread` reads it back), what
+every session shares (`context`) and a session in progress (`live`). Below the kind interface,
+so the protocol and the kinds both read it and neither imports the other."""

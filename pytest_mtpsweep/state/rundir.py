@@ -14,6 +14,7 @@ from typing import IO, Any
 from .. import schema
 from ..errors import RunDirError
 from ..fileio import atomic_write_json, atomic_write_text, dumps_line, write_new_text
+from .runread import RunReader
 
 # A records file set aside in place when quarantine/ cannot take it (a full disk).
 QUARANTINED_SUFFIX = ".quarantined"
@@ -182,14 +183,8 @@ class RunDir:
         return RecordWriter(self.path / schema.records_file(session))
 
     def session_files(self) -> Iterator[dict[str, Any]]:
-        """Every readable session file, in name (run) order."""
-        for path in sorted((self.path / schema.SESSIONS_DIR).glob("*.json")):
-            try:
-                facts = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(facts, dict):
-                yield {"session": path.stem, **facts}
+        """Every readable session file, in name (run) order (read by `runread.RunReader`)."""
+        yield from RunReader(self.path).sessions().facts
 
     def write_sessions_csv(self, rows: Sequence[Mapping[str, Any]]) -> Path:
         columns: list[str] = []

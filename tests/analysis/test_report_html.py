@@ -22,8 +22,8 @@ from pytest_mtpsweep.analysis.html import Section, el, join, write_report_html
 from pytest_mtpsweep.analysis.html import markdown as md
 from pytest_mtpsweep.analysis.html.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.analysis.html.images import PLOTS_INSTALL
+from pytest_mtpsweep.analysis.html.images import available as plotting_available
 from pytest_mtpsweep.analysis.html.tables import filterable
-from pytest_mtpsweep.analysis.plot import plotting_available
 from tests.analysis.html.dom import Node, parse
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
@@ -292,7 +292,9 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
     from pytest_mtpsweep.kinds.decode.analysis import analyse_run
     from tests.strategies import Design, make_records, noisy, write_run
 
-    monkeypatch.setattr("pytest_mtpsweep.analysis.io.plotting_available", lambda: False)
+    monkeypatch.setattr(
+        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
+    )
     monkeypatch.setattr("pytest_mtpsweep.analysis.html.images.available", lambda: False)
     design = Design()
     run = write_run(tmp_path, design, make_records(design, noisy(design, {"ngram": 1.1})))
@@ -306,8 +308,8 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
 
 def test_the_forest_plot_shares_one_x_axis_across_its_panels(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the plots extra draws the forest plot")
-    from pytest_mtpsweep.analysis.io import load_and_analyse
-    from pytest_mtpsweep.analysis.plot import forest_figure
+    from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse
+    from pytest_mtpsweep.kinds.decode.analysis.plot import forest_figure
     from tests.strategies import Design, make_records, noisy, write_run
 
     design = Design()

@@ -12,13 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_mtpsweep.analysis.model import (
+from pytest_mtpsweep.analysis.stats import (
     BOOT_T_MAX_FACTOR,
     MIN_PROMPTS_FOR_DECISION,
-    AnalysisResult,
-)
-from pytest_mtpsweep.analysis.pipeline import analyse
-from pytest_mtpsweep.analysis.stats import (
     fixed_effects_slope,
     index_matrix,
     prompt_spread,
@@ -27,6 +23,8 @@ from pytest_mtpsweep.analysis.stats import (
     session_spread,
     sign_flip_pvalue,
 )
+from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisResult
+from pytest_mtpsweep.kinds.decode.analysis.pipeline import analyse
 from tests.strategies import (
     Design,
     RateFn,

@@ -21,6 +21,7 @@ from typing import Any
 
 from ... import schema
 from ...fileio import atomic_write_text, json_safe
+from ...state.runread import RunReader
 from .assets import ERRORS_JS, PAGE_CSS, PAGE_JS
 
 REPORT_HTML = "report.html"
@@ -172,13 +173,8 @@ def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> 
 
 
 def _title(run_dir: Path) -> str:
-    try:
-        plan = json.loads((run_dir / schema.PLAN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        plan = {}
-    plan = plan if isinstance(plan, dict) else {}
-    run = str(plan.get("run_id") or run_dir.name)
-    ladder = plan.get("ladder")
+    read = RunReader(run_dir)
+    run, ladder = read.run_id, read.plan.get("ladder")
     return f"mtpsweep: {ladder}/{run}" if isinstance(ladder, str) and ladder else f"mtpsweep: {run}"
 
 

@@ -7,6 +7,7 @@ A picture that fails to draw costs that picture, never the report.
 from __future__ import annotations
 
 import base64
+import importlib.util
 import io
 from collections.abc import Callable
 from typing import Any
@@ -17,10 +18,14 @@ PLOTS_INSTALL = "pip install 'pytest-mtpsweep[plots]'"
 
 
 def available() -> bool:
-    """True when matplotlib can draw (installed and importable)."""
-    from ..plot import plotting_available
-
-    return plotting_available()
+    """True when matplotlib's Figure can be imported (installed and not broken)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        return False
+    try:
+        import matplotlib.figure  # noqa: F401
+    except Exception:  # a broken install must cost the plot, never the analysis
+        return False
+    return True
 
 
 def png(data: bytes, alt: str, caption: str = "") -> Markup:

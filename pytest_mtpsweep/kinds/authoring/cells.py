@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import schema
-from ...state.rundir import RecordWriter, read_records
+from ...state.rundir import RecordWriter
+from ...state.runread import RunReader
 from .records import CELLS_DIR, FINAL_OUTCOMES, TURNS_DIR, CellResult
 
 _APPEND = threading.Lock()  # cells in flight together (pool.py) append to one turns file
@@ -32,8 +33,7 @@ def append(run_dir: Path, relpath: str, record: Mapping[str, Any]) -> None:
 
 def records(run_dir: Path, subdir: str) -> Iterator[dict[str, Any]]:
     """Every record under `subdir` (cells/ or turns/), file by file in name order."""
-    for path in sorted((run_dir / subdir).glob("*.jsonl")):
-        yield from read_records(path)[0]
+    yield from RunReader(run_dir).records(subdir).records
 
 
 def latest(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -49,10 +49,10 @@ def analyse(
             f"{runs[0]}: plan.json registers contrast resamples {boot!r} and seed {seed!r}, not "
             "whole numbers; pass --boot and --boot-seed"
         )
-    from ...analysis.model import AnalysisSettings
+    from ...analysis.stats import check_resampling
 
     # plan.json is the run's, not the command line's: its count is bounded like --boot's.
-    AnalysisSettings.check_resampling(boot, seed)
+    check_resampling(boot, seed)
     baseline = args.baseline or plan.get("baseline_cohort") or ""
     result = analyse_dir(runs[0], baseline, boot, seed, bool(registered.get("pooled")))
     html_sections.write(runs[0])  # report.html beside report.md

@@ -10,7 +10,6 @@ and per turn) and conversations/ (each cell's messages). Each cell is a collapse
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from ... import schema
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join, write_report_html
 from ...analysis.html.tables import facets, table
+from ...state.runread import RunReader, read_table
 from . import records
 from .analysis.frame import CELL_TYPES, REQUIRED, TURN_TYPES
 from .extract import extract
@@ -45,10 +45,7 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
+    return read_table(path).dicts()
 
 
 def _number(value: str, scale: float = 1.0) -> str:
@@ -80,10 +77,7 @@ def _headline(out: Path, doc: md.Document) -> Markup:
 
 def _read(run_dir: Path, folder: str, types: rl.Types) -> list[dict[str, Any]]:
     """The records of `folder` by the analysis' own rule (report.md names the lines left out)."""
-    out: list[dict[str, Any]] = []
-    for path in sorted((run_dir / folder).glob("*.jsonl")):
-        out += [line.record for line in rl.read_file(path, path.name, lambda _: types, REQUIRED)[0]]
-    return out
+    return RunReader(run_dir).records(folder, lambda _: types, REQUIRED).records
 
 
 def _final_cells(run_dir: Path) -> list[dict[str, Any]]:
@@ -299,7 +293,7 @@ def sections(run_dir: Path) -> list[Section]:
     """report.html's sections for an authoring run, from the run directory."""
     out = run_dir / schema.ANALYSIS_DIR
     doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
-    plan = _json(run_dir / schema.PLAN_FILE)
+    plan = RunReader(run_dir).plan
     limits = doc.section("Limitations") or "- The analysis recorded no limitation of this run."
     last = ("Census", "Notes")  # after the other detail, as in report.md
     return [

@@ -19,7 +19,7 @@ KIND = Kind(
     analyse=f"{__name__}.analysis:analyse_command",
     plan=f"{__name__}.plan:plan_command",
     interim=f"{__name__}.analysis:interim",  # the published cells so far, for [stop]
-    compare=True,  # its runs are the shared analysis' own: `mtpsweep compare` reads them
+    compare=f"{__name__}.analysis:compare_command",
     options=(
         Opt(
             "--subset",

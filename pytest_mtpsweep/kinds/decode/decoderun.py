@@ -67,7 +67,7 @@ class DecodeRun(KindRun):
 
     def lint_warnings(self) -> list[str]:
         """Where the design cannot reach what it pre-registers (`analysis.planning`)."""
-        from ...analysis.design import design_warnings
+        from .analysis.design import design_warnings
 
         counts: dict[str, int] = {}
         for p in self.prompts:

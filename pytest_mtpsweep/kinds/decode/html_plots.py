@@ -12,13 +12,13 @@ only here, only when a picture is drawn.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.recordlines import read_lines
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "repeat", "valid",
@@ -26,19 +26,19 @@ COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "re
 
 
 def records(run_dirs: Sequence[Path]) -> Any:
-    """Every decode record of these runs as a DataFrame (lines that do not parse are skipped)."""
+    """Every decode record of these runs as a DataFrame (lines that do not parse are skipped:
+    the analysis names them)."""
     import pandas as pd
+
+    from pytest_mtpsweep.state.runread import RunReader
 
     rows = []
     for run_dir in run_dirs:
-        for path in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
-            for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(obj, dict):
-                    rows.append({c: obj.get(c) for c in COLUMNS} | {"session": path.stem})
+        for file in RunReader(run_dir).record_files():
+            read, _ = read_lines(file.lines, file.label)
+            rows += [
+                {c: line.record.get(c) for c in COLUMNS} | {"session": file.name} for line in read
+            ]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame["started"] = pd.to_datetime(frame["started_at"], errors="coerce", utc=True)
     for endpoint, column in schema.ENDPOINT_FIELDS.items():

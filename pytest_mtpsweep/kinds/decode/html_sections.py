@@ -9,8 +9,6 @@ lists (content equivalence, truncation, gaps) as filterable tables.
 
 from __future__ import annotations
 
-import csv
-import json
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,10 +19,11 @@ from ...analysis.html import images, write_report_html
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, anchor, el, join
 from ...analysis.html.tables import filterable
+from ...state.runread import RunReader, read_table
 from . import html_plots
 
 if TYPE_CHECKING:
-    from ...analysis import AnalysisResult
+    from .analysis.model import AnalysisResult
 
 # shown above, not again below
 FIRST = ("Headline", "Per device", "Host rule", "Limitations", "Plot")
@@ -33,11 +32,8 @@ TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run
 
 
 def _csv(path: Path) -> tuple[list[str], list[list[str]]]:
-    if not path.is_file():
-        return [], []
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.reader(handle))
-    return (rows[0], rows[1:]) if rows else ([], [])
+    found = read_table(path)
+    return list(found.headers), [list(row) for row in found.rows]
 
 
 def _endpoint(data: Mapping[str, Any]) -> str:
@@ -162,7 +158,7 @@ def sections(run_dir: Path, full: str, analysis_dir: Path | None = None) -> list
     (report.md's and the detail's), the files are those in <run>/analysis (or `analysis_dir`)."""
     out = analysis_dir or run_dir / schema.ANALYSIS_DIR
     doc = md.split(full)
-    data = json.loads((out / "contrasts.json").read_text(encoding="utf-8"))
+    data = RunReader(run_dir).document(out / "contrasts.json", "analysis file")
     forest = out / "forest.png"
     built = {
         "Content equivalence": lambda: _equivalence(out, data, doc),
@@ -186,8 +182,8 @@ def write(result: AnalysisResult) -> AnalysisResult:
     """report.html beside the report.md an analysis wrote; the result names it among its files."""
     import dataclasses
 
-    from ...analysis.report import render_full
     from ...errors import AnalysisError
+    from .analysis.report import render_full
 
     out, run_dir = Path(str(result.out_dir)), Path(result.run_dirs[0])
     try:

@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
-    from ...analysis.io import load_run
-    from ...analysis.pipeline import analyse
     from ...analysis.planning import cycle_seconds, plan_cells
     from ...analysis.planning_text import render
     from ...constants import POOLED
+    from .analysis.io import load_run
+    from .analysis.pipeline import analyse
 
     run = load_run(run_dir)
     result = analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)

@@ -9,7 +9,6 @@ load_gain.png; then report.html beside report.md (`html_sections`: one self-cont
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from ... import schema
 from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ...kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis
 from ...request import AnalysisRequest
-from ...state.rundir import RunDir
+from ...state.runread import RunReader
 
 if TYPE_CHECKING:
     import argparse
@@ -49,21 +48,13 @@ def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]
     """Every readable line of records/, and each line that is not (file:line and why)."""
     from .frame import REQUIRED, types_for
 
-    out: list[dict[str, Any]] = []
-    bad: list[rl.Unreadable] = []
-    for path in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
-        read, unreadable = rl.read_file(path, schema.records_file(path.stem), types_for, REQUIRED)
-        out += [line.record for line in read]
-        bad += unreadable
-    return out, bad
+    read = RunReader(run_dir).records(schema.RECORDS_DIR, types_for, REQUIRED)
+    return read.records, list(read.unreadable)
 
 
-def plan_of(run_dir: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads((run_dir / schema.PLAN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+def plan_of(run_dir: Path) -> Mapping[str, Any]:
+    """plan.json ({} without one; RunReadError, an AnalysisError, when it is malformed)."""
+    return RunReader(run_dir).plan
 
 
 def contrast_pairs(plan: Mapping[str, Any], baseline: str) -> list[tuple[str, str]]:
@@ -79,7 +70,10 @@ def analyse(
     from ...errors import AnalysisError
     from . import capacity_stats, census, contrast, crossover, frame, html_sections, report
 
-    plan = plan_of(run_dir)
+    try:
+        plan = plan_of(run_dir)
+    except AnalysisError as exc:  # it names the file and the fix
+        return str(exc)
     records, unreadable = records_of(run_dir)
     requests, levels = frame.frames(records)
     if levels.empty and unreadable:
@@ -123,7 +117,7 @@ def analyse(
     if searched is not None:
         capacity_stats.frame(searched).to_csv(out / "load_capacity.csv", index=False)
     plots = _plots(out, table, levels, rows, order, base, crossings, searched)
-    sessions = list(RunDir(run_dir).session_files())
+    sessions = list(RunReader(run_dir).sessions().facts)
     found = capacity_stats.lines(searched) if searched is not None else []
     where = [str(u) for u in unreadable]
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
@@ -147,12 +141,11 @@ def analyse(
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
     """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan)."""
-    from ...analysis.io import read_stop_doc
     from ...analysis.sequential import look_state
     from ...errors import AnalysisError
 
     try:
-        doc = read_stop_doc(run_dir)
+        doc = RunReader(run_dir).stop_doc
     except (AnalysisError, OSError) as exc:  # the reason names the file and the fix
         return f"{run_dir / schema.STOP_FILE} cannot be read: {exc}"
     cycles = int(levels["cycle"].max()) if len(levels) else 1
@@ -188,7 +181,7 @@ def _plots(
     crossings: Sequence[Crossover] = (), searched: CapacityResult | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
-    from ...analysis.plot import plotting_available
+    from ...analysis.html.images import available as plotting_available
     from . import plots
 
     if not plotting_available() or table.empty:

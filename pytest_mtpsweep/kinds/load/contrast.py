@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...analysis.model import MIN_CYCLES_FOR_SESSION
 from ...analysis.stats import (
+    MIN_CYCLES_FOR_SESSION,
     WITH_SESSION,
     FloatArray,
     Spread,

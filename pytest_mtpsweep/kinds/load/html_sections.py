@@ -11,20 +11,18 @@ reaches the page through the escaping builder.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ... import recordlines as rl
 from ... import schema
 from ...analysis.html import images, write_report_html
 from ...analysis.html import markdown as md
 from ...analysis.html.document import Markup, Section, el, join
 from ...analysis.html.tables import filterable, table
+from ...state.runread import RunReader, read_table
 from . import frame
 from .contrast import Row
 from .report import NAMES, gain
@@ -63,18 +61,7 @@ REQUEST_FACETS = ("treatment", "cycle", "level", "prompt", "status")
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _plan(run_dir: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads((run_dir / schema.PLAN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+    return read_table(path).dicts()
 
 
 def _float(value: object) -> float:
@@ -200,12 +187,12 @@ def _blocks(blocks: Sequence[Mapping[str, str]]) -> Markup:
 def _request_records(run_dir: Path) -> list[dict[str, Any]]:
     """Every request line; a line repeated (a resumed block) counts once, the last one."""
     last: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for path in sorted((run_dir / schema.RECORDS_DIR).glob("*.jsonl")):
-        # read by the analysis' own rule: a line it left out (report.md names it) is not shown
-        read = rl.read_file(path, path.name, frame.types_for, frame.REQUIRED)[0]
-        for r in (line.record for line in read):
-            if r.get("record") == "request":
-                last[(str(r.get("session")), str(r.get("level")), str(r.get("request")))] = r
+    # read by the analysis' own rule: a line it left out (report.md names it) is not shown
+    for r in (
+        RunReader(run_dir).records(schema.RECORDS_DIR, frame.types_for, frame.REQUIRED).records
+    ):
+        if r.get("record") == "request":
+            last[(str(r.get("session")), str(r.get("level")), str(r.get("request")))] = r
     return list(last.values())
 
 
@@ -254,7 +241,7 @@ def sections(run_dir: Path) -> list[Section]:
     """report.html's sections for a load run, from <run>/analysis and the records."""
     out = run_dir / schema.ANALYSIS_DIR
     doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
-    plan = _plan(run_dir)
+    plan = RunReader(run_dir).plan
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     blocks = _csv(out / "load_blocks.csv")
     named = {title: body for title, body in doc.sections}

@@ -91,10 +91,10 @@ def plan_cells(
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
-    from ...analysis.io import load_run
     from ...analysis.planning import cycle_seconds
     from ...analysis.planning_text import render
     from ...errors import AnalysisError
+    from ...state.runread import RunReader
     from . import contrast, frame
     from .analysis import contrast_pairs, records_of
 
@@ -126,7 +126,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
              modes, **kw) if r.endpoint == endpoint]  # fmt: skip
     cells = plan_cells(requests, blocks, rows, target=args.target_width,
                        max_cycles=args.max_cycles, seed=args.boot_seed)  # fmt: skip
-    sessions = load_run(run_dir).sessions
+    sessions = RunReader(run_dir).sessions().facts
     print(
         render(
             cells,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...analysis.mdtext import md_table, md_text
-from ...analysis.model import MIN_CYCLES_FOR_SESSION
+from ...analysis.stats import MIN_CYCLES_FOR_SESSION
 from . import census, pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from .... import schema
 from ....analysis.mdtext import md_text
 from ....errors import AnalysisError
 from ....fileio import atomic_write_text
+from ....state.runread import RunReader
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from . import contrast, findings, repeats, report, tables
 from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame
@@ -40,13 +41,8 @@ class AuthoringResult:
 def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Every readable record of `folder`, and each line that is not (`file:line: why`)."""
     types = CELL_TYPES if folder == CELLS_DIR else TURN_TYPES
-    out: list[dict[str, Any]] = []
-    bad: list[str] = []
-    for path in sorted((run_dir / folder).glob("*.jsonl")):
-        read, unreadable = rl.read_file(path, f"{folder}/{path.name}", lambda _: types, REQUIRED)
-        out += [line.record for line in read]
-        bad += [str(u) for u in unreadable]
-    return out, bad
+    read = RunReader(run_dir).records(folder, lambda _: types, REQUIRED)
+    return read.records, [str(u) for u in read.unreadable]
 
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
@@ -65,29 +61,20 @@ def _forgeable(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _plan(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / schema.PLAN_FILE
-    try:
-        plan = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError):
-        return {}
-    return plan if isinstance(plan, dict) else {}
-
-
-def _title(run_dir: Path, plan: dict[str, Any]) -> str:
+def _title(run_dir: Path, plan: Mapping[str, Any]) -> str:
     """`ladder/run id` as plan.json names them (the directory's name without a plan)."""
     run = str(plan.get("run_id") or run_dir.name)
     ladder = plan.get("ladder")
     return f"{ladder}/{run}" if isinstance(ladder, str) and ladder else run
 
 
-def _notes(run_dir: Path, plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+def _notes(run_dir: Path, plan: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """The run's facts for the Notes, and those that limit the answer (for Limitations)."""
     notes, limits = [], []
     if plan:
         notes.append(f"pre-registration sha256 {plan.get('preregistration_sha256')}")
-    for path in sorted((run_dir / schema.SESSIONS_DIR).glob("*.json")):
-        flight = _flight(path)
+    for facts in RunReader(run_dir).sessions().facts:  # the session census names a bad one
+        flight = _flight(facts)
         if flight.startswith("**"):
             limits.append(flight)
         elif flight:
@@ -101,17 +88,13 @@ def _notes(run_dir: Path, plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     return notes, limits
 
 
-def _flight(path: Path) -> str:
+def _flight(info: Mapping[str, Any]) -> str:
     """What a session with cells in flight together says of its concurrency (a limitation,
     in bold, when HTTP 429s lowered it)."""
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""  # the session census names an unreadable session file
     n, low = info.get("concurrency"), info.get("concurrency_lowest")
     if not isinstance(n, int) or n <= 1:
         return ""
-    subject = info.get("treatment", path.stem)
+    subject = info.get("treatment", info.get("session"))
     if isinstance(low, int) and low < n:
         return (
             f"**Concurrency lowered:** {md_text(subject)} ran {n} cells in flight; HTTP 429s lowered the "
@@ -158,7 +141,7 @@ def analyse_dir(
     atomic_write_text(out / REPEATS_CSV, same.to_csv(index=False))
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
-    plan = _plan(run_dir)
+    plan = RunReader(run_dir).plan
     notes, run_limits = _notes(run_dir, plan)
     run_limits = [*_forgeable(records), *_unreadable(bad_cells, bad_turns),
                   *_unknown_tokens(cells), *run_limits]  # fmt: skip

@@ -1,0 +1,242 @@
+"""The decode kind's analysis: at session end, `mtpsweep analyse` and `mtpsweep compare` of its
+run directories (`io.analyse_run`, then report.html beside report.md).
+
+The package's modules: `io.py` is the only edge (reads a run through `state.runread`, writes the
+outputs); `pipeline.py` is the whole analysis as one pure function over the rest."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ....errors import AnalysisError, ExpectationError, OptionError
+from ....kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
+from ....ladder.fields import parse_contrast
+from ....ladder.model import Ladder
+from ....recordlines import terminal
+from ....request import AnalysisRequest
+from ....state.runread import RunReader
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping, Sequence
+
+    from ....analysis.sequential import CellState
+    from .model import AnalysisResult
+
+
+def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
+    """--baseline and --expect, checked against the ladder before the first server starts."""
+    from .gates import parse_expectation
+
+    keys = ladder.treatment_keys
+    baseline = request.baseline or ladder.baseline
+    if baseline not in keys:
+        raise OptionError(
+            f"--baseline {baseline}: not a treatment of ladder {ladder.name}; use one of "
+            f"{', '.join(keys)}."
+        )
+    for text in request.expect:
+        try:
+            gate = parse_expectation(text, treatments=keys)
+        except ExpectationError as exc:
+            raise OptionError(f"--expect {text}: {exc}") from None
+        if gate.treatment == baseline:
+            raise OptionError(
+                f"--expect {text}: {gate.treatment} is the baseline itself; name a treatment "
+                "to compare with it."
+            )
+
+
+def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
+    """The analysis package's analyse_run, then report.html beside its report.md."""
+    from ..html_sections import write
+    from .io import analyse_run as analysed
+
+    return write(analysed(run_dirs, **settings))
+
+
+def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:
+    """Analyse what the run directory holds now; gates judged on the published decisions.
+
+    Beside the pre-registered analysis, as the users kept them: each registered secondary
+    contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
+    analysis_interval_basis/ (the tie-break's other endpoint, published whole).
+    """
+    from .devices import terminal_lines
+    from .report import headline_table
+
+    run = RunReader(run_dir)
+    if not run.record_files():
+        held = [h.session for h in run.quarantined()]
+        if held:
+            return EndAnalysis(
+                error=f"every session with records was quarantined ({', '.join(held)}), so "
+                "there is nothing to analyse"
+            )
+        return EndAnalysis(error="no records were written, so there is nothing to analyse")
+    try:
+        result = analyse_run(
+            [run_dir], baseline=request.baseline, boot=request.boot, seed=request.seed
+        )
+    except AnalysisError as exc:
+        return EndAnalysis(error=str(exc))
+    gates = tuple(judge(result, e) for e in request.expect)
+    out = Path(result.out_dir) if result.out_dir else None
+    also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
+    also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
+    if result.unreadable:
+        also.insert(0, terminal(result.unreadable))
+    return EndAnalysis(
+        table="\n".join([headline_table(result), *also]),
+        report=out / "report.md" if out else None,
+        gate_failures=tuple(g.detail for g in gates if not g.met),
+        headline=headline(result),
+        gates=gates,
+    )
+
+
+def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
+    """The headline cells a [stop] rule looks at: each treatment × prompt subset's published
+    decision and 95 % half-width (percent) from the records so far, at this look's levels.
+
+    The pooled row is not a headline cell: a gain on one subset and none on the other is an
+    answer, and their average would keep the rule from ever being met.
+    """
+    from ....analysis.sequential import CellState
+    from ....constants import POOLED
+    from .io import load_run
+    from .pipeline import analyse
+
+    result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
+                     seed=request.seed)  # fmt: skip
+    cells = []
+    for r in result.published.to_dict(orient="records"):
+        if r["subset"] == POOLED:
+            continue
+        low, high = float(r["ci_low"]), float(r["ci_high"])
+        half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf
+        cells.append(CellState(f"{r['treatment']}:{r['subset']}", str(r["decision"]), half))
+    return tuple(cells)
+
+
+def beside_the_primary(
+    run_dir: Path, request: AnalysisRequest, ladder: Ladder, baseline: str
+) -> list[str]:
+    """Run the registered secondary contrasts and the interval-basis analysis; one line each."""
+    keys = ladder.treatment_keys
+    secondary: dict[str, list[str]] = {}
+    for text in ladder.prereg.secondary_contrasts:
+        _, base = parse_contrast(text, keys, ladder.path)
+        if base != baseline:
+            secondary.setdefault(base, []).append(text)
+    jobs: list[tuple[str, dict[str, Any]]] = [
+        (f"secondary ({'; '.join(texts)})", {"baseline": base}) for base, texts in secondary.items()
+    ]
+    if ladder.analysis.primary_endpoint != "interval":
+        jobs.append(("interval basis", {"baseline": baseline, "endpoint": "interval"}))
+    lines = []
+    for what, kwargs in jobs:
+        try:
+            done = analyse_run([run_dir], boot=request.boot, seed=request.seed, **kwargs)
+            lines.append(f"{what}: {done.out_dir}")
+        except AnalysisError as exc:
+            lines.append(f"{what}: not analysed ({exc})")
+    return lines
+
+
+def judge(result: AnalysisResult, expectation: str) -> GateVerdict:
+    """One gate on the published decisions: met, or the line saying why not."""
+    from .gates import evaluate_expectations
+
+    try:
+        failures = evaluate_expectations(result, [expectation])
+    except ExpectationError as exc:
+        return GateVerdict(expectation, False, f"{expectation} not met: {exc}")
+    if failures:
+        return GateVerdict(expectation, False, failures[0])
+    treatment, subset, _ = expectation.strip().rsplit(":", 2)
+    row = _published(result).get((treatment.strip(), subset.strip()), "")
+    return GateVerdict(expectation, True, f"{expectation} met: {row}".rstrip(": "))
+
+
+def _published(result: AnalysisResult) -> dict[tuple[str, str], str]:
+    """Each published contrast as one line: `+86.1 % [95% CI +54.0, +111.2] faster (...)`."""
+    out: dict[tuple[str, str], str] = {}
+    for r in result.published.to_dict(orient="records"):
+        change = "n/a" if pd_isna(r["pct_change"]) else f"{r['pct_change']:+.1f} %"
+        ci = (
+            ""
+            if pd_isna(r["ci_low"]) or pd_isna(r["ci_high"])
+            else f" [95% CI {r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+        )
+        out[(str(r["treatment"]), str(r["subset"]))] = (
+            f"{change}{ci} {r['decision']} ({r['endpoint']} endpoint, "
+            f"{int(r['n_prompts'])} prompts, {int(r['n_pairs'])} pairs)"
+        )
+    return out
+
+
+def headline(result: AnalysisResult) -> dict[str, str]:
+    """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`."""
+    baseline = result.settings.baseline
+    return {
+        f"mtpsweep.{treatment}:{subset}": f"vs {baseline}: {line}"
+        for (treatment, subset), line in _published(result).items()
+    }
+
+
+def pd_isna(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def analyse_command(
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+) -> int:
+    """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
+    gate (exit 1 when one is not met)."""
+    from .gates import evaluate_expectations, parse_expectation
+    from .report import headline_table
+
+    gates = [parse_expectation(text) for text in args.expect]
+    result = analyse_run(
+        list(runs),
+        baseline=args.baseline,
+        boot=args.boot,
+        seed=args.boot_seed,
+        out=Path(args.out) if args.out else None,
+        pool=args.pool,
+        endpoint=args.endpoint,
+    )
+    print(headline_table(result))
+    if result.unreadable:
+        print(terminal(result.unreadable))
+    print(f"outputs: {result.out_dir}")
+    if not gates:
+        return EXIT_OK
+    failures = evaluate_expectations(result, gates)
+    for gate in gates:
+        if not any(f.startswith(f"{gate} ") for f in failures):
+            print(f"gate met: {gate}")
+    for failure in failures:
+        print(f"gate FAILED: {failure}", file=sys.stderr)
+    return EXIT_GATE_FAILED if failures else EXIT_OK
+
+
+def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
+    """`mtpsweep compare RUN_A RUN_B` of decode runs: each run analysed on its own, their
+    published contrasts side by side, never pooled; nothing is written."""
+    from .compare import compare_table
+    from .io import load_and_analyse
+
+    results = [
+        load_and_analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+        for run in runs
+    ]
+    print(compare_table(results))
+    for run, result in zip(runs, results, strict=True):
+        if result.unreadable:  # left out of that run's contrasts: say so beside the table
+            print(f"{run}: {terminal(result.unreadable)}")
+    return EXIT_OK

@@ -1,0 +1,312 @@
+"""The analysis' only edge: read run directories, write the outputs. Everything else is pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .... import schema
+from ....analysis.html.images import available as plotting_available
+from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from ....errors import AnalysisError
+from ....state.runread import RunReader
+from .equivalence import PAIR_COLUMNS
+from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
+from .pipeline import analyse
+from .plot import forest_figure
+
+OUTPUT_FILES: tuple[str, ...] = (
+    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
+    "position_trend.csv", "equivalence.csv", "acceptance.csv", "truncated.csv", "per_cycle.csv",
+    "report.md", "forest.png",
+)  # fmt: skip
+
+
+def _protocol_stops(run: RunReader) -> list[str]:
+    """What cut the run short, as the protocol left it: stop marker, deadline, curtailment."""
+    notes: list[str] = []
+    if run.has(schema.STOPPED_FILE):
+        notes.append(f"the run was STOPPED by a protocol rule: {run.stopped}")
+    if run.has(schema.CURTAILMENT_FILE):
+        notes += curtailment_notes(run.curtailment, run.path / schema.CURTAILMENT_FILE)
+    return notes
+
+
+def curtailment_notes(facts: Any, path: Path) -> list[str]:
+    """The report's notes from curtailment.json; anything but the protocol's shape is refused."""
+    shape = {"dropped": list, "affected_treatments": list, "sentence": str, "deadline_stop": dict}
+    bad = not isinstance(facts, Mapping) or any(
+        key in facts and not isinstance(facts[key], kind) for key, kind in shape.items()
+    )
+    if bad or not all(isinstance(d, Mapping) for d in facts.get("dropped", [])):
+        raise AnalysisError(
+            f"curtailment file {path} does not hold the object the protocol writes (dropped, "
+            "affected_treatments, sentence); restore it from the run"
+        )
+    notes: list[str] = []
+    dropped = ", ".join(str(d.get("session")) for d in facts.get("dropped", []))
+    stop = facts.get("deadline_stop")
+    if stop:
+        # The deadline is a hard cap: it ended the run, whatever the drop order said.
+        notes.append(
+            f"the run was stopped by its deadline ({stop.get('deadline')}): it stopped after "
+            f"session {stop.get('after')} and did not run {', '.join(map(str, stop.get('not_run') or []))}"
+        )
+    if dropped:
+        notes.append(f"curtailed: sessions dropped to meet the deadline: {dropped}")
+    sentence = str(facts.get("sentence", ""))
+    for treatment in facts.get("affected_treatments", []):
+        # the treatment as plain text: the report escapes every note as free text (mdtext)
+        notes.append(sentence.replace("[treatment]", str(treatment)))
+    return notes
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read one run directory (through the run reader) without interpreting it."""
+    if not run_dir.is_dir():
+        raise AnalysisError(
+            f"run directory {run_dir} does not exist; pass a path like runs/<ladder>/<run-id>"
+        )
+    run = RunReader(run_dir)
+    notes: list[str] = []
+    if not run.has(schema.PLAN_FILE):
+        notes.append(
+            f"{run_dir / schema.PLAN_FILE} is missing: default analysis settings were used"
+        )
+    plan, run_id = run.plan, run.run_id
+    sha = plan.get("preregistration_sha256")
+    if sha:
+        notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
+    stops = _protocol_stops(run)
+    stop_doc = run.stop_doc
+    files = tuple(RecordFile(run_id, f.name, f.lines) for f in run.record_files())
+    sessions = run.sessions()
+    notes += [f"session file ignored: {where}" for where in sessions.unreadable]
+    quarantined = []
+    for held in run.quarantined():
+        lines = held.records.lines if held.records is not None else ()
+        n = sum(1 for line in lines if line.strip())
+        spoiled = held.why.startswith(schema.HOST_SPOILED)
+        quarantined.append(
+            QuarantinedSession(
+                run_id,
+                held.session,
+                n,
+                held.why,
+                lines if spoiled else (),
+                (held.facts or {}) if spoiled else {},
+            )
+        )
+    return RunData(
+        run_dir=str(run_dir),
+        run_id=run_id,
+        plan=plan,
+        record_files=files,
+        sessions=sessions.facts,
+        quarantined=tuple(quarantined),
+        notes=tuple(notes),
+        stops=tuple(stops),
+        stop_doc=stop_doc,
+    )
+
+
+def default_out_dir(result: AnalysisResult) -> Path:
+    """<run>/analysis; a non-registered baseline or a pooled analysis gets its own folder.
+
+    This keeps an exploratory or pooled analysis from overwriting the pre-registered one.
+    """
+    first = Path(result.run_dirs[0])
+    if len(result.run_dirs) > 1:
+        return first / "analysis_pooled"
+    if result.settings.exploratory:
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", result.settings.baseline)
+        return first / f"analysis_vs_{safe}"
+    return first / "analysis"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def _frame(frame: pd.DataFrame) -> list[Any]:
+    return [_jsonable(row) for row in frame.astype(object).to_dict(orient="records")]
+
+
+def _equivalence_json(result: AnalysisResult) -> dict[str, Any]:
+    eq = result.equivalence
+    if eq is None:
+        return {"checked": False, "why": result.equivalence_skipped}
+    return {
+        "checked": True,
+        "baseline": eq.baseline,
+        "summary": _frame(eq.summary),
+        "pairs": _frame(eq.pairs),
+        "self_identity": _frame(eq.self_identity),
+    }
+
+
+def _host_rule_json(result: AnalysisResult) -> dict[str, Any]:
+    e = result.host_rule
+    return {
+        "recorded": e.recorded,
+        "applied": e.recorded and not e.why_not,
+        "why_not": e.why_not,
+        "thresholds": _jsonable(e.thresholds),
+        "rerun": [list(pair) for pair in e.rerun],
+        "kept": [list(pair) for pair in e.kept],
+        "not_available": dict(e.not_available),
+        "with_originals": None if e.with_originals is None else _frame(e.with_originals),
+    }
+
+
+def result_json(result: AnalysisResult) -> dict[str, Any]:
+    """Everything in a result as plain JSON (NaN becomes null)."""
+    n_cells = len(result.treatments) * (len(result.subsets) + (len(result.subsets) >= 2))
+    return {
+        "run_ids": list(result.run_ids),
+        "run_dirs": list(result.run_dirs),
+        "ladder": result.ladder,
+        "settings": _jsonable(dataclasses.asdict(result.settings)),
+        "treatments": list(result.treatments),
+        "subsets": list(result.subsets),
+        "multiplicity": {
+            "treatments": len(result.treatments),
+            "subset_cells": n_cells // max(len(result.treatments), 1),
+            "endpoints": len(ENDPOINTS),
+            "intervals": n_cells * len(ENDPOINTS),
+            "correction": "none",
+        },
+        "contrasts": _frame(result.contrasts),
+        "census": _frame(result.census),
+        "gaps": _frame(result.gaps),
+        "exclusions": _frame(result.exclusions),
+        "per_cycle": _frame(result.per_cycle),
+        "drift": _frame(result.drift),
+        "calibration": _frame(result.calibration),
+        "truncated": _frame(result.truncated),
+        "degenerate": _frame(result.degenerate),
+        "host": _frame(result.host),
+        "interval_basis": _frame(result.interval_basis),
+        "quarantined": _frame(result.quarantined),
+        "host_rule": _host_rule_json(result),
+        "question": result.question,
+        "scope": result.scope,
+        "limits": {
+            "stops": list(result.stops),
+            "unselected": list(result.unselected),
+            "not_run": list(result.not_run),
+            "unreadable": list(result.unreadable),
+        },
+        "equivalence": _equivalence_json(result),
+        "acceptance": _frame(result.acceptance),
+        "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
+        "notes": list(result.notes),
+    }
+
+
+def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
+    """Write every output file into `out`; returns the result with out_dir and files set."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        result.contrasts.to_csv(out / "contrasts.csv", index=False)
+        result.census.to_csv(out / "census.csv", index=False)
+        # census.csv is one row per cell; these two are its itemised companions.
+        result.gaps.to_csv(out / "gaps.csv", index=False)
+        result.exclusions.to_csv(out / "exclusions.csv", index=False)
+        result.position_trend.to_csv(out / "position_trend.csv", index=False)
+        # One row per (treatment, prompt, cycle) compared with the baseline; header only when
+        # the comparison did not run (temperature above 0), the report says why.
+        pairs = result.equivalence.pairs if result.equivalence is not None else None
+        (pairs if pairs is not None else pd.DataFrame(columns=list(PAIR_COLUMNS))).to_csv(
+            out / "equivalence.csv", index=False
+        )
+        result.acceptance.to_csv(out / "acceptance.csv", index=False)
+        # report.md names how many rows these hold rather than listing them one by one.
+        result.truncated.to_csv(out / "truncated.csv", index=False)
+        result.per_cycle.to_csv(out / "per_cycle.csv", index=False)
+        (out / "contrasts.json").write_text(
+            json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
+        (out / "report.md").write_text(result.report_md, encoding="utf-8")
+        written += [name for name in OUTPUT_FILES if name != "forest.png"]
+        stale = out / "forest.png"
+        figure = forest_figure(result) if result.plot_available else None
+        if figure is not None:
+            figure.savefig(stale, dpi=120)
+            written.append("forest.png")
+        elif stale.exists():
+            # A plot left by an earlier analysis would contradict this report.
+            stale.unlink()
+    except OSError as exc:
+        raise AnalysisError(
+            f"cannot write the analysis outputs to {out} ({exc.strerror}); pass --out with a "
+            "writable directory"
+        ) from None
+    return dataclasses.replace(
+        result, out_dir=str(out), written=tuple(str(out / name) for name in written)
+    )
+
+
+def analyse_run(
+    run_dirs: Sequence[Path],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+    out: Path | None = None,
+    pool: bool = False,
+    endpoint: str | None = None,
+) -> AnalysisResult:
+    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's.
+
+    An `endpoint` named explicitly writes beside the pre-registered analysis, e.g. into
+    analysis_interval_basis/, never over it."""
+    result = load_and_analyse(
+        run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool, endpoint=endpoint
+    )
+    if out is None:
+        out = default_out_dir(result)
+        if endpoint is not None:
+            out = out.with_name(f"{out.name}_{endpoint}_basis")
+    return write_outputs(result, out)
+
+
+def load_and_analyse(
+    run_dirs: Sequence[Path],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+    pool: bool = False,
+    endpoint: str | None = None,
+) -> AnalysisResult:
+    """Load and analyse without writing anything (used by `compare`)."""
+    runs = [load_run(Path(d)) for d in run_dirs]
+    return analyse(
+        runs,
+        baseline=baseline,
+        boot=boot,
+        seed=seed,
+        pool=pool,
+        plot_available=plotting_available(),
+        endpoint=endpoint,
+    )

@@ -1,0 +1,357 @@
+"""The whole analysis as one pure function of what was read from the run directories."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ....analysis.sequential import LookState, look_state
+from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, SUBSET_NAMES
+from ....errors import AnalysisError
+from . import census as cen
+from . import hostrule
+from .acceptance import draft_acceptance
+from .comparability import (
+    check_poolable,
+    comparability_groups,
+    differing_fields,
+    plan_keyed,
+    run_keyed,
+)
+from .contrasts import compute_contrasts
+from .devices import per_device_table, unit_of
+from .equivalence import Equivalence, content_equivalence
+from .frame import parse_records
+from .model import (
+    DEFAULT_MARGIN_PCT,
+    DEFAULT_TIEBREAK_PP,
+    ENDPOINT_COLUMNS,
+    AnalysisResult,
+    AnalysisSettings,
+    HostRuleEffect,
+    RunData,
+)
+from .pairing import cell_means, pair_cells
+from .report import render_report
+
+_ENDPOINT_ALIASES = {
+    **{v: k for k, v in ENDPOINT_COLUMNS.items()},
+    "primary": "primary",
+    "interval": "interval",
+}
+
+
+def _float_setting(plan: Mapping[str, Any], name: str, default: float, run: RunData) -> float:
+    value = plan.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise AnalysisError(
+            f"analysis.{name} in {run.run_dir}/plan.json is {value!r}, not a number; write a "
+            "number there"
+        )
+    return float(value)
+
+
+def settings_for(
+    run: RunData, *, baseline: str | None, boot: int, seed: int, endpoint: str | None = None
+) -> AnalysisSettings:
+    """Settings from plan.json's analysis section, with the caller's overrides."""
+    plan = run.analysis_plan
+    registered = plan.get("baseline")
+    registered = str(registered) if registered is not None else None
+    endpoint = endpoint or str(plan.get("primary_endpoint") or "primary")
+    return AnalysisSettings(
+        baseline=baseline if baseline is not None else (registered or ""),
+        boot=boot,
+        seed=seed,
+        margin_pct=_float_setting(plan, "margin_pct", DEFAULT_MARGIN_PCT, run),
+        tiebreak_pp=_float_setting(plan, "tiebreak_pp", DEFAULT_TIEBREAK_PP, run),
+        primary_endpoint=_ENDPOINT_ALIASES.get(endpoint, endpoint),
+        registered_baseline=registered,
+    )
+
+
+def _plan_treatments(runs: Sequence[RunData], *, selected_only: bool) -> list[str]:
+    entries: list[tuple[int, str]] = []
+    for run in runs:
+        sessions = run.plan.get("sessions")
+        for i, entry in enumerate(sessions if isinstance(sessions, list) else []):
+            if not isinstance(entry, Mapping) or entry.get("treatment") is None:
+                continue
+            if selected_only and entry.get("selected") is False:
+                continue
+            ordinal = entry.get("ordinal")
+            entries.append((ordinal if isinstance(ordinal, int) else i, str(entry["treatment"])))
+    return list(dict.fromkeys(t for _, t in sorted(entries)))
+
+
+def _ordered(first: Sequence[str], records: pd.DataFrame) -> list[str]:
+    by_ordinal = records.sort_values(["ordinal", "treatment"])["treatment"]
+    return list(dict.fromkeys([*first, *(str(t) for t in by_ordinal)]))
+
+
+def _subsets(records: pd.DataFrame) -> list[str]:
+    present = {str(s) for s in records["subset"].unique()}
+    return [s for s in SUBSET_NAMES if s in present] + sorted(present - set(SUBSET_NAMES))
+
+
+def _temperature(analysed: pd.DataFrame, runs: Sequence[RunData]) -> float | None:
+    """The sampling temperature of the analysed group: records first, then plan.json."""
+    values = set()
+    column = "keyed_temperature"
+    for text in analysed[column].dropna().unique() if column in analysed.columns else []:
+        try:
+            values.add(json.loads(str(text)))
+        except ValueError:
+            values.add(text)
+    if not values:
+        values = {(run.plan.get("keyed") or {}).get("temperature") for run in runs}
+    value = values.pop() if len(values) == 1 else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def equivalence_for(
+    analysed: pd.DataFrame, runs: Sequence[RunData], baseline: str, order: Sequence[str] = ()
+) -> tuple[Equivalence | None, str]:
+    """Content equivalence at temperature 0, or None and the reason it was not checked."""
+    temperature = _temperature(analysed, runs)
+    if temperature is None:
+        return None, "not checked: the records and plan.json do not say one sampling temperature"
+    if not math.isclose(temperature, 0.0):
+        return None, (
+            f"not checked: the run sampled at temperature {temperature:g}, where two answers "
+            "to one prompt may differ by chance"
+        )
+    if analysed["content_sha256"].notna().sum() == 0:
+        return None, "not checked: no analysed record carries a content digest (content_sha256)"
+    return content_equivalence(analysed, baseline, order), ""
+
+
+def _plan_text(runs: Sequence[RunData], name: str, *, analysis: bool = False) -> str:
+    source = runs[0].analysis_plan if analysis else runs[0].plan
+    value = source.get(name)
+    return str(value).strip() if isinstance(value, str) else ""
+
+
+def _plan_sessions(runs: Sequence[RunData], *, selected: bool) -> tuple[str, ...]:
+    """Planned sessions the invocation selected (or did not), from plan.json."""
+    out = []
+    for run in runs:
+        sessions = run.plan.get("sessions")
+        for entry in sessions if isinstance(sessions, list) else []:
+            if isinstance(entry, Mapping) and (entry.get("selected") is not False) == selected:
+                out.append(str(entry.get("session")))
+    return tuple(out)
+
+
+def _reached(runs: Sequence[RunData]) -> set[str]:
+    seen = {f.session for run in runs for f in run.record_files if f.lines}
+    seen |= {str(s.get("session")) for run in runs for s in run.sessions}
+    return seen | {q.session for run in runs for q in run.quarantined}
+
+
+def _cycle_of(runs: Sequence[RunData]) -> dict[str, int]:
+    """Each planned session's cycle, from plan.json."""
+    out: dict[str, int] = {}
+    for run in runs:
+        sessions = run.plan.get("sessions")
+        for e in sessions if isinstance(sessions, list) else []:
+            if isinstance(e, Mapping) and isinstance(e.get("cycle"), int):
+                out[str(e.get("session"))] = int(e["cycle"])
+    return out
+
+
+def _not_run(runs: Sequence[RunData], look: LookState | None) -> tuple[str, ...]:
+    """Selected sessions with no records, no session file and no quarantine: never reached
+    (those a met stop rule made unnecessary are not missing)."""
+    seen = _reached(runs)
+    after = look.design.looks[look.stopped_at - 1] if look and look.stopped_at else None
+    cycle = _cycle_of(runs)
+    return tuple(
+        s
+        for s in _plan_sessions(runs, selected=True)
+        if s not in seen and not (after is not None and cycle.get(s, 0) > after)
+    )
+
+
+def _look(run: RunData, runs: Sequence[RunData]) -> LookState | None:
+    """The sequential look of the (first) run, from plan.json's stop block and stop.json."""
+    seen = _reached(runs)
+    cycles = [c for s, c in _cycle_of([run]).items() if s in seen]
+    try:
+        return look_state(run.plan.get("stop"), run.stop_doc, max(cycles, default=1))
+    except ValueError as exc:
+        raise AnalysisError(
+            f"plan file {run.run_dir}/plan.json: {exc}; restore it from the run"
+        ) from None
+
+
+def analyse(
+    runs: Sequence[RunData],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+    pool: bool = False,
+    plot_available: bool = False,
+    endpoint: str | None = None,
+    host_sensitivity: bool = True,
+) -> AnalysisResult:
+    """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals.
+
+    `endpoint` publishes that endpoint instead of plan.json's primary one (the interval-basis
+    analysis the users kept beside the primary). `host_sensitivity` also analyses the runs with
+    the host rule's spoiled attempts in place of their re-runs (analysis/hostrule.py)."""
+    if not runs:
+        raise AnalysisError("no run directory was given; pass the path of a run to analyse")
+    facts = {(run.run_id, str(s.get("session"))): s for run in runs for s in run.sessions}
+    records, parse_excluded = parse_records(
+        [f for run in runs for f in run.record_files],
+        session_facts=facts,
+        plan_keyed={run.run_id: plan_keyed(run) for run in runs},
+    )
+    multi = len(runs) > 1
+    unreadable = tuple(
+        f"{run_id}/{where}" if multi else str(where)
+        for run_id, where in zip(parse_excluded["run_id"], parse_excluded["where"], strict=True)
+    )
+    if records.empty:
+        # Before the settings: a directory with no records has no baseline to complain about.
+        where = ", ".join(f"{run.run_dir}/records" for run in runs)
+        if unreadable:
+            raise AnalysisError(
+                f"no record in {where} can be read ({len(unreadable)} unreadable line(s), "
+                f"the first {unreadable[0]}); restore the records from a copy or run the "
+                "experiment again"
+            )
+        raise AnalysisError(
+            f"there are no records in {where}; run the experiment first or check the run path"
+        )
+    settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed, endpoint=endpoint)
+    look = _look(runs[0], runs)
+    if look is not None:
+        settings = dataclasses.replace(
+            settings,
+            confidence=look.confidence,
+            equivalence_confidence=look.equivalence_confidence,
+        )
+    check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
+
+    everything = _ordered(_plan_treatments(runs, selected_only=False), records)
+    if settings.baseline not in everything:
+        raise AnalysisError(
+            f"baseline {settings.baseline!r} is not a treatment of run "
+            f"{', '.join(r.run_id for r in runs)} (treatments: {', '.join(everything)}); pass "
+            "--baseline with one of those"
+        )
+    valid = records[records["valid"]]
+    groups, chosen = comparability_groups(valid, settings.baseline, qualify_sessions=multi)
+    analysed = valid[valid["group_key"] == chosen] if chosen is not None else valid.iloc[0:0]
+    elsewhere = valid[valid["group_key"] != chosen]
+
+    treatments = [
+        t
+        for t in _ordered(_plan_treatments(runs, selected_only=True), analysed)
+        if t != settings.baseline
+    ]
+    subsets = _subsets(analysed)
+    tables = compute_contrasts(analysed, treatments=treatments, subsets=subsets, settings=settings)
+    by_unit = analysed.assign(device=unit_of(analysed))  # CPU workers count as devices here
+    unit_pairs, _ = pair_cells(cell_means(by_unit), treatments, settings.baseline)
+    quarantined = [q for run in runs for q in run.quarantined]
+    exclusions = cen.summarise_exclusions(
+        [
+            parse_excluded,
+            cen.quarantine_exclusions(quarantined),
+            cen.invalid_exclusions(records),
+            elsewhere[["run_id", "session"]].assign(reason=cen.OTHER_GROUP),
+            cen.missing_rate_exclusions(analysed),
+        ],
+        qualify=multi,
+    )
+    notes = [note for run in runs for note in run.notes]
+    chosen_group = next((g for g in groups if g.chosen), None)
+    for group in groups:
+        if chosen_group is not None and not group.chosen:
+            fields = ", ".join(differing_fields(chosen_group, group))
+            notes.append(
+                f"{len(group.sessions)} session(s) ({', '.join(group.sessions)}) form another "
+                f"comparability group (differing: {fields}) and were not analysed"
+            )
+    for run in runs[1:]:
+        if run.analysis_plan != runs[0].analysis_plan:
+            notes.append(
+                f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
+                f"the settings of {runs[0].run_id} were used"
+            )
+    equivalence, skipped = equivalence_for(analysed, runs, settings.baseline, treatments)
+    result = AnalysisResult(
+        run_dirs=tuple(run.run_dir for run in runs),
+        run_ids=tuple(run.run_id for run in runs),
+        ladder=runs[0].ladder,
+        settings=settings,
+        treatments=tuple(treatments),
+        known_treatments=tuple(everything),
+        subsets=tuple(subsets),
+        contrasts=tables.contrasts,
+        census=tables.census,
+        gaps=tables.gaps,
+        exclusions=exclusions,
+        per_cycle=tables.per_cycle,
+        drift=tables.drift,
+        calibration=cen.calibration([(run.run_id, s) for run in runs for s in run.sessions]),
+        truncated=cen.truncated(analysed),
+        degenerate=cen.degenerate(analysed),
+        interval_basis=cen.interval_basis(analysed),
+        host=cen.host_noise([(run.run_id, s) for run in runs for s in run.sessions]),
+        per_device=per_device_table(unit_pairs, treatments),
+        pairs=tables.pairs,
+        quarantined=cen.quarantine_table(quarantined),
+        groups=groups,
+        notes=tuple(notes),
+        position_trend=tables.position_trend,
+        plot_available=plot_available,
+        question=_plan_text(runs, "question"),
+        scope=_plan_text(runs, "scope"),
+        multiplicity=_plan_text(runs, "multiplicity", analysis=True),
+        stops=tuple(stop for run in runs for stop in run.stops),
+        unselected=_plan_sessions(runs, selected=False),
+        not_run=_not_run(runs, look),
+        unreadable=unreadable,
+        equivalence=equivalence,
+        equivalence_skipped=skipped,
+        acceptance=draft_acceptance(analysed),
+        sequential=look,
+        host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
+    )
+    return dataclasses.replace(result, report_md=render_report(result))
+
+
+def _host_rule(
+    runs: Sequence[RunData],
+    sensitivity: bool,
+    baseline: str,
+    boot: int,
+    seed: int,
+    pool: bool,
+    endpoint: str | None,
+) -> HostRuleEffect:
+    """What the host rule did, and (once) the headline with the spoiled attempts instead."""
+    effect = hostrule.effect(runs)
+    spoiled = hostrule.with_originals(runs) if sensitivity and effect.rerun else None
+    if spoiled is None:
+        return effect
+    try:
+        other = analyse(spoiled, baseline=baseline, boot=boot, seed=seed, pool=pool,
+                        endpoint=endpoint, host_sensitivity=False)  # fmt: skip
+    except AnalysisError:
+        return effect
+    return dataclasses.replace(effect, with_originals=hostrule.sensitivity_rows(other.published))

@@ -1,0 +1,301 @@
+"""A run directory read back: the one reader beside the one writer (`rundir.RunDir`).
+
+`RunReader(path)` opens a run directory and gives what the protocol and its kind wrote there:
+the plan (plan.json), the records of a folder (records/, cells/, turns/: each line a record or
+an `Unreadable`, by `recordlines`' rule), the session files, the sessions set aside in
+quarantine/, the run-wide documents (stop.json, curtailment.json, STOPPED) and the analysis
+tables. Every analysis, page and command that reads a run reads it here.
+
+One rule for a file that is not as the protocol writes it:
+
+- missing: a file or folder that is not there reads as its empty value (`{}`, no records, no
+  sessions, no rows, `""`), never an error; `has(name)` says whether it is there, so a command
+  that needs one (`--resume`, `view`, `plan`) refuses in its own words.
+- malformed, run-wide: a JSON document the whole run rests on (plan.json, stop.json,
+  curtailment.json) or an analysis table that does not parse is a `RunReadError`: one line
+  naming the file and the fix. Nothing can be read right without it.
+- malformed, one of many: a record line or a session file that cannot be used is set aside,
+  counted and named (`records/01_a_c1.jsonl:7: why`, `sessions/01_a_c1.json: why`), and the
+  rest are read: one bad line or session costs itself, never the run.
+
+A folder of records, sessions or quarantined sessions yields only its regular files inside the
+run: a folder, FIFO, device or link out of the run named like one is passed over. A name is
+shown with its control characters escaped, so a hostile file name stays one line wherever it
+is printed.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import recordlines as rl
+from .. import schema
+from ..errors import RunReadError
+
+RECORD_SUFFIX = ".jsonl"
+SESSION_SUFFIX = ".json"
+
+
+def shown(name: str) -> str:
+    """A file name as printed: control and other unprintable characters escaped (`\\n`)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+
+
+@dataclass(frozen=True)
+class RecordText:
+    """One record file's lines as read (a torn UTF-8 character replaced, never fatal)."""
+
+    name: str  # the file's stem: the session (or cell file) it belongs to
+    label: str  # how the run names it in a reason: records/01_a_c1.jsonl, name escaped
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Records:
+    """A folder's records: every usable line, and every line set aside with its reason."""
+
+    lines: tuple[rl.Line, ...]
+    unreadable: tuple[rl.Unreadable, ...]
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [line.record for line in self.lines]
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """The session files: each readable one as `{"session": <name>, **its facts}`, in name (run)
+    order, and each one set aside as `sessions/<name>.json: why`."""
+
+    facts: tuple[dict[str, Any], ...]
+    unreadable: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Held:
+    """A session set aside in quarantine/<session>/: counted, never analysed as kept."""
+
+    session: str  # the folder's name (03_b_c2, or 03_b_c2.2 for a second attempt)
+    label: str  # quarantine/<session>, name escaped
+    reason: str  # reason.txt, whole ("" without one)
+    records: RecordText | None  # its records file (None without one)
+    facts: Mapping[str, Any] | None  # its session file (None when absent or unreadable)
+
+    @property
+    def why(self) -> str:
+        """The reason's first line: what set the session aside."""
+        return self.reason.splitlines()[0] if self.reason else ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """An analysis table (a CSV file): its header and rows as text; empty when absent."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def dicts(self) -> list[dict[str, str]]:
+        """Each row by its header (a short row lacks the keys it has no cell for)."""
+        return [dict(zip(self.headers, row, strict=False)) for row in self.rows]
+
+
+class RunReader:
+    """One run directory, read by the rule above; nothing is read until it is asked for."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunReader({str(self.path)!r})"
+
+    def has(self, relpath: str | Path) -> bool:
+        """Whether the run holds this file or folder."""
+        return (self.path / relpath).exists()
+
+    def text(self, relpath: str | Path) -> str:
+        """A file's text ("" when it is not there); a torn UTF-8 character is replaced."""
+        path = self.path / relpath
+        if not _regular(path):
+            return ""
+        return path.read_bytes().decode("utf-8", errors="replace")
+
+    def document(self, relpath: str | Path, what: str) -> Mapping[str, Any]:
+        """A run-wide JSON object ({} when it is not there); RunReadError if it is not one."""
+        path = self.path / relpath
+        if not _regular(path):
+            return {}
+        try:
+            loaded = json.loads(self.text(relpath))
+        except ValueError as exc:
+            where = (
+                f" ({exc.msg} at line {exc.lineno})"
+                if isinstance(exc, json.JSONDecodeError)
+                else ""
+            )
+            raise RunReadError(
+                f"{what} {path} is not valid JSON{where}; restore it from the run"
+            ) from None
+        if not isinstance(loaded, Mapping):
+            raise RunReadError(
+                f"{what} {path} does not hold a JSON object; restore it from the run"
+            )
+        return loaded
+
+    @functools.cached_property
+    def plan(self) -> Mapping[str, Any]:
+        """plan.json: the run as founded ({} when it has none)."""
+        return self.document(schema.PLAN_FILE, "plan file")
+
+    @property
+    def run_id(self) -> str:
+        """The plan's run id, else the directory's name."""
+        return str(self.plan.get("run_id") or self.path.name)
+
+    @property
+    def stop_doc(self) -> Mapping[str, Any]:
+        """stop.json, the looks a [stop] run took ({} without one)."""
+        doc = self.document(schema.STOP_FILE, "stop-rule file")
+        if not isinstance(doc.get("looks", []), list):
+            raise RunReadError(
+                f"stop-rule file {self.path / schema.STOP_FILE} does not hold the object the "
+                "protocol writes (design, looks, stopped_at); restore it from the run"
+            )
+        return doc
+
+    @property
+    def curtailment(self) -> Mapping[str, Any]:
+        """curtailment.json, the sessions a deadline dropped ({} without one)."""
+        return self.document(schema.CURTAILMENT_FILE, "curtailment file")
+
+    @property
+    def stopped(self) -> str:
+        """The STOPPED marker's text, stripped ("" when the run was not stopped)."""
+        return self.text(schema.STOPPED_FILE).strip()
+
+    def record_files(self, folder: str = schema.RECORDS_DIR) -> tuple[RecordText, ...]:
+        """Every `*.jsonl` file of `folder`, in name (run) order, as its lines."""
+        return tuple(
+            RecordText(path.stem, f"{folder}/{shown(path.name)}", tuple(rl.text_lines(path)))
+            for path in self._files(folder, RECORD_SUFFIX)
+        )
+
+    def records(
+        self,
+        folder: str = schema.RECORDS_DIR,
+        types: rl.TypesFor | None = None,
+        required: Sequence[str] = (),
+    ) -> Records:
+        """Every line of `folder`'s record files as a record, or set aside with its reason
+        (`types` and `required` as `recordlines.read_lines` takes them)."""
+        lines: list[rl.Line] = []
+        bad: list[rl.Unreadable] = []
+        for file in self.record_files(folder):
+            read, unreadable = rl.read_lines(file.lines, file.label, types, required)
+            lines += read
+            bad += unreadable
+        return Records(tuple(lines), tuple(bad))
+
+    def sessions(self) -> Sessions:
+        """Every session file, each read or set aside (see `Sessions`)."""
+        facts: list[dict[str, Any]] = []
+        bad: list[str] = []
+        for path in self._files(schema.SESSIONS_DIR, SESSION_SUFFIX):
+            label = f"{schema.SESSIONS_DIR}/{shown(path.name)}"
+            try:
+                loaded = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+            except ValueError:
+                bad.append(f"{label}: {rl.NOT_JSON}")
+                continue
+            if not isinstance(loaded, dict):
+                bad.append(f"{label}: {rl.NOT_OBJECT}")
+                continue
+            facts.append({"session": path.stem, **loaded})
+        return Sessions(tuple(facts), tuple(bad))
+
+    def quarantined(self) -> tuple[Held, ...]:
+        """Every session set aside in quarantine/, in name order."""
+        root = self.path / schema.QUARANTINE_DIR
+        if not root.is_dir():
+            return ()
+        out = []
+        records, session = (
+            schema.QUARANTINE_MEMBERS["records"],
+            schema.QUARANTINE_MEMBERS["session"],
+        )
+        for qdir in sorted(p for p in root.iterdir() if p.is_dir() and self._inside(p)):
+            label = f"{schema.QUARANTINE_DIR}/{shown(qdir.name)}"
+            rec = qdir / records
+            held = (
+                RecordText(qdir.name, f"{label}/{records}", tuple(rl.text_lines(rec)))
+                if _regular(rec) and self._inside(rec)
+                else None
+            )
+            out.append(
+                Held(
+                    qdir.name,
+                    label,
+                    self.text(qdir / schema.QUARANTINE_REASON).strip(),
+                    held,
+                    self._facts(qdir / session),
+                )
+            )
+        return tuple(out)
+
+    def table(self, relpath: str | Path) -> Table:
+        """An analysis table (e.g. `analysis/gaps.csv`; an absolute path for an `--out`
+        folder): see `read_table`."""
+        return read_table(self.path / relpath)
+
+    def _files(self, folder: str, suffix: str) -> list[Path]:
+        root = self.path / folder
+        if not root.is_dir():
+            return []
+        return sorted(
+            p for p in root.iterdir() if p.name.endswith(suffix) and _regular(p) and self._inside(p)
+        )
+
+    def _inside(self, path: Path) -> bool:
+        # a link may point anywhere; the run's files are the ones inside it
+        return path.resolve().is_relative_to(self.path.resolve())
+
+    def _facts(self, path: Path) -> Mapping[str, Any] | None:
+        if not _regular(path):
+            return None
+        try:
+            loaded = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+        except ValueError:
+            return None
+        return loaded if isinstance(loaded, Mapping) else None
+
+
+def read_table(path: Path) -> Table:
+    """A CSV table its analysis wrote: empty when it is not there, a RunReadError when it is no
+    CSV (blank lines are skipped, as csv.DictReader does)."""
+    if not _regular(path):
+        return Table((), ())
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
+    except csv.Error as exc:
+        raise RunReadError(
+            f"analysis table {path} is not CSV ({exc}); write it again with mtpsweep analyse"
+        ) from None
+    if not rows:
+        return Table((), ())
+    return Table(tuple(rows[0]), tuple(tuple(r) for r in rows[1:]))
+
+
+def _regular(path: Path) -> bool:
+    """A regular file (a link followed): never a folder, FIFO or device opened as one."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False

@@ -1,0 +1,37 @@
+"""--resume reads the plan through the run reader and refuses a bad one in its own words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep import schema
+from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.protocol.resume import read_plan
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (None, "no plan.json there; name a run directory."),
+        ("{torn", "is not valid JSON (Expecting property name enclosed in double quotes at line 1)"
+                  "; restore it from the run or start a new run."),
+        ("[]", "does not hold a JSON object; restore it from the run or start a new run."),
+        (json.dumps({"ladder": "x"}), "plan.json holds no run; restore it or start a new run."),
+    ],
+)  # fmt: skip
+def test_a_missing_or_bad_plan_is_one_line(tmp_path: Path, text: str | None, said: str) -> None:
+    if text is not None:
+        (tmp_path / schema.PLAN_FILE).write_text(text)
+    with pytest.raises(RunDirError) as got:
+        read_plan(tmp_path)
+    message = str(got.value)
+    assert message.startswith(f"--resume {tmp_path}: ") and message.endswith(said)
+    assert "\n" not in message
+
+
+def test_a_plan_with_its_run_is_read(tmp_path: Path) -> None:
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "R1", "sessions": []}))
+    assert read_plan(tmp_path) == {"run_id": "R1", "sessions": []}

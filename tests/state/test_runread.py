@@ -1,0 +1,167 @@
+"""The run reader: one rule for a file that is missing, malformed, torn or oddly named."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep import recordlines as rl
+from pytest_mtpsweep import schema
+from pytest_mtpsweep.errors import AnalysisError, RunReadError
+from pytest_mtpsweep.state.runread import RunReader, shown
+
+
+def _records(run: Path, name: str, text: str, folder: str = schema.RECORDS_DIR) -> Path:
+    path = run / folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["empty", "absent"])
+def test_what_is_missing_reads_empty_and_never_fails(tmp_path: Path, made: bool) -> None:
+    run = tmp_path / "run"
+    if made:
+        run.mkdir()
+    read = RunReader(run)
+    assert read.plan == {} and not read.has(schema.PLAN_FILE)
+    assert read.run_id == "run"
+    assert read.records().lines == () and read.records().unreadable == ()
+    assert read.record_files("cells") == ()
+    assert read.sessions().facts == () and read.sessions().unreadable == ()
+    assert read.quarantined() == ()
+    assert (read.stop_doc, read.curtailment, read.stopped) == ({}, {}, "")
+    assert read.table("analysis/gaps.csv").dicts() == []
+    assert read.text("preregistration.md") == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{not json", r"is not valid JSON \(.* at line 1\)"),
+        ("[1, 2]", "does not hold a JSON object"),
+        ("", r"is not valid JSON \(Expecting value at line 1\)"),
+    ],
+)
+def test_a_malformed_plan_is_one_line_naming_the_file_and_the_fix(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    (tmp_path / schema.PLAN_FILE).write_text(text)
+    with pytest.raises(
+        RunReadError, match=rf"^plan file {tmp_path}/plan.json {why}; restore it"
+    ) as got:
+        _ = RunReader(tmp_path).plan
+    assert "\n" not in str(got.value)
+    assert isinstance(got.value, AnalysisError)  # every analysis' refusal catches it
+
+
+def test_the_plan_and_its_run_id(tmp_path: Path) -> None:
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "r7", "kind": "load"}))
+    read = RunReader(tmp_path)
+    assert read.has(schema.PLAN_FILE) and read.plan["kind"] == "load" and read.run_id == "r7"
+
+
+def test_a_stop_document_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
+    (tmp_path / schema.STOP_FILE).write_text(json.dumps({"looks": "all"}))
+    with pytest.raises(RunReadError, match=r"stop-rule file .* restore it from the run"):
+        _ = RunReader(tmp_path).stop_doc
+
+
+def test_a_torn_last_line_is_counted_and_named_and_the_rest_are_read(tmp_path: Path) -> None:
+    lines = [json.dumps({"i": 1}), "garbage", json.dumps([1]), json.dumps({"i": 2}), '{"i": 3, "ra']
+    _records(tmp_path, "01_a_c1.jsonl", "\n".join(lines))
+    read = RunReader(tmp_path).records()
+    assert [line.record for line in read.lines] == [{"i": 1}, {"i": 2}]
+    assert [str(u) for u in read.unreadable] == [
+        f"records/01_a_c1.jsonl:2: {rl.NOT_JSON}",
+        f"records/01_a_c1.jsonl:3: {rl.NOT_OBJECT}",
+        f"records/01_a_c1.jsonl:5: {rl.TORN}",
+    ]
+
+
+def test_records_are_checked_by_the_readers_types(tmp_path: Path) -> None:
+    _records(tmp_path, "s.jsonl", '{"cell": "c1", "n": 2}\n{"cell": "c2", "n": "two"}\n', "cells")
+    read = RunReader(tmp_path).records("cells", lambda _: {"n": rl.INT}, ("cell",))
+    assert read.records == [{"cell": "c1", "n": 2}]
+    assert [u.line for u in read.unreadable] == [2] and "n is 'two'" in read.unreadable[0].why
+
+
+def test_a_record_folder_with_hostile_names(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(json.dumps({"from": "outside"}) + "\n")
+    _records(run, "01_a_c1.jsonl", json.dumps({"i": 1}) + "\n")
+    _records(run, "evil\nname\x1b[2J.jsonl", "{torn")  # a newline and an escape in the name
+    _records(run, "<b>|`x`.jsonl", json.dumps({"i": 2}) + "\n")  # markup is the report's to escape
+    _records(run, "notes.txt", json.dumps({"i": 3}) + "\n")  # not a record file
+    (run / "records" / "folder.jsonl").mkdir()  # a folder named like one
+    os.mkfifo(run / "records" / "fifo.jsonl")  # opened as a file it would block the read
+    (run / "records" / "away.jsonl").symlink_to(outside)  # a link out of the run
+    (run / "records" / "again.jsonl").symlink_to(run / "records" / "01_a_c1.jsonl")
+    read = RunReader(run)
+    files = read.record_files()
+    assert [f.name for f in files] == ["01_a_c1", "<b>|`x`", "again", "evil\nname\x1b[2J"]
+    assert files[-1].label == "records/evil\\nname\\x1b[2J.jsonl"
+    records = read.records()
+    assert [r["i"] for r in records.records] == [1, 2, 1]
+    (bad,) = records.unreadable
+    assert str(bad) == f"records/evil\\nname\\x1b[2J.jsonl:1: {rl.TORN}"
+    assert str(bad).isprintable()
+
+
+def test_shown_escapes_only_what_would_break_a_line() -> None:
+    assert shown("01_a_c1.jsonl") == "01_a_c1.jsonl"
+    assert shown("é ✓.jsonl") == "é ✓.jsonl"
+    assert shown("a\tb\nc\u202e") == "a\\tb\\nc\\u202e"
+
+
+def test_a_bad_session_file_is_named_and_the_rest_are_read(tmp_path: Path) -> None:
+    sessions = tmp_path / schema.SESSIONS_DIR
+    sessions.mkdir()
+    (sessions / "01_a_c1.json").write_text(json.dumps({"treatment": "a", "duration_s": 4.0}))
+    (sessions / "02_b_c1.json").write_text('{"treatment": "b", ')
+    (sessions / "03_b_c2.json").write_text("[]")
+    (sessions / "04_a_c2.json").mkdir()
+    read = RunReader(tmp_path).sessions()
+    assert read.facts == ({"session": "01_a_c1", "treatment": "a", "duration_s": 4.0},)
+    assert read.unreadable == (
+        f"sessions/02_b_c1.json: {rl.NOT_JSON}",
+        f"sessions/03_b_c2.json: {rl.NOT_OBJECT}",
+    )
+
+
+def test_quarantined_sessions_with_and_without_their_files(tmp_path: Path) -> None:
+    held = tmp_path / schema.QUARANTINE_DIR / "03_b_c2"
+    held.mkdir(parents=True)
+    (held / schema.QUARANTINE_REASON).write_text("host_spoiled: load 3.1\nmore detail\n")
+    (held / schema.QUARANTINE_MEMBERS["records"]).write_text('{"i": 1}\n\n{"i": 2}\n')
+    (held / schema.QUARANTINE_MEMBERS["session"]).write_text(json.dumps({"ordinal": 3}))
+    bare = tmp_path / schema.QUARANTINE_DIR / "04_a_c2"
+    bare.mkdir()
+    (bare / schema.QUARANTINE_MEMBERS["session"]).write_text("{torn")
+    first, second = RunReader(tmp_path).quarantined()
+    assert (first.session, first.why, first.facts) == (
+        "03_b_c2",
+        "host_spoiled: load 3.1",
+        {"ordinal": 3},
+    )
+    assert first.records is not None and first.records.lines == ('{"i": 1}', "", '{"i": 2}')
+    assert first.records.label == "quarantine/03_b_c2/records.jsonl"
+    assert (second.session, second.reason, second.records, second.facts) == (
+        "04_a_c2",
+        "",
+        None,
+        None,
+    )
+
+
+def test_an_analysis_table_here_or_in_an_out_folder(tmp_path: Path) -> None:
+    out = tmp_path / "elsewhere"
+    out.mkdir()
+    (out / "gaps.csv").write_text("treatment,n\na,3\nb,\n")
+    table = RunReader(tmp_path / "run").table(out / "gaps.csv")
+    assert table.headers == ("treatment", "n")
+    assert table.dicts() == [{"treatment": "a", "n": "3"}, {"treatment": "b", "n": ""}]
