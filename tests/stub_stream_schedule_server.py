@@ -25,13 +25,17 @@ A request with "timings_per_token": true gets llama-server's cumulative `timings
 With `slots`, GET /props answers `{"total_slots": slots}` and GET /slots llama-server's list of
 slots (`is_processing` for as many as are streaming), so a client can witness the slot count.
 GET /stats answers the server's own counters (requests, in_flight, max_in_flight, active,
-max_active, queued, max_queued, rejected, bearer); POST /stats/reset zeroes them.
+max_active, queued, max_queued, rejected, bearer); POST /stats/reset zeroes them. With `--log
+PATH` every chat request appends one JSON line there as it is read (`recv_ns` on
+CLOCK_MONOTONIC, its `max_tokens`, the last message's `content`): a witness of what a client
+sent and when, on the stand-in's own clock.
 
 Stdlib only (asyncio streams). Command line:
 
     stub_stream_schedule_server.py [--host 127.0.0.1] [--port 0] [--ttft-ms 20] [--itl-ms 10]
                                    [--slots 0 (unlimited)] [--max-queue -1 (unlimited)]
                                    [--model stand-in (the name every answer carries)]
+                                   [--log PATH (each chat request's time and content)]
 
 It prints `listening on HOST:PORT` once it accepts connections, and stops on SIGTERM or SIGINT.
 """
@@ -72,6 +76,7 @@ class Schedule:
     slots: int = 0  # 0: unlimited
     max_queue: int = -1  # -1: unlimited
     model: str = MODEL  # the `model` every chunk names (another: a wrong server answered)
+    log: str | None = None  # append each chat request's recv_ns, max_tokens, content here
 
 
 @dataclass
@@ -218,6 +223,12 @@ async def handle(stand_in: StandIn, reader: asyncio.StreamReader, w: asyncio.Str
 async def chat(stand_in: StandIn, body: dict[str, Any], w: asyncio.StreamWriter) -> bool:
     """Answer one chat request; False when the connection must close."""
     recv = now()
+    if stand_in.schedule.log:
+        messages = body.get("messages") or [{}]
+        seen = {"recv_ns": recv, "max_tokens": body.get("max_tokens"),
+                "content": messages[-1].get("content")}  # fmt: skip
+        with open(stand_in.schedule.log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(seen) + "\n")
     c = stand_in.counters
     c.requests += 1
     c.in_flight += 1
@@ -358,8 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slots", type=int, default=0)
     p.add_argument("--max-queue", type=int, default=-1)
     p.add_argument("--model", default=MODEL)
+    p.add_argument("--log", default=None)
     a = p.parse_args(argv)
-    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue, a.model)
+    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue, a.model, a.log)
     loop = new_loop()
     ready: asyncio.Future[int] = loop.create_future()
     task = loop.create_task(serve(a.host, a.port, schedule, ready))

@@ -126,6 +126,7 @@ class TestLint:
             "cpu-demo-fixed": "decode, 2 treatments x 6 cycles, 192 cases",
             "load-capacity-cpu": "load, 2 treatments x 2 cycles, 36 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
+            "load-trace-cpu": "load, 2 treatments x 2 cycles, 4 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert [ln for ln in done.stdout.splitlines() if ": warning: " not in ln] == [

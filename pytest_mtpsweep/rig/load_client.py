@@ -76,6 +76,7 @@ class OpenLoop:
     seed: int
     max_in_flight: int = 256  # past this a request waits for one to end, and its send lags
     duration_s: float | None = None  # set by `within`: the schedule is the arrivals in it
+    arrivals: tuple[int, ...] | None = None  # a replay's own times (ns from the start), not Poisson
 
     @classmethod
     def within(
@@ -92,6 +93,8 @@ class OpenLoop:
 
     @property
     def schedule(self) -> tuple[int, ...]:
+        if self.arrivals is not None:
+            return self.arrivals
         return poisson_schedule(self.rate, self.requests, self.seed)
 
 
@@ -146,6 +149,10 @@ def run_level(
         raise ValueError(f"{load}: give a closed loop requests or duration_s, one of them")
     if load.duration_s is not None and not 0 < load.duration_s < math.inf:
         raise ValueError(f"{load}: duration_s must be a positive number of seconds")
+    times = load.arrivals if isinstance(load, OpenLoop) else None
+    if times is not None and (len(times) != load.requests or list(times) != sorted(times)
+                              or (times and times[0] < 0)):  # fmt: skip
+        raise ValueError("a replay's arrivals must be one time per request, from 0, in order")
     level = _Level(target, spec, prompts, load, timeout_s, spin_us, monitor_ms)
     loop, timer = new_loop(load.connections)
     try:
@@ -173,9 +180,13 @@ class _Level:
         self.schedule = load.schedule if isinstance(load, OpenLoop) else ()
         headers = auth_headers(target)
         # The key goes into the request bytes only; errors are scrubbed of it. One encoding per
-        # prompt, however often a long order repeats it.
-        encoded = {p.id: request_bytes(target, spec, p, headers) for p in prompts}
-        self.requests = [encoded[p.id] for p in prompts]
+        # prompt, however often a long order repeats it (a replay's share an id, not a text).
+        encoded: dict[tuple[str, str, int | None], bytes] = {}
+        for p in prompts:
+            key = (p.id, p.text, getattr(p, "max_tokens", None))
+            if key not in encoded:
+                encoded[key] = request_bytes(target, spec, p, headers)
+        self.requests = [encoded[(p.id, p.text, getattr(p, "max_tokens", None))] for p in prompts]
         self.secrets = [v.split(" ", 1)[-1] for v in headers.values()]
         self.pool = Pool(target.base_url)
         self.timeout_s = timeout_s

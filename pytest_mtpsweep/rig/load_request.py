@@ -39,6 +39,7 @@ class PromptLike(Protocol):
 class LoadPrompt:
     id: str
     text: str
+    max_tokens: int | None = None  # this request's own cap (a trace's output), else the spec's
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def request_body(target: LoadTarget, spec: LoadSpec, prompt: PromptLike) -> byte
         "messages": [{"role": "user", "content": prompt.text}],
         "stream": True,
         "stream_options": {"include_usage": True},
-        "max_tokens": spec.max_tokens,
+        "max_tokens": getattr(prompt, "max_tokens", None) or spec.max_tokens,
         "temperature": spec.temperature,
         "seed": spec.seed,
         **spec.extra,

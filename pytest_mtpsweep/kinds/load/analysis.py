@@ -4,7 +4,7 @@ The edge: it reads the run's records and plan.json, calls the pure parts (`frame
 `contrast`, `report`, `plots`) and writes RUN/analysis/: load_levels.csv (the percentiles and
 throughput per treatment and level), load_blocks.csv (each block), load_contrasts.csv,
 load_interaction.csv, load_crossover.csv (where a gain crosses zero), report.md and, with matplotlib, load_latency.png, load_throughput.png,
-load_gain.png; then report.html beside report.md (`html_sections`: one self-contained page).
+load_gain.png, and for a trace replay load_timeline.png; then report.html beside report.md (`html_sections`: one self-contained page).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def analyse(
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
     from ...errors import AnalysisError
     from . import capacity_stats, census, contrast, crossover, frame, html_sections, report
+    from .timeline import report_lines
 
     try:
         plan = plan_of(run_dir)
@@ -116,12 +117,13 @@ def analyse(
     crossover.frame(crossings).to_csv(out / "load_crossover.csv", index=False)
     if searched is not None:
         capacity_stats.frame(searched).to_csv(out / "load_capacity.csv", index=False)
-    plots = _plots(out, table, levels, rows, order, base, crossings, searched)
+    plots = _plots(out, table, levels, rows, order, base, crossings, searched, records)
     sessions = list(RunReader(run_dir).sessions().facts)
     found = capacity_stats.lines(searched) if searched is not None else []
     where = [str(u) for u in unreadable]
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
-                         crossings=crossings, capacity=found, unreadable=where)  # fmt: skip
+                         crossings=crossings, capacity=found, unreadable=where,
+                         replay=report_lines(records, plan))  # fmt: skip
     if look is not None:  # where the stop rule stopped (or why it went on), under the title
         title, _, rest = text.partition("\n")
         text = f"{title}\n\n{look.sentence()}\n{rest}"
@@ -179,10 +181,12 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
 def _plots(
     out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str,
     crossings: Sequence[Crossover] = (), searched: CapacityResult | None = None,
+    records: Sequence[Mapping[str, Any]] = (),
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
     from ...analysis.html.images import available as plotting_available
     from . import plots
+    from .timeline import timeline_figure
 
     if not plotting_available() or table.empty:
         return []
@@ -191,6 +195,7 @@ def _plots(
         "load_throughput.png": plots.throughput_figure(table, levels, order),
         "load_gain.png": plots.gain_figure(rows, order, baseline, crossings),
         "load_capacity.png": plots.capacity_figure(searched) if searched is not None else None,
+        "load_timeline.png": timeline_figure(records),  # a trace replay's, else None
     }
     saved = []
     for name, fig in figures.items():

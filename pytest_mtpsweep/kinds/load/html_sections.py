@@ -48,6 +48,10 @@ PLOTS = (
     ("load_throughput.png", "throughput against the level",
      "Output tokens/s and requests/s against the level: the mean over cycles (line), each "
      "cycle's block a dot."),
+    ("load_timeline.png", "the trace replay over time",
+     "A trace replay over its block's time: the trace's arrivals as replayed (the same in every "
+     "session), the requests in flight and each request's TTFT (from its trace time) at its "
+     "time, one colour per treatment, one line style per cycle."),
 )  # fmt: skip
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 BLOCK_HEADERS = ("treatment", "cycle", "session", "level", "block", "valid", "completed",

@@ -22,8 +22,9 @@ from ...ladder.load import parse_treatments
 from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
 from ...rig.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
 from ...rig.load_request import is_loopback
-from . import capacity
+from . import capacity, trace
 from .capacity import CapacitySettings
+from .trace import TraceSettings
 
 FIELDS: Spec = {
     "prompt_set": (str, False),
@@ -44,6 +45,7 @@ FIELDS: Spec = {
     "max_in_flight": (int, False),  # open loop: past this many a send waits (and lags)
     "allow_remote": (bool, False),  # an attached server off loopback may be loaded
     "capacity": (dict, False),  # search each treatment's most load within the SLOs (capacity.py)
+    "trace": (dict, False),  # replay a trace's arrivals and lengths with real text (trace.py)
 }
 SLO: Spec = {"ttft_ms": ((int, float), False), "itl_ms": ((int, float), False),
              "e2e_ms": ((int, float), False)}  # fmt: skip
@@ -79,7 +81,9 @@ class Level:
 
     @property
     def label(self) -> str:
-        """How ids and tables name it: conc4, rate2.5."""
+        """How ids and tables name it: conc4, rate2.5 (a trace's one level: replay)."""
+        if self.mode == trace.MODE:
+            return trace.LABEL
         return f"conc{int(self.value)}" if self.mode == "closed" else f"rate{self.value:g}"
 
 
@@ -113,6 +117,7 @@ class LoadSettings:
     allow_remote: bool
     duration_s: float | None = None  # seconds per block; None when it runs `requests`
     capacity: CapacitySettings | None = None  # a capacity search: probes instead of levels
+    trace: TraceSettings | None = None  # a trace replay: one block of the trace's records
 
     @property
     def per_block(self) -> str:
@@ -262,10 +267,13 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
     f, where = ladder.kind_fields, ladder.path if where is None else where
     warm = f.get("warmup_requests")
     requests, duration_s = _per_block(f, where)
+    replay = trace.parse(f.get("trace"), ladder.path, where)
+    one = (Level(trace.MODE, replay.time_scale),) if replay else None  # a replay: one block
+    levels = () if "capacity" in f else one or _levels(f, where)
     return LoadSettings(
         prompt_set=str(f.get("prompt_set", "canonical")),
         subset=str(f.get("subset", BOTH)),
-        levels=() if "capacity" in f else _levels(f, where),
+        levels=levels,
         requests=requests,
         warmup_requests=None if warm is None else int(warm),
         slo=_slo(f.get("slo"), where),
@@ -277,6 +285,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
         allow_remote=bool(f.get("allow_remote", False)),
         duration_s=duration_s,
         capacity=capacity.parse(f.get("capacity"), where),
+        trace=replay,
     )
 
 
@@ -372,6 +381,8 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
     if s.capacity is not None:
         _check_capacity(ladder, s, where)
     _check_schedule(s, ladder.seed, where)
+    if s.trace is not None:  # its file read and checked whole: line and field of the first fault
+        trace.check(ladder, s.trace, s.level_timeout_s, where)
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)
     far = [t.key for t in ladder.treatments if t.base_url and not is_loopback(t.base_url)]

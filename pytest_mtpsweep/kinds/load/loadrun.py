@@ -27,7 +27,7 @@ from ...preflight import PreflightItem, check_prompt_set
 from ...preflight.items import PASS
 from ...request import AnalysisRequest, RunRequest
 from ...rig.arrivals import prompt_order
-from . import prereg, probe
+from . import prereg, probe, replay
 from .cases import LoadCase, load_cases
 from .ladder import Level, LoadSettings
 from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
@@ -59,8 +59,15 @@ class LoadRun(KindRun):
         self.ladder, self.prompts, self.prompts_dir, self.settings = ladder, prompts, prompts_dir, s
         self.digest = prompt_digest(prompts)
         self.order = prompt_order(s.order_length(len(prompts)), len(prompts), ladder.seed)
-        self.scheduled = tuple(prompts[i] for i in self.order)
+        self.scheduled: tuple[Any, ...] = tuple(prompts[i] for i in self.order)
         self.subsets = {p.id: p.subset for p in prompts}
+        self.replay: replay.Replay | None = None
+        if s.trace is not None:  # one block of the trace's records, each real text (replay.py)
+            from .trace import load
+
+            self.replay = replay.build(load(s.trace, ladder.path), s.trace, prompts,
+                                       ladder.seed, ladder.max_tokens)  # fmt: skip
+            self.scheduled = self.replay.prompts()
 
     def lint_warnings(self) -> list[str]:
         """A capacity search whose probes are too few for any level to be surely within the
@@ -82,7 +89,8 @@ class LoadRun(KindRun):
         return load_cases(plan, self.settings)
 
     def keyed(self) -> dict[str, Any]:
-        return {"prompt_set_digest": self.digest, "cache_prompt": self.settings.cache_prompt}
+        out = {"prompt_set_digest": self.digest, "cache_prompt": self.settings.cache_prompt}
+        return out | ({"trace_sha256": self.replay.trace.sha256} if self.replay else {})
 
     def plan_fields(self) -> dict[str, Any]:
         from ...rig.arrivals import poisson_schedule, poisson_until
@@ -108,6 +116,7 @@ class LoadRun(KindRun):
                 "arrivals_ms": {
                     lv.label: [round(t / 1e6, 3) for t in arrivals(lv.value)] for lv in opens
                 },
+                **({"trace": self.replay.plan_entry()} if self.replay else {}),
             },
             "analysis": {"endpoint": s.endpoint},
         }
@@ -139,7 +148,11 @@ class LoadRun(KindRun):
         )
 
     def prereg_lines(self, reg: Preregistration) -> list[str]:
-        return prereg.lines(self.ladder, self.settings, len(self.prompts), reg)
+        out = prereg.lines(self.ladder, self.settings, len(self.prompts), reg)
+        if self.replay is None:
+            return out
+        # its own lines in place of the levels', the block order's and the schedule's
+        return [*self.replay.prereg_lines(self.settings.prompt_set), *out[3:]]
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
@@ -155,7 +168,8 @@ class LoadRun(KindRun):
     def measure(self, live: LiveSession, case: LoadCase) -> Outcome:
         if case.probe:
             return self._probe(live, case)
-        line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case)
+        line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case,
+                             self.replay)  # fmt: skip
         return self._outcome(live, case, line)
 
     def _probe(self, live: LiveSession, case: LoadCase) -> Outcome:
@@ -180,7 +194,11 @@ class LoadRun(KindRun):
         return Outcome(replace(outcome.result, valid=True), usable=True)
 
     def unmeasured(self, live: LiveSession, case: LoadCase, reason: str) -> Outcome:
-        n = planned_requests(self.settings, case, self.ladder.seed)
+        n = (
+            len(self.replay)
+            if self.replay
+            else planned_requests(self.settings, case, self.ladder.seed)
+        )
         line = not_run(identity(self.ladder, live, case), n, reason)
         append(live, line)
         return self._outcome(live, case, line)

@@ -12,13 +12,21 @@ from ...rig.load_client import ClosedLoop, OpenLoop, run_level
 from ...rig.load_request import LoadSpec, LoadTarget, PromptLike, is_loopback
 from ...rig.load_summary import Slo, summarise
 from . import energy, occupancy
-from .records import LEVEL, REQUEST_FIELDS, in_flight_at_send, level_line, request_line
+from .records import (
+    LEVEL,
+    REQUEST_FIELDS,
+    TRACE_FIELDS,
+    in_flight_at_send,
+    level_line,
+    request_line,
+)
 
 if TYPE_CHECKING:
     from ...ladder import Ladder
     from ...state.live import LiveSession
     from .cases import LoadCase
     from .ladder import LoadSettings
+    from .replay import Replay
 
 OPEN_LOOP_WARMUP = 1  # an open-loop block's default warm-up: one request before its schedule
 
@@ -36,8 +44,9 @@ def identity(ladder: Ladder, live: LiveSession, case: LoadCase) -> dict[str, Any
 
 def append(live: LiveSession, values: Mapping[str, Any], request: bool = False) -> None:
     """One line through the session's record writer (fsync'd), keyed and with provenance."""
-    if request:
-        values = {k: values.get(k) for k in REQUEST_FIELDS}
+    if request:  # a replay's fields after the rest, only in a replay's lines
+        values = {**{k: values.get(k) for k in REQUEST_FIELDS},
+                  **{k: values[k] for k in TRACE_FIELDS if k in values}}  # fmt: skip
     live.writer.append({**values, **live.ctx.keyed, **live.ctx.provenance()})
 
 
@@ -92,8 +101,10 @@ def measure_level(
     subsets: Mapping[str, str],
     live: LiveSession,
     case: LoadCase,
+    replay: Replay | None = None,
 ) -> dict[str, Any]:
-    """Run the case's level, append its request lines and its level line; the level line."""
+    """Run the case's level, append its request lines and its level line; the level line. A
+    replay's level sends `scheduled` (its own prompts) at the trace's scaled times."""
     import httpx
 
     treatment = ladder.treatment(case.slot.treatment)
@@ -109,6 +120,9 @@ def measure_level(
         read_timeout_s=s.level_timeout_s,
     )  # fmt: skip
     load, warm = _load(s, case, ladder.seed)
+    if replay is not None:
+        load = replay.open_loop(s.max_in_flight)
+        warm = OPEN_LOOP_WARMUP if s.warmup_requests is None else s.warmup_requests
     headers = live.endpoint.headers() if live.endpoint else {}
     sources = _sources(live, headers)
     local = is_loopback(live.base_url)
@@ -136,7 +150,8 @@ def measure_level(
     flights = in_flight_at_send(run.records)
     for r, n in zip(run.records, flights, strict=True):
         subset = subsets.get(r.prompt_id, "")
-        append(live, request_line(ident, r, run.t_start_ns, n, slots, subset), request=True)
+        line = request_line(ident, r, run.t_start_ns, n, slots, subset)
+        append(live, line | (replay.request_fields(r.index) if replay else {}), request=True)
     queued = None if slots is None else sum(n >= slots for n in flights)
     tokens = summary.output_tokens + sum(r.output_tokens for r in run.warmup if r.ok)
     joules = energy.block_fields(joules_before, joules_after, tokens)

@@ -30,6 +30,10 @@ REQUEST_FIELDS = (
     "usage_status", "token_basis", "in_flight_at_send", "queued", "client_lag_max_ms", "model",
     "content_chars", "content_sha256", "timings", "started_at",
 )  # fmt: skip
+# A trace replay's request line adds, after those: its trace record and what filled it
+# (kinds/load/replay.py: the same bytes, fill_sha256, for the slot in every treatment).
+TRACE_FIELDS = ("trace_line", "trace_input_tokens", "trace_output_tokens", "request_max_tokens",
+                "fill_chars", "fill_sha256")  # fmt: skip
 
 
 def _ms(ns: float | None) -> float | None:

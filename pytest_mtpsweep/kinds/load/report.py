@@ -206,8 +206,10 @@ def report(
     crossings: Sequence[Crossover] = (),
     capacity: Sequence[str] = (),
     unreadable: Sequence[str] = (),
+    replay: Sequence[str] = (),
 ) -> str:
-    """report.md; `unreadable`: the record lines set aside as read (`file:line: why`)."""
+    """report.md; `unreadable`: the record lines set aside as read (`file:line: why`);
+    `replay`: a trace replay's lines (timeline.report_lines), its own section."""
     from .crossover import sentence
 
     load = plan.get("load") or {}
@@ -241,6 +243,7 @@ def report(
         f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
         f"SLOs for goodput: {_slo(load.get('slo'))}.",
         "",
+        *(["## Replay", "", *replay, ""] if replay else []),
         "## Per level",
         "",
         "TTFT, ITL and e2e as p50 / p90 / p99 in ms over every cycle's requests (ITL: every "
@@ -315,6 +318,10 @@ def report(
 
 def _per_block(load: Mapping[str, Any]) -> str:
     """The Design line's block size and the wall time its throughput divides by."""
+    if isinstance(load.get("trace"), Mapping):  # a replay: the trace's records, its own prompts
+        return (f"One block of the trace's {md_text(load['trace'].get('records'))} records per "
+                "session (see Replay), throughput over its wall time from its start to its "
+                "last completion; each request its own text")  # fmt: skip
     if load.get("duration_s") is not None:
         return (
             f"{load['duration_s']:g} s per block (closed loop: new requests while time remains; "

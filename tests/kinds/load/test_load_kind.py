@@ -58,9 +58,12 @@ served_model = "stand-in"
 LADDER += STAND_INS
 
 
-def start_stand_in(ttft: str, itl: str, slots: int = 2) -> tuple[subprocess.Popen[str], str]:
+def start_stand_in(
+    ttft: str, itl: str, slots: int = 2, *extra: str
+) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(STAND_IN), "--ttft-ms", ttft, "--itl-ms", itl, "--slots", str(slots)],
+        [sys.executable, str(STAND_IN), "--ttft-ms", ttft, "--itl-ms", itl, "--slots", str(slots),
+         *extra],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -78,10 +81,14 @@ def stats(url: str) -> dict[str, int]:
 
 @contextlib.contextmanager
 def stand_in_project(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ladder: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    ladder: str,
+    extra: dict[str, tuple[str, ...]] | None = None,
 ) -> Iterator[dict[str, str]]:
     """The shipped experiments (test_load.py among them) and `ladder` (a template naming {a}
-    and {b}) as `stand` on two stand-ins, stopped at the end; the stand-ins' URLs."""
+    and {b}) as `stand` on two stand-ins (each with its `extra` arguments), stopped at the end;
+    the stand-ins' URLs."""
     path = [str(REPO), os.environ.get("PYTHONPATH", "")]
     if not any(ep.name == "load" for ep in entry_points(group=GROUP)):
         # an environment installed before this kind: declare it as pyproject.toml does
@@ -93,7 +100,7 @@ def stand_in_project(
         )
         path.insert(0, str(info.parent))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, path)))
-    procs = {k: start_stand_in(*v) for k, v in SCHEDULES.items()}
+    procs = {k: start_stand_in(*v, 2, *(extra or {}).get(k, ())) for k, v in SCHEDULES.items()}
     try:
         urls = {k: url for k, (_, url) in procs.items()}
         copy_experiments(pytester, {"stand": ladder.format(**urls)})
