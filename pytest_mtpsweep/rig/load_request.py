@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -81,8 +81,18 @@ def request_bytes(
     target: LoadTarget, spec: LoadSpec, prompt: PromptLike, headers: Mapping[str, str]
 ) -> bytes:
     """The whole HTTP/1.1 request, built before the level so no send encodes anything."""
+    return chat_bytes(target, spec, [{"role": "user", "content": prompt.text}], headers)
+
+
+def chat_bytes(
+    target: LoadTarget,
+    spec: LoadSpec,
+    messages: Sequence[Mapping[str, str]],
+    headers: Mapping[str, str],
+) -> bytes:
+    """The whole HTTP/1.1 request of a chat of these messages (a conversation's turn)."""
     url = urlsplit(target.base_url)
-    body = request_body(target, spec, prompt)
+    body = chat_body(target, spec, messages)
     path = f"{url.path.rstrip('/')}/v1/chat/completions"
     lines = [
         f"POST {path} HTTP/1.1",
@@ -96,9 +106,13 @@ def request_bytes(
 
 
 def request_body(target: LoadTarget, spec: LoadSpec, prompt: PromptLike) -> bytes:
+    return chat_body(target, spec, [{"role": "user", "content": prompt.text}])
+
+
+def chat_body(target: LoadTarget, spec: LoadSpec, messages: Sequence[Mapping[str, str]]) -> bytes:
     body = {
         "model": target.model,
-        "messages": [{"role": "user", "content": prompt.text}],
+        "messages": list(messages),
         "stream": True,
         "stream_options": {"include_usage": True},
         "max_tokens": spec.max_tokens,

@@ -27,7 +27,8 @@ from ...preflight import PreflightItem, check_prompt_set
 from ...preflight.items import PASS
 from ...request import AnalysisRequest, RunRequest
 from ...rig.arrivals import prompt_order
-from . import prereg, probe
+from ...rig.load_request import PromptLike
+from . import conversation, prereg, probe
 from .cases import LoadCase, load_cases
 from .ladder import Level, LoadSettings, settings
 from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
@@ -62,7 +63,9 @@ class LoadRun:
         self.ladder, self.prompts, self.prompts_dir, self.settings = ladder, prompts, prompts_dir, s
         self.digest = prompt_digest(prompts)
         self.order = prompt_order(s.order_length(len(prompts)), len(prompts), ladder.seed)
-        self.scheduled = tuple(prompts[i] for i in self.order)
+        self.scheduled: tuple[PromptLike, ...] = tuple(prompts[i] for i in self.order)
+        if s.conversation is not None:  # each conversation's prompt, then its follow-ups
+            self.scheduled = conversation.schedule(prompts, s.conversation, ladder.seed)
         self.subsets = {p.id: p.subset for p in prompts}
 
     def lint_warnings(self) -> list[str]:
@@ -257,7 +260,10 @@ def prepare(ladder: Ladder, request: RunRequest) -> LoadRun:
         raise PromptError(
             f"prompt set {directory} has no {s.subset} prompts; choose another subset."
         )
-    return LoadRun(ladder, prompts, directory, s)
+    run = LoadRun(ladder, prompts, directory, s)
+    if s.conversation is not None:  # the longest conversation within the context
+        conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
+    return run
 
 
 _IMPLEMENTS: type[KindRun] = LoadRun  # mypy checks a LoadRun against the kind interface
