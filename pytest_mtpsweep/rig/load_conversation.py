@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .load_client import ClosedLoop, LevelRun, _Level, new_loop, now
-from .load_records import RawRequest, sse_lines
+from .load_records import ABSURD_TOKENS, RawRequest, sse_lines
 from .load_request import LoadSpec, LoadTarget, PromptLike, chat_bytes, check_target
 
 WARMUP_TEXT = "Reply with one word: ready."  # a block's warm-up turn, after the system text
@@ -166,7 +166,8 @@ def prompt_total(usage: Any, timings: Any) -> int | None:
 def read_cache(usage: Any, timings: Any, prompt_tokens: int | None) -> CacheRead:
     """The cached prompt tokens, judged: llama-server's timings.cache_n, else OpenAI's
     usage.prompt_tokens_details.cached_tokens; neither -> unknown (never 0); not a whole
-    number, negative, more than the prompt, or the two disagreeing -> invalid, with why."""
+    number, negative, more than the prompt (or than any context, the prompt unknown), or the two
+    disagreeing -> invalid, with why."""
     found: dict[str, Any] = {}
     if isinstance(timings, Mapping) and timings.get("cache_n") is not None:
         found[CACHE_N] = timings["cache_n"]
@@ -182,6 +183,9 @@ def read_cache(usage: Any, timings: Any, prompt_tokens: int | None) -> CacheRead
             )
         if value < 0:
             return CacheRead("invalid", source=source, reason=f"{source} {value} is negative")
+        if value > ABSURD_TOKENS:
+            why = f"{source} {value} is more than any context holds"
+            return CacheRead("invalid", source=source, reason=why)
         if prompt_tokens is not None and value > prompt_tokens:
             why = f"{source} {value} is more than the prompt's {prompt_tokens} tokens"
             return CacheRead("invalid", source=source, reason=why)

@@ -42,7 +42,6 @@ from ...rig.arrivals import MAX_SCHEDULE, prompt_order
 
 if TYPE_CHECKING:
     from ...ladder.model import Ladder
-    from .ladder import LoadSettings
 
 FIELDS: Spec = {
     "turns": (int, True),
@@ -246,12 +245,13 @@ def block_size(
     return c.requests, None
 
 
-def check(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
-    """The rules between [conversation] and the rest of the ladder: closed-loop levels that a
-    block's conversations can fill, think time within the level's timeout, and the system
-    prefix and every turn's answer within the context."""
-    c = s.conversation
-    assert c is not None
+def check(
+    ladder: Ladder, c: ConversationSettings, closed: Sequence[int], level_timeout_s: float,
+    where: Path | str,
+) -> None:  # fmt: skip
+    """The rules between [conversation] and the rest of the ladder: closed-loop levels (their
+    concurrencies: `closed`) that a block's conversations can fill, think time within the
+    level's timeout, and the system prefix and every turn's answer within the context."""
     f = ladder.kind_fields
     others = [k for k in ("rate", "capacity") if k in f]
     if others:
@@ -259,7 +259,6 @@ def check(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
             f"{where}: a [conversation] ladder runs closed loop (concurrency = conversations in "
             f"flight); remove {' and '.join(others)}, or remove [conversation]."
         )
-    closed = [int(lv.value) for lv in s.levels]
     over = [n for n in closed if n > c.conversations]
     if over:
         raise LadderError(
@@ -268,11 +267,11 @@ def check(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
             f"{max(over)} or more, or lower the level."
         )
     waits = math.ceil(c.conversations / min(closed)) * (c.turns - 1) * c.think_time_s
-    if waits >= s.level_timeout_s:
+    if waits >= level_timeout_s:
         raise LadderError(
             f"{where}: at conc{min(closed)} a lane waits {waits:,.0f} s of think time alone "
             f"(conversations / level x (turns - 1) x think_time_s), not below level_timeout_s = "
-            f"{s.level_timeout_s:g}; lower conversation.think_time_s or conversations, or raise "
+            f"{level_timeout_s:g}; lower conversation.think_time_s or conversations, or raise "
             "level_timeout_s."
         )
     least = c.system_prefix_tokens + c.turns * (ladder.max_tokens + 2 * MESSAGE_TOKENS)

@@ -377,7 +377,8 @@ def validate(ladder: Ladder, where: Path | str) -> None:
         if not ok:
             raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")
     if s.conversation is not None:
-        conversation.check(ladder, s, where)
+        closed = [int(lv.value) for lv in s.levels]
+        conversation.check(ladder, s.conversation, closed, s.level_timeout_s, where)
     if s.capacity is not None:
         _check_capacity(ladder, s, where)
     _check_schedule(s, ladder.seed, where)
