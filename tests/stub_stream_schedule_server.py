@@ -22,13 +22,25 @@ A directive in the prompt text changes one request (`!name=value`, several allow
   !model=NAME    answer as model NAME (every chunk's `model`); !model=none leaves it out
 A request with "timings_per_token": true gets llama-server's cumulative `timings` in every chunk.
 
+A simulated prefix cache (`--prefill-us-per-token` above 0): a request's prompt is its
+messages' words (each message `role:` then its content split on whitespace) and each word a
+token; the first token waits `prefill_us_per_token` for every prompt token not cached, on top of
+`ttft_ms`. With "cache_prompt": true the longest prefix shared with one of the last
+`--cache-entries` prompts (each kept with the words it answered) is cached, at most all but the
+prompt's last token (as llama-server re-reads its last token); the final chunk then says so as
+llama-server does: `usage.prompt_tokens` the prompt's tokens,
+`usage.prompt_tokens_details.cached_tokens` and `timings.cache_n` the cached ones,
+`timings.prompt_n` the rest. `--cache-entries 0` caches nothing (cache_n 0): a server without
+a prompt cache. A request without cache_prompt is answered as before (usage prompt_tokens 8).
+
 With `slots`, GET /props answers `{"total_slots": slots}` and GET /slots llama-server's list of
 slots (`is_processing` for as many as are streaming), so a client can witness the slot count.
 GET /stats answers the server's own counters (requests, in_flight, max_in_flight, active,
 max_active, queued, max_queued, rejected, bearer); POST /stats/reset zeroes them. With `--log
 PATH` every chat request appends one JSON line there as it is read (`recv_ns` on
 CLOCK_MONOTONIC, its `max_tokens`, the last message's `content`): a witness of what a client
-sent and when, on the stand-in's own clock.
+sent and when, on the stand-in's own clock. GET /bodies
+answers the last `BODIES` chat requests' bodies as they came, oldest first (what a client sent).
 
 Stdlib only (asyncio streams). Command line:
 
@@ -36,6 +48,7 @@ Stdlib only (asyncio streams). Command line:
                                    [--slots 0 (unlimited)] [--max-queue -1 (unlimited)]
                                    [--model stand-in (the name every answer carries)]
                                    [--log PATH (each chat request's time and content)]
+                                   [--prefill-us-per-token 0] [--cache-entries 16]
 
 It prints `listening on HOST:PORT` once it accepts connections, and stops on SIGTERM or SIGINT.
 """
@@ -58,6 +71,7 @@ from typing import Any
 MODEL = "stand-in"
 now = time.monotonic_ns
 HIGH_WATER = 64 * 1024  # wait for the socket to drain only past this much unsent
+BODIES = 256  # chat request bodies kept for GET /bodies
 # A token chunk written from a template: json.dumps per chunk would double the stand-in's CPU,
 # and its own lateness is what a bench must keep small. The words are plain ASCII.
 TOKEN = (
@@ -77,6 +91,8 @@ class Schedule:
     max_queue: int = -1  # -1: unlimited
     model: str = MODEL  # the `model` every chunk names (another: a wrong server answered)
     log: str | None = None  # append each chat request's recv_ns, max_tokens, content here
+    prefill_us: float = 0.0  # per uncached prompt token, before the first token (0: no cache)
+    cache_entries: int = 16  # prompts (with their answers) the simulated cache keeps
 
 
 @dataclass
@@ -130,6 +146,8 @@ class StandIn:
     schedule: Schedule
     counters: Counters = field(default_factory=Counters)
     slots: Slots | None = None
+    cache: list[tuple[str, ...]] = field(default_factory=list)  # the simulated prefix cache
+    bodies: collections.deque[Any] = field(default_factory=lambda: collections.deque(maxlen=BODIES))
 
     def __post_init__(self) -> None:
         if self.schedule.slots > 0:
@@ -196,6 +214,8 @@ async def handle(stand_in: StandIn, reader: asyncio.StreamReader, w: asyncio.Str
             elif path == "/stats/reset" and method == "POST":
                 stand_in.counters = Counters()
                 w.write(response(200, {}))
+            elif path == "/bodies" and method == "GET":
+                w.write(response(200, list(stand_in.bodies)))
             elif path == "/health":
                 w.write(response(200, {"status": "ok"}))
             elif path == "/props" and stand_in.slots is not None:
@@ -207,7 +227,9 @@ async def handle(stand_in: StandIn, reader: asyncio.StreamReader, w: asyncio.Str
                 ]
                 w.write(response(200, busy))
             elif path == "/v1/chat/completions" and method == "POST":
-                if not await chat(stand_in, json.loads(raw or b"{}"), w):
+                body = json.loads(raw or b"{}")
+                stand_in.bodies.append(body)
+                if not await chat(stand_in, body, w):
                     break
             else:
                 w.write(response(404, {"error": {"message": "not found"}}))
@@ -257,7 +279,7 @@ async def chat(stand_in: StandIn, body: dict[str, Any], w: asyncio.StreamWriter)
         c.active += 1
         c.max_active = max(c.max_active, c.active)
         try:
-            return await stream(stand_in.schedule, body, d, w, recv)
+            return await stream(stand_in.schedule, body, d, w, recv, stand_in.cache)
         finally:
             c.active -= 1
             if slots is not None:
@@ -272,11 +294,41 @@ async def sleep_until(t_ns: int) -> None:
         await asyncio.sleep(delay / 1e9)
 
 
+def prompt_words(body: dict[str, Any]) -> tuple[str, ...]:
+    """The simulated cache's tokens of a prompt: each message's `role:` and its words."""
+    out: list[str] = []
+    for m in body.get("messages") or []:
+        if isinstance(m, dict):
+            out += [f"{m.get('role')}:", *str(m.get("content") or "").split()]
+    return tuple(out)
+
+
+def cached(cache: list[tuple[str, ...]], words: tuple[str, ...]) -> int:
+    """The longest prefix of `words` one entry holds, all but the last word at most."""
+    best = 0
+    for entry in cache:
+        n = 0
+        for a, b in zip(entry, words, strict=False):
+            if a != b:
+                break
+            n += 1
+        best = max(best, n)
+    return min(best, max(len(words) - 1, 0))
+
+
 async def stream(
-    schedule: Schedule, body: dict[str, Any], d: dict[str, str], w: Any, recv: int
-) -> bool:
+    schedule: Schedule, body: dict[str, Any], d: dict[str, str], w: Any, recv: int,
+    cache: list[tuple[str, ...]] | None = None,
+) -> bool:  # fmt: skip
     t0 = now()
     ttft_ns = int(float(d.get("ttft_ms", schedule.ttft_ms)) * 1e6)
+    simulated = schedule.prefill_us > 0 and body.get("cache_prompt") is True
+    prompt = prompt_words(body) if simulated else ()
+    cache_n = (
+        cached(cache, prompt) if simulated and cache is not None and schedule.cache_entries else 0
+    )
+    if simulated:
+        ttft_ns += int((len(prompt) - cache_n) * schedule.prefill_us * 1e3)
     itl_ns = int(float(d.get("itl_ms", schedule.itl_ms)) * 1e6)
     raw_n = body.get("max_tokens")
     n = raw_n if isinstance(raw_n, int) and raw_n >= 0 else 16
@@ -333,10 +385,19 @@ async def stream(
     due = now()
     event(choice({}, "length"), due)
     usage: Any = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n}
+    timings: dict[str, Any] = {"predicted_n": n, "predicted_ms": max(n - 1, 0) * itl_ns / 1e6}
+    if simulated:
+        p = len(prompt)
+        usage = {"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n,
+                 "prompt_tokens_details": {"cached_tokens": cache_n}}  # fmt: skip
+        timings |= {"cache_n": cache_n, "prompt_n": p - cache_n}
+        if cache is not None and schedule.cache_entries:
+            answer = [f"t{i}" for i in range(n)]
+            cache.append((*prompt, "assistant:", *answer))
+            del cache[: -schedule.cache_entries]
     if "usage" in d:
         usage = None if d["usage"] == "none" else json.loads(d["usage"])
     if usage is not None:
-        timings = {"predicted_n": n, "predicted_ms": max(n - 1, 0) * itl_ns / 1e6}
         event({"choices": [], "usage": usage, "timings": timings}, due)
     w.write(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
     await w.drain()
@@ -370,8 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-queue", type=int, default=-1)
     p.add_argument("--model", default=MODEL)
     p.add_argument("--log", default=None)
+    p.add_argument("--prefill-us-per-token", type=float, default=0.0)
+    p.add_argument("--cache-entries", type=int, default=16)
     a = p.parse_args(argv)
-    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue, a.model, a.log)
+    schedule = Schedule(a.ttft_ms, a.itl_ms, a.slots, a.max_queue, a.model, a.log,
+                        a.prefill_us_per_token, a.cache_entries)  # fmt: skip
     loop = new_loop()
     ready: asyncio.Future[int] = loop.create_future()
     task = loop.create_task(serve(a.host, a.port, schedule, ready))

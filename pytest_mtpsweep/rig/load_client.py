@@ -176,9 +176,10 @@ class _Level:
         monitor_ms: float,
     ) -> None:
         self.spec, self.prompts, self.load = spec, prompts, load
+        self.target = target
         self.model = target.model  # what every answer's `model` must name
         self.schedule = load.schedule if isinstance(load, OpenLoop) else ()
-        headers = auth_headers(target)
+        headers = self.headers = auth_headers(target)
         # The key goes into the request bytes only; errors are scrubbed of it. One encoding per
         # prompt, however often a long order repeats it (a replay's share an id, not a text).
         encoded: dict[tuple[str, str, int | None], bytes] = {}
@@ -326,8 +327,9 @@ class _Level:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _send(self, index: int, slot: int, intended: int) -> None:
-        request = self.requests[index % len(self.requests)]
+    async def _send(self, index: int, slot: int, intended: int, request: bytes = b"") -> None:
+        # `request`: bytes built for this send (a conversation's turn), else the prebuilt ones
+        request = request or self.requests[index % len(self.requests)]
         t_send = now()
         wire: Wire | None = None
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -82,8 +82,20 @@ def request_bytes(
     target: LoadTarget, spec: LoadSpec, prompt: PromptLike, headers: Mapping[str, str]
 ) -> bytes:
     """The whole HTTP/1.1 request, built before the level so no send encodes anything."""
+    messages = [{"role": "user", "content": prompt.text}]
+    return chat_bytes(target, spec, messages, headers, getattr(prompt, "max_tokens", None))
+
+
+def chat_bytes(
+    target: LoadTarget,
+    spec: LoadSpec,
+    messages: Sequence[Mapping[str, str]],
+    headers: Mapping[str, str],
+    max_tokens: int | None = None,
+) -> bytes:
+    """The whole HTTP/1.1 request of a chat of these messages (a conversation's turn)."""
     url = urlsplit(target.base_url)
-    body = request_body(target, spec, prompt)
+    body = chat_body(target, spec, messages, max_tokens)
     path = f"{url.path.rstrip('/')}/v1/chat/completions"
     lines = [
         f"POST {path} HTTP/1.1",
@@ -97,12 +109,23 @@ def request_bytes(
 
 
 def request_body(target: LoadTarget, spec: LoadSpec, prompt: PromptLike) -> bytes:
+    messages = [{"role": "user", "content": prompt.text}]
+    return chat_body(target, spec, messages, getattr(prompt, "max_tokens", None))
+
+
+def chat_body(
+    target: LoadTarget,
+    spec: LoadSpec,
+    messages: Sequence[Mapping[str, str]],
+    max_tokens: int | None = None,
+) -> bytes:
+    """The JSON body; `max_tokens`: a request's own cap (a replayed trace's), else the spec's."""
     body = {
         "model": target.model,
-        "messages": [{"role": "user", "content": prompt.text}],
+        "messages": list(messages),
         "stream": True,
         "stream_options": {"include_usage": True},
-        "max_tokens": getattr(prompt, "max_tokens", None) or spec.max_tokens,
+        "max_tokens": max_tokens or spec.max_tokens,
         "temperature": spec.temperature,
         "seed": spec.seed,
         **spec.extra,

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
+    from .turns import TurnReport
 
 OUT = "analysis"
 REPORT = "report.md"
@@ -68,7 +69,7 @@ def analyse(
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
     from ...errors import AnalysisError
-    from . import capacity_stats, census, contrast, crossover, frame, html_sections, report
+    from . import capacity_stats, census, contrast, crossover, frame, html_sections, report, turns
     from .timeline import report_lines
 
     try:
@@ -108,6 +109,7 @@ def analyse(
     searched = capacity_stats.analyse(plan.get("load") or {}, requests, keys, pairs, boot=boot,
                                       seed=seed)  # fmt: skip
     crossings = crossover.crossovers(requests, levels, pairs, modes, endpoint, boot=boot, seed=seed)
+    per_turn = turns.analyse(requests, plan, keys, base, order, boot=boot, seed=seed)
     out = run_dir / OUT
     out.mkdir(exist_ok=True)
     table.to_csv(out / "load_levels.csv", index=False)
@@ -117,13 +119,15 @@ def analyse(
     crossover.frame(crossings).to_csv(out / "load_crossover.csv", index=False)
     if searched is not None:
         capacity_stats.frame(searched).to_csv(out / "load_capacity.csv", index=False)
-    plots = _plots(out, table, levels, rows, order, base, crossings, searched, records)
+    if per_turn is not None:
+        per_turn.table.to_csv(out / turns.CSV, index=False)
+    plots = _plots(out, table, levels, rows, order, base, crossings, searched, records, per_turn)
     sessions = list(RunReader(run_dir).sessions().facts)
     found = capacity_stats.lines(searched) if searched is not None else []
     where = [str(u) for u in unreadable]
     text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
                          crossings=crossings, capacity=found, unreadable=where,
-                         replay=report_lines(records, plan))  # fmt: skip
+                         replay=report_lines(records, plan), turns=per_turn)  # fmt: skip
     if look is not None:  # where the stop rule stopped (or why it went on), under the title
         title, _, rest = text.partition("\n")
         text = f"{title}\n\n{look.sentence()}\n{rest}"
@@ -133,6 +137,7 @@ def analyse(
     except AnalysisError as exc:
         return str(exc)
     lines = [*found, *report.headline_lines(rows, inter, endpoint)]
+    lines += per_turn.headline if per_turn is not None else ()
     lines += [crossover.sentence(c, report.NAMES[endpoint]) for c in crossings]
     lines += census.terminal_notes(requests, levels, where)
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
@@ -182,10 +187,11 @@ def _plots(
     out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str,
     crossings: Sequence[Crossover] = (), searched: CapacityResult | None = None,
     records: Sequence[Mapping[str, Any]] = (),
+    per_turn: TurnReport | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
     from ...analysis.html.images import available as plotting_available
-    from . import plots
+    from . import plots, turns
     from .timeline import timeline_figure
 
     if not plotting_available() or table.empty:
@@ -196,6 +202,7 @@ def _plots(
         "load_gain.png": plots.gain_figure(rows, order, baseline, crossings),
         "load_capacity.png": plots.capacity_figure(searched) if searched is not None else None,
         "load_timeline.png": timeline_figure(records),  # a trace replay's, else None
+        turns.PNG: turns.figure(per_turn.table) if per_turn is not None else None,
     }
     saved = []
     for name, fig in figures.items():

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import recordlines as rl
-from .records import LEVEL, REQUEST, SEARCH
+from .records import CONVERSATION_FIELDS, LEVEL, REQUEST, SEARCH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,6 +21,7 @@ REQUEST_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "request",
     "prompt_id", "valid", "ttft_ms", "e2e_ms", "itl_mean_ms", "itl_ms", "output_tokens",
     "queued", "send_lag_ms", "usage_status",
+    *CONVERSATION_FIELDS,  # a conversation block's slot and cached tokens (kinds/load/turns.py)
 )  # fmt: skip
 LEVEL_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "valid", "reason",
@@ -41,6 +42,8 @@ REQUEST_TYPES = _BLOCK_TYPES | {
     "request": rl.INT, "prompt_id": rl.NAME, "ttft_ms": rl.NUMBER, "e2e_ms": rl.NUMBER,
     "itl_mean_ms": rl.NUMBER, "itl_ms": rl.NUMBERS, "output_tokens": rl.INT,
     "queued": rl.BOOL, "send_lag_ms": rl.NUMBER, "usage_status": rl.STR, "model": rl.STR,
+    "conversation": rl.INT, "turn": rl.INT, "cached_tokens": rl.INT, "cache_status": rl.STR,
+    "cache_source": rl.STR, "cache_reason": rl.STR, "prompt_tokens_total": rl.INT,
 }  # fmt: skip
 LEVEL_TYPES = _BLOCK_TYPES | {
     "requests": rl.INT, "completed": rl.INT, "output_tok_s": rl.NUMBER, "req_s": rl.NUMBER,

@@ -30,7 +30,7 @@ from .report import NAMES, gain
 # report.md's sections shown above (headline, limitations, pictures), not again below
 FIRST = ("Headline", "Limitations", "Plots")
 # the detail, in this order; report.md's other sections (Design) follow them
-DETAIL = ("Per level", "Contrasts per level", "Interaction", "Witnesses")
+DETAIL = ("Per level", "Per turn", "Contrasts per level", "Interaction", "Witnesses")
 # (file, alt text, caption) in the order the page shows them: the headline's picture first
 PLOTS = (
     ("load_capacity.png", "attainment of the SLOs against the level",
@@ -42,6 +42,9 @@ PLOTS = (
      "log axis of the gain factor; an interval past -75 % or +300 % ends in an arrow at the "
      "edge. Where the headline endpoint's gain crosses zero: a dashed line, its interval "
      "shaded."),
+    ("load_turns.png", "TTFT and the prompt cached by turn",
+     "A conversation run: each treatment's TTFT median by turn with its 95 % interval (left) "
+     "and the share of the prompt tokens the server reported cached (right), a line per level."),
     ("load_latency.png", "latency percentiles against the level",
      "TTFT, ITL (every chunk gap) and e2e against the level, per treatment: p50 solid, p90 "
      "dashed, p99 dotted, on a log axis."),
@@ -60,7 +63,8 @@ BLOCK_HEADERS = ("treatment", "cycle", "session", "level", "block", "valid", "co
                  "client lag p99 ms", "span s", "notes")  # fmt: skip
 BLOCK_FACETS = ("treatment", "cycle", "level", "valid")
 REQUEST_HEADERS = ("treatment", "cycle", "level", "slot", "lane", "prompt", "TTFT ms",
-                   "ITL mean ms", "e2e ms", "output tokens", "finish", "status", "flags")  # fmt: skip
+                   "ITL mean ms", "e2e ms", "output tokens", "finish", "status", "flags",
+                   "conversation/turn", "cached tokens")  # fmt: skip
 REQUEST_FACETS = ("treatment", "cycle", "level", "prompt", "status")
 
 
@@ -220,6 +224,15 @@ def _flags(r: Mapping[str, Any], bound: float) -> str:
     return "; ".join(flags)
 
 
+def _turn(r: Mapping[str, Any]) -> tuple[str | None, object]:
+    """A conversation request's slot (`3/2`: conversation 3, turn 2) and its cached tokens
+    (or what its cache status says instead)."""
+    if r.get("turn") is None:
+        return None, None
+    cached = r.get("cached_tokens") if r.get("cache_status") == "ok" else r.get("cache_status")
+    return f"{r.get('conversation')}/{r.get('turn')}", cached
+
+
 def _requests(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
     records = _request_records(run_dir)
     if not records:
@@ -229,7 +242,7 @@ def _requests(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
         [r.get("treatment"), r.get("cycle"), r.get("level"), r.get("request"), r.get("lane"),
          r.get("prompt_id"), _ms(r.get("ttft_ms")), _ms(r.get("itl_mean_ms")),
          _ms(r.get("e2e_ms")), r.get("output_tokens"), r.get("finish_reason"),
-         "ok" if r.get("valid") else "failed", _flags(r, bound)]
+         "ok" if r.get("valid") else "failed", _flags(r, bound), *_turn(r)]
         for r in records
     ]  # fmt: skip
     lead = el(

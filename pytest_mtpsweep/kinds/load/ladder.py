@@ -22,8 +22,9 @@ from ...ladder.load import parse_treatments
 from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
 from ...rig.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
 from ...rig.load_request import is_loopback
-from . import capacity, trace
+from . import capacity, conversation, trace
 from .capacity import CapacitySettings
+from .conversation import ConversationSettings
 from .trace import TraceSettings
 
 FIELDS: Spec = {
@@ -46,6 +47,7 @@ FIELDS: Spec = {
     "allow_remote": (bool, False),  # an attached server off loopback may be loaded
     "capacity": (dict, False),  # search each treatment's most load within the SLOs (capacity.py)
     "trace": (dict, False),  # replay a trace's arrivals and lengths with real text (trace.py)
+    "conversation": (dict, False),  # blocks of multi-turn conversations (conversation.py)
 }
 SLO: Spec = {"ttft_ms": ((int, float), False), "itl_ms": ((int, float), False),
              "e2e_ms": ((int, float), False)}  # fmt: skip
@@ -118,6 +120,7 @@ class LoadSettings:
     duration_s: float | None = None  # seconds per block; None when it runs `requests`
     capacity: CapacitySettings | None = None  # a capacity search: probes instead of levels
     trace: TraceSettings | None = None  # a trace replay: one block of the trace's records
+    conversation: ConversationSettings | None = None  # blocks of conversations of turns
 
     @property
     def per_block(self) -> str:
@@ -162,6 +165,7 @@ class LoadSettings:
             "max_in_flight": self.max_in_flight,
             # only for a search: a level ladder's plan is as before, so its resume still matches
             **({"capacity": self.capacity.plan_entry()} if self.capacity else {}),
+            **({"conversation": self.conversation.plan_entry()} if self.conversation else {}),
         }  # fmt: skip
 
 
@@ -266,7 +270,8 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
     (validate's: the path and the command line's overrides), else the ladder's path."""
     f, where = ladder.kind_fields, ladder.path if where is None else where
     warm = f.get("warmup_requests")
-    requests, duration_s = _per_block(f, where)
+    conv = conversation.parse(f.get("conversation"), where)
+    requests, duration_s = conversation.block_size(conv, f, where) if conv else _per_block(f, where)
     replay = trace.parse(f.get("trace"), ladder.path, where)
     one = (Level(trace.MODE, replay.time_scale),) if replay else None  # a replay: one block
     levels = () if "capacity" in f else one or _levels(f, where)
@@ -277,7 +282,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
         requests=requests,
         warmup_requests=None if warm is None else int(warm),
         slo=_slo(f.get("slo"), where),
-        cache_prompt=bool(f.get("cache_prompt", False)),
+        cache_prompt=bool(f.get("cache_prompt", conv is not None)),  # a conversation's: on
         level_timeout_s=float(f.get("level_timeout_s", DEFAULT_TIMEOUT_S)),
         lag_bound_ms=float(f.get("lag_bound_ms", DEFAULT_LAG_BOUND_MS)),
         endpoint=str(f.get("endpoint", DEFAULT_ENDPOINT)),
@@ -286,6 +291,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
         duration_s=duration_s,
         capacity=capacity.parse(f.get("capacity"), where),
         trace=replay,
+        conversation=conv,
     )
 
 
@@ -378,6 +384,9 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")
+    if s.conversation is not None:
+        closed = [int(lv.value) for lv in s.levels]
+        conversation.check(ladder, s.conversation, closed, s.level_timeout_s, where)
     if s.capacity is not None:
         _check_capacity(ladder, s, where)
     _check_schedule(s, ladder.seed, where)

@@ -27,7 +27,8 @@ from ...preflight import PreflightItem, check_prompt_set
 from ...preflight.items import PASS
 from ...request import AnalysisRequest, RunRequest
 from ...rig.arrivals import prompt_order
-from . import prereg, probe, replay
+from ...rig.load_request import PromptLike
+from . import conversation, prereg, probe, replay
 from .cases import LoadCase, load_cases
 from .ladder import Level, LoadSettings
 from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
@@ -59,7 +60,9 @@ class LoadRun(KindRun):
         self.ladder, self.prompts, self.prompts_dir, self.settings = ladder, prompts, prompts_dir, s
         self.digest = prompt_digest(prompts)
         self.order = prompt_order(s.order_length(len(prompts)), len(prompts), ladder.seed)
-        self.scheduled: tuple[Any, ...] = tuple(prompts[i] for i in self.order)
+        self.scheduled: tuple[PromptLike, ...] = tuple(prompts[i] for i in self.order)
+        if s.conversation is not None:  # each conversation's prompt, then its follow-ups
+            self.scheduled = conversation.schedule(prompts, s.conversation, ladder.seed)
         self.subsets = {p.id: p.subset for p in prompts}
         self.replay: replay.Replay | None = None
         if s.trace is not None:  # one block of the trace's records, each real text (replay.py)
@@ -256,4 +259,7 @@ def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
         raise PromptError(
             f"prompt set {directory} has no {s.subset} prompts; choose another subset."
         )
-    return LoadRun(ladder, prompts, directory, s)
+    run = LoadRun(ladder, prompts, directory, s)
+    if s.conversation is not None:  # the longest conversation within the context
+        conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
+    return run

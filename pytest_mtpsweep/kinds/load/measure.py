@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
-from ...rig.load_client import ClosedLoop, OpenLoop, run_level
+from ...rig.load_client import ClosedLoop, LevelRun, OpenLoop, run_level
+from ...rig.load_conversation import Conversations, run_conversations
 from ...rig.load_request import LoadSpec, LoadTarget, PromptLike, is_loopback
 from ...rig.load_summary import Slo, summarise
-from . import energy, occupancy
+from . import conversation, energy, occupancy
 from .records import (
     LEVEL,
     REQUEST_FIELDS,
@@ -19,6 +20,7 @@ from .records import (
     in_flight_at_send,
     level_line,
     request_line,
+    turn_fields,
 )
 
 if TYPE_CHECKING:
@@ -74,11 +76,15 @@ def _sources(live: LiveSession, headers: dict[str, str]) -> occupancy.Sources:
 def _load(s: LoadSettings, case: LoadCase, seed: int) -> tuple[ClosedLoop | OpenLoop, int]:
     """The client's level and its warm-up count: a count of requests or, timed, the closed
     loop's lanes sending while time remains and the open loop's arrivals within it."""
-    lv = case.level
-    if lv.mode == "closed":
+    lv, c = case.level, s.conversation
+    if c is not None:  # conversations in flight: one lane each
+        load: ClosedLoop | OpenLoop = Conversations.of(int(lv.value), c.conversations, c.turns,
+                                                       c.think_time_s)  # fmt: skip
+        warm = load.connections
+    elif lv.mode == "closed":
         closed = ClosedLoop(int(lv.value), s.requests, s.duration_s)
         warm = closed.connections
-        load: ClosedLoop | OpenLoop = closed
+        load = closed
     elif s.duration_s is not None:
         load = OpenLoop.within(lv.value, s.duration_s, seed, s.max_in_flight)
         warm = OPEN_LOOP_WARMUP
@@ -86,6 +92,22 @@ def _load(s: LoadSettings, case: LoadCase, seed: int) -> tuple[ClosedLoop | Open
         assert s.requests is not None
         load, warm = OpenLoop(lv.value, s.requests, seed, s.max_in_flight), OPEN_LOOP_WARMUP
     return load, warm if s.warmup_requests is None else s.warmup_requests
+
+
+def _run(
+    s: LoadSettings, target: LoadTarget, spec: LoadSpec, scheduled: Sequence[PromptLike],
+    load: ClosedLoop | OpenLoop, case: LoadCase, warm: int,
+) -> tuple[LevelRun, dict[int, dict[str, Any]]]:  # fmt: skip
+    """The client's run of the level, and a conversation block's fields of each request."""
+    if not isinstance(load, Conversations):
+        return run_level(target, spec, scheduled, load, timeout_s=s.level_timeout_s,
+                         warmup=warm), {}  # fmt: skip
+    assert s.conversation is not None
+    openings = [conversation.opening(n, case.level.label, case.slot.cycle)
+                for n in range(load.conversations)]  # fmt: skip
+    talks = run_conversations(target, spec, scheduled, load, system=s.conversation.system_text(),
+                              openings=openings, timeout_s=s.level_timeout_s, warmup=warm)  # fmt: skip
+    return talks.run, {t.index: turn_fields(t) for t in talks.turns}
 
 
 def planned_requests(s: LoadSettings, case: LoadCase, seed: int) -> int:
@@ -131,8 +153,7 @@ def measure_level(
         sampler = occupancy.Sampler(side, live.base_url, headers, sources).start()
         joules_before = energy.read(live.ctx.device, local)
         try:
-            run = run_level(target, spec, scheduled, load, timeout_s=s.level_timeout_s,
-                            warmup=warm)  # fmt: skip
+            run, turns = _run(s, target, spec, scheduled, load, case, warm)
         except ValueError as exc:  # the target or its key: one sentence, the level not run
             sampler.stop()
             line = not_run(ident, load.requests or 0, str(exc))
@@ -151,7 +172,8 @@ def measure_level(
     for r, n in zip(run.records, flights, strict=True):
         subset = subsets.get(r.prompt_id, "")
         line = request_line(ident, r, run.t_start_ns, n, slots, subset)
-        append(live, line | (replay.request_fields(r.index) if replay else {}), request=True)
+        extra = replay.request_fields(r.index) if replay else {}
+        append(live, line | extra | turns.get(r.index, {}), request=True)
     queued = None if slots is None else sum(n >= slots for n in flights)
     tokens = summary.output_tokens + sum(r.output_tokens for r in run.warmup if r.ok)
     joules = energy.block_fields(joules_before, joules_after, tokens)

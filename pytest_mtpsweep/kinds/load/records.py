@@ -15,12 +15,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...rig.load_client import LevelRun
+from ...rig.load_conversation import TurnFacts
 from ...rig.load_records import StreamRecord
 from ...rig.load_summary import LevelSummary, Percentiles
 
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line
 SEARCH = "search"  # a capacity search's line after each probe (kinds/load/probe.py)
+# A conversation block's request line adds its (conversation, turn) slot and the cached prompt
+# tokens the server reported, judged (`rig.load_conversation.read_cache`); None elsewhere.
+CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", "cache_source",
+                       "cache_reason", "prompt_tokens_total")  # fmt: skip
 # A request line, in the order its JSON holds the fields (then keyed fields and provenance).
 REQUEST_FIELDS = (
     "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "record", "level", "mode",
@@ -29,6 +34,7 @@ REQUEST_FIELDS = (
     "itl_mean_ms", "itl_ms", "chunks", "chunk_tokens", "output_tokens", "prompt_tokens",
     "usage_status", "token_basis", "in_flight_at_send", "queued", "client_lag_max_ms", "model",
     "content_chars", "content_sha256", "timings", "started_at",
+    *CONVERSATION_FIELDS,
 )  # fmt: skip
 # A trace replay's request line adds, after those: its trace record and what filled it
 # (kinds/load/replay.py: the same bytes, fill_sha256, for the slot in every treatment).
@@ -184,3 +190,10 @@ def level_reason(s: LevelSummary) -> str | None:
         errors = "; ".join(f"{n}x {k}" for k, n in s.errors)
         return f"{s.requests - s.completed} of {s.requests} requests failed: {errors}"
     return None
+
+
+def turn_fields(t: TurnFacts) -> dict[str, Any]:
+    """A conversation request line's own fields: its slot, and its cached tokens as judged."""
+    return {"conversation": t.conversation, "turn": t.turn, "cached_tokens": t.cache.tokens,
+            "cache_status": t.cache.status, "cache_source": t.cache.source,
+            "cache_reason": t.cache.reason, "prompt_tokens_total": t.prompt_tokens}  # fmt: skip

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .crossover import Crossover
+    from .turns import TurnReport
 
 NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
          "req_s": "req/s", "goodput_req_s": "goodput req/s",
@@ -207,9 +208,11 @@ def report(
     capacity: Sequence[str] = (),
     unreadable: Sequence[str] = (),
     replay: Sequence[str] = (),
+    turns: TurnReport | None = None,
 ) -> str:
     """report.md; `unreadable`: the record lines set aside as read (`file:line: why`);
-    `replay`: a trace replay's lines (timeline.report_lines), its own section."""
+    `replay`: a trace replay's lines (timeline.report_lines), its own section; `turns`: a
+    conversation run's per-turn lines."""
     from .crossover import sentence
 
     load = plan.get("load") or {}
@@ -228,6 +231,7 @@ def report(
         *(f"- {md_text(x)}" for x in capacity),
         *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
         *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
+        *(f"- {md_text(x)}" for x in (turns.headline if turns else ())),
         *cycle_lines(requests, contrasts, endpoint),
         "",
         "Gain: positive means the treatment is better than the baseline "
@@ -265,6 +269,7 @@ def report(
             _percentile_rows(table),
         ),
         "",
+        *(turns.section if turns else ()),
         "## Contrasts per level",
         "",
         md_table(
@@ -306,6 +311,7 @@ def report(
         "## Limitations",
         "",
         *census.limitation_lines(requests, levels, unreadable),
+        *(turns.limits if turns else ()),
         *limitations(cycles, contrasts, sessions),
         # a block over the client-lag bound measured the client too: a limitation, not only
         # a witness
