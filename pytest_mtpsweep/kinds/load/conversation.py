@@ -34,11 +34,12 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ...errors import LadderError
 from ...ladder.fields import Spec, check_table
 from ...rig.arrivals import MAX_SCHEDULE, prompt_order
+from ...rig.load_request import PromptLike
 
 if TYPE_CHECKING:
     from ...ladder.model import Ladder
@@ -57,9 +58,10 @@ DEFAULT_CONVERSATIONS = 8
 # The chat template's tokens around one message (Qwen's ChatML: `<|im_start|>role\n` ... `<|im_end|>\n`
 # is 5); counted generously so the context check errs on the side of refusing.
 MESSAGE_TOKENS = 8
-# Characters per token of English text under the embedded model's tokenizer (Qwen2.5: 4.4 on
-# this module's prefix, measured with llama-server's /tokenize), for building the prefix; the
-# context check counts 3, more tokens than any text here holds, to err towards refusing.
+# Characters per token of the prefix under the embedded model's tokenizer (Qwen2.5: 4.63, 4.37
+# and 4.31 at 128, 512 and 2048 tokens, measured with llama-server's /tokenize), to build the
+# prefix; the context check counts 3, more tokens than any text here holds, to err towards
+# refusing.
 CHARS_PER_TOKEN = 4.4
 CHECK_CHARS_PER_TOKEN = 3.0
 
@@ -171,14 +173,6 @@ class Turn:
     text: str
 
 
-class PromptLike(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def text(self) -> str: ...
-
-
 def schedule(prompts: Sequence[PromptLike], c: ConversationSettings, seed: int) -> tuple[Turn, ...]:
     """Every request's user turn, in schedule order: conversation n's first turn is prompt n of
     the seeded order, its later turns follow-ups in a seeded order (the same for every session
@@ -193,6 +187,23 @@ def schedule(prompts: Sequence[PromptLike], c: ConversationSettings, seed: int) 
         for k in range(1, c.turns):
             out.append(Turn(p.id, FOLLOW_UPS[follow[(n * (c.turns - 1) + k - 1) % len(follow)]]))
     return tuple(out)
+
+
+def prereg_line(c: ConversationSettings, seed: int, cache_prompt: bool) -> str:
+    """preregistration.md's line on the conversations (it replaces the schedule's reading)."""
+    entry = c.plan_entry()
+    return (
+        f"- Conversations: each block runs {c.conversations} conversations of {c.turns} turns, "
+        "closed loop (a level's concurrency is conversations in flight); conversation n's first "
+        f"turn is prompt n of one order seeded by {seed}, its later turns follow-up instructions "
+        "in a seeded order; every turn carries one shared system prefix of about "
+        f"{c.system_prefix_tokens} tokens (sha256 {entry['system_prefix_sha256'][:12]}), the "
+        f"earlier turns and the model's answers, cache_prompt {str(cache_prompt).lower()}, "
+        f"{c.think_time_s:g} s from an answer to the next turn. Request i is turn i mod "
+        f"{c.turns} + 1 of conversation i div {c.turns} + 1: requests pair by (conversation, "
+        "turn) slot. TTFT per turn (its median, an order-statistic interval), the cached tokens "
+        "the server reports and the TTFT gain per turn describe; they are not the headline."
+    )
 
 
 def opening(n: int, block: str, cycle: int) -> str:

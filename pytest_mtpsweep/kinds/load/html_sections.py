@@ -63,8 +63,8 @@ BLOCK_HEADERS = ("treatment", "cycle", "session", "level", "block", "valid", "co
                  "client lag p99 ms", "span s", "notes")  # fmt: skip
 BLOCK_FACETS = ("treatment", "cycle", "level", "valid")
 REQUEST_HEADERS = ("treatment", "cycle", "level", "slot", "lane", "prompt", "TTFT ms",
-                   "ITL mean ms", "e2e ms", "output tokens", "finish", "status", "flags",
-                   "conversation/turn", "cached tokens")  # fmt: skip
+                   "ITL mean ms", "e2e ms", "output tokens", "finish", "status", "flags")  # fmt: skip
+TURN_HEADERS = ("conversation/turn", "cached tokens")  # a conversation run's requests add them
 REQUEST_FACETS = ("treatment", "cycle", "level", "prompt", "status")
 
 
@@ -238,11 +238,13 @@ def _requests(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
     if not records:
         return el("p", "No request was recorded.", class_="note")
     bound = _float((plan.get("load") or {}).get("lag_bound_ms"))
+    talk = any(r.get("turn") is not None for r in records)
     rows = [
         [r.get("treatment"), r.get("cycle"), r.get("level"), r.get("request"), r.get("lane"),
          r.get("prompt_id"), _ms(r.get("ttft_ms")), _ms(r.get("itl_mean_ms")),
          _ms(r.get("e2e_ms")), r.get("output_tokens"), r.get("finish_reason"),
-         "ok" if r.get("valid") else "failed", _flags(r, bound), *_turn(r)]
+         "ok" if r.get("valid") else "failed", _flags(r, bound),
+         *(_turn(r) if talk else ())]
         for r in records
     ]  # fmt: skip
     lead = el(
@@ -251,7 +253,8 @@ def _requests(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
         "treatment shares (a treatment's slot i pairs with the baseline's slot i of the same "
         "cycle and level), lane its connection; latencies count from the intended send time.",
     )
-    return join([lead, filterable("request-rows", REQUEST_HEADERS, rows, REQUEST_FACETS)])
+    headers = REQUEST_HEADERS + (TURN_HEADERS if talk else ())
+    return join([lead, filterable("request-rows", headers, rows, REQUEST_FACETS)])
 
 
 def sections(run_dir: Path) -> list[Section]:

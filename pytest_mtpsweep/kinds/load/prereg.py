@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...ladder.fields import parse_contrast
+from . import conversation
 from .ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
@@ -88,4 +89,6 @@ def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) ->
         f"- Client lag: a level whose client event-loop lag p99 exceeds {s.lag_bound_ms:g} ms "
         "is flagged in its record and the report.",
         f"- Multiplicity: {reg.multiplicity}",
-    ]
+        *([conversation.prereg_line(s.conversation, lad.seed, s.cache_prompt)]
+          if s.conversation else []),
+    ]  # fmt: skip

@@ -238,10 +238,14 @@ def figure(table: pd.DataFrame) -> Any:
     left, right = fig.subplots(1, 2, squeeze=False)[0]
     styles = ("-", "--", ":", "-.")
     levels = list(dict.fromkeys(table["level"]))
+    series = table.groupby(["treatment", "level"], sort=False).ngroups
+    n = 0
     for k, (t, mine) in enumerate(table.groupby("treatment", sort=False)):
         for j, level in enumerate(levels):
             rows = mine[mine["level"] == level]
-            x = rows["turn"].astype(int).to_numpy()
+            # each series a little apart on x, so intervals at one turn do not hide each other
+            x = rows["turn"].astype(int).to_numpy() + 0.06 * (n - (series - 1) / 2)
+            n += 1
             y = rows["ttft_p50_ms"].to_numpy(dtype=float)
             err = [y - rows["ttft_p50_low_ms"].to_numpy(dtype=float),
                    rows["ttft_p50_high_ms"].to_numpy(dtype=float) - y]  # fmt: skip

@@ -118,8 +118,8 @@ def test_a_conversation_ladder_records_turns_and_cache_hits(
     assert all(r["cached_tokens"] == 0 for r in reqs["b"])
 
     def median(rs: list[dict[str, Any]]) -> float:
-        v = sorted(r["ttft_ms"] for r in rs)
-        return float(v[1] + v[2]) / 2
+        v = sorted(float(r["ttft_ms"]) for r in rs)
+        return (v[1] + v[2]) / 2
 
     # a: ~100 words to read at turn 1, ~15 at turn 3; b reads the whole conversation each time
     assert median(a_turn[3]) < median(a_turn[1]) / 2
