@@ -125,6 +125,7 @@ class TestLint:
             "ngram-simple:structured, looks after 4, 6), 192 cases",
             "cpu-demo-fixed": "decode, 2 treatments x 6 cycles, 192 cases",
             "load-capacity-cpu": "load, 2 treatments x 2 cycles, 36 cases",
+            "load-conversation-cpu": "load, 2 treatments x 2 cycles, 8 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
             "load-trace-cpu": "load, 2 treatments x 2 cycles, 4 cases",
         }
