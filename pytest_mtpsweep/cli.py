@@ -160,7 +160,7 @@ def _kind_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     return broken
 
 
-REPORT_HTML = "report.html"  # as analysis/html/document.py writes it into analysis/
+REPORT_HTML = "report.html"  # as report/document.py writes it into analysis/
 
 
 def _view(args: argparse.Namespace) -> int:

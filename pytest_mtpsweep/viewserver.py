@@ -18,8 +18,8 @@ from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import unquote
 
-from .analysis.html.document import CSP
 from .errors import UserError
+from .report.document import CSP
 
 # The page's own policy (it needs inline style, its two hashed scripts and data: pictures),
 # and no framing by another page: a header may say what a <meta> policy cannot.

@@ -8,7 +8,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "pytest_mtpsweep"
 TEXT = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
-FOLDERS = ("ladder", "rig", "preflight", "protocol", "state", "analysis")
+FOLDERS = ("ladder", "rig", "preflight", "protocol", "state", "analysis", "report")
 
 
 def _row(first_cell: str) -> str | None:

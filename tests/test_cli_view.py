@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep import cli, viewserver
-from pytest_mtpsweep.analysis.html import REPORT_HTML
 from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.report import REPORT_HTML
 from tests.sandbox import REPO
 
 PAGE = "<!DOCTYPE html><title>report</title><p>headline</p>\n"

@@ -24,6 +24,7 @@ import pytest
 
 from pytest_mtpsweep import registry
 from tests.kinds.probe_kind.proberun import PROBE_FIELDS, SUMMARY_CSV
+from tests.report.dom import parse
 from tests.sandbox import REPO, only_run
 
 LADDER = """
@@ -141,6 +142,39 @@ def test_a_kind_from_its_own_package_runs_through_the_whole_protocol(
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "b: 6 GETs, median" in again.stdout
+    assert_the_report_is_the_probes_model(run_dir)
+
+
+def assert_the_report_is_the_probes_model(run_dir: Path) -> None:
+    """report.md and report.html, both rendered from the probe's one report model: the page
+    opens with its question and headline, then its limitations, its record table collapsed
+    and filterable by target; report.md carries the headline but not the page's table."""
+    md = (run_dir / "analysis" / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# Probe report: ")
+    assert "Question: How long does GET /health take on each stand-in?" in md
+    assert "## Headline" in md and "| a | 6 |" in md and "## Every target" not in md
+    page = parse((run_dir / "analysis" / "report.html").read_text(encoding="utf-8"))
+    ids = [n.attrs["id"] for n in page.find("details")]
+    assert ids == ["question", "limitations", "every-target"]
+    assert "How long does GET /health" in page.by_id("headline").words()
+    assert [c.words() for c in page.by_id("probe-medians").find("td")][:2] == ["a", "6"]
+    assert "not a load test" in page.by_id("limitations").words()
+    assert "open" not in page.by_id("every-target").attrs  # the detail starts collapsed
+    facets = page.by_id("every-target").find("script", class_="facets")
+    assert json.loads(facets[0].text())["keys"] == ["target"]
+
+
+def test_the_probe_kind_draws_its_page_with_nothing_of_analysis() -> None:
+    """The check of a fourth kind's page: its report comes from the report family alone."""
+    import ast
+
+    named = set()
+    for path in (REPO / "tests" / "kinds" / "probe_kind").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                named.add(node.module)
+    assert "pytest_mtpsweep.report.model" in named and "pytest_mtpsweep.report.save" in named
+    assert not [m for m in named if m.startswith("pytest_mtpsweep.analysis")], named
 
 
 def test_a_ladder_naming_no_installed_kind_says_which_are(

@@ -19,9 +19,9 @@ from urllib.parse import quote
 
 from ... import recordlines as rl
 from ... import schema
-from ...analysis.html import markdown as md
-from ...analysis.html.document import Markup, Section, el, join, write_report_html
-from ...analysis.html.tables import facets, table
+from ...report import mdhtml as md
+from ...report.document import Markup, PageSection, el, join, write_report_html
+from ...report.tables import facets, table
 from ...state.runread import RunReader, read_table
 from . import records
 from .analysis.frame import CELL_TYPES, REQUIRED, TURN_TYPES
@@ -289,7 +289,7 @@ def _cells(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
     )
 
 
-def sections(run_dir: Path) -> list[Section]:
+def sections(run_dir: Path) -> list[PageSection]:
     """report.html's sections for an authoring run, from the run directory."""
     out = run_dir / schema.ANALYSIS_DIR
     doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
@@ -297,15 +297,19 @@ def sections(run_dir: Path) -> list[Section]:
     limits = doc.section("Limitations") or "- The analysis recorded no limitation of this run."
     last = ("Census", "Notes")  # after the other detail, as in report.md
     return [
-        Section("Question and headline", _headline(out, doc), anchor="question"),
-        Section("Limitations", md.render(limits), anchor="limitations"),
-        Section("Conversations, cell by cell", _cells(run_dir, plan), anchor="conversations"),
+        PageSection("Question and headline", _headline(out, doc), anchor="question"),
+        PageSection("Limitations", md.render(limits), anchor="limitations"),
+        PageSection("Conversations, cell by cell", _cells(run_dir, plan), anchor="conversations"),
         *(
-            Section(t, md.render(b), open=False)
+            PageSection(t, md.render(b), open=False)
             for t, b in doc.sections
             if not t.startswith((*HEADLINE, "Limitations", *last))
         ),
-        *(Section(t, md.render(doc.section(t) or ""), open=False) for t in last if doc.section(t)),
+        *(
+            PageSection(t, md.render(doc.section(t) or ""), open=False)
+            for t in last
+            if doc.section(t)
+        ),
     ]
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
-from ...analysis.html import images, write_report_html
-from ...analysis.html import markdown as md
-from ...analysis.html.document import Markup, Section, anchor, el, join
-from ...analysis.html.tables import filterable
+from ...report import images, write_report_html
+from ...report import mdhtml as md
+from ...report.document import Markup, PageSection, anchor, el, join
+from ...report.tables import filterable
 from ...state.runread import RunReader, read_table
 from . import html_plots
 
@@ -153,7 +153,7 @@ def _census(out: Path, doc: md.Document) -> Markup:
     return join(parts)
 
 
-def sections(run_dir: Path, full: str, analysis_dir: Path | None = None) -> list[Section]:
+def sections(run_dir: Path, full: str, analysis_dir: Path | None = None) -> list[PageSection]:
     """report.html's sections for a decode run: `full` is the analysis' whole section set
     (report.md's and the detail's), the files are those in <run>/analysis (or `analysis_dir`)."""
     out = analysis_dir or run_dir / schema.ANALYSIS_DIR
@@ -166,12 +166,14 @@ def sections(run_dir: Path, full: str, analysis_dir: Path | None = None) -> list
         "Census": lambda: _census(out, doc),
     }
     head = [
-        Section("Question and headline", _headline(doc, forest), anchor="question"),
-        Section("Limitations", md.render(doc.section("Limitations") or ""), anchor="limitations"),
-        Section("Pictures", _pictures(run_dir, data, forest.is_file(), doc), anchor="pictures"),
+        PageSection("Question and headline", _headline(doc, forest), anchor="question"),
+        PageSection(
+            "Limitations", md.render(doc.section("Limitations") or ""), anchor="limitations"
+        ),
+        PageSection("Pictures", _pictures(run_dir, data, forest.is_file(), doc), anchor="pictures"),
     ]
     detail = [
-        Section(title, built[title]() if title in built else md.render(body), open=False)
+        PageSection(title, built[title]() if title in built else md.render(body), open=False)
         for title, body in doc.sections
         if not title.startswith(FIRST)
     ]

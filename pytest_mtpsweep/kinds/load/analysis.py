@@ -190,7 +190,7 @@ def _plots(
     per_turn: TurnReport | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
-    from ...analysis.html.images import available as plotting_available
+    from ...report.images import available as plotting_available
     from . import plots, turns
     from .timeline import timeline_figure
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...analysis.mdtext import md_text
 from ...recordlines import limitation, terminal
+from ...report.mdtext import md_text
 
 if TYPE_CHECKING:
     import pandas as pd

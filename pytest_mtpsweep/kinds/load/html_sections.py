@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ... import schema
-from ...analysis.html import images, write_report_html
-from ...analysis.html import markdown as md
-from ...analysis.html.document import Markup, Section, el, join
-from ...analysis.html.tables import filterable, table
+from ...report import images, write_report_html
+from ...report import mdhtml as md
+from ...report.document import Markup, PageSection, el, join
+from ...report.tables import filterable, table
 from ...state.runread import RunReader, read_table
 from . import frame
 from .contrast import Row
@@ -257,7 +257,7 @@ def _requests(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
     return join([lead, filterable("request-rows", headers, rows, REQUEST_FACETS)])
 
 
-def sections(run_dir: Path) -> list[Section]:
+def sections(run_dir: Path) -> list[PageSection]:
     """report.html's sections for a load run, from <run>/analysis and the records."""
     out = run_dir / schema.ANALYSIS_DIR
     doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
@@ -268,12 +268,12 @@ def sections(run_dir: Path) -> list[Section]:
     ordered = [t for name in DETAIL for t in named if t.startswith(name)]
     ordered += [t for t in named if t not in ordered and not t.startswith(FIRST)]
     return [
-        Section("Question and headline", _headline(doc, out, endpoint), anchor="question"),
-        Section("Limitations", _limitations(doc), anchor="limitations"),
-        Section("Pictures", _pictures(out, doc), anchor="pictures"),
-        *(Section(title, md.render(named[title]), open=False) for title in ordered),
-        Section("Every block", _blocks(blocks), open=False, anchor="blocks"),
-        Section("Every request", _requests(run_dir, plan), open=False, anchor="requests"),
+        PageSection("Question and headline", _headline(doc, out, endpoint), anchor="question"),
+        PageSection("Limitations", _limitations(doc), anchor="limitations"),
+        PageSection("Pictures", _pictures(out, doc), anchor="pictures"),
+        *(PageSection(title, md.render(named[title]), open=False) for title in ordered),
+        PageSection("Every block", _blocks(blocks), open=False, anchor="blocks"),
+        PageSection("Every request", _requests(run_dir, plan), open=False, anchor="requests"),
     ]
 
 

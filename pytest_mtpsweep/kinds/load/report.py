@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.mdtext import md_table, md_text
 from ...analysis.stats import MIN_CYCLES_FOR_SESSION
+from ...report.mdtext import md_table, md_text
 from . import census, pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.mdtext import md_table, md_text
+from ...report.mdtext import md_table, md_text
 
 if TYPE_CHECKING:
     import pandas as pd

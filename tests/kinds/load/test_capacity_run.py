@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.analysis.test_report_html import chromium
 from tests.kinds.load.test_load_kind import STAND_INS, lines, run, start_stand_in
+from tests.report.test_report_html import chromium
 from tests.sandbox import REPO, copy_experiments, only_run
 
 LADDER = (

@@ -17,9 +17,12 @@ from pytest_mtpsweep.kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis, KindRun, O
 from pytest_mtpsweep.ladder.model import Ladder, Preregistration
 from pytest_mtpsweep.ladder.plan import SessionSlot
 from pytest_mtpsweep.preflight.items import FAIL, PASS, PreflightItem
+from pytest_mtpsweep.report.mdtext import md_text
+from pytest_mtpsweep.report.model import Report, Section, Table, text
+from pytest_mtpsweep.report.save import write_report
 from pytest_mtpsweep.request import AnalysisRequest, RunRequest
 from pytest_mtpsweep.schema import RECORDS_DIR, WarmupFacts, utc_now_iso
-from pytest_mtpsweep.state.rundir import read_records
+from pytest_mtpsweep.state.runread import RunReader
 
 from .ladder import ProbeSettings
 
@@ -36,6 +39,7 @@ PROBE_FIELDS = (
 )  # fmt: skip
 SUMMARY_CSV = "probe.csv"
 REPORT = "report.md"
+PAGE = "report.html"
 
 
 @dataclass(frozen=True)
@@ -145,12 +149,13 @@ class ProbeRun(KindRun):
 
 
 def summarise(run_dir: Path) -> str | None:
-    """The median latency per target over the valid records: analysis/probe.csv, report.md."""
+    """The median latency per target over the valid records: analysis/probe.csv, and report.md
+    and report.html from one report model (the package's renderers; nothing of analysis/)."""
     by_target: dict[str, list[float]] = {}
-    for path in sorted((run_dir / RECORDS_DIR).glob("*.jsonl")):
-        for r in read_records(path)[0]:
-            if r.get("valid") and isinstance(r.get("latency_s"), float):
-                by_target.setdefault(str(r["treatment"]), []).append(r["latency_s"])
+    read = RunReader(run_dir).records(RECORDS_DIR)
+    for r in read.records:
+        if r.get("valid") and isinstance(r.get("latency_s"), float):
+            by_target.setdefault(str(r["treatment"]), []).append(r["latency_s"])
     if not by_target:
         return None
     rows = [(t, len(v), statistics.median(v)) for t, v in sorted(by_target.items())]
@@ -158,9 +163,32 @@ def summarise(run_dir: Path) -> str | None:
     out.mkdir(exist_ok=True)
     lines = ["target,requests,median_s", *(f"{t},{n},{m:.6f}" for t, n, m in rows)]
     (out / SUMMARY_CSV).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    table = "\n".join(f"{t}: {n} GETs, median {m * 1000:.2f} ms" for t, n, m in rows)
-    (out / REPORT).write_text(f"# Probe report: {run_dir.name}\n\n{table}\n", encoding="utf-8")
-    return table
+    write_report(report(run_dir, rows, len(read.unreadable)), out, run_dir)
+    return "\n".join(f"{t}: {n} GETs, median {m * 1000:.2f} ms" for t, n, m in rows)
+
+
+def report(run_dir: Path, rows: Sequence[tuple[str, int, float]], unreadable: int) -> Report:
+    """The probe's report model: its question, one headline table, its limitations, and the
+    medians as a record table the page filters by target."""
+    plan = RunReader(run_dir).plan
+    headline = Table(("target", "GETs", "median ms"),
+                     tuple((t, n, f"{m * 1000:.2f}") for t, n, m in rows), id="probe-medians")  # fmt: skip
+    every = Table(("target", "GETs", "median s"), tuple(rows), id="targets", facets=("target",))
+    limits = (
+        [f"- {unreadable} record line(s) could not be read and were left out."]
+        if unreadable
+        else []
+    )
+    limits.append("- One GET at a time: a median of a path's latency, not a load test.")
+    return Report(
+        title=f"Probe report: {md_text(run_dir.name)}",
+        opening=(text(f"Question: {md_text(plan.get('question', ''))}"),),
+        sections=(
+            Section("Headline", (headline,), role="headline"),
+            Section("Limitations", (text(*limits),), role="limitations"),
+            Section("Every target", (every,), markdown=False),
+        ),
+    )
 
 
 def analyse_command(

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .... import schema
-from ....analysis.mdtext import LONG_LIST_ROWS, md_text
+from ....report.mdtext import LONG_LIST_ROWS, md_text
 from .. import records
 from .contrast import POOLED, Contrast
 from .repeats import repeats_lines

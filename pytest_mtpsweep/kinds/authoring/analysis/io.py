@@ -11,9 +11,9 @@ import pandas as pd
 
 from .... import recordlines as rl
 from .... import schema
-from ....analysis.mdtext import md_text
 from ....errors import AnalysisError
 from ....fileio import atomic_write_text
+from ....report.mdtext import md_text
 from ....state.runread import RunReader
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from . import contrast, findings, repeats, report, tables

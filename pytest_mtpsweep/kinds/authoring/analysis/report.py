@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ....analysis.mdtext import md_fence, md_text
+from ....report.mdtext import md_fence, md_text
 from .contrast import LEVEL, Contrast
 
 LABELS = {

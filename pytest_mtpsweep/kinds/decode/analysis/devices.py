@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ....analysis.mdtext import md_table
+from ....report.mdtext import md_table
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "device", "cycles", "prompts", "pairs", "change_pct", "spread_pct",

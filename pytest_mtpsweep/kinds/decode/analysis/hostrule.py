@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from .... import schema
-from ....analysis.mdtext import md_text
+from ....report.mdtext import md_text
 from .model import HostRuleEffect, QuarantinedSession, RecordFile, RunData
 from .textfmt import ci, dict_rows, md_table, pct
 

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from .... import schema
-from ....analysis.html.images import available as plotting_available
 from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ....errors import AnalysisError
+from ....report.images import available as plotting_available
 from ....state.runread import RunReader
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData

@@ -4,9 +4,9 @@ the full section set report.html shows (the findings and every diagnostic and me
 
 from __future__ import annotations
 
-from ....analysis.html.document import anchor
-from ....analysis.mdtext import Md, md_code, md_text
 from ....analysis.stats import MIN_CYCLES_FOR_SESSION
+from ....report.document import anchor
+from ....report.mdtext import Md, md_code, md_text
 from . import devices, hostrule
 from .model import ENDPOINT_LABELS, AnalysisResult
 from .report_diagnostics import (

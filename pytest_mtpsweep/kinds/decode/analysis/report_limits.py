@@ -6,8 +6,8 @@ with the detail, so report.md names every limitation without carrying the diagno
 
 from __future__ import annotations
 
-from ....analysis.html.document import anchor
-from ....analysis.mdtext import md_text
+from ....report.document import anchor
+from ....report.mdtext import md_text
 from .model import AnalysisResult
 from .textfmt import dict_rows, finite, num, pct
 

@@ -7,7 +7,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ....analysis.mdtext import Md
 from ....analysis.stats import (
     BOOT_T_MAX_FACTOR,
     MDE_POWER,
@@ -17,6 +16,7 @@ from ....analysis.stats import (
     WITH_SESSION,
 )
 from ....constants import MIN_BOOT
+from ....report.mdtext import Md
 from .model import ENDPOINTS, AnalysisResult
 from .textfmt import ci, dict_rows, finite, md_table, num, pct
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from ....analysis.mdtext import md_table as md_table
 from ....analysis.stats import MIN_PROMPTS_FOR_DECISION
+from ....report.mdtext import md_table as md_table
 from .model import AnalysisResult
 
 

@@ -12,9 +12,9 @@ from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.findings import LIMITATIONS
-from tests.analysis.html.dom import parse
 from tests.kinds.authoring.analysis.test_contrast import cell
 from tests.kinds.authoring.analysis.test_repeats import turn
+from tests.report.dom import parse
 
 QUESTION = "Does the doctest cohort reach green more often?"
 PLAN = {

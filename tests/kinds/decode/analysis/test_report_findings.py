@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.html.document import anchor
 from pytest_mtpsweep.kinds.decode.analysis.equivalence import content_equivalence
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
 from pytest_mtpsweep.kinds.decode.analysis.report import DETAIL, render_full
 from pytest_mtpsweep.kinds.decode.analysis.report_findings import LIMITATIONS
+from pytest_mtpsweep.report.document import anchor
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 DESIGN = Design(

@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pytest_mtpsweep.analysis.html.document import anchor
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.report import DETAIL, render_full
 from pytest_mtpsweep.kinds.decode.analysis.report_findings import LIMITATIONS
-from tests.analysis.html.dom import parse
+from pytest_mtpsweep.report.document import anchor
+from tests.report.dom import parse
 from tests.strategies import Design, make_records, noisy, session_name, write_run
 
 DESIGN = Design(
@@ -29,7 +29,7 @@ def _no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
-    monkeypatch.setattr("pytest_mtpsweep.analysis.html.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
 
 
 def records(design: Design = DESIGN, sd: float = 0.02) -> list[dict[str, Any]]:

@@ -18,14 +18,14 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_mtpsweep.analysis.html import Section, el, join, write_report_html
-from pytest_mtpsweep.analysis.html import markdown as md
-from pytest_mtpsweep.analysis.html.assets import ERRORS_JS, PAGE_JS
-from pytest_mtpsweep.analysis.html.images import PLOTS_INSTALL
-from pytest_mtpsweep.analysis.html.images import available as plotting_available
-from pytest_mtpsweep.analysis.html.tables import filterable
-from tests.analysis.html.dom import Node, parse
+from pytest_mtpsweep.report import PageSection, el, join, write_report_html
+from pytest_mtpsweep.report import mdhtml as md
+from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
+from pytest_mtpsweep.report.images import PLOTS_INSTALL
+from pytest_mtpsweep.report.images import available as plotting_available
+from pytest_mtpsweep.report.tables import filterable
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
+from tests.report.dom import Node, parse
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 from tests.stub_openai_server import Messages, Script, serve
 
@@ -249,7 +249,7 @@ def test_strings_that_look_like_markup_stay_text_through_the_pages_script(
     rows = [[HOSTILE, HOSTILE], ["plain", "ok"]]
     body = join([el("p", HOSTILE, title=HOSTILE), filterable("t", ["name", "verdict"], rows,
                                                            ["verdict"])])  # fmt: skip
-    page = write_report_html(run, [Section(HOSTILE, body)])
+    page = write_report_html(run, [PageSection(HOSTILE, body)])
     dom = dump(tmp_path, page)
     assert_no_js_errors(dom)
     assert_only_the_pages_own_scripts(dom)
@@ -295,7 +295,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
     monkeypatch.setattr(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
-    monkeypatch.setattr("pytest_mtpsweep.analysis.html.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
     design = Design()
     run = write_run(tmp_path, design, make_records(design, noisy(design, {"ngram": 1.1})))
     result = analyse_run([run], boot=1000)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import schema
-from ...fileio import atomic_write_text, json_safe
-from ...state.runread import RunReader
+from .. import schema
+from ..fileio import atomic_write_text, json_safe
+from ..state.runread import RunReader
 from .assets import ERRORS_JS, PAGE_CSS, PAGE_JS
 
 REPORT_HTML = "report.html"
@@ -53,7 +53,7 @@ EMPTY = Markup("")
 
 
 @dataclass(frozen=True)
-class Section:
+class PageSection:
     """One part of the report: a title and a body, shown open or collapsed."""
 
     title: str
@@ -135,7 +135,7 @@ CSP = (
 )
 
 
-def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
+def render_page(title: str, sections: Sequence[PageSection], subtitle: str = "") -> str:
     """The whole page: head (policy, style), the error box, contents, sections, script."""
     contents = join((el("a", s.title, href=f"#{s.id}") for s in sections), Markup(" · "))
     body = join(
@@ -152,7 +152,7 @@ def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> 
     header = el(
         "header", el("h1", title), el("p", subtitle) if subtitle else None, el("nav", contents)
     )
-    from ..._version import __version__
+    from .._version import __version__
 
     footer = el(
         "footer",
@@ -172,16 +172,17 @@ def render_page(title: str, sections: Sequence[Section], subtitle: str = "") -> 
     )
 
 
-def _title(run_dir: Path) -> str:
+def page_title(run_dir: Path) -> str:
+    """`mtpsweep: <ladder>/<run>` from the run's plan."""
     read = RunReader(run_dir)
     run, ladder = read.run_id, read.plan.get("ladder")
     return f"mtpsweep: {ladder}/{run}" if isinstance(ladder, str) and ladder else f"mtpsweep: {run}"
 
 
 def write_report_html(
-    run_dir: Path, sections: Sequence[Section], out_dir: Path | None = None
+    run_dir: Path, sections: Sequence[PageSection], out_dir: Path | None = None
 ) -> Path:
     """Write <run>/analysis/report.html (or into `out_dir`) atomically; returns its path."""
     out = (out_dir or run_dir / schema.ANALYSIS_DIR) / REPORT_HTML
-    atomic_write_text(out, render_page(_title(run_dir), sections, subtitle=str(run_dir)))
+    atomic_write_text(out, render_page(page_title(run_dir), sections, subtitle=str(run_dir)))
     return out

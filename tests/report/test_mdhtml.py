@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.analysis.html import markdown as md
-from tests.analysis.html.dom import parse
+from pytest_mtpsweep.report import mdhtml as md
+from tests.report.dom import parse
 
 REPORT = """# mtpsweep analysis: demo/r1
 

@@ -35,7 +35,7 @@ class Document:
 
 def split(markdown: str) -> Document:
     """A report's title, preamble and `## ` sections. A line that starts with `#` is the
-    writer's own: free text reaches report.md through analysis/mdtext.py, which never lets it
+    writer's own: free text reaches report.md through report/mdtext.py, which never lets it
     start a line, so no question or name can forge a section (or the headline)."""
     title, preamble = "", list[str]()
     sections: list[tuple[str, list[str]]] = []
@@ -73,7 +73,7 @@ def _code_end(source: str, start: int, run: int) -> re.Match[str] | None:
 
 def inline(source: str) -> Markup:
     """`**bold**`, `` `code` `` (a fence of any length) and backslash escapes in a line: what
-    report.md's writer escapes free text with (analysis/mdtext.py); the rest is text."""
+    report.md's writer escapes free text with (report/mdtext.py); the rest is text."""
     parts: list[Markup] = []
     plain: list[str] = []
     i = 0

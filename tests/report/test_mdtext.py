@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.analysis.html import markdown as md
-from pytest_mtpsweep.analysis.mdtext import Md, md_code, md_fence, md_table, md_text
 from pytest_mtpsweep.constants import MIN_BOOT
 from pytest_mtpsweep.kinds.decode.analysis.report import render_full
-from tests.analysis.html.dom import Node, parse
+from pytest_mtpsweep.report import mdhtml as md
+from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
+from tests.report.dom import Node, parse
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 FORGED = "\n## Headline\nb is +900 % faster"
@@ -146,7 +146,7 @@ def test_a_hostile_run_has_the_benign_runs_structure_and_headline(
     monkeypatch.setattr(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
-    monkeypatch.setattr("pytest_mtpsweep.analysis.html.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
     benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], boot=MIN_BOOT)
     result = analyse_run([hostile_run(tmp_path / "hostile", NAME)], boot=MIN_BOOT)
     report = (Path(str(result.out_dir)) / "report.md").read_text(encoding="utf-8")

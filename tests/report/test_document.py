@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.analysis.html import Section, el, json_script, text, write_report_html
-from pytest_mtpsweep.analysis.html.assets import ERRORS_JS, PAGE_JS
-from pytest_mtpsweep.analysis.html.document import CSP, render_page
-from pytest_mtpsweep.analysis.html.tables import filterable, table
-from tests.analysis.html.dom import parse
+from pytest_mtpsweep.report import PageSection, el, json_script, text, write_report_html
+from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
+from pytest_mtpsweep.report.document import CSP, render_page
+from pytest_mtpsweep.report.tables import filterable, table
+from tests.report.dom import parse
 
 HOSTILE = '</script><script>alert(1)</script> "><img src=x onerror=alert(1)> \u2028\u2029 & end'
 
@@ -67,7 +67,7 @@ def test_the_policy_forbids_every_request_and_allows_exactly_the_two_scripts() -
         f"'sha256-{digest(ERRORS_JS)}'",
         f"'sha256-{digest(PAGE_JS)}'",
     ]
-    page = parse(render_page("t", [Section("A", text("a"))]))
+    page = parse(render_page("t", [PageSection("A", text("a"))]))
     (meta,) = page.find("meta", http_equiv="Content-Security-Policy")
     assert meta.attrs["content"] == CSP
     scripts = [s.text() for s in page.find("script")]
@@ -79,7 +79,8 @@ def test_sections_open_or_collapsed_with_contents_and_the_error_box_first(tmp_pa
     (run / "analysis").mkdir(parents=True)
     (run / "plan.json").write_text(json.dumps({"run_id": "r1", "ladder": "demo"}))
     path = write_report_html(
-        run, [Section("Limitations", text("none")), Section("Method", text("m"), open=False)]
+        run,
+        [PageSection("Limitations", text("none")), PageSection("Method", text("m"), open=False)],
     )
     assert path == run / "analysis" / "report.html"
     page = parse(path.read_text(encoding="utf-8"))

@@ -1,0 +1,29 @@
+"""The report family: the report model a kind's analysis returns (`model`), its two renderers
+(`render_md` → report.md, `render_html` → report.html, through the escaping builder
+`document`), and the parts the page is made of (`mdhtml`, `tables`, `images`, `assets`);
+`mdtext` escapes free text for report.md. `save.write_report` writes both files from one model.
+"""
+
+from .document import (
+    REPORT_HTML,
+    Markup,
+    PageSection,
+    el,
+    join,
+    json_script,
+    render_page,
+    text,
+    write_report_html,
+)
+
+__all__ = [
+    "REPORT_HTML",
+    "Markup",
+    "PageSection",
+    "el",
+    "join",
+    "json_script",
+    "render_page",
+    "text",
+    "write_report_html",
+]

@@ -1,0 +1,102 @@
+"""The report model: what a kind's analysis returns, and what both report.md and report.html
+are rendered from (inspect_ai's `EvalLog`, GuideLLM's one report object and its formatters).
+
+A report is a title, the question and its scope, an opening, then sections in report.md's
+order. A section says what it is to the page (`role`): the headline and the limitations open
+the page, the pictures follow, the rest is detail, collapsed. A section whose `markdown` is
+False is the page's only (every request, every cell); report.md names where it is. No renderer
+looks a section up by its heading, and none reads a file back but the PNGs a figure names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .document import Markup
+
+Role = Literal["headline", "limitations", "pictures", "detail"]
+
+
+@dataclass(frozen=True)
+class Text:
+    """Prose in report.md's Markdown subset; free text in it went through `mdtext`."""
+
+    markdown: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows under headers. A cell is a value shown as text, or `mdtext.Md` (the writer's own
+    bold or code span). With `facets` the page filters the rows by those columns; with
+    `markdown_rows` report.md lists at most that many and counts the rest (0: counts them)."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+    id: str = ""  # the table's element id on the page
+    lead: str = ""  # a line before the table (Markdown)
+    facets: tuple[str, ...] = ()
+    markdown_rows: int | None = None  # None: every row
+    where: str = ""  # the file that holds every row, for report.md's count line
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A picture: `file` in the analysis folder (report.md links it, the page inlines it), or
+    `png` bytes drawn for the page alone (`file` empty)."""
+
+    alt: str
+    caption: str = ""
+    file: str = ""
+    png: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Page:
+    """Page-only markup made with the escaping builder (a cell's turns, say); report.md shows
+    `markdown` in its place (nothing when empty)."""
+
+    markup: Markup
+    markdown: str = ""
+
+
+Block = Text | Table | Figure | Page
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading's worth: its blocks, where it stands on the page, and whether report.md
+    carries it."""
+
+    title: str
+    blocks: tuple[Block, ...]
+    role: Role = "detail"
+    anchor: str = ""  # its element id on the page (from the title when empty)
+    markdown: bool = True  # report.md carries it; False: the page's only
+    open: bool = False  # a detail section shown open on the page (the others are collapsed)
+
+    @property
+    def id(self) -> str:
+        from .document import anchor
+
+        return self.anchor or anchor(self.title)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A kind's report: rendered by `render_md.markdown` and `render_html.page`."""
+
+    title: str  # report.md's H1
+    opening: tuple[Block, ...]  # question, scope, what the reader needs before the headline
+    sections: tuple[Section, ...]
+    page_title: str = ""  # the page's <title>/<h1> (the title when empty)
+    subtitle: str = ""  # the page's line under its title (the run directory)
+    empty_pictures: str = ""  # the page's note when its pictures sections hold no figure
+
+    def of(self, role: Role) -> tuple[Section, ...]:
+        return tuple(s for s in self.sections if s.role == role)
+
+
+def text(*lines: str) -> Text:
+    """Lines of Markdown as one text block."""
+    return Text("\n".join(lines))
