@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LadderError
-from ...rig.arrivals import MAX_RATE, MIN_RATE
+from ...rig.loadgen.arrivals import MAX_RATE, MIN_RATE
 
 MODES = {"concurrency": "closed", "rate": "open"}
 MAX_CONCURRENCY = 4096  # as a level ladder's requests in flight (ladder.MAX_LANES)

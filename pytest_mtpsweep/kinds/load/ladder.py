@@ -20,8 +20,8 @@ from ...kindapi import KindSpec
 from ...ladder.fields import Spec, check_table, parse_contrast
 from ...ladder.load import parse_treatments
 from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
-from ...rig.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
-from ...rig.load_request import is_loopback
+from ...rig.loadgen.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
+from ...rig.loadgen.payload import is_loopback
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings

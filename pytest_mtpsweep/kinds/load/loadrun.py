@@ -26,8 +26,8 @@ from ...ladder.model import Preregistration
 from ...preflight import PreflightItem, check_prompt_set
 from ...preflight.items import PASS
 from ...request import AnalysisRequest, RunRequest
-from ...rig.arrivals import prompt_order
-from ...rig.load_request import PromptLike
+from ...rig.loadgen.arrivals import prompt_order
+from ...rig.loadgen.payload import PromptLike
 from . import conversation, prereg, probe, replay
 from .cases import LoadCase, load_cases
 from .ladder import Level, LoadSettings
@@ -96,7 +96,7 @@ class LoadRun(KindRun):
         return out | ({"trace_sha256": self.replay.trace.sha256} if self.replay else {})
 
     def plan_fields(self) -> dict[str, Any]:
-        from ...rig.arrivals import poisson_schedule, poisson_until
+        from ...rig.loadgen.arrivals import poisson_schedule, poisson_until
 
         s = self.settings
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import schema
-from ...rig.load_client import ClosedLoop, LevelRun, OpenLoop, run_level
-from ...rig.load_conversation import Conversations, run_conversations
-from ...rig.load_request import LoadSpec, LoadTarget, PromptLike, is_loopback
-from ...rig.load_summary import Slo, summarise
+from ...rig.loadgen.chatlevel import Conversations, run_conversations
+from ...rig.loadgen.level import ClosedLoop, LevelRun, OpenLoop, run_level
+from ...rig.loadgen.payload import LoadSpec, LoadTarget, PromptLike, is_loopback
+from ...rig.loadgen.summary import Slo, summarise
 from . import conversation, energy, occupancy
 from .records import (
     LEVEL,

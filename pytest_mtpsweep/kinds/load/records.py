@@ -1,7 +1,7 @@
 """A level block's records: one JSON line per request, then one for the level (pure).
 
 Times are milliseconds from the level's start (its `t_start_ns`); latencies count from each
-request's intended send time, as `rig.load_records.StreamRecord` defines them. A request is
+request's intended send time, as `rig.loadgen.reads.StreamRecord` defines them. A request is
 counted as queued when it was sent while at least `slots` others were in flight: with every
 slot taken it had to wait for one (by the client's count; the server's own, where it has one,
 is in the level's `occupancy`).
@@ -14,16 +14,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...rig.load_client import LevelRun
-from ...rig.load_conversation import TurnFacts
-from ...rig.load_records import StreamRecord
-from ...rig.load_summary import LevelSummary, Percentiles
+from ...rig.loadgen.chatlevel import TurnFacts
+from ...rig.loadgen.level import LevelRun
+from ...rig.loadgen.reads import StreamRecord
+from ...rig.loadgen.summary import LevelSummary, Percentiles
 
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line
 SEARCH = "search"  # a capacity search's line after each probe (kinds/load/probe.py)
 # A conversation block's request line adds its (conversation, turn) slot and the cached prompt
-# tokens the server reported, judged (`rig.load_conversation.read_cache`); None elsewhere.
+# tokens the server reported, judged (`rig.loadgen.chatlevel.read_cache`); None elsewhere.
 CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", "cache_source",
                        "cache_reason", "prompt_tokens_total")  # fmt: skip
 # A request line, in the order its JSON holds the fields (then keyed fields and provenance).

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...ladder.prompts import Prompt
-from ...rig.arrivals import prompt_order
-from ...rig.load_client import OpenLoop
-from ...rig.load_request import LoadPrompt
+from ...rig.loadgen.arrivals import prompt_order
+from ...rig.loadgen.level import OpenLoop
+from ...rig.loadgen.payload import LoadPrompt
 from .trace import Trace, TraceSettings
 
 SEPARATOR = "\n\n"  # between the prompts of the corpus, and before the task

@@ -18,8 +18,8 @@ from pytest_mtpsweep.kinds.load.measure import _load
 from pytest_mtpsweep.ladder import run_plan
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest
-from pytest_mtpsweep.rig.arrivals import poisson_until
-from pytest_mtpsweep.rig.load_client import ClosedLoop, OpenLoop
+from pytest_mtpsweep.rig.loadgen.arrivals import poisson_until
+from pytest_mtpsweep.rig.loadgen.level import ClosedLoop, OpenLoop
 from tests.kinds.load.test_ladder import ladder_file
 from tests.kinds.load.test_load_kind import LADDER, _csv, lines, run, stand_in_project
 from tests.sandbox import CANONICAL, only_run

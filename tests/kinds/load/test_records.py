@@ -12,7 +12,7 @@ from pytest_mtpsweep.kinds.load.records import (
     mean_itl_ms,
     request_line,
 )
-from pytest_mtpsweep.rig.load_records import Chunk, StreamRecord, Usage
+from pytest_mtpsweep.rig.loadgen.reads import Chunk, StreamRecord, Usage
 
 MS = 1_000_000
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.authoring import proxy, records, views, wire
+from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.ladder import CheckerLimits
-from pytest_mtpsweep.kinds.authoring.sandbox import Check, judge, run_check
+from pytest_mtpsweep.kinds.authoring.sandbox import Check, judge, proxy, run_check, views, wire
 
-TASKS = Path(__file__).parents[3] / "experiments" / "authoring" / "tasks"
+TASKS = Path(__file__).parents[4] / "experiments" / "authoring" / "tasks"
 CHECKER = (TASKS / "t4_count_zeros" / "checker.py").read_text()
 GOOD = "def count_zeros(xs):\n    return sum(1 for x in xs if x == 0)\n"
 LIMITS = CheckerLimits(timeout_s=10, cpu_s=4, memory_mib=512, file_mib=4, tmp_mib=16,

@@ -1,6 +1,6 @@
 """One load request as values and bytes: where it goes (`LoadTarget`, loopback unless allowed),
 what it carries (`LoadSpec`, a prompt), and the whole HTTP/1.1 request, built before a level
-starts so that no send encodes anything (`load_client` sends them)."""
+starts so that no send encodes anything (`level` sends them)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..redact import redact_url
-from .bearer import bearer
+from ...redact import redact_url
+from ..bearer import bearer
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ the shared order: a treatment's slot i and the baseline's are the same (conversa
 Unlike a single-turn level, a turn's bytes can only be built once the answer before it has
 ended: its text is read from the kept reads then (a few hundred microseconds, between turns,
 never inside a stream; a turn with no think time waits that long, and its send lag says so).
-The rest is parsed after the level, as for every level (`load_records.reduce_request`). A turn
+The rest is parsed after the level, as for every level (`reads.reduce_request`). A turn
 that failed ends its conversation: the turns after it are recorded as not sent, with the reason.
 
 The cached tokens a server reports (llama-server's `timings.cache_n`, OpenAI's
@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .load_client import ClosedLoop, LevelRun, _Level, new_loop, now
-from .load_records import ABSURD_TOKENS, RawRequest, sse_lines
-from .load_request import LoadSpec, LoadTarget, PromptLike, chat_bytes, check_target
+from .level import ClosedLoop, LevelRun, _Level, new_loop, now
+from .payload import LoadSpec, LoadTarget, PromptLike, chat_bytes, check_target
+from .reads import ABSURD_TOKENS, RawRequest, sse_lines
 
 WARMUP_TEXT = "Reply with one word: ready."  # a block's warm-up turn, after the system text
 CACHE_N = "timings.cache_n"

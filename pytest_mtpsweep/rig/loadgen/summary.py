@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .load_client import ClosedLoop, LevelRun
-from .load_records import StreamRecord
+from .level import ClosedLoop, LevelRun
+from .reads import StreamRecord
 
 MS = 1e6  # ns per ms
 DEFAULT_LAG_BOUND_MS = 1.0

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.rig.arrivals import poisson_schedule, poisson_until, prompt_order
-from pytest_mtpsweep.rig.load_client import ClosedLoop, OpenLoop, run_level
-from pytest_mtpsweep.rig.load_records import sse_lines
-from pytest_mtpsweep.rig.load_request import LoadPrompt, LoadSpec, LoadTarget, check_target
-from pytest_mtpsweep.rig.load_summary import summarise
+from pytest_mtpsweep.rig.loadgen.arrivals import poisson_schedule, poisson_until, prompt_order
+from pytest_mtpsweep.rig.loadgen.level import ClosedLoop, OpenLoop, run_level
+from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt, LoadSpec, LoadTarget, check_target
+from pytest_mtpsweep.rig.loadgen.reads import sse_lines
+from pytest_mtpsweep.rig.loadgen.summary import summarise
 from pytest_mtpsweep.rig.net import free_port
 
-STAND_IN = Path(__file__).resolve().parent.parent / "stub_stream_schedule_server.py"
+STAND_IN = Path(__file__).resolve().parents[2] / "stub_stream_schedule_server.py"
 MS = 1_000_000
 HI = [LoadPrompt("p0", "hello"), LoadPrompt("p1", "again")]
 

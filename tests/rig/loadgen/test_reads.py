@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.rig.load_records import (
+from pytest_mtpsweep.rig.loadgen.reads import (
     RawRequest,
     check_usage,
     lag_at,

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .bounds import excess_chunks
-from .served import model_reason, shown
+from ..bounds import excess_chunks
+from ..served import model_reason, shown
 
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
 ERROR_EXCERPT = 300

@@ -32,8 +32,9 @@ from typing import Any
 
 import psutil
 
-from . import records, views
-from .ladder import CheckerLimits
+from .. import records
+from ..ladder import CheckerLimits
+from . import views
 from .proxy import STUB
 
 HERE = Path(__file__).parent

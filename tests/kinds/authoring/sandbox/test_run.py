@@ -279,7 +279,7 @@ def _jail_as_nobody(
 )
 def test_the_minimal_root_of_an_unprivileged_user() -> None:
     """Without root, inside a user namespace: the new root holds only what was exposed."""
-    from pytest_mtpsweep.kinds.authoring.views import elf_interpreter, loaded_libraries
+    from pytest_mtpsweep.kinds.authoring.sandbox.views import elf_interpreter, loaded_libraries
 
     python = os.path.realpath(SYSTEM_PYTHON)
     interp = elf_interpreter(python)

@@ -9,7 +9,7 @@ within it (`OpenLoop.within`); the requests sent by then finish.
 
 The timed loop per request only stamps each network read (monotonic ns) in the event loop's own
 read callback and keeps its bytes (`wire`: why not httpx there); parsing waits until the level
-has ended (`load_records.reduce_request`). Connections are kept alive, at most one per lane
+has ended (`reads.reduce_request`). Connections are kept alive, at most one per lane
 (closed loop) or per request in flight (open loop); one found closed before any byte of its
 answer (the server dropped an idle keep-alive) is replaced and the request sent again once.
 The client watches itself: a monitor task wakes every `monitor_ms` and records how late it woke (event-loop lag);
@@ -34,11 +34,11 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..redact import redact_url
+from ...redact import redact_url
+from ..bounds import ReadBound
 from .arrivals import poisson_schedule, poisson_until
-from .bounds import ReadBound
-from .load_records import RawRequest, StreamRecord, reduce_request
-from .load_request import (
+from .http1 import Exchange, Pool, Wire
+from .payload import (
     LoadSpec,
     LoadTarget,
     PromptLike,
@@ -46,7 +46,7 @@ from .load_request import (
     check_target,
     request_bytes,
 )
-from .wire import Exchange, Pool, Wire
+from .reads import RawRequest, StreamRecord, reduce_request
 
 now = time.monotonic_ns
 SELECT_FD_LIMIT = 1024  # FD_SETSIZE on Linux
