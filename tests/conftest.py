@@ -45,21 +45,33 @@ def model_path() -> Path:
 # Fixtures that mean a real model server: a test using one is in the full suite only.
 SERVER_FIXTURES = frozenset({"server_bin", "model_path"})
 
-SLOW = tuple(
-    line.strip()
-    for line in (REPO / "tests" / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
-    if line.strip() and not line.startswith("#")
-)
+
+def node_ids(name: str) -> tuple[str, ...]:
+    """The node ids a list file in tests/ holds (one a line, `#` comments)."""
+    lines = (REPO / "tests" / name).read_text(encoding="utf-8").splitlines()
+    return tuple(x.strip() for x in lines if x.strip() and not x.startswith("#"))
+
+
+SLOW = node_ids("slow_tests.txt")
+QUIET = node_ids("quiet_real_tests.txt")
+
+
+def _listed(item: pytest.Item, nodes: tuple[str, ...]) -> bool:
+    node = item.nodeid.split("[")[0]
+    return any(node == s or node.startswith(s + "::") for s in nodes)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark `server` (a real-server fixture) and `slow` (tests/slow_tests.txt): the fast tier,
-    `scripts/dev test --fast`, runs `-m "not server and not slow"` and points
-    MTPSWEEP_SERVER_BIN at nothing, so a real-server test without the mark fails there."""
+    """Mark `server` (a real-server fixture), `solo` (a server test not in
+    tests/quiet_real_tests.txt: it runs a model server, one at a time) and `slow`
+    (tests/slow_tests.txt). The fast tier, `scripts/dev test --fast`, runs `-m "not server and
+    not slow"` and points MTPSWEEP_SERVER_BIN at nothing, so a real-server test without the
+    mark fails there; the full suite runs `not solo` on two workers, then `solo` alone."""
     for item in items:
         if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.server)
-        node = item.nodeid.split("[")[0]
-        if any(node == s or node.startswith(s + "::") for s in SLOW):
+        if item.get_closest_marker("server") and not _listed(item, QUIET):
+            item.add_marker(pytest.mark.solo)
+        if _listed(item, SLOW):
             item.add_marker(pytest.mark.slow)
