@@ -29,7 +29,8 @@ class Text:
 class Table:
     """Rows under headers. A cell is a value shown as text, or `mdtext.Md` (the writer's own
     bold or code span). With `facets` the page filters the rows by those columns; with
-    `markdown_rows` report.md lists at most that many and counts the rest (0: counts them)."""
+    `markdown_rows` report.md lists at most that many and counts the rest (0: counts them);
+    with `markdown` False report.md leaves it out."""
 
     headers: tuple[str, ...]
     rows: tuple[tuple[object, ...], ...]
@@ -38,6 +39,7 @@ class Table:
     facets: tuple[str, ...] = ()
     markdown_rows: int | None = None  # None: every row
     where: str = ""  # the file that holds every row, for report.md's count line
+    markdown: bool = True  # report.md lists it; False: the page's only (a headline's grid)
 
 
 @dataclass(frozen=True)

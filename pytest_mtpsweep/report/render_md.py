@@ -28,7 +28,7 @@ def block(b: Block) -> str:
     if isinstance(b, Text):
         return b.markdown.strip("\n")
     if isinstance(b, Table):
-        return _table(b)
+        return _table(b) if b.markdown else ""
     if isinstance(b, Figure):
         return f"![{md_text(b.alt)}]({b.file})" if b.file else ""
     if isinstance(b, Page):

@@ -3,8 +3,10 @@
 The edge: it reads the run's records and plan.json, calls the pure parts (`frame`,
 `contrast`, `report`, `plots`) and writes RUN/analysis/: load_levels.csv (the percentiles and
 throughput per treatment and level), load_blocks.csv (each block), load_contrasts.csv,
-load_interaction.csv, load_crossover.csv (where a gain crosses zero), report.md and, with matplotlib, load_latency.png, load_throughput.png,
-load_gain.png, and for a trace replay load_timeline.png; then report.html beside report.md (`html_sections`: one self-contained page).
+load_interaction.csv, load_crossover.csv (where a gain crosses zero) and, with matplotlib,
+load_latency.png, load_throughput.png, load_gain.png, and for a trace replay load_timeline.png;
+then report.md and report.html, both rendered from the one report model `report.report` builds
+of what the analysis holds (no file it wrote is read back but the PNGs the page inlines).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     import argparse
 
     from ...analysis.sequential import CellState, LookState
+    from ...report.model import Report
     from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
@@ -43,6 +46,7 @@ class LoadAnalysis:
     report: Path
     headline: Mapping[str, str]
     cells: tuple[CellState, ...] = ()  # what a stop rule looks at
+    model: Report | None = None  # what report.md and report.html were both rendered from
 
 
 def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]]:
@@ -69,7 +73,8 @@ def analyse(
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
     from ...errors import AnalysisError
-    from . import capacity_stats, census, contrast, crossover, frame, html_sections, report, turns
+    from ...report.save import write_report
+    from . import capacity_stats, census, contrast, crossover, frame, report, turns
     from .timeline import report_lines
 
     try:
@@ -125,15 +130,13 @@ def analyse(
     sessions = list(RunReader(run_dir).sessions().facts)
     found = capacity_stats.lines(searched) if searched is not None else []
     where = [str(u) for u in unreadable]
-    text = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
-                         crossings=crossings, capacity=found, unreadable=where,
-                         replay=report_lines(records, plan), turns=per_turn)  # fmt: skip
-    if look is not None:  # where the stop rule stopped (or why it went on), under the title
-        title, _, rest = text.partition("\n")
-        text = f"{title}\n\n{look.sentence()}\n{rest}"
-    (out / REPORT).write_text(text, encoding="utf-8")  # as the decode analysis writes its own
+    # where the stop rule stopped (or why it went on) opens the report, under the title
+    model = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
+                          crossings=crossings, capacity=found, unreadable=where,
+                          replay=report_lines(records, plan), turns=per_turn, records=records,
+                          look=look.sentence() if look is not None else "")  # fmt: skip
     try:
-        html_sections.write(run_dir)  # report.html beside report.md, read from what is written
+        write_report(model, out, run_dir)
     except AnalysisError as exc:
         return str(exc)
     lines = [*found, *report.headline_lines(rows, inter, endpoint)]
@@ -143,7 +146,7 @@ def analyse(
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
     if look is not None:
         lines.append(look.sentence())
-    return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint))
+    return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint), model)
 
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:

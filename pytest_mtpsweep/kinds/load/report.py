@@ -1,4 +1,5 @@
-"""The load report (pure): report.md's text and the terminal's headline lines, from the tables.
+"""The load report (pure): its model, what report.md and report.html are both rendered from,
+and the terminal's headline lines, from the tables.
 
 Every figure is one the tables hold; the report says what the intervals can and cannot carry
 (cycles as the unit for throughput, the session level only with 4 or more cycles), which levels
@@ -12,9 +13,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...analysis.stats import MIN_CYCLES_FOR_SESSION
-from ...report.mdtext import md_table, md_text
-from . import census, pairing
+from ...report.mdtext import md_text
+from ...report.model import Block, Report, Section, Table, Text, text
+from . import census, listings, pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
+from .witnesses import LAG, session_lines, witness_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,7 +28,6 @@ if TYPE_CHECKING:
 NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
          "req_s": "req/s", "goodput_req_s": "goodput req/s",
          "j_per_token": "energy per token"}  # fmt: skip
-LAG = "Client lag:"  # how the witnesses' client-lag line starts (report.html lists it too)
 
 
 def _f(value: Any, digits: int = 1) -> str:
@@ -102,96 +104,100 @@ def _interaction_rows(rows: Sequence[Row]) -> list[list[str]]:
              gain(r), "yes" if r.excludes_zero else "no", r.method] for r in rows]  # fmt: skip
 
 
-SPEC_FLAGS = ("--spec-type", "--model-draft", "-md", "--spec-draft-model")
+PER_LEVEL = ("treatment", "level", "completed", "TTFT ms", "ITL ms", "e2e ms", "out tok/s",
+             "req/s", "goodput req/s", "queued")  # fmt: skip
+CONTRASTS = ("contrast", "endpoint", "level", "gain [95% CI]", "clusters", "pairs", "interval")
+INTERACTION = ("contrast", "endpoint", "high/low", "gain at low", "gain at high",
+               "change of the gain [95% CI]", "excludes 0", "interval")  # fmt: skip
 
 
-def drafting(plan: Mapping[str, Any]) -> set[str]:
-    """The treatments whose server flags ask for speculative decoding."""
-    return {str(t.get("key")) for t in plan.get("treatments") or []
-            if any(str(a).split("=")[0] in SPEC_FLAGS for a in t.get("args") or [])}  # fmt: skip
+def headline_table(contrasts: Sequence[Row], interactions: Sequence[Row], endpoint: str) -> Table:
+    """The headline endpoint's gain per level and its change from the lowest level to the
+    highest, one row per contrast: the headline's lines side by side (the page's alone)."""
+    rows = [r for r in contrasts if r.endpoint == endpoint]
+    inter = [r for r in interactions if r.endpoint == endpoint]
+    levels = list(dict.fromkeys(r.level for r in rows))
+    spans = list(dict.fromkeys(r.level for r in inter))
+    body = []
+    for t, b in dict.fromkeys((r.treatment, r.baseline) for r in rows):
+        at = {r.level: gain(r) for r in rows if (r.treatment, r.baseline) == (t, b)}
+        change = {r.level: gain(r) for r in inter if (r.treatment, r.baseline) == (t, b)}
+        body.append((f"{t} vs {b}", *(at.get(lv, "-") for lv in levels),
+                     *(change.get(s, "-") for s in spans)))  # fmt: skip
+    lead = md_text(
+        f"{NAMES.get(endpoint, endpoint)} gain [95% CI] at each level, and how the gain factor "
+        "changes from the lowest level to the highest:"
+    )
+    headers = ("contrast", *levels, *(f"gain change {s}" for s in spans))
+    return Table(headers, tuple(body), id="headline-table", lead=lead, markdown=False)
 
 
-def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> list[str]:
-    """Slots against the highest concurrency, queued requests, the server's occupancy, the
-    drafter's totals, client-lag flags."""
-    load = plan.get("load") or {}
-    closed = [lv["value"] for lv in load.get("levels", []) if lv.get("mode") == "closed"]
-    highest = int(max(closed)) if closed else None
-    out = []
-    for t, block in levels.groupby("treatment", sort=False):
-        slots = sorted({int(s) for s in block["total_slots"].dropna()})
-        said = ", ".join(map(str, slots)) or "unknown (the server reports no total_slots)"
-        queued = block["queued"].dropna()
-        q = int(queued.sum()) if len(queued) else None
-        line = f"- {md_text(t)}: server slots {said}; highest concurrency {highest}"
-        if highest is not None and slots and highest > min(slots):
-            line += f" (> slots: up to {highest - min(slots)} requests in flight wait for a slot)"
-        line += (
-            f"; {q} request(s) queued by the client's count (sent while every slot held another)"
-            if q is not None
-            else "; queued requests not counted (no slot count)"
-        )
-        busy = block["busy_slots_max"].dropna()
-        wait = block["waiting_max"].dropna()
-        if len(busy):
-            line += f"; /slots busy at most {int(busy.max())}"
-        if len(wait):
-            line += f"; /metrics waiting at most {int(wait.max())}"
-        drafted, accepted = block["drafted"].dropna(), block["accepted"].dropna()
-        if len(drafted) and drafted.sum() > 0:
-            line += (f"; drafted {int(drafted.sum())} tokens, accepted {int(accepted.sum())} "
-                     f"({accepted.sum() / drafted.sum():.0%}, warm-ups included)")  # fmt: skip
-        elif len(drafted) and t in drafting(plan):
-            line += ("; its drafter proposed no token in any block (/metrics), so no gain of "
-                     "this treatment here is the drafter's")  # fmt: skip
-        out.append(line + ".")
-    flagged = levels[levels["lag_flag"].notna()]
-    if len(flagged):
-        records = flagged.to_dict(orient="records")
-        names = md_text(", ".join(f"{r['session']}/{r['level']}" for r in records))
-        worst = flagged["client_lag_p99_ms"].max()
-        out.append(
-            f"- {LAG} {len(flagged)} of {len(levels)} blocks over the bound "
-            f"{_f(load.get('lag_bound_ms'), 2)} ms (worst p99 "
-            f"{_f(worst, 2)} ms): {names}; their latencies hold the client's delay too."
-        )
-    else:
-        out.append(f"- {LAG} no block over the bound of {md_text(load.get('lag_bound_ms'))} ms.")
-    out.append(energy_line(levels))
-    return out
+def _headline(
+    contrasts: Sequence[Row], interactions: Sequence[Row], endpoint: str, baseline: str,
+    requests: pd.DataFrame, crossings: Sequence[Crossover], capacity: Sequence[str],
+    turns: TurnReport | None,
+) -> Section:  # fmt: skip
+    from .crossover import sentence
+
+    said = [
+        *(f"- {md_text(x)}" for x in capacity),
+        *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
+        *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
+        *(f"- {md_text(x)}" for x in (turns.headline if turns else ())),
+        *cycle_lines(requests, contrasts, endpoint),
+    ]
+    blocks: list[Block] = [text(*said)] if said else []
+    blocks.append(Text(
+        "Gain: positive means the treatment is better than the baseline "
+        f"({md_text(baseline)}): baseline/treatment for a latency, treatment/baseline for a "
+        "throughput, as a geometric mean; 95 % intervals."
+    ))  # fmt: skip
+    if any(r.endpoint == endpoint for r in contrasts):
+        blocks.append(headline_table(contrasts, interactions, endpoint))
+    return Section("Headline", tuple(blocks), role="headline")
 
 
-def energy_line(levels: pd.DataFrame) -> str:
-    """Energy per output token per treatment (NVML), or, said once, why there is none."""
-    if "j_per_token" not in levels or not levels["j_per_token"].notna().any():
-        why = levels["energy"].dropna() if "energy" in levels else levels["treatment"].iloc[:0]
-        reason = str(why.iloc[0]) if len(why) else "the records carry no energy reading"
-        return f"- Energy per token: not measured ({md_text(reason)})."
-    parts = []
-    for t, block in levels.groupby("treatment", sort=False):
-        jpt = block["j_per_token"].dropna()
-        scope = ", ".join(sorted({str(x) for x in block["energy"].dropna()}))
-        parts.append(f"{t} {jpt.mean():.4g} J/token over {len(jpt)} blocks ({scope})"
-                     if len(jpt) else f"{t} not measured")  # fmt: skip
-    return ("- Energy per token (NVML's total-energy counter around each block, its warm-up "
-            "included): " + md_text("; ".join(parts)) + ".")  # fmt: skip
+def _design(load: Mapping[str, Any], cycles: Sequence[int]) -> Section:
+    order = load.get("block_order") or {}
+    return Section("Design", (text(
+        f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
+        + md_text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
+        + ".",
+        f"- {_per_block(load)}, prompts in one seeded order for every "
+        f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
+        f"SLOs for goodput: {_slo(load.get('slo'))}.",
+    ),))  # fmt: skip
 
 
-def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each session's drift (calibration at start and end) and the CPU others used meanwhile."""
-    out = []
-    for info in sessions:
-        cal, host = info.get("calibration") or {}, info.get("host") or {}
-        drift = cal.get("drift_pct")
-        parts = [f"calibration drift {drift:+.1f} %" if isinstance(drift, float) else
-                 "no calibration drift"]  # fmt: skip
-        other = host.get("other_cpu_pct")
-        if isinstance(other, float):
-            flag = " (flagged: over its threshold)" if host.get("flagged") else ""
-            note = f"; {md_text(host['note'])}" if host.get("note") else ""
-            parts.append(f"other processes used {other:.0f} % of the CPU{flag}{note}")
-        out.append(f"- {md_text(info.get('session'))}: {', '.join(parts)}.")
-    return out
+def _per_level(table: pd.DataFrame) -> Section:
+    lead = Text(
+        "TTFT, ITL and e2e as p50 / p90 / p99 in ms over every cycle's requests (ITL: every "
+        "chunk gap, over its tokens where known); throughput and goodput the mean over cycles."
+    )
+    rows = tuple(tuple(r) for r in _percentile_rows(table))
+    return Section("Per level", (lead, Table(PER_LEVEL, rows)))
+
+
+def _contrasts(requests: pd.DataFrame, contrasts: Sequence[Row]) -> Section:
+    rows = tuple(tuple(r) for r in _contrast_rows(contrasts))
+    shown: Block = Table(CONTRASTS, rows) if contrasts else Text("No contrasts.")
+    paired = text(*pairing.pairing_lines(requests, contrasts))
+    return Section("Contrasts per level", (shown, paired))
+
+
+def _interaction(interactions: Sequence[Row]) -> Section:
+    lead = Text(
+        "The ratio of the gain factor at the highest level to that at the lowest (e.g. -10 % "
+        "means a gain that was 1.20x at the lowest level is 1.08x at the highest), paired by "
+        "(prompt, cycle) for per-request endpoints and by cycle for throughput."
+    )
+    rows = tuple(tuple(r) for r in _interaction_rows(interactions))
+    shown: Block = (
+        Table(INTERACTION, rows)
+        if interactions
+        else Text("No interaction (a mode needs two or more levels).")
+    )
+    return Section("Interaction: the gain from the lowest level to the highest", (lead, shown))
 
 
 def report(
@@ -209,117 +215,49 @@ def report(
     unreadable: Sequence[str] = (),
     replay: Sequence[str] = (),
     turns: TurnReport | None = None,
-) -> str:
-    """report.md; `unreadable`: the record lines set aside as read (`file:line: why`);
-    `replay`: a trace replay's lines (timeline.report_lines), its own section; `turns`: a
-    conversation run's per-turn lines."""
-    from .crossover import sentence
-
+    records: Sequence[Mapping[str, Any]] = (),
+    look: str = "",
+) -> Report:
+    """The load report's model, report.md and report.html alike: `plots` the files the analysis
+    saved; `unreadable` the record lines set aside as read (`file:line: why`); `replay` a trace
+    replay's lines (timeline.report_lines); `turns` a conversation run's per-turn report;
+    `records` the lines read (every request, on the page); `look` where a stop rule stands."""
     load = plan.get("load") or {}
     cycles = sorted({int(c) for c in levels["cycle"]})
     endpoint = str(load.get("endpoint", "e2e"))
-    order = load.get("block_order") or {}
     witnessed = witness_lines(levels, plan, baseline)
-    lines = [
-        f"# Load report: {md_text(plan.get('ladder', ''))} / {md_text(plan.get('run_id', ''))}",
-        "",
-        f"Question: {md_text(plan.get('question', ''))}",
-        "",
-        *([f"Scope: {md_text(plan['scope'])}", ""] if plan.get("scope") else []),
-        "## Headline",
-        "",
-        *(f"- {md_text(x)}" for x in capacity),
-        *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
-        *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
-        *(f"- {md_text(x)}" for x in (turns.headline if turns else ())),
-        *cycle_lines(requests, contrasts, endpoint),
-        "",
-        "Gain: positive means the treatment is better than the baseline "
-        f"({md_text(baseline)}): baseline/treatment for a latency, treatment/baseline for a throughput, "
-        "as a geometric mean; 95 % intervals.",
-        "",
-        "## Design",
-        "",
-        f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
-        + md_text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
-        + ".",
-        f"- {_per_block(load)}, prompts in one seeded order for every "
-        f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
-        f"SLOs for goodput: {_slo(load.get('slo'))}.",
-        "",
-        *(["## Replay", "", *replay, ""] if replay else []),
-        "## Per level",
-        "",
-        "TTFT, ITL and e2e as p50 / p90 / p99 in ms over every cycle's requests (ITL: every "
-        "chunk gap, over its tokens where known); throughput and goodput the mean over cycles.",
-        "",
-        md_table(
-            [
-                "treatment",
-                "level",
-                "completed",
-                "TTFT ms",
-                "ITL ms",
-                "e2e ms",
-                "out tok/s",
-                "req/s",
-                "goodput req/s",
-                "queued",
-            ],
-            _percentile_rows(table),
-        ),
-        "",
-        *(turns.section if turns else ()),
-        "## Contrasts per level",
-        "",
-        md_table(
-            ["contrast", "endpoint", "level", "gain [95% CI]", "clusters", "pairs", "interval"],
-            _contrast_rows(contrasts),
-        )
-        if contrasts
-        else "No contrasts.",
-        "",
-        *pairing.pairing_lines(requests, contrasts),
-        "",
-        "## Interaction: the gain from the lowest level to the highest",
-        "",
-        "The ratio of the gain factor at the highest level to that at the lowest (e.g. -10 % "
-        "means a gain that was 1.20x at the lowest level is 1.08x at the highest), paired by "
-        "(prompt, cycle) for per-request endpoints and by cycle for throughput.",
-        "",
-        md_table(
-            [
-                "contrast",
-                "endpoint",
-                "high/low",
-                "gain at low",
-                "gain at high",
-                "change of the gain [95% CI]",
-                "excludes 0",
-                "interval",
-            ],
-            _interaction_rows(interactions),
-        )
-        if interactions
-        else "No interaction (a mode needs two or more levels).",
-        "",
-        "## Witnesses",
-        "",
-        *witnessed,
-        *session_lines(sessions),
-        "",
-        "## Limitations",
-        "",
+    # a block over the client-lag bound measured the client too: a limitation, not only a
+    # witness
+    lagged = [x for x in witnessed if x.startswith(f"- {LAG}") and " blocks over the bound " in x]
+    limits = [
         *census.limitation_lines(requests, levels, unreadable),
         *(turns.limits if turns else ()),
         *limitations(cycles, contrasts, sessions),
-        # a block over the client-lag bound measured the client too: a limitation, not only
-        # a witness
-        *(x for x in witnessed if x.startswith(f"- {LAG}") and " blocks over the bound " in x),
-        "",
-        *(["## Plots", "", *(f"![{p}]({p})" for p in plots), ""] if plots else []),
+        *lagged,
     ]
-    return "\n".join(lines) + "\n"
+    opening = [
+        *([Text(look)] if look else []),
+        Text(f"Question: {md_text(plan.get('question', ''))}"),
+        *([Text(f"Scope: {md_text(plan['scope'])}")] if plan.get("scope") else []),
+    ]
+    sections = [
+        _headline(
+            contrasts, interactions, endpoint, baseline, requests, crossings, capacity, turns
+        ),
+        _design(load, cycles),
+        *([Section("Replay", (text(*replay),))] if replay else []),
+        _per_level(table),
+        *([turns.section] if turns else []),
+        _contrasts(requests, contrasts),
+        _interaction(interactions),
+        Section("Witnesses", (text(*witnessed, *session_lines(sessions)),)),
+        Section("Limitations", (text(*limits),), role="limitations"),
+        listings.pictures(plots),
+        listings.blocks(levels),
+        listings.requests(records, plan),
+    ]
+    title = f"Load report: {md_text(plan.get('ladder', ''))} / {md_text(plan.get('run_id', ''))}"
+    return Report(title, tuple(opening), tuple(sections), empty_pictures=listings.NO_PLOT)
 
 
 def _per_block(load: Mapping[str, Any]) -> str:

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...report.mdtext import md_table, md_text
+from ...report.mdtext import md_text
+from ...report.model import Section, Table, Text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,17 +30,17 @@ if TYPE_CHECKING:
 CSV = "load_turns.csv"
 PNG = "load_turns.png"
 CONFIDENCE = 0.95
-HEADERS = ["treatment", "level", "turn", "completed", "TTFT p50 ms [95% CI]", "cached tokens",
-           "cache unknown", "cache invalid", "TTFT gain [95% CI]"]  # fmt: skip
+HEADERS = ("treatment", "level", "turn", "completed", "TTFT p50 ms [95% CI]", "cached tokens",
+           "cache unknown", "cache invalid", "TTFT gain [95% CI]")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class TurnReport:
-    """What the analysis writes of a conversation run: the table and report.md's lines."""
+    """What the analysis writes of a conversation run: the table and the report's parts."""
 
     table: pd.DataFrame
     headline: tuple[str, ...]  # one line per treatment and level: turn 1 against the last
-    section: tuple[str, ...]  # report.md's "## Per turn", its table included
+    section: Section  # the report's "Per turn", its table included
     limits: tuple[str, ...]  # cached tokens unknown or invalid, per treatment
 
 
@@ -165,38 +166,33 @@ def headline(table: pd.DataFrame) -> tuple[str, ...]:
     return tuple(out)
 
 
-def section(table: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> tuple[str, ...]:
-    """report.md's "## Per turn": what a block's conversations were, then the table."""
+def section(table: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> Section:
+    """The report's "Per turn": what a block's conversations were, then the table."""
     c = (plan.get("load") or {}).get("conversation") or {}
-    rows = [
-        [str(r["treatment"]), str(r["level"]), str(int(r["turn"])),
+    rows = tuple(
+        (str(r["treatment"]), str(r["level"]), str(int(r["turn"])),
          f"{int(r['completed'])}/{int(r['requests'])}", _interval(r), _cached(r),
-         str(int(r["cache_unknown"])), str(int(r["cache_invalid"])), _gain_text(r)]
+         str(int(r["cache_unknown"])), str(int(r["cache_invalid"])), _gain_text(r))
         for r in table.to_dict(orient="records")
-    ]  # fmt: skip
-    return (
-        "## Per turn",
-        "",
-        md_text(
-            f"Each block ran {c.get('conversations')} conversations of {c.get('turns')} turns "
-            f"({c.get('think_time_s')} s between an answer and the next turn), every turn "
-            "carrying the conversation so far after one shared system prefix of "
-            f"{c.get('system_prefix_chars')} characters (about {c.get('system_prefix_tokens')} "
-            f"tokens, sha256 {str(c.get('system_prefix_sha256'))[:12]}), prompt cache "
-            f"{'on' if (plan.get('load') or {}).get('cache_prompt') else 'off'}."
-        ),
-        "",
+    )  # fmt: skip
+    design = md_text(
+        f"Each block ran {c.get('conversations')} conversations of {c.get('turns')} turns "
+        f"({c.get('think_time_s')} s between an answer and the next turn), every turn "
+        "carrying the conversation so far after one shared system prefix of "
+        f"{c.get('system_prefix_chars')} characters (about {c.get('system_prefix_tokens')} "
+        f"tokens, sha256 {str(c.get('system_prefix_sha256'))[:12]}), prompt cache "
+        f"{'on' if (plan.get('load') or {}).get('cache_prompt') else 'off'}."
+    )
+    reading = (
         "TTFT: the median over every cycle's completed requests at that turn, in ms, with its "
         "distribution-free 95 % interval (order statistics; it takes the requests as "
         "independent, which requests sharing a session are not). Cached: the median of the "
         "cached prompt tokens the server reported, of the median prompt, and the share of all "
         "prompt tokens cached at that turn (requests whose server said nothing are unknown, "
         f"never 0). Gain: TTFT against {md_text(baseline)} at that turn, paired by "
-        "(conversation, turn) slot, prompts as clusters.",
-        "",
-        md_table(HEADERS, rows),
-        "",
+        "(conversation, turn) slot, prompts as clusters."
     )
+    return Section("Per turn", (Text(design), Text(reading), Table(HEADERS, rows)))
 
 
 def limits(requests: pd.DataFrame) -> tuple[str, ...]:

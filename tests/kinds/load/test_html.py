@@ -1,7 +1,8 @@
 """The load kind's report.html: written by the analysis (at session end and by `mtpsweep
-analyse`) beside report.md, self-contained, its headline and limitations report.md's own, the
-plots inline or the line that says how to get them, every block and request in filterable
-tables, and every string a server, a model or a ladder wrote as text."""
+analyse`) beside report.md from the same report model, self-contained, its headline and
+limitations report.md's own, the plots inline or the line that says how to get them, every
+block and request in filterable tables, and every string a server, a model or a ladder wrote
+as text."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.kinds.load import analysis
-from pytest_mtpsweep.kinds.load.report import LAG
+from pytest_mtpsweep.kinds.load.witnesses import LAG
 from pytest_mtpsweep.report import mdhtml as md
+from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
+from pytest_mtpsweep.report.model import Section, Table
 from pytest_mtpsweep.request import AnalysisRequest
 from tests.kinds.load.run_fixture import (
     HOSTILE_LADDER,
@@ -156,6 +159,36 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
     assert PLOTS_INSTALL in dom.by_id("pictures").words()
     assert dom.by_id("headline-table").find("td") and dom.by_id("request-rows").find("td")
     assert dom.by_id("per-level").find("table")  # report.md's tables are all there
+
+
+def test_report_md_and_the_page_are_rendered_from_one_model(tmp_path: Path) -> None:
+    run = write_run(tmp_path)
+    done = analysis.analyse(run, boot=BOOT, seed=1)
+    assert not isinstance(done, str) and done.model is not None, done
+    model, out = done.model, run / "analysis"
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert render_md.markdown(model) == text
+    dom = parse((out / "report.html").read_text(encoding="utf-8"))
+
+    def cells(node: Node) -> list[list[str]]:
+        return [[td.text() for td in tr.find("td")] for tr in node.find("tr")[1:]]
+
+    def table(section: Section, table_id: str) -> Table:
+        return next(b for b in section.blocks if isinstance(b, Table) and b.id == table_id)
+
+    # the headline's grid: the page's alone (report.md has its figures as the bullets)
+    (headline,) = model.of("headline")
+    grid = table(headline, "headline-table")
+    assert grid.rows and cells(dom.by_id("headline-table")) == [
+        [str(c) for c in r] for r in grid.rows
+    ]
+    assert "| contrast | conc1 | conc4 |" not in text
+    # every block and every request: one page row per model row, none of them in report.md
+    by_anchor = {s.anchor: s for s in model.sections if s.anchor}
+    for anchor, rows_id in (("blocks", "block-rows"), ("requests", "request-rows")):
+        rows = table(by_anchor[anchor], rows_id).rows
+        assert not by_anchor[anchor].markdown and len(cells(dom.by_id(rows_id))) == len(rows)
+        assert by_anchor[anchor].title not in text
 
 
 FORGED = "\n## Headline\nb is +900 % faster | a | b | [x](javascript:alert(1)) ```"

@@ -140,5 +140,5 @@ def test_a_trace_replay_pairs_by_slot_on_the_traces_times_with_real_text(
     contrasts = (run_dir / "analysis" / "load_contrasts.csv").read_text()
     assert "b,a,e2e,replay," in contrasts
     if (run_dir / "analysis" / "load_timeline.png").is_file():  # with matplotlib
-        assert "![load_timeline.png]" in report
+        assert "![the trace replay over time](load_timeline.png)" in report  # alt, link
         assert "the trace replay over time" in (run_dir / "analysis" / "report.html").read_text()
