@@ -237,13 +237,12 @@ class AuthoringKindRun(AuthoringRun, KindRun):
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         """The session-end analysis; a refusal is a line, never a traceback."""
         from ...errors import AnalysisError
-        from . import html_sections
         from .analysis import analyse_dir
 
         baseline, boot, seed = self.bootstrap(request)
         try:
+            # report.md and report.html, from one model
             result = analyse_dir(run_dir, baseline, boot, seed, self.settings.pooled)
-            html_sections.write(run_dir)  # report.html beside report.md
         except AnalysisError as exc:
             return EndAnalysis(error=str(exc))
         return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)

@@ -33,7 +33,6 @@ def analyse(
             "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
             "--expect, --out and the other runs"
         )
-    from . import html_sections
     from .analysis import analyse_dir
 
     plan = plans[0]
@@ -55,7 +54,6 @@ def analyse(
     check_resampling(boot, seed)
     baseline = args.baseline or plan.get("baseline_cohort") or ""
     result = analyse_dir(runs[0], baseline, boot, seed, bool(registered.get("pooled")))
-    html_sections.write(runs[0])  # report.html beside report.md
     print(result.headline)
     print(f"outputs: {result.out_dir}")
     if result.unreadable_cells:

@@ -1,5 +1,6 @@
 """The authoring report's opening: the pre-registered question, the design, the headline and
-every limitation, before any table (report.md and report.html open with the same text).
+every limitation, before any table: the report model's opening and its Limitations section
+(report.md and report.html are rendered from the same blocks).
 
 The limitations, one bullet each where they hold: forgeable verdicts, unreadable records, cells
 without an informative outcome, tokens unknown, identical repeats (a deterministic subject),
@@ -17,12 +18,14 @@ import pandas as pd
 
 from .... import schema
 from ....report.mdtext import LONG_LIST_ROWS, md_text
+from ....report.model import Section, Text, text
 from .. import records
 from .contrast import POOLED, Contrast
 from .repeats import repeats_lines
 from .report import LABELS
 
-LIMITATIONS = "## Limitations"
+TITLE = "Limitations"
+LIMITATIONS = f"## {TITLE}"  # its heading in report.md
 # Below this many tasks a pass-rate interval over tasks is wider than ±17 pp at a 50 % rate
 # (Wilson, 95 %): too wide to tell most cohort differences apart.
 FEW_TASKS = 30
@@ -83,13 +86,13 @@ def _headline(rows: Sequence[Contrast]) -> str:
 
 def opening(
     plan: Mapping[str, Any], cells: pd.DataFrame, rows: Sequence[Contrast], baseline: str
-) -> list[str]:
+) -> tuple[Text, ...]:
     """Question (pre-registered), scope, design and headline: what precedes Limitations."""
     question = md_text(plan.get("question") or "") or "not recorded (plan.json has no `question`)"
-    out = [f"**Question (pre-registered):** {question}", ""]
+    out = [f"**Question (pre-registered):** {question}"]
     if md_text(plan.get("scope") or ""):
-        out += [f"**Scope:** {md_text(plan['scope'])}", ""]
-    return [*out, _design(plan, cells, baseline), "", _headline(rows), ""]
+        out.append(f"**Scope:** {md_text(plan['scope'])}")
+    return tuple(Text(p) for p in [*out, _design(plan, cells, baseline), _headline(rows)])
 
 
 def _outcomes(cells: pd.DataFrame) -> str:
@@ -173,9 +176,9 @@ def limitations(
     rescue: pd.DataFrame,
     run_limits: Sequence[str],
     plan: Mapping[str, Any],
-) -> list[str]:
-    """## Limitations; `run_limits` are what the run directory said (forgeable verdicts,
-    unreadable records, tokens unknown, lowered concurrency, a stop), one bullet each."""
+) -> Section:
+    """The Limitations section; `run_limits` are what the run directory said (forgeable
+    verdicts, unreadable records, tokens unknown, lowered concurrency, a stop), one bullet each."""
     items = [
         *run_limits,
         _outcomes(cells),
@@ -187,7 +190,7 @@ def limitations(
     analysis = _mapping(plan.get("analysis"))
     if analysis.get("multiplicity"):
         items.append(f"**Multiplicity (pre-registered):** {md_text(analysis['multiplicity'])}")
-    return [LIMITATIONS, "", *(f"- {item}" for item in items), ""]
+    return Section(TITLE, (text(*(f"- {item}" for item in items)),), role="limitations")
 
 
 def census_lines(census: pd.DataFrame, unreadable: Sequence[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The authoring analysis' only edge: read a run directory, write analysis/ and report.md."""
+"""The authoring analysis' only edge: read a run directory (records, plan, sessions, each cell's
+conversation), write analysis/'s tables, and report.md and report.html from one report model."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import pandas as pd
 
 from .... import recordlines as rl
 from .... import schema
-from ....errors import AnalysisError
+from ....errors import AnalysisError, RunReadError
 from ....fileio import atomic_write_text
 from ....report.mdtext import md_text
+from ....report.model import Report
+from ....report.save import write_report
 from ....state.runread import RunReader
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
-from . import contrast, findings, repeats, report, tables
+from . import contrast, conversations, findings, repeats, report, tables
 from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks
@@ -34,6 +37,7 @@ class AuthoringResult:
     census: pd.DataFrame
     headline: str
     out_dir: Path
+    report: Report  # what report.md and report.html were both rendered from
     # cell record lines that could not be read (`file:line: why`): such a cell is missing
     unreadable_cells: tuple[str, ...] = ()
 
@@ -45,8 +49,18 @@ def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
     return read.records, [str(u) for u in read.unreadable]
 
 
-def _records(run_dir: Path) -> list[dict[str, Any]]:
-    return _read(run_dir, CELLS_DIR)[0]
+def _messages(run_dir: Path, cell: Mapping[str, Any]) -> conversations.Messages | None:
+    """The messages of the cell's conversation file (None when there is none to show)."""
+    name = cell.get("conversation")
+    if not isinstance(name, str) or not name:
+        return None
+    if not (run_dir / name).resolve().is_relative_to(run_dir.resolve()):
+        return None  # a record names a file of this run only
+    try:
+        messages = RunReader(run_dir).document(name, "conversation").get("messages")
+    except (RunReadError, OSError):
+        return None
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else None
 
 
 def _forgeable(records: list[dict[str, Any]]) -> list[str]:
@@ -108,7 +122,8 @@ def _flight(info: Mapping[str, Any]) -> str:
 def analyse_dir(
     run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool
 ) -> AuthoringResult:
-    """Analyse an authoring run directory; write contrasts, table, census and report.md."""
+    """Analyse an authoring run directory; write contrasts, table, census, report.md and
+    report.html."""
     records, bad_cells = _read(run_dir, CELLS_DIR)
     turn_records, bad_turns = _read(run_dir, TURNS_DIR)
     if not records:
@@ -147,23 +162,26 @@ def analyse_dir(
                   *_unknown_tokens(cells), *run_limits]  # fmt: skip
     limits = findings.limitations(cells, rows, same, rescue, run_limits, plan)
     extra = report.repeats_sections(passes, repeats.rescue_lines(rescue))
-    text = report.markdown(
+    final = conversations.final_cells(records)
+    held = {str(c.get("cell")): _messages(run_dir, c) for c in final}
+    model = report.model(
         f"Authoring report: {_title(run_dir, plan)}",
         findings.opening(plan, cells, rows, baseline),
         limits,
         table,
         rows,
         agree,
+        [conversations.section(final, turn_records, held, plan)],
+        extra,
         findings.census_lines(census, unreadable),
         notes,
         settings,
-        extra,
     )
-    atomic_write_text(out / schema.REPORT_MD, text)
+    write_report(model, out, run_dir)
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
                       *repeats.rescue_lines(rescue)[:1],
                       *(u.replace("**", "") for u in _unreadable(bad_cells, bad_turns))])  # fmt: skip
-    return AuthoringResult(table, rows, agree, census, head, out, tuple(bad_cells))
+    return AuthoringResult(table, rows, agree, census, head, out, model, tuple(bad_cells))
 
 
 def _unknown_tokens(cells: pd.DataFrame) -> list[str]:

@@ -1,5 +1,6 @@
-"""The authoring report: its opening (findings.py), the subject x cohort table, the paired
-contrasts, pass@k, feedback, the census and the notes."""
+"""The authoring report's model: its opening and Limitations (findings.py), the subject x cohort
+table, the paired contrasts, the conversations (the page's), pass@k, feedback, the census and the
+notes; report.md and report.html are both rendered from it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ....report.mdtext import md_fence, md_text
+from ....report.mdtext import md_text
+from ....report.model import Report, Section, Table, Text, text
 from .contrast import LEVEL, Contrast
 
 LABELS = {
@@ -23,18 +25,34 @@ def _num(x: float, fmt: str) -> str:
     return format(x, fmt) if isinstance(x, int | float) and math.isfinite(x) else "-"
 
 
-def table_text(table: pd.DataFrame) -> str:
-    """The subject x cohort table as aligned text (terminal and report)."""
-    head = ["subject", "cohort", "cells", "green 1st", "green k>1", "never", "api fail",
-            "chk err", "budget", "no outcome", "green %", "prompt tok", "compl tok"]  # fmt: skip
-    rows = [head] + [
-        [str(r.subject), str(r.cohort), str(r.cells), str(r.first_attempt_green),
+COHORT_HEADERS = ("subject", "cohort", "cells", "green 1st", "green k>1", "never", "api fail",
+                  "chk err", "budget", "no outcome", "green %", "prompt tok", "compl tok")  # fmt: skip
+COHORT_LEAD = (
+    "Rates and mean tokens are over informative cells (first_attempt_green, green_after_k, "
+    "exhausted); the other outcomes are counted and named below."
+)
+
+
+def cohort_rows(table: pd.DataFrame) -> list[tuple[str, ...]]:
+    """The subject x cohort table's rows as they read (the terminal's, report.md's, the page's)."""
+    return [
+        (str(r.subject), str(r.cohort), str(r.cells), str(r.first_attempt_green),
          str(r.green_after_k), str(r.never_green), str(r.api_failure), str(r.checker_error),
          str(r.budget_stopped), str(r.no_outcome), _num(100 * r.green_rate, ".0f"),
-         _num(r.mean_prompt_tokens, ".0f"), _num(r.mean_completion_tokens, ".0f")]
+         _num(r.mean_prompt_tokens, ".0f"), _num(r.mean_completion_tokens, ".0f"))
         for r in table.itertuples()
     ]  # fmt: skip
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+
+
+def cohort_table(table: pd.DataFrame) -> Table:
+    """The headline table: one row per subject x cohort (element id `cohorts` on the page)."""
+    return Table(COHORT_HEADERS, tuple(cohort_rows(table)), id="cohorts", lead=COHORT_LEAD)
+
+
+def table_text(table: pd.DataFrame) -> str:
+    """The subject x cohort table as aligned text (the terminal's)."""
+    rows = [list(COHORT_HEADERS), *(list(r) for r in cohort_rows(table))]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COHORT_HEADERS))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)  # fmt: skip
 
@@ -75,46 +93,67 @@ def headline(table: pd.DataFrame, rows: Sequence[Contrast], agree: Sequence[str]
     return "\n".join([*lines, *agree])
 
 
-def markdown(
+def _bullets(lines: Sequence[str]) -> Text:
+    return text(*(f"- {md_text(line)}" for line in lines))
+
+
+def model(
     title: str,
-    opening: Sequence[str],
-    limitations: Sequence[str],
+    opening: Sequence[Text],
+    limitations: Section,
     table: pd.DataFrame,
     rows: Sequence[Contrast],
     agree: Sequence[str],
+    page_only: Sequence[Section],
+    extra: Sequence[Section],
     census: Sequence[str],
     notes: Sequence[str],
     settings: str,
-    extra: Sequence[str] = (),
-) -> str:
-    """report.md: question, design, headline and Limitations first, then the tables."""
-    out = [f"# {md_text(title)}", "", *opening, *limitations, "## Subjects x cohorts", "",
-           "Rates and mean tokens are over informative cells (first_attempt_green, "
-           "green_after_k, exhausted); the other outcomes are counted and named below.", "",
-           *md_fence(table_text(table)), "", "## Cohort contrasts, within subject", "",
-           "Paired by task (repeats averaged within a task first). Differences are in "
-           "percentage points of the rate; token ratios are cohort / baseline. "
-           f"{method_text(settings)}", ""]  # fmt: skip
-    out += [f"- {md_text(contrast_text(r))}" for r in rows] or ["- no contrast could be formed"]
-    out += ["", "## Across subjects", "", *[f"- {md_text(a)}" for a in agree], *extra, "",
-            "## Census", ""]  # fmt: skip
-    out += [*census, ""]
-    out += ["## Notes", "", *[f"- {md_text(n)}" for n in notes]] if notes else []
-    return "\n".join(out).rstrip("\n") + "\n"
+) -> Report:
+    """The report: question, design, headline and Limitations first, then the tables; the
+    `page_only` sections (the conversations) open the page's detail, report.md skips them."""
+    contrasts = [contrast_text(r) for r in rows] or ["no contrast could be formed"]
+    lead = (
+        "Paired by task (repeats averaged within a task first). Differences are in percentage "
+        "points of the rate; token ratios are cohort / baseline. "
+        f"{method_text(settings)}"
+    )
+    sections = [
+        limitations,
+        Section("Subjects x cohorts", (cohort_table(table),), role="headline"),
+        Section(
+            "Cohort contrasts, within subject",
+            (Text(lead), _bullets(contrasts)),
+            role="headline",
+        ),
+        Section("Across subjects", (_bullets(agree),), role="headline"),
+        *page_only,
+        *extra,
+        Section("Census", (text(*census),)),
+    ]
+    if notes:
+        sections.append(Section("Notes", (_bullets(notes),)))
+    return Report(md_text(title), tuple(opening), tuple(sections))
 
 
-def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> list[str]:
-    """## pass@k and ## Feedback: what repeats and the checker's feedback added."""
-    out = ["", "## pass@k", ""]
+def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> tuple[Section, ...]:
+    """pass@k and Feedback: what repeats and the checker's feedback added."""
     if passes.empty:
-        out.append("- no subject x cohort had a task with every repeat informative")
+        shown: tuple[Text, ...] = (
+            text("- no subject x cohort had a task with every repeat informative"),
+        )
     else:
-        out += ["Of reaching green, from n repeats per task (the unbiased estimator); 95 % Wilson "
-                "intervals over tasks (effective trials).", ""]  # fmt: skip
+        lead = Text(
+            "Of reaching green, from n repeats per task (the unbiased estimator); 95 % Wilson "
+            "intervals over tasks (effective trials)."
+        )
+        lines = []
         for r in passes.itertuples():
             name = f"pass@{r.k}" if r.measure == "pass@k" else f"pass^{r.k}"
-            out.append(f"- {md_text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
-                       f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})")  # fmt: skip
-    out += ["", "## Feedback", "",
-            *[f"- {md_text(line)}" for line in rescue or ["no informative cell"]]]  # fmt: skip
-    return out
+            lines.append(f"- {md_text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
+                         f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})")  # fmt: skip
+        shown = (lead, text(*lines))
+    return (
+        Section("pass@k", shown),
+        Section("Feedback", (_bullets(rescue or ["no informative cell"]),)),
+    )

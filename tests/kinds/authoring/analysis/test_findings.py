@@ -1,6 +1,7 @@
 """The authoring report opens with the question, the design, a headline and Limitations that
 name what holds (identical repeats, feedback that never rescued, few tasks, one subject,
-cells without an outcome, lowered concurrency); report.html opens with the same text."""
+cells without an outcome, lowered concurrency); report.html opens with the same text, both
+rendered from the one report model the analysis returns."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.findings import LIMITATIONS
+from pytest_mtpsweep.kinds.authoring.analysis.report import COHORT_HEADERS
+from pytest_mtpsweep.report.document import REPORT_HTML
+from pytest_mtpsweep.report.model import Table
+from pytest_mtpsweep.report.render_md import markdown
 from tests.kinds.authoring.analysis.test_contrast import cell
 from tests.kinds.authoring.analysis.test_repeats import turn
-from tests.report.dom import parse
+from tests.report.dom import Node, parse
 
 QUESTION = "Does the doctest cohort reach green more often?"
 PLAN = {
@@ -60,6 +65,10 @@ def labels(report: str) -> list[str]:
 def analysed(run: Path) -> str:
     analyse_dir(run, "a", 1000, 42, pooled=False)
     return (run / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text(encoding="utf-8")
+
+
+def page_of(run: Path) -> Node:
+    return parse((run / schema.ANALYSIS_DIR / REPORT_HTML).read_text(encoding="utf-8"))
 
 
 def test_opens_with_question_scope_design_and_headline(tmp_path: Path) -> None:
@@ -140,11 +149,9 @@ def plain(markdown: str) -> str:
 def test_report_html_opens_with_the_same_question_headline_and_limitations(
     tmp_path: Path,
 ) -> None:
-    from pytest_mtpsweep.kinds.authoring import html_sections
-
     write(tmp_path, copies=True)
     report = analysed(tmp_path)
-    page = parse(html_sections.write(tmp_path).read_text(encoding="utf-8"))
+    page = page_of(tmp_path)
     sections = [s.attrs["id"] for s in page.find("details", class_="section")]
     assert sections[:3] == ["question", "limitations", "conversations"]
     opening = page.by_id("question").words()
@@ -172,9 +179,28 @@ def test_a_forged_heading_in_the_question_or_scope_is_text(tmp_path: Path) -> No
         return [x[:3] if x[:2] == "# " else x for x in text.splitlines() if x.startswith(marks)]
 
     assert blocks(report) == blocks(benign)
-    from pytest_mtpsweep.kinds.authoring import html_sections
-
-    page = parse(html_sections.write(forged).read_text(encoding="utf-8"))
+    page = page_of(forged)
     headline = page.by_id("headline")
     assert " ".join(f"{QUESTION}{FORGED}".split()) in headline.find("p")[0].words()
     assert all("+900" not in h.words() for h in page.find("h2") + page.find("h3"))
+
+
+def test_report_md_and_report_html_are_rendered_from_the_one_model(tmp_path: Path) -> None:
+    write(tmp_path, copies=False)
+    result = analyse_dir(tmp_path, "a", 1000, 42, pooled=False)
+    report = (tmp_path / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text(encoding="utf-8")
+    assert markdown(result.report) == report
+    [table] = [b for s in result.report.of("headline") for b in s.blocks if isinstance(b, Table)]
+    assert table.headers == COHORT_HEADERS
+    assert [r[:3] for r in table.rows] == [("s", "a", "12"), ("s", "b", "12")]
+    cohorts = page_of(tmp_path).by_id("headline").by_id("cohorts")
+    assert [th.words() for th in cohorts.find("th")] == list(COHORT_HEADERS)
+    assert [tuple(td.words() for td in tr.find("td")) for tr in cohorts.find("tr")[1:]] == list(
+        table.rows
+    )
+    for row in table.rows:  # report.md holds the same rows, cell for cell
+        assert "| " + " | ".join(map(str, row)) + " |" in report.splitlines()
+    # the conversations are the page's alone: one element per cell there, none in report.md
+    assert "## Conversations" not in report
+    shown = page_of(tmp_path).by_id("conversations").find("details", class_="cell")
+    assert sorted(c.attrs["id"] for c in shown) == sorted(f"cell-{c}" for c in result.census.cell)

@@ -1,109 +1,45 @@
-"""The authoring kind's sections of report.html: findings, then every cell turn by turn.
+"""The authoring report's "Conversations, cell by cell": every cell turn by turn, for the page.
 
-It opens with report.md's own question, design, headline and Limitations (so the page and
-the file cannot disagree). Read from what the run and its analysis wrote: plan.json (cohorts'
-extraction), analysis/ (cohort_table.csv, report.md), cells/ and turns/ (one record per cell
-and per turn) and conversations/ (each cell's messages). Each cell is a collapsed element
-`#cell-<cell id>`, filterable by subject, cohort, task and outcome; the fragment
-`#cell=<cell id>` opens it. Replies, artefacts and checker output are text on the page.
+Built from what the analysis already read: each cell's last record, its turns, the messages of
+its conversation file and the cohorts' extraction mode (plan.json). Each cell is a collapsed
+element `#cell-<cell id>`, filterable by subject, cohort, task and outcome; the fragment
+`#cell=<cell id>` opens it. Replies, artefacts and checker output go through the escaping
+builder, so they are text on the page. Pure: `io.py` reads the run.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from ... import recordlines as rl
-from ... import schema
-from ...report import mdhtml as md
-from ...report.document import Markup, PageSection, el, join, write_report_html
-from ...report.tables import facets, table
-from ...state.runread import RunReader, read_table
-from . import records
-from .analysis.frame import CELL_TYPES, REQUIRED, TURN_TYPES
-from .extract import extract
+from ....report.document import Markup, el, join
+from ....report.model import Page, Section
+from ....report.tables import facets
+from ..extract import extract
 
-HEADLINE = ("Subjects x cohorts", "Cohort contrasts", "Across subjects")
-TABLE = (("subject", "subject"), ("cohort", "cohort"), ("cells", "cells"),
-         ("first_attempt_green", "green 1st"), ("green_after_k", "green k>1"),
-         ("never_green", "never"), ("api_failure", "api fail"), ("checker_error", "chk err"),
-         ("budget_stopped", "budget"), ("no_outcome", "no outcome"), ("green_rate", "green %"),
-         ("mean_prompt_tokens", "prompt tok"), ("mean_completion_tokens", "compl tok"))  # fmt: skip
+TITLE = "Conversations, cell by cell"
+ANCHOR = "conversations"
 FACETS = ("subject", "cohort", "task", "outcome")
+Messages = list[dict[str, Any]]
 
 
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _csv(path: Path) -> list[dict[str, str]]:
-    return read_table(path).dicts()
-
-
-def _number(value: str, scale: float = 1.0) -> str:
-    try:
-        return f"{float(value) * scale:.0f}"
-    except ValueError:
-        return "-"
-
-
-def _headline(out: Path, doc: md.Document) -> Markup:
-    """report.md's opening (question, scope, design, headline), then the tables it rests on."""
-    parts = [md.render(doc.preamble)]
-    rows = []
-    for r in _csv(out / records.COHORT_TABLE_CSV):
-        row: list[object] = [r.get(k, "") for k, _ in TABLE[:10]]
-        row += [_number(r.get("green_rate", ""), 100)]
-        row += [_number(r.get(k, "")) for k in ("mean_prompt_tokens", "mean_completion_tokens")]
-        rows.append(row)
-    parts += [
-        el("h3", "Subjects x cohorts"),
-        table([h for _, h in TABLE], rows, table_id="cohorts"),
-    ]
-    for name in ("Cohort contrasts", "Across subjects"):
-        body = doc.section(name)
-        if body is not None:
-            parts += [el("h3", name), md.render(body)]
-    return el("div", join(parts), id="headline")
-
-
-def _read(run_dir: Path, folder: str, types: rl.Types) -> list[dict[str, Any]]:
-    """The records of `folder` by the analysis' own rule (report.md names the lines left out)."""
-    return RunReader(run_dir).records(folder, lambda _: types, REQUIRED).records
-
-
-def _final_cells(run_dir: Path) -> list[dict[str, Any]]:
+def final_cells(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Each cell's last record (a --resume writes a later attempt after an earlier one)."""
-    last: dict[str, dict[str, Any]] = {}
-    for record in _read(run_dir, records.CELLS_DIR, CELL_TYPES):
+    last: dict[str, Mapping[str, Any]] = {}
+    for record in records:
         last[str(record.get("cell"))] = record
     return list(last.values())
 
 
-def _turns(run_dir: Path) -> dict[tuple[str, Any], list[dict[str, Any]]]:
-    out: dict[tuple[str, Any], list[dict[str, Any]]] = {}
-    for record in _read(run_dir, records.TURNS_DIR, TURN_TYPES):
+def _by_cell(
+    turns: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, Any], list[Mapping[str, Any]]]:
+    out: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
+    for record in turns:
         out.setdefault((str(record.get("cell")), record.get("attempt")), []).append(record)
     return {k: sorted(v, key=lambda t: int(t.get("turn") or 0)) for k, v in out.items()}
-
-
-def _messages(run_dir: Path, cell: Mapping[str, Any]) -> list[dict[str, str]] | None:
-    name = cell.get("conversation")
-    if not isinstance(name, str):
-        return None
-    path = (run_dir / name).resolve()
-    if not path.is_relative_to(run_dir.resolve()):  # a record names a file of this run only
-        return None
-    messages = _json(path).get("messages")
-    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else None
 
 
 def _exchanges(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
@@ -215,7 +151,7 @@ def _cell(
     i: int,
     cell: Mapping[str, Any],
     turns: Sequence[Mapping[str, Any]],
-    messages: list[dict[str, str]] | None,
+    messages: Messages | None,
     mode: str,
 ) -> Markup:
     name = str(cell.get("cell"))
@@ -253,20 +189,26 @@ def _cell(
     return el("details", summary, *body, class_="cell", id=f"cell-{name}", data_i=i)
 
 
-def _cells(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
+def section(
+    cells: Sequence[Mapping[str, Any]],
+    turns: Iterable[Mapping[str, Any]],
+    messages: Mapping[str, Messages | None],
+    plan: Mapping[str, Any],
+) -> Section:
+    """The page's section of every cell (report.md's census points to it): `cells` are the
+    final records, `messages` each cell's conversation by cell id (None: none to show)."""
     modes = {
         str(c.get("name")): str(c.get("extract") or "fenced")
         for c in plan.get("cohorts", [])
         if isinstance(c, dict)
     }
-    cells = _final_cells(run_dir)
-    turns = _turns(run_dir)
+    held = _by_cell(turns)
     items = [
         _cell(
             i,
             c,
-            turns.get((str(c.get("cell")), c.get("attempt")), []),
-            _messages(run_dir, c),
+            held.get((str(c.get("cell")), c.get("attempt")), []),
+            messages.get(str(c.get("cell"))),
             modes.get(str(c.get("cohort")), "fenced"),
         )
         for i, c in enumerate(cells)
@@ -279,7 +221,7 @@ def _cells(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
         f"{len(cells)} cells. Open one for its turns: the prompt, the reply, the artefact taken "
         "from it, what the checker said and the tokens. A link #cell=<cell id> opens that cell.",
     )
-    return join(
+    markup = join(
         [
             lead,
             el("p", "", id="drill-status", class_="note"),
@@ -287,40 +229,4 @@ def _cells(run_dir: Path, plan: Mapping[str, Any]) -> Markup:
             el("div", *items, id="cells"),
         ]
     )
-
-
-def sections(run_dir: Path) -> list[PageSection]:
-    """report.html's sections for an authoring run, from the run directory."""
-    out = run_dir / schema.ANALYSIS_DIR
-    doc = md.split((out / schema.REPORT_MD).read_text(encoding="utf-8"))
-    plan = RunReader(run_dir).plan
-    limits = doc.section("Limitations") or "- The analysis recorded no limitation of this run."
-    last = ("Census", "Notes")  # after the other detail, as in report.md
-    return [
-        PageSection("Question and headline", _headline(out, doc), anchor="question"),
-        PageSection("Limitations", md.render(limits), anchor="limitations"),
-        PageSection("Conversations, cell by cell", _cells(run_dir, plan), anchor="conversations"),
-        *(
-            PageSection(t, md.render(b), open=False)
-            for t, b in doc.sections
-            if not t.startswith((*HEADLINE, "Limitations", *last))
-        ),
-        *(
-            PageSection(t, md.render(doc.section(t) or ""), open=False)
-            for t in last
-            if doc.section(t)
-        ),
-    ]
-
-
-def write(run_dir: Path) -> Path:
-    """<run>/analysis/report.html, beside the report.md the authoring analysis wrote."""
-    from ...errors import AnalysisError
-
-    try:
-        return write_report_html(run_dir, sections(run_dir))
-    except OSError as exc:
-        raise AnalysisError(
-            f"cannot write {run_dir}/{schema.ANALYSIS_DIR}/report.html ({exc.strerror}); check "
-            "that the run directory is writable"
-        ) from None
+    return Section(TITLE, (Page(markup),), anchor=ANCHOR, markdown=False, open=True)
