@@ -4,7 +4,8 @@ are rendered from (inspect_ai's `EvalLog`, GuideLLM's one report object and its 
 A report is a title, the question and its scope, an opening, then sections in report.md's
 order. A section says what it is to the page (`role`): the headline and the limitations open
 the page, the pictures follow, the rest is detail, collapsed. A section whose `markdown` is
-False is the page's only (every request, every cell); report.md names where it is. No renderer
+False is the page's only (every request, every cell); report.md names where it is. One whose
+`page` is False is report.md's only (its list of where the page's detail is). No renderer
 looks a section up by its heading, and none reads a file back but the PNGs a figure names.
 """
 
@@ -76,6 +77,7 @@ class Section:
     anchor: str = ""  # its element id on the page (from the title when empty)
     markdown: bool = True  # report.md carries it; False: the page's only
     open: bool = False  # a detail section shown open on the page (the others are collapsed)
+    page: bool = True  # the page carries it; False: report.md's only (where the page's detail is)
 
     @property
     def id(self) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from . import images, mdhtml
 from .document import Markup, PageSection, el, join, render_page
 from .mdtext import Md
-from .model import Block, Figure, Page, Report, Section, Table, Text
+from .model import Block, Figure, Page, Report, Role, Section, Table, Text
 from .tables import filterable, table
 
 
@@ -79,26 +79,31 @@ def _pictures(shown: tuple[Section, ...], out_dir: Path, note: str) -> Markup:
     return join([body, el("p", note, class_="note")]) if note else body
 
 
+def _shown(report: Report, role: Role) -> tuple[Section, ...]:
+    """The sections of a role the page carries (report.md's own are left out)."""
+    return tuple(s for s in report.of(role) if s.page)
+
+
 def sections(report: Report, out_dir: Path) -> list[PageSection]:
     """The page's sections, in the order every kind's page has them."""
     headline = el(
         "div",
         _blocks(report.opening, out_dir),
-        _titled(report.of("headline"), out_dir, first_bare=False),
+        _titled(_shown(report, "headline"), out_dir, first_bare=False),
         id="headline",
     )
-    limits = report.of("limitations")
+    limits = _shown(report, "limitations")
     out = [
         PageSection("Question and headline", headline, anchor="question"),
         PageSection("Limitations", _titled(limits, out_dir, True), anchor="limitations"),
     ]
-    pictures = report.of("pictures")
+    pictures = _shown(report, "pictures")
     if pictures:  # a kind that draws nothing has no Pictures section
         body = _pictures(pictures, out_dir, report.empty_pictures)
         out.append(PageSection("Pictures", body, anchor="pictures"))
     out += [
         PageSection(s.title, _blocks(s.blocks, out_dir), open=s.open, anchor=s.anchor)
-        for s in report.of("detail")
+        for s in _shown(report, "detail")
     ]
     return out
 

@@ -1,5 +1,6 @@
 """The decode kind's analysis: at session end, `mtpsweep analyse` and `mtpsweep compare` of its
-run directories (`io.analyse_run`, then report.html beside report.md).
+run directories (`io.analyse_run`: the outputs, and report.md and report.html from one report
+model, `report.report_model`, with the pictures drawn from the records).
 
 The package's modules: `io.py` is the only edge (reads a run through `state.runread`, writes the
 outputs); `pipeline.py` is the whole analysis as one pure function over the rest."""
@@ -51,11 +52,10 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
 
 
 def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
-    """The analysis package's analyse_run, then report.html beside its report.md."""
-    from ..html_sections import write
+    """The analysis package's analyse_run, its page with the pictures drawn from the records."""
     from .io import analyse_run as analysed
 
-    return write(analysed(run_dirs, **settings))
+    return analysed(run_dirs, draw=True, **settings)
 
 
 def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import re
@@ -16,17 +17,24 @@ import pandas as pd
 from .... import schema
 from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
 from ....errors import AnalysisError
+from ....recordlines import read_lines
 from ....report.images import available as plotting_available
+from ....report.model import Section
+from ....report.save import write_report
 from ....state.runread import RunReader
+from . import pictures
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
+from .pictures import COLUMNS
 from .pipeline import analyse
 from .plot import forest_figure
+from .report import report_model
+from .report_page import PageParts
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
     "position_trend.csv", "equivalence.csv", "acceptance.csv", "truncated.csv", "per_cycle.csv",
-    "report.md", "forest.png",
+    "report.md", "report.html", "forest.png",
 )  # fmt: skip
 
 
@@ -116,6 +124,18 @@ def load_run(run_dir: Path) -> RunData:
         stops=tuple(stops),
         stop_doc=stop_doc,
     )
+
+
+def picture_records(run_dirs: Sequence[str]) -> list[dict[str, Any]]:
+    """Every decode record of these runs, the pictures' columns of it (lines that do not parse
+    are skipped: the analysis names them)."""
+    rows: list[dict[str, Any]] = []
+    for run_dir in run_dirs:
+        for file in RunReader(Path(run_dir)).record_files():
+            read, _ = read_lines(file.lines, file.label)
+            rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.name}
+                     for line in read]  # fmt: skip
+    return rows
 
 
 def default_out_dir(result: AnalysisResult) -> Path:
@@ -222,11 +242,23 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
     }
 
 
-def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
-    """Write every output file into `out`; returns the result with out_dir and files set."""
+def _forest_png(result: AnalysisResult) -> bytes | None:
+    """The forest plot as PNG bytes: forest.png on disk and the page's headline picture."""
+    figure = forest_figure(result) if result.plot_available else None
+    if figure is None:
+        return None
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    return buffer.getvalue()
+
+
+def write_outputs(result: AnalysisResult, out: Path, draw: bool = False) -> AnalysisResult:
+    """Write every output file into `out`; returns the result with out_dir, files and the report
+    model set. report.md and report.html come from one model; with `draw` the page also has
+    the pictures drawn from the records (beside the forest plot, which is drawn whenever it can
+    be)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        written = []
         result.contrasts.to_csv(out / "contrasts.csv", index=False)
         result.census.to_csv(out / "census.csv", index=False)
         # census.csv is one row per cell; these two are its itemised companions.
@@ -246,13 +278,10 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
         (out / "contrasts.json").write_text(
             json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
-        (out / "report.md").write_text(result.report_md, encoding="utf-8")
-        written += [name for name in OUTPUT_FILES if name != "forest.png"]
+        forest = _forest_png(result)
         stale = out / "forest.png"
-        figure = forest_figure(result) if result.plot_available else None
-        if figure is not None:
-            figure.savefig(stale, dpi=120)
-            written.append("forest.png")
+        if forest is not None:
+            stale.write_bytes(forest)
         elif stale.exists():
             # A plot left by an earlier analysis would contradict this report.
             stale.unlink()
@@ -261,8 +290,15 @@ def write_outputs(result: AnalysisResult, out: Path) -> AnalysisResult:
             f"cannot write the analysis outputs to {out} ({exc.strerror}); pass --out with a "
             "writable directory"
         ) from None
+    # The record pictures follow the forest plot: not drawn, the page says why instead.
+    drawn: tuple[Section, ...] = ()
+    if draw and forest is not None:
+        drawn = pictures.sections(result, pictures.frame(picture_records(result.run_dirs)))
+    report = report_model(result, PageParts(forest=forest, pictures=drawn))
+    write_report(report, out, Path(result.run_dirs[0]))
+    written = [name for name in OUTPUT_FILES if name != "forest.png" or forest is not None]
     return dataclasses.replace(
-        result, out_dir=str(out), written=tuple(str(out / name) for name in written)
+        result, out_dir=str(out), written=tuple(str(out / n) for n in written), report=report
     )
 
 
@@ -275,8 +311,10 @@ def analyse_run(
     out: Path | None = None,
     pool: bool = False,
     endpoint: str | None = None,
+    draw: bool = False,
 ) -> AnalysisResult:
-    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's.
+    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's; with
+    `draw` report.html has the pictures drawn from the records.
 
     An `endpoint` named explicitly writes beside the pre-registered analysis, e.g. into
     analysis_interval_basis/, never over it."""
@@ -287,7 +325,7 @@ def analyse_run(
         out = default_out_dir(result)
         if endpoint is not None:
             out = out.with_name(f"{out.name}_{endpoint}_basis")
-    return write_outputs(result, out)
+    return write_outputs(result, out, draw)
 
 
 def load_and_analyse(

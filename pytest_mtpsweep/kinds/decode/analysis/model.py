@@ -18,6 +18,7 @@ from ....constants import (
     SUBSET_NAMES,
 )
 from ....errors import AnalysisError
+from ....report.model import Report
 from ....schema import ENDPOINT_FIELDS
 from .equivalence import Equivalence
 
@@ -205,6 +206,7 @@ class AnalysisResult:
     sequential: LookState | None = None  # a [stop] design: the look the intervals are at
     host_rule: HostRuleEffect = field(default_factory=HostRuleEffect)
     report_md: str = ""
+    report: Report | None = None  # the model report.md and report.html were written from
     plot_available: bool = False
     out_dir: str | None = None
     written: tuple[str, ...] = field(default=())

@@ -1,13 +1,23 @@
-"""Text renderings of a result: the terminal headline table, report.md (the findings) and
-the full section set report.html shows (the findings and every diagnostic and method section).
+"""A result as its report model, and the terminal's headline table.
+
+`report_model` is the one model report.md and report.html are rendered from: the question and
+scope, the headline (its table, the forest plot), per device and the host rule, the
+limitations, then every diagnostic and method section (the page's alone, report.md names where
+each is), the pictures and the notes. `render_report` is report.md's text, `render_full` the
+page's sections as Markdown (what the page says, for reading in a test or a terminal).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ....analysis.stats import MIN_CYCLES_FOR_SESSION
 from ....report.document import anchor
 from ....report.mdtext import Md, md_code, md_text
+from ....report.model import Block, Figure, Report, Role, Section, Table, Text, text
+from ....report.render_md import markdown
 from . import devices, hostrule
+from . import report_page as page
 from .model import ENDPOINT_LABELS, AnalysisResult
 from .report_diagnostics import (
     degenerate_warning,
@@ -32,7 +42,6 @@ from .textfmt import (
     ci,
     dict_rows,
     flags,
-    md_table,
     no_pairs_reason,
     num,
     pct,
@@ -91,13 +100,20 @@ def _per_cycle_text(result: AnalysisResult) -> dict[tuple[str, str, str], str]:
     return {k: ", ".join(v) for k, v in out.items()}
 
 
-def _section_headline(result: AnalysisResult) -> list[str]:
+HEADLINE_HEADERS = ("treatment", "subset", "published endpoint", "change", "95% CI", "90% CI",
+                    "decision", "MDE %", "prompts", "pairs", "interval")  # fmt: skip
+FOREST_CAPTION = (
+    "The published endpoint's change against the baseline: 95% (thin) and 90% (thick) "
+    "intervals, one x axis for every subset; the grey band is the equivalence margin."
+)
+
+
+def _headline_table(result: AnalysisResult) -> Table:
     prompts_only = conditional(result)
-    primary = result.settings.primary_endpoint
     cycles = _per_cycle_text(result) if prompts_only else {}
     rows = []
     for r in dict_rows(result.published):
-        row = [
+        row: list[object] = [
             str(r["treatment"]),
             str(r["subset"]),
             str(r["endpoint"]),
@@ -112,11 +128,16 @@ def _section_headline(result: AnalysisResult) -> list[str]:
         ]
         if prompts_only:
             row.append(cycles.get((str(r["endpoint"]), str(r["treatment"]), str(r["subset"])), ""))
-        rows.append([*row, str(r["note"])])
-    headers = ["treatment", "subset", "published endpoint", "change", "95% CI", "90% CI",
-               "decision", "MDE %", "prompts", "pairs", "interval"]  # fmt: skip
-    headers += ["per cycle", "note"] if prompts_only else ["note"]
-    out = ["## Headline (published endpoint)", ""]
+        rows.append((*row, str(r["note"])))
+    headers = (*HEADLINE_HEADERS, *(("per cycle", "note") if prompts_only else ("note",)))
+    return Table(headers, tuple(rows))
+
+
+def _headline_lead(result: AnalysisResult) -> list[str]:
+    """What the reader needs before the headline's figures: a switched endpoint, the look, the
+    intervals' condition."""
+    primary = result.settings.primary_endpoint
+    out: list[str] = []
     switched = [r for r in dict_rows(result.published) if r["endpoint"] != primary]
     if switched:
         out += [
@@ -127,14 +148,24 @@ def _section_headline(result: AnalysisResult) -> list[str]:
         ]
     if result.sequential is not None:
         out += [result.sequential.sentence(), ""]
-    if prompts_only:
+    if conditional(result):
         out += [
             f"With fewer than {MIN_CYCLES_FOR_SESSION} cycles these intervals are conditional on "
             "the server sessions that were run (see Limitations); the per-cycle contrasts "
             "beside each figure show how far it moved between sessions.",
             "",
         ]
-    return [*out, md_table(headers, rows), ""]
+    return out
+
+
+def _headline(result: AnalysisResult, forest: bytes | None) -> Section:
+    """The headline: its lead, its table, and on the page the forest plot under it."""
+    lead = "\n".join(_headline_lead(result)).strip("\n")
+    blocks: list[Block] = [Text(lead)] if lead else []
+    blocks.append(_headline_table(result))
+    if forest is not None:
+        blocks.append(Figure("forest plot", FOREST_CAPTION, png=forest))
+    return Section("Headline (published endpoint)", tuple(blocks), role="headline")
 
 
 DETAIL = "## Detail in report.html"
@@ -157,7 +188,7 @@ DETAIL_FILES = {
 
 def _preamble(result: AnalysisResult) -> list[str]:
     s = result.settings
-    lines = [f"# mtpsweep analysis: {md_text(title(result))}", "", *section_question(result)]
+    lines = [*section_question(result)]
     lines += [
         f"Baseline {md_code(s.baseline)}; {s.boot} resamples, seed {s.seed}; margin ±{s.margin_pct:g}%;"
         f" tie-break {s.tiebreak_pp:g} pp; pre-registered endpoint {s.primary_endpoint} "
@@ -179,65 +210,106 @@ def _preamble(result: AnalysisResult) -> list[str]:
     return lines
 
 
-def _parts(result: AnalysisResult) -> list[tuple[list[str], bool]]:
-    """Every section in report order, each marked True when report.md carries it."""
-    reason = no_pairs_reason(result)
-    parts: list[tuple[list[str], bool]] = [(_preamble(result), True)]
-    if reason is None:
-        parts += [(_section_headline(result), True)]
-        parts += [(devices.render(result.per_device, result.settings.primary_endpoint), True)]
-        parts += [(hostrule.section(result.host_rule, result.published), True)]
-    parts += [(section_limitations(result), True)]
-    if reason is None:
-        parts += [(section_tiebreak(result), False), (section_crosschecks(result), False)]
-    parts += [(section_equivalence(result), False)]
-    parts += [(section_acceptance(result), True), (section_census(result), True)]
-    if reason is None:
-        parts += [(section_drift(result), False), (section_position(result), False)]
-    for detail in (section_truncation, section_degenerate, section_interval_basis, section_host,
-                   section_groups, section_method):  # fmt: skip
-        parts += [(detail(result), False)]
-    if reason is not None:
+def _section(
+    lines: list[str], role: Role = "detail", *, markdown: bool = True, anchor: str = ""
+) -> Section | None:
+    """A section writer's lines as a model section: its `## ` title (the writer's own first
+    line), then its text; None for a writer that had nothing to say ([])."""
+    if not lines:
+        return None
+    if not lines[0].startswith("## "):
+        raise ValueError(f"a report section starts with its `## ` title, not {lines[0][:40]!r}")
+    body = "\n".join(lines[1:]).strip("\n")
+    blocks = (Text(body),) if body else ()
+    return Section(lines[0][3:], blocks, role=role, anchor=anchor, markdown=markdown)
+
+
+def _with(s: Section | None, extra: Block | None) -> Section | None:
+    """`s` with a block of the page's alone after its text."""
+    if s is None or extra is None:
+        return s
+    return dataclasses.replace(s, blocks=(*s.blocks, extra))
+
+
+def _plot(result: AnalysisResult, drawn: bool) -> Section:
+    """report.md's line on the forest plot; on the page only where it says why none is drawn
+    (a drawn one is under the headline)."""
+    if no_pairs_reason(result) is not None:
         plot = "Forest plot: not drawn, there are no contrasts."
     elif result.plot_available:
         plot = "Forest plot: `forest.png` (published endpoint, 95% and 90% intervals)."
     else:
         plot = "Forest plot: skipped, matplotlib is not importable (install the `plots` extra)."
-    parts += [(["## Plot", "", plot, ""], True)]
-    if result.notes:
-        parts += [(["## Notes", "", *(f"- {md_text(n)}" for n in result.notes), ""], True)]
-    return parts
+    return Section("Plot", (text(plot),), role="pictures", page=not drawn)
 
 
-def _pointers(titles: list[str]) -> list[str]:
-    """One line per section only report.html carries: its anchor and the file with its rows."""
-    return [
-        DETAIL,
-        "",
+def _pointers(titles: list[str]) -> Section:
+    """report.md's own: one line per section only report.html carries, with its anchor and the
+    file with its rows."""
+    lines = [
         "Diagnostics and method, each a collapsed section of `report.html` beside this file "
         "(every limitation they show is named above):",
         "",
         *(f"- {t}: `report.html#{anchor(t)}`; {DETAIL_FILES.get(t, 'text only')}"
           for t in titles),
-        "",
     ]  # fmt: skip
+    return Section(DETAIL[3:], (text(*lines),), page=False)
+
+
+def report_model(result: AnalysisResult, parts: page.PageParts | None = None) -> Report:
+    """The report: what report.md and report.html are both rendered from. `parts` is what the
+    edge drew for the page (none: the model report.md needs, the same text)."""
+    parts = parts or page.PageParts()
+    paired = no_pairs_reason(result) is None
+    found: list[Section | None] = []
+    if paired:
+        found += [
+            _headline(result, parts.forest),
+            _section(devices.render(result.per_device, result.settings.primary_endpoint),
+                     "headline"),
+            _section(hostrule.section(result.host_rule, result.published), "headline",
+                     anchor=anchor(hostrule.TITLE)),
+        ]  # fmt: skip
+    found.append(_section(section_limitations(result), "limitations"))
+    detail: list[tuple[list[str], bool, Block | None]] = []
+    if paired:
+        detail += [(section_tiebreak(result), False, None),
+                   (section_crosschecks(result), False, None)]  # fmt: skip
+    detail += [(section_equivalence(result), False, page.equivalence_cells(result)),
+               (section_acceptance(result), True, None),
+               (section_census(result), True, page.gap_cells(result))]  # fmt: skip
+    if paired:
+        detail += [(section_drift(result), False, None), (section_position(result), False, None)]
+    detail += [(section_truncation(result), False, page.truncated_cells(result))]
+    for writer in (section_degenerate, section_interval_basis, section_host, section_groups,
+                   section_method):  # fmt: skip
+        detail.append((writer(result), False, None))
+    for lines, kept, extra in detail:
+        found.append(_with(_section(lines, markdown=kept), extra))
+    sections = [s for s in found if s is not None]
+    moved = [s.title for s in sections if not s.markdown]
+    if moved:
+        sections.append(_pointers(moved))
+    sections += [*parts.pictures, _plot(result, parts.forest is not None)]
+    if result.notes:
+        sections.append(Section("Notes", (text(*(f"- {md_text(n)}" for n in result.notes)),)))
+    opening = "\n".join(_preamble(result)).strip("\n")
+    return Report(
+        title=f"mtpsweep analysis: {md_text(title(result))}",
+        opening=(Text(opening),),
+        sections=tuple(sections),
+    )
 
 
 def render_report(result: AnalysisResult) -> str:
     """report.md, a findings document: question, scope, headline, limitations, the tables that
     decide (draft acceptance, census), and one line per detail section naming where it is."""
-    lines: list[str] = []
-    moved: list[str] = []
-    for part, kept in _parts(result):
-        if kept:
-            if part[:1] == ["## Plot"] and moved:
-                lines += _pointers(moved)
-            lines += part
-        elif part:
-            moved.append(part[0].removeprefix("## "))
-    return "\n".join(lines)
+    return markdown(report_model(result))
 
 
 def render_full(result: AnalysisResult) -> str:
-    """Every section, report.md's and the detail's, in report order: what report.html shows."""
-    return "\n".join(line for part, _ in _parts(result) for line in part)
+    """Every section the page shows, report.md's and the detail's, in report order, as
+    Markdown (the page's own record tables and pictures aside)."""
+    report = report_model(result)
+    shown = tuple(dataclasses.replace(s, markdown=True) for s in report.sections if s.page)
+    return markdown(dataclasses.replace(report, sections=shown))

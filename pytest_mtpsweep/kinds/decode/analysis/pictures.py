@@ -6,46 +6,111 @@
   treatment, so drift and host noise show;
 - draft acceptance: accepted / drafted tokens per treatment and subset.
 
-Figures are built with matplotlib's Figure directly (no pyplot state); matplotlib is imported
-only here, only when a picture is drawn.
+`sections` turns them into the report model's Pictures sections (the page's alone). The records
+come in as the DataFrame `frame` makes of what `io.picture_records` read; figures are built with matplotlib's Figure
+directly (no pyplot state), imported only here, only when a picture is drawn.
 """
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.recordlines import read_lines
+from .... import schema
+from ....report.document import EMPTY, el
+from ....report.model import Block, Figure, Page, Section
+from .model import AnalysisResult
+from .textfmt import dict_rows
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "repeat", "valid",
            "started_at", "decode_rate_tps_primary", "decode_rate_tps_interval")  # fmt: skip
 
 
-def records(run_dirs: Sequence[Path]) -> Any:
-    """Every decode record of these runs as a DataFrame (lines that do not parse are skipped:
-    the analysis names them)."""
+def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The records' COLUMNS as a DataFrame: wall time parsed, each endpoint's rate (None unless
+    above 0), valid as a bool."""
     import pandas as pd
 
-    from pytest_mtpsweep.state.runread import RunReader
-
-    rows = []
-    for run_dir in run_dirs:
-        for file in RunReader(run_dir).record_files():
-            read, _ = read_lines(file.lines, file.label)
-            rows += [
-                {c: line.record.get(c) for c in COLUMNS} | {"session": file.name} for line in read
-            ]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    frame["started"] = pd.to_datetime(frame["started_at"], errors="coerce", utc=True)
+    out = pd.DataFrame(list(rows), columns=list(COLUMNS))
+    out["started"] = pd.to_datetime(out["started_at"], errors="coerce", utc=True)
     for endpoint, column in schema.ENDPOINT_FIELDS.items():
-        rate = pd.to_numeric(frame[column], errors="coerce")
-        frame[endpoint] = rate.where(rate > 0)
-    frame["valid"] = frame["valid"].eq(True)
-    return frame
+        rate = pd.to_numeric(out[column], errors="coerce")
+        out[endpoint] = rate.where(rate > 0)
+    out["valid"] = out["valid"].eq(True)
+    return out
+
+
+def _drawn(draw: Callable[[], Any], alt: str, caption: str) -> Block:
+    """A matplotlib Figure as the model's PNG (nothing when there is nothing to draw); a picture
+    that fails to draw is a note, never the report's end."""
+    try:
+        fig = draw()
+        if fig is None:
+            return Page(EMPTY)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
+    except Exception as exc:  # a picture must never cost the report
+        return Page(el("p", f"{alt}: not drawn ({type(exc).__name__}: {exc}).", class_="note"))
+    return Figure(alt, caption, png=buffer.getvalue())
+
+
+def _endpoint(result: AnalysisResult) -> str:
+    """The endpoint most published cells use (the tie-break can publish the interval one)."""
+    published = [str(e) for e in result.published["endpoint"]] if len(result.contrasts) else []
+    if published:
+        return Counter(published).most_common(1)[0][0]
+    return result.settings.primary_endpoint or "primary"
+
+
+def _chosen(frame: Any, result: AnalysisResult) -> Any:
+    """The records of the analysed comparability group (all of them if names do not match)."""
+    group = next((g for g in result.groups if g.chosen), None)
+    sessions = set(group.sessions) if group else set()
+    mine = frame["session"].isin(sessions)
+    return frame[mine] if mine.any() else frame
+
+
+def _acceptance_rows(result: AnalysisResult) -> list[dict[str, Any]]:
+    # NaN is "no rate" here, as null is in contrasts.json
+    return [
+        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
+        for r in dict_rows(result.acceptance)
+    ]
+
+
+def sections(result: AnalysisResult, frame: Any) -> tuple[Section, ...]:
+    """The Pictures sections drawn from the records (`frame`), in the page's order."""
+    s = result.settings
+    baseline, treatments = s.baseline, list(result.treatments)
+    endpoint, margin = _endpoint(result), float(s.margin_pct or 0.0)
+    chosen = _chosen(frame, result)
+    acceptance = _drawn(
+        lambda: acceptance_figure(_acceptance_rows(result)),
+        "draft acceptance",
+        "Drafted tokens the target model accepted, summed over the analysed measurements.",
+    )
+    if isinstance(acceptance, Page) and not acceptance.markup.html:
+        acceptance = Page(el("p", "No treatment drafted tokens.", class_="note"))
+    paired = _drawn(
+        lambda: paired_figure(chosen, baseline, treatments, endpoint, margin),
+        "paired dot plot",
+        f"Each prompt's change against {baseline} ({endpoint} endpoint), one mark per cycle "
+        "and a bar for the prompt's mean over its cycles; every panel shares the x axis. "
+        "Marks far from their bar are the session-to-session spread the intervals carry.",
+    )
+    timeline = _drawn(
+        lambda: timeline_figure(frame, [baseline, *treatments], endpoint),
+        "session timeline",
+        "Every valid measurement's rate against wall time, coloured by treatment: a drift "
+        "or a burst of host load shows as a slope or a dip shared across treatments.",
+    )
+    drawn = (("Each prompt, each cycle", paired), ("Session timeline", timeline),
+             ("Draft acceptance", acceptance))  # fmt: skip
+    return tuple(Section(t, (b,), role="pictures", markdown=False) for t, b in drawn)
 
 
 def colours(treatments: Sequence[str]) -> dict[str, str]:
