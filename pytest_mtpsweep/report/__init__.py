@@ -13,7 +13,6 @@ from .document import (
     json_script,
     render_page,
     text,
-    write_report_html,
 )
 
 __all__ = [
@@ -25,5 +24,4 @@ __all__ = [
     "json_script",
     "render_page",
     "text",
-    "write_report_html",
 ]

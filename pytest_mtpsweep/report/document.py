@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import schema
-from ..fileio import atomic_write_text, json_safe
+from ..fileio import json_safe
 from ..state.runread import RunReader
 from .assets import ERRORS_JS, PAGE_CSS, PAGE_JS
 
@@ -177,12 +176,3 @@ def page_title(run_dir: Path) -> str:
     read = RunReader(run_dir)
     run, ladder = read.run_id, read.plan.get("ladder")
     return f"mtpsweep: {ladder}/{run}" if isinstance(ladder, str) and ladder else f"mtpsweep: {run}"
-
-
-def write_report_html(
-    run_dir: Path, sections: Sequence[PageSection], out_dir: Path | None = None
-) -> Path:
-    """Write <run>/analysis/report.html (or into `out_dir`) atomically; returns its path."""
-    out = (out_dir or run_dir / schema.ANALYSIS_DIR) / REPORT_HTML
-    atomic_write_text(out, render_page(page_title(run_dir), sections, subtitle=str(run_dir)))
-    return out

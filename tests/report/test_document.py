@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.report import PageSection, el, json_script, text, write_report_html
+from pytest_mtpsweep.report import PageSection, el, json_script, text
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.report.document import CSP, render_page
+from pytest_mtpsweep.report.model import Report, Section, Text
+from pytest_mtpsweep.report.save import write_report
 from pytest_mtpsweep.report.tables import filterable, table
 from tests.report.dom import parse
 
@@ -78,21 +80,22 @@ def test_sections_open_or_collapsed_with_contents_and_the_error_box_first(tmp_pa
     run = tmp_path / "run"
     (run / "analysis").mkdir(parents=True)
     (run / "plan.json").write_text(json.dumps({"run_id": "r1", "ladder": "demo"}))
-    path = write_report_html(
-        run,
-        [PageSection("Limitations", text("none")), PageSection("Method", text("m"), open=False)],
-    )
+    report = Report("R", (), (Section("Limitations", (Text("none"),), role="limitations"),
+                              Section("Method", (Text("m"),))))  # fmt: skip
+    _, path = write_report(report, run / "analysis", run)
     assert path == run / "analysis" / "report.html"
     page = parse(path.read_text(encoding="utf-8"))
     body = page.find("body")[0]
     first = next(c for c in body.children if not isinstance(c, str))
     assert first.attrs == {"id": "js-errors", "hidden": ""}
     assert page.find("title")[0].text() == "mtpsweep: demo/r1"
-    limits, method = page.find("details", class_="section")
+    question, limits, method = page.find("details", class_="section")
+    assert (question.attrs["id"], "open" in question.attrs) == ("question", True)
     assert (limits.attrs["id"], "open" in limits.attrs) == ("limitations", True)
     assert (method.attrs["id"], "open" in method.attrs) == ("method", False)
-    assert [a.attrs["href"] for a in page.find("nav")[0].find("a")] == ["#limitations", "#method"]
-    assert not list(run.glob("analysis/.report.html.*"))  # written through a temporary file
+    hrefs = [a.attrs["href"] for a in page.find("nav")[0].find("a")]
+    assert hrefs == ["#question", "#limitations", "#method"]
+    assert not list(run.glob("analysis/.report.*"))  # written through a temporary file
 
 
 def test_tables_show_values_as_text_and_filterable_ones_carry_their_facets() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_mtpsweep.report import mdhtml as md
+from tests.report import mdsplit
 from tests.report.dom import parse
 
 REPORT = """# mtpsweep analysis: demo/r1
@@ -31,7 +32,7 @@ alpha    plain
 
 
 def test_split_finds_title_preamble_and_sections() -> None:
-    doc = md.split(REPORT)
+    doc = mdsplit.split(REPORT)
     assert doc.title == "mtpsweep analysis: demo/r1"
     assert doc.preamble == "**Question (pre-registered):** Is it faster?"
     assert [t for t, _ in doc.sections] == ["Headline (published endpoint)", "Limitations"]
@@ -40,7 +41,7 @@ def test_split_finds_title_preamble_and_sections() -> None:
 
 
 def test_tables_lists_code_and_emphasis_render_and_markup_stays_text() -> None:
-    doc = md.split(REPORT)
+    doc = mdsplit.split(REPORT)
     page = parse(md.render(doc.section("Headline") or "").html)
     rows = [[td.text() for td in tr.find("td")] for tr in page.find("tr")[1:]]
     assert rows == [["ngram", "+3.10%", "faster"], ["a|b", "<img src=x>", "x"]]

@@ -14,6 +14,7 @@ from pytest_mtpsweep.constants import MIN_BOOT
 from pytest_mtpsweep.kinds.decode.analysis.report import render_full
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
+from tests.report import mdsplit
 from tests.report.dom import Node, parse
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
@@ -56,7 +57,7 @@ def test_text_stays_one_line_of_text_and_reads_back(value: str) -> None:
     escaped = md_text(value)
     assert "\n" not in escaped and len(escaped.splitlines()) == 1
     line = f"**Question (pre-registered):** {escaped}"
-    assert md.split(f"# t\n\n{line}\n").sections == ()
+    assert mdsplit.split(f"# t\n\n{line}\n").sections == ()
     (p,) = rendered(line).children
     assert isinstance(p, Node) and p.tag == "p"
     assert [n.tag for n in p.walk()] == ["p", "strong"]  # the writer's bold only

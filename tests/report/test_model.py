@@ -176,3 +176,41 @@ def test_free_text_in_a_cell_or_a_line_is_text_in_both(value: str) -> None:
     tags = {n.tag for n in page.by_id("t").walk()}
     assert tags <= {"table", "thead", "tbody", "tr", "th", "td"}
     assert cells[0].words() == " ".join(value.split())
+
+
+PAGE_PARTS = {"render_page", "PageSection", "mdhtml"}
+
+
+def page_builders(package: Path) -> list[str]:
+    """Modules outside report/ that build the page themselves (its skeleton, its sections, or
+    report.md's Markdown onto it) or split report.md at its headings."""
+    import ast
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel.parts[0] == "report":
+            continue
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] in (
+                "report", "document", "mdhtml"):  # fmt: skip
+                named = {a.name for a in node.names} | {(node.module or "").split(".")[-1]}
+                if PAGE_PARTS & named:
+                    found.append(f"{rel}:{node.lineno}")
+        if '"\\n## "' in source or '.split("## ' in source:
+            found.append(f"{rel}: splits Markdown at its headings")
+    return found
+
+
+def test_no_kind_builds_the_page_or_splits_report_md(tmp_path: Path) -> None:
+    """Every kind hands a report model to the renderers; the check is seen to fail first."""
+    fake = tmp_path / "pkg"
+    (fake / "kinds").mkdir(parents=True)
+    (fake / "kinds" / "x.py").write_text(
+        "from ..report.document import PageSection\nfrom ..report import mdhtml as md\n"
+        'HEAD = text.split("## Headline")\n'
+    )
+    assert page_builders(fake) == [
+        "kinds/x.py:1", "kinds/x.py:2", "kinds/x.py: splits Markdown at its headings"]  # fmt: skip
+    assert page_builders(Path(__file__).resolve().parents[2] / "pytest_mtpsweep") == []

@@ -18,13 +18,16 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_mtpsweep.report import PageSection, el, join, write_report_html
+from pytest_mtpsweep.report import el, join
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.images import available as plotting_available
+from pytest_mtpsweep.report.model import Page, Report, Section
+from pytest_mtpsweep.report.save import write_report
 from pytest_mtpsweep.report.tables import filterable
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
+from tests.report import mdsplit
 from tests.report.dom import Node, parse
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 from tests.stub_openai_server import Messages, Script, serve
@@ -136,7 +139,7 @@ def test_a_decode_report_opens_with_headline_limitations_and_pictures(
 ) -> None:
     run = decode_run(pytester)
     page = run / "analysis" / "report.html"
-    doc = md.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
+    doc = mdsplit.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
     assert (run / "analysis_interval_basis" / "report.html").is_file()  # beside each report.md
     dom = dump(tmp_path, page)
     assert_no_js_errors(dom)
@@ -249,13 +252,18 @@ def test_strings_that_look_like_markup_stay_text_through_the_pages_script(
     rows = [[HOSTILE, HOSTILE], ["plain", "ok"]]
     body = join([el("p", HOSTILE, title=HOSTILE), filterable("t", ["name", "verdict"], rows,
                                                            ["verdict"])])  # fmt: skip
-    page = write_report_html(run, [PageSection(HOSTILE, body)])
+    report = Report(HOSTILE, (), (Section(HOSTILE, (Page(body),), open=True),))
+    _, page = write_report(report, run / "analysis", run)
     dom = dump(tmp_path, page)
     assert_no_js_errors(dom)
     assert_only_the_pages_own_scripts(dom)
     assert not dom.find("img")
     assert dom.find("title")[0].text() == f"mtpsweep: {HOSTILE}"
-    assert dom.find("summary")[0].text() == HOSTILE
+    assert [s.text() for s in dom.find("summary")] == [
+        "Question and headline",
+        "Limitations",
+        HOSTILE,
+    ]
     assert dom.find("p", title=HOSTILE)[0].text() == HOSTILE
     # the facets went in as JSON and came out of the script as option text, whole
     assert [o.text() for o in dom.find("option")] == ["all", HOSTILE, "ok"]
@@ -268,7 +276,7 @@ def test_a_load_report_opens_with_its_headline_and_no_server(tmp_path: Path) -> 
     run = write_run(tmp_path)  # records as the load kind writes them; the analysis needs no server
     assert not isinstance(analyse(run, boot=200, seed=1), str)
     page = run / "analysis" / "report.html"
-    doc = md.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
+    doc = mdsplit.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
     dom = dump(tmp_path, page)
     assert_no_js_errors(dom)
     assert_only_the_pages_own_scripts(dom)

@@ -15,7 +15,6 @@ import pytest
 
 from pytest_mtpsweep.kinds.load import analysis
 from pytest_mtpsweep.kinds.load.witnesses import LAG
-from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
@@ -28,6 +27,7 @@ from tests.kinds.load.run_fixture import (
     SECRET,
     write_run,
 )
+from tests.report import mdsplit
 from tests.report.dom import Node, parse
 
 BOOT = 200
@@ -47,8 +47,8 @@ def bullets(markdown: str | None) -> list[str]:
     return [" ".join(re.sub(r"\*\*|`", "", x).split()) for x in items]
 
 
-def report_md(run: Path) -> md.Document:
-    return md.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
+def report_md(run: Path) -> mdsplit.Document:
+    return mdsplit.split((run / "analysis" / "report.md").read_text(encoding="utf-8"))
 
 
 def test_the_session_end_analysis_and_mtpsweep_analyse_both_write_it(
