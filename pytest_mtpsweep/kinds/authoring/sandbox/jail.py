@@ -285,7 +285,9 @@ def main() -> None:
             files[name] = f.read()
     target = NOBODY if os.geteuid() == 0 else os.getuid()
     tasks = _tasks_of(target)
-    report: dict[str, Any] = {}
+    # RLIMIT_NPROC counts every task of the user, those of other checks running beside this one
+    # too: the limit is what it runs now plus `nproc`, and the report says the figure
+    report: dict[str, Any] = {"processes": tasks + cfg["nproc"]}
     flags = unshare(report)
     report["network"] = "namespace" if flags & CLONE_NEWNET else "host"
     report["pids"] = "namespace" if flags & CLONE_NEWPID else "process group"
