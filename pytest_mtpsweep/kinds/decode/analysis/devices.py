@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ....report.mdtext import md_table
+from ....report.model import Section
+from .textfmt import md_section
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "device", "cycles", "prompts", "pairs", "change_pct", "spread_pct",
@@ -55,14 +57,12 @@ def per_device_table(pairs: pd.DataFrame, treatments: Sequence[str]) -> pd.DataF
     return pd.DataFrame(rows, columns=list(PER_DEVICE_COLUMNS))
 
 
-def render(table: pd.DataFrame, endpoint: str) -> list[str]:
-    """Markdown lines for the report (nothing for a run on one device)."""
+def render(table: pd.DataFrame, endpoint: str) -> Section | None:
+    """The report's section (None for a run on one device)."""
     rows = table[table["endpoint"] == endpoint]
     if rows.empty:
-        return []
+        return None
     out = [
-        f"## Per device ({endpoint}): a heterogeneity check",
-        "",
         "Each device ran whole cycle pairs; pairs never cross devices. The headline pools "
         "them; a device whose change differs from the others' says the headline depends on "
         "where it was measured.",
@@ -74,7 +74,9 @@ def render(table: pd.DataFrame, endpoint: str) -> list[str]:
          f"{r.spread_pct:.2f} pp"]
         for r in rows.itertuples(index=False)
     ]  # fmt: skip
-    return [*out, md_table(headers, cells), ""]
+    return md_section(
+        f"Per device ({endpoint}): a heterogeneity check", [*out, md_table(headers, cells)]
+    )
 
 
 def terminal_lines(table: pd.DataFrame, endpoint: str) -> list[str]:

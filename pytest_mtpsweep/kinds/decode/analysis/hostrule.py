@@ -15,8 +15,9 @@ import pandas as pd
 
 from .... import schema
 from ....report.mdtext import md_text
+from ....report.model import Section
 from .model import HostRuleEffect, QuarantinedSession, RecordFile, RunData
-from .textfmt import ci, dict_rows, md_table, pct
+from .textfmt import ci, dict_rows, md_section, md_table, pct
 
 TITLE = "Host rule"
 HEADERS = ("treatment", "subset", "endpoint", "with the re-runs (published)",
@@ -142,11 +143,11 @@ def _why(reason: str) -> str:
     return reason.removeprefix(f"{schema.HOST_SPOILED}: ")
 
 
-def section(e: HostRuleEffect, published: pd.DataFrame) -> list[str]:
-    """The headline with and without the re-runs in place of the spoiled attempts ([] when no
+def section(e: HostRuleEffect, published: pd.DataFrame) -> Section | None:
+    """The headline with and without the re-runs in place of the spoiled attempts (None when no
     session was re-run for the host)."""
     if e.with_originals is None or not e.rerun:
-        return []
+        return None
     theirs = {(r["treatment"], r["subset"], r["endpoint"]): r for r in dict_rows(e.with_originals)}
     rows = []
     for r in dict_rows(sensitivity_rows(published)):
@@ -163,13 +164,13 @@ def section(e: HostRuleEffect, published: pd.DataFrame) -> list[str]:
             ]
         )
     names = md_text(", ".join(s for s, _ in e.rerun))
-    return [
-        f"## {TITLE}",
-        "",
-        f"The host rule set aside and re-ran {len(e.rerun)} session(s) ({names}). The "
-        "published headline uses the re-runs; beside it, the same analysis with the spoiled "
-        "first attempts in their place (95% CI):",
-        "",
-        md_table(HEADERS, rows),
-        "",
-    ]
+    return md_section(
+        TITLE,
+        [
+            f"The host rule set aside and re-ran {len(e.rerun)} session(s) ({names}). The "
+            "published headline uses the re-runs; beside it, the same analysis with the spoiled "
+            "first attempts in their place (95% CI):",
+            "",
+            md_table(HEADERS, rows),
+        ],
+    )

@@ -210,18 +210,13 @@ def _preamble(result: AnalysisResult) -> list[str]:
     return lines
 
 
-def _section(
-    lines: list[str], role: Role = "detail", *, markdown: bool = True, anchor: str = ""
+def _as(
+    s: Section | None, role: Role = "detail", *, markdown: bool = True, anchor: str = ""
 ) -> Section | None:
-    """A section writer's lines as a model section: its `## ` title (the writer's own first
-    line), then its text; None for a writer that had nothing to say ([])."""
-    if not lines:
+    """A writer's section placed: its role on the page, whether report.md carries it."""
+    if s is None:
         return None
-    if not lines[0].startswith("## "):
-        raise ValueError(f"a report section starts with its `## ` title, not {lines[0][:40]!r}")
-    body = "\n".join(lines[1:]).strip("\n")
-    blocks = (Text(body),) if body else ()
-    return Section(lines[0][3:], blocks, role=role, anchor=anchor, markdown=markdown)
+    return dataclasses.replace(s, role=role, markdown=markdown, anchor=anchor or s.anchor)
 
 
 def _with(s: Section | None, extra: Block | None) -> Section | None:
@@ -265,13 +260,12 @@ def report_model(result: AnalysisResult, parts: page.PageParts | None = None) ->
     if paired:
         found += [
             _headline(result, parts.forest),
-            _section(devices.render(result.per_device, result.settings.primary_endpoint),
-                     "headline"),
-            _section(hostrule.section(result.host_rule, result.published), "headline",
-                     anchor=anchor(hostrule.TITLE)),
+            _as(devices.render(result.per_device, result.settings.primary_endpoint), "headline"),
+            _as(hostrule.section(result.host_rule, result.published), "headline",
+                anchor=anchor(hostrule.TITLE)),
         ]  # fmt: skip
-    found.append(_section(section_limitations(result), "limitations"))
-    detail: list[tuple[list[str], bool, Block | None]] = []
+    found.append(_as(section_limitations(result), "limitations"))
+    detail: list[tuple[Section, bool, Block | None]] = []
     if paired:
         detail += [(section_tiebreak(result), False, None),
                    (section_crosschecks(result), False, None)]  # fmt: skip
@@ -284,8 +278,8 @@ def report_model(result: AnalysisResult, parts: page.PageParts | None = None) ->
     for writer in (section_degenerate, section_interval_basis, section_host, section_groups,
                    section_method):  # fmt: skip
         detail.append((writer(result), False, None))
-    for lines, kept, extra in detail:
-        found.append(_with(_section(lines, markdown=kept), extra))
+    for written, kept, extra in detail:
+        found.append(_with(_as(written, markdown=kept), extra))
     sections = [s for s in found if s is not None]
     moved = [s.title for s in sections if not s.markdown]
     if moved:

@@ -11,7 +11,7 @@ from .model import (
     AnalysisResult,
 )
 from .report_limits import CALIBRATION_DRIFT_PCT
-from .textfmt import ci, dict_rows, md_table, num, pct
+from .textfmt import ci, dict_rows, md_table, num, pct, titled
 
 CENSUS_HEADERS = ["endpoint", "treatment", "subset", "prompts", "pairs",
                   "baseline without treatment", "treatment without baseline",
@@ -20,8 +20,9 @@ POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per po
                     "95% CI", "stateful", "note"]  # fmt: skip
 
 
+@titled("Position within session")
 def section_position(result: AnalysisResult) -> list[str]:
-    out = ["## Position within session", ""]
+    out: list[str] = []
     t = result.position_trend
     if t.empty:
         return [
@@ -62,8 +63,9 @@ def section_position(result: AnalysisResult) -> list[str]:
     ]
 
 
+@titled("Census")
 def section_census(result: AnalysisResult) -> list[str]:
-    out = ["## Census", ""]
+    out: list[str] = []
     if not result.census.empty:
         rows = [
             [
@@ -137,8 +139,9 @@ def section_census(result: AnalysisResult) -> list[str]:
     return out
 
 
+@titled("Drift")
 def section_drift(result: AnalysisResult) -> list[str]:
-    out = ["## Drift", ""]
+    out: list[str] = []
     published = result.published[["endpoint", "treatment", "subset"]]
     per_cycle = result.per_cycle.merge(published, on=["endpoint", "treatment", "subset"])
     if per_cycle.empty:
@@ -195,8 +198,9 @@ def section_drift(result: AnalysisResult) -> list[str]:
     return out
 
 
+@titled("Truncated measurements")
 def section_truncation(result: AnalysisResult) -> list[str]:
-    out = ["## Truncated measurements", ""]
+    out: list[str] = []
     t = result.truncated
     if t.empty:
         return [*out, "None: no analysed measurement hit the token cap.", ""]
@@ -222,10 +226,9 @@ def section_truncation(result: AnalysisResult) -> list[str]:
     return [*out, ""]
 
 
+@titled("Comparability groups")
 def section_groups(result: AnalysisResult) -> list[str]:
     out = [
-        "## Comparability groups",
-        "",
         "Sessions pool only when all keyed fields are identical. The analysed group is the one "
         "holding the most valid baseline records (ties: most records, then earliest session); "
         "the others are reported, not analysed.",
@@ -260,8 +263,9 @@ def degenerate_warning(result: AnalysisResult) -> str | None:
     )
 
 
+@titled("What the model wrote")
 def section_degenerate(result: AnalysisResult) -> list[str]:
-    out = ["## What the model wrote", ""]
+    out: list[str] = []
     t = result.degenerate
     if t.empty:
         return [*out, "No analysed measurements.", ""]
@@ -279,8 +283,9 @@ def section_degenerate(result: AnalysisResult) -> list[str]:
     return [*out, lead, "", table, ""]
 
 
+@titled("Host noise")
 def section_host(result: AnalysisResult) -> list[str]:
-    out = ["## Host noise", ""]
+    out: list[str] = []
     t = result.host
     if t.empty:
         return [*out, "No session recorded the host's load.", "", *_calibration(result)]
@@ -368,8 +373,9 @@ def interval_fallback_warning(result: AnalysisResult) -> str | None:
     )
 
 
+@titled("Interval endpoint basis")
 def section_interval_basis(result: AnalysisResult) -> list[str]:
-    out = ["## Interval endpoint basis", ""]
+    out: list[str] = []
     t = result.interval_basis
     if t.empty:
         return [*out, "No analysed measurements.", ""]

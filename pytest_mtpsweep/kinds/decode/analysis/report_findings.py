@@ -18,7 +18,7 @@ from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
 from .model import ENDPOINTS, AnalysisResult
 from .report_diagnostics import degenerate_warning, interval_fallback_warning
-from .textfmt import dict_rows, num
+from .textfmt import dict_rows, num, titled
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",
@@ -169,6 +169,7 @@ def _equivalence(result: AnalysisResult) -> list[str]:
     ]
 
 
+@titled(LIMITATIONS[3:])
 def section_limitations(result: AnalysisResult) -> list[str]:
     """What limits the headline, before any detail table: every limitation, one bullet each,
     whether its detail is in report.md or only in report.html."""
@@ -189,11 +190,12 @@ def section_limitations(result: AnalysisResult) -> list[str]:
     ]
     if result.has_pairs and result.treatments:
         items += [limits.drift(result), limits.position(result), limits.cross_checks(result)]
-    return [LIMITATIONS, "", *(f"- {item}" for item in items), ""]
+    return [*(f"- {item}" for item in items), ""]
 
 
+@titled("Content equivalence")
 def section_equivalence(result: AnalysisResult) -> list[str]:
-    out = ["## Content equivalence", ""]
+    out: list[str] = []
     eq = result.equivalence
     if eq is None:
         return [*out, f"Content equivalence: {md_text(result.equivalence_skipped)}.", ""]
@@ -246,8 +248,9 @@ def _rate(value: object) -> str:
     return f"{num(value, 1)}%" if isinstance(value, float) and math.isfinite(value) else "-"
 
 
+@titled("Draft acceptance")
 def section_acceptance(result: AnalysisResult) -> list[str]:
-    out = ["## Draft acceptance", ""]
+    out: list[str] = []
     t = result.acceptance
     if t.empty:
         return [*out, "No analysed measurements.", ""]

@@ -18,12 +18,13 @@ from ....analysis.stats import (
 from ....constants import MIN_BOOT
 from ....report.mdtext import Md
 from .model import ENDPOINTS, AnalysisResult
-from .textfmt import ci, dict_rows, finite, md_table, num, pct
+from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
 
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
                     "beyond tie-break", "published", "why"]  # fmt: skip
 
 
+@titled("Endpoints and tie-break")
 def section_tiebreak(result: AnalysisResult) -> list[str]:
     s = result.settings
     pct_of = {
@@ -45,8 +46,6 @@ def section_tiebreak(result: AnalysisResult) -> list[str]:
             ]
         )
     return [
-        "## Endpoints and tie-break",
-        "",
         f"Pre-registered endpoint: {s.primary_endpoint}. Rule: if the two endpoints differ by "
         f"more than {s.tiebreak_pp:g} pp in ANY treatment × subset cell, the interval-basis "
         "figure is published for the whole headline (a cell where one endpoint has no pairs "
@@ -63,6 +62,7 @@ def _min_p(row: Mapping[str, Any]) -> float:
     return 2.0 ** (1 - n) if row["perm_method"] == "exact" and n > 0 else math.nan
 
 
+@titled("Small-sample cross-checks")
 def section_crosschecks(result: AnalysisResult) -> list[str]:
     rows = [
         [
@@ -81,8 +81,6 @@ def section_crosschecks(result: AnalysisResult) -> list[str]:
     ]
     blind = sorted({int(r["n_prompts"]) for r in dict_rows(result.contrasts) if _min_p(r) >= 0.05})
     out = [
-        "## Small-sample cross-checks",
-        "",
         "Geometric (the published point) and arithmetic mean percent change, the percentile "
         "cluster bootstrap 95% interval (published before the bootstrap-t interval; it "
         "under-covers at these sizes, see Method), and a sign-flip permutation p-value (exact "
@@ -117,13 +115,12 @@ MEASURED_COVERAGE = (
 )
 
 
+@titled("Method and multiplicity")
 def section_method(result: AnalysisResult) -> list[str]:
     s = result.settings
     n_t, n_s = len(result.treatments), len(result.subsets) + (len(result.subsets) >= 2)
     total = n_t * n_s * len(ENDPOINTS)
     return [
-        "## Method and multiplicity",
-        "",
         "Each treatment is paired with the baseline within (prompt, cycle) after averaging "
         "repeats; a prompt's cluster value is the mean over its cycles of log(treatment / "
         "baseline); a subset's estimate is the mean over its prompts, pooled is the "

@@ -3,14 +3,36 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from ....analysis.stats import MIN_PROMPTS_FOR_DECISION
 from ....report.mdtext import md_table as md_table
+from ....report.model import Section, Text
 from .model import AnalysisResult
+
+Writer = Callable[[AnalysisResult], list[str]]
+
+
+def md_section(title: str, lines: Sequence[str]) -> Section:
+    """A report section: its title, and its Markdown lines as one text block."""
+    body = "\n".join(lines).strip("\n")
+    return Section(title, (Text(body),) if body else ())
+
+
+def titled(title: str) -> Callable[[Writer], Callable[[AnalysisResult], Section]]:
+    """A section writer's lines under their title: the writer says what, this says where."""
+
+    def wrap(writer: Writer) -> Callable[[AnalysisResult], Section]:
+        def section(result: AnalysisResult) -> Section:
+            return md_section(title, writer(result))
+
+        section.__doc__, section.__name__ = writer.__doc__, writer.__name__
+        return section
+
+    return wrap
 
 
 def pct(value: Any) -> str:

@@ -14,6 +14,7 @@ from pytest_mtpsweep.kinds.decode.analysis.devices import (
     unit_of,
 )
 from pytest_mtpsweep.kinds.decode.analysis.pairing import cell_means, pair_cells
+from pytest_mtpsweep.report import render_md
 
 
 def _records(rows: list[tuple[str, int, str, str, float]]) -> pd.DataFrame:
@@ -74,7 +75,9 @@ def test_per_device_contrast() -> None:
     assert terminal_lines(table, "primary") == [
         "per device (primary, a heterogeneity check): b: 0 +10.0% (3 prompts), 1 -10.0% (3 prompts)"
     ]
-    text = "\n".join(render(table, "primary"))
+    section = render(table, "primary")
+    assert section is not None and section.title == "Per device (primary): a heterogeneity check"
+    text = render_md.section(section)
     assert "| b | 0 | 1 | 3 | 3 | +10.00% |" in text and "| b | 1 |" in text
 
 
@@ -82,7 +85,7 @@ def test_one_device_has_no_table() -> None:
     rows = [("a", 1, "p1", "", 10.0), ("b", 1, "p1", "", 11.0)]
     pairs, _ = pair_cells(cell_means(_records(rows)), ["b"], "a")
     assert per_device_table(pairs, ["b"]).empty
-    assert render(per_device_table(pairs, ["b"]), "primary") == []
+    assert render(per_device_table(pairs, ["b"]), "primary") is None
 
 
 def test_a_worker_stands_for_its_device_when_none_is_pinned() -> None:

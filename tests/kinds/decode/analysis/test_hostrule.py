@@ -14,6 +14,7 @@ from pytest_mtpsweep.kinds.decode.analysis.model import (
 )
 from pytest_mtpsweep.ladder.model import HostRule
 from pytest_mtpsweep.protocol.hostrule import to_json
+from pytest_mtpsweep.report import render_md
 
 REASON = "host spoiled: the server took 5000 major page faults (over major_faults 1000)"
 
@@ -94,8 +95,8 @@ def test_the_section_shows_both_intervals() -> None:
         rerun=(("02_b_c1", REASON),),
         with_originals=pd.DataFrame([{**row, "pct_change": -2.0, "decision": "inconclusive"}]),
     )
-    lines = hostrule.section(e, pd.DataFrame([row]))
-    assert lines[0] == "## Host rule"
-    table = "\n".join(lines)
+    section = hostrule.section(e, pd.DataFrame([row]))
+    assert section is not None and section.title == "Host rule"
+    table = render_md.section(section)
     assert "| b | prose | primary | +5.00% [+1.00, +9.00] faster | -2.00% [+1.00, +9.00] " in table
-    assert hostrule.section(HostRuleEffect(recorded=True), pd.DataFrame([row])) == []
+    assert hostrule.section(HostRuleEffect(recorded=True), pd.DataFrame([row])) is None
