@@ -680,8 +680,10 @@ class TestInterrupts:
         self, pytester: pytest.Pytester
     ) -> None:
         # Requests per server: 1 warm-up, 2 calibration at start, 3-4 the prompts, 5 the
-        # calibration at the end (32 tokens, b's 100 ms apart: a 3 s window to interrupt in).
-        few = stub_project(pytester, ["--stub-token-ms", "100"], prompts=2)
+        # calibration at the end. b's fifth answer stalls for a minute after a few tokens, so
+        # the interrupt lands inside the end calibration however loaded the machine is (a 3 s
+        # window of slow tokens once let a busy CI runner send it after the close).
+        few = stub_project(pytester, ["--fault", "stall=60@5"], prompts=2)
         proc = spawn_pytest(
             pytester.path, "experiments/", "--ladder=stub", f"--server-bin={STUB}",
             f"--prompts-dir={few}", "--max-tokens=2", "--boot=1000",
