@@ -126,15 +126,14 @@ def load_run(run_dir: Path) -> RunData:
     )
 
 
-def picture_records(run_dirs: Sequence[str]) -> list[dict[str, Any]]:
-    """Every decode record of these runs, the pictures' columns of it (lines that do not parse
+def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
+    """The pictures' columns of every record line the analysis read (lines that do not parse
     are skipped: the analysis names them)."""
     rows: list[dict[str, Any]] = []
-    for run_dir in run_dirs:
-        for file in RunReader(Path(run_dir)).record_files():
-            read, _ = read_lines(file.lines, file.label)
-            rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.name}
-                     for line in read]  # fmt: skip
+    for file in files:
+        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl")
+        rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.session}
+                 for line in read]  # fmt: skip
     return rows
 
 
@@ -293,7 +292,7 @@ def write_outputs(result: AnalysisResult, out: Path, draw: bool = False) -> Anal
     # The record pictures follow the forest plot: not drawn, the page says why instead.
     drawn: tuple[Section, ...] = ()
     if draw and forest is not None:
-        drawn = pictures.sections(result, pictures.frame(picture_records(result.run_dirs)))
+        drawn = pictures.sections(result, pictures.frame(picture_records(result.record_files)))
     report = report_model(result, PageParts(forest=forest, pictures=drawn))
     write_report(report, out, Path(result.run_dirs[0]))
     written = [name for name in OUTPUT_FILES if name != "forest.png" or forest is not None]

@@ -207,6 +207,8 @@ class AnalysisResult:
     host_rule: HostRuleEffect = field(default_factory=HostRuleEffect)
     report_md: str = ""
     report: Report | None = None  # the model report.md and report.html were written from
+    # the raw record lines analysed: the page's pictures are drawn from them, not a second read
+    record_files: tuple[RecordFile, ...] = ()
     plot_available: bool = False
     out_dir: str | None = None
     written: tuple[str, ...] = field(default=())

@@ -7,8 +7,9 @@
 - draft acceptance: accepted / drafted tokens per treatment and subset.
 
 `sections` turns them into the report model's Pictures sections (the page's alone). The records
-come in as the DataFrame `frame` makes of what `io.picture_records` read; figures are built with matplotlib's Figure
-directly (no pyplot state), imported only here, only when a picture is drawn.
+come in as the DataFrame `frame` makes of the lines the analysis read (`io.picture_records`);
+figures are built with matplotlib's Figure directly (no pyplot state), imported only here,
+only when a picture is drawn.
 """
 
 from __future__ import annotations

@@ -331,6 +331,7 @@ def analyse(
         acceptance=draft_acceptance(analysed),
         sequential=look,
         host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
+        record_files=tuple(f for run in runs for f in run.record_files),
     )
     return dataclasses.replace(result, report_md=render_report(result))
 

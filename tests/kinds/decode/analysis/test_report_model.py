@@ -4,14 +4,15 @@ tables come from the result, not from the CSVs beside the report."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_mtpsweep.constants import MIN_BOOT
-from pytest_mtpsweep.kinds.decode.analysis import analyse_run
-from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse
+from pytest_mtpsweep.kinds.decode.analysis import analyse_run, pictures
+from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse, picture_records
 from pytest_mtpsweep.kinds.decode.analysis.report import DETAIL, report_model
 from pytest_mtpsweep.report.mdtext import md_table
 from pytest_mtpsweep.report.model import Figure, Report, Table
@@ -107,3 +108,20 @@ def test_a_hostile_prompt_id_is_text_in_the_pages_record_tables(tmp_path: Path) 
         assert prompt in cells, table_id
     assert not dom.find("a", href="javascript:alert(1)")
     assert len([s for s in dom.find("script") if "type" not in s.attrs]) == 2  # the page's own
+
+
+def test_the_pictures_are_drawn_from_the_lines_the_analysis_read(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plots extra draws the pictures")
+    run = write_run(tmp_path, DESIGN, records())
+    result = load_and_analyse([run], boot=MIN_BOOT)
+    assert sum(len(f.lines) for f in result.record_files) == len(records())
+    # The record files gone after the analysis read them: the pictures are still the records'.
+    shutil.rmtree(run / "records")
+    rows = picture_records(result.record_files)
+    assert len(rows) == len(records())
+    assert {(r["session"], r["treatment"]) for r in rows} == {
+        (r["session"], r["treatment"]) for r in records()
+    }
+    drawn = pictures.sections(result, pictures.frame(rows))
+    alts = [b.alt for s in drawn for b in s.blocks if isinstance(b, Figure)]
+    assert alts == ["paired dot plot", "session timeline"]
