@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import httpcore  # noqa: F401
@@ -62,6 +63,14 @@ def _listed(item: pytest.Item, nodes: tuple[str, ...]) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Remove this worker's copy of the STUB server: a test run leaves nothing in /tmp."""
+    from tests.sandbox import REPO, STUB_SERVER
+
+    if STUB_SERVER.parent != REPO / "tests":
+        shutil.rmtree(STUB_SERVER.parent, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `server` (a real-server fixture), `solo` (a server test not in
     tests/quiet_real_tests.txt: it runs a model server, one at a time) and `slow`
