@@ -1,12 +1,16 @@
 """Ctrl-C during a run: the first interrupts as Python always does (the session in progress is
 closed, filed and set aside on the way out); a second ends the process at once and quietly,
-with every server it started killed, instead of a traceback from deep inside pytest."""
+with every server it started killed, instead of a traceback from deep inside pytest. Inside
+`held()` (filing a session) the first waits until the block is done, so no session is left
+half-filed."""
 
 from __future__ import annotations
 
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -16,7 +20,7 @@ MESSAGE = (
     "\nmtpsweep: interrupted twice: servers killed, exiting now; every record written so far "
     "is on disk (--resume continues the run, `mtpsweep cleanup RUN` stops launched servers).\n"
 )
-_state: dict[str, Any] = {"previous": None, "count": 0}
+_state: dict[str, Any] = {"previous": None, "count": 0, "held": 0, "pending": False}
 
 
 def install() -> None:
@@ -25,7 +29,7 @@ def install() -> None:
         return
     if _state["previous"] is None:
         _state["previous"] = signal.getsignal(signal.SIGINT)
-    _state["count"] = 0
+    _state["count"], _state["pending"] = 0, False
     signal.signal(signal.SIGINT, _on_sigint)
 
 
@@ -38,11 +42,27 @@ def restore() -> None:
     _state["previous"] = None
 
 
+@contextmanager
+def held() -> Iterator[None]:
+    """Hold a first Ctrl-C until the block ends, then raise it; a second still quits at once."""
+    _state["held"] += 1
+    try:
+        yield
+    finally:
+        _state["held"] -= 1
+        if _state["held"] == 0 and _state["pending"]:
+            _state["pending"] = False
+            raise KeyboardInterrupt
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _state["count"] += 1
-    if _state["count"] == 1:
-        raise KeyboardInterrupt
-    quit_now()
+    if _state["count"] > 1:
+        quit_now()
+    if _state["held"]:
+        _state["pending"] = True  # raised when the held block ends
+        return
+    raise KeyboardInterrupt
 
 
 def quit_now() -> NoReturn:

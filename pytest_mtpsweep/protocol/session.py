@@ -22,7 +22,7 @@ from ..errors import RunDirError, ServerError, SkipCase, StopRun
 from ..ladder.plan import SessionSlot
 from ..state.context import RunContext
 from ..state.live import LiveSession
-from . import hostrule, lifecycle
+from . import hostrule, interrupts, lifecycle
 from .lifecycle import one_line
 from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
@@ -161,7 +161,8 @@ class Sessions:
                 live.quarantine = live.quarantine or (
                     f"the session close was interrupted ({type(exc).__name__}: {one_line(exc)})"
                 )
-        rerun = self._file(live)
+        with interrupts.held():  # a session file and its quarantine are written together
+            rerun = self._file(live)
         if interrupted is not None:
             raise interrupted
         note = self.kind.session_note(live)

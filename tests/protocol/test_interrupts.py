@@ -20,3 +20,29 @@ def test_the_first_interrupt_is_a_keyboard_interrupt_and_the_handler_is_restored
     finally:
         interrupts.restore()
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_first_interrupt_inside_held_waits_for_the_block_to_end() -> None:
+    interrupts.install()
+    try:
+        handler = signal.getsignal(signal.SIGINT)
+        assert callable(handler)
+        done = []
+        with pytest.raises(KeyboardInterrupt), interrupts.held():
+            handler(signal.SIGINT, None)  # held: the block goes on
+            done.append("filed")
+        assert done == ["filed"]
+        # once raised, nothing is pending: a later held block ends quietly
+        with interrupts.held():
+            pass
+    finally:
+        interrupts.restore()
+
+
+def test_held_without_an_interrupt_raises_nothing() -> None:
+    interrupts.install()
+    try:
+        with interrupts.held(), interrupts.held():  # nested: the outer block decides
+            pass
+    finally:
+        interrupts.restore()

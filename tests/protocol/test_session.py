@@ -583,6 +583,48 @@ class TestStall:
         assert all(float(str(r["max_gap_s"])) < 1.0 for r in rerun)
 
 
+class TestInterruptedFiling:
+    def test_ctrl_c_while_a_session_is_filed_lets_the_filing_finish(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        # b's second measurement answers HTTP 400 (a partial census, so the session is set
+        # aside); the Ctrl-C arrives as its session file is written, before its quarantine.
+        few = stub_project(pytester, ["--fault", "http-400@3"], prompts=2)
+        inject(
+            pytester,
+            "RunDir",
+            "write_json",
+            "import os, signal\n"
+            "def fake(self, relpath, obj):\n"
+            "    if relpath.endswith('02_b_c1.json'):\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real(self, relpath, obj)",
+        )
+        proc = spawn_pytest(
+            pytester.path, "experiments/", "--ladder=stub", f"--server-bin={STUB}",
+            f"--prompts-dir={few}", "--no-calibration", "--boot=1000", "-k", "c1",
+        )  # fmt: skip
+        try:
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        out = (pytester.path / "run.log").read_text()
+        assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+        run = only_run(pytester.path)
+        # filed whole: its session file and records moved into quarantine, out of the analysis
+        q = run / "quarantine" / "02_b_c1"
+        assert (q / "reason.txt").read_text().startswith("partial census: 1 of 2"), out
+        info = json.loads((q / "session.json").read_text())
+        assert str(info["quarantined"]).startswith("partial census: 1 of 2")
+        assert len(read_records(q / "records.jsonl")[0]) == 2
+        assert not (run / "records" / "02_b_c1.jsonl").exists()
+        assert not (run / "sessions" / "02_b_c1.json").exists()
+        assert "mtpsweep 02_b_c1 closed" not in out  # the re-run never started
+        assert "Traceback" not in out
+        assert stubs_running() == []
+
+
 class TestFrozenServer:
     def test_timeout_on_a_sigstopped_server_quarantines_and_leaves_nothing_running(
         self, pytester: pytest.Pytester
