@@ -627,13 +627,16 @@ class TestInterruptedFiling:
 
 class TestFrozenServer:
     def test_timeout_on_a_sigstopped_server_quarantines_and_leaves_nothing_running(
-        self, pytester: pytest.Pytester
+        self, pytester: pytest.Pytester, tmp_path: Path
     ) -> None:
         # A measurement takes ~1 s (8 tokens, 100 ms apart); a session's first item, which also
-        # starts its server and warms it up, stays well inside the 10 s timeout.
+        # starts its server and warms it up, stays well inside the 10 s timeout. The first b
+        # server's second measurement stalls for a minute: the freeze lands mid-answer however
+        # busy the machine is.
+        wrapper = staged_stub(tmp_path, "--fault stall=60@3")
         few = stub_project(pytester, ["--stub-token-ms", "100"], prompts=3)
         proc = spawn_pytest(
-            pytester.path, "experiments/", "--ladder=stub", f"--server-bin={STUB}",
+            pytester.path, "experiments/", "--ladder=stub", f"--server-bin={wrapper}",
             f"--prompts-dir={few}", "--no-calibration", "--boot=1000", "--timeout=10",
         )  # fmt: skip
         frozen = None
@@ -763,7 +766,8 @@ class TestLeftoverServers:
     def test_a_launched_server_left_by_kill_9_is_named_and_cleaned_up(
         self, pytester: pytest.Pytester
     ) -> None:
-        few = stub_project(pytester, ["--stub-token-ms", "50"], prompts=4)
+        # b's second measurement stalls for a minute: the kill lands while its server is up.
+        few = stub_project(pytester, ["--stub-token-ms", "50", "--fault", "stall=60@3"], prompts=4)
         shutil.copytree(REPO / "launchers", pytester.path / "launchers")
         ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
         ladder.write_text(
@@ -776,12 +780,12 @@ class TestLeftoverServers:
         proc = spawn_pytest(pytester.path, "experiments/", *args, "--no-calibration")
         left: list[psutil.Process] = []
         try:
-            wait_for_record(pytester.path, "01_a_c1.jsonl", proc)
+            wait_for_record(pytester.path, "02_b_c1.jsonl", proc)
             os.kill(proc.pid, signal.SIGKILL)  # the launched server is the rig's: it lives on
             proc.wait(10)
             run = only_run(pytester.path)
             (listed,) = json.loads((run / "servers" / "live.json").read_text())["servers"]
-            assert listed["session"] == "01_a_c1" and listed["launcher"] is not None
+            assert listed["session"] == "02_b_c1" and listed["launcher"] is not None
             left = [psutil.Process(listed["pid"])]
             assert left[0].is_running()
 
@@ -795,7 +799,7 @@ class TestLeftoverServers:
             pre = mtpsweep("preflight", *args[:2])
             assert pre.returncode == 1, pre.stdout + pre.stderr
             row = next(x for x in pre.stdout.splitlines() if x.startswith("server_processes"))
-            assert f"pid {listed['pid']} (01_a_c1, launched" in row and "fail" in row
+            assert f"pid {listed['pid']} (02_b_c1, launched" in row and "fail" in row
             assert f"mtpsweep cleanup {run}" in pre.stderr
 
             done = mtpsweep("cleanup", str(run))
@@ -837,13 +841,18 @@ class TestResumeTables:
         assert after == before  # sessions.csv (441 bytes, not 2) and every other file
 
     def test_the_row_table_after_a_resume_has_every_session(
-        self, pytester: pytest.Pytester
+        self, pytester: pytest.Pytester, tmp_path: Path
     ) -> None:
+        # The first b server's second measurement stalls for a minute: the kill lands in
+        # 02_b_c1 however busy the machine is; the resumed run's b servers answer at once.
+        wrapper = staged_stub(tmp_path, "--fault stall=60@3")
         few = stub_project(pytester, ["--stub-token-ms", "30"], prompts=3)
-        args = ["--ladder=stub", f"--server-bin={STUB}", f"--prompts-dir={few}", "--no-calibration"]
+        args = [
+            "--ladder=stub", f"--server-bin={wrapper}", f"--prompts-dir={few}", "--no-calibration"
+        ]  # fmt: skip
         proc = spawn_pytest(pytester.path, "experiments/", *args, "--no-analysis")
         try:
-            wait_for_record(pytester.path, "03_b_c2.jsonl", proc)
+            wait_for_record(pytester.path, "02_b_c1.jsonl", proc)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
         finally:
@@ -851,7 +860,7 @@ class TestResumeTables:
                 proc.kill()
         run = only_run(pytester.path)
         result = pytester.runpytest("experiments/", *args, "--no-analysis", f"--resume={run}")
-        result.assert_outcomes(passed=6, skipped=6)
+        result.assert_outcomes(passed=9, skipped=3)
         table = result.stdout.str().split("mtpsweep sessions")[1]
         for row in ("1  a", "2  b", "3  b", "4  a"):
             assert f"\n{row} " in table, table  # sessions before the interruption too
