@@ -112,13 +112,6 @@ KEYED_FIELDS: tuple[str, ...] = (
 # pytest-xdist worker, "" in a run without -n) say where a distributed run measured it.
 DISTRIBUTION_FIELDS: tuple[str, ...] = ("device", "worker")
 
-# The two decode-rate endpoints: analysis name -> record field. Decode's, read by decode's
-# analysis while it is in analysis/; it moves into kinds/decode/records.py with that analysis.
-ENDPOINT_FIELDS: dict[str, str] = {
-    "primary": "decode_rate_tps_primary",
-    "interval": "decode_rate_tps_interval",
-}
-
 
 @dataclass(frozen=True)
 class Measurement:

@@ -260,11 +260,11 @@ SPOKEN_ELSEWHERE = frozenset(
     {"content", "model", "timings", "predicted_n", "predicted_ms", "prompt_ms", "cache_n",
      "cached_tokens", "verdict", "cell", "request"}
 )  # fmt: skip
-# Modules below the kinds that still name a kind's record fields, each with why. Decode's
-# analysis moves to kinds/decode/analysis/ (issue 31, item 3), and its entries go with it; an
-# entry that no longer names a field fails the test below, so the list only shrinks.
+# Modules below the kinds that still name a kind's record fields, each with why (what a
+# decode record keeps whole is made below the kinds); an entry that no longer names a field
+# fails the test below, so the list only shrinks.
 ALLOWED = {
-    "schema.py": "ENDPOINT_FIELDS (decode's, for its analysis) and the Measurement decode keeps",
+    "schema.py": "the rig's Measurement, which a decode record keeps whole",
     "protocol/rowtable.py": "the row table's columns are decode's session facts",
     "rig/stream.py": "it makes the Measurement a decode record keeps whole",
 }

@@ -18,6 +18,11 @@ IDENTITY_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Measurement))
 RECORD_FIELDS: tuple[str, ...] = (*IDENTITY_FIELDS, *MEASUREMENT_FIELDS, "started_at")
+# The two decode-rate endpoints: analysis name -> record field.
+ENDPOINT_FIELDS: dict[str, str] = {
+    "primary": "decode_rate_tps_primary",
+    "interval": "decode_rate_tps_interval",
+}
 
 
 def decode_record(

@@ -19,7 +19,7 @@ from ....constants import (
 )
 from ....errors import AnalysisError
 from ....report.model import Report
-from ....schema import ENDPOINT_FIELDS
+from ..records import ENDPOINT_FIELDS
 from .equivalence import Equivalence
 
 ENDPOINTS: tuple[str, ...] = tuple(ENDPOINT_FIELDS)

@@ -20,10 +20,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .... import schema
 from ....report.document import EMPTY, el
 from ....report.model import Block, Figure, Page, Section
-from .model import AnalysisResult
+from .model import ENDPOINT_COLUMNS, AnalysisResult
 from .textfmt import dict_rows
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -38,7 +37,7 @@ def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
 
     out = pd.DataFrame(list(rows), columns=list(COLUMNS))
     out["started"] = pd.to_datetime(out["started_at"], errors="coerce", utc=True)
-    for endpoint, column in schema.ENDPOINT_FIELDS.items():
+    for endpoint, column in ENDPOINT_COLUMNS.items():
         rate = pd.to_numeric(out[column], errors="coerce")
         out[endpoint] = rate.where(rate > 0)
     out["valid"] = out["valid"].eq(True)
