@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,17 +52,15 @@ def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
     """Sessions whose session file exists and does not say `complete: false` (a kind whose
     cases can be resumed one by one writes that when some still need running)."""
     names = [str(s.get("session")) for s in plan.get("sessions") or [] if isinstance(s, dict)]
-    return {n for n in names if _complete(run_path / schema.session_file(n))}
-
-
-def _complete(path: Path) -> bool:
-    if not path.exists():
-        return False
-    try:
-        facts = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return True  # unreadable, but closed: as before, not run again
-    return not (isinstance(facts, dict) and facts.get("complete") is False)
+    # An unreadable session file was still closed: it is not run again.
+    unfinished = {
+        str(f["session"])
+        for f in RunReader(run_path).sessions().facts
+        if f.get("complete") is False
+    }
+    return {
+        n for n in names if n not in unfinished and (run_path / schema.session_file(n)).exists()
+    }
 
 
 def reopen(
