@@ -20,34 +20,44 @@ from .kindapi import PARTS
 
 def _provision(args: argparse.Namespace) -> int:
     from .errors import ProvisionError
-    from .rig import models, provision
+    from .rig import build, models, provision
     from .rig.version import build_id
 
     t0 = time.monotonic()
+    named = provision.named_server_bin(args.server_bin)
+    if named is None:  # ours: the build made for this CPU (rebuilt when it is not)
+        build.ensure(build.LLAMA_SERVER, rebuild=args.rebuild)
+    if args.second_server:
+        build.ensure(build.SECOND_SERVER, rebuild=args.rebuild)
     binary = provision.resolve_server_bin(args.server_bin)
     version = provision.server_version(binary.path)
     print(f"server:  {binary.path}  (from {binary.source})")
     print(f"build:   {version}")
-    build = build_id(version)
-    if build is None or build.endswith("-unknown") or build.startswith("b0-"):
-        print(
-            "warning: this build does not identify itself; rebuild with: "
-            f"{provision.INSTALL_COMMAND}"
-        )
+    build_name = build_id(version)
+    if build_name is None or build_name.endswith("-unknown") or build_name.startswith("b0-"):
+        print(f"warning: this build does not identify itself; rebuild with: {provision.REBUILD}")
+    smoke_model = None
     if not args.no_model:
         for name in args.model or [provision.EMBEDDED_MODEL]:
             embedded = models.lookup(name)
+            if embedded is None and Path(name).is_file():  # a GGUF to prove the server on
+                smoke_model = smoke_model or Path(name)
+                print(f"model:   {name}  (given: the smoke test's model)")
+                continue
             if embedded is None:
                 raise ProvisionError(
-                    f"--model {name}: provision assembles embedded models only; use one of "
-                    f"{', '.join(models.PREFIX + n for n in models.MODELS)}."
+                    f"--model {name}: not an embedded model nor a file; use a GGUF path or "
+                    f"one of {', '.join(models.PREFIX + n for n in models.MODELS)}."
                 )
             t1 = time.monotonic()
             path = provision.model_path(embedded)
+            smoke_model = smoke_model or path
             print(
                 f"model:   {path}  ({path.stat().st_size:,} bytes, sha256 checked, "
                 f"{time.monotonic() - t1:.1f} s; {embedded.upstream}; {embedded.licence})"
             )
+    if smoke_model is not None and not args.no_smoke:
+        print(f"smoke:   {provision.prove(binary, smoke_model)}")
     print(f"ready in {time.monotonic() - t0:.2f} s")
     return 0
 
@@ -227,10 +237,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server-bin", help="an explicit llama-server executable")
     p.add_argument("--no-model", action="store_true", help="do not assemble any model")
     p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="build llama-server for this CPU again, even if built",
+    )
+    p.add_argument(
+        "--second-server",
+        action="store_true",
+        help="also build llama-cpp-python (a second server implementation, for the tests)",
+    )
+    p.add_argument(
+        "--no-smoke", action="store_true", help="do not start the server to decode a few tokens"
+    )
+    p.add_argument(
         "--model",
         action="append",
-        metavar="embedded:NAME",
-        help="assemble this embedded model (repeatable; default: the embedded default)",
+        metavar="embedded:NAME|GGUF",
+        help="assemble this embedded model, or prove the server on this GGUF file (repeatable; "
+        "default: the embedded default)",
     )
     p.set_defaults(func=_provision)
     analysis_cli.register(sub)

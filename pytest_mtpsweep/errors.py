@@ -16,6 +16,8 @@ MtpsweepError
 │   └── ExpectationError an --expect gate that cannot be understood
 ├── ServerError          a session's server could not be started, reached or witnessed:
 │   │                    that session fails, the run goes on
+│   ├── ServerCrashed    the server process ended while loading (its status or signal
+│   │                    named): twice the same way at load, and the run stops
 │   └── ReplyCut         a reply passed its bound (time, bytes, lines, events) and was cut
 └── ProtocolSignal       not errors: a protocol rule changes the course of the run
     ├── StopRun          the whole run stops now (a stop marker, a second failed warm-up,
@@ -82,6 +84,22 @@ class ExpectationError(UserError, ValueError):
 
 class ServerError(MtpsweepError):
     """A session's server could not be started, reached or witnessed; the message says why."""
+
+
+class ServerCrashed(ServerError):
+    """The server process ended while loading; `status` as Popen gives it (negative: a signal),
+    `last_line` the log's last line, `site` where the kernel saw a fault (a library), if known."""
+
+    def __init__(self, message: str, *, status: int, last_line: str, site: str | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.last_line = last_line
+        self.site = site
+
+    @property
+    def same_as(self) -> tuple[int, str]:
+        """What two crashes must share to be one cause: the status and the last log line."""
+        return (self.status, self.last_line)
 
 
 class ReplyCut(ServerError):

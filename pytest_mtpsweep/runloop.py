@@ -171,7 +171,7 @@ def gate_preflight(
 ) -> None:
     """Print the preflight table, run each item as a test item, and stop the run (nothing
     started) on `--preflight-only` or when an item failed."""
-    from .preflight import failures, render_fixes, render_table
+    from .preflight import SERVER_RUNS, failures, render_fixes, render_table
 
     config = session.config
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -188,9 +188,12 @@ def gate_preflight(
             returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
         )
     if failed:
+        # A server that cannot run here is the run's end, not a failed check among others:
+        # exit 2, as when the run stops on a server that crashes at load twice.
+        broken = any(item.name == SERVER_RUNS for item in failed)
         pytest.exit(
             "preflight failed, so no server was started:\n" + render_fixes(failed),
-            returncode=pytest.ExitCode.TESTS_FAILED,
+            returncode=pytest.ExitCode.INTERRUPTED if broken else pytest.ExitCode.TESTS_FAILED,
         )
 
 

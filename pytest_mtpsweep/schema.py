@@ -231,6 +231,7 @@ class SessionFile(TypedDict, total=False):
     started_at: str
     launchers: dict[str, dict[str, str]]
     error: str
+    complete: bool  # False: --resume runs it again (a server killed while loading, a kind's own)
     pid: int
     load_s: float
     argv: list[str]

@@ -46,6 +46,9 @@ DEFAULT_MAX_TOKENS = 16  # llama-server would generate until EOS; a stub needs a
 
 FAULT_MODES: dict[str, str] = {
     "exit-at-start": "print an error and exit 1 before listening",
+    # what a build for another CPU does at its first matrix product (SIGILL), and the OOM killer
+    "sigill-at-start": "log llama.cpp's last line before its warm-up, then die by SIGILL",
+    "sigkill-at-start": "log a loading line, then die by SIGKILL (as the OOM killer ends it)",
     "slow-start": "=S: every endpoint answers 503 'Loading model' for S seconds",
     "http-400": "answer the request with HTTP 400 and a JSON error",
     "reasoning": "send a reasoning_content delta before the content",
@@ -62,7 +65,8 @@ FAULT_MODES: dict[str, str] = {
     "pings": "=S: stream only ': ping' SSE comments, one each S seconds, without end",
     "huge-body": "answer one line without end (no newline), as fast as the socket takes it",
 }
-STARTUP_MODES = frozenset({"exit-at-start", "slow-start"})
+STARTUP_MODES = frozenset({"exit-at-start", "slow-start", "sigill-at-start", "sigkill-at-start"})
+DEATHS = {"sigill-at-start": signal.SIGILL, "sigkill-at-start": signal.SIGKILL}
 NEEDS_N = frozenset({"exit-after"})
 TIMED_MODES = ("slow-start", "stall", "pings")  # MODE=SECONDS
 PAD = b"x" * 65536  # huge-body's unending line, a write at a time
@@ -112,6 +116,21 @@ def parse_fault(spec: str) -> Fault:
     if mode in NEEDS_N and nth is None:
         raise FaultError(f"fault {spec!r}: {mode} needs @N")
     return Fault(mode, nth, seconds)
+
+
+def die_by(sig: signal.Signals) -> NoReturn:
+    """End this process by `sig` with its default action, no core file (a crash, as the kernel
+    delivers it to a binary that runs an instruction its CPU lacks)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    sys.stderr.write("llama threadpool init, n_threads = 2\n")
+    sys.stderr.flush()
+    if sig != signal.SIGKILL:  # SIGKILL has no handler to reset
+        signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
+    time.sleep(5)  # the signal arrives first
+    os._exit(3)
 
 
 def log(message: str) -> None:
@@ -492,6 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     if any(f.mode == "exit-at-start" for f in faults):
         log("error: exit-at-start fault: failed to load model (stub)")
         return 1
+    for f in faults:
+        if f.mode in DEATHS:
+            die_by(DEATHS[f.mode])
     state = StubState(
         alias=args.alias or os.path.basename(args.model),
         model=args.model,

@@ -36,12 +36,40 @@ def test_provision_names_server_build_and_model() -> None:
     assert done.returncode == 0, done.stderr
     assert "build:   version: 0.6.0-dev (build 11434, commit 515e85511)" in done.stdout
     assert "sha256 checked" in done.stdout and "warning" not in done.stdout
+    # the server built for this CPU started and decoded (or passed so before, same bytes)
+    assert "\nsmoke:   decoded " in done.stdout or "smoke:   passed before" in done.stdout
 
 
 def test_provision_with_a_bad_server_is_one_line(tmp_path: Path) -> None:
     done = mtpsweep("provision", "--server-bin", str(tmp_path / "nope"), "--no-model")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert done.stderr.startswith("mtpsweep: --server-bin names")
+
+
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ("sigill", "was killed by SIGILL (illegal instruction: the binary uses a CPU instruction"),
+        ("sigkill", "was killed by SIGKILL (often the kernel's out-of-memory killer"),
+    ],
+)
+def test_provision_refuses_a_server_that_dies_at_load_in_one_sentence(
+    tmp_path: Path, how: str, said: str
+) -> None:
+    from tests.crashing import crashing
+
+    model = tmp_path / "model.gguf"
+    model.write_bytes(FAKE_GGUF)
+    binary = crashing(tmp_path, how)
+    env = {"MTPSWEEP_CACHE": str(tmp_path / "cache")}
+    done = mtpsweep("provision", "--server-bin", str(binary), "--model", str(model), env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
+    assert "after the log line 'llama threadpool init, n_threads = 2'" in done.stderr
+    assert "drop --server-bin to use the llama-server that `mtpsweep provision` builds" in (
+        done.stderr
+    )
+    assert "ready in" not in done.stdout
 
 
 @pytest.mark.server

@@ -50,10 +50,13 @@ from .items import (
     write_preflight_json,
 )
 from .selftest import check_self_test
+from .serverrun import ITEM as SERVER_RUNS
+from .serverrun import check_server_runs
 
 __all__ = [
     "FAIL",
     "PASS",
+    "SERVER_RUNS",
     "SKIP",
     "WAIVED",
     "AttachedTarget",
@@ -96,6 +99,7 @@ class PreflightInputs:
     leftover_servers: tuple[tuple[Path, str], ...] = ()
     self_test: bool = False  # run the harness's own fast self-test as an item
     attached: tuple[AttachedTarget, ...] = ()  # servers the run attaches to, not launches
+    server_source: str | None = None  # where server_bin came from ("--server-bin", ...)
 
 
 def run_preflight(
@@ -127,6 +131,12 @@ def run_preflight(
             else []
         ),
         check_server_version(inputs.server_bin, inputs.expected_build),
+        check_server_runs(
+            inputs.server_bin,
+            inputs.server_source,
+            inputs.model_files[0] if inputs.model_files else None,
+            inputs.host,
+        ),
         *(check_endpoint(target) for target in inputs.attached),
         *check_launchers(inputs.launchers),
         check_harness(inputs.package_version, inputs.experiments_dir),
@@ -153,6 +163,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
         *model_names(inputs.model_files),
         *(["chat_template"] if inputs.model_files else []),
         "server_version",
+        SERVER_RUNS,
         *(endpoint_item(target.treatment) for target in inputs.attached),
         *(f"launcher:{name}" for name in inputs.launchers),
         "harness",

@@ -1,7 +1,8 @@
 """A session's protocol rules, kind-neutral (the server side is lifecycle.py).
 
 A failed warm-up is quarantined and tried once more from a fresh server (a second failure
-stops the run); a server that dies mid-session fails the rest of the session; a partial census
+stops the run), and so is a server killed by a signal while loading (killed the same way twice:
+the binary cannot run here, and the run stops before the other sessions); a server that dies mid-session fails the rest of the session; a partial census
 is quarantined and re-run once if time allows, and so is a session the host spoiled
 (hostrule.py: kept and flagged instead when its re-run fails too or there is no time);
 whatever goes wrong after a launch, the server is stopped and the session file written before
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .. import schema
-from ..errors import RunDirError, ServerError, SkipCase, StopRun
+from ..errors import RunDirError, ServerCrashed, ServerError, SkipCase, StopRun
 from ..ladder.plan import SessionSlot
+from ..rig.exits import describe_exit, exit_of
 from ..state.context import RunContext
 from ..state.live import LiveSession
 from . import hostrule, interrupts, lifecycle
@@ -29,6 +31,25 @@ from .schedule import Schedule
 
 if TYPE_CHECKING:
     from ..kindapi import Case, KindRun, Result
+
+
+def crash_marker(slot: str, exc: ServerCrashed) -> str:
+    """The one line a run stops with when its server crashes at load twice the same way."""
+    end = exit_of(exc.status)
+    site = f" in {exc.site}" if exc.site else ""
+    cause = (
+        " It was likely built for CPU features this machine lacks (a native build from another"
+        " machine or a shared wheel cache, or llama.cpp's AMX kernels): rebuild it here with"
+        " `mtpsweep provision --rebuild` (or fix --server-bin), then continue with --resume."
+        if end.illegal_instruction
+        else " Fix the server (its log is in the run's servers/ folder), then continue with"
+        " --resume."
+    )
+    return (
+        f"** SERVER-CRASHED-AT-LOAD={slot}: the server was {describe_exit(exc.status)}{site} "
+        f"while loading, twice from a fresh start, after the log line {exc.last_line!r}, so no "
+        f"other session was started.{cause}"
+    )
 
 
 class Sessions:
@@ -59,7 +80,7 @@ class Sessions:
         The kind is asked first (it may raise SkipSession, e.g. when its token budget is spent).
         """
         self.kind.before_session(self.ctx, slot, self.cases.get(slot.name, ()))
-        live = self._start(slot)
+        live = self._start_or_stop(slot)
         if live.quarantine is None:
             return live
         first = live.quarantine
@@ -72,6 +93,22 @@ class Sessions:
         self.closed.discard(slot.name)  # the failed warm-up's close was not the session's
         return live
 
+    def _start_or_stop(self, slot: SessionSlot) -> LiveSession:
+        """A server killed by a signal while loading gets one fresh start; killed the same way
+        again, the binary cannot run here: the run stops (no STOPPED file, so --resume works
+        once it is fixed) instead of crashing in every session."""
+        try:
+            return self._start(slot)
+        except ServerCrashed as first:
+            if exit_of(first.status).signal is None:
+                raise  # an exit status (a flag it refuses, a missing file): this session's own
+            try:
+                return self._start(slot)
+            except ServerCrashed as again:
+                if again.status != first.status:
+                    raise
+                self.stop_run(crash_marker(slot.name, again), mark=False)
+
     def _start(self, slot: SessionSlot, rerun: bool = False) -> LiveSession:
         live = LiveSession.new(self.ctx, slot, rerun)
         try:
@@ -80,6 +117,8 @@ class Sessions:
             # Whatever failed after the launch, the server goes down and the session is filed.
             if "error" not in live.info:
                 live.info["error"] = one_line(exc)
+            if isinstance(exc, ServerCrashed) and exit_of(exc.status).signal is not None:
+                live.info["complete"] = False  # it measured nothing: --resume runs it again
             self.close(live)
             if isinstance(exc, Exception) and not isinstance(
                 exc, ServerError | StopRun | RunDirError
@@ -116,7 +155,11 @@ class Sessions:
         if interrupted is not None:
             raise interrupted
         if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
-            live.dead = f"the server died mid-session (during {case.id}): {outcome.result.reason}"
+            code = live.proc.exit_code()
+            how = f"was {describe_exit(code)}" if code is not None else "died"
+            if code is not None and code >= 0:
+                how = describe_exit(code)
+            live.dead = f"the server {how} mid-session (during {case.id}): {outcome.result.reason}"
             live.quarantine = live.dead
         if outcome.marker:
             live.quarantine = outcome.marker

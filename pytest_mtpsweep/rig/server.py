@@ -17,8 +17,9 @@ from typing import IO
 import httpx
 import psutil
 
-from ..errors import ReplyCut, ServerError
+from ..errors import ReplyCut, ServerCrashed, ServerError
 from . import bounds
+from .exits import describe_exit, exit_of, fault_site
 from .net import listening, port_is_free
 from .readiness import wait_until_ready
 
@@ -134,10 +135,40 @@ def _die_with_parent(parent_pid: int, cpus: frozenset[int] | None) -> Callable[[
 
 def log_tail(path: Path, lines: int = 20) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as f:  # only the end: a server log can be gigabytes
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
+            text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return "(no server log)"
     return "\n".join(text.splitlines()[-lines:])
+
+
+LOG_TAIL_BYTES = 64 * 1024
+
+
+def crashed(server: ServerProcess, code: int) -> ServerCrashed:
+    """The error for a server that ended while loading: its signal by name, its last log line,
+    where the kernel saw the fault (when it is readable), and the likely cause."""
+    spec = server.spec
+    end = exit_of(code, shell=server.popen is None)
+    site = fault_site(server.pid) if end.signal is not None else None
+    last = last_log_line(spec.log_path)
+    where = f" in {site}" if site else ""
+    cause = ""
+    if end.illegal_instruction:
+        cause = (
+            "; the binary was likely built for CPU features this machine lacks (a native build "
+            "from another machine or a shared wheel cache, or llama.cpp's AMX kernels): rebuild "
+            "it here with `mtpsweep provision --rebuild`"
+        )
+    return ServerCrashed(
+        f"the server {describe_exit(code, shell=server.popen is None)}{where} while loading"
+        f"{cause} (log {spec.log_path}); last lines:\n{log_tail(spec.log_path)}",
+        status=code,
+        last_line=last,
+        site=site,
+    )
 
 
 # Called about once a second while a server loads, with the seconds waited so far.
@@ -231,7 +262,7 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
         log.write(done.stdout + done.stderr)
     if done.returncode != 0:
         raise ServerError(
-            f"launcher {lau.launch} exited with status {done.returncode}; its output:\n"
+            f"launcher {lau.launch} {describe_exit(done.returncode, shell=True)}; its output:\n"
             f"{(done.stdout + done.stderr).decode(errors='replace')[-2000:]}"
         )
     try:
@@ -251,10 +282,7 @@ def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None)
         def probe() -> str | None:
             code = server.exit_code()
             if code is not None:
-                raise ServerError(
-                    f"the server exited with status {code} while loading "
-                    f"(log {spec.log_path}); last lines:\n{log_tail(spec.log_path)}"
-                )
+                raise crashed(server, code)
             with contextlib.suppress(httpx.HTTPError, ReplyCut):
                 url = f"{spec.base_url}/health"
                 status = bounds.fetch(client, "GET", url, HEALTH_BOUND).status_code

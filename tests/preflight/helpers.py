@@ -15,6 +15,7 @@ from pathlib import Path
 from pytest_mtpsweep.preflight.items import (
     PreflightItem,
 )
+from tests.sandbox import STUB_SERVER
 
 NEW_BANNER = "version: 0.6.0-dev (build 11434, commit 515e85511)\nbuilt with cc for x86_64"
 OLD_BANNER = "version: 1 (c8e03ce)\nbuilt with cc for x86_64"
@@ -34,9 +35,11 @@ def write_script(path: Path, body: str) -> Path:
 
 
 def version_printer(tmp_path: Path, banner: str = NEW_BANNER) -> Path:
-    """A stand-in for llama-server that only prints a version banner to stderr, as it does."""
+    """A stand-in for llama-server that prints a version banner to stderr, as it does, and
+    otherwise serves as the STUB server (so preflight's smoke test can start it)."""
     lines = "".join(f"echo '{line}' >&2\n" for line in banner.splitlines())
-    return write_script(tmp_path / "llama-server-version-standin", lines)
+    body = f'if [ "$1" = --version ]; then\n{lines}exit 0\nfi\nexec {STUB_SERVER} "$@"\n'
+    return write_script(tmp_path / "llama-server-version-standin", body)
 
 
 def sleep_copy(tmp_path: Path, name: str) -> Path:

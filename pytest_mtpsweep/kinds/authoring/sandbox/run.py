@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from ....rig.exits import describe_exit, exit_of, signal_words
 from .. import records
 from ..ladder import CheckerLimits
 from . import views
@@ -45,11 +46,11 @@ GRADER_FILES = (("grader.py", "mtpsweep_grader.py"),)
 PROXY_FILES = (("proxy.py", "mtpsweep_proxy.py"), ("wire.py", "mtpsweep_wire.py"))
 CANDIDATE_FILES = (("candidate.py", "mtpsweep_candidate.py"), ("wire.py", "mtpsweep_wire.py"))
 ARTEFACT = "solution.py"
+# In a jail these signals are our limits, not faults of the code: say which limit.
 _SIGNALS = {
-    signal.SIGXCPU: "the CPU-time limit",
-    signal.SIGXFSZ: "the file-size limit",
+    signal.SIGXCPU: "SIGXCPU (the CPU-time limit)",
+    signal.SIGXFSZ: "SIGXFSZ (the file-size limit)",
     signal.SIGKILL: "SIGKILL (a hard limit: CPU time or memory)",
-    signal.SIGSEGV: "a crash (SIGSEGV)",
 }
 
 
@@ -334,7 +335,7 @@ def judge(
             return records.VERDICT_FAIL, "the checker ended without its report"
         return (
             records.VERDICT_CHECKER_ERROR,
-            f"the checker ended without its report (status {status}); run the task's checker "
+            f"the checker ended without its report ({_ended(status)}); run the task's checker "
             "by hand",
         )
     collected, passed = tally(result)
@@ -345,11 +346,17 @@ def judge(
     return records.VERDICT_FAIL, None
 
 
+def _ended(status: int | None) -> str:
+    return "no status" if status is None else describe_exit(status)
+
+
 def _signalled(status: int | None, words: str) -> str | None:
     if status is None or status >= 0:
         return None
-    sig = signal.Signals(-status)
-    return f"{words} {_SIGNALS.get(sig, sig.name)}"
+    sig = exit_of(status).signal
+    if sig is None:
+        return f"{words} signal {-status}"
+    return f"{words} {_SIGNALS.get(sig) or signal_words(sig)}"
 
 
 PROBE_ARTEFACT = "def answer():\n    return 42\n"

