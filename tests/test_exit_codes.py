@@ -33,6 +33,9 @@ SCENARIOS = [
     ("a preflight item failed", [], ["--server-build=deadbeef"], 1, "preflight[server_version]"),
     ("stopped by a protocol rule", ["--fault", "reasoning@3"], [], 2, "stopped"),
     ("stopped: warm-up failed twice", ["--fault", "http-400@1"], [], 2, "stopped"),
+    # treatment b's server dies by SIGILL while loading (preflight's smoke test starts the
+    # server without treatment flags, so it passes): the session and its re-run, then the stop
+    ("a server that cannot run here", ["--fault", "sigill-at-start"], [], 2, "stopped"),
     ("usage error", [], ["--expect=c:prose:faster"], 4, None),
 ]
 
