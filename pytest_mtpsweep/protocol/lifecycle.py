@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import rig, schema
 from ..errors import ServerError
+from ..rig import exits as rig_exits
 from ..rig import host, liveset
 from ..rig.gguf import template_identity
 from ..state.context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
@@ -151,6 +152,9 @@ def _warm_up(live: LiveSession, kind: KindRun) -> None:
         if not facts["valid"]:
             # No silent fallback (e.g. to a stream without usage): set the session aside.
             live.quarantine = f"warm-up request failed: {facts['reason']}"
+            code = live.proc.exit_code() if live.proc is not None else None
+            if code is not None:  # the server itself went: say how, by the signal's name
+                live.quarantine += f" (the server {rig_exits.ended(code)})"
             return
     if live.ctx.calibration and kind.calibrates:
         tps, why = calibrate(live)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from .. import schema
 from ..errors import RunDirError, ServerCrashed, ServerError, SkipCase, StopRun
 from ..ladder.plan import SessionSlot
-from ..rig.exits import describe_exit, exit_of
+from ..rig.exits import describe_exit, ended, exit_of
 from ..state.context import RunContext
 from ..state.live import LiveSession
 from . import hostrule, interrupts, lifecycle
@@ -156,9 +156,7 @@ class Sessions:
             raise interrupted
         if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
             code = live.proc.exit_code()
-            how = f"was {describe_exit(code)}" if code is not None else "died"
-            if code is not None and code >= 0:
-                how = describe_exit(code)
+            how = ended(code) if code is not None else "died"
             live.dead = f"the server {how} mid-session (during {case.id}): {outcome.result.reason}"
             live.quarantine = live.dead
         if outcome.marker:

@@ -73,6 +73,12 @@ def describe_exit(status: int, *, shell: bool = False) -> str:
     return f"exited with status {status}"
 
 
+def ended(status: int, *, shell: bool = False) -> str:
+    """The verb phrase after a subject: `was killed by SIGILL (…)` or `exited with status 1`."""
+    words = describe_exit(status, shell=shell)
+    return f"was {words}" if words.startswith("killed") else words
+
+
 def fault_site(pid: int) -> str | None:
     """Where the kernel saw the fault (`libggml-cpu.so`), from its trap line, when it is readable.
 

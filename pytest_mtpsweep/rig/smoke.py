@@ -20,7 +20,7 @@ from ..errors import ServerCrashed, ServerError
 from ..fileio import atomic_write_json, cache_dir
 from .build import cpu_key
 from .client import RequestSpec, new_http_client, stream_chat
-from .exits import describe_exit, exit_of
+from .exits import ended, exit_of
 from .net import free_port
 from .server import LaunchSpec, last_log_line, start, stop
 
@@ -91,7 +91,7 @@ def smoke(binary: Path, model: Path, *, fix: str, host: str = "127.0.0.1") -> Sm
             end = exit_of(code)
             return Smoke(
                 False,
-                f"{binary} {_ended(code)} during its first decode, after the log line "
+                f"{binary} {ended(code)} during its first decode, after the log line "
                 f"{last_log_line(spec.log_path)!r}{_cause(end.illegal_instruction)}; {fix}",
                 code,
             )
@@ -109,14 +109,9 @@ def crash_sentence(binary: Path, exc: ServerCrashed, fix: str) -> str:
     end = exit_of(exc.status)
     site = f" in {exc.site}" if exc.site else ""
     return (
-        f"{binary} {_ended(exc.status)}{site} while loading, after the log line "
+        f"{binary} {ended(exc.status)}{site} while loading, after the log line "
         f"{exc.last_line!r}{_cause(end.illegal_instruction)}; {fix}"
     )
-
-
-def _ended(status: int) -> str:
-    words = describe_exit(status)
-    return f"was {words}" if words.startswith("killed") else words
 
 
 def _cause(illegal: bool) -> str:
