@@ -17,6 +17,9 @@ One rule for a file that is not as the protocol writes it:
 - malformed, one of many: a record line or a session file that cannot be used is set aside,
   counted and named (`records/01_a_c1.jsonl:7: why`, `sessions/01_a_c1.json: why`), and the
   rest are read: one bad line or session costs itself, never the run.
+- another run's: a record line whose `run_id` or `preregistration_sha256` differs from
+  plan.json's (a file copied in, lines appended from another run) is set aside the same way,
+  named with both values: one run's records are never pooled with another's by accident.
 
 A folder of records, sessions or quarantined sessions yields only its regular files inside the
 run: a folder, FIFO, device or link out of the run named like one is passed over. A name is
@@ -32,7 +35,7 @@ import io
 import json
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,9 @@ class RecordText:
     name: str  # the file's stem: the session (or cell file) it belongs to
     label: str  # how the run names it in a reason: records/01_a_c1.jsonl, name escaped
     lines: tuple[str, ...]
+    # the run's identity fields from plan.json: pass them to `recordlines.read_lines`, which
+    # sets another run's lines aside (empty without a plan: nothing to judge them by)
+    identity: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,16 @@ class RunReader:
         """plan.json: the run as founded ({} when it has none)."""
         return self.document(schema.PLAN_FILE, "plan file")
 
+    @functools.cached_property
+    def identity(self) -> Mapping[str, str]:
+        """The fields every record of this run carries with plan.json's values (those the plan
+        has): a record line with another value is another run's (`recordlines.foreign`)."""
+        return {
+            name: value
+            for name in rl.IDENTITY_FIELDS
+            if isinstance(value := self.plan.get(name), str) and value
+        }
+
     @property
     def run_id(self) -> str:
         """The plan's run id, else the directory's name."""
@@ -183,7 +199,12 @@ class RunReader:
     def record_files(self, folder: str = schema.RECORDS_DIR) -> tuple[RecordText, ...]:
         """Every `*.jsonl` file of `folder`, in name (run) order, as its lines."""
         return tuple(
-            RecordText(path.stem, f"{folder}/{shown(path.name)}", tuple(rl.text_lines(path)))
+            RecordText(
+                path.stem,
+                f"{folder}/{shown(path.name)}",
+                tuple(rl.text_lines(path)),
+                self.identity,
+            )
             for path in self._files(folder, RECORD_SUFFIX)
         )
 
@@ -198,7 +219,7 @@ class RunReader:
         lines: list[rl.Line] = []
         bad: list[rl.Unreadable] = []
         for file in self.record_files(folder):
-            read, unreadable = rl.read_lines(file.lines, file.label, types, required)
+            read, unreadable = rl.read_lines(file.lines, file.label, types, required, file.identity)
             lines += read
             bad += unreadable
         return Records(tuple(lines), tuple(bad))
@@ -234,7 +255,9 @@ class RunReader:
             label = f"{schema.QUARANTINE_DIR}/{shown(qdir.name)}"
             rec = qdir / records
             held = (
-                RecordText(qdir.name, f"{label}/{records}", tuple(rl.text_lines(rec)))
+                RecordText(
+                    qdir.name, f"{label}/{records}", tuple(rl.text_lines(rec)), self.identity
+                )
                 if _regular(rec) and self._inside(rec)
                 else None
             )

@@ -165,3 +165,29 @@ def test_an_analysis_table_here_or_in_an_out_folder(tmp_path: Path) -> None:
     table = RunReader(tmp_path / "run").table(out / "gaps.csv")
     assert table.headers == ("treatment", "n")
     assert table.dicts() == [{"treatment": "a", "n": "3"}, {"treatment": "b", "n": ""}]
+
+
+def test_another_runs_lines_are_set_aside_and_named(tmp_path: Path) -> None:
+    # plan.json says which run this is; a line copied or appended from another run (its run_id
+    # or pre-registration hash differs) is left out and named, never pooled with this run's
+    (tmp_path / schema.PLAN_FILE).write_text(
+        json.dumps({"run_id": "r1", "preregistration_sha256": "aaa"})
+    )
+    mine = {"run_id": "r1", "preregistration_sha256": "aaa", "i": 1}
+    other_run = {"run_id": "r2", "preregistration_sha256": "aaa", "i": 2}
+    other_prereg = {"run_id": "r1", "preregistration_sha256": "bbb", "i": 3}
+    unmarked = {"i": 4}  # no identity: nothing says which run wrote it, so it is kept
+    _records(tmp_path, "01_a_c1.jsonl", "\n".join(json.dumps(r) for r in (mine, other_run)))
+    _records(tmp_path, "09_x_c1.jsonl", json.dumps(other_prereg) + "\n" + json.dumps(unmarked))
+    read = RunReader(tmp_path).records()
+    assert [r["i"] for r in read.records] == [1, 4]
+    assert [str(u) for u in read.unreadable] == [
+        "records/01_a_c1.jsonl:2: another run's record: its run_id is 'r2', this run's is 'r1'",
+        "records/09_x_c1.jsonl:1: another run's record: its preregistration_sha256 is 'bbb', "
+        "this run's is 'aaa'",
+    ]
+
+
+def test_without_a_plan_no_line_is_judged_another_runs(tmp_path: Path) -> None:
+    _records(tmp_path, "01_a_c1.jsonl", json.dumps({"run_id": "r2", "i": 1}))
+    assert RunReader(tmp_path).records().records == [{"run_id": "r2", "i": 1}]

@@ -95,7 +95,7 @@ def load_run(run_dir: Path) -> RunData:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
     stops = _protocol_stops(run)
     stop_doc = run.stop_doc
-    files = tuple(RecordFile(run_id, f.name, f.lines) for f in run.record_files())
+    files = tuple(RecordFile(run_id, f.name, f.lines, f.identity) for f in run.record_files())
     sessions = run.sessions()
     notes += [f"session file ignored: {where}" for where in sessions.unreadable]
     quarantined = []
@@ -131,7 +131,7 @@ def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
     are skipped: the analysis names them)."""
     rows: list[dict[str, Any]] = []
     for file in files:
-        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl")
+        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl", identity=file.identity)
         rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.session}
                  for line in read]  # fmt: skip
     return rows

@@ -94,6 +94,8 @@ class RecordFile:
     run_id: str
     session: str
     lines: tuple[str, ...]
+    identity: Mapping[str, str] = field(default_factory=dict)  # plan.json's: another run's
+    # lines are set aside (`recordlines.foreign`)
 
 
 @dataclass(frozen=True)
