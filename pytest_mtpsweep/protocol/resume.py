@@ -48,6 +48,23 @@ def read_plan(run_path: Path) -> dict[str, Any]:
     return old
 
 
+def check_stop_file(run_path: Path) -> None:
+    """A damaged stop.json refused before preflight: the looks are taken again from the
+    records, but a file that is not the protocol's means someone or something changed the run."""
+    try:
+        _ = RunReader(run_path).stop_doc
+    except RunReadError as exc:  # it names the file and says to restore it
+        raise RunDirError(
+            f"--resume {run_path}: {exc}, or move it aside (the stop rule's looks are taken again "
+            "from the records), then resume."
+        ) from None
+    except OSError as exc:
+        raise RunDirError(
+            f"--resume {run_path}: stop.json cannot be read ({exc.strerror or exc}); restore it "
+            "or move it aside (the looks are taken again from the records), then resume."
+        ) from None
+
+
 def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
     """Sessions whose session file exists and does not say `complete: false` (a kind whose
     cases can be resumed one by one writes that when some still need running)."""

@@ -14,7 +14,7 @@ from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
 from ..ladder.attach import one_server
 from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
-from . import finish, interrupts, looks, setup, timeouts
+from . import finish, interrupts, looks, resume, setup, timeouts
 from .begin import Placement, begin, join
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ class Run:
             )
         kind = registry.prepare(ladder, request)
         looks.check_supported(ladder, declared)
+        if request.resume is not None and ladder.stop is not None:
+            resume.check_stop_file(request.resume)  # before preflight: it starts nothing
         kind.validate_analysis(request.analysis)
         plan = run_plan(ladder.treatment_keys, ladder.cycles)
         return cls(request, ladder, declared, kind, plan)

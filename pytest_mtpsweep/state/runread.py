@@ -179,7 +179,12 @@ class RunReader:
     def stop_doc(self) -> Mapping[str, Any]:
         """stop.json, the looks a [stop] run took ({} without one)."""
         doc = self.document(schema.STOP_FILE, "stop-rule file")
-        if not isinstance(doc.get("looks", []), list):
+        looks, stopped = doc.get("looks", []), doc.get("stopped_at")
+        if (
+            not isinstance(looks, list)
+            or not all(isinstance(e, Mapping) for e in looks)
+            or not (stopped is None or (isinstance(stopped, int) and not isinstance(stopped, bool)))
+        ):
             raise RunReadError(
                 f"stop-rule file {self.path / schema.STOP_FILE} does not hold the object the "
                 "protocol writes (design, looks, stopped_at); restore it from the run"

@@ -93,8 +93,7 @@ def load_run(run_dir: Path) -> RunData:
     sha = plan.get("preregistration_sha256")
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
-    stops = _protocol_stops(run)
-    stop_doc = run.stop_doc
+    stops = _protocol_stops(run)  # stop.json is not read: the looks come from the records
     files = tuple(RecordFile(run_id, f.name, f.lines, f.identity) for f in run.record_files())
     sessions = run.sessions()
     notes += [f"session file ignored: {where}" for where in sessions.unreadable]
@@ -122,7 +121,6 @@ def load_run(run_dir: Path) -> RunData:
         quarantined=tuple(quarantined),
         notes=tuple(notes),
         stops=tuple(stops),
-        stop_doc=stop_doc,
     )
 
 

@@ -125,7 +125,6 @@ class RunData:
     notes: tuple[str, ...] = ()
     # What cut the run short (protocol stop, deadline stop, curtailment): the report's limits.
     stops: tuple[str, ...] = ()
-    stop_doc: Mapping[str, Any] = field(default_factory=dict)  # stop.json: the rule's looks
 
     @property
     def ladder(self) -> str | None:
