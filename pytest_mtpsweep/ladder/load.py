@@ -298,6 +298,14 @@ def _ports(raw: list[Any], path: Path) -> tuple[int, ...]:
 
 
 def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
+    # shares of all cores: host_noise_pct is also the host rule's default cpu_noise_pct
+    for name in ("host_idle_pct", "host_noise_pct"):
+        value = raw.get(name)
+        if value is not None and not 0 <= value <= 100:
+            raise LadderError(
+                f"{path}: field preflight.{name} is {value!r}; use a share of all cores in "
+                "percent, from 0 to 100."
+            )
     return PreflightConfig(
         ports=_ports(raw.get("ports", []), path),
         self_test=raw.get("self_test", False),

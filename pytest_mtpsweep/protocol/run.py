@@ -46,6 +46,7 @@ class Run:
         """Note which treatments the selected measurements belong to; `--base-url` (one
         server) refuses a selection of more than one."""
         self.selected = tuple(dict.fromkeys(c.slot.treatment for c in cases))
+        looks.check_cells(self.ladder, self.kind, cases, selected=True)
         if self.request.base_url is not None:
             one_server(self.request.base_url, list(self.selected))
 
@@ -75,6 +76,7 @@ class Run:
             resume.check_stop_file(request.resume)  # before preflight: it starts nothing
         kind.validate_analysis(request.analysis)
         plan = run_plan(ladder.treatment_keys, ladder.cycles)
+        looks.check_cells(ladder, kind, kind.cases(plan), selected=False)
         return cls(request, ladder, declared, kind, plan)
 
     @property

@@ -144,3 +144,19 @@ def test_a_stop_rule_refuses_distribution(pytester: pytest.Pytester) -> None:
     assert "a [stop] rule looks between cycle pairs in order; run it without -n" in (
         result.stdout.str() + result.stderr.str()
     )
+
+
+def test_stop_cells_the_selection_removes_are_refused_before_any_server(
+    pytester: pytest.Pytester,
+) -> None:
+    few = stop_ladder(pytester, [], extra=STOP + 'cells = ["b:structured"]\n')
+    (few / "structured_01.txt").write_text("Write a list of three colours.")
+    result = run_stub(pytester, few, "-k", "not structured")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stdout.str() + result.stderr.str()
+    assert (
+        "stop.cells of ladder stub names 'b:structured', and the selection (-k or node ids) "
+        "leaves none of its cases, so the rule would wait for it to the last cycle; select its "
+        "cases, or run without the selection (cells left: b:prose)." in said
+    )
+    assert "Traceback" not in said and not (pytester.path / "runs").exists()
