@@ -198,11 +198,16 @@ def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> l
     return out
 
 
-def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
+def build(
+    raw: dict[str, Any],
+    path: Path,
+    treatments: tuple[Treatment, ...],
+    where: Path | str | None = None,  # the path, and the overrides the command line set
+) -> Ladder:
     model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
     placement, devices = parse_placement(raw.get("placement", ""), path)
-    stop_rule = stop.parse(raw, path, treatments)
+    stop_rule = stop.parse(raw, where or path, treatments)
     preflight = _preflight(raw.get("preflight", {}), path)
     return Ladder(
         name=raw.get("name", path.stem),

@@ -12,8 +12,9 @@ One rule for a file that is not as the protocol writes it:
   sessions, no rows, `""`), never an error; `has(name)` says whether it is there, so a command
   that needs one (`--resume`, `view`, `plan`) refuses in its own words.
 - malformed, run-wide: a JSON document the whole run rests on (plan.json, stop.json,
-  curtailment.json) or an analysis table that does not parse is a `RunReadError`: one line
-  naming the file and the fix. Nothing can be read right without it.
+  curtailment.json) that is no regular file (a FIFO, a folder) or does not parse, or an
+  analysis table that does not parse, is a `RunReadError`: one line naming the file and the
+  fix. Nothing can be read right without it.
 - malformed, one of many: a record line or a session file that cannot be used is set aside,
   counted and named (`records/01_a_c1.jsonl:7: why`, `sessions/01_a_c1.json: why`), and the
   rest are read: one bad line or session costs itself, never the run.
@@ -137,6 +138,11 @@ class RunReader:
         """A run-wide JSON object ({} when it is not there); RunReadError if it is not one."""
         path = self.path / relpath
         if not _regular(path):
+            odd = _odd(path)
+            if odd:  # there, but nothing a run writes: never read as "no document"
+                raise RunReadError(
+                    f"{what} {path} is {odd}, not the file the run wrote; restore it from the run"
+                )
             return {}
         try:
             loaded = json.loads(self.text(relpath))
@@ -319,6 +325,18 @@ def read_table(path: Path) -> Table:
     if not rows:
         return Table((), ())
     return Table(tuple(rows[0]), tuple(tuple(r) for r in rows[1:]))
+
+
+def _odd(path: Path) -> str:
+    """What a path that is there but is no regular file is ("" when it is not there)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a link to nothing" if path.is_symlink() else ""
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a device")
 
 
 def _regular(path: Path) -> bool:

@@ -191,3 +191,20 @@ def test_another_runs_lines_are_set_aside_and_named(tmp_path: Path) -> None:
 def test_without_a_plan_no_line_is_judged_another_runs(tmp_path: Path) -> None:
     _records(tmp_path, "01_a_c1.jsonl", json.dumps({"run_id": "r2", "i": 1}))
     assert RunReader(tmp_path).records().records == [{"run_id": "r2", "i": 1}]
+
+
+@pytest.mark.parametrize("odd", ["fifo", "folder"])
+def test_a_plan_that_is_no_regular_file_is_named_never_read_as_absent(
+    tmp_path: Path, odd: str
+) -> None:
+    path = tmp_path / schema.PLAN_FILE
+    if odd == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    with pytest.raises(RunReadError) as info:
+        _ = RunReader(tmp_path).plan
+    what = "a FIFO" if odd == "fifo" else "a folder"
+    assert str(info.value) == (
+        f"plan file {path} is {what}, not the file the run wrote; restore it from the run"
+    )
