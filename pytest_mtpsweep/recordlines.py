@@ -118,14 +118,16 @@ def check(record: Mapping[str, Any], types: Types, required: Sequence[str] = ())
     return None
 
 
-def foreign(record: Mapping[str, Any], identity: Mapping[str, str]) -> str | None:
+def foreign(
+    record: Mapping[str, Any], identity: Mapping[str, str], what: str = "record line"
+) -> str | None:
     """Why the record is another run's (None: it is this run's): an identity field whose value
     differs from the run's. A record without the field is not judged: it predates the field or
     was written by hand, and nothing in it says which run it belongs to."""
     for name, mine in identity.items():
         value = record.get(name)
         if value is not None and value != mine:
-            return f"another run's record: its {name} is {_shown(value)}, this run's is {mine!r}"
+            return f"another run's {what}: its {name} is {_shown(value)}, this run's is {mine!r}"
     return None
 
 

@@ -243,5 +243,5 @@ def test_another_runs_records_and_bad_lines_are_named_as_analyse_names_them(
         ln for ln in said.splitlines() if "unreadable and left out" in ln
     ]
     report = (run / "analysis" / "report.md").read_text()
-    assert "another run's record: its run_id is 'run-2', this run's is 'run-1'" in report
+    assert "another run's record line: its run_id is 'run-2', this run's is 'run-1'" in report
     assert "50 line(s) could not be read" in report

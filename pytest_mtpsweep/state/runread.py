@@ -84,6 +84,7 @@ class Sessions:
 
     facts: tuple[dict[str, Any], ...]
     unreadable: tuple[str, ...]
+    foreign: frozenset[str] = frozenset()  # sessions whose file is another run's
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ class RunReader:
         """Every session file, each read or set aside (see `Sessions`)."""
         facts: list[dict[str, Any]] = []
         bad: list[str] = []
+        other: set[str] = set()
         for path in self._files(schema.SESSIONS_DIR, SESSION_SUFFIX):
             label = f"{schema.SESSIONS_DIR}/{shown(path.name)}"
             try:
@@ -249,8 +251,13 @@ class RunReader:
             if not isinstance(loaded, dict):
                 bad.append(f"{label}: {rl.NOT_OBJECT}")
                 continue
+            why = rl.foreign(loaded, self.identity, "session file")
+            if why is not None:
+                bad.append(f"{label}: {why}")
+                other.add(path.stem)
+                continue
             facts.append({"session": path.stem, **loaded})
-        return Sessions(tuple(facts), tuple(bad))
+        return Sessions(tuple(facts), tuple(bad), frozenset(other))
 
     def quarantined(self) -> tuple[Held, ...]:
         """Every session set aside in quarantine/, in name order."""

@@ -182,8 +182,8 @@ def test_another_runs_lines_are_set_aside_and_named(tmp_path: Path) -> None:
     read = RunReader(tmp_path).records()
     assert [r["i"] for r in read.records] == [1, 4]
     assert [str(u) for u in read.unreadable] == [
-        "records/01_a_c1.jsonl:2: another run's record: its run_id is 'r2', this run's is 'r1'",
-        "records/09_x_c1.jsonl:1: another run's record: its preregistration_sha256 is 'bbb', "
+        "records/01_a_c1.jsonl:2: another run's record line: its run_id is 'r2', this run's is 'r1'",
+        "records/09_x_c1.jsonl:1: another run's record line: its preregistration_sha256 is 'bbb', "
         "this run's is 'aaa'",
     ]
 
@@ -208,3 +208,18 @@ def test_a_plan_that_is_no_regular_file_is_named_never_read_as_absent(
     assert str(info.value) == (
         f"plan file {path} is {what}, not the file the run wrote; restore it from the run"
     )
+
+
+def test_another_runs_session_file_is_set_aside_and_named(tmp_path: Path) -> None:
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "r1"}))
+    sessions = tmp_path / schema.SESSIONS_DIR
+    sessions.mkdir()
+    (sessions / "01_a_c1.json").write_text(json.dumps({"run_id": "r1", "cycle": 1}))
+    (sessions / "03_b_c2.json").write_text(json.dumps({"run_id": "r2", "cycle": 2}))
+    (sessions / "04_a_c2.json").write_text(json.dumps({"cycle": 2}))  # an older run's: kept
+    read = RunReader(tmp_path).sessions()
+    assert [f["session"] for f in read.facts] == ["01_a_c1", "04_a_c2"]
+    assert read.unreadable == (
+        "sessions/03_b_c2.json: another run's session file: its run_id is 'r2', this run's is 'r1'",
+    )
+    assert read.foreign == {"03_b_c2"}
