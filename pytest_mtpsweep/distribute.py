@@ -163,6 +163,9 @@ def configure_node(state: Controller, run: Run, node: Any) -> None:
         "device": devices[index] if devices else "",
         # without devices a host's servers share it: each local worker gets its own CPUs
         "cpus": cpus,
+        # a local worker's siblings and their servers are this process's descendants: the host
+        # rule counts that tree as the run, not as noise (an ssh worker is on another host)
+        "controller_pid": os.getpid() if getattr(spec, "popen", True) else 0,
     }
 
 
@@ -262,6 +265,7 @@ def join(config: pytest.Config, run: Run, items: Sequence[pytest.Item]) -> None:
         info["index"],
         info["device"],
         frozenset(info.get("cpus") or ()),
+        int(info.get("controller_pid") or 0),
     )
     try:
         run.join(cases, where)

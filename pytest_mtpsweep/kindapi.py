@@ -251,6 +251,13 @@ class KindRun(ABC):
         """What `mtpsweep lint` says of the ladder without failing it."""
         return []
 
+    def stop_cells(self, cases: Sequence[Case]) -> frozenset[str] | None:
+        """The headline cells (`treatment:cell`) the kind's interim analysis can give when these
+        cases run: what a `[stop] cells` entry may name (None: the kind cannot say before the
+        run, and the entries are not checked against the cases)."""
+        del cases
+        return None
+
 
 # The optional part `interim(run_dir, request)`: the headline cells' decisions and interval
 # half-widths from the records so far, what a `[stop]` rule looks at between cycles.

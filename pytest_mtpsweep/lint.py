@@ -124,6 +124,7 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         run.validate_analysis(AnalysisRequest())
         looks.check_supported(ladder, registry.kind(ladder.kind, str(ladder.path)))
         cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
+        looks.check_cells(ladder, run, cases, selected=False)
     except UserError as exc:
         return "", [_line(ladder.path, str(exc))], []
     summary = (

@@ -41,7 +41,13 @@ def load_ladder(
         raise problems[0]
     if not raw["question"].strip():
         raise LadderError(f"{path}: field 'question' is empty; write the question before the run.")
-    ladder = build(raw, path, spec.treatments(raw, path))
+    if "stop" in raw and registry.kind(spec.name, str(path)).interim is None:
+        # before [stop] is parsed: its cycle rules mean nothing to a kind that cannot look
+        raise LadderError(
+            f"{path}: {spec.name} takes no [stop] (the kind cannot look at its results between "
+            "cycles); remove [stop] and set the cycles to run."
+        )
+    ladder = build(raw, path, spec.treatments(raw, path), where)
     validate(ladder, where)
     settings = spec.settings(ladder, where)  # parsed once: validate and prepare get these
     spec.validate(ladder, settings, where)

@@ -27,6 +27,9 @@ OBJECT = "an object"
 NOT_JSON = "not JSON"
 TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
 NOT_OBJECT = "not a JSON object"
+# The fields that say which run wrote a record, as plan.json holds them: a line whose value
+# differs was written by another run (copied or appended in) and is never pooled with this one's.
+IDENTITY_FIELDS = ("run_id", "preregistration_sha256")
 SHOWN = 40  # characters of a wrong value the reason shows
 
 # field (dotted for a nested one: "occupancy.drafted") -> its type, or the values it may take
@@ -115,13 +118,28 @@ def check(record: Mapping[str, Any], types: Types, required: Sequence[str] = ())
     return None
 
 
+def foreign(
+    record: Mapping[str, Any], identity: Mapping[str, str], what: str = "record line"
+) -> str | None:
+    """Why the record is another run's (None: it is this run's): an identity field whose value
+    differs from the run's. A record without the field is not judged: it predates the field or
+    was written by hand, and nothing in it says which run it belongs to."""
+    for name, mine in identity.items():
+        value = record.get(name)
+        if value is not None and value != mine:
+            return f"another run's {what}: its {name} is {_shown(value)}, this run's is {mine!r}"
+    return None
+
+
 def read_lines(
     lines: Sequence[str],
     file: str,
     types: TypesFor | None = None,
     required: Sequence[str] = (),
+    identity: Mapping[str, str] | None = None,
 ) -> tuple[list[Line], list[Unreadable]]:
-    """Each non-blank line as a record, or as an unreadable line with its reason."""
+    """Each non-blank line as a record, or as an unreadable line with its reason; with
+    `identity` (the run's `IDENTITY_FIELDS` from plan.json) another run's line is set aside."""
     read: list[Line] = []
     bad: list[Unreadable] = []
     last = max((i for i, text in enumerate(lines) if text.strip()), default=-1)
@@ -136,7 +154,9 @@ def read_lines(
         if not isinstance(obj, dict):
             bad.append(Unreadable(file, i + 1, NOT_OBJECT))
             continue
-        why = check(obj, types(obj), required) if types is not None else None
+        why = foreign(obj, identity) if identity else None
+        if why is None and types is not None:
+            why = check(obj, types(obj), required)
         if why is not None:
             bad.append(Unreadable(file, i + 1, why))
             continue
@@ -151,10 +171,14 @@ def text_lines(path: Path) -> list[str]:
 
 
 def read_file(
-    path: Path, file: str, types: TypesFor | None = None, required: Sequence[str] = ()
+    path: Path,
+    file: str,
+    types: TypesFor | None = None,
+    required: Sequence[str] = (),
+    identity: Mapping[str, str] | None = None,
 ) -> tuple[list[Line], list[Unreadable]]:
     """`read_lines` of one file; `file` is how the reasons name it (relative to the run)."""
-    return read_lines(text_lines(path), file, types, required)
+    return read_lines(text_lines(path), file, types, required, identity)
 
 
 def limitation(where: Sequence[str], title: str = "Unreadable record lines", most: int = 10) -> str:

@@ -24,7 +24,8 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
     record ends with the keyed fields and provenance). Only the sessions the analysis uses are read unless `quarantined` is
     True: then the sessions set aside come too, with their reason in a `quarantined` column
     (empty for kept sessions). A line that is no JSON object (one a killed run left
-    half-written) is skipped, counted in `frame.attrs["unparsed_lines"]` and named, as
+    half-written), or another run's record (its `run_id` or `preregistration_sha256` differs
+    from plan.json's), is skipped, counted in `frame.attrs["unparsed_lines"]` and named, as
     `file:line: why` relative to the run directory, in `frame.attrs["unreadable"]`. Values are
     as the records hold them: the analysis checks their types, this reader does not.
     """
@@ -49,7 +50,7 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
     rows: list[dict[str, Any]] = []
     unreadable: list[str] = []
     for file, why in sources:
-        read, bad = read_lines(file.lines, file.label)
+        read, bad = read_lines(file.lines, file.label, identity=file.identity)
         records = [line.record for line in read]
         unreadable += [str(b) for b in bad]
         if quarantined:

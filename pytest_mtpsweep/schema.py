@@ -214,6 +214,8 @@ class SessionFile(TypedDict, total=False):
     """sessions/<session>.json: everything known about one server session."""
 
     session: str
+    run_id: str  # the run, as plan.json says it: another run's file is set aside on reading
+    preregistration_sha256: str
     ordinal: int
     treatment: str
     cycle: int

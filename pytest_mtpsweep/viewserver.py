@@ -1,8 +1,9 @@
 """`mtpsweep view --serve`: a run directory's regular files on loopback, and nothing else.
 
 A path is served only when, its links resolved, it is a regular file inside the resolved run
-directory (a link in records/ to /etc/passwd is a 404, as is a directory: nothing is listed;
-`/` leads to the report). Only GET and HEAD; only a Host header naming the loopback address
+directory, with one name only and on the run's own device (a link in records/ to /etc/passwd is
+a 404, as is a hard link, whose other name may be anywhere, and a directory: nothing is listed;
+`/` leads to the report). A client that resets its connection is logged in one line. Only GET and HEAD; only a Host header naming the loopback address
 and this port, so a page elsewhere that rebinds its name to 127.0.0.1 is refused. Every answer
 carries nosniff and the report's own Content-Security-Policy.
 """
@@ -14,6 +15,7 @@ import mimetypes
 import os
 import shutil
 import stat
+import sys
 from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import unquote
@@ -77,7 +79,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except OSError:
             return None
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        # a hard link is the same file under a name outside the run too, and a file on another
+        # device was mounted in: neither is a file the run wrote
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_nlink > 1
+            or info.st_dev != os.stat(self.root).st_dev
+        ):
             os.close(fd)
             return None
         return fd, info
@@ -112,6 +120,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._answer(body=False)
 
 
+class Server(http.server.ThreadingHTTPServer):
+    """The loopback server; a request that fails is one line on stderr, never a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        del request, client_address  # the client's address says nothing the user can act on
+        exc = sys.exc_info()[1]
+        what = (
+            "reset its connection before the answer was sent"
+            if isinstance(exc, ConnectionError)
+            else f"request failed ({type(exc).__name__})"
+        )
+        print(f"view: a client {what}; still serving", file=sys.stderr, flush=True)
+
+
 def _content_type(path: str) -> str:
     suffix = Path(path).suffix.lower()
     if suffix in TEXT:
@@ -124,7 +148,7 @@ def serve(run: Path, page: str, port: int) -> int:
     """Serve `run` on 127.0.0.1:`port` (0: a free one) until Ctrl-C; `page` is the report."""
     handler = type("RunHandler", (Handler,), {"root": run.resolve(), "page": page})
     try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        server = Server(("127.0.0.1", port), handler)
     except OSError as exc:
         raise UserError(
             f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pass another --port, or 0 for "

@@ -166,7 +166,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     handler = type(
         "H", (viewserver.Handler,), {"root": run.resolve(), "page": "analysis/report.html"}
     )
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = viewserver.Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -259,3 +259,48 @@ def test_a_fifo_in_the_run_is_refused_without_waiting(served: tuple[Path, int]) 
     run, port = served
     os.mkfifo(run / "records" / "pipe.jsonl")
     assert ask(port, "/records/pipe.jsonl")[0] == 404
+
+
+def test_a_hard_link_to_a_file_outside_the_run_is_refused(served: tuple[Path, int]) -> None:
+    run, port = served
+    outside = run.parent / "outside.txt"
+    outside.write_text("outside the run\n")
+    os.link(outside, run / "records" / "linked.jsonl")
+    status, _, body = ask(port, "/records/linked.jsonl")
+    assert status == 404 and b"outside the run" not in body
+    assert ask(port, "/records/a.jsonl")[0] == 200  # a file with one name is served
+
+
+def test_a_client_reset_is_one_line_and_the_server_goes_on(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+    import struct
+    import threading
+
+    run = a_run(tmp_path)
+    (run / "records").mkdir()
+    (run / "records" / "big.jsonl").write_bytes(b"x" * (16 << 20))  # more than socket buffers
+    handler = type(
+        "H", (viewserver.Handler,), {"root": run.resolve(), "page": "analysis/report.html"}
+    )
+    server = viewserver.Server(("127.0.0.1", 0), handler)
+    server.daemon_threads = False  # server_close() then waits for the request's thread
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(f"GET /records/big.jsonl HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        sock.recv(1024)  # the answer has begun
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset, not a close
+        assert ask(port, "/analysis/report.html")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines() == [
+        "view: a client reset its connection before the answer was sent; still serving"
+    ]

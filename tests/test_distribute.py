@@ -243,6 +243,7 @@ def test_a_replacement_worker_takes_the_dead_ones_place_and_device(tmp_path: Pat
         "index": 0,
         "device": "0",
         "cpus": [],  # devices pinned: the host's CPUs are not split
+        "controller_pid": os.getpid(),  # a local worker: its siblings are this tree
     }
 
 

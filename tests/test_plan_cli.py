@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -209,3 +210,38 @@ def test_a_partial_run_plans_from_the_cycles_it_has(
     assert main(["plan", str(run), "--target-width", "5", "--boot", "1000"]) == 0
     out = capsys.readouterr().out
     assert "2 cycle(s) run" in out and "ngram:prose" in out
+
+
+def _another_runs_files(run: Path) -> None:
+    # another run of the same ladder, its effect far from this one's: its cycles 3 and 4
+    # copied in whole, as files named like this run's next sessions
+    other = dataclasses.replace(DESIGN, cycles=4, run_id="run-2")
+    for r in make_records(other, noisy(other, {"ngram": 3.0}, sd=0.03, seed=9)):
+        if r["cycle"] > 2:
+            with (run / "records" / f"{r['session']}.jsonl").open("a") as f:
+                f.write(json.dumps(r) + "\n")
+
+
+def test_another_runs_records_and_bad_lines_are_named_as_analyse_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = pilot(tmp_path)
+    _another_runs_files(run)
+    first = sorted((run / "records").glob("*.jsonl"))[0]
+    with first.open("a") as f:
+        f.write('{"run_id": "run-1", "tre')  # a torn last line
+    (run / "records" / "99_junk.jsonl").write_bytes(b"\x00garbage" * 1000 + b"\n")
+    assert main(["plan", str(run), "--target-width", "5", "--boot", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "2 cycle(s) run" in out.splitlines()[0]  # the copied cycle 3 is not this run's
+    # 48 lines of the other run, the torn line and the garbage file: each counted
+    assert "50 record line(s) unreadable and left out (first: records/01_none_c1.jsonl:13" in out
+    assert main(["analyse", str(run), "--boot", "1000"]) == 0
+    said = capsys.readouterr().out
+    unreadable = [ln for ln in out.splitlines() if "unreadable and left out" in ln]
+    assert unreadable and unreadable == [
+        ln for ln in said.splitlines() if "unreadable and left out" in ln
+    ]
+    report = (run / "analysis" / "report.md").read_text()
+    assert "another run's record line: its run_id is 'run-2', this run's is 'run-1'" in report
+    assert "50 line(s) could not be read" in report

@@ -18,10 +18,11 @@ of the looks, 2^17 draws: each boundary's spent alpha within ~1e-4).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,13 +248,18 @@ def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class LookState:
-    """Where an analysed run stands in its design: the look its data are, and the stop."""
+    """Where an analysed run stands in its design: the look its data are, and the stop.
+
+    Recomputed from the records, never read from stop.json: the rule is met at a look when the
+    published cells of the data that reached it meet it (`judged`), so a missing, damaged or
+    hand-edited stop.json cannot change what the report says about why the run stopped."""
 
     design: Design
     look: int  # 1-based: the look whose levels the published intervals use
     cycles: int  # the cycles the run reached
     stopped_at: int | None  # the look at which the rule was met (None: it was not)
-    why: str  # the last look's sentence (why it stopped, or what was still open)
+    why: str  # the rule's sentence at this look (why it stopped, or what was still open)
+    met: bool = False  # the rule holds for the data at this look
 
     @property
     def confidence(self) -> float:
@@ -263,6 +269,16 @@ class LookState:
     def equivalence_confidence(self) -> float:
         return self.design.equivalence_confidence[self.look - 1]
 
+    def judged(self, cells: Sequence[CellState]) -> LookState:
+        """This look with the rule applied to the cells the run's records give at it. Only a
+        run whose data end at a look cycle was looked at there; one between looks (cut short)
+        is not judged. The last look stops nothing: the run ends there anyway."""
+        if self.cycles != self.design.looks[self.look - 1]:
+            return self
+        met, why = rule_met(self.design, tuple(cells))
+        stopped = self.look if met and self.look < len(self.design.looks) else None
+        return dataclasses.replace(self, stopped_at=stopped, why=why, met=met)
+
     def sentence(self) -> str:
         """One line for the report: the rule, the look, why it stopped, the levels."""
         d = self.design
@@ -271,7 +287,8 @@ class LookState:
         if self.stopped_at is not None:
             how = f"stopped at {where}: {self.why}"
         elif self.cycles >= d.looks[-1]:
-            how = f"ran to its maximum, {where}, without meeting the rule ({self.why})"
+            meeting = "meeting" if self.met else "without meeting"
+            how = f"ran to its maximum, {where}, {meeting} the rule ({self.why})"
         else:
             how = f"ended at {where} without meeting the rule" + (
                 f" ({self.why})" if self.why else ""
@@ -284,17 +301,13 @@ class LookState:
         )
 
 
-def look_state(plan_stop: Any, stop_doc: Mapping[str, Any], cycles: int) -> LookState | None:
-    """The look of a run that reached `cycles` cycles, from plan.json's `stop` block and
-    stop.json; None for a fixed design. ValueError when the plan's block is malformed."""
+def look_state(plan_stop: Any, cycles: int) -> LookState | None:
+    """The look of a run that reached `cycles` cycles, from plan.json's `stop` block, not yet
+    judged (`LookState.judged` applies the rule to the analysed cells); None for a fixed
+    design. ValueError when the plan's block is malformed."""
     if plan_stop is None:
         return None
     if not isinstance(plan_stop, Mapping):
         raise ValueError(f"stop is {plan_stop!r}, not the object the protocol writes")
     design = Design.from_json(plan_stop)
-    looks = [e for e in stop_doc.get("looks", []) if isinstance(e, Mapping)]
-    stopped = stop_doc.get("stopped_at")
-    stopped_at = stopped if isinstance(stopped, int) and not isinstance(stopped, bool) else None
-    look = design.look_at(max(cycles, 1))
-    why = str(looks[-1].get("why", "")) if looks else ""
-    return LookState(design, look, cycles, stopped_at if look == stopped_at else None, why)
+    return LookState(design, design.look_at(max(cycles, 1)), cycles, None, "")

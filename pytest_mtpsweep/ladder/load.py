@@ -198,11 +198,16 @@ def field_errors(raw: dict[str, Any], kind_fields: Spec, where: Path | str) -> l
     return out
 
 
-def build(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> Ladder:
+def build(
+    raw: dict[str, Any],
+    path: Path,
+    treatments: tuple[Treatment, ...],
+    where: Path | str | None = None,  # the path, and the overrides the command line set
+) -> Ladder:
     model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
     placement, devices = parse_placement(raw.get("placement", ""), path)
-    stop_rule = stop.parse(raw, path, treatments)
+    stop_rule = stop.parse(raw, where or path, treatments)
     preflight = _preflight(raw.get("preflight", {}), path)
     return Ladder(
         name=raw.get("name", path.stem),
@@ -298,6 +303,14 @@ def _ports(raw: list[Any], path: Path) -> tuple[int, ...]:
 
 
 def _preflight(raw: dict[str, Any], path: Path) -> PreflightConfig:
+    # shares of all cores: host_noise_pct is also the host rule's default cpu_noise_pct
+    for name in ("host_idle_pct", "host_noise_pct"):
+        value = raw.get(name)
+        if value is not None and not 0 <= value <= 100:
+            raise LadderError(
+                f"{path}: field preflight.{name} is {value!r}; use a share of all cores in "
+                "percent, from 0 to 100."
+            )
     return PreflightConfig(
         ports=_ports(raw.get("ports", []), path),
         self_test=raw.get("self_test", False),

@@ -20,7 +20,9 @@ STOP: Spec = {
 MAX_CELLS = 256
 
 
-def parse(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) -> StopRule | None:
+def parse(
+    raw: dict[str, Any], path: Path | str, treatments: tuple[Treatment, ...]
+) -> StopRule | None:
     """The table (types already checked by `check_table`), or None for a fixed design."""
     table = raw.get("stop")
     if table is None:
@@ -43,11 +45,7 @@ def parse(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
         )
     low = table.get("min_cycles", 2)
     if not (2 <= low <= top <= MAX_CYCLES and low % 2 == 0 and top % 2 == 0):
-        raise LadderError(
-            f"{path}: stop.min_cycles {low} and max_cycles {top} must be even, with "
-            f"2 <= min_cycles <= max_cycles <= {MAX_CYCLES} (the rule looks after each "
-            "counterbalanced cycle pair); fix them."
-        )
+        raise LadderError(_cycles_error(table, path, low, top, cycles is not None))
     width = table.get("width_pct")
     if (rule == "width") != (width is not None):
         raise LadderError(
@@ -62,8 +60,32 @@ def parse(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
     return StopRule(rule, low, top, spending, None if width is None else float(width), cells)
 
 
+def _cycles_error(
+    table: dict[str, Any], path: Path | str, low: int, top: int, cycles_set: bool
+) -> str:
+    """The looks' bounds refused, naming only the fields the ladder (or --cycles) set."""
+    first = f"stop.min_cycles {low}" if "min_cycles" in table else ""
+    last = (
+        f"stop.max_cycles {top}"
+        if "max_cycles" in table
+        else (f"cycles {top}" if cycles_set else "")
+    )
+    said = " and ".join(x for x in (first, last) if x)
+    if first and last:
+        bounds = f"with 2 <= min_cycles <= max_cycles <= {MAX_CYCLES}"
+    elif first:
+        bounds = f"from 2 to the most cycles the rule may run ({top})"
+    else:  # the first look is the default: only the most cycles was set
+        bounds = f"from {low} to {MAX_CYCLES}"
+    fix = "them" if first and last else (first or last).split()[0]
+    return (
+        f"{path}: with [stop], {said} must be even, {bounds}: the rule looks after each "
+        f"counterbalanced cycle pair and cycles are the most it may run; fix {fix}."
+    )
+
+
 def _cells(
-    value: list[Any] | None, path: Path, baseline: Any, treatments: tuple[Treatment, ...]
+    value: list[Any] | None, path: Path | str, baseline: Any, treatments: tuple[Treatment, ...]
 ) -> tuple[str, ...]:
     """The headline cells the rule waits for, "treatment:cell" each (empty: every one)."""
     if value is None:

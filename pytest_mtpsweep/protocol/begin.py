@@ -99,6 +99,7 @@ class Placement:
     index: int  # its place among the workers: the device it takes, its port offset
     device: str  # CUDA_VISIBLE_DEVICES of its servers ("" = not pinned)
     cpus: frozenset[int] = frozenset()  # its share of the host's CPUs (empty: not split)
+    run_root: int = 0  # the controller's pid when it runs on this host (0: another host)
 
 
 def join(
@@ -136,6 +137,7 @@ def join(
         worker=where.worker,
         worker_index=where.index,
         worker_cpus=where.cpus,
+        run_root_pid=where.run_root,
     )
     return Sessions(ctx, kind, schedule, by_session)
 

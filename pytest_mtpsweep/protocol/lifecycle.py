@@ -161,7 +161,16 @@ def _warm_up(live: LiveSession, kind: KindRun) -> None:
         live.info["calibration"] = {"start_tps": tps}
         if why is not None:
             live.info["calibration"]["start_reason"] = why
-    live.host_start = host.sample([live.proc.pid] if live.proc else [])
+    live.host_start = host.sample(_server_pids(live), _run_roots(live))
+
+
+def _server_pids(live: LiveSession) -> list[int]:
+    return [live.proc.pid] if live.proc else []
+
+
+def _run_roots(live: LiveSession) -> tuple[int, ...]:
+    # with -n on one host the controller's tree holds the sibling workers and their servers
+    return (live.ctx.run_root_pid,) if live.ctx.run_root_pid else ()
 
 
 def _host_noise(live: LiveSession) -> None:
@@ -169,12 +178,14 @@ def _host_noise(live: LiveSession) -> None:
     threshold."""
     if live.host_start is None:
         return
-    noise = host.noise(live.host_start, host.sample([live.proc.pid] if live.proc else []))
+    noise = host.noise(live.host_start, host.sample(_server_pids(live), _run_roots(live)))
     limit = live.ctx.ladder.preflight.host_noise_pct
     noise["threshold_pct"] = limit
     noise["flagged"] = noise["other_cpu_pct"] > limit
     if live.endpoint is not None:
         noise["note"] = "attached: a server on this host counts as other load"
+    elif live.ctx.run_root_pid:
+        noise["note"] = "-n on this host: the sibling workers and their servers count as the run"
     live.info["host"] = noise
 
 

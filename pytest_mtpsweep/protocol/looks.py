@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import registry, schema
-from ..errors import OptionError
+from ..constants import POOLED
+from ..errors import LadderError, OptionError
 from ..ladder import Ladder, SessionSlot
 
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState, Design
-    from ..kindapi import Interim, Kind
+    from ..kindapi import Case, Interim, Kind, KindRun
 
 
 def check_supported(ladder: Ladder, kind: Kind) -> None:
@@ -28,6 +29,37 @@ def check_supported(ladder: Ladder, kind: Kind) -> None:
         raise OptionError(
             f"ladder {ladder.name} ({ladder.path}) has a [stop] rule, and the {ladder.kind} "
             "kind cannot look at its results between cycles yet; drop [stop] and set cycles."
+        )
+
+
+def check_cells(ladder: Ladder, kind: KindRun, cases: Sequence[Case], selected: bool) -> None:
+    """Every `[stop] cells` entry is a headline cell these cases can give, or the rule would
+    wait the whole budget for it: refused in one line before anything starts. `selected`: the
+    cases are what `-k` left of the ladder's."""
+    if ladder.stop is None or not ladder.stop.cells:
+        return
+    can = kind.stop_cells(cases)
+    if can is None:
+        return
+    for cell in ladder.stop.cells:
+        if cell in can:
+            continue
+        if cell.rpartition(":")[2] == POOLED:
+            raise LadderError(
+                f"{ladder.path}: stop.cells names {cell!r}, the analysis' pooled row, which is no "
+                f"headline cell; name the cells themselves ({', '.join(sorted(can)) or 'none'})."
+            )
+        if selected:
+            raise OptionError(
+                f"stop.cells of ladder {ladder.name} names {cell!r}, and the selection (-k or "
+                f"node ids) leaves none of its cases, so the rule would wait for it to the "
+                f"last cycle; select its cases, or run without the selection (cells left: "
+                f"{', '.join(sorted(can)) or 'none'})."
+            )
+        raise LadderError(
+            f"{ladder.path}: stop.cells names {cell!r}, which this ladder never measures, so "
+            f"the rule would wait for it to the last cycle; name one of its headline cells "
+            f"({', '.join(sorted(can)) or 'none'})."
         )
 
 

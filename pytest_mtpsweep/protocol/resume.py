@@ -15,6 +15,7 @@ from ..state.runread import RunReader
 from . import planfile
 
 INTERRUPTED = "interrupted before it finished; run again from a fresh server on --resume"
+FOREIGN = "another run's session file (its run_id or pre-registration differs); run again"
 INCOMPLETE = "closed with cases its kind will run again on --resume (e.g. budget_stopped cells)"
 
 
@@ -48,16 +49,32 @@ def read_plan(run_path: Path) -> dict[str, Any]:
     return old
 
 
+def check_stop_file(run_path: Path) -> None:
+    """A damaged stop.json refused before preflight: the looks are taken again from the
+    records, but a file that is not the protocol's means someone or something changed the run."""
+    try:
+        _ = RunReader(run_path).stop_doc
+    except RunReadError as exc:  # it names the file and says to restore it
+        raise RunDirError(
+            f"--resume {run_path}: {exc}, or move it aside (the stop rule's looks are taken again "
+            "from the records), then resume."
+        ) from None
+    except OSError as exc:
+        raise RunDirError(
+            f"--resume {run_path}: stop.json cannot be read ({exc.strerror or exc}); restore it "
+            "or move it aside (the looks are taken again from the records), then resume."
+        ) from None
+
+
 def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
     """Sessions whose session file exists and does not say `complete: false` (a kind whose
     cases can be resumed one by one writes that when some still need running)."""
     names = [str(s.get("session")) for s in plan.get("sessions") or [] if isinstance(s, dict)]
-    # An unreadable session file was still closed: it is not run again.
-    unfinished = {
-        str(f["session"])
-        for f in RunReader(run_path).sessions().facts
-        if f.get("complete") is False
-    }
+    # An unreadable session file was still closed: it is not run again. Another run's file
+    # (copied in) is no session of this run: it is run, the file set aside first (`reopen`).
+    read = RunReader(run_path).sessions()
+    unfinished = {str(f["session"]) for f in read.facts if f.get("complete") is False}
+    unfinished |= read.foreign
     return {
         n for n in names if n not in unfinished and (run_path / schema.session_file(n)).exists()
     }
@@ -89,6 +106,7 @@ def reopen(
             "resume with the same ladder and options, or start a new run."
         )
     done = finished_sessions(run_path, old)
+    foreign = RunReader(run_path).sessions().foreign
     selected = {str(s["session"]) for s in now.get("sessions", []) if s.get("selected")}
     if selected and selected <= done:
         raise RunDirError(
@@ -103,7 +121,7 @@ def reopen(
         if name in done:
             continue
         if (run_path / schema.session_file(name)).exists():  # closed, but incomplete
-            run_dir.quarantine(name, INCOMPLETE)
+            run_dir.quarantine(name, FOREIGN if name in foreign else INCOMPLETE)
             continue
         touched = (run_path / schema.records_file(name)).exists() or (
             run_path / schema.server_log(name)

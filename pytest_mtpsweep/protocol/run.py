@@ -14,7 +14,7 @@ from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
 from ..ladder.attach import one_server
 from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
-from . import finish, interrupts, looks, setup, timeouts
+from . import finish, interrupts, looks, resume, setup, timeouts
 from .begin import Placement, begin, join
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class Run:
         """Note which treatments the selected measurements belong to; `--base-url` (one
         server) refuses a selection of more than one."""
         self.selected = tuple(dict.fromkeys(c.slot.treatment for c in cases))
+        looks.check_cells(self.ladder, self.kind, cases, selected=True)
         if self.request.base_url is not None:
             one_server(self.request.base_url, list(self.selected))
 
@@ -71,8 +72,11 @@ class Run:
             )
         kind = registry.prepare(ladder, request)
         looks.check_supported(ladder, declared)
+        if request.resume is not None and ladder.stop is not None:
+            resume.check_stop_file(request.resume)  # before preflight: it starts nothing
         kind.validate_analysis(request.analysis)
         plan = run_plan(ladder.treatment_keys, ladder.cycles)
+        looks.check_cells(ladder, kind, kind.cases(plan), selected=False)
         return cls(request, ladder, declared, kind, plan)
 
     @property

@@ -1,5 +1,6 @@
-"""Host noise: how much of the machine something other than the server and the harness used
-while a session measured, the load average, throttling where the kernel reports it, the
+"""Host noise: how much of the machine something other than the run (the server and the
+harness, and with -n on one host the sibling workers and their servers) used while a session
+measured, the load average, throttling where the kernel reports it, the
 memory and CPU stalls (Linux PSI) and the server's major page faults."""
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class CpuSample:
 
 
 def _tree_cpu_s(pids: Iterable[int]) -> float:
+    """CPU seconds of these process trees, their children that have ended and been waited for
+    included: a sibling worker's server that stops mid-span is still the run's, not noise."""
     total, seen = 0.0, set()
     for pid in pids:
         try:
@@ -51,7 +54,7 @@ def _tree_cpu_s(pids: Iterable[int]) -> float:
                 t = p.cpu_times()
             except psutil.Error:
                 continue
-            total += t.user + t.system
+            total += t.user + t.system + t.children_user + t.children_system
     return total
 
 
@@ -107,14 +110,16 @@ def major_faults(pid: int) -> int | None:
         return None
 
 
-def sample(server_pids: Iterable[int] = ()) -> CpuSample:
-    """The machine's busy CPU time, the harness's and the server's, the load average, the PSI
-    stall totals and the (first) server's major page faults."""
+def sample(server_pids: Iterable[int] = (), run_roots: Iterable[int] = ()) -> CpuSample:
+    """The machine's busy CPU time, the run's (the harness's and the server's, and the process
+    trees of `run_roots`: with -n on one host, the controller's, so the sibling workers and
+    their servers are the run, not noise), the load average, the PSI stall totals and the
+    (first) server's major page faults."""
     pids = list(server_pids)
     times = psutil.cpu_times()
     idle = times.idle + getattr(times, "iowait", 0.0)
     busy = sum(times) - idle
-    ours = _tree_cpu_s([os.getpid(), *pids])
+    ours = _tree_cpu_s([*run_roots, os.getpid(), *pids])
     psi = {r: pressure_total_us(r) for r in PSI_RESOURCES}
     faults = major_faults(pids[0]) if pids else None
     return CpuSample(

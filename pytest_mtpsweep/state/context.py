@@ -42,6 +42,9 @@ class RunContext:
     worker_index: int = 0
     # a worker's share of the host's CPUs when -n splits a host without devices (empty: none)
     worker_cpus: frozenset[int] = frozenset()
+    # with -n on this host: the controller's pid, whose process tree (the workers and their
+    # servers) is the run, never the host's noise (0: no sibling here)
+    run_root_pid: int = 0
 
     @property
     def cpus(self) -> frozenset[int] | None:

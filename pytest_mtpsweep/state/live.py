@@ -68,6 +68,8 @@ class LiveSession:
         """A session about to start: its session-file facts so far and its records file."""
         info: schema.SessionFile = {
             "session": slot.name,
+            "run_id": ctx.run_id,
+            "preregistration_sha256": ctx.prereg_sha256,
             "ordinal": slot.ordinal,
             "treatment": slot.treatment,
             "cycle": slot.cycle,

@@ -12,11 +12,15 @@ One rule for a file that is not as the protocol writes it:
   sessions, no rows, `""`), never an error; `has(name)` says whether it is there, so a command
   that needs one (`--resume`, `view`, `plan`) refuses in its own words.
 - malformed, run-wide: a JSON document the whole run rests on (plan.json, stop.json,
-  curtailment.json) or an analysis table that does not parse is a `RunReadError`: one line
-  naming the file and the fix. Nothing can be read right without it.
+  curtailment.json) that is no regular file (a FIFO, a folder) or does not parse, or an
+  analysis table that does not parse, is a `RunReadError`: one line naming the file and the
+  fix. Nothing can be read right without it.
 - malformed, one of many: a record line or a session file that cannot be used is set aside,
   counted and named (`records/01_a_c1.jsonl:7: why`, `sessions/01_a_c1.json: why`), and the
   rest are read: one bad line or session costs itself, never the run.
+- another run's: a record line whose `run_id` or `preregistration_sha256` differs from
+  plan.json's (a file copied in, lines appended from another run) is set aside the same way,
+  named with both values: one run's records are never pooled with another's by accident.
 
 A folder of records, sessions or quarantined sessions yields only its regular files inside the
 run: a folder, FIFO, device or link out of the run named like one is passed over. A name is
@@ -32,7 +36,7 @@ import io
 import json
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,9 @@ class RecordText:
     name: str  # the file's stem: the session (or cell file) it belongs to
     label: str  # how the run names it in a reason: records/01_a_c1.jsonl, name escaped
     lines: tuple[str, ...]
+    # the run's identity fields from plan.json: pass them to `recordlines.read_lines`, which
+    # sets another run's lines aside (empty without a plan: nothing to judge them by)
+    identity: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ class Sessions:
 
     facts: tuple[dict[str, Any], ...]
     unreadable: tuple[str, ...]
+    foreign: frozenset[str] = frozenset()  # sessions whose file is another run's
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,11 @@ class RunReader:
         """A run-wide JSON object ({} when it is not there); RunReadError if it is not one."""
         path = self.path / relpath
         if not _regular(path):
+            odd = _odd(path)
+            if odd:  # there, but nothing a run writes: never read as "no document"
+                raise RunReadError(
+                    f"{what} {path} is {odd}, not the file the run wrote; restore it from the run"
+                )
             return {}
         try:
             loaded = json.loads(self.text(relpath))
@@ -154,6 +167,16 @@ class RunReader:
         """plan.json: the run as founded ({} when it has none)."""
         return self.document(schema.PLAN_FILE, "plan file")
 
+    @functools.cached_property
+    def identity(self) -> Mapping[str, str]:
+        """The fields every record of this run carries with plan.json's values (those the plan
+        has): a record line with another value is another run's (`recordlines.foreign`)."""
+        return {
+            name: value
+            for name in rl.IDENTITY_FIELDS
+            if isinstance(value := self.plan.get(name), str) and value
+        }
+
     @property
     def run_id(self) -> str:
         """The plan's run id, else the directory's name."""
@@ -163,7 +186,12 @@ class RunReader:
     def stop_doc(self) -> Mapping[str, Any]:
         """stop.json, the looks a [stop] run took ({} without one)."""
         doc = self.document(schema.STOP_FILE, "stop-rule file")
-        if not isinstance(doc.get("looks", []), list):
+        looks, stopped = doc.get("looks", []), doc.get("stopped_at")
+        if (
+            not isinstance(looks, list)
+            or not all(isinstance(e, Mapping) for e in looks)
+            or not (stopped is None or (isinstance(stopped, int) and not isinstance(stopped, bool)))
+        ):
             raise RunReadError(
                 f"stop-rule file {self.path / schema.STOP_FILE} does not hold the object the "
                 "protocol writes (design, looks, stopped_at); restore it from the run"
@@ -183,7 +211,12 @@ class RunReader:
     def record_files(self, folder: str = schema.RECORDS_DIR) -> tuple[RecordText, ...]:
         """Every `*.jsonl` file of `folder`, in name (run) order, as its lines."""
         return tuple(
-            RecordText(path.stem, f"{folder}/{shown(path.name)}", tuple(rl.text_lines(path)))
+            RecordText(
+                path.stem,
+                f"{folder}/{shown(path.name)}",
+                tuple(rl.text_lines(path)),
+                self.identity,
+            )
             for path in self._files(folder, RECORD_SUFFIX)
         )
 
@@ -198,7 +231,7 @@ class RunReader:
         lines: list[rl.Line] = []
         bad: list[rl.Unreadable] = []
         for file in self.record_files(folder):
-            read, unreadable = rl.read_lines(file.lines, file.label, types, required)
+            read, unreadable = rl.read_lines(file.lines, file.label, types, required, file.identity)
             lines += read
             bad += unreadable
         return Records(tuple(lines), tuple(bad))
@@ -207,6 +240,7 @@ class RunReader:
         """Every session file, each read or set aside (see `Sessions`)."""
         facts: list[dict[str, Any]] = []
         bad: list[str] = []
+        other: set[str] = set()
         for path in self._files(schema.SESSIONS_DIR, SESSION_SUFFIX):
             label = f"{schema.SESSIONS_DIR}/{shown(path.name)}"
             try:
@@ -217,8 +251,13 @@ class RunReader:
             if not isinstance(loaded, dict):
                 bad.append(f"{label}: {rl.NOT_OBJECT}")
                 continue
+            why = rl.foreign(loaded, self.identity, "session file")
+            if why is not None:
+                bad.append(f"{label}: {why}")
+                other.add(path.stem)
+                continue
             facts.append({"session": path.stem, **loaded})
-        return Sessions(tuple(facts), tuple(bad))
+        return Sessions(tuple(facts), tuple(bad), frozenset(other))
 
     def quarantined(self) -> tuple[Held, ...]:
         """Every session set aside in quarantine/, in name order."""
@@ -234,7 +273,9 @@ class RunReader:
             label = f"{schema.QUARANTINE_DIR}/{shown(qdir.name)}"
             rec = qdir / records
             held = (
-                RecordText(qdir.name, f"{label}/{records}", tuple(rl.text_lines(rec)))
+                RecordText(
+                    qdir.name, f"{label}/{records}", tuple(rl.text_lines(rec)), self.identity
+                )
                 if _regular(rec) and self._inside(rec)
                 else None
             )
@@ -291,6 +332,18 @@ def read_table(path: Path) -> Table:
     if not rows:
         return Table((), ())
     return Table(tuple(rows[0]), tuple(tuple(r) for r in rows[1:]))
+
+
+def _odd(path: Path) -> str:
+    """What a path that is there but is no regular file is ("" when it is not there)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a link to nothing" if path.is_symlink() else ""
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a device")
 
 
 def _regular(path: Path) -> bool:

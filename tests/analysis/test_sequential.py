@@ -104,20 +104,27 @@ def test_rule_decided_and_width() -> None:
 
 def test_look_state_of_a_run() -> None:
     plan = Design.plan("decided", 2, 6, "pocock", None).to_json()
-    assert look_state(None, {}, 4) is None
-    stopped = {"looks": [{"look": 1, "why": "not decided yet: b:prose"},
-                         {"look": 2, "why": "every headline cell is decided"}], "stopped_at": 2}  # fmt: skip
-    s = look_state(plan, stopped, 4)
-    assert s is not None and (s.look, s.stopped_at) == (2, 2)
-    assert "stopped at look 2 of 3 (after cycle 4)" in s.sentence()
-    ran_out = look_state(plan, {"looks": [{"look": 2, "why": "not decided yet: b:prose"}]}, 6)
-    assert ran_out is not None and ran_out.look == 3 and ran_out.stopped_at is None
-    assert "ran to its maximum" in ran_out.sentence()
-    # data between looks use the next look's level, never an earlier one's
-    between = look_state(plan, {}, 3)
+    assert look_state(None, 4) is None
+    decided = (CellState("b:prose", "faster", 3.0),)
+    open_cell = (CellState("b:prose", "inconclusive", 9.0),)
+    s = look_state(plan, 4)
+    assert s is not None and (s.look, s.stopped_at) == (2, None)
+    s = s.judged(decided)  # the rule applied to the records' cells at the look
+    assert (s.look, s.stopped_at) == (2, 2)
+    assert "stopped at look 2 of 3 (after cycle 4): every headline cell is decided" in s.sentence()
+    ran_out = look_state(plan, 6)
+    assert ran_out is not None and ran_out.look == 3
+    ran_out = ran_out.judged(open_cell)
+    assert ran_out.stopped_at is None
+    assert "ran to its maximum" in ran_out.sentence() and "not decided yet" in ran_out.sentence()
+    # the last look stops nothing: the run ends there anyway
+    assert ran_out.judged(decided).stopped_at is None
+    # data between looks use the next look's level, never an earlier one's, and are not judged
+    between = look_state(plan, 3)
     assert between is not None and between.confidence == plan["confidence"][1]
+    assert between.judged(decided) == between
     with pytest.raises(ValueError):
-        look_state({"rule": "decided"}, {}, 2)
+        look_state({"rule": "decided"}, 2)
 
 
 def test_coverage_under_optional_stopping_and_naive_peeking_fails() -> None:

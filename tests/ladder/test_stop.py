@@ -38,10 +38,20 @@ def test_cycles_are_the_maximum_and_an_override_moves_it(tmp_path: Path) -> None
     [
         ('rule = "soon"', r"stop\.rule is 'soon'; use one of decided, width"),
         ('rule = "decided"\nspending = "linear"', r"stop\.spending is 'linear'; use one of"),
-        ('rule = "decided"\nmin_cycles = 3', r"must be even, with 2 <= min_cycles"),
-        ('rule = "decided"\nmax_cycles = 7', r"must be even"),
-        ('rule = "decided"\nmin_cycles = 6\nmax_cycles = 4', r"min_cycles <= max_cycles"),
-        ('rule = "decided"\nmax_cycles = 1000', r"max_cycles <= 64"),
+        (
+            'rule = "decided"\nmin_cycles = 3',
+            r"stop\.min_cycles 3 must be even, from 2 to the "
+            r"most cycles the rule may run \(8\).*; fix stop\.min_cycles\.$",
+        ),
+        ('rule = "decided"\nmax_cycles = 7', r"\[stop\], stop\.max_cycles 7 must be even, from 2"),
+        (
+            'rule = "decided"\nmin_cycles = 6\nmax_cycles = 4',
+            r"stop\.min_cycles 6 and stop\.max_cycles 4 must be even, with 2 <= min_cycles <= ",
+        ),
+        (
+            'rule = "decided"\nmax_cycles = 1000',
+            r"stop\.max_cycles 1000 must be even, from 2 to 64",
+        ),
         ('rule = "width"', r"add width_pct"),
         ('rule = "decided"\nwidth_pct = 5', r"drop width_pct"),
         ('rule = "width"\nwidth_pct = -1', r"0 < W <= 1000"),
@@ -77,3 +87,28 @@ def test_fixed_cycles_are_bounded(tmp_path: Path) -> None:
 def test_cells_name_what_the_rule_waits_for(tmp_path: Path) -> None:
     lad = load_ladder(write(tmp_path, MINIMAL + '[stop]\nrule = "decided"\ncells = ["b:prose"]\n'))
     assert lad.stop is not None and lad.stop.cells == ("b:prose",)
+
+
+def test_an_odd_cycles_override_names_cycles_not_stop_fields_never_set(tmp_path: Path) -> None:
+    # `--cycles 5` on a [stop] ladder that sets neither min_cycles nor max_cycles
+    path = write(tmp_path, MINIMAL + '[stop]\nrule = "decided"\n')
+    with pytest.raises(LadderError) as info:
+        load_ladder(path, {"cycles": 5}, "--cycles 5")
+    assert str(info.value) == (
+        f"{path} (with --cycles 5 from the command line): with [stop], cycles 5 must be even, "
+        "from 2 to 64: the rule looks after each counterbalanced cycle pair and cycles are the "
+        "most it may run; fix cycles."
+    )
+    assert "min_cycles" not in str(info.value) and "max_cycles" not in str(info.value)
+
+
+def test_a_kind_that_cannot_look_takes_no_stop_table(tmp_path: Path) -> None:
+    ladder = Path(__file__).resolve().parents[2] / "experiments" / "ladders" / "authoring-cpu.toml"
+    path = tmp_path / "authoring-cpu.toml"
+    path.write_text(ladder.read_text() + '\n[stop]\nrule = "decided"\nmax_cycles = 3\n')
+    with pytest.raises(LadderError) as info:
+        load_ladder(path)
+    assert str(info.value) == (
+        f"{path}: authoring takes no [stop] (the kind cannot look at its results between "
+        "cycles); remove [stop] and set the cycles to run."
+    )

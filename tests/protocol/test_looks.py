@@ -93,6 +93,32 @@ def test_a_decided_run_stops_at_its_first_look_and_exits_0(pytester: pytest.Pyte
     assert "stopped at look 1 of 3 (after cycle 2)" in report
     assert "**Stopped by its rule:**" in report
     assert "**Not run:**" not in report  # sessions the rule made unnecessary are not missing
+    # why it stopped is recomputed from the records: stop.json missing or hand-edited says nothing
+    from pytest_mtpsweep.cli import main
+
+    sessions = sorted(p.name for p in (run / "sessions").iterdir())
+    for doc in (None, json.dumps({"looks": [{"look": 1, "met": False, "why": "forged"}],
+                                  "stopped_at": None})):  # fmt: skip
+        (run / schema.STOP_FILE).unlink(missing_ok=True)
+        if doc is not None:
+            (run / schema.STOP_FILE).write_text(doc)
+        assert main(["analyse", str(run), "--boot", "1000"]) == 0
+        again = (run / "analysis" / "report.md").read_text()
+        assert "stopped at look 1 of 3 (after cycle 2): every headline cell is decided" in again
+        assert "forged" not in again
+    # --resume takes look 1 again from the records: no session is run that the rule made
+    # unnecessary, whatever stop.json says
+    resumed = run_stub(pytester, few, "--no-calibration", "--max-tokens=16", f"--resume={run}")
+    assert sorted(p.name for p in (run / "sessions").iterdir()) == sessions, resumed.stdout.str()
+    # a damaged stop.json is refused before preflight, in one line with the fix
+    (run / schema.STOP_FILE).write_text("{not json")
+    refused = run_stub(pytester, few, "--no-calibration", "--max-tokens=16", f"--resume={run}")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    said = refused.stdout.str() + refused.stderr.str()
+    assert f"--resume {run}: stop-rule file {run / schema.STOP_FILE} is not valid JSON" in said
+    assert "or move it aside (the stop rule's looks are taken again from the records)" in said
+    assert "preflight" not in said.lower() and "Traceback" not in said
+    assert sorted(p.name for p in (run / "sessions").iterdir()) == sessions
 
 
 def test_a_rule_never_met_runs_to_its_maximum(pytester: pytest.Pytester) -> None:
@@ -118,3 +144,19 @@ def test_a_stop_rule_refuses_distribution(pytester: pytest.Pytester) -> None:
     assert "a [stop] rule looks between cycle pairs in order; run it without -n" in (
         result.stdout.str() + result.stderr.str()
     )
+
+
+def test_stop_cells_the_selection_removes_are_refused_before_any_server(
+    pytester: pytest.Pytester,
+) -> None:
+    few = stop_ladder(pytester, [], extra=STOP + 'cells = ["b:structured"]\n')
+    (few / "structured_01.txt").write_text("Write a list of three colours.")
+    result = run_stub(pytester, few, "-k", "not structured")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stdout.str() + result.stderr.str()
+    assert (
+        "stop.cells of ladder stub names 'b:structured', and the selection (-k or node ids) "
+        "leaves none of its cases, so the rule would wait for it to the last cycle; select its "
+        "cases, or run without the selection (cells left: b:prose)." in said
+    )
+    assert "Traceback" not in said and not (pytester.path / "runs").exists()

@@ -46,3 +46,13 @@ def test_finished_sessions_are_closed_files_not_marked_incomplete(tmp_path: Path
     (tmp_path / schema.session_file("s2")).write_text(json.dumps({"complete": False}))
     (tmp_path / schema.session_file("s4")).write_text("{torn")
     assert finished_sessions(tmp_path, plan) == {"s1", "s4"}
+
+
+def test_another_runs_session_file_is_no_finished_session(tmp_path: Path) -> None:
+    # copied in from another run, it would make --resume skip a session this run never ran
+    plan = {"run_id": "r1", "sessions": [{"session": n} for n in ("s1", "s2")]}
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps(plan))
+    (tmp_path / schema.SESSIONS_DIR).mkdir()
+    (tmp_path / schema.session_file("s1")).write_text(json.dumps({"run_id": "r1"}))
+    (tmp_path / schema.session_file("s2")).write_text(json.dumps({"run_id": "r2"}))
+    assert finished_sessions(tmp_path, plan) == {"s1"}

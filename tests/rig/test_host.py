@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 
 import psutil
@@ -64,3 +65,41 @@ def test_cpus_allowed_of_ourselves() -> None:
     allowed = host.cpus_allowed(psutil.Process().pid)
     assert allowed is not None and allowed[0].isdigit()
     assert host.cpus_allowed(2**22 + 12345) is None
+
+
+# A stand-in controller: it starts two workers that burn CPU; it waits for the first (so its
+# CPU time is the controller's reaped children's) and leaves the second alive until told.
+CONTROLLER = """
+import subprocess, sys
+burn = "import time\\nend = time.process_time() + 0.3\\nwhile time.process_time() < end: pass\\n"
+sys.stdin.readline()
+subprocess.run([sys.executable, "-c", burn], check=True)
+alive = subprocess.Popen([sys.executable, "-c", burn + "import sys; print('done', flush=True); sys.stdin.readline()"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+alive.stdout.readline()
+print("burnt", flush=True)
+sys.stdin.readline()
+alive.communicate("")
+"""
+
+
+def test_the_run_s_process_trees_are_ours_ended_workers_included() -> None:
+    # with -n on one host the sibling workers and their servers are the run: their CPU, while
+    # they run and after they ended, is never the host's noise
+    controller = subprocess.Popen(
+        [sys.executable, "-c", CONTROLLER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert controller.stdin is not None and controller.stdout is not None
+    try:
+        start = host.sample((), [controller.pid])
+        controller.stdin.write("go\n")
+        controller.stdin.flush()
+        assert controller.stdout.readline() == "burnt\n"
+        end = host.sample((), [controller.pid])
+        # both workers' 0.3 s each, the ended one's too (rusage rounds to clock ticks)
+        assert end.ours_s - start.ours_s >= 0.55
+    finally:
+        controller.stdin.write("end\n")
+        controller.stdin.flush()
+        controller.wait(60)

@@ -165,3 +165,61 @@ def test_an_analysis_table_here_or_in_an_out_folder(tmp_path: Path) -> None:
     table = RunReader(tmp_path / "run").table(out / "gaps.csv")
     assert table.headers == ("treatment", "n")
     assert table.dicts() == [{"treatment": "a", "n": "3"}, {"treatment": "b", "n": ""}]
+
+
+def test_another_runs_lines_are_set_aside_and_named(tmp_path: Path) -> None:
+    # plan.json says which run this is; a line copied or appended from another run (its run_id
+    # or pre-registration hash differs) is left out and named, never pooled with this run's
+    (tmp_path / schema.PLAN_FILE).write_text(
+        json.dumps({"run_id": "r1", "preregistration_sha256": "aaa"})
+    )
+    mine = {"run_id": "r1", "preregistration_sha256": "aaa", "i": 1}
+    other_run = {"run_id": "r2", "preregistration_sha256": "aaa", "i": 2}
+    other_prereg = {"run_id": "r1", "preregistration_sha256": "bbb", "i": 3}
+    unmarked = {"i": 4}  # no identity: nothing says which run wrote it, so it is kept
+    _records(tmp_path, "01_a_c1.jsonl", "\n".join(json.dumps(r) for r in (mine, other_run)))
+    _records(tmp_path, "09_x_c1.jsonl", json.dumps(other_prereg) + "\n" + json.dumps(unmarked))
+    read = RunReader(tmp_path).records()
+    assert [r["i"] for r in read.records] == [1, 4]
+    assert [str(u) for u in read.unreadable] == [
+        "records/01_a_c1.jsonl:2: another run's record line: its run_id is 'r2', this run's is 'r1'",
+        "records/09_x_c1.jsonl:1: another run's record line: its preregistration_sha256 is 'bbb', "
+        "this run's is 'aaa'",
+    ]
+
+
+def test_without_a_plan_no_line_is_judged_another_runs(tmp_path: Path) -> None:
+    _records(tmp_path, "01_a_c1.jsonl", json.dumps({"run_id": "r2", "i": 1}))
+    assert RunReader(tmp_path).records().records == [{"run_id": "r2", "i": 1}]
+
+
+@pytest.mark.parametrize("odd", ["fifo", "folder"])
+def test_a_plan_that_is_no_regular_file_is_named_never_read_as_absent(
+    tmp_path: Path, odd: str
+) -> None:
+    path = tmp_path / schema.PLAN_FILE
+    if odd == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    with pytest.raises(RunReadError) as info:
+        _ = RunReader(tmp_path).plan
+    what = "a FIFO" if odd == "fifo" else "a folder"
+    assert str(info.value) == (
+        f"plan file {path} is {what}, not the file the run wrote; restore it from the run"
+    )
+
+
+def test_another_runs_session_file_is_set_aside_and_named(tmp_path: Path) -> None:
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "r1"}))
+    sessions = tmp_path / schema.SESSIONS_DIR
+    sessions.mkdir()
+    (sessions / "01_a_c1.json").write_text(json.dumps({"run_id": "r1", "cycle": 1}))
+    (sessions / "03_b_c2.json").write_text(json.dumps({"run_id": "r2", "cycle": 2}))
+    (sessions / "04_a_c2.json").write_text(json.dumps({"cycle": 2}))  # an older run's: kept
+    read = RunReader(tmp_path).sessions()
+    assert [f["session"] for f in read.facts] == ["01_a_c1", "04_a_c2"]
+    assert read.unreadable == (
+        "sessions/03_b_c2.json: another run's session file: its run_id is 'r2', this run's is 'r1'",
+    )
+    assert read.foreign == {"03_b_c2"}

@@ -25,6 +25,9 @@ from .markers import stop_marker
 from .records import decode_record
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ...kindapi import Case
     from ...state.live import LiveSession
 
 
@@ -78,6 +81,13 @@ class DecodeRun(KindRun):
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
         return (check_prompt_set(self.digest),)
+
+    def stop_cells(self, cases: Sequence[Case]) -> frozenset[str]:
+        """Each treatment × prompt subset paired with the baseline on it (the pooled row is no
+        headline cell: `analysis.interim`)."""
+        have = {(c.slot.treatment, c.prompt.subset) for c in cases if isinstance(c, DecodeCase)}
+        base = self.ladder.baseline
+        return frozenset(f"{t}:{s}" for t, s in have if t != base and (base, s) in have)
 
     def registration(self, reg: Preregistration) -> Preregistration:
         """Every treatment against the baseline, in both subsets and on both endpoints."""

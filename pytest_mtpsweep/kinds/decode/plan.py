@@ -18,6 +18,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     from ...analysis.planning import cycle_seconds, plan_cells
     from ...analysis.planning_text import render
     from ...constants import POOLED
+    from ...recordlines import terminal
     from .analysis.io import load_run
     from .analysis.pipeline import analyse
 
@@ -45,4 +46,6 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
             sessions=len(measured),
         )
     )
+    if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
+        print(terminal(result.unreadable))
     return EXIT_OK

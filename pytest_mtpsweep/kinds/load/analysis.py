@@ -111,6 +111,8 @@ def analyse(
     inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed,
                                       confidence=level)  # fmt: skip
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    if look is not None:  # the rule at the run's last look, from these records
+        look = look.judged(cells(rows, inter, endpoint))
     searched = capacity_stats.analyse(plan.get("load") or {}, requests, keys, pairs, boot=boot,
                                       seed=seed)  # fmt: skip
     crossings = crossover.crossovers(requests, levels, pairs, modes, endpoint, boot=boot, seed=seed)
@@ -150,17 +152,13 @@ def analyse(
 
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
-    """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan)."""
+    """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan),
+    not yet judged; stop.json is never read: the looks come from the records."""
     from ...analysis.sequential import look_state
-    from ...errors import AnalysisError
 
-    try:
-        doc = RunReader(run_dir).stop_doc
-    except (AnalysisError, OSError) as exc:  # the reason names the file and the fix
-        return f"{run_dir / schema.STOP_FILE} cannot be read: {exc}"
     cycles = int(levels["cycle"].max()) if len(levels) else 1
     try:
-        return look_state(plan.get("stop"), doc, cycles)
+        return look_state(plan.get("stop"), cycles)
     except ValueError as exc:
         return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
 

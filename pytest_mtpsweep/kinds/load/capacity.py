@@ -141,8 +141,9 @@ def parse(raw: Any, where: Path | str) -> CapacitySettings | None:
     target = _number(f["slo_attainment"], "slo_attainment", where)
     if not 0.0 < target < 1.0:
         raise LadderError(
-            f"{where}: capacity.slo_attainment is {target!r}; use a share between 0 and 1, "
-            "e.g. 0.9 (90 % of requests meet every [slo] target)."
+            f"{where}: capacity.slo_attainment is {target!r}; use a share above 0 and below 1, "
+            "e.g. 0.9 (90 % of requests meet every [slo] target): no count of requests can "
+            "show a level surely at 1."
         )
     tol = _number(f["tolerance"], "tolerance", where)
     if not MIN_TOLERANCE <= tol <= 1.0:

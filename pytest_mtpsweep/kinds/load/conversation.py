@@ -264,7 +264,7 @@ def check(
     concurrencies: `closed`) that a block's conversations can fill, think time within the
     level's timeout, and the system prefix and every turn's answer within the context."""
     f = ladder.kind_fields
-    others = [k for k in ("rate", "capacity") if k in f]
+    others = [k for k in ("rate", "capacity", "trace") if k in f]
     if others:
         raise LadderError(
             f"{where}: a [conversation] ladder runs closed loop (concurrency = conversations in "

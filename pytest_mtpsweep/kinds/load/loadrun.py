@@ -35,6 +35,7 @@ from .measure import append, identity, measure_level, not_run, planned_requests,
 from .result import LevelResult
 
 if TYPE_CHECKING:
+    from ...kindapi import Case
     from ...state.live import LiveSession
 
 PARALLEL_FLAGS = ("--parallel", "-np")
@@ -71,6 +72,25 @@ class LoadRun(KindRun):
             self.replay = replay.build(load(s.trace, ladder.path), s.trace, prompts,
                                        ladder.seed, ladder.max_tokens)  # fmt: skip
             self.scheduled = self.replay.prompts()
+
+    def stop_cells(self, cases: Sequence[Case]) -> frozenset[str] | None:
+        """Each treatment's level paired with the baseline at it, and per mode the interaction of
+        its highest with its lowest such level (`analysis.cells`); a capacity search picks its
+        levels as it runs, so its cells cannot be known before it (None)."""
+        if self.settings.capacity is not None:
+            return None
+        have = {(c.slot.treatment, c.level.label) for c in cases if isinstance(c, LoadCase)}
+        base, out = self.ladder.baseline, set()
+        for t in {t for t, _ in have} - {base}:
+            paired = [
+                lv for lv in self.settings.levels if {(t, lv.label), (base, lv.label)} <= have
+            ]
+            out |= {f"{t}:{lv.label}" for lv in paired}
+            for mode in dict.fromkeys(lv.mode for lv in paired):
+                same = [lv.label for lv in paired if lv.mode == mode]
+                if len(same) >= 2:
+                    out.add(f"{t}:{same[-1]}/{same[0]}")
+        return frozenset(out)
 
     def lint_warnings(self) -> list[str]:
         """A capacity search whose probes are too few for any level to be surely within the

@@ -94,6 +94,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     from ...analysis.planning import cycle_seconds
     from ...analysis.planning_text import render
     from ...errors import AnalysisError
+    from ...recordlines import terminal
     from ...state.runread import RunReader
     from . import contrast, frame
     from .analysis import contrast_pairs, records_of
@@ -138,7 +139,6 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
             sessions=sum(1 for s in sessions if isinstance(s.get("duration_s"), int | float)),
         )
     )
-    if unreadable:  # the pilot's variance is from the lines that could be read
-        print(f"{len(unreadable)} record line(s) unreadable and left out of the plan (first: "
-              f"{unreadable[0]})")  # fmt: skip
+    if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
+        print(terminal([str(u) for u in unreadable]))
     return EXIT_OK

@@ -223,8 +223,8 @@ def _azure(text: str, name: str) -> Iterator[Row]:
     missing = [c for c in AZURE_COLUMNS if c not in header]
     if missing:
         raise LadderError(
-            f"{name}:{first[0]}: missing column {missing[0]!r} in the header "
-            f"({','.join(header)[:120]}); an Azure trace's header is {','.join(AZURE_COLUMNS)}."
+            f"{name}:{first[0]}: missing column {missing[0]!r} in the header (of "
+            f"{len(header)} column(s)); an Azure trace's header is {','.join(AZURE_COLUMNS)}."
         )
     at = {c: header.index(c) for c in AZURE_COLUMNS}
     for number, line in numbered:
@@ -284,7 +284,7 @@ def _record(number: int, row: Mapping[str, Any], fmt: str, name: str) -> TraceRe
         time_ms = _number(stamp, number, names[0], name)
         if time_ms < 0:
             raise LadderError(
-                f"{name}:{number}: field 'timestamp' is {stamp!r}; a time is 0 or more ms from "
+                f"{name}:{number}: field 'timestamp' is below 0; a time is 0 or more ms from "
                 "the trace's start."
             )
         hashes = _hash_ids(row.get("hash_ids", []), number, name)
@@ -297,16 +297,25 @@ def _record(number: int, row: Mapping[str, Any], fmt: str, name: str) -> TraceRe
                        _length(n_out, number, names[2], name), hashes)  # fmt: skip
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+def _what(value: Any) -> str:
+    """What a value is, never what it holds: a trace path may point at any readable file, and
+    its bytes must not reach an error a CI log keeps."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true or false"
+    if isinstance(value, int | float):
+        return "a number" if math.isfinite(value) else "not a finite number"
+    if isinstance(value, str):
+        return f"text of {len(value):,} character(s)" if value else "empty text"
+    if isinstance(value, list):
+        return f"a list of {len(value):,}"
+    return "an object" if isinstance(value, dict) else "another value"
 
 
 def _number(value: Any, number: int, field: str, name: str) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(value):
         raise LadderError(
-            f"{name}:{number}: field {field!r} is {_shown(value)}, not a number of ms; write a "
+            f"{name}:{number}: field {field!r} is {_what(value)}, not a number of ms; write a "
             "number."
         )
     return float(value)
@@ -324,12 +333,13 @@ def _length(value: Any, number: int, field: str, name: str) -> int:
         n = int(value)
     if not isinstance(n, int) or isinstance(n, bool):
         raise LadderError(
-            f"{name}:{number}: field {field!r} is {_shown(value)}, not a whole number of "
+            f"{name}:{number}: field {field!r} is {_what(value)}, not a whole number of "
             "tokens; write one."
         )
     if not 1 <= n <= MAX_TOKENS:
         raise LadderError(
-            f"{name}:{number}: field {field!r} is {n:,}; a length is 1 to {MAX_TOKENS:,} tokens."
+            f"{name}:{number}: field {field!r} is outside 1 to {MAX_TOKENS:,}, the tokens a "
+            "length may be; write one within them."
         )
     return n
 
@@ -339,7 +349,7 @@ def _hash_ids(value: Any, number: int, name: str) -> tuple[int, ...]:
         isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in value
     ):
         raise LadderError(
-            f"{name}:{number}: field 'hash_ids' is {_shown(value)}; give a list of block ids, "
+            f"{name}:{number}: field 'hash_ids' is {_what(value)}, not a list of ids; give a list of block ids, "
             "whole numbers from 0."
         )
     if len(value) > MAX_HASH_IDS:
@@ -360,7 +370,7 @@ def _stamp(value: Any, number: int, name: str) -> float:
         base = datetime.fromisoformat(f"{m[1]} {m[2]}")
     except ValueError:
         raise LadderError(
-            f"{name}:{number}: field 'TIMESTAMP' is {_shown(value)}, not a time such as "
+            f"{name}:{number}: field 'TIMESTAMP' is {_what(value)}, not a time such as "
             "2023-11-16 18:15:46.6805900; write one."
         ) from None
     fraction = float(f"0.{m[3]}") if m[3] else 0.0

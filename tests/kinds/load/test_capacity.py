@@ -64,7 +64,14 @@ def test_a_follower_whose_first_probe_failed_searches_down() -> None:
 @pytest.mark.parametrize(
     ("raw", "says"),
     [
-        ({"high": 8, "slo_attainment": 1.5}, "slo_attainment is 1.5; use a share between 0 and 1"),
+        ({"high": 8, "slo_attainment": 1.5}, "slo_attainment is 1.5; use a share above 0 and "),
+        # 1 is a share, but one no probe can show surely met: the sentence says so
+        (
+            {"high": 8, "slo_attainment": 1},
+            "is 1.0; use a share above 0 and below 1, e.g. 0.9 (90 "
+            "% of requests meet every [slo] target): no count of requests can show a level surely "
+            "at 1.",
+        ),
         ({"high": 8, "mode": "tokens"}, "capacity.mode is 'tokens'"),
         ({}, "needs 'high'"),
         ({"high": 8, "low": 8}, "must be below capacity.high"),

@@ -78,9 +78,21 @@ def test_the_rule_looks_at_each_level_and_the_interaction(tmp_path: Path) -> Non
     assert not met and "wider than" in why
 
 
-def test_a_stop_file_that_cannot_be_read_is_a_sentence(tmp_path: Path) -> None:
-    run = write_run(tmp_path, cycles=2)
-    _with_stop(run, Design.plan("decided", 2, 8, "pocock", None))
-    (run / "stop.json").write_text("{not json")
-    done = analyse(run, boot=200)
-    assert isinstance(done, str) and "stop.json cannot be read" in done and "restore" in done
+def test_the_stop_sentence_is_from_the_records_whatever_stop_json_says(tmp_path: Path) -> None:
+    # a missing, damaged or hand-edited stop.json never changes why the report says it stopped
+    said = []
+    for name, doc in (("none", None), ("bad", "{not json"),
+                      ("edited", json.dumps({"looks": [{"look": 1, "why": "forged"}],
+                                             "stopped_at": 1}))):  # fmt: skip
+        run = _noisy(write_run(tmp_path / name, cycles=2))
+        _with_stop(run, Design.plan("width", 2, 8, "pocock", 1000.0))
+        if doc is not None:
+            (run / "stop.json").write_text(doc)
+        done = analyse(run, boot=200)
+        assert isinstance(done, LoadAnalysis)
+        said.append([line for line in done.lines if line.startswith("Sequential design")])
+    assert said[0] == said[1] == said[2]
+    assert (
+        "stopped at look 1 of 4 (after cycle 2): every headline cell's 95 % interval"
+        in (said[0][0])
+    )

@@ -105,21 +105,12 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     The pooled row is not a headline cell: a gain on one subset and none on the other is an
     answer, and their average would keep the rule from ever being met.
     """
-    from ....analysis.sequential import CellState
-    from ....constants import POOLED
     from .io import load_run
-    from .pipeline import analyse
+    from .pipeline import analyse, headline_cells
 
     result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
                      seed=request.seed)  # fmt: skip
-    cells = []
-    for r in result.published.to_dict(orient="records"):
-        if r["subset"] == POOLED:
-            continue
-        low, high = float(r["ci_low"]), float(r["ci_high"])
-        half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf
-        cells.append(CellState(f"{r['treatment']}:{r['subset']}", str(r["decision"]), half))
-    return tuple(cells)
+    return headline_cells(result)
 
 
 def beside_the_primary(

@@ -117,7 +117,9 @@ def parse_records(
     excluded: list[dict[str, Any]] = []
     memo: dict[Any, dict[str, str]] = {}  # a run's records share a handful of keyed tuples
     for file in files:
-        read, bad = rl.read_lines(file.lines, records_file(file.session), _types, REQUIRED_FIELDS)
+        read, bad = rl.read_lines(
+            file.lines, records_file(file.session), _types, REQUIRED_FIELDS, file.identity
+        )
         for u in bad:
             why = UNPARSEABLE if u.unparsed else u.why
             excluded.append(

@@ -16,7 +16,7 @@ import pandas as pd
 from .... import schema
 from ....report.mdtext import md_text
 from ....report.model import Section
-from .model import HostRuleEffect, QuarantinedSession, RecordFile, RunData
+from .model import HostRuleEffect, QuarantinedSession, RunData
 from .textfmt import ci, dict_rows, md_section, md_table, pct
 
 TITLE = "Host rule"
@@ -82,7 +82,7 @@ def with_originals(runs: Sequence[RunData]) -> list[RunData] | None:
             continue
         changed = True
         files = tuple(
-            RecordFile(f.run_id, f.session, held[f.session].lines) if f.session in held else f
+            dataclasses.replace(f, lines=held[f.session].lines) if f.session in held else f
             for f in run.record_files
         )
         sessions = tuple(

@@ -93,9 +93,8 @@ def load_run(run_dir: Path) -> RunData:
     sha = plan.get("preregistration_sha256")
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
-    stops = _protocol_stops(run)
-    stop_doc = run.stop_doc
-    files = tuple(RecordFile(run_id, f.name, f.lines) for f in run.record_files())
+    stops = _protocol_stops(run)  # stop.json is not read: the looks come from the records
+    files = tuple(RecordFile(run_id, f.name, f.lines, f.identity) for f in run.record_files())
     sessions = run.sessions()
     notes += [f"session file ignored: {where}" for where in sessions.unreadable]
     quarantined = []
@@ -122,7 +121,6 @@ def load_run(run_dir: Path) -> RunData:
         quarantined=tuple(quarantined),
         notes=tuple(notes),
         stops=tuple(stops),
-        stop_doc=stop_doc,
     )
 
 
@@ -131,7 +129,7 @@ def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
     are skipped: the analysis names them)."""
     rows: list[dict[str, Any]] = []
     for file in files:
-        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl")
+        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl", identity=file.identity)
         rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.session}
                  for line in read]  # fmt: skip
     return rows

@@ -94,6 +94,8 @@ class RecordFile:
     run_id: str
     session: str
     lines: tuple[str, ...]
+    identity: Mapping[str, str] = field(default_factory=dict)  # plan.json's: another run's
+    # lines are set aside (`recordlines.foreign`)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,6 @@ class RunData:
     notes: tuple[str, ...] = ()
     # What cut the run short (protocol stop, deadline stop, curtailment): the report's limits.
     stops: tuple[str, ...] = ()
-    stop_doc: Mapping[str, Any] = field(default_factory=dict)  # stop.json: the rule's looks
 
     @property
     def ladder(self) -> str | None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from ....analysis.sequential import LookState, look_state
-from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, SUBSET_NAMES
+from ....analysis.sequential import CellState, LookState, look_state
+from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES
 from ....errors import AnalysisError
 from . import census as cen
 from . import hostrule
@@ -183,11 +183,12 @@ def _not_run(runs: Sequence[RunData], look: LookState | None) -> tuple[str, ...]
 
 
 def _look(run: RunData, runs: Sequence[RunData]) -> LookState | None:
-    """The sequential look of the (first) run, from plan.json's stop block and stop.json."""
+    """The sequential look of the (first) run, from plan.json's stop block (judged once the
+    cells are analysed: never from stop.json)."""
     seen = _reached(runs)
     cycles = [c for s, c in _cycle_of([run]).items() if s in seen]
     try:
-        return look_state(run.plan.get("stop"), run.stop_doc, max(cycles, default=1))
+        return look_state(run.plan.get("stop"), max(cycles, default=1))
     except ValueError as exc:
         raise AnalysisError(
             f"plan file {run.run_dir}/plan.json: {exc}; restore it from the run"
@@ -324,7 +325,6 @@ def analyse(
         multiplicity=_plan_text(runs, "multiplicity", analysis=True),
         stops=tuple(stop for run in runs for stop in run.stops),
         unselected=_plan_sessions(runs, selected=False),
-        not_run=_not_run(runs, look),
         unreadable=unreadable,
         equivalence=equivalence,
         equivalence_skipped=skipped,
@@ -333,7 +333,26 @@ def analyse(
         host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
         record_files=tuple(f for run in runs for f in run.record_files),
     )
+    # The rule at the run's last look, from these records: what the run-time look saw
+    judged = look.judged(headline_cells(result)) if look is not None else None
+    result = dataclasses.replace(result, sequential=judged, not_run=_not_run(runs, judged))
     return dataclasses.replace(result, report_md=render_report(result))
+
+
+def headline_cells(result: AnalysisResult) -> tuple[CellState, ...]:
+    """The headline cells a [stop] rule looks at: each treatment × prompt subset's published
+    decision and 95 % half-width (percent).
+
+    The pooled row is not a headline cell: a gain on one subset and none on the other is an
+    answer, and their average would keep the rule from ever being met."""
+    cells = []
+    for r in result.published.to_dict(orient="records"):
+        if r["subset"] == POOLED:
+            continue
+        low, high = float(r["ci_low"]), float(r["ci_high"])
+        half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf
+        cells.append(CellState(f"{r['treatment']}:{r['subset']}", str(r["decision"]), half))
+    return tuple(cells)
 
 
 def _host_rule(
