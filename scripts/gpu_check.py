@@ -449,8 +449,11 @@ def _decode_forever(url: str, until: float) -> None:
         request = urllib.request.Request(
             url + "/completion", data=body, headers={"Content-Type": "application/json"}
         )
-        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=30) as r:
-            r.read()
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                r.read()
+        except OSError:
+            time.sleep(0.2)  # a server that refuses is not hammered
 
 
 def check_memory(nvml: Any) -> list[dict[str, Any]]:
@@ -478,14 +481,16 @@ def check_memory(nvml: Any) -> list[dict[str, Any]]:
     return out
 
 
-def check_energy(nvml: Any, url: str, window_s: float = ENERGY_WINDOW_S) -> dict[str, Any]:
+def check_energy(
+    nvml: Any, url: str, window_s: float = ENERGY_WINDOW_S, settle_s: float = 1.5
+) -> dict[str, Any]:
     """NVML's energy delta over a loaded window against nvidia-smi's power.draw integrated."""
     handle = nvml.nvmlDeviceGetHandleByIndex(0)
-    until = time.monotonic() + window_s + 3.0
+    until = time.monotonic() + settle_s + window_s + 1.5
     load = [threading.Thread(target=_decode_forever, args=(url, until)) for _ in range(4)]
     for t in load:
         t.start()
-    time.sleep(1.5)  # the GPU busy before the window opens
+    time.sleep(settle_s)  # the GPU busy before the window opens
     argv = ["nvidia-smi", "-i", "0", "--query-gpu=power.draw", "--format=csv,noheader,nounits"]
     sampler = subprocess.Popen(
         [*argv, "-lms", "200"], stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
@@ -536,12 +541,14 @@ def check_energy(nvml: Any, url: str, window_s: float = ENERGY_WINDOW_S) -> dict
 # ---- the ladders ---------------------------------------------------------------------------
 
 
-def run_ladder(ladder: str, binary: Path, runs: Path, timeout: float) -> tuple[int, Path, str]:
+def run_ladder(
+    ladder: str, binary: Path, runs: Path, timeout: float, extra: Sequence[str] = ()
+) -> tuple[int, Path, str]:
     run_dir = runs / ladder
     argv = [
         sys.executable, "-m", "pytest", "experiments/", f"--ladder={ladder}",
         "--server-bin", str(binary), "--run-dir", str(run_dir), "-p", "no:cacheprovider",
-        "-q", "--timeout=300",
+        "-q", "--timeout=300", *extra,
     ]  # fmt: skip
     runs.mkdir(parents=True, exist_ok=True)
     log = runs / f"{ladder}.log"

@@ -165,3 +165,32 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _nvml_stub() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("stub_pynvml", REPO / "tests/stub_nvml/pynvml.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_nvml_is_read_against_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a stand-in GPU at 150 W (NVML) and an nvidia-smi that says the same: both checks agree
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        '#!/bin/sh\ncase "$*" in\n  *memory.used*) echo "0, 1024" ;;\n'
+        '  *-lms*) while :; do echo "150.00"; sleep 0.1; done ;;\nesac\n'
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    nvml = _nvml_stub()
+    assert gpu_check.check_memory(nvml) == [
+        {"gpu": 0, "nvml_used_mib": 1024, "nvml_v2_used_mib": None, "smi_used_mib": 1024,
+         "diff_mib": 0, "ok": True}
+    ]  # fmt: skip
+    energy = gpu_check.check_energy(nvml, "http://127.0.0.1:9", window_s=1.0, settle_s=0.2)
+    assert energy["ok"], energy
+    assert energy["nvml_mean_w"] == pytest.approx(150.0, rel=0.02)
+    assert energy["smi_j"] == pytest.approx(energy["nvml_j"], rel=0.05)
+    assert energy["smi_samples"] >= 5
