@@ -716,6 +716,8 @@ def _check(args: argparse.Namespace) -> int:
         return max(60.0, min(LADDER_TIMEOUT_S, (deadline - time.monotonic()) / ladders_left))
 
     rc, run_dir, tail = run_ladder("gpu-check", binary, runs, share(2))
+    with contextlib.suppress(OSError, ValueError):
+        summary["memory_check"] = json.loads((run_dir / "memory_check.json").read_text())
     summary["decode"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
                          "cells": decided_cells(run_dir)}  # fmt: skip
     say(f"decode ladder: exit {rc} ({tail}); cells {summary['decode']['cells']}")
@@ -747,8 +749,9 @@ def note(s: dict[str, Any]) -> str:
     ]
     for m in s["memory"]:
         lines.append(
-            f"- memory GPU {m['gpu']}: NVML {m['nvml_used_mib']} MiB vs nvidia-smi "
-            f"{m['smi_used_mib']} MiB ({'ok' if m['ok'] else 'DIFFERS'}, ±{MEMORY_TOLERANCE_MIB})"
+            f"- memory GPU {m['gpu']}: NVML {m['nvml_used_mib']} MiB (v2 "
+            f"{m.get('nvml_v2_used_mib')}) vs nvidia-smi {m['smi_used_mib']} MiB "
+            f"({'ok' if m['ok'] else 'DIFFERS'}, ±{MEMORY_TOLERANCE_MIB})"
         )
     e = s["energy"]
     lines.append(

@@ -141,7 +141,7 @@ def test_the_note_carries_every_figure() -> None:
         "total_s": 412.0,
     }
     text = gpu_check.note(summary)
-    for figure in ("201.3 s", "NVML 1201 MiB vs nvidia-smi 1199 MiB", "1.3 %",
+    for figure in ("201.3 s", "NVML 1201 MiB (v2 None) vs nvidia-smi 1199 MiB", "1.3 %",
                    "synth:structured faster", "0.0421 J/token", "412.0 s"):  # fmt: skip
         assert figure in text
 
