@@ -421,6 +421,7 @@ def version_line(binary: Path) -> str:
 @contextlib.contextmanager
 def served(binary: Path, model: Path, work: Path) -> Iterator[str]:
     """The CUDA server on the model, all layers on the GPU, 4 slots; yields its base URL."""
+    from pytest_mtpsweep.errors import ServerError
     from pytest_mtpsweep.rig.net import free_port
     from pytest_mtpsweep.rig.server import LaunchSpec, start, stop
 
@@ -434,7 +435,14 @@ def served(binary: Path, model: Path, work: Path) -> Iterator[str]:
         log_path=work / "server.log",
         ready_timeout_s=120.0,
     )
-    server = start(spec)
+    try:
+        server = start(spec)
+    except ServerError as exc:
+        first = str(exc).splitlines()[0][:240]
+        raise CheckError(
+            f"the CUDA llama-server did not serve the model ({first}); its log is "
+            f"{spec.log_path}: rebuild with --rebuild or check the driver."
+        ) from None
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -691,12 +699,11 @@ def _check(args: argparse.Namespace) -> int:
     say(f"build: {summary['build'].get('build_s', '-')} s, {summary['build']['version']}")
     model = model_path()
     assert model is not None
+    runs = Path(tempfile.mkdtemp(prefix="gpu-check-runs-"))
+    summary["runs"] = str(runs)
     pynvml.nvmlInit()
     try:
-        with (
-            tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp,
-            served(binary, model, Path(tmp)) as url,
-        ):
+        with served(binary, model, runs) as url:
             summary["memory"] = check_memory(pynvml)
             for m in summary["memory"]:
                 say(f"memory GPU {m['gpu']}: NVML {m['nvml_used_mib']} MiB (v2 "
@@ -708,8 +715,6 @@ def _check(args: argparse.Namespace) -> int:
     finally:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-    runs = Path(tempfile.mkdtemp(prefix="gpu-check-runs-"))
-    summary["runs"] = str(runs)
     deadline = t_all + TOTAL_S
 
     def share(ladders_left: int) -> float:  # each ladder's part of what is left, at least 60 s
