@@ -579,18 +579,16 @@ def decided_cells(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def energy_levels(run_dir: Path) -> list[dict[str, Any]]:
+    """The load run's level lines (records/, never quarantine/) with their energy fields."""
     out = []
-    for path in sorted(run_dir.rglob("*.jsonl")):
+    keep = ("session", "treatment", "level", "valid", "output_tokens", "energy_j", "j_per_token")
+    for path in sorted((run_dir / "records").rglob("*.jsonl")):
         with contextlib.suppress(OSError):
             for line in path.read_text().splitlines():
                 with contextlib.suppress(ValueError):
                     rec = json.loads(line)
-                    if isinstance(rec, dict) and "j_per_token" in rec:
-                        keep = ("treatment", "concurrency", "output_tokens", "energy_j")
-                        out.append(
-                            {k: rec.get(k) for k in keep}
-                            | {"j_per_token": rec["j_per_token"], "energy": rec.get("energy")}
-                        )
+                    if isinstance(rec, dict) and rec.get("record") == "level":
+                        out.append({k: rec.get(k) for k in keep} | {"energy": rec.get("energy")})
     return out
 
 
@@ -769,7 +767,7 @@ def note(s: dict[str, Any]) -> str:
     for lv in s["load"]["levels"]:
         jpt = lv["j_per_token"]
         lines.append(
-            f"- load {lv['treatment']} at {lv['concurrency']}: "
+            f"- load {lv['session']} {lv['level']}: "
             f"{'-' if jpt is None else f'{jpt:.4f}'} J/token ({lv['energy']})"
         )
     lines.append(f"- total: {s['total_s']} s")

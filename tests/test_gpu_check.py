@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -135,7 +136,12 @@ def test_the_note_carries_every_figure() -> None:
         "decode": {"rc": 0, "cells": [{"cell": "synth:structured", "decision": "faster"}]},
         "load": {
             "levels": [
-                {"treatment": "none", "concurrency": 4, "j_per_token": 0.0421, "energy": "GPU 0"}
+                {
+                    "session": "01_none_c1",
+                    "level": "conc4",
+                    "j_per_token": 0.0421,
+                    "energy": "GPU 0",
+                }
             ]
         },
         "total_s": 412.0,
@@ -194,3 +200,17 @@ def test_nvml_is_read_against_nvidia_smi(tmp_path: Path, monkeypatch: pytest.Mon
     assert energy["nvml_mean_w"] == pytest.approx(150.0, rel=0.02)
     assert energy["smi_j"] == pytest.approx(energy["nvml_j"], rel=0.05)
     assert energy["smi_samples"] >= 5
+
+
+def test_the_load_levels_come_from_records_not_quarantine(tmp_path: Path) -> None:
+    level = {"record": "level", "session": "02_none_c2", "treatment": "none", "level": "conc4",
+             "valid": True, "output_tokens": 1024, "energy_j": 40.0, "j_per_token": 0.039,
+             "energy": "GPU 0"}  # fmt: skip
+    for where, rec in (("records", level), ("quarantine/01_none_c1", level | {"j_per_token": 9})):
+        (tmp_path / where).mkdir(parents=True)
+        lines = [json.dumps({"record": "request", "j_per_token": 1}), json.dumps(rec)]
+        (tmp_path / where / "records.jsonl").write_text("\n".join(lines) + "\n")
+    assert gpu_check.energy_levels(tmp_path) == [
+        {"session": "02_none_c2", "treatment": "none", "level": "conc4", "valid": True,
+         "output_tokens": 1024, "energy_j": 40.0, "j_per_token": 0.039, "energy": "GPU 0"}
+    ]  # fmt: skip
