@@ -152,6 +152,9 @@ class TestLint:
             "cpu-demo": "decode, 2 treatments x 6 cycles at most (stop rule decided on "
             "ngram-simple:structured, looks after 4, 6), 192 cases",
             "cpu-demo-fixed": "decode, 2 treatments x 6 cycles, 192 cases",
+            "gpu-check": "decode, 2 treatments x 4 cycles at most (stop rule decided on "
+            "synth:structured, looks after 2, 4), 64 cases",
+            "gpu-check-load": "load, 1 treatments x 2 cycles, 2 cases",
             "load-capacity-cpu": "load, 2 treatments x 2 cycles, 36 cases",
             "load-conversation-cpu": "load, 2 treatments x 2 cycles, 8 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
