@@ -192,6 +192,7 @@ class StubHandler(BaseHTTPRequestHandler):
     server: StubServer
     note = ""  # appended to the request's log line
     last = False  # exit-after: this response is the server's last
+    paused_s = 0.0  # a stall fault's silence, which the honest predicted_ms includes
 
     def setup(self) -> None:
         super().setup()
@@ -357,6 +358,7 @@ class StubHandler(BaseHTTPRequestHandler):
         if "reasoning" in modes:
             event(choice({"reasoning_content": "thinking..."}))
         few = min(FEW_EVENTS, len(tokens))
+        self.paused_s = 0.0
         if few == 0 and self.fault_mid_stream(n, modes):
             return
         for i, tok in enumerate(tokens):
@@ -370,7 +372,9 @@ class StubHandler(BaseHTTPRequestHandler):
                 return
         event(choice({}, "length"))
         if include_usage and "no-usage" not in modes:
-            event({"choices": [], **usage_fields(body, len(tokens), st.token_s)})
+            # An honest clock: llama-server's predicted_ms is wall time, a stall included.
+            usage = usage_fields(body, len(tokens), st.token_s, 1000.0 * self.paused_s)
+            event({"choices": [], **usage})
         event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -384,6 +388,7 @@ class StubHandler(BaseHTTPRequestHandler):
             pause = max(f.seconds for f in self.state.faults if f.mode == "stall" and f.applies(n))
             log(f"request {n}: stall fault, silent for {pause:g} s")
             time.sleep(pause)
+            self.paused_s = pause
         if "hang" in modes:
             log(f"request {n}: hang fault, going silent")
             self.close_connection = True
@@ -447,11 +452,13 @@ def make_tokens(body: dict[str, Any]) -> list[str]:
     return [f"tok{(start + i * step) % 1000} " for i in range(count)]
 
 
-def usage_fields(body: dict[str, Any], n_tokens: int, token_s: float) -> dict[str, Any]:
+def usage_fields(
+    body: dict[str, Any], n_tokens: int, token_s: float, paused_ms: float = 0.0
+) -> dict[str, Any]:
     # A crude token count, but stable: the same prompt always reports the same prompt_n.
     prompt_n = len(prompt_text(body).split()) + 4
     # The nominal pace, not a measured one, so tests can expect exact server-side rates.
-    predicted_ms = max(n_tokens - 1, 0) * token_s * 1000.0
+    predicted_ms = max(n_tokens - 1, 0) * token_s * 1000.0 + paused_ms
     return {
         "usage": {
             "completion_tokens": n_tokens,

@@ -237,7 +237,9 @@ def reduce_stream(
     interval, basis = (None, None) if timings.problem else interval_rate(timings, ev.content_stamps)
     content = "".join(ev.content_parts)
     gap = max_gap_s(raw, ev.t_first_token)
-    reasons = invalid_reasons(raw, ev, expected_alias, stall_reason(gap, stall_s))
+    # A stream the stall watch cut (rig/bounds.py) says so in its error already.
+    cut = raw.error is not None and raw.error.startswith("stalled:")
+    reasons = invalid_reasons(raw, ev, expected_alias, None if cut else stall_reason(gap, stall_s))
     if usage.problem is not None:
         reasons.append(usage.problem)
     if timings.problem is not None:
