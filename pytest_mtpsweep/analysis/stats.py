@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT, SESSION_LEVEL_CYCLES
 from ..errors import AnalysisError
 
 FloatArray = npt.NDArray[np.float64]
@@ -44,7 +44,7 @@ MDE_POWER = 0.80
 MIN_PROMPTS_FOR_DECISION = 6
 # The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
 # cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
-MIN_CYCLES_FOR_SESSION = 4
+MIN_CYCLES_FOR_SESSION = SESSION_LEVEL_CYCLES
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
 EXACT_SIGN_FLIP_MAX_N = 16
 # The bootstrap-t quantile may widen Student's t-interval at most this many times. Its resamples

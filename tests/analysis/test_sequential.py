@@ -118,6 +118,12 @@ def test_look_state_of_a_run() -> None:
     assert between is not None and between.confidence == plan["confidence"][1]
     with pytest.raises(ValueError):
         look_state({"rule": "decided"}, {}, 2)
+    # Issue 43: a first look before the session level (the opt-in) is said in the report.
+    assert "as stop.allow_early_looks asked: a look there speaks for its sessions only" in (
+        s.sentence()
+    )
+    later = look_state(Design.plan("decided", 4, 8, "pocock", None).to_json(), stopped, 6)
+    assert later is not None and "allow_early_looks" not in later.sentence()
 
 
 def test_coverage_under_optional_stopping_and_naive_peeking_fails() -> None:

@@ -142,7 +142,10 @@ def test_a_capacity_ladder_with_a_stop_rule_is_refused(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     (tmp_path / "experiments" / "prompts").symlink_to(REPO / "experiments" / "prompts")
     ladder = ladder.replace("cycles = 2\n", "", 1)
-    path.write_text(ladder + '\n[stop]\nrule = "decided"\nmin_cycles = 2\nmax_cycles = 4\n')
+    path.write_text(
+        ladder
+        + '\n[stop]\nrule = "decided"\nmin_cycles = 2\nmax_cycles = 4\nallow_early_looks = true\n'
+    )
     out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli", "lint", str(path)],
                          capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
     assert out.returncode != 0

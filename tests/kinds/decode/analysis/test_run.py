@@ -482,6 +482,11 @@ class TestSessionsAndPosition:
         assert set(result.contrasts["interval_method"]) == {"boot-t"}
         assert result.contrasts["session_se_pct"].isna().all()
         head = result.report_md.split("## Headline")[1].split("\n## ")[0]
+        # Issue 43: the headline's first sentence says whom the figures speak for.
+        first = head.split("\n", 1)[1].lstrip("\n")
+        assert first.startswith(
+            "These figures speak only for the server sessions that were run (2 cycle(s)): "
+        )
         assert "conditional on the server sessions that were run" in head
         assert "| per cycle |" in head
         pooled = result.per_cycle.query("subset == 'pooled' and treatment == 'ngram'")
