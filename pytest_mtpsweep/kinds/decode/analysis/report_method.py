@@ -19,6 +19,7 @@ from ....constants import MIN_BOOT
 from ....report.mdtext import Md
 from .model import ENDPOINTS, AnalysisResult
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
+from .tiebreak import SERVER_CLOCK_AGREE_PP
 
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
                     "beyond tie-break", "published", "why"]  # fmt: skip
@@ -49,7 +50,9 @@ def section_tiebreak(result: AnalysisResult) -> list[str]:
         f"Pre-registered endpoint: {s.primary_endpoint}. Rule: if the two endpoints differ by "
         f"more than {s.tiebreak_pp:g} pp in ANY treatment × subset cell, the interval-basis "
         "figure is published for the whole headline (a cell where one endpoint has no pairs "
-        "publishes the other).",
+        "publishes the other); the server's clock is preferred only where the two agree within "
+        f"{SERVER_CLOCK_AGREE_PP:g} pp in every cell, and past that the client's primary figure "
+        "is published, whatever was registered.",
         "",
         md_table(TIEBREAK_HEADERS, rows),
         "",
