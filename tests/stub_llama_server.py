@@ -196,7 +196,6 @@ class StubHandler(BaseHTTPRequestHandler):
     server: StubServer
     note = ""  # appended to the request's log line
     last = False  # exit-after: this response is the server's last
-    paused_s = 0.0  # a stall fault's silence, which the honest predicted_ms includes
 
     def setup(self) -> None:
         super().setup()
@@ -362,7 +361,7 @@ class StubHandler(BaseHTTPRequestHandler):
         if "reasoning" in modes:
             event(choice({"reasoning_content": "thinking..."}))
         few = min(FEW_EVENTS, len(tokens))
-        self.paused_s = 0.0
+        first = last = time.monotonic()
         if few == 0 and self.fault_mid_stream(n, modes):
             return
         for i, tok in enumerate(tokens):
@@ -372,12 +371,15 @@ class StubHandler(BaseHTTPRequestHandler):
             if i == 0 and "unknown-delta" in modes:
                 delta["secret_field"] = 1
             event(choice(delta))
+            first, last = (time.monotonic(),) * 2 if i == 0 else (first, time.monotonic())
             if i + 1 == few and self.fault_mid_stream(n, modes):
                 return
         event(choice({}, "length"))
         if include_usage and "no-usage" not in modes:
-            # An honest clock: llama-server's predicted_ms is wall time, a stall included.
-            usage = usage_fields(body, len(tokens), st.token_s, 1000.0 * self.paused_s)
+            # An honest clock: llama-server's predicted_ms is the decode's wall time (a stall
+            # and a busy host's late sleeps included), which the client checks its arrivals
+            # against (rig/timings.py).
+            usage = usage_fields(body, len(tokens), st.token_s, 1000.0 * (last - first))
             if "predicted-ms" in modes:
                 claim = max(
                     f.seconds for f in st.faults if f.mode == "predicted-ms" and f.applies(n)
@@ -399,7 +401,6 @@ class StubHandler(BaseHTTPRequestHandler):
             pause = max(f.seconds for f in self.state.faults if f.mode == "stall" and f.applies(n))
             log(f"request {n}: stall fault, silent for {pause:g} s")
             time.sleep(pause)
-            self.paused_s = pause
         if "hang" in modes:
             log(f"request {n}: hang fault, going silent")
             self.close_connection = True
@@ -464,12 +465,13 @@ def make_tokens(body: dict[str, Any]) -> list[str]:
 
 
 def usage_fields(
-    body: dict[str, Any], n_tokens: int, token_s: float, paused_ms: float = 0.0
+    body: dict[str, Any], n_tokens: int, token_s: float, measured_ms: float | None = None
 ) -> dict[str, Any]:
     # A crude token count, but stable: the same prompt always reports the same prompt_n.
     prompt_n = len(prompt_text(body).split()) + 4
-    # The nominal pace, not a measured one, so tests can expect exact server-side rates.
-    predicted_ms = max(n_tokens - 1, 0) * token_s * 1000.0 + paused_ms
+    # Streamed: the decode's measured wall time; whole: the nominal pace (nothing to check it).
+    nominal = max(n_tokens - 1, 0) * token_s * 1000.0
+    predicted_ms = nominal if measured_ms is None else measured_ms
     return {
         "usage": {
             "completion_tokens": n_tokens,
