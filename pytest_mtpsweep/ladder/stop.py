@@ -54,6 +54,13 @@ def parse(raw: dict[str, Any], path: Path, treatments: tuple[Treatment, ...]) ->
             "counterbalanced cycle pair); fix them."
         )
     early = bool(table.get("allow_early_looks", False))
+    if 2 <= low < SESSION_LEVEL_CYCLES and not early and "min_cycles" not in table:
+        raise LadderError(
+            f"{path}: the stop rule may run {top} cycles, fewer than the {SESSION_LEVEL_CYCLES} "
+            "whose interval carries the session level (its default first look); set cycles "
+            f"(or --cycles) to {SESSION_LEVEL_CYCLES} or more, or set stop.allow_early_looks = "
+            "true to accept looks that speak for their sessions only."
+        )
     if 2 <= low < SESSION_LEVEL_CYCLES and not early:
         raise LadderError(
             f"{path}: stop.min_cycles {low} looks before the {SESSION_LEVEL_CYCLES} cycles whose "

@@ -42,7 +42,7 @@ def test_cycles_are_the_maximum_and_an_override_moves_it(tmp_path: Path) -> None
         ('rule = "decided"\nspending = "linear"', r"stop\.spending is 'linear'; use one of"),
         ('rule = "decided"\nmin_cycles = 3\nallow_early_looks = true', r"must be even, with 2"),
         ('rule = "decided"\nmin_cycles = 2', r"stop\.min_cycles 2 looks before the 4 cycles"),
-        ('rule = "decided"\nmax_cycles = 2', r"set stop\.allow_early_looks = true to accept"),
+        ('rule = "decided"\nmax_cycles = 2', r"may run 2 cycles, fewer than the 4 .* set cycles"),
         ('rule = "decided"\nallow_early_looks = 1', r"allow_early_looks"),
         ('rule = "decided"\nmax_cycles = 7', r"must be even"),
         ('rule = "decided"\nmin_cycles = 6\nmax_cycles = 4', r"min_cycles <= max_cycles"),
@@ -96,3 +96,10 @@ def test_an_early_first_look_needs_its_opt_in_and_lint_says_so(tmp_path: Path) -
     warning = early_look_warning(lad.stop)
     assert warning is not None and "\n" not in warning
     assert warning.startswith("stop.allow_early_looks: the first look comes after cycle 2")
+
+
+def test_cycles_below_the_first_look_name_cycles_not_min_cycles(tmp_path: Path) -> None:
+    # --cycles 2 on a [stop] ladder that never set min_cycles: the refusal names what was set.
+    path = write(tmp_path, MINIMAL + '[stop]\nrule = "decided"\n')
+    with pytest.raises(LadderError, match=r"may run 2 cycles.*set cycles \(or --cycles\) to 4"):
+        load_ladder(path, {"cycles": 2})
