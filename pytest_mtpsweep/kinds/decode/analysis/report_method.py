@@ -148,7 +148,9 @@ def section_method(result: AnalysisResult) -> list[str]:
         "log ratios are then read as y[p,c] = μ + a_p + b_c + e_pc, b_c shared by the subsets "
         "of a cycle; the session variance of the mean (var of the cycle means over the cycles, "
         "less the residual mean square's share, truncated at 0) is added to SE² and the df "
-        "comes from Satterthwaite over every mean square used. With fewer cycles "
+        "comes from Satterthwaite over every mean square used, floored at the fewest df of a "
+        "positive term (prompts - 1, cycles - 1), so no interval is wider than its data allow. "
+        "With fewer cycles "
         f"(`{PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
         "",
         f"Decision (margin ±{s.margin_pct:g}%): `equivalent` when the 90% interval lies inside "
