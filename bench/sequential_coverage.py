@@ -3,6 +3,7 @@ through the package's own `compute_contrasts` at each look's levels (analysis/se
 
     python bench/sequential_coverage.py               # the tables: 600 replications a cell
     python bench/sequential_coverage.py --reps 200    # a quicker look
+    python bench/sequential_coverage.py --only sessions --spending pocock --reps 300
 
 Each replication is one treatment against a noise-free baseline (tests/strategies.py
 `replication_records`, the model bench/coverage.py uses: per-prompt log ratio = effect +
@@ -13,6 +14,11 @@ cycles so far are analysed, and the replication stops at the first look where it
 - sequential: the looks at the design's nominal levels (repeated confidence intervals);
 - naive: the same looks and rule at the fixed 95 % / 90 % levels (peeking) — it must fail;
 - fixed: the maximum cycles, analysed once.
+
+A second table (`--only sessions`) takes issue 43's held-out data (t(3) cell noise of 2 %,
+session offsets of 5 % sd) under the sequential design twice: first look at 2 cycles
+(`stop.allow_early_looks`), which must fail (false calls > 5 %), and at 4 (the default), which
+must not.
 
 Coverage is the share of (replication, subset) cells whose 95 % interval at the stop holds the
 true change; a false call is `faster` or `slower` at the stop where the true change has the
