@@ -14,6 +14,9 @@ SUBSETS: tuple[str, ...] = (*SUBSET_NAMES, BOTH)
 POOLED = "pooled"  # the analysis' contrast over the subsets together
 
 DEFAULT_BOOT = 2000
+# From this many cycles the published interval carries the session level (analysis/stats.py):
+# the smallest look a `[stop]` design may take without opting in to an earlier one.
+SESSION_LEVEL_CYCLES = 4
 DEFAULT_BOOT_SEED = 42
 # Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
 MIN_BOOT = 1000

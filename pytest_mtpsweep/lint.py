@@ -18,6 +18,7 @@ from . import registry
 from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, read_toml, run_plan
 from .ladder.load import field_errors
+from .ladder.stop import early_look_warning
 from .loader import kind_spec_of, load_ladder
 from .protocol import looks
 from .request import AnalysisRequest, RunRequest
@@ -131,7 +132,8 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         f"{ladder.kind}, {len(ladder.treatments)} treatments x {looks.describe(ladder)}, "
         f"{len(cases)} cases"
     )
-    return summary, [], run.lint_warnings()
+    early = early_look_warning(ladder.stop)
+    return summary, [], [*run.lint_warnings(), *([early] if early else [])]
 
 
 def lint_file(path: Path) -> Linted:

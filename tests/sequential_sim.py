@@ -123,6 +123,16 @@ SCENARIOS: tuple[tuple[str, Scenario, float], ...] = (
 # re-ran it (a fresh session: the spoil is gone, the noise is new). The witnesses are assumed
 # to see it; tests/protocol's hog run measures that they do.
 SPOILED = Scenario(prompts=8, prompt_sd=0.02, noise_sd=0.05, subsets=ONE, spoil=-math.log(0.66))
+# Issue 43's held-out simulation: noisy baseline and treatment, t(3) cell noise of 2 %, session
+# offsets of 5 % (sd). A first look at 2 cycles resamples prompts only, so a session pair's
+# offset passes for an effect: 38.7 % false calls there; the default first look at 4 carries
+# the session level.
+LARGE_SESSIONS = Scenario(
+    prompts=8, prompt_sd=0.02, noise_sd=0.02, session_sd=0.05, noise_shape="heavy", subsets=ONE
+)
+SESSION_SCENARIOS: tuple[tuple[str, Scenario, float], ...] = (
+    ("null, large sessions", LARGE_SESSIONS, 1.0),
+)
 HOST_SCENARIOS: tuple[tuple[str, Scenario, float], ...] = (
     ("null, spoiled kept", SPOILED, 1.0),
     ("null, spoiled re-run", replace(SPOILED, spoil=0.0), 1.0),

@@ -341,6 +341,9 @@ class Scenario:
     # One treatment session per replication (its cycle drawn at random) that the host spoiled:
     # every prompt's log rate in it lowered by this much (0: none).
     spoil: float = 0.0
+    # The cell noise's shape (a PROMPT_SHAPES name, sd 1): "heavy" is t(3), the held-out
+    # stop-rule simulation's (issue 43).
+    noise_shape: str = "normal"
 
 
 def replication_records(
@@ -362,7 +365,7 @@ def replication_records(
     base = 50.0 * np.exp(0.3 * rng.standard_normal(n_p))
     a = s.prompt_sd * PROMPT_SHAPES[s.shape](rng, (n_r, n_p, 1))
     b = s.session_sd * math.sqrt(2.0) * rng.standard_normal((n_r, 1, n_c))
-    e = s.noise_sd * math.sqrt(2.0) * rng.standard_normal((n_r, n_p, n_c))
+    e = s.noise_sd * math.sqrt(2.0) * PROMPT_SHAPES[s.noise_shape](rng, (n_r, n_p, n_c))
     order = rng.permuted(np.tile(np.arange(n_p), (n_r + 1, n_c, 1)), axis=-1)
     position = np.argsort(order, axis=-1).transpose(0, 2, 1)  # (sessions, prompts, cycles)
     log_t = np.log(base)[None, :, None] + s.effect + a + b + e + s.trend * position[1:]

@@ -17,8 +17,8 @@ Command line (llama-server's own flags are accepted; the ones it does not know a
 SPEC is MODE or MODE@N: apply MODE to the N-th chat request counted from 1, warm-up included
 (no @N: to every chat request). MTPSWEEP_STUB_FAULTS may hold more SPECs, comma-separated.
 Modes: exit-at-start, slow-start=S, http-400, reasoning, unknown-delta, no-usage, wrong-alias,
-disconnect, hang, stall=S, die, exit-after@N, and the hostile ones that never end: endless,
-pings=S, huge-body (see FAULT_MODES).
+disconnect, hang, stall=S, die, exit-after@N, the hostile ones that never end: endless,
+pings=S, huge-body, and the lying ones: predicted-ms=MS, nan-cache (see FAULT_MODES).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
 import signal
 import socket
@@ -64,11 +65,14 @@ FAULT_MODES: dict[str, str] = {
     "endless": "stream content events without end (never a finish); unstreamed: a body without end",
     "pings": "=S: stream only ': ping' SSE comments, one each S seconds, without end",
     "huge-body": "answer one line without end (no newline), as fast as the socket takes it",
+    # lying: numbers a server's timings cannot truly hold (issue 43)
+    "predicted-ms": "=MS: claim timings.predicted_ms MS (1e-9: a decode no stream allows)",
+    "nan-cache": "claim timings.cache_n NaN (written as JSON's non-standard NaN)",
 }
 STARTUP_MODES = frozenset({"exit-at-start", "slow-start", "sigill-at-start", "sigkill-at-start"})
 DEATHS = {"sigill-at-start": signal.SIGILL, "sigkill-at-start": signal.SIGKILL}
 NEEDS_N = frozenset({"exit-after"})
-TIMED_MODES = ("slow-start", "stall", "pings")  # MODE=SECONDS
+TIMED_MODES = ("slow-start", "stall", "pings", "predicted-ms")  # MODE=SECONDS (or MS)
 PAD = b"x" * 65536  # huge-body's unending line, a write at a time
 
 
@@ -357,6 +361,7 @@ class StubHandler(BaseHTTPRequestHandler):
         if "reasoning" in modes:
             event(choice({"reasoning_content": "thinking..."}))
         few = min(FEW_EVENTS, len(tokens))
+        first = last = time.monotonic()
         if few == 0 and self.fault_mid_stream(n, modes):
             return
         for i, tok in enumerate(tokens):
@@ -366,11 +371,23 @@ class StubHandler(BaseHTTPRequestHandler):
             if i == 0 and "unknown-delta" in modes:
                 delta["secret_field"] = 1
             event(choice(delta))
+            first, last = (time.monotonic(),) * 2 if i == 0 else (first, time.monotonic())
             if i + 1 == few and self.fault_mid_stream(n, modes):
                 return
         event(choice({}, "length"))
         if include_usage and "no-usage" not in modes:
-            event({"choices": [], **usage_fields(body, len(tokens), st.token_s)})
+            # An honest clock: llama-server's predicted_ms is the decode's wall time (a stall
+            # and a busy host's late sleeps included), which the client checks its arrivals
+            # against (rig/timings.py).
+            usage = usage_fields(body, len(tokens), st.token_s, 1000.0 * (last - first))
+            if "predicted-ms" in modes:
+                claim = max(
+                    f.seconds for f in st.faults if f.mode == "predicted-ms" and f.applies(n)
+                )
+                usage["timings"]["predicted_ms"] = claim
+            if "nan-cache" in modes:
+                usage["timings"]["cache_n"] = math.nan
+            event({"choices": [], **usage})
         event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -447,11 +464,14 @@ def make_tokens(body: dict[str, Any]) -> list[str]:
     return [f"tok{(start + i * step) % 1000} " for i in range(count)]
 
 
-def usage_fields(body: dict[str, Any], n_tokens: int, token_s: float) -> dict[str, Any]:
+def usage_fields(
+    body: dict[str, Any], n_tokens: int, token_s: float, measured_ms: float | None = None
+) -> dict[str, Any]:
     # A crude token count, but stable: the same prompt always reports the same prompt_n.
     prompt_n = len(prompt_text(body).split()) + 4
-    # The nominal pace, not a measured one, so tests can expect exact server-side rates.
-    predicted_ms = max(n_tokens - 1, 0) * token_s * 1000.0
+    # Streamed: the decode's measured wall time; whole: the nominal pace (nothing to check it).
+    nominal = max(n_tokens - 1, 0) * token_s * 1000.0
+    predicted_ms = nominal if measured_ms is None else measured_ms
     return {
         "usage": {
             "completion_tokens": n_tokens,

@@ -178,6 +178,30 @@ class TestLint:
         assert "at ±1 % needs about 13 prompts per subset" in warned[1]
         assert warned[1].endswith("add prompts or widen analysis.margin_pct.")
 
+    def test_an_early_first_look_is_warned(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # Issue 43, finding 3: a look before the session level runs only when asked for, and
+        # lint says what it costs.
+        text = (REPO / "experiments" / "ladders" / "cpu-demo.toml").read_text()
+        assert "min_cycles = 4\n" in text
+        demo = REPO / "experiments" / "prompts" / "demo"
+        text = text.replace('prompt_set = "demo"', f'prompt_set = "{demo}"')
+        ladder = tmp_path / "early.toml"
+        ladder.write_text(text.replace("min_cycles = 4\n", "min_cycles = 2\n"))
+        assert main(["lint", str(ladder)]) == 1
+        refused = capsys.readouterr().out
+        assert "stop.min_cycles 2 looks before the 4 cycles" in refused
+        assert "set stop.allow_early_looks = true" in refused
+        ladder.write_text(
+            text.replace("min_cycles = 4\n", "min_cycles = 2\nallow_early_looks = true\n")
+        )
+        assert main(["lint", str(ladder)]) == 0
+        warned = [ln.split(": warning: ", 1)[1] for ln in capsys.readouterr().out.splitlines()
+                  if ": warning: " in ln]  # fmt: skip
+        assert any(w.startswith("stop.allow_early_looks: the first look comes after cycle 2")
+                   for w in warned), warned  # fmt: skip
+
     def test_a_broken_ladder_names_each_field_one_line_each(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:

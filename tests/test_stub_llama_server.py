@@ -208,8 +208,11 @@ class TestNormal:
         assert usage["total_tokens"] == usage["prompt_tokens"] + 5 > 5
         assert timings["prompt_n"] == usage["prompt_tokens"]
         assert timings["predicted_n"] == 5
-        assert timings["predicted_ms"] == pytest.approx(4 * TOKEN_MS)
-        assert timings["predicted_per_second"] == pytest.approx(5 / (4 * TOKEN_MS / 1000))
+        # the decode's measured wall time: at least the four sleeps between five tokens
+        assert timings["predicted_ms"] >= 4 * TOKEN_MS
+        assert timings["predicted_per_second"] == pytest.approx(
+            5 / (timings["predicted_ms"] / 1000)
+        )
         assert timings["cache_n"] == 0
 
     def test_content_is_deterministic_in_prompt_and_seed(self, tmp_path: Path) -> None:

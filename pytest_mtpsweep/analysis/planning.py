@@ -11,8 +11,8 @@ expectations
     residual     R = MS_E/(n k)          = σe²/(n k)              (df (n - 1)(k - 1))
 
 so, exactly as the estimator does, SE² = P below MIN_CYCLES_FOR_SESSION cycles (df n - 1) and
-SE² = P + max(0, C - R) from there (Satterthwaite df over P, C and R; n - 1 when the session
-share is 0), and the half-width is 100·e^est·sinh(q·SE) with q the larger of Student's t and
+SE² = P + max(0, C - R) from there (Satterthwaite df over P, C and R, floored at
+min(n - 1, k - 1); n - 1 when the session share is 0), and the half-width is 100·e^est·sinh(q·SE) with q the larger of Student's t and
 the capped bootstrap-t quantile (the pilot's, carried as a multiple of t at n - 1 df: it
 reflects the prompts' shape, not the cycles). The σa²/n term does not shrink with cycles: a
 cell whose prompts disagree has a floor only more prompts lower.
@@ -128,7 +128,8 @@ def width_from_ms(
         total = prompt + session
         den = prompt**2 / df_p + cycle**2 / (k - 1) + resid**2 / (df_p * (k - 1))
         with np.errstate(invalid="ignore", divide="ignore"):
-            df = np.where(session > 0, total**2 / den, df_p)
+            # Floored at the fewest df of a positive term, as session_spread floors it.
+            df = np.where(session > 0, np.maximum(total**2 / den, min(df_p, k - 1.0)), df_p)
     q_t = stdtrit(df, 0.5 + confidence / 2.0)
     q = np.maximum(q_t, np.minimum(q_ratio * stdtrit(df_p, 0.5 + confidence / 2.0),
                                    BOOT_T_MAX_FACTOR * q_t))  # fmt: skip

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..constants import SESSION_LEVEL_CYCLES
 from ..ladder.model import SPENDINGS, STOP_RULES
 
 MAX_LOOKS = 32
@@ -293,11 +294,18 @@ class LookState:
             how = f"ended at {where} without meeting the rule" + (
                 f" ({self.why})" if self.why else ""
             )
+        early = ""
+        if d.looks[0] < SESSION_LEVEL_CYCLES:
+            early = (
+                f" Its first look came after cycle {d.looks[0]}, before the "
+                f"{SESSION_LEVEL_CYCLES} cycles whose interval carries the session level, as "
+                "stop.allow_early_looks asked: a look there speaks for its sessions only."
+            )
         return (
             f"Sequential design (stop rule {rule}, {d.spending}-type alpha spending, looks after "
             f"cycles {', '.join(map(str, d.looks))}): {how}. The 95 % and 90 % intervals are "
             f"repeated confidence intervals, here at nominal {100 * self.confidence:.2f} % and "
-            f"{100 * self.equivalence_confidence:.2f} %."
+            f"{100 * self.equivalence_confidence:.2f} %.{early}"
         )
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
+from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT, SESSION_LEVEL_CYCLES
 from ..errors import AnalysisError
 
 FloatArray = npt.NDArray[np.float64]
@@ -44,7 +44,7 @@ MDE_POWER = 0.80
 MIN_PROMPTS_FOR_DECISION = 6
 # The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
 # cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
-MIN_CYCLES_FOR_SESSION = 4
+MIN_CYCLES_FOR_SESSION = SESSION_LEVEL_CYCLES
 # Above this many clusters 2^n sign patterns stop being cheap, so the p-value turns Monte Carlo.
 EXACT_SIGN_FLIP_MAX_N = 16
 # The bootstrap-t quantile may widen Student's t-interval at most this many times. Its resamples
@@ -250,7 +250,13 @@ def session_spread(groups: Sequence[FloatArray], matrices: Sequence[FloatArray])
     prompt_terms = np.array([g.var(ddof=1) / g.size for g in groups]) * weight**2
     den = float((prompt_terms**2 / np.array([g.size - 1.0 for g in groups])).sum())
     den += v_cycle**2 / (k - 1) + sum(t**2 / d for t, d in zip(resid_terms, resid_dfs, strict=True))
-    return Spread(math.sqrt(total), total**2 / den, WITH_SESSION, v_session)
+    # The residual's share enters with a minus sign, and where it nearly cancels the cycle
+    # means' spread the Satterthwaite df of the sum falls below that of every mean square in it
+    # (0.46 on a 4-cycle cell, whose 95 % interval was then [-53.6 %, +744.9 %]). A sum of
+    # positive terms never has fewer df than its fewest, so that is the floor: the prompts'
+    # n - 1 and the cycles' k - 1 (tests/analysis/test_small_sample_df.py).
+    floor = min(min(g.size - 1.0 for g in groups), k - 1.0)
+    return Spread(math.sqrt(total), max(total**2 / den, floor), WITH_SESSION, v_session)
 
 
 def published_interval(

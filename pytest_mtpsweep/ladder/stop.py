@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..constants import SESSION_LEVEL_CYCLES
 from ..errors import LadderError
 from .fields import Spec
 from .model import MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
@@ -16,6 +17,7 @@ STOP: Spec = {
     "spending": (str, False),
     "width_pct": ((int, float), False),
     "cells": (list, False),
+    "allow_early_looks": (bool, False),
 }
 MAX_CELLS = 256
 
@@ -43,9 +45,27 @@ def parse(
             f"{path}: cycles is {cycles} and stop.max_cycles is {table['max_cycles']}; with "
             "[stop] the cycles are the most the rule may run: give one of them."
         )
-    low = table.get("min_cycles", 2)
+    # The default first look is the smallest whose interval carries the session level: at 2
+    # cycles it resamples prompts only, and with 5 % session offsets a null was called faster
+    # or slower in 38.7 % of simulated runs (issue 43; bench/sequential_coverage.py).
+    low = table.get("min_cycles", min(SESSION_LEVEL_CYCLES, top))
     if not (2 <= low <= top <= MAX_CYCLES and low % 2 == 0 and top % 2 == 0):
         raise LadderError(_cycles_error(table, path, low, top, cycles is not None))
+    early = bool(table.get("allow_early_looks", False))
+    if 2 <= low < SESSION_LEVEL_CYCLES and not early and "min_cycles" not in table:
+        raise LadderError(
+            f"{path}: the stop rule may run {top} cycles, fewer than the {SESSION_LEVEL_CYCLES} "
+            "whose interval carries the session level (its default first look); set cycles "
+            f"(or --cycles) to {SESSION_LEVEL_CYCLES} or more, or set stop.allow_early_looks = "
+            "true to accept looks that speak for their sessions only."
+        )
+    if 2 <= low < SESSION_LEVEL_CYCLES and not early:
+        raise LadderError(
+            f"{path}: stop.min_cycles {low} looks before the {SESSION_LEVEL_CYCLES} cycles whose "
+            "interval carries the session level, so a session offset can stop the run on a "
+            f"false call; raise stop.min_cycles (and max_cycles) to {SESSION_LEVEL_CYCLES}, or "
+            "set stop.allow_early_looks = true to accept looks that speak for their sessions only."
+        )
     width = table.get("width_pct")
     if (rule == "width") != (width is not None):
         raise LadderError(
@@ -57,7 +77,19 @@ def parse(
             f"{path}: stop.width_pct is {width!r}; use a half-width in percent, 0 < W <= 1000."
         )
     cells = _cells(table.get("cells"), path, raw.get("baseline"), treatments)
-    return StopRule(rule, low, top, spending, None if width is None else float(width), cells)
+    return StopRule(rule, low, top, spending, None if width is None else float(width), cells, early)
+
+
+def early_look_warning(stop: StopRule | None) -> str | None:
+    """What `mtpsweep lint` says of a design that opted in to looks before the session level."""
+    if stop is None or stop.min_cycles >= SESSION_LEVEL_CYCLES:
+        return None
+    return (
+        f"stop.allow_early_looks: the first look comes after cycle {stop.min_cycles}, before the "
+        f"{SESSION_LEVEL_CYCLES} cycles whose interval carries the session level, so a look "
+        "there speaks for its sessions only and a session offset can stop the run on a false "
+        f"call; set stop.min_cycles = {SESSION_LEVEL_CYCLES} unless the sessions are known alike."
+    )
 
 
 def _cycles_error(

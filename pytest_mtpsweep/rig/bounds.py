@@ -104,6 +104,13 @@ class ReadBound:
             f"{self.max_lines}: keep-alive comments or junk without end); cut there"
         )
 
+    @staticmethod
+    def stalled(stall_s: float, what: str) -> str:
+        return (
+            f"stalled: the stream fell silent for more than {stall_s:g} s after its last line "
+            f"(stall threshold {stall_s:g} s); cut there ({what})"
+        )
+
     def too_long(self, elapsed_s: float, what: str) -> str:
         return (
             f"the reply did not end within its bound of {self.total_s:g} s; cut after "
@@ -125,12 +132,25 @@ def _shutdown(sock: socket.socket) -> None:
 
 class Deadline:
     """A request's time bound: when it passes, the request's socket is shut down, so that a
-    read blocked on a silent server, or one that keeps sending, ends at once."""
+    read blocked on a silent server, or one that keeps sending, ends at once.
 
-    def __init__(self, total_s: float) -> None:
+    With `stall_s` and the list the timed loop appends each line's arrival stamp to
+    (monotonic ns), a silence of more than `stall_s` after the last line shuts it down too
+    (`stalled_s` then holds how long it was silent). The watch starts at the first line:
+    before it the server may still be reading the prompt, which the total bound covers.
+    httpx's read timeout cannot do this: it is read once per response, not per line.
+    """
+
+    def __init__(
+        self, total_s: float, stall_s: float | None = None, stamps: list[int] | None = None
+    ) -> None:
         self.total_s = total_s
         self.t0 = time.monotonic()
         self.passed = False
+        self.stalled_s: float | None = None
+        self._stall_s = stall_s
+        self._stamps = stamps
+        self._ended = threading.Event()
         self._over = False  # the request ended: the timer must touch nothing
         self._socks: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -140,6 +160,8 @@ class Deadline:
     def __enter__(self) -> Deadline:
         self.t0 = time.monotonic()
         self._timer.start()
+        if self._stall_s is not None and self._stamps is not None:
+            threading.Thread(target=self._listen, args=(self._stall_s,), daemon=True).start()
         return self
 
     def __exit__(
@@ -151,6 +173,7 @@ class Deadline:
         with self._lock:
             self._over = True
         self._timer.cancel()
+        self._ended.set()
 
     @property
     def elapsed_s(self) -> float:
@@ -179,6 +202,26 @@ class Deadline:
             late = self.passed
         if late:
             _shutdown(sock)
+
+    def _listen(self, stall_s: float) -> None:
+        # Polled, not reset per line: the timed loop only appends a stamp, nothing more.
+        period = min(max(stall_s / 10.0, 0.01), 0.5)
+        stamps = self._stamps
+        assert stamps is not None
+        while not self._ended.wait(period):
+            if not stamps:
+                continue
+            silent_s = (time.monotonic_ns() - stamps[-1]) / 1e9
+            if silent_s <= stall_s:
+                continue
+            with self._lock:
+                if self._over:
+                    return
+                self.stalled_s = silent_s
+                socks = list(self._socks)
+            for sock in socks:
+                _shutdown(sock)
+            return
 
     def _expire(self) -> None:
         with self._lock:

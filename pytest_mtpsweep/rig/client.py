@@ -57,14 +57,15 @@ def new_http_client() -> httpx.Client:
 def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestSpec) -> Measurement:
     """Send one streamed request and reduce it; transport failures, and a reply past its bound
     (`spec.timeout_s` in all, and lines, events and bytes from `max_tokens`: rig/bounds.py),
-    become invalid measurements."""
+    and a silence past `spec.stall_s` after a line (cut then, not at the total bound), become
+    invalid measurements."""
     body = request_body(prompt, spec)
     bound = ReadBound.stream(spec.max_tokens, spec.timeout_s)
     lines: list[str] = []
     stamps: list[int] = []
     status: int | None = None
     error: str | None = None
-    with Deadline(bound.total_s) as deadline:
+    with Deadline(bound.total_s, spec.stall_s, stamps) as deadline:
         t_send = time.monotonic_ns()
         try:
             with client.stream(
@@ -94,7 +95,9 @@ def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestS
             error = redact_url(
                 f"transport error after {len(lines)} events: {type(exc).__name__}: {exc}"
             )
-        if deadline.passed:  # the timer's shutdown ended the reads, whatever they raised
+        if deadline.stalled_s is not None and spec.stall_s is not None:  # the watch cut it
+            error = bound.stalled(spec.stall_s, f"{len(lines)} lines")
+        elif deadline.passed:  # the timer's shutdown ended the reads, whatever they raised
             error = bound.too_long(deadline.elapsed_s, f"{len(lines)} lines")
         t_end = time.monotonic_ns()
     raw = RawStream(lines, stamps, t_send=t_send, t_end=t_end, status=status, error=error)

@@ -15,6 +15,7 @@ from typing import Any
 from ..schema import Measurement
 from .bounds import excess_chunks
 from .served import model_reason, shown
+from .timings import Timings, read_timings
 from .usage import read_usage
 
 # Delta fields an OpenAI-compatible stream may carry; anything else is an anomaly worth a look.
@@ -149,12 +150,10 @@ def primary_rate(
     return (completion_tokens - 1) / (span_ns / 1e9) if span_ns > 0 else None
 
 
-def interval_rate(
-    timings: dict[str, Any] | None, content_stamps: list[int]
-) -> tuple[float | None, str | None]:
-    """The server's own decode interval, else content events per second; and which basis."""
-    predicted_n = _int(timings, "predicted_n")
-    predicted_ms = _float(timings, "predicted_ms")
+def interval_rate(timings: Timings, content_stamps: list[int]) -> tuple[float | None, str | None]:
+    """The server's own decode interval (checked: rig/timings.py), else content events per
+    second; and which basis."""
+    predicted_n, predicted_ms = timings.predicted_n, timings.predicted_ms
     if predicted_n is not None and predicted_n >= 2 and predicted_ms:
         return (predicted_n - 1) / (predicted_ms / 1000.0), "server_timings"
     if len(content_stamps) >= 2 and content_stamps[-1] > content_stamps[0]:
@@ -227,12 +226,24 @@ def reduce_stream(
     ev = parse_events(raw)
     usage = read_usage(ev.usage, max_tokens)
     completion_tokens = usage.completion_tokens
-    interval, basis = interval_rate(ev.timings, ev.content_stamps)
+    timings = read_timings(
+        ev.timings,
+        content_stamps=ev.content_stamps,
+        t_send=raw.t_send,
+        t_end=raw.t_end,
+        prompt_tokens=usage.prompt_tokens,
+    )
+    # A server's timings that cannot be true never become a rate: the measurement is invalid.
+    interval, basis = (None, None) if timings.problem else interval_rate(timings, ev.content_stamps)
     content = "".join(ev.content_parts)
     gap = max_gap_s(raw, ev.t_first_token)
-    reasons = invalid_reasons(raw, ev, expected_alias, stall_reason(gap, stall_s))
+    # A stream the stall watch cut (rig/bounds.py) says so in its error already.
+    cut = raw.error is not None and raw.error.startswith("stalled:")
+    reasons = invalid_reasons(raw, ev, expected_alias, None if cut else stall_reason(gap, stall_s))
     if usage.problem is not None:
         reasons.append(usage.problem)
+    if timings.problem is not None:
+        reasons.append(timings.problem)
     # Each content or reasoning chunk holds a token at least: more than max_tokens allows is a
     # server that does not stop where it was told, whatever its usage says.
     excess = excess_chunks(ev.token_chunks, max_tokens)
@@ -255,13 +266,13 @@ def reduce_stream(
         max_gap_s=gap,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=completion_tokens,
-        predicted_n=_int(ev.timings, "predicted_n"),
-        predicted_ms=_float(ev.timings, "predicted_ms"),
-        prompt_ms=_float(ev.timings, "prompt_ms"),
-        cache_n=_int(ev.timings, "cache_n"),
-        draft_n=_int(ev.timings, "draft_n"),
-        draft_n_accepted=_int(ev.timings, "draft_n_accepted"),
-        draft_source="server_timings" if _int(ev.timings, "draft_n") is not None else None,
+        predicted_n=timings.predicted_n,
+        predicted_ms=timings.predicted_ms,
+        prompt_ms=timings.prompt_ms,
+        cache_n=timings.cache_n,
+        draft_n=timings.draft_n,
+        draft_n_accepted=timings.draft_n_accepted,
+        draft_source="server_timings" if timings.draft_n is not None else None,
         finish_reason=ev.finish_reason,
         content_chars=len(content),
         content_sha256=hashlib.sha256(content.encode()).hexdigest(),
@@ -273,13 +284,3 @@ def reduce_stream(
         unrecognised_delta_fields=tuple(sorted(ev.unknown_fields)),
         content=content,
     )
-
-
-def _int(d: dict[str, Any] | None, key: str) -> int | None:
-    v = d.get(key) if d else None
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def _float(d: dict[str, Any] | None, key: str) -> float | None:
-    v = d.get(key) if d else None
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

@@ -15,7 +15,7 @@ from pytest_mtpsweep.ladder.plan import run_plan
 from pytest_mtpsweep.protocol.looks import Looks, prereg_lines
 from tests.protocol.test_session import run_stub, stub_project
 
-STOP = '\n[stop]\nrule = "decided"\nmin_cycles = 2\n'
+STOP = '\n[stop]\nrule = "decided"\nmin_cycles = 2\nallow_early_looks = true\n'
 
 
 def _looks(

@@ -552,8 +552,9 @@ class TestStall:
     def test_a_stall_mid_answer_is_invalid_and_the_session_rerun(
         self, pytester: pytest.Pytester, tmp_path: Path
     ) -> None:
-        # Only the first server for b falls silent for 2 s mid-answer (its second measurement).
-        wrapper = staged_stub(tmp_path, "--fault stall=2@3")
+        # Only the first server for b falls silent for 5 s mid-answer (its second measurement);
+        # the stall watch cuts it at the 1 s threshold (issue 43), long before the server goes on.
+        wrapper = staged_stub(tmp_path, "--fault stall=5@3")
         few = stub_project(pytester, [])
         ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
         ladder.write_text("stall_threshold_s = 1\n" + ladder.read_text())
@@ -577,9 +578,11 @@ class TestStall:
         q = run / "quarantine" / "02_b_c1"
         assert "partial census: 1 of 2" in (q / "reason.txt").read_text()
         stalled = read_records(q / "records.jsonl")[0][1]
-        assert str(stalled["reason"]).startswith("stalled: 2.")
-        # the 2 s silence, less what a late preceding event ate of it on a busy host
-        assert float(str(stalled["max_gap_s"])) >= 1.5
+        assert str(stalled["reason"]).startswith(
+            "stalled: the stream fell silent for more than 1 s"
+        )
+        # the silence up to the cut: past the threshold, short of the server's 5 s
+        assert 1.0 < float(str(stalled["max_gap_s"])) < 5.0
         rerun = read_records(run / "records" / "02_b_c1.jsonl")[0]
         assert [r["valid"] for r in rerun] == [True, True]
         assert all(float(str(r["max_gap_s"])) < 1.0 for r in rerun)

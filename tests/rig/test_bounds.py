@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -82,6 +83,28 @@ def test_one_line_without_end_is_cut_at_its_bytes(tmp_path: Path) -> None:
     with stub(tmp_path, "huge-body") as url:
         reason = streamed(url)
     assert reason.startswith(f"the reply passed its bound of {ReadBound.stream(8, 1).max_bytes}")
+
+
+def test_a_silent_stream_is_cut_at_the_stall_threshold_not_the_total_bound(
+    tmp_path: Path,
+) -> None:
+    # Issue 43, finding 8: a stand-in that falls silent mid-answer held the read ~608 s with
+    # stall_threshold_s = 5. The total bound here is 30 s and the stall threshold 0.5 s: the
+    # reason says which cut it (the stall watch), and the measurement is invalid.
+    with stub(tmp_path, "hang") as url, new_http_client() as client:
+        m = stream_chat(client, url, "hello", replace(spec(30.0), stall_s=0.5))
+    assert not m.valid
+    assert (m.reason or "").startswith(
+        "stalled: the stream fell silent for more than 0.5 s after its last line "
+        "(stall threshold 0.5 s); cut there"
+    )
+    assert "did not end within its bound" not in (m.reason or "")
+
+
+def test_a_pause_shorter_than_the_stall_threshold_is_not_cut(tmp_path: Path) -> None:
+    with stub(tmp_path, "stall=0.2") as url, new_http_client() as client:
+        m = stream_chat(client, url, "hello", replace(spec(), stall_s=3.0))
+    assert m.valid, m.reason
 
 
 def test_the_same_stand_in_answers_in_full_without_a_fault(tmp_path: Path) -> None:

@@ -157,8 +157,9 @@ class TestStall:
         stamps = stamps[:6] + [t + late for t in stamps[6:]]
         m = reduce(lines, stamps, t_end=80 * MS + late, stall_s=10.0)
         assert m.max_gap_s == pytest.approx(25.010)
-        assert not m.valid and m.reason == (
-            "stalled: 25.0 s without an event mid-answer (stall threshold 10 s)"
+        # (the server's 50 ms of decode is ruled out by the 25 s it took to arrive, too)
+        assert not m.valid and (m.reason or "").startswith(
+            "stalled: 25.0 s without an event mid-answer (stall threshold 10 s); "
         )
         # its rate alone would have passed for a plausible, slow measurement
         assert m.decode_rate_tps_primary == pytest.approx(5 / 25.050)

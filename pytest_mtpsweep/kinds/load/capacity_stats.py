@@ -84,7 +84,10 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     denom = 1 + Z95**2 / n
     centre = (p + Z95**2 / (2 * n)) / denom
     half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0 of n (or n of n) the two ends meet p only in exact arithmetic; rounded, the low end
+    # sat 5.6e-17 above a share of 0, and the capacity figure's error bar came out negative
+    # (issue 43: a first probe that missed its SLO ended the run in an INTERNALERROR).
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def attains(requests: pd.DataFrame, slo: Mapping[str, float]) -> pd.Series:
@@ -260,6 +263,11 @@ def lines(r: CapacityResult) -> list[str]:
             top = c.lo.level if c.lo else s.high
             out.append(f"{head}: {unit} >= {top:g}, the highest level it met the target at"
                        + (f" ({_share(c.lo)})" if c.lo else ""))  # fmt: skip
+        elif c.censored < 0 and c.lo is None and (c.hi is None or c.hi.level <= s.low):
+            # No level met the target: the capacity lies below the search's `low`, and the
+            # first probe already says so.
+            out.append(f"{head}: below `low` ({unit} {s.low:g}): no level probed met the target"
+                       + (f"; {c.hi.level:g} missed it ({_share(c.hi)})" if c.hi else ""))  # fmt: skip
         elif c.censored < 0:
             out.append(f"{head}: {unit} < {c.estimate:g}, where it already missed the target"
                        + (f" ({_share(c.hi)})" if c.hi else ""))  # fmt: skip

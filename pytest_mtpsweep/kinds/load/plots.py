@@ -145,7 +145,8 @@ def capacity_figure(r: CapacityResult) -> Any:
         mine = [a for a in r.attained if a.treatment == t]
         xs = [a.level for a in mine]
         ax.errorbar(xs, [a.share for a in mine], color=f"C{k}", marker="o", label=t,
-                    yerr=[[a.share - a.low for a in mine], [a.high - a.share for a in mine]],
+                    yerr=[[max(0.0, a.share - a.low) for a in mine],
+                          [max(0.0, a.high - a.share) for a in mine]],
                     capsize=2, linewidth=1.2)  # fmt: skip
         cap = next((c for c in r.capacities if c.treatment == t), None)
         if cap is not None and cap.censored == 0:

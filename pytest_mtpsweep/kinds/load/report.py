@@ -135,11 +135,22 @@ def headline_table(contrasts: Sequence[Row], interactions: Sequence[Row], endpoi
 def _headline(
     contrasts: Sequence[Row], interactions: Sequence[Row], endpoint: str, baseline: str,
     requests: pd.DataFrame, crossings: Sequence[Crossover], capacity: Sequence[str],
-    turns: TurnReport | None,
+    turns: TurnReport | None, n_cycles: int,
 ) -> Section:  # fmt: skip
     from .crossover import sentence
 
+    # A short design's figures hold for its sessions: the reader learns that first (issue 43).
+    short = (
+        [
+            f"- These figures speak only for the server sessions that were run ({n_cycles} "
+            f"cycle(s)): with fewer than {MIN_CYCLES_FOR_SESSION} cycles the intervals are "
+            "conditional on them (see Limitations)."
+        ]
+        if 0 < n_cycles < MIN_CYCLES_FOR_SESSION and contrasts
+        else []
+    )
     said = [
+        *short,
         *(f"- {md_text(x)}" for x in capacity),
         *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
         *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
@@ -242,7 +253,15 @@ def report(
     ]
     sections = [
         _headline(
-            contrasts, interactions, endpoint, baseline, requests, crossings, capacity, turns
+            contrasts,
+            interactions,
+            endpoint,
+            baseline,
+            requests,
+            crossings,
+            capacity,
+            turns,
+            len(cycles),
         ),
         _design(load, cycles),
         *([Section("Replay", (text(*replay),))] if replay else []),

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..bounds import excess_chunks
+from ..bounds import CHUNK_SLACK, excess_chunks
 from ..served import model_reason, shown
 
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
@@ -183,6 +183,9 @@ def reduce_request(
     basis: set[str] = set()
     done = bad_json = False
     cumulative = 0
+    # A running predicted_n is a token count only while it grows within what max_tokens allows:
+    # a lying server's 10**30 (or a count that goes back) is no chunk's size (issue 43).
+    top = ABSURD_TOKENS if max_tokens is None else max_tokens + CHUNK_SLACK
     for line, t in sse_lines(raw.pieces, raw.stamps) if raw.status == 200 else ():
         if not line.startswith("data:"):
             continue
@@ -204,7 +207,7 @@ def reduce_request(
         if isinstance(event.get("timings"), dict):
             timings = event["timings"]
             n = timings.get("predicted_n")
-            if isinstance(n, int) and not isinstance(n, bool):
+            if isinstance(n, int) and not isinstance(n, bool) and cumulative <= n <= top:
                 tokens, cumulative = n - cumulative, n
         choices = event.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else None

@@ -149,9 +149,40 @@ def test_a_capacity_ladder_with_a_stop_rule_is_refused(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     (tmp_path / "experiments" / "prompts").symlink_to(REPO / "experiments" / "prompts")
     ladder = ladder.replace("cycles = 2\n", "", 1)
-    path.write_text(ladder + '\n[stop]\nrule = "decided"\nmin_cycles = 2\nmax_cycles = 4\n')
+    path.write_text(
+        ladder
+        + '\n[stop]\nrule = "decided"\nmin_cycles = 2\nmax_cycles = 4\nallow_early_looks = true\n'
+    )
     out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli", "lint", str(path)],
                          capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
     assert out.returncode != 0
     assert "cannot take a [stop] rule yet" in out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr
+
+
+class TestNoLevelWithinTheSlo:
+    """Issue 43, finding 6: a run whose first probe missed its SLO ended in an INTERNALERROR
+    ('yerr' must not contain negative values) in the capacity figure, with no report."""
+
+    @pytest.mark.parametrize("n", [3, 6, 7, 12, 40, 199])
+    def test_wilson_ends_hold_the_share_at_none_and_all(self, n: int) -> None:
+        for k in (0, n):
+            low, high = cs.wilson(k, n)
+            assert low <= k / n <= high
+
+    def _missed_everywhere(self) -> cs.CapacityResult:
+        a = cs.Attained("a", 1.0, 0, 12, 0.0, *cs.wilson(0, 12))
+        b = cs.Attained("b", 1.0, 12, 12, 1.0, *cs.wilson(12, 12))
+        caps = cs.capacities(CONC, [a, b])
+        return cs.CapacityResult(CONC, {"ttft_ms": 1.0}, (a, b), tuple(caps), ())
+
+    def test_the_figure_draws(self) -> None:
+        pytest.importorskip("matplotlib")
+        from pytest_mtpsweep.kinds.load.plots import capacity_figure
+
+        capacity_figure(self._missed_everywhere())
+
+    def test_the_report_says_below_low(self) -> None:
+        text = cs.lines(self._missed_everywhere())
+        assert text[0].startswith("a: capacity within the SLOs")
+        assert "below `low` (concurrency 1): no level probed met the target" in text[0]

@@ -108,3 +108,25 @@ def test_the_search_brackets_known_capacities_in_lockstep(
     assert 'alt="attainment of the SLOs against the level"' in text
     plan = json.loads((run_dir / "plan.json").read_text())
     assert plan["load"]["capacity"]["max_probes"] >= 4
+
+
+def test_a_search_whose_first_probe_misses_reports_below_low(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 43, finding 6: with an SLO no request meets (TTFT <= 1 ms against the stand-ins'
+    # 20 ms), every first probe misses; the capacity figure once ended the run in an
+    # INTERNALERROR ('yerr' must not contain negative values) with no report.
+    with _project(pytester, monkeypatch, {"a": 2, "b": 4}):
+        ladder = pytester.path / "experiments" / "ladders" / "stand.toml"
+        ladder.write_text(ladder.read_text().replace("ttft_ms = 60", "ttft_ms = 1"))
+        result = run(pytester)
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out and "yerr" not in out, out
+    run_dir = only_run(pytester.path)
+    report = (run_dir / "analysis" / "report.md").read_text()
+    headline = report.split("## Headline", 1)[1].split("\n## ", 1)[0]
+    # report.md escapes a sentence's backticks; on the page they read "below `low`"
+    assert (
+        "a: capacity within the SLOs (90% of requests ttft_ms <= 1): below \\`low\\` "
+        "(concurrency 1): no level probed met the target" in headline
+    ), headline

@@ -51,3 +51,17 @@ def test_a_block_whose_level_line_is_torn_is_named(tmp_path: Path) -> None:
     assert "1 block(s) have request lines but no readable level line (04_none_c2/conc1)" in limits
     with (run / "analysis" / "load_blocks.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 7  # 8 blocks, one without its level line
+
+
+def test_a_short_design_says_first_whom_its_figures_speak_for(tmp_path: Path) -> None:
+    # Issue 43, finding 3: a 2-cycle headline's first sentence says it holds for its sessions.
+    short = analyse(write_run(tmp_path / "two", lagged=False, cycles=2), boot=1000)
+    assert isinstance(short, LoadAnalysis)
+    text = (tmp_path / "two" / "run" / "analysis" / "report.md").read_text()
+    head = text.split("## Headline", 1)[1].split("\n## ", 1)[0].strip()
+    assert head.startswith(
+        "- These figures speak only for the server sessions that were run (2 cycle(s)): "
+    )
+    analyse(write_run(tmp_path / "four", lagged=False, cycles=4), boot=1000)
+    text = (tmp_path / "four" / "run" / "analysis" / "report.md").read_text()
+    assert "These figures speak only" not in text

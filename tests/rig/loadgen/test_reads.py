@@ -191,3 +191,23 @@ def test_a_chunk_takes_the_lag_of_the_next_monitor_wake() -> None:
         raw(stream(event({"content": "a"}), event({"content": "b"}))), max_tokens=8, monitor=monitor
     )
     assert [c.lag_ns for c in r.chunks] == [7, 900]
+
+
+@pytest.mark.parametrize(
+    "timings",
+    [
+        {"predicted_n": float("nan"), "cache_n": float("nan")},
+        {"predicted_n": float("inf"), "predicted_ms": -1.0, "cache_n": -5},
+        {"predicted_n": 10**30, "predicted_ms": 1e-9, "draft_n": float("nan")},
+    ],
+)
+def test_lying_timings_never_kill_the_reduction(timings: dict[str, Any]) -> None:
+    # Issue 43, finding 6: timings.cache_n NaN killed a decode session ("cannot convert float
+    # NaN to integer"); the load client reads timings only where they are whole numbers.
+    body = stream(*(event({"content": f"t{i} "}, timings=timings) for i in range(3)))
+    assert b"NaN" in b"".join(body) or b"Infinity" in b"".join(body) or b"1e-09" in b"".join(body)
+    r = reduce_request(raw(body), max_tokens=8)
+    assert r.ok and len(r.chunks) == 3
+    assert r.token_basis != "timings"  # no count was taken from them
+    assert check_usage({"prompt_tokens": float("nan"), "completion_tokens": 3},
+                       max_tokens=8, token_chunks=3).status == "malformed"  # fmt: skip

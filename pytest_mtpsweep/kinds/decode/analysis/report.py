@@ -138,6 +138,18 @@ def _headline_lead(result: AnalysisResult) -> list[str]:
     intervals' condition."""
     primary = result.settings.primary_endpoint
     out: list[str] = []
+    if conditional(result):
+        # First: a short design's figures hold for its sessions, and a reader must know that
+        # before any figure (issue 43: a 2-cycle headline read as a general answer).
+        n = len({int(c) for c in result.per_cycle["cycle"]}) if len(result.per_cycle) else 0
+        out += [
+            f"These figures speak only for the server sessions that were run ({n} cycle(s)): "
+            f"with fewer than {MIN_CYCLES_FOR_SESSION} cycles the intervals are conditional on "
+            "the server sessions that were run and leave a whole session's offset out (see "
+            "Limitations); the per-cycle contrasts beside each figure show how far it moved "
+            "between sessions.",
+            "",
+        ]
     switched = [r for r in dict_rows(result.published) if r["endpoint"] != primary]
     if switched:
         out += [
@@ -148,13 +160,6 @@ def _headline_lead(result: AnalysisResult) -> list[str]:
         ]
     if result.sequential is not None:
         out += [result.sequential.sentence(), ""]
-    if conditional(result):
-        out += [
-            f"With fewer than {MIN_CYCLES_FOR_SESSION} cycles these intervals are conditional on "
-            "the server sessions that were run (see Limitations); the per-cycle contrasts "
-            "beside each figure show how far it moved between sessions.",
-            "",
-        ]
     return out
 
 

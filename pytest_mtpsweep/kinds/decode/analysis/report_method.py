@@ -19,6 +19,7 @@ from ....constants import MIN_BOOT
 from ....report.mdtext import Md
 from .model import ENDPOINTS, AnalysisResult
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
+from .tiebreak import SERVER_CLOCK_AGREE_PP
 
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
                     "beyond tie-break", "published", "why"]  # fmt: skip
@@ -49,7 +50,9 @@ def section_tiebreak(result: AnalysisResult) -> list[str]:
         f"Pre-registered endpoint: {s.primary_endpoint}. Rule: if the two endpoints differ by "
         f"more than {s.tiebreak_pp:g} pp in ANY treatment × subset cell, the interval-basis "
         "figure is published for the whole headline (a cell where one endpoint has no pairs "
-        "publishes the other).",
+        "publishes the other); the server's clock is preferred only where the two agree within "
+        f"{SERVER_CLOCK_AGREE_PP:g} pp in every cell, and past that the client's primary figure "
+        "is published, whatever was registered.",
         "",
         md_table(TIEBREAK_HEADERS, rows),
         "",
@@ -145,7 +148,9 @@ def section_method(result: AnalysisResult) -> list[str]:
         "log ratios are then read as y[p,c] = μ + a_p + b_c + e_pc, b_c shared by the subsets "
         "of a cycle; the session variance of the mean (var of the cycle means over the cycles, "
         "less the residual mean square's share, truncated at 0) is added to SE² and the df "
-        "comes from Satterthwaite over every mean square used. With fewer cycles "
+        "comes from Satterthwaite over every mean square used, floored at the fewest df of a "
+        "positive term (prompts - 1, cycles - 1), so no interval is wider than its data allow. "
+        "With fewer cycles "
         f"(`{PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
         "",
         f"Decision (margin ±{s.margin_pct:g}%): `equivalent` when the 90% interval lies inside "

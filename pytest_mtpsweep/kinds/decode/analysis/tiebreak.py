@@ -9,9 +9,15 @@ import pandas as pd
 
 from .model import ENDPOINTS, AnalysisSettings
 
+# The server's clock (the interval endpoint) may be published only where it agrees with the
+# client's within this many percentage points in every headline cell. Past it one of the two
+# clocks is wrong, and only the client's is the harness's own: a server that claimed
+# predicted_ms 1e-9 once published +1.46e12 % for a treatment the client measured at -13.5 %.
+SERVER_CLOCK_AGREE_PP = 10.0
+
 
 def _tiebreak_cell(
-    prim: float, intv: float, registered: str, trigger: str | None
+    prim: float, intv: float, registered: str, trigger: str | None, distrust: str | None
 ) -> tuple[str, str]:
     has_p, has_i = math.isfinite(prim), math.isfinite(intv)
     if not (has_p or has_i):
@@ -23,6 +29,8 @@ def _tiebreak_cell(
             "interval",
             "primary endpoint has no pairs here, so the interval-basis figure is published",
         )
+    if distrust is not None:
+        return "primary", f"{distrust}, so the client's primary figure is published headline-wide"
     if registered == "interval":
         return "interval", "interval basis is the pre-registered endpoint"
     if trigger is not None:
@@ -36,7 +44,9 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
     One endpoint for the whole headline: the pre-registered endpoint stands unless, in ANY
     treatment × subset cell, the two endpoints differ by more than the tie-break (percentage
     points); then every cell publishes the interval-basis figure. A cell where one endpoint
-    lacks pairs still yields to the other there.
+    lacks pairs still yields to the other there. Where they differ by more than
+    SERVER_CLOCK_AGREE_PP in any cell, the server's clock is not trusted for the headline: the
+    primary (client) figure is published in every cell that has one, whatever was registered.
     """
     if contrasts.empty:
         return contrasts.assign(divergence_pp=[], published=[], published_reason=[])
@@ -47,7 +57,15 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
     with np.errstate(invalid="ignore"):
         divergence = np.abs(prim - intv)
     over = np.isfinite(divergence) & (divergence > settings.tiebreak_pp)
-    trigger = None
+    trigger = distrust = None
+    beyond = np.isfinite(divergence) & (divergence > SERVER_CLOCK_AGREE_PP)
+    if beyond.any():
+        worst = int(np.nanargmax(np.where(beyond, divergence, -1.0)))
+        t, s = wide.index[worst]
+        distrust = (
+            f"{t}/{s} endpoints differ by {divergence[worst]:.2f} pp, beyond the "
+            f"{SERVER_CLOCK_AGREE_PP:g} pp within which the server's clock may be preferred"
+        )
     if over.any():
         worst = int(np.nanargmax(np.where(over, divergence, -1.0)))
         t, s = wide.index[worst]
@@ -56,7 +74,7 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
             f"{settings.tiebreak_pp:g} pp tie-break"
         )
     choices = [
-        _tiebreak_cell(p, i, settings.primary_endpoint, trigger)
+        _tiebreak_cell(p, i, settings.primary_endpoint, trigger, distrust)
         for p, i in zip(prim, intv, strict=True)
     ]
     decided = pd.DataFrame(

@@ -15,6 +15,7 @@ from scipy import stats as sps
 from pytest_mtpsweep.errors import AnalysisError
 from pytest_mtpsweep.kinds.decode.analysis.io import OUTPUT_FILES, analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.report import headline_table, render_full
+from pytest_mtpsweep.kinds.decode.analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from tests.strategies import KEYED, Design, make_plan, make_records, noisy, session_name, write_run
 
 REQUIRED_COLUMNS = ["endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs",
@@ -356,6 +357,36 @@ class TestTieBreakAndDecisions:
         head = result.report_md.split("## Headline")[1].split("\n## ")[0]
         assert "Published on the interval endpoint, not the pre-registered primary: " in head
 
+    def test_a_server_clock_beyond_the_agreement_bound_never_heads(self, tmp_path: Path) -> None:
+        # Issue 43: predicted_ms 1e-9 made the interval rate ~1e12 times the client's; the
+        # tie-break then published +1.46e12 % headline-wide. Past SERVER_CLOCK_AGREE_PP the
+        # client's figure stands in every cell, and the reason says why.
+        result = self._run(tmp_path, 1e12, subset="structured")
+        pub = result.published
+        assert (pub["endpoint"] == "primary").all()
+        assert pub["pct_change"].abs().max() < 50.0
+        assert (
+            pub["published_reason"]
+            .str.contains(
+                f"beyond the {SERVER_CLOCK_AGREE_PP:g} pp within which the server's clock"
+            )
+            .all()
+        )
+
+    def test_a_registered_interval_endpoint_yields_past_the_bound(self, tmp_path: Path) -> None:
+        design = DESIGN
+        rate = noisy(design, {"ngram": 1.10, "gate": 1.0}, sd=0.01)
+
+        def interval(t: str, c: int, o: int, p: str, r: int) -> float:
+            return rate(t, c, o, p, r) * (1.5 if t == "ngram" else 1.0)
+
+        run = write_run(tmp_path, design, make_records(design, rate, interval))
+        plan = json.loads((run / "plan.json").read_text())
+        plan.setdefault("analysis", {})["primary_endpoint"] = "interval"
+        (run / "plan.json").write_text(json.dumps(plan))
+        result = analyse(run)
+        assert (result.published["endpoint"] == "primary").all()
+
     def test_a_cell_lacking_an_endpoint_publishes_the_other_one(self, tmp_path: Path) -> None:
         design = DESIGN
         rate = noisy(design, {"ngram": 1.10, "gate": 1.0}, sd=0.01)
@@ -451,6 +482,11 @@ class TestSessionsAndPosition:
         assert set(result.contrasts["interval_method"]) == {"boot-t"}
         assert result.contrasts["session_se_pct"].isna().all()
         head = result.report_md.split("## Headline")[1].split("\n## ")[0]
+        # Issue 43: the headline's first sentence says whom the figures speak for.
+        first = head.split("\n", 1)[1].lstrip("\n")
+        assert first.startswith(
+            "These figures speak only for the server sessions that were run (2 cycle(s)): "
+        )
         assert "conditional on the server sessions that were run" in head
         assert "| per cycle |" in head
         pooled = result.per_cycle.query("subset == 'pooled' and treatment == 'ngram'")

@@ -1,0 +1,142 @@
+"""A response's `timings` (llama-server's own clock and counts), read as untrusted input and
+cross-checked against what the client saw.
+
+The server's numbers decide nothing unchecked: a count that is not a whole number, a NaN, an
+infinity, a negative or absurd value, more cached tokens than the prompt, more accepted drafts
+than drafts, or a decode interval the stream's own arrival times rule out makes the response
+malformed, with why. The measurement is then invalid (a record all the same): a lie in
+`timings` can neither crash a session nor become the published endpoint.
+
+The arrival-time bound: token i cannot reach the client before the server made it, so a
+decode interval longer than the whole request (send to last byte) is impossible; and a server
+that claims to have decoded the tokens in under 1/SERVER_CLOCK_FACTOR of the span over which
+the client received them (less NETWORK_SLACK_S for scheduling and buffering) claims a rate
+the stream rules out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .usage import ABSURD_TOKENS
+
+# Counts and durations llama-server reports; any other key is passed over, unread.
+COUNT_KEYS = ("predicted_n", "prompt_n", "cache_n", "draft_n", "draft_n_accepted")
+MS_KEYS = ("predicted_ms", "prompt_ms")
+RATE_KEYS = ("predicted_per_second", "prompt_per_second")
+# No request the harness sends lasts a day: a duration past it is absurd.
+ABSURD_MS = 86_400_000.0
+# No single stream decodes faster than this (the fastest servers are ~10^3-10^4 tokens/s).
+ABSURD_TPS = 1e7
+# The server's decode interval may be this much shorter than the span the client received
+# the tokens over, and no more: buffering and scheduling bunch tokens up, they do not spread
+# a burst out by a factor of 2.
+SERVER_CLOCK_FACTOR = 2.0
+NETWORK_SLACK_S = 0.05
+
+
+@dataclass(frozen=True)
+class Timings:
+    """The server's numbers that passed their checks; `problem` says why they did not."""
+
+    predicted_n: int | None = None
+    predicted_ms: float | None = None
+    prompt_ms: float | None = None
+    cache_n: int | None = None
+    draft_n: int | None = None
+    draft_n_accepted: int | None = None
+    problem: str | None = None
+
+
+def _number(timings: Mapping[str, Any], key: str) -> tuple[float | None, str | None]:
+    value = timings.get(key)
+    if value is None:
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None, f"timings.{key} is {value!r}, not a number"
+    if not math.isfinite(value):
+        return None, f"timings.{key} is {value!r}"
+    if value < 0:
+        return None, f"timings.{key} is {value} (negative)"
+    if key in COUNT_KEYS and (value != int(value) or value > ABSURD_TOKENS):
+        return None, f"timings.{key} is {value!r}, not a plausible token count"
+    if key in MS_KEYS and value > ABSURD_MS:
+        return None, f"timings.{key} is {value!r} ms, longer than any request lasts"
+    if key in RATE_KEYS and value > ABSURD_TPS:
+        return None, f"timings.{key} is {value!r} tokens/s, faster than any server decodes"
+    return float(value), None
+
+
+def read_timings(
+    timings: object,
+    *,
+    content_stamps: list[int],
+    t_send: int,
+    t_end: int,
+    prompt_tokens: int | None = None,
+) -> Timings:
+    """The timings object of a response (None or not a mapping: none sent), checked for sense
+    and against the client's arrival stamps (monotonic ns)."""
+    if not isinstance(timings, Mapping):
+        return Timings()
+    got: dict[str, float | None] = {}
+    for key in (*COUNT_KEYS, *MS_KEYS, *RATE_KEYS):
+        got[key], bad = _number(timings, key)
+        if bad is not None:
+            return Timings(problem=f"malformed response: {bad}")
+    n, ms = got["predicted_n"], got["predicted_ms"]
+    problem = _cross_check(got, content_stamps, t_send, t_end, prompt_tokens)
+    if problem is not None:
+        return Timings(problem=f"malformed response: {problem}")
+
+    def count(key: str) -> int | None:
+        v = got[key]
+        return None if v is None else int(v)
+
+    return Timings(
+        predicted_n=None if n is None else int(n),
+        predicted_ms=ms,
+        prompt_ms=got["prompt_ms"],
+        cache_n=count("cache_n"),
+        draft_n=count("draft_n"),
+        draft_n_accepted=count("draft_n_accepted"),
+    )
+
+
+def _cross_check(
+    got: Mapping[str, float | None],
+    stamps: list[int],
+    t_send: int,
+    t_end: int,
+    prompt_tokens: int | None,
+) -> str | None:
+    cache, drafts, accepted = got["cache_n"], got["draft_n"], got["draft_n_accepted"]
+    if cache is not None and prompt_tokens is not None and cache > prompt_tokens:
+        return f"timings.cache_n {cache:g} is more than the prompt's {prompt_tokens} tokens"
+    if accepted is not None and drafts is not None and accepted > drafts:
+        return f"timings.draft_n_accepted {accepted:g} is more than draft_n {drafts:g}"
+    n, ms = got["predicted_n"], got["predicted_ms"]
+    if n is None or ms is None or n < 2:
+        return None
+    decode_s, request_s = ms / 1000.0, (t_end - t_send) / 1e9
+    if decode_s <= 0 or (n - 1) / decode_s > ABSURD_TPS:
+        return (
+            f"timings.predicted_ms {ms:g} for {n:g} tokens is a rate faster than any server decodes"
+        )
+    if decode_s > request_s + NETWORK_SLACK_S:
+        return (
+            f"timings.predicted_ms {ms:g} is longer than the whole request took "
+            f"({1000 * request_s:.0f} ms on the client's clock)"
+        )
+    if len(stamps) >= 2:
+        span_s = (stamps[-1] - stamps[0]) / 1e9
+        if SERVER_CLOCK_FACTOR * decode_s + NETWORK_SLACK_S < span_s:
+            return (
+                f"timings.predicted_ms {ms:g} claims {n - 1:g} tokens decoded faster than the "
+                f"stream delivered them ({1000 * span_s:.0f} ms from the first content event "
+                "to the last)"
+            )
+    return None

@@ -1,0 +1,44 @@
+"""A STAND-IN server whose `timings` lie (issue 43, findings 1 and 6), through the whole
+protocol: a claimed `predicted_ms: 1e-9` and a `cache_n: NaN` neither crash the session nor
+reach the headline; each such measurement is an invalid record with its reason, kept (in
+quarantine with its session), and the session is re-run on an honest server."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep.state.rundir import read_records
+from tests.protocol.test_session import run_stub, staged_stub, stub_project, stubs_running
+from tests.sandbox import only_run
+
+
+def test_lying_timings_are_invalid_records_and_never_the_headline(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    # The first server for b: its first measurement (request 2, no calibration) claims a decode
+    # in 1e-9 ms, its second a NaN cache count. Later b servers are honest.
+    wrapper = staged_stub(tmp_path, "--fault predicted-ms=1e-9@2 --fault nan-cache@3")
+    few = stub_project(pytester, [])
+    result = run_stub(pytester, few, "--no-calibration", "-k", "c1", server_bin=wrapper)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "cannot convert float NaN" not in out and "Traceback" not in out
+    run = only_run(pytester.path)
+    kept, unreadable = read_records(run / "quarantine" / "02_b_c1" / "records.jsonl")
+    assert unreadable == 0
+    assert len(kept) == 2 and not any(r["valid"] for r in kept)  # no record lost
+    reasons = sorted(str(r["reason"]) for r in kept)
+    assert "timings.cache_n is nan" in reasons[0]
+    assert "timings.predicted_ms 1e-09 for" in reasons[1]
+    assert all(r["decode_rate_tps_interval"] is None for r in kept)
+    with (run / "analysis" / "contrasts.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for row in rows:  # the stand-ins run at one pace: no figure near +1e12 %
+        pct = float(row["pct_change"])
+        assert math.isfinite(pct) and abs(pct) < 50.0, row
+    assert stubs_running() == []

@@ -1,0 +1,95 @@
+"""A server's `timings` read as untrusted input (issue 43, findings 1 and 6): NaN, infinite,
+negative, absurd or self-contradicting numbers, or a decode interval the stream's own arrival
+times rule out, make the measurement invalid with a reason; they never crash the reduction and
+never become a rate."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from pytest_mtpsweep.rig.timings import read_timings
+from tests.rig.test_stream import TIMINGS, USAGE, normal, reduce
+
+MS = 1_000_000
+
+
+def with_timings(**changes: Any) -> dict[str, Any]:
+    return {**TIMINGS, **changes}
+
+
+def measured(timings: dict[str, Any], usage: dict[str, Any] = USAGE) -> Any:
+    # json.dumps writes NaN and Infinity as JSON's non-standard tokens, as a lying server may,
+    # and json.loads reads them back as floats: the reducer must survive both.
+    return reduce(*normal(timings=timings, usage=usage))
+
+
+class TestHostileNumbers:
+    @pytest.mark.parametrize(
+        ("key", "value", "why"),
+        [
+            ("cache_n", math.nan, "timings.cache_n is nan"),
+            ("cache_n", math.inf, "timings.cache_n is inf"),
+            ("cache_n", -3, "timings.cache_n is -3 (negative)"),
+            ("cache_n", 2.5, "not a plausible token count"),
+            ("cache_n", 10**12, "not a plausible token count"),
+            ("cache_n", 13, "cache_n 13 is more than the prompt's 12 tokens"),
+            ("draft_n", math.nan, "timings.draft_n is nan"),
+            ("draft_n_accepted", 5, "draft_n_accepted 5 is more than draft_n 4"),
+            ("predicted_n", math.nan, "timings.predicted_n is nan"),
+            ("predicted_ms", math.nan, "timings.predicted_ms is nan"),
+            ("predicted_ms", -50.0, "(negative)"),
+            ("predicted_ms", 1e300, "longer than any request lasts"),
+            ("predicted_per_second", 1e15, "faster than any server decodes"),
+            ("prompt_ms", "12", "not a number"),
+            ("predicted_n", True, "not a number"),
+        ],
+    )
+    def test_is_an_invalid_measurement_with_its_reason(
+        self, key: str, value: Any, why: str
+    ) -> None:
+        m = measured(with_timings(**{key: value}))
+        assert not m.valid
+        assert m.reason is not None and why in m.reason
+        assert m.decode_rate_tps_interval is None
+        # The client's own rate is still what the client measured: nothing is lost but trust.
+        assert m.decode_rate_tps_primary == pytest.approx(100.0)
+        json.dumps(m.fields(), allow_nan=False)  # the record holds no NaN to write
+
+    def test_the_reducer_survives_nan_in_the_raw_json(self) -> None:
+        lines, stamps = normal(timings=with_timings(cache_n=math.nan))
+        assert any("NaN" in line for line in lines)
+        m = reduce(lines, stamps)
+        assert not m.valid and m.cache_n is None
+
+
+class TestServerClockAgainstTheStream:
+    def test_a_claimed_predicted_ms_of_1e_minus_9_is_never_a_rate(self) -> None:
+        m = measured(with_timings(predicted_ms=1e-9))
+        assert not m.valid and m.decode_rate_tps_interval is None
+        assert "a rate faster than any server decodes" in (m.reason or "")
+
+    def test_a_plausible_rate_the_arrivals_rule_out_is_invalid(self) -> None:
+        lines, stamps = normal(timings=with_timings(predicted_ms=10.0))
+        stamps = [t * 10 for t in stamps]  # content over 400 ms; the server claims 10 ms
+        m = reduce(lines, stamps, t_end=800 * MS)
+        assert not m.valid and m.decode_rate_tps_interval is None
+        assert "faster than the stream delivered them (400 ms" in (m.reason or "")
+
+    def test_a_decode_longer_than_the_request_is_ruled_out(self) -> None:
+        m = measured(with_timings(predicted_ms=5000.0))  # the request took 80 ms
+        assert not m.valid
+        assert "longer than the whole request took" in (m.reason or "")
+
+    def test_a_server_clock_within_the_bound_is_kept(self) -> None:
+        # 30 ms of decode against a 40 ms arrival span: bunching, within the factor of 2.
+        m = measured(with_timings(predicted_ms=30.0))
+        assert m.valid and m.decode_rate_tps_interval == pytest.approx(5 / 0.030)
+        assert m.interval_basis == "server_timings"
+
+    def test_without_timings_nothing_is_judged(self) -> None:
+        t = read_timings(None, content_stamps=[0, MS], t_send=0, t_end=2 * MS)
+        assert t.problem is None and t.predicted_ms is None
