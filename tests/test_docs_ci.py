@@ -82,9 +82,10 @@ def test_the_install_lines_name_real_extras() -> None:
     installs = [c for c in github_runs() if c.startswith("python -m pip install")]
     assert installs == ["python -m pip install -e .", 'python -m pip install -e ".[demo]"']
     assert "demo" in extras
-    cmake = re.search(r"CMAKE_ARGS: (.+)", yaml_blocks()[0])
-    dev = (REPO / "scripts" / "dev").read_text()
-    assert cmake is not None and f'CMAKE_ARGS="{cmake.group(1)}"' in dev
+    # provision builds llama-server for the runner's CPU with its own flags (rig/build.py): a
+    # workflow's CMAKE_ARGS would only reach a pip build it no longer makes
+    assert "CMAKE_ARGS" not in yaml_blocks()[0]
+    assert "path: ~/.cache/pytest-mtpsweep" in yaml_blocks()[0]
 
 
 @pytest.fixture

