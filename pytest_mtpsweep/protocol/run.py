@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import options, registry, schema
 from ..errors import OptionError, ProvisionError
-from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
+from ..ladder import Ladder, SessionSlot, find_ladder, ladder_plan
 from ..ladder.attach import one_server
 from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
@@ -72,7 +72,7 @@ class Run:
         kind = registry.prepare(ladder, request)
         looks.check_supported(ladder, declared)
         kind.validate_analysis(request.analysis)
-        plan = run_plan(ladder.treatment_keys, ladder.cycles)
+        plan = ladder_plan(ladder)
         return cls(request, ladder, declared, kind, plan)
 
     @property
