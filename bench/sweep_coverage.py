@@ -3,8 +3,9 @@ the gain starts (fixed-sequence step-down), which settings may be best (MCB), an
 looks, on known curves (tests/sweep_sim.py: a flat null, a knee, a best arm inside the range, a
 reversal on one subset; per-prompt responses and cell noise t3, session offsets per arm-cycle).
 
-    python bench/sweep_coverage.py                 # the tables: 400 replications a curve
-    python bench/sweep_coverage.py --reps 100      # a quicker look
+    python bench/sweep_coverage.py --only fixed --reps 300        # the fixed table (~2 min)
+    python bench/sweep_coverage.py --only sequential --reps 200   # the looks (~6 min)
+    python bench/sweep_coverage.py --reps 30                      # a quick look at both
 
 Fixed: every arm over `--cycles` cycles, analysed once at 95 %. Per curve and subset:
 - false start: the step-down declared an arm whose true effect is not in its direction
@@ -14,7 +15,8 @@ Fixed: every arm over `--cycles` cycles, analysed once at 95 %. Per curve and su
   not a true best; coverage: every arm's simultaneous MCB interval holds its truth;
 Sequential: looks after every cycle pair (Pocock-type spending, `--looks`); at each, an arm
 leaves when every subset's `arms_to_drop` at the look's spent level drops it; the run stops when
-at most one arm is left beside the baseline, or at the last look. Best dropped: a unique true
+at most one arm is left beside the baseline, or at the last look; the second table adds the
+stop once every subset's best set is within `--margin` % of the best (`BestSet.within_margin`). Best dropped: a unique true
 best left; sessions: arm-cycle sessions run against the full grid; the best set, coverage and
 the step-down at the stop, at the stop look's level.
 """
@@ -32,11 +34,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_mtpsweep.analysis.sequential import Design
-from tests.sweep_sim import CURVES, analyse_fixed, run_sequential, simulate
+from tests.sweep_sim import CURVES, Fixed, analyse_fixed, run_sequential, simulate
 
 
-def share(got: list[object], attr: str) -> float:
+def share(got: list[Fixed], attr: str) -> float:
     return float(np.mean([getattr(g, attr) for g in got]))
+
+
+def best_in(got: list[Fixed]) -> float:
+    """The smallest share of runs whose best set holds a given true best (ties: each)."""
+    return float(np.min(np.mean([g.best_in for g in got], axis=0)))
 
 
 def fixed_table(reps: int, boot: int, cycles: int) -> Iterator[str]:
@@ -47,7 +54,7 @@ def fixed_table(reps: int, boot: int, cycles: int) -> Iterator[str]:
     )
     for n, (name, curve) in enumerate(CURVES):
         rng = np.random.default_rng(4000 + n)
-        rows: dict[str, list[object]] = {s: [] for s in curve.effects}
+        rows: dict[str, list[Fixed]] = {s: [] for s in curve.effects}
         for r in range(reps):
             for subset, data in simulate(curve, cycles, rng).items():
                 direction = curve.direction.get(subset, "faster")
@@ -74,21 +81,24 @@ def fixed_table(reps: int, boot: int, cycles: int) -> Iterator[str]:
                     if a not in true:
                         break
                     prefix.append(a)
-                want = prefix[-1] if prefix else None
-                knee = f"{np.mean([g.first_effective == want for g in got]):.3f}"  # type: ignore[attr-defined]
+                if prefix:
+                    knee = f"{np.mean([g.first_effective == prefix[-1] for g in got]):.3f}"
 
             yield (
                 f"{name:20} {subset:10} {share(got, 'false_start'):11.3f} "
-                f"{share(got, 'unadjusted_false'):10.3f} {knee:>7} {share(got, 'truth_in_best'):11.3f} "
+                f"{share(got, 'unadjusted_false'):10.3f} {knee:>7} {best_in(got):11.3f} "
                 f"{share(got, 'best_size'):8.2f} {share(got, 'naive_wrong'):11.3f} {share(got, 'covered'):8.3f}"
             )
 
 
-def sequential_table(reps: int, boot: int, looks: tuple[int, int]) -> Iterator[str]:
+def sequential_table(
+    reps: int, boot: int, looks: tuple[int, int], margin: float | None
+) -> Iterator[str]:
     design = Design.plan("decided", looks[0], looks[1], "pocock", None)
+    rule = "" if margin is None else f", stop once the best set is within {margin:g} %"
     yield (
-        f"## sequential: looks after cycles {', '.join(map(str, design.looks))} (Pocock-type), "
-        f"{reps} replications, {boot} resamples"
+        f"## sequential: looks after cycles {', '.join(map(str, design.looks))} (Pocock-type)"
+        f"{rule}, {reps} replications, {boot} resamples"
     )
     yield (
         f"{'curve':20} {'best dropped':>12} {'sessions':>8} {'of grid':>7} {'stop cycle':>10} "
@@ -96,7 +106,7 @@ def sequential_table(reps: int, boot: int, looks: tuple[int, int]) -> Iterator[s
     )
     for n, (name, curve) in enumerate(CURVES):
         rng = np.random.default_rng(7000 + n)
-        got = [run_sequential(curve, design, rng, boot, seed=r) for r in range(reps)]
+        got = [run_sequential(curve, design, rng, boot, r, margin) for r in range(reps)]
         sessions = float(np.mean([g.sessions for g in got]))
         grid = got[0].grid
         yield (
@@ -109,10 +119,11 @@ def sequential_table(reps: int, boot: int, looks: tuple[int, int]) -> Iterator[s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=400)
+    parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--boot", type=int, default=1000)
     parser.add_argument("--cycles", type=int, default=6, help="the fixed design's cycles")
     parser.add_argument("--looks", default="2,12", help="min_cycles,max_cycles (default 2,12)")
+    parser.add_argument("--margin", type=float, default=5.0, help="the margin stop, %% (5)")
     parser.add_argument("--only", choices=("fixed", "sequential", "both"), default="both")
     args = parser.parse_args()
     if not 1 <= args.reps <= 100_000:
@@ -124,9 +135,10 @@ def main() -> int:
             print(line, flush=True)
         print()
     if args.only in ("sequential", "both"):
-        for line in sequential_table(args.reps, args.boot, (low, high)):
-            print(line, flush=True)
-        print()
+        for margin in (None, args.margin):
+            for line in sequential_table(args.reps, args.boot, (low, high), margin):
+                print(line, flush=True)
+            print()
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
 

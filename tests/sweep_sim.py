@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -109,10 +109,10 @@ def true_mcb(mu: tuple[float, ...]) -> FloatArray:
 class Fixed:
     """One replication of one subset, analysed once at the end."""
 
-    false_start: bool  # the step-down declared an arm whose truth is not in its direction
-    unadjusted_false: bool  # some arm's own 95 % interval did that
+    false_start: bool  # the step-down (either direction) declared an arm against its truth
+    unadjusted_false: bool  # some arm's own 95 % interval excluded 0 against its truth
     first_effective: str | None
-    truth_in_best: bool
+    best_in: tuple[bool, ...]  # per true best arm (ties: each), whether the best set holds it
     naive_wrong: bool  # the largest point estimate is not a true best
     covered: bool  # every MCB interval holds its truth
     best_size: int
@@ -122,16 +122,33 @@ def _is_true(effect: float, direction: str) -> bool:
     return effect > 0 if direction == "faster" else effect < 0
 
 
+FLIP = {"first": "last", "last": "first"}
+
+
+def false_calls(data: SweepData, mu: tuple[float, ...], boot: int, seed: int, alpha: float) -> bool:
+    """Whether the step-down, run in both directions (the pre-registered one from its end, the
+    other from the other end), declares an arm whose truth is not in that direction."""
+    truth = dict(zip(data.arms, mu, strict=True))
+    for direction, start in (("faster", data.start), ("slower", FLIP[data.start])):
+        step = where_gain_starts(
+            data, direction=direction, alpha=alpha, boot=boot, seed=seed, start=start
+        )
+        if any(not _is_true(truth[a], direction) for a in step.effective):
+            return True
+    return False
+
+
 def analyse_fixed(
     data: SweepData, mu: tuple[float, ...], direction: str, boot: int, seed: int
 ) -> Fixed:
+    """The step-down in the pre-registered direction (where it starts), both directions' false
+    calls against each arm's own 95 % interval's, the best set and the naive pick."""
     step = where_gain_starts(data, direction=direction, boot=boot, seed=seed)
     best = best_set(data, boot=boot, seed=seed)
     truth = dict(zip(data.arms, mu, strict=True))
-    false_start = any(not _is_true(truth[a], direction) for a in step.effective)
     unadjusted = any(
-        not _is_true(truth[iv.arm], direction)
-        and (iv.low_pct > 0 if direction == "faster" else iv.high_pct < 0)
+        (iv.low_pct > 0 and not _is_true(truth[iv.arm], "faster"))
+        or (iv.high_pct < 0 and not _is_true(truth[iv.arm], "slower"))
         for iv in step.intervals
     )
     top = max(mu)
@@ -140,10 +157,10 @@ def analyse_fixed(
     estimates[data.baseline] = 0.0
     naive = max(estimates, key=lambda a: estimates[a])
     return Fixed(
-        false_start=false_start,
+        false_start=false_calls(data, mu, boot, seed, 0.05),
         unadjusted_false=unadjusted,
         first_effective=step.first_effective,
-        truth_in_best=bool(best_arms & set(best.best)),
+        best_in=tuple(a in best.best for a in data.arms if a in best_arms),
         naive_wrong=naive not in best_arms,
         covered=_covered(best.intervals, data.arms, mu),
         best_size=len(best.best),
@@ -175,11 +192,17 @@ class Sequential:
 
 
 def run_sequential(
-    curve: Curve, design: Design, rng: np.random.Generator, boot: int, seed: int
+    curve: Curve,
+    design: Design,
+    rng: np.random.Generator,
+    boot: int,
+    seed: int,
+    margin_pct: float | None = None,
 ) -> Sequential:
     """Looks after the design's cycles; at each, every subset's arms_to_drop at the look's level;
     an arm leaves when every subset drops it. Stops when one arm is left beside the baseline
-    (or none), or at the last look."""
+    (or none), with `margin_pct` when every subset's best set at the look's level is within it
+    (`BestSet.within_margin`), or at the last look."""
     full = simulate(curve, design.looks[-1], rng)
     arms = curve.arms
     dropped: dict[str, int] = {}
@@ -198,6 +221,13 @@ def run_sequential(
             dropped[arm] = cycles
         if len([a for a in arms if a not in dropped]) <= 2 or n == len(looks) - 1:
             break
+        if margin_pct is not None and all(
+            best_set(
+                restrict(d, cycles, dropped), alpha=1.0 - conf, boot=boot, seed=seed
+            ).within_margin(margin_pct)
+            for d in full.values()
+        ):
+            break
     alpha = 1.0 - conf
     best_dropped = False
     truth_in, covered, false_start = True, True, False
@@ -211,10 +241,7 @@ def run_sequential(
         best = best_set(data, alpha=alpha, boot=boot, seed=seed)
         truth_in &= bool(set(winners) & set(best.best))
         covered &= _covered(best.intervals, arms, mu)
-        direction = curve.direction.get(subset, "faster")
-        step = where_gain_starts(data, direction=direction, alpha=alpha, boot=boot, seed=seed)
-        truth = dict(zip(arms, mu, strict=True))
-        false_start |= any(not _is_true(truth[a], direction) for a in step.effective)
+        false_start |= false_calls(data, mu, boot, seed, alpha)
     return Sequential(
         best_dropped, sessions, len(arms) * design.looks[-1], truth_in, covered, false_start,
         cycles,
@@ -224,15 +251,23 @@ def run_sequential(
 # Known curves (percent change per arm against the baseline, the baseline first).
 FLAT = Curve({"prose": pct((0, 0, 0, 0, 0, 0, 0))})
 KNEE = Curve({"prose": pct((0, 0, 0, 0, 8, 10, 11))})  # the gain starts at v4
-INSIDE = Curve({"prose": pct((0, 3, 7, 10, 8, 4, -2))})  # the best, v3, inside the range
+INSIDE = Curve({"prose": pct((0, 3, 7, 10, 9, 4, -2))})  # the best, v3, inside the range
+TIE = Curve({"prose": pct((0, 5, 10, 10, 5, 0, -5))})  # two true bests: each must stay in
+LOSERS = Curve({"prose": pct((0, -20, -8, 6, 10, 9, -12))})  # clear losers at both ends
 REVERSAL = Curve(
     {"structured": pct((0, 6, 9, 11, 12, 12, 12)), "prose": pct((0, -8, -4, 0, 2, 2, 2))},
     direction={"structured": "faster", "prose": "slower"},
     start={"structured": "last", "prose": "first"},
 )  # a loss on prose below v3, a gain on structured everywhere
+HEAVY = replace(
+    KNEE, session_sd=0.03
+)  # sessions twice as noisy: the looks before 4 cycles miss them
 CURVES: tuple[tuple[str, Curve], ...] = (
     ("flat null", FLAT),
     ("knee at v4", KNEE),
     ("best inside (v3)", INSIDE),
+    ("tie at the top", TIE),
+    ("clear losers", LOSERS),
     ("reversal on prose", REVERSAL),
+    ("knee, session-heavy", HEAVY),
 )

@@ -132,8 +132,8 @@ def where_gain_starts(
     start = data.start if start is None else start
     if start not in ("first", "last"):
         raise AnalysisError(f"the step-down starts from 'first' or 'last', not {start!r}")
-    pairs = pair_statistics(data, boot, seed)
     b = data.arms.index(data.baseline)
+    pairs = pair_statistics(data, boot, seed, with_arm=b)
     along = [a for a in data.arms if a != data.baseline]
     order = tuple(reversed(along)) if start == "last" else tuple(along)
     # The symmetric bootstrap-t quantile of each pair at the level, as stats.summarise_resamples.

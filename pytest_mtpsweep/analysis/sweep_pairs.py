@@ -142,7 +142,7 @@ class Pairs:
     """
 
     k: int
-    index: IntArray  # (k, k): the pair row of (i, j), -1 on the diagonal
+    index: IntArray  # (k, k): the pair row of (i, j), -1 on the diagonal and where not computed
     est: FloatArray
     se: FloatArray
     df: FloatArray
@@ -182,11 +182,16 @@ def _spread_of(values: FloatArray, matrix: FloatArray) -> tuple[float, float]:
     return s.se, (prompt_var + s.session_var) ** 2 / den
 
 
-def pair_statistics(data: SweepData, boot: int, seed: int) -> Pairs:
-    """Every pair's estimate, spread and studentized resamples (see the module docstring)."""
+def pair_statistics(data: SweepData, boot: int, seed: int, *, with_arm: int | None = None) -> Pairs:
+    """Every pair's estimate, spread and studentized resamples (see the module docstring); with
+    `with_arm`, only the pairs holding that arm (the step-down needs the baseline's alone).
+    A pair's numbers do not depend on which other pairs are computed."""
     cube = cell_cube(data)
     k = cube.shape[2]
     ii, jj = np.triu_indices(k, 1)
+    if with_arm is not None:
+        keep = (ii == with_arm) | (jj == with_arm)
+        ii, jj = ii[keep], jj[keep]
     index = np.full((k, k), -1, dtype=np.int64)
     index[ii, jj] = index[jj, ii] = np.arange(ii.size)
     matrix = cube[:, :, ii] - cube[:, :, jj]  # (clusters, cycles, pairs)

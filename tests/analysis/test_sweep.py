@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from pytest_mtpsweep.analysis.sequential import Design
 from pytest_mtpsweep.analysis.sweep import (
     SweepData,
     arms_to_drop,
@@ -18,6 +19,15 @@ from pytest_mtpsweep.analysis.sweep import (
 )
 from pytest_mtpsweep.analysis.sweep_pairs import MAX_SWEEP_ARMS, cell_cube
 from pytest_mtpsweep.errors import AnalysisError
+from tests.sweep_sim import (
+    FLAT,
+    INSIDE,
+    LOSERS,
+    analyse_fixed,
+    false_calls,
+    run_sequential,
+    simulate,
+)
 
 ARMS = ("none", "n2", "n3", "n4", "n5", "n6")
 LABELS = ("off", "2", "3", "4", "5", "6")
@@ -172,3 +182,43 @@ def test_cells_average_repeats_and_keep_gaps() -> None:
     assert cube[0, 0].tolist() == [2.0, 2.0] and cube[0, 1].tolist() == [5.0, 6.0]
     by_cycle = cell_cube(SweepData(("a", "b"), "a", y, np.array([1, 1, 2])))
     assert by_cycle.shape == (2, 1, 2)  # without prompts each cycle is the cluster
+
+
+class TestSimulation:
+    """A fast version of bench/sweep_coverage.py on its known curves (tests/sweep_sim.py: t3
+    prompt responses and cell noise, session offsets per arm and cycle, 8 prompts); the seeds are
+    fixed, and each bound sits a few binomial SEs from the bench's figure at 300 replications."""
+
+    def test_the_step_down_holds_family_wise_error_where_per_arm_tests_do_not(self) -> None:
+        # The bench: step-down 0.030, per-arm 95 % intervals 0.113, flat null at 6 cycles.
+        rng = np.random.default_rng(20261206)
+        reps, step_false, per_arm_false = 150, 0, 0
+        for r in range(reps):
+            data = simulate(FLAT, 4, rng)["prose"]
+            step_false += false_calls(data, FLAT.effects["prose"], 1000, r, 0.05)
+            own = where_gain_starts(data, boot=1000, seed=r).intervals
+            per_arm_false += any(iv.low_pct > 0 or iv.high_pct < 0 for iv in own)
+        assert step_false / reps <= 0.06
+        assert per_arm_false / reps > 0.06  # the naive rule must fail, or the test proves nothing
+
+    def test_the_best_set_holds_the_best_where_the_naive_pick_misses(self) -> None:
+        # The bench: best in set 1.000, naive wrong 0.320, coverage 1.000 (300 replications).
+        rng = np.random.default_rng(7)
+        reps, held, naive_wrong, covered = 60, 0, 0, 0
+        for r in range(reps):
+            data = simulate(INSIDE, 6, rng)["prose"]
+            got = analyse_fixed(data, INSIDE.effects["prose"], "faster", 1000, r)
+            held += all(got.best_in)
+            naive_wrong += got.naive_wrong
+            covered += got.covered
+        assert held / reps >= 0.95 and covered / reps >= 0.93
+        assert naive_wrong / reps >= 0.15  # the largest point estimate is often not the best
+
+    def test_looks_drop_losers_and_keep_the_best(self) -> None:
+        design = Design.plan("decided", 2, 8, "pocock", None)
+        rng = np.random.default_rng(11)
+        got = [run_sequential(LOSERS, design, rng, 1000, seed=r) for r in range(10)]
+        assert not any(g.best_dropped for g in got)
+        assert all(g.truth_in_best for g in got)
+        used = sum(g.sessions for g in got) / sum(g.grid for g in got)
+        assert used < 0.8  # losers leave early: fewer sessions than the grid
