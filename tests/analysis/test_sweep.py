@@ -1,0 +1,224 @@
+"""Sweeps along a setting (analysis/sweep.py): the step-down, the best set and the arms dropped on
+data whose answer is known, the refusals before any work, and a fast version of
+bench/sweep_coverage.py that fails if the error rates leave their bounds or the naive rules stop
+failing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_mtpsweep.analysis.sequential import Design
+from pytest_mtpsweep.analysis.sweep import (
+    SweepData,
+    arms_to_drop,
+    best_set,
+    where_gain_starts,
+)
+from pytest_mtpsweep.analysis.sweep_pairs import MAX_SWEEP_ARMS, cell_cube
+from pytest_mtpsweep.errors import AnalysisError
+from tests.sweep_sim import (
+    FLAT,
+    INSIDE,
+    LOSERS,
+    analyse_fixed,
+    false_calls,
+    run_sequential,
+    simulate,
+)
+
+ARMS = ("none", "n2", "n3", "n4", "n5", "n6")
+LABELS = ("off", "2", "3", "4", "5", "6")
+
+
+def sweep(
+    effects_pct: tuple[float, ...],
+    *,
+    prompts: int = 10,
+    cycles: int = 4,
+    noise: float = 0.01,
+    seed: int = 3,
+    start: str = "last",
+) -> SweepData:
+    """Prompts × cycles blocks with the arms' true changes and small normal noise."""
+    rng = np.random.default_rng(seed)
+    mu = np.log1p(np.array(effects_pct) / 100.0)
+    base = 3.0 + 0.3 * rng.standard_normal(prompts)
+    y = base[:, None, None] + mu + noise * rng.standard_normal((prompts, cycles, len(mu)))
+    return SweepData(
+        arms=ARMS[: len(mu)],
+        baseline="none",
+        log_rates=y.reshape(prompts * cycles, len(mu)),
+        clusters=np.tile(np.arange(1, cycles + 1), prompts),
+        prompts=np.repeat(np.arange(prompts), cycles),
+        subset="prose",
+        setting="size_n",
+        labels=LABELS[: len(mu)],
+        start=start,
+    )
+
+
+class TestWhereGainStarts:
+    def test_a_knee_is_found_and_stated_as_a_bound(self) -> None:
+        got = where_gain_starts(sweep((0, 0, 0, 10, 12, 12)), boot=1000)
+        assert got.order == ("n6", "n5", "n4", "n3", "n2")
+        assert got.effective == ("n6", "n5", "n4")
+        assert got.first_effective == "n4"
+        assert got.tested == ("n6", "n5", "n4", "n3")
+        assert got.sentence.startswith("faster than off from size_n 4 up")
+        assert "no evidence at 3 or 2" in got.sentence
+        assert [iv.arm for iv in got.intervals] == ["n2", "n3", "n4", "n5", "n6"]
+        n4 = got.intervals[2]
+        assert n4.low_pct < 10.0 < n4.high_pct and n4.low_pct > 0
+
+    def test_the_sequence_stops_at_its_first_non_rejection(self) -> None:
+        # n3 is faster, but n4 (tested before it from the top) is not: n3 is never tested.
+        got = where_gain_starts(sweep((0, 0, 15, 0, 12, 12)), boot=1000)
+        assert got.effective == ("n6", "n5")
+        assert got.tested == ("n6", "n5", "n4")
+        assert got.intervals[1].low_pct > 0  # n3's own interval excludes 0, unused
+
+    def test_no_gain_and_the_slower_direction_from_the_other_end(self) -> None:
+        none = where_gain_starts(sweep((0, 0, 0, 0, 0, 0)), boot=1000)
+        assert none.effective == () and none.first_effective is None
+        assert none.sentence.startswith("no tested value is faster than off")
+        loss = sweep((0, -9, -5, 0, 3, 3), start="first")
+        got = where_gain_starts(loss, direction="slower", boot=1000)
+        assert got.order[0] == "n2" and got.effective == ("n2", "n3")
+        assert got.sentence.startswith("slower than off from size_n 3 down")
+
+
+class TestBestSet:
+    def test_an_inside_peak_is_the_best_and_neighbours_may_be(self) -> None:
+        got = best_set(sweep((0, 3, 9.8, 10, 4, -2)), boot=1000)
+        assert got.best == ("n3", "n4")  # 9.8 % and 10 %: within the noise
+        by = {iv.arm: iv for iv in got.intervals}
+        assert by["n6"].high_pct == 0.0 and by["n6"].low_pct < -5.0
+        assert by["n3"].low_pct <= 0.0 < by["n3"].high_pct
+        assert "may be best: size_n 3, size_n 4" in got.sentence
+
+    def test_the_baseline_may_be_the_only_best(self) -> None:
+        got = best_set(sweep((0, -6, -8, -10, -9, -7)), boot=1000)
+        assert got.best == ("none",)
+        assert got.sentence.startswith("none may be best but the baseline off")
+        assert got.within_margin(0.0)
+
+    def test_one_clear_best_has_a_positive_lower_end(self) -> None:
+        got = best_set(sweep((0, 2, 4, 20, 5, 3)), boot=1000)
+        assert got.best == ("n4",)
+        assert got.intervals[3].low_pct == 0.0 and got.intervals[3].high_pct > 10.0
+        assert "is the best" in got.sentence
+
+
+class TestArmsToDrop:
+    def test_drops_only_arms_outside_the_best_set_and_never_the_baseline(self) -> None:
+        data = sweep((0, -6, 2, 10, 9, 1))
+        best = best_set(data, alpha=0.02, boot=1000)
+        dropped = dict(arms_to_drop(data, alpha_look=0.02, boot=1000))
+        assert "none" not in dropped
+        assert not set(dropped) & set(best.best)
+        assert {"n2", "n3", "n6"} <= set(dropped)
+        assert "n5 is faster by at least" in dropped["n2"] or "4 is" in dropped["n2"]
+
+    def test_a_margin_keeps_arms_close_to_the_best(self) -> None:
+        data = sweep((0, -6, 6, 10, 9, 1))
+        plain = {a for a, _ in arms_to_drop(data, alpha_look=0.02, boot=1000)}
+        loose = {a for a, _ in arms_to_drop(data, alpha_look=0.02, margin_pct=5.0, boot=1000)}
+        assert "n3" in plain and "n3" not in loose and "n2" in loose
+
+    def test_a_dropped_arm_keeps_its_earlier_cycles(self) -> None:
+        data = sweep((0, -6, 2, 10, 9, 1), cycles=6)
+        y = np.array(data.log_rates)
+        y[np.asarray(data.clusters) > 2, 1] = np.nan  # n2 left after cycle 2
+        later = SweepData(data.arms, "none", y, data.clusters, data.prompts, "prose")
+        step = where_gain_starts(later, boot=1000)
+        assert math.isfinite(step.intervals[0].estimate_pct)
+
+
+class TestRefusals:
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"boot": 10}, "resample count 10 is below"),
+            ({"boot": 10_000_000}, "above"),
+            ({"seed": -1}, "seed -1 is negative"),
+        ],
+    )
+    def test_resampling_bounds(self, change: dict[str, int], message: str) -> None:
+        with pytest.raises(AnalysisError, match=message):
+            best_set(sweep((0, 1, 2)), **change)
+
+    def test_shapes_and_keys(self) -> None:
+        data = sweep((0, 1, 2))
+        bad = [
+            (SweepData(data.arms, "other", data.log_rates, data.clusters), "baseline 'other'"),
+            (SweepData(("a", "a", "b"), "a", data.log_rates, data.clusters), "repeat a key"),
+            (SweepData(data.arms, "none", data.log_rates[:, :2], data.clusters), "not \\(blocks"),
+            (SweepData(data.arms, "none", data.log_rates, data.clusters[:3]), "clusters is"),
+            (SweepData(data.arms, "none", data.log_rates, data.clusters, start="middle"), "'mid"),
+        ]
+        for value, message in bad:
+            with pytest.raises(AnalysisError, match=message):
+                where_gain_starts(value, boot=1000)
+        many = tuple(f"a{i}" for i in range(MAX_SWEEP_ARMS + 1))
+        wide = SweepData(many, "a0", np.zeros((4, len(many))), np.arange(4))
+        with pytest.raises(AnalysisError, match=f"2 to {MAX_SWEEP_ARMS} arms"):
+            best_set(wide, boot=1000)
+        with pytest.raises(AnalysisError, match="pairs × 100000 resamples"):
+            best_set(SweepData(many[:-1], "a0", np.zeros((4, 32)), np.arange(4)), boot=100_000)
+        with pytest.raises(AnalysisError, match="alpha_look"):
+            arms_to_drop(data, alpha_look=0.9, boot=1000)
+        with pytest.raises(AnalysisError, match="margin_pct"):
+            arms_to_drop(data, alpha_look=0.02, margin_pct=-1.0, boot=1000)
+
+
+def test_cells_average_repeats_and_keep_gaps() -> None:
+    y = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])
+    data = SweepData(("a", "b"), "a", y, np.array([1, 1, 2]), np.array([0, 0, 0]))
+    cube = cell_cube(data)
+    assert cube.shape == (1, 2, 2)
+    assert cube[0, 0].tolist() == [2.0, 2.0] and cube[0, 1].tolist() == [5.0, 6.0]
+    by_cycle = cell_cube(SweepData(("a", "b"), "a", y, np.array([1, 1, 2])))
+    assert by_cycle.shape == (2, 1, 2)  # without prompts each cycle is the cluster
+
+
+class TestSimulation:
+    """A fast version of bench/sweep_coverage.py on its known curves (tests/sweep_sim.py: t3
+    prompt responses and cell noise, session offsets per arm and cycle, 8 prompts); the seeds are
+    fixed, and each bound sits a few binomial SEs from the bench's figure at 300 replications."""
+
+    def test_the_step_down_holds_family_wise_error_where_per_arm_tests_do_not(self) -> None:
+        # The bench: step-down 0.030, per-arm 95 % intervals 0.113, flat null at 6 cycles.
+        rng = np.random.default_rng(20261206)
+        reps, step_false, per_arm_false = 150, 0, 0
+        for r in range(reps):
+            data = simulate(FLAT, 4, rng)["prose"]
+            step_false += false_calls(data, FLAT.effects["prose"], 1000, r, 0.05)
+            own = where_gain_starts(data, boot=1000, seed=r).intervals
+            per_arm_false += any(iv.low_pct > 0 or iv.high_pct < 0 for iv in own)
+        assert step_false / reps <= 0.06
+        assert per_arm_false / reps > 0.06  # the naive rule must fail, or the test proves nothing
+
+    def test_the_best_set_holds_the_best_where_the_naive_pick_misses(self) -> None:
+        # The bench: best in set 1.000, naive wrong 0.320, coverage 1.000 (300 replications).
+        rng = np.random.default_rng(7)
+        reps, held, naive_wrong, covered = 60, 0, 0, 0
+        for r in range(reps):
+            data = simulate(INSIDE, 6, rng)["prose"]
+            got = analyse_fixed(data, INSIDE.effects["prose"], "faster", 1000, r)
+            held += all(got.best_in)
+            naive_wrong += got.naive_wrong
+            covered += got.covered
+        assert held / reps >= 0.95 and covered / reps >= 0.93
+        assert naive_wrong / reps >= 0.15  # the largest point estimate is often not the best
+
+    def test_looks_drop_losers_and_keep_the_best(self) -> None:
+        design = Design.plan("decided", 2, 8, "pocock", None)
+        rng = np.random.default_rng(11)
+        got = [run_sequential(LOSERS, design, rng, 1000, seed=r) for r in range(10)]
+        assert not any(g.best_dropped for g in got)
+        assert all(g.truth_in_best for g in got)
+        used = sum(g.sessions for g in got) / sum(g.grid for g in got)
+        assert used < 0.8  # losers leave early: fewer sessions than the grid
