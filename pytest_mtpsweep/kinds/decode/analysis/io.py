@@ -22,7 +22,7 @@ from ....report.images import available as plotting_available
 from ....report.model import Section
 from ....report.save import write_report
 from ....state.runread import RunReader
-from . import pictures
+from . import pictures, sweep
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
 from .pictures import COLUMNS
@@ -293,6 +293,8 @@ def write_outputs(result: AnalysisResult, out: Path, draw: bool = False) -> Anal
     drawn: tuple[Section, ...] = ()
     if draw and forest is not None:
         drawn = pictures.sections(result, pictures.frame(picture_records(result.record_files)))
+    if forest is not None and result.sweep is not None:
+        drawn = (*sweep.picture(result.sweep, out), *drawn)
     report = report_model(result, PageParts(forest=forest, pictures=drawn))
     write_report(report, out, Path(result.run_dirs[0]))
     written = [name for name in OUTPUT_FILES if name != "forest.png" or forest is not None]

@@ -204,6 +204,7 @@ class AnalysisResult:
     equivalence_skipped: str = ""
     acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     sequential: LookState | None = None  # a [stop] design: the look the intervals are at
+    sweep: Any = None  # a [sweep]: sweep.SweepResult (where the gain starts, the best set)
     host_rule: HostRuleEffect = field(default_factory=HostRuleEffect)
     report_md: str = ""
     report: Report | None = None  # the model report.md and report.html were written from

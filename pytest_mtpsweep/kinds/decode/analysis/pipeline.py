@@ -38,6 +38,7 @@ from .model import (
 )
 from .pairing import cell_means, pair_cells
 from .report import render_report
+from .sweep import analyse_sweep
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -331,6 +332,18 @@ def analyse(
         acceptance=draft_acceptance(analysed),
         sequential=look,
         host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
+        sweep=analyse_sweep(
+            analysed,
+            runs[0].plan,
+            subsets=subsets,
+            baseline=settings.baseline,
+            endpoint=settings.primary_endpoint,
+            boot=boot,
+            seed=seed,
+            stop_doc=runs[0].stop_doc,
+        )
+        if not pool
+        else None,
         record_files=tuple(f for run in runs for f in run.record_files),
     )
     return dataclasses.replace(result, report_md=render_report(result))
