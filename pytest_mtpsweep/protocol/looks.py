@@ -20,6 +20,7 @@ from ..ladder import Ladder, SessionSlot
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState, Design
     from ..kindapi import Interim, Kind
+    from .sweeplooks import SweepLooks
 
 
 def check_supported(ladder: Ladder, kind: Kind) -> None:
@@ -99,6 +100,7 @@ class Looks:
     write: Callable[[str, Any], object]  # run_dir.write_json
     taken: list[dict[str, Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
+    sweep: SweepLooks | None = None  # a [sweep]: arms leave at looks; settled stops the run
 
     def due(self, slot: SessionSlot) -> int | None:
         """The look (1-based) to take before this session, if one is due and not yet taken."""
@@ -119,6 +121,9 @@ class Looks:
         else:
             error = ""
         met, why = rule_met(self.design, cells)
+        if self.sweep is not None:  # a sweep stops when settled, not on its cells' rule
+            alpha = 1.0 - self.design.confidence[k - 1]
+            met, why = self.sweep.look(k, self.design.looks[k - 1], alpha)
         entry = {
             "look": k,
             "after_cycle": self.design.looks[k - 1],
@@ -142,4 +147,5 @@ class Looks:
             "design": self.design.to_json(),
             "looks": self.taken,
             "stopped_at": self.stopped["look"] if self.stopped else None,
+            **({"dropped": list(self.sweep.dropped)} if self.sweep is not None else {}),
         }
