@@ -5,7 +5,6 @@ are skipped, stop.json says which left when and why, and a settled sweep stops t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
