@@ -327,11 +327,16 @@ def arms_to_drop(
         if arm == data.baseline or i in m.best or not float(m.u[i]) < limit:
             continue
         j = data.arms[m.nearest[i]]
+        name = (
+            data.label(j)
+            if j == data.baseline or not data.setting
+            else f"{data.setting} {data.label(j)}"
+        )
         out.append(
             (
                 arm,
                 f"surely not the best at the look's {100 * (1 - alpha_look):.2f} % level: "
-                f"{data.label(j)} is faster by at least {to_pct(-float(m.u[i])):.1f} %",
+                f"{name} is faster by at least {to_pct(-float(m.u[i])):.1f} %",
             )
         )
     return tuple(out)
