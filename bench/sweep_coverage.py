@@ -5,6 +5,7 @@ reversal on one subset; per-prompt responses and cell noise t3, session offsets 
 
     python bench/sweep_coverage.py --only fixed --reps 300        # the fixed table (~2 min)
     python bench/sweep_coverage.py --only sequential --reps 200   # the looks (~6 min)
+    python bench/sweep_coverage.py --only sequential --reps 100 --margin 10   # and a margin stop
     python bench/sweep_coverage.py --reps 30                      # a quick look at both
 
 Fixed: every arm over `--cycles` cycles, analysed once at 95 %. Per curve and subset:
@@ -15,8 +16,9 @@ Fixed: every arm over `--cycles` cycles, analysed once at 95 %. Per curve and su
   not a true best; coverage: every arm's simultaneous MCB interval holds its truth;
 Sequential: looks after every cycle pair (Pocock-type spending, `--looks`); at each, an arm
 leaves when every subset's `arms_to_drop` at the look's spent level drops it; the run stops when
-at most one arm is left beside the baseline, or at the last look; the second table adds the
-stop once every subset's best set is within `--margin` % of the best (`BestSet.within_margin`). Best dropped: a unique true
+at most one arm is left beside the baseline, or at the last look; with `--margin`, a second table
+adds the stop once every subset's best set is within that many % of the best
+(`BestSet.within_margin`). Best dropped: a unique true
 best left; sessions: arm-cycle sessions run against the full grid; the best set, coverage and
 the step-down at the stop, at the stop look's level.
 """
@@ -123,7 +125,7 @@ def main() -> int:
     parser.add_argument("--boot", type=int, default=1000)
     parser.add_argument("--cycles", type=int, default=6, help="the fixed design's cycles")
     parser.add_argument("--looks", default="2,12", help="min_cycles,max_cycles (default 2,12)")
-    parser.add_argument("--margin", type=float, default=5.0, help="the margin stop, %% (5)")
+    parser.add_argument("--margin", type=float, help="add a table with the margin stop, %%")
     parser.add_argument("--only", choices=("fixed", "sequential", "both"), default="both")
     args = parser.parse_args()
     if not 1 <= args.reps <= 100_000:
@@ -135,7 +137,7 @@ def main() -> int:
             print(line, flush=True)
         print()
     if args.only in ("sequential", "both"):
-        for margin in (None, args.margin):
+        for margin in (None,) if args.margin is None else (None, args.margin):
             for line in sequential_table(args.reps, args.boot, (low, high), margin):
                 print(line, flush=True)
             print()

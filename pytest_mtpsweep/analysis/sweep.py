@@ -17,11 +17,12 @@ by the kind), the pairs and their resamples from `sweep_pairs.py`.
   (prompt, cycle) as Nelson & Matejcik (1995) pair common random numbers. For each arm i,
   θ_i − max_{j≠i} θ_j gets an interval; the arms whose upper end is above 0 may be best. The
   critical value d holds with probability 1 − alpha for the true best's k − 1 one-sided
-  comparisons: the bootstrap quantile of max_j of the studentized deviations of i − j, taken
-  for every candidate i and the largest kept (the best is unknown), never below the Bonferroni
-  one-sided Student's t (k − 1 comparisons, the smallest df) and capped at twice it, as
-  stats.py caps its bootstrap-t. The baseline is a candidate: "none may be best but the
-  baseline" is an answer. No curve shape is assumed.
+  comparisons: for every candidate i the bootstrap quantile of max_j of the studentized
+  deviations of i − j (the best is unknown, and only pairs holding it need its quantile, so a
+  pair takes the larger of its two arms'), never below the Bonferroni one-sided Student's t
+  (k − 1 comparisons, the pair's df) and capped at twice it, as stats.py caps its
+  bootstrap-t. The baseline is a candidate: "none may be best but the baseline" is an answer.
+  No curve shape is assumed.
 - **Arms to drop at a look** (`arms_to_drop`): the best set at the look's spent two-sided level
   (`analysis/sequential.py`'s repeated-interval level of that look), in the spirit of Kim &
   Nelson's (2001) sequential elimination: an arm leaves when it is surely not the best, i.e.
@@ -327,11 +328,16 @@ def arms_to_drop(
         if arm == data.baseline or i in m.best or not float(m.u[i]) < limit:
             continue
         j = data.arms[m.nearest[i]]
+        name = (
+            data.label(j)
+            if j == data.baseline or not data.setting
+            else f"{data.setting} {data.label(j)}"
+        )
         out.append(
             (
                 arm,
                 f"surely not the best at the look's {100 * (1 - alpha_look):.2f} % level: "
-                f"{data.label(j)} is faster by at least {to_pct(-float(m.u[i])):.1f} %",
+                f"{name} is faster by at least {to_pct(-float(m.u[i])):.1f} %",
             )
         )
     return tuple(out)

@@ -9,8 +9,10 @@ a pair's estimate is the mean over prompts (decode's estimator, `kinds/decode/an
 
 The spread of each pair is `analysis/stats.py`'s: the prompt-level SE, plus the session level
 (`session_spread`) with 4 or more shared cycles. The bootstrap is stats.py's too: one index
-matrix over prompts (`index_matrix`, seeded by the seed and the subset) resamples every pair at
-once (`resample`), so the pairs' joint distribution, which the max statistic needs, is kept.
+matrix over prompts (`index_matrix`, seeded by the seed and the subset, the draw decode's
+contrasts make) resamples every pair at once (`resample`), so the pairs' joint distribution,
+which the max statistic needs, is kept, and an arm's interval against the baseline is decode's
+published one (tests/analysis/test_sweep.py checks it).
 Without prompt labels each cycle is the cluster (one value per cycle: a load ladder's per-block
 endpoint), and the bootstrap resamples cycles.
 """
@@ -201,7 +203,7 @@ def pair_statistics(data: SweepData, boot: int, seed: int, *, with_arm: int | No
     spreads = [_spread_of(values[r], matrix[r]) for r in range(ii.size)]
     se = np.array([s for s, _ in spreads])
     df = np.array([d for _, d in spreads])
-    idx = index_matrix(values.shape[1], boot, seed, f"sweep:{data.subset}")
+    idx = index_matrix(values.shape[1], boot, seed, data.subset)
     step = max(1, CHUNK_VALUES // max(1, boot * values.shape[1]))
     tstar = np.full((ii.size, boot), np.nan)
     for lo in range(0, ii.size, step):
