@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
@@ -59,3 +61,19 @@ def test_the_report_says_where_the_gain_starts_and_the_best_set(tmp_path: Path) 
     assert "where the gain starts" in report and "may be best" in report
     assert "size_n_1 left the run at look 1" in report
     assert "Sessions: 16 of the full grid's 16" in report
+
+
+def test_plan_projects_the_sweep_against_the_full_grid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_mtpsweep.cli import main
+
+    plan = _plan()
+    from pytest_mtpsweep.analysis.sequential import Design as StopDesign
+
+    plan["stop"] = StopDesign.plan("decided", 2, 6, "pocock", None).to_json()
+    run = write_run(tmp_path, DESIGN, make_records(DESIGN, _structured_effects), plan=plan)
+    assert main(["plan", str(run), "--target-width", "5", "--boot", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "Sweep (projected from this pilot" in out
+    assert "against the full grid's 24" in out
