@@ -112,3 +112,19 @@ def test_mirrored_williams_balances_neighbours_and_each_pair(n: int) -> None:
 def test_a_sweep_runs_the_williams_order(tmp_path: Path) -> None:
     lad = load_ladder(write(tmp_path, BASE + SWEEP))
     assert ladder_plan(lad) == run_plan(lad.treatment_keys, 4, WILLIAMS)
+
+
+def test_the_shipped_sweep_ladders_load_with_their_arms() -> None:
+    from tests.ladder.test_load import LADDERS
+
+    demo = load_ladder(LADDERS / "sweep-demo.toml")
+    assert demo.treatment_keys == ("none", "size_m_1", "size_m_6", "size_m_48")
+    assert demo.stop is not None and demo.stop.min_cycles == 2
+    gpu = load_ladder(LADDERS / "lowerarm-sweep.toml")
+    assert gpu.treatment_keys[1:] == tuple(
+        f"gate_{v}" for v in ("0.05", "0.10", "0.25", "0.50", "0.75", "0.90")
+    )
+    assert gpu.treatment("gate_0.25").args == (
+        "--spec-type", "draft-mtp", "--spec-draft-n-max", "6", "--spec-draft-p-min", "0.25",
+    )  # fmt: skip
+    assert gpu.treatment("gate_0.25").memory_step_mib == 256.0
