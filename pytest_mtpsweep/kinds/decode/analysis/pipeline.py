@@ -38,7 +38,7 @@ from .model import (
 )
 from .pairing import cell_means, pair_cells
 from .report import render_report
-from .sweep import analyse_sweep
+from .sweep import analyse_sweep, dropped_arms
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -176,10 +176,22 @@ def _not_run(runs: Sequence[RunData], look: LookState | None) -> tuple[str, ...]
     seen = _reached(runs)
     after = look.design.looks[look.stopped_at - 1] if look and look.stopped_at else None
     cycle = _cycle_of(runs)
+    left = {str(d.get("arm")): d.get("after_cycle") for r in runs for d in dropped_arms(r.stop_doc)}
+    arm = {
+        str(e.get("session")): str(e.get("treatment"))
+        for r in runs
+        for e in (r.plan.get("sessions") or [])
+        if isinstance(e, Mapping)
+    }
+
+    def unneeded(s: str) -> bool:  # after the stopping look, or after its arm left a sweep
+        gone = left.get(arm.get(s, ""))
+        if isinstance(gone, int) and cycle.get(s, 0) > gone:
+            return True
+        return after is not None and cycle.get(s, 0) > after
+
     return tuple(
-        s
-        for s in _plan_sessions(runs, selected=True)
-        if s not in seen and not (after is not None and cycle.get(s, 0) > after)
+        s for s in _plan_sessions(runs, selected=True) if s not in seen and not unneeded(s)
     )
 
 

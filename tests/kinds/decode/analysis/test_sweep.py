@@ -77,3 +77,23 @@ def test_plan_projects_the_sweep_against_the_full_grid(
     out = capsys.readouterr().out
     assert "Sweep (projected from this pilot" in out
     assert "against the full grid's 24" in out
+
+
+def test_a_dropped_arm_s_later_sessions_are_not_missing(tmp_path: Path) -> None:
+    records = [
+        r
+        for r in make_records(DESIGN, _structured_effects)
+        if not (r["treatment"] == "size_n_1" and r["cycle"] > 2)
+    ]
+    run = write_run(tmp_path, DESIGN, records, plan=_plan())
+    (run / "stop.json").write_text(
+        '{"looks": [], "dropped": [{"arm": "size_n_1", "look": 1, "after_cycle": 2, '
+        '"why": "surely not the best"}]}'
+    )
+    result = analyse_run([run], boot=1000, seed=1, out=tmp_path / "out")
+    assert result.not_run == ()
+    assert result.sweep is not None and result.sweep.sessions_run == 14
+    assert (
+        "Sessions: 14 of the full grid's 16 (2 saved"
+        in (tmp_path / "out" / "report.md").read_text()
+    )
