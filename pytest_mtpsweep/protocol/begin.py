@@ -16,6 +16,7 @@ from ..redact import redact_urls
 from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
+from ..state.runread import RunReader
 from . import documents, hostrule, looks, prereg, resume
 from .schedule import Schedule, deadline_from
 from .session import Sessions
@@ -74,7 +75,10 @@ def begin(
         schedule.looks = looks.Looks(design, lambda: interim(path, analysis), f.run_dir.write_json)
         if ladder.sweep is not None and declared.sweep is not None:
             ask = registry.part(declared, "sweep")
-            schedule.looks.sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))
+            sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))
+            if request.resume is not None:  # the arms that left stay gone
+                sweep.restore(RunReader(path).stop_doc)
+            schedule.looks.sweep = sweep
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)
         schedule.deadline_label = at.strftime("%Y-%m-%d %H:%M:%S local")

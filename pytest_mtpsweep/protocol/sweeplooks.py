@@ -7,7 +7,7 @@ max_cycles. Which arm left at which look, and why, goes into stop.json (`dropped
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,18 @@ class SweepLooks:
     subsets: tuple[str, ...]  # the deciding subsets ((): every one)
     ask: Callable[[SweepLookAt], SweepVerdict]  # the kind's sweep_look on this run
     dropped: list[dict[str, Any]] = field(default_factory=list)
+    # --resume: the looks stop.json already holds, each (settled, why), kept as they were
+    restored: dict[int, tuple[bool, str]] = field(default_factory=dict)
+
+    def restore(self, doc: Mapping[str, Any]) -> None:
+        """A resumed run's earlier looks from stop.json: the arms that left stay gone and a
+        look already taken keeps its verdict (the records since would otherwise change it)."""
+        for d in doc.get("dropped", []) if isinstance(doc.get("dropped"), list) else []:
+            if isinstance(d, Mapping) and d.get("arm") in self.arms:
+                self.dropped.append(dict(d))
+        for e in doc.get("looks", []) if isinstance(doc.get("looks"), list) else []:
+            if isinstance(e, Mapping) and isinstance(e.get("look"), int):
+                self.restored[e["look"]] = (bool(e.get("met")), str(e.get("why", "")))
 
     @classmethod
     def for_ladder(cls, ladder: Ladder, ask: Callable[[SweepLookAt], SweepVerdict]) -> SweepLooks:
@@ -38,6 +50,8 @@ class SweepLooks:
 
     def look(self, k: int, after_cycle: int, alpha: float) -> tuple[bool, str]:
         """Look k: the arms that leave are recorded; (settled, why)."""
+        if k in self.restored:
+            return self.restored[k]
         try:
             verdict = self.ask(SweepLookAt(self.active, alpha, self.margin_pct, self.subsets))
         except Exception as exc:  # a look that cannot judge drops nobody; the run goes on

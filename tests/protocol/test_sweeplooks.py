@@ -71,3 +71,23 @@ def test_losing_arms_leave_at_the_first_look_and_the_run_stops(
     assert "ms_8 left the run at look 1 (after cycle 2)" in report
     assert "Sessions: 6 of the full grid's 18 (12 saved" in report
     assert "## Sweep" in (run / "preregistration.md").read_text()
+
+
+def test_a_resumed_sweep_keeps_the_arms_that_left_and_its_looks_verdicts() -> None:
+    asked: list[SweepLookAt] = []
+
+    def ask(at: SweepLookAt) -> SweepVerdict:
+        asked.append(at)
+        return SweepVerdict((("b", "surely slower"),), False, "asked")
+
+    looks = SweepLooks(("a", "b", "c", "d"), 5.0, (), ask)
+    looks.restore(
+        {
+            "looks": [{"look": 1, "met": False, "why": "3 arms still in the run"}],
+            "dropped": [{"arm": "c", "look": 1, "after_cycle": 2, "why": "surely slower"}],
+        }
+    )
+    assert looks.active == ("a", "b", "d")
+    assert looks.look(1, 2, 0.03) == (False, "3 arms still in the run") and not asked
+    assert looks.look(2, 4, 0.03) == (False, "asked")
+    assert asked[0].active == ("a", "b", "d") and looks.active == ("a", "d")
