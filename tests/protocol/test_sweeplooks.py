@@ -63,6 +63,7 @@ def test_losing_arms_leave_at_the_first_look_and_the_run_stops(
     assert stop["stopped_at"] == 1  # one arm is left: the sweep is settled
     assert "1 arm left beside a: ms_0.50" in stop["looks"][0]["why"]
     assert "not needed: ms_8 left the sweep at look 1 after cycle 2" in result.stdout.str()
+    assert "sessions: 6 of the full grid's 18 (12 saved)" in result.stdout.str()
     filed = len(list((run / "sessions").glob("*.json")))
     assert filed == 6  # of the full grid's 3 arms x 6 cycles
     plan = json.loads((run / "plan.json").read_text())

@@ -227,6 +227,27 @@ def headline_lines(result: SweepResult) -> list[str]:
     return lines
 
 
+def terminal_lines(result: SweepResult) -> list[str]:
+    """The sweep's answers as plain lines for the end of a run."""
+    out = [f"sweep along {result.setting}:"]
+    for s in result.subsets:
+        if s.faster is None or s.best is None or s.slower is None:
+            out.append(f"  {s.subset}: no sweep answer ({s.error})")
+            continue
+        loss = f" {s.slower.sentence}" if s.slower.effective else ""
+        out.append(f"  {s.subset}: where the gain starts: {s.faster.sentence}{loss}")
+        out.append(f"  {s.subset}: which may be best: {s.best.sentence}")
+    for d in result.dropped:
+        out.append(f"  {d.get('arm')} left at look {d.get('look')} (after cycle "
+                   f"{d.get('after_cycle')}): {d.get('why')}")  # fmt: skip
+    if result.sessions_grid:
+        out.append(
+            f"  sessions: {result.sessions_run} of the full grid's {result.sessions_grid} "
+            f"({result.sessions_grid - result.sessions_run} saved)"
+        )
+    return out
+
+
 def section(result: SweepResult | None) -> Section | None:
     """The report's sweep section: the sentences, then each arm's intervals per subset."""
     if result is None:
