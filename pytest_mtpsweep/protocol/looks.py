@@ -43,6 +43,12 @@ def describe(ladder: Ladder) -> str:
     if ladder.stop is None:
         return f"{ladder.cycles} cycles"
     looks = range(ladder.stop.min_cycles, ladder.stop.max_cycles + 1, 2)
+    if ladder.sweep is not None:
+        return (
+            f"{ladder.cycles} cycles at most (a sweep: arms surely not the best leave at the "
+            f"looks after {', '.join(map(str, looks))}; it stops once one arm is left or the "
+            f"best set is within ±{ladder.analysis.margin_pct:g} %)"
+        )
     on = f" on {', '.join(ladder.stop.cells)}" if ladder.stop.cells else ""
     return (
         f"{ladder.cycles} cycles at most (stop rule {ladder.stop.rule}{on}, looks after "
