@@ -185,8 +185,8 @@ def _step_sentence(
         return "no value was swept beside the baseline"
     if not effective:
         return (
-            f"no tested value is {direction} than {base} ({level}): the step-down stops at "
-            f"its first, {setting}{data.label(order[0])}"
+            f"no tested value is shown {direction} than {base} ({level}): the step-down "
+            f"stops at its first, {setting}{data.label(order[0])}"
         )
     up = "up" if start == "last" else "down"
     first = data.label(effective[-1])
@@ -272,6 +272,7 @@ def _mcb(pairs: Pairs, alpha: float) -> _Mcb:
             low[i] = min(0.0, float(np.min(np.where(np.isnan(vals), -np.inf, vals))))
     est_m = np.where(np.eye(k, dtype=bool), np.inf, diff)
     est = np.where(np.isnan(est_m), np.inf, est_m).min(axis=1)
+    est = np.where(np.isfinite(est), est, np.nan)  # an arm paired with none has no estimate
     finite_d = d[np.isfinite(d)]
     largest = float(finite_d.max()) if finite_d.size else math.nan
     return _Mcb(u, low, np.maximum(u, 0.0), est, best, largest, nearest)

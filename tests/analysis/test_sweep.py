@@ -88,7 +88,7 @@ class TestWhereGainStarts:
     def test_no_gain_and_the_slower_direction_from_the_other_end(self) -> None:
         none = where_gain_starts(sweep((0, 0, 0, 0, 0, 0)), boot=1000)
         assert none.effective == () and none.first_effective is None
-        assert none.sentence.startswith("no tested value is faster than off")
+        assert none.sentence.startswith("no tested value is shown faster than off")
         loss = sweep((0, -9, -5, 0, 3, 3), start="first")
         got = where_gain_starts(loss, direction="slower", boot=1000)
         assert got.order[0] == "n2" and got.effective == ("n2", "n3")
@@ -216,7 +216,7 @@ class TestSimulation:
     fixed, and each bound sits a few binomial SEs from the bench's figure at 300 replications."""
 
     def test_the_step_down_holds_family_wise_error_where_per_arm_tests_do_not(self) -> None:
-        # The bench: step-down 0.030, per-arm 95 % intervals 0.113, flat null at 6 cycles.
+        # The bench: step-down 0.030, per-arm 95 % intervals 0.110, flat null at 6 cycles.
         rng = np.random.default_rng(20261206)
         reps, step_false, per_arm_false = 150, 0, 0
         for r in range(reps):
