@@ -180,7 +180,7 @@ def _step_sentence(
 ) -> str:
     setting = f"{data.setting} " if data.setting else ""
     base = data.label(data.baseline)
-    level = f"family-wise {100 * alpha:g} %"
+    level = f"family-wise {100 * alpha:.3g} %"
     if not order:
         return "no value was swept beside the baseline"
     if not effective:
@@ -293,7 +293,7 @@ def best_set(data: SweepData, *, alpha: float = 0.05, boot: int = 2000, seed: in
 
 
 def _best_sentence(data: SweepData, best: tuple[str, ...], alpha: float) -> str:
-    level = f"simultaneous {100 * (1 - alpha):g} %"
+    level = f"simultaneous {100 * (1 - alpha):.3g} %"
     setting = f"{data.setting} " if data.setting else ""
     base = data.label(data.baseline)
     if best == (data.baseline,):
