@@ -6,21 +6,26 @@ reversal on one subset; per-prompt responses and cell noise t3, session offsets 
     python bench/sweep_coverage.py --only fixed --reps 300        # the fixed table (~2 min)
     python bench/sweep_coverage.py --only sequential --reps 200   # the looks (~6 min)
     python bench/sweep_coverage.py --only sequential --reps 100 --margin 10   # and a margin stop
+    python bench/sweep_coverage.py --only lfc --reps 400          # the least favourable null
     python bench/sweep_coverage.py --reps 30                      # a quick look at both
 
 Fixed: every arm over `--cycles` cycles, analysed once at 95 %. Per curve and subset:
-- false start: the step-down declared an arm whose true effect is not in its direction
-  (family-wise), against `unadjusted`: some arm's own 95 % interval did (no multiplicity care);
+- false start: the step-down, either direction, declared an arm whose true effect is not in
+  that direction (family-wise), against `unadjusted`: some arm's own 95 % interval did (no
+  multiplicity care);
 - at knee: the step-down's first effective arm is the true first one (power, not error);
-- best in set: the MCB best set holds a true best; naive wrong: the largest point estimate is
-  not a true best; coverage: every arm's simultaneous MCB interval holds its truth;
+- best in set: the smallest share, over the true best arms (each of a tie), of runs whose MCB
+  best set holds it; naive wrong: the largest point estimate is not a true best; coverage:
+  every arm's simultaneous MCB interval holds its truth.
 Sequential: looks after every cycle pair (Pocock-type spending, `--looks`); at each, an arm
 leaves when every subset's `arms_to_drop` at the look's spent level drops it; the run stops when
 at most one arm is left beside the baseline, or at the last look; with `--margin`, a second table
 adds the stop once every subset's best set is within that many % of the best
-(`BestSet.within_margin`). Best dropped: a unique true
-best left; sessions: arm-cycle sessions run against the full grid; the best set, coverage and
-the step-down at the stop, at the stop look's level.
+(`BestSet.within_margin`). Best dropped: a unique true best left; sessions: arm-cycle sessions
+run against the full grid; the best set, coverage and the step-down at the stop, at the stop
+look's level.
+Least favourable (`--only lfc`): a flat null at 8-24 prompts with normal noise, where the
+intervals are nearest their nominal levels.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import argparse
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +42,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_mtpsweep.analysis.sequential import Design
-from tests.sweep_sim import CURVES, Fixed, analyse_fixed, run_sequential, simulate
+from pytest_mtpsweep.analysis.sweep import best_set, where_gain_starts
+from tests.sweep_sim import CURVES, FLAT, Fixed, analyse_fixed, run_sequential, simulate
 
 
 def share(got: list[Fixed], attr: str) -> float:
@@ -119,6 +126,38 @@ def sequential_table(
         )
 
 
+LFC = (  # (prompts, cycles, noise shape, session sd): a flat null, the least favourable case
+    (8, 4, "normal", 0.0),
+    (16, 4, "normal", 0.0),
+    (16, 8, "normal", 0.015),
+    (24, 4, "normal", 0.0),
+)
+
+
+def lfc_table(reps: int, boot: int) -> Iterator[str]:
+    """A flat null at more prompts and normal noise, where the intervals are nearest their
+    nominal levels: each direction's false step-down calls (pre-registered from its own end)
+    and the smallest share of runs whose best set holds a given arm (every arm is a true best)."""
+    yield f"## least favourable: a flat null, prompt sd 2 %, {reps} replications, {boot} resamples"
+    yield f"{'prompts':>7} {'cycles':>6} {'noise':>6} {'session':>7} {'faster':>6} {'slower':>6} {'min in set':>10}"
+    for n, (prompts, cycles, shape, session) in enumerate(LFC):
+        curve = replace(FLAT, prompts=prompts, shape=shape, prompt_sd=0.02, session_sd=session)
+        rng = np.random.default_rng(9000 + n)
+        faster = slower = 0
+        held = np.zeros(len(curve.arms))
+        for r in range(reps):
+            data = simulate(curve, cycles, rng)["prose"]
+            faster += bool(where_gain_starts(data, boot=boot, seed=r).effective)
+            down = where_gain_starts(data, direction="slower", boot=boot, seed=r, start="first")
+            slower += bool(down.effective)
+            best = best_set(data, boot=boot, seed=r).best
+            held += np.array([a in best for a in data.arms])
+        yield (
+            f"{prompts:7d} {cycles:6d} {shape:>6} {session:7.3f} {faster / reps:6.3f} "
+            f"{slower / reps:6.3f} {float(held.min()) / reps:10.3f}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
@@ -126,7 +165,7 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=6, help="the fixed design's cycles")
     parser.add_argument("--looks", default="2,12", help="min_cycles,max_cycles (default 2,12)")
     parser.add_argument("--margin", type=float, help="add a table with the margin stop, %%")
-    parser.add_argument("--only", choices=("fixed", "sequential", "both"), default="both")
+    parser.add_argument("--only", choices=("fixed", "sequential", "lfc", "both"), default="both")
     args = parser.parse_args()
     if not 1 <= args.reps <= 100_000:
         parser.error("--reps must be 1-100000")
@@ -134,6 +173,10 @@ def main() -> int:
     t0 = time.monotonic()
     if args.only in ("fixed", "both"):
         for line in fixed_table(args.reps, args.boot, args.cycles):
+            print(line, flush=True)
+        print()
+    if args.only == "lfc":
+        for line in lfc_table(args.reps, args.boot):
             print(line, flush=True)
         print()
     if args.only in ("sequential", "both"):

@@ -180,13 +180,13 @@ def _step_sentence(
 ) -> str:
     setting = f"{data.setting} " if data.setting else ""
     base = data.label(data.baseline)
-    level = f"family-wise {100 * alpha:g} %"
+    level = f"family-wise {100 * alpha:.3g} %"
     if not order:
         return "no value was swept beside the baseline"
     if not effective:
         return (
-            f"no tested value is {direction} than {base} ({level}): the step-down stops at "
-            f"its first, {setting}{data.label(order[0])}"
+            f"no tested value is shown {direction} than {base} ({level}): the step-down "
+            f"stops at its first, {setting}{data.label(order[0])}"
         )
     up = "up" if start == "last" else "down"
     first = data.label(effective[-1])
@@ -272,6 +272,7 @@ def _mcb(pairs: Pairs, alpha: float) -> _Mcb:
             low[i] = min(0.0, float(np.min(np.where(np.isnan(vals), -np.inf, vals))))
     est_m = np.where(np.eye(k, dtype=bool), np.inf, diff)
     est = np.where(np.isnan(est_m), np.inf, est_m).min(axis=1)
+    est = np.where(np.isfinite(est), est, np.nan)  # an arm paired with none has no estimate
     finite_d = d[np.isfinite(d)]
     largest = float(finite_d.max()) if finite_d.size else math.nan
     return _Mcb(u, low, np.maximum(u, 0.0), est, best, largest, nearest)
@@ -292,7 +293,7 @@ def best_set(data: SweepData, *, alpha: float = 0.05, boot: int = 2000, seed: in
 
 
 def _best_sentence(data: SweepData, best: tuple[str, ...], alpha: float) -> str:
-    level = f"simultaneous {100 * (1 - alpha):g} %"
+    level = f"simultaneous {100 * (1 - alpha):.3g} %"
     setting = f"{data.setting} " if data.setting else ""
     base = data.label(data.baseline)
     if best == (data.baseline,):

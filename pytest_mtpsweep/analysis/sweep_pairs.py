@@ -53,7 +53,9 @@ CHUNK_VALUES = 4_000_000
 class SweepData:
     """One subset's sweep as arrays.
 
-    A block is one (prompt, cycle) pairing unit; decode pairs arms within prompt and cycle.
+    `arms` holds every arm key, the baseline included, in ascending order of the setting (the
+    sentences' "up" and "down" read it so). A block is one (prompt, cycle) pairing unit; decode
+    pairs arms within prompt and cycle.
     `log_rates` is (n_blocks, n_arms), higher is better, NaN where an arm has no value in a
     block (not measured, dropped, invalid). `clusters` is each block's cycle (the session pair);
     `prompts`, each block's prompt, makes the prompt the bootstrap's cluster as in decode (the
