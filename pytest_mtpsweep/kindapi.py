@@ -20,6 +20,9 @@ only when a ladder of that kind is run:
   cycles (optional: a kind without it refuses a `[stop]` ladder in one line).
 - `compare` -> `compare(args, runs) -> int`: `mtpsweep compare RUN_A RUN_B`, two runs' own
   results side by side (optional, likewise).
+- `sweep` -> `sweep_look(run_dir, request, look) -> SweepVerdict`: at a look of a `[stop]`
+  sweep, the arms surely not the best and whether the sweep is settled (optional: without it a
+  sweep's looks drop no arm).
 
 Nothing here imports the rest of the package at run time (but `errors`, when a default refuses
 an option); the names below TYPE_CHECKING are the layers beneath this one (ARCHITECTURE.md,
@@ -67,6 +70,7 @@ class Kind:
     plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
     interim: str | None = None  # -> Interim: the records so far, for a `[stop]` rule's looks
     compare: str | None = None  # -> compare(args, runs) -> exit status: `mtpsweep compare`
+    sweep: str | None = None  # -> SweepLookFn: a `[stop]` sweep's arms to drop at a look
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
@@ -263,4 +267,28 @@ class KindRun(ABC):
 # half-widths from the records so far, what a `[stop]` rule looks at between cycles.
 Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
 # A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required).
-PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim", "compare")
+PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim", "compare", "sweep")
+
+
+@dataclass(frozen=True)
+class SweepLookAt:
+    """What a sweep's look asks the kind: the arms still in the run (the baseline among them),
+    the look's spent two-sided level, the user's margin, the subsets that decide."""
+
+    active: tuple[str, ...]
+    alpha: float
+    margin_pct: float
+    subsets: tuple[str, ...] = ()  # (): every subset
+
+
+@dataclass(frozen=True)
+class SweepVerdict:
+    """A sweep's look: the arms that leave (each with why), and whether the sweep is settled
+    (one arm left, or the best set within the margin) with the reason in words."""
+
+    drops: tuple[tuple[str, str], ...] = ()
+    settled: bool = False
+    why: str = ""
+
+
+SweepLookFn = Callable[[Path, "AnalysisRequest", SweepLookAt], SweepVerdict]

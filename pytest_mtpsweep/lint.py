@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import registry
 from .errors import LadderError, UserError
-from .ladder import Ladder, find_ladder, read_toml, run_plan
+from .ladder import Ladder, find_ladder, ladder_plan, read_toml
 from .ladder.load import field_errors
 from .ladder.stop import early_look_warning
 from .loader import kind_spec_of, load_ladder
@@ -124,7 +124,7 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         run = registry.prepare(ladder, request)
         run.validate_analysis(AnalysisRequest())
         looks.check_supported(ladder, registry.kind(ladder.kind, str(ladder.path)))
-        cases = run.cases(run_plan(ladder.treatment_keys, ladder.cycles))
+        cases = run.cases(ladder_plan(ladder))
         looks.check_cells(ladder, run, cases, selected=False)
     except UserError as exc:
         return "", [_line(ladder.path, str(exc))], []

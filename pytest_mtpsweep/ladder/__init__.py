@@ -4,7 +4,7 @@ loader that asks the registry for a kind's fields is `pytest_mtpsweep.loader`)."
 from .find import find_ladder, search_dirs
 from .load import read_toml
 from .model import Ladder, Treatment
-from .plan import SessionSlot, run_order_key, run_plan, session_label
+from .plan import SessionSlot, ladder_plan, run_order_key, run_plan, session_label
 from .prompts import Prompt, load_prompt_set, select
 from .prompts import digest as prompt_digest
 
@@ -14,6 +14,7 @@ __all__ = [
     "SessionSlot",
     "Treatment",
     "find_ladder",
+    "ladder_plan",
     "load_prompt_set",
     "prompt_digest",
     "read_toml",

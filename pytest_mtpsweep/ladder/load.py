@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from . import hostrule, stop
+from . import hostrule, stop, sweep
 from .attach import attach_fields
 from .fields import (
     MAX_CPU_ID,
@@ -34,7 +34,7 @@ from .model import (
     Preregistration,
     Treatment,
 )
-from .plan import run_plan
+from .plan import ladder_plan
 
 # Tokens one request may ask for: past any context a server supports, and small enough that the
 # disk estimate of a run stays a number (2**63 was once accepted).
@@ -62,6 +62,7 @@ TOP: Spec = {
     "stall_threshold_s": ((int, float), False),
     "stop": (dict, False),
     "host_rule": (dict, False),
+    "sweep": (dict, False),
 }
 MODEL: Spec = {
     "path": (str, False),
@@ -175,6 +176,7 @@ SUBTABLES: tuple[tuple[str, Spec], ...] = (
     ("preflight", PREFLIGHT),
     ("stop", stop.STOP),
     ("host_rule", hostrule.HOST_RULE),
+    ("sweep", sweep.SWEEP),
 )
 
 
@@ -207,6 +209,7 @@ def build(
     model, server = raw.get("model", {}), raw.get("server", {})
     common = set(TOP)
     placement, devices = parse_placement(raw.get("placement", ""), path)
+    swept, treatments = sweep.treatments_with_sweep(raw, path, treatments)
     stop_rule = stop.parse(raw, where or path, treatments)
     preflight = _preflight(raw.get("preflight", {}), path)
     return Ladder(
@@ -244,6 +247,7 @@ def build(
         stall_threshold_s=float(raw.get("stall_threshold_s", DEFAULT_STALL_S)),
         stop=stop_rule,
         host_rule=hostrule.parse(raw.get("host_rule", {}), path, preflight.host_noise_pct),
+        sweep=swept,
     )
 
 
@@ -450,7 +454,7 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             obj: Any = ladder.analysis if name.startswith("analysis.") else ladder
             value = getattr(obj, name.split(".")[-1])
             raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
-    labels = {s.label for s in run_plan(ladder.treatment_keys, ladder.cycles)}
+    labels = {s.label for s in ladder_plan(ladder)}
     reg = ladder.prereg
     for label in (*reg.drop_order, *([reg.never_drop] if reg.never_drop else [])):
         if label not in labels:

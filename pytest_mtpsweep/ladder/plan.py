@@ -1,9 +1,17 @@
-"""The run plan: server sessions in counterbalanced order (ABC CBA …)."""
+"""The run plan: server sessions in counterbalanced order (ABC CBA …; a sweep's many arms in
+mirrored Williams order)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import Ladder
+
+MIRROR = "ABC CBA"
+WILLIAMS = "mirrored Williams"
 
 
 @dataclass(frozen=True)
@@ -35,11 +43,18 @@ class SessionSlot:
         return f"{self.treatment}:c{self.cycle}"
 
 
-def run_plan(treatment_keys: Sequence[str], cycles: int) -> list[SessionSlot]:
-    """Odd cycles in ladder order, even cycles in exact reverse (ABC CBA …), numbered from 1."""
+def run_plan(treatment_keys: Sequence[str], cycles: int, design: str = MIRROR) -> list[SessionSlot]:
+    """Odd cycles in ladder order, even cycles in exact reverse (ABC CBA …), numbered from 1.
+
+    With `design=WILLIAMS` (a sweep) the odd cycle of pair k runs row k of a Williams square
+    (rows taken in turn) and the even cycle its exact reverse: each pair still cancels a linear
+    drift, and over 2n cycles every arm directly follows every other equally often (twice), so
+    first-order carry-over is balanced too, for an even or odd number of arms."""
     slots: list[SessionSlot] = []
+    keys = list(treatment_keys)
     for cycle in range(1, cycles + 1):
-        order = list(treatment_keys) if cycle % 2 == 1 else list(reversed(treatment_keys))
+        row = williams_row(keys, (cycle - 1) // 2) if design == WILLIAMS else keys
+        order = row if cycle % 2 == 1 else list(reversed(row))
         for key in order:
             slots.append(SessionSlot(len(slots) + 1, key, cycle))
     return slots
@@ -53,3 +68,33 @@ def session_label(slot: SessionSlot) -> str:
 def run_order_key(slot: SessionSlot, position: int) -> tuple[int, int]:
     """Sort key of a measurement: its session's ordinal, then its position in the session."""
     return (slot.ordinal, position)
+
+
+def williams_row(keys: Sequence[str], row: int) -> list[str]:
+    """Row `row` (mod n) of the cyclic Williams square on `keys`: 0, 1, n-1, 2, n-2, … shifted.
+
+    Its rows and their reverses hold every ordered neighbour pair equally often (Williams 1949).
+    """
+    n = len(keys)
+    first: list[int] = []
+    low, high = 0, n - 1
+    for i in range(n):
+        if i % 2 == 0:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    # 0, n-1, 1, n-2 …: rotate so the sequence reads 0, 1, n-1, 2, n-2 (the usual first row)
+    first = [0] + [(n - x) % n for x in first[1:]] if n > 1 else first
+    return [keys[(x + row) % n] for x in first]
+
+
+def plan_design(ladder: Ladder) -> str:
+    """The ladder's cycle order: mirrored Williams for a sweep, ABC CBA otherwise."""
+    return WILLIAMS if ladder.sweep is not None else MIRROR
+
+
+def ladder_plan(ladder: Ladder) -> list[SessionSlot]:
+    """The ladder's sessions in run order, in its design."""
+    return run_plan(ladder.treatment_keys, ladder.cycles, plan_design(ladder))

@@ -10,15 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import registry
 from ..ladder import Ladder, SessionSlot
 from ..redact import redact_urls
 from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
+from ..state.runread import RunReader
 from . import documents, hostrule, looks, prereg, resume
 from .schedule import Schedule, deadline_from
 from .session import Sessions
 from .setup import Resolved
+from .sweeplooks import SweepLooks
 
 if TYPE_CHECKING:
     from ..kindapi import Case, Kind, KindRun
@@ -70,6 +73,12 @@ def begin(
     if design is not None and declared.interim is not None:
         interim, path, analysis = looks.interim_of(declared), f.run_dir.path, request.analysis
         schedule.looks = looks.Looks(design, lambda: interim(path, analysis), f.run_dir.write_json)
+        if ladder.sweep is not None and declared.sweep is not None:
+            ask = registry.part(declared, "sweep")
+            sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))
+            if request.resume is not None:  # the arms that left stay gone
+                sweep.restore(RunReader(path).stop_doc)
+            schedule.looks.sweep = sweep
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)
         schedule.deadline_label = at.strftime("%Y-%m-%d %H:%M:%S local")

@@ -21,6 +21,7 @@ from ..ladder import Ladder, SessionSlot
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState, Design
     from ..kindapi import Case, Interim, Kind, KindRun
+    from .sweeplooks import SweepLooks
 
 
 def check_supported(ladder: Ladder, kind: Kind) -> None:
@@ -74,6 +75,12 @@ def describe(ladder: Ladder) -> str:
     if ladder.stop is None:
         return f"{ladder.cycles} cycles"
     looks = range(ladder.stop.min_cycles, ladder.stop.max_cycles + 1, 2)
+    if ladder.sweep is not None:
+        return (
+            f"{ladder.cycles} cycles at most (a sweep: arms surely not the best leave at the "
+            f"looks after {', '.join(map(str, looks))}; it stops once one arm is left or the "
+            f"best set is within ±{ladder.analysis.margin_pct:g} %)"
+        )
     on = f" on {', '.join(ladder.stop.cells)}" if ladder.stop.cells else ""
     return (
         f"{ladder.cycles} cycles at most (stop rule {ladder.stop.rule}{on}, looks after "
@@ -131,6 +138,7 @@ class Looks:
     write: Callable[[str, Any], object]  # run_dir.write_json
     taken: list[dict[str, Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
+    sweep: SweepLooks | None = None  # a [sweep]: arms leave at looks; settled stops the run
 
     def due(self, slot: SessionSlot) -> int | None:
         """The look (1-based) to take before this session, if one is due and not yet taken."""
@@ -151,6 +159,9 @@ class Looks:
         else:
             error = ""
         met, why = rule_met(self.design, cells)
+        if self.sweep is not None:  # a sweep stops when settled, not on its cells' rule
+            alpha = 1.0 - self.design.confidence[k - 1]
+            met, why = self.sweep.look(k, self.design.looks[k - 1], alpha)
         entry = {
             "look": k,
             "after_cycle": self.design.looks[k - 1],
@@ -174,4 +185,5 @@ class Looks:
             "design": self.design.to_json(),
             "looks": self.taken,
             "stopped_at": self.stopped["look"] if self.stopped else None,
+            **({"dropped": list(self.sweep.dropped)} if self.sweep is not None else {}),
         }

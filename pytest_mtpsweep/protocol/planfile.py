@@ -83,6 +83,7 @@ def plan_document(
         },
         "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
         **own,
+        **({"sweep": ladder.sweep.document()} if ladder.sweep else {}),
         **({"stop": dict(stop)} if stop else {}),
         **({"host_rule": dict(host_rule)} if host_rule else {}),
         "sessions": [

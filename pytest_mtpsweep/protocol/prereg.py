@@ -58,6 +58,7 @@ def render(
         "",
         *endpoints,
         "",
+        *(ladder.sweep.prereg_lines(ladder.baseline) if ladder.sweep else []),
         *stopping,
         *host,
         "## Curtailment",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import options, registry, schema
 from ..errors import OptionError, ProvisionError
-from ..ladder import Ladder, SessionSlot, find_ladder, run_plan
+from ..ladder import Ladder, SessionSlot, find_ladder, ladder_plan
 from ..ladder.attach import one_server
 from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
@@ -75,7 +75,7 @@ class Run:
         if request.resume is not None and ladder.stop is not None:
             resume.check_stop_file(request.resume)  # before preflight: it starts nothing
         kind.validate_analysis(request.analysis)
-        plan = run_plan(ladder.treatment_keys, ladder.cycles)
+        plan = ladder_plan(ladder)
         looks.check_cells(ladder, kind, kind.cases(plan), selected=False)
         return cls(request, ladder, declared, kind, plan)
 

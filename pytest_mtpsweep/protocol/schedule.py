@@ -107,8 +107,11 @@ class Schedule:
         """
         if self.looks is not None and slot.name not in self.decided:
             k = self.looks.due(slot)
-            if k is not None and self.looks.take(k):
-                self._stop_by_rule(k)
+            if k is not None:
+                met = self.looks.take(k)
+                self._arms_left()
+                if met:
+                    self._stop_by_rule(k)
         if slot.name in self.decided:
             raise Decided(self.decided[slot.name])
         if slot.name in self.done:
@@ -122,11 +125,23 @@ class Schedule:
         if slot.name in self.dropped:
             raise Curtailed(self.dropped[slot.name])
 
+    def _arms_left(self) -> None:
+        """A sweep's dropped arms: their sessions after the look are not needed."""
+        sweep = self.looks.sweep if self.looks is not None else None
+        for d in sweep.dropped if sweep is not None else ():
+            for s in self.selected:
+                later = s.treatment == d["arm"] and s.cycle > d["after_cycle"]
+                if later and s.name not in self.done and s.name not in self.decided:
+                    self.decided[s.name] = (
+                        f"not needed: {d['arm']} left the sweep at look {d['look']} after "
+                        f"cycle {d['after_cycle']} ({d['why']})"
+                    )
+
     def _stop_by_rule(self, k: int) -> None:
         assert self.looks is not None and self.looks.stopped is not None
         after = self.looks.stopped["after_cycle"]
-        for s in self.selected:
-            if s.cycle > after and s.name not in self.done:
+        for s in self.selected:  # an arm that left keeps its own reason
+            if s.cycle > after and s.name not in self.done and s.name not in self.decided:
                 self.decided[s.name] = (
                     f"not needed: the stop rule was met at look {k} after cycle {after} "
                     f"({self.looks.stopped['why']})"

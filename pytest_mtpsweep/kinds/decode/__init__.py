@@ -19,6 +19,7 @@ KIND = Kind(
     analyse=f"{__name__}.analysis:analyse_command",
     plan=f"{__name__}.plan:plan_command",
     interim=f"{__name__}.analysis:interim",  # the published cells so far, for [stop]
+    sweep=f"{__name__}.analysis.sweeplook:sweep_look",  # a [stop] sweep's arms to drop
     compare=f"{__name__}.analysis:compare_command",
     options=(
         Opt(

@@ -48,4 +48,36 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     )
     if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(terminal(result.unreadable))
+    if result.sweep is not None:
+        print("\n".join(sweep_lines(result.sweep, run.plan, cycles_run, measured, args.max_cycles)))
     return EXIT_OK
+
+
+def sweep_lines(
+    sweep: Any, plan: Mapping[str, Any], cycles_run: int, measured: list[Any], top: int
+) -> list[str]:
+    """A sweep's projected sessions and hours against the full grid (`analysis.sweep_planning`)."""
+    from ...analysis.sweep_planning import ArmEstimate, plan_sweep
+
+    estimates = [
+        ArmEstimate(iv.arm, s.subset, iv.estimate_pct, (iv.high_pct - iv.low_pct) / 2.0)
+        for s in sweep.subsets
+        if s.faster is not None
+        for iv in s.faster.intervals
+    ]
+    stop = plan.get("stop") or {}
+    looks = [int(k) for k in stop.get("looks", [])] or list(range(2, top + 1, 2))
+    levels = [float(c) for c in stop.get("confidence", [])] or [0.95] * len(looks)
+    subsets = tuple(dict.fromkeys(str(c).partition(":")[2] for c in stop.get("cells", [])))
+    durations = [float(m["duration_s"]) for m in measured]
+    projected = plan_sweep(
+        estimates,
+        arms=sweep.arms,
+        baseline=sweep.baseline,
+        pilot_cycles=max(cycles_run, 1),
+        looks=looks,
+        confidence=levels,
+        subsets=subsets,
+        session_s=sum(durations) / len(durations) if durations else None,
+    )
+    return projected.lines(sweep.baseline)

@@ -87,6 +87,10 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     out = Path(result.out_dir) if result.out_dir else None
     also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
     also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
+    if result.sweep is not None:
+        from .sweep import terminal_lines as sweep_lines
+
+        also = [*sweep_lines(result.sweep), *also]
     if result.unreadable:
         also.insert(0, terminal(result.unreadable))
     return EndAnalysis(

@@ -16,13 +16,13 @@ import pandas as pd
 
 from .... import schema
 from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ....errors import AnalysisError
+from ....errors import AnalysisError, UserError
 from ....recordlines import read_lines
 from ....report.images import available as plotting_available
 from ....report.model import Section
 from ....report.save import write_report
 from ....state.runread import RunReader
-from . import pictures
+from . import pictures, sweep
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
 from .pictures import COLUMNS
@@ -121,7 +121,23 @@ def load_run(run_dir: Path) -> RunData:
         quarantined=tuple(quarantined),
         notes=tuple(notes),
         stops=tuple(stops),
+        sweep_dropped=_sweep_dropped(run, plan, notes),
     )
+
+
+def _sweep_dropped(
+    run: RunReader, plan: Mapping[str, Any], notes: list[str]
+) -> tuple[Mapping[str, Any], ...]:
+    """A sweep's dropped arms as stop.json names them (read only for a sweep run)."""
+    if not isinstance(plan.get("sweep"), Mapping):
+        return ()
+    try:
+        doc = run.stop_doc
+    except UserError as exc:
+        notes.append(f"the sweep's dropped arms are not named: {exc}")
+        return ()
+    value = doc.get("dropped", [])
+    return tuple(d for d in value if isinstance(d, Mapping)) if isinstance(value, list) else ()
 
 
 def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
@@ -291,6 +307,8 @@ def write_outputs(result: AnalysisResult, out: Path, draw: bool = False) -> Anal
     drawn: tuple[Section, ...] = ()
     if draw and forest is not None:
         drawn = pictures.sections(result, pictures.frame(picture_records(result.record_files)))
+    if forest is not None and result.sweep is not None:
+        drawn = (*sweep.picture(result.sweep, out), *drawn)
     report = report_model(result, PageParts(forest=forest, pictures=drawn))
     write_report(report, out, Path(result.run_dirs[0]))
     written = [name for name in OUTPUT_FILES if name != "forest.png" or forest is not None]

@@ -125,6 +125,9 @@ class RunData:
     notes: tuple[str, ...] = ()
     # What cut the run short (protocol stop, deadline stop, curtailment): the report's limits.
     stops: tuple[str, ...] = ()
+    # A sweep's arms that left at a look ({arm, look, after_cycle, why}), from stop.json: only
+    # which arm left and why; the decisions themselves are recomputed from the records.
+    sweep_dropped: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def ladder(self) -> str | None:
@@ -205,6 +208,7 @@ class AnalysisResult:
     equivalence_skipped: str = ""
     acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
     sequential: LookState | None = None  # a [stop] design: the look the intervals are at
+    sweep: Any = None  # a [sweep]: sweep.SweepResult (where the gain starts, the best set)
     host_rule: HostRuleEffect = field(default_factory=HostRuleEffect)
     report_md: str = ""
     report: Report | None = None  # the model report.md and report.html were written from

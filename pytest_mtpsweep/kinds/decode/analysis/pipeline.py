@@ -38,6 +38,7 @@ from .model import (
 )
 from .pairing import cell_means, pair_cells
 from .report import render_report
+from .sweep import analyse_sweep
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -175,10 +176,22 @@ def _not_run(runs: Sequence[RunData], look: LookState | None) -> tuple[str, ...]
     seen = _reached(runs)
     after = look.design.looks[look.stopped_at - 1] if look and look.stopped_at else None
     cycle = _cycle_of(runs)
+    left = {str(d.get("arm")): d.get("after_cycle") for r in runs for d in r.sweep_dropped}
+    arm = {
+        str(e.get("session")): str(e.get("treatment"))
+        for r in runs
+        for e in (r.plan.get("sessions") or [])
+        if isinstance(e, Mapping)
+    }
+
+    def unneeded(s: str) -> bool:  # after the stopping look, or after its arm left a sweep
+        gone = left.get(arm.get(s, ""))
+        if isinstance(gone, int) and cycle.get(s, 0) > gone:
+            return True
+        return after is not None and cycle.get(s, 0) > after
+
     return tuple(
-        s
-        for s in _plan_sessions(runs, selected=True)
-        if s not in seen and not (after is not None and cycle.get(s, 0) > after)
+        s for s in _plan_sessions(runs, selected=True) if s not in seen and not unneeded(s)
     )
 
 
@@ -331,6 +344,18 @@ def analyse(
         acceptance=draft_acceptance(analysed),
         sequential=look,
         host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
+        sweep=analyse_sweep(
+            analysed,
+            runs[0].plan,
+            subsets=subsets,
+            baseline=settings.baseline,
+            endpoint=settings.primary_endpoint,
+            boot=boot,
+            seed=seed,
+            dropped=runs[0].sweep_dropped,
+        )
+        if not pool
+        else None,
         record_files=tuple(f for run in runs for f in run.record_files),
     )
     # The rule at the run's last look, from these records: what the run-time look saw

@@ -16,7 +16,7 @@ from ....report.document import anchor
 from ....report.mdtext import Md, md_code, md_text
 from ....report.model import Block, Figure, Report, Role, Section, Table, Text, text
 from ....report.render_md import markdown
-from . import devices, hostrule
+from . import devices, hostrule, sweep
 from . import report_page as page
 from .model import ENDPOINT_LABELS, AnalysisResult
 from .report_diagnostics import (
@@ -264,6 +264,7 @@ def report_model(result: AnalysisResult, parts: page.PageParts | None = None) ->
     found: list[Section | None] = []
     if paired:
         found += [
+            sweep.section(result.sweep),
             _headline(result, parts.forest),
             _as(devices.render(result.per_device, result.settings.primary_endpoint), "headline"),
             _as(hostrule.section(result.host_rule, result.published), "headline",

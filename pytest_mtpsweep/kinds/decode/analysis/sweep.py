@@ -1,0 +1,349 @@
+"""A decode sweep: per subset, where the gain (or a loss) starts along the setting and which
+settings may be best, from the records paired by prompt and cycle; the arms a `[stop]` sweep
+dropped and at which look; the report's section and its picture.
+
+The statistics are `analysis/sweep.py`'s (kind-neutral); this module builds its `SweepData` from
+the decode records (`pairing.cell_means`: repeats averaged per prompt and cycle, the published
+endpoint's rate) and words the answers for the report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ....analysis.sweep import BestSet, StepDown, SweepData, best_set, where_gain_starts
+from ....errors import AnalysisError
+from ....report.mdtext import md_code, md_text
+from ....report.model import Figure, Section, Table, text
+from .pairing import cell_means
+
+TITLE = "Along the setting"
+
+
+@dataclass(frozen=True)
+class ArmFacts:
+    """One arm's draft acceptance and, if a look dropped it, when and why."""
+
+    arm: str
+    value: str
+    drafted: int
+    accepted: int
+    dropped_look: int | None = None
+    dropped_after_cycle: int | None = None
+    dropped_why: str = ""
+
+    @property
+    def acceptance_pct(self) -> float:
+        return 100.0 * self.accepted / self.drafted if self.drafted > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class SubsetSweep:
+    """One subset's answers: the step-downs both ways, the best set, each arm's facts."""
+
+    subset: str
+    faster: StepDown | None
+    slower: StepDown | None
+    best: BestSet | None
+    arms: tuple[ArmFacts, ...]
+    error: str = ""  # why the statistics could not be computed on this subset
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The sweep's analysis: the setting, the arms along it, and each subset's answers."""
+
+    setting: str
+    start: str  # "high" or "low"
+    baseline: str
+    arms: tuple[str, ...]
+    values: tuple[str, ...]
+    subsets: tuple[SubsetSweep, ...]
+    dropped: tuple[Mapping[str, Any], ...] = ()
+    sessions_run: int = 0
+    sessions_grid: int = 0
+
+
+def sweep_data(
+    analysed: pd.DataFrame,
+    subset: str,
+    arms: Sequence[str],
+    baseline: str,
+    endpoint: str,
+    *,
+    setting: str = "",
+    labels: Sequence[str] = (),
+    start: str = "high",
+) -> SweepData:
+    """One subset's (prompt, cycle) blocks x arms of log rates (NaN where an arm has none)."""
+    cells = cell_means(analysed[analysed["subset"] == subset])
+    cells = cells[(cells["endpoint"] == endpoint) & cells["treatment"].isin([baseline, *arms])]
+    order = [baseline, *arms]
+    if cells.empty:
+        raise AnalysisError(f"no valid {subset} records of the sweep's arms to analyse")
+    wide = cells.pivot_table(
+        index=["run_id", "prompt_id", "cycle"], columns="treatment", values="rate", aggfunc="mean"
+    ).reindex(columns=order)
+    rates = wide.to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(rates > 0, np.log(rates), np.nan)
+    index = wide.index.to_frame(index=False)
+    return SweepData(
+        arms=tuple(order),
+        baseline=baseline,
+        log_rates=logs,
+        clusters=index["cycle"].to_numpy(),
+        prompts=index["prompt_id"].astype(str).to_numpy(),
+        subset=subset,
+        setting=setting,
+        labels=tuple([baseline, *labels]) if labels else (),
+        start="last" if start == "high" else "first",
+    )
+
+
+def _acceptance(analysed: pd.DataFrame, subset: str, arm: str) -> tuple[int, int]:
+    mine = analysed[(analysed["subset"] == subset) & (analysed["treatment"] == arm)]
+    if "draft_n" not in mine or mine.empty:
+        return 0, 0
+    drafted = mine[mine["draft_n"].notna()]
+    return int(drafted["draft_n"].sum()), int(drafted["draft_n_accepted"].fillna(0).sum())
+
+
+def analyse_sweep(
+    analysed: pd.DataFrame,
+    plan: Mapping[str, Any],
+    *,
+    subsets: Sequence[str],
+    baseline: str,
+    endpoint: str,
+    boot: int,
+    seed: int,
+    dropped: Sequence[Mapping[str, Any]] = (),
+) -> SweepResult | None:
+    """The sweep's answers per subset (None: plan.json has no sweep)."""
+    doc = plan.get("sweep")
+    if not isinstance(doc, Mapping):
+        return None
+    arms = tuple(str(a) for a in doc.get("arms", []))
+    if baseline in arms or not arms:  # another baseline's analysis (a secondary contrast)
+        return None
+    axes = doc.get("axes", [])
+    values = _values(axes, len(arms))
+    setting = str(doc.get("setting", ""))
+    start = str(doc.get("from", "high"))
+    dropped = tuple(dropped)
+    by_arm = {str(d.get("arm")): d for d in dropped}
+    out = []
+    for subset in subsets:
+        facts = []
+        for arm, value in zip(arms, values, strict=True):
+            d = by_arm.get(arm, {})
+            n, acc = _acceptance(analysed, subset, arm)
+            facts.append(
+                ArmFacts(
+                    arm,
+                    value,
+                    n,
+                    acc,
+                    _int(d.get("look")),
+                    _int(d.get("after_cycle")),
+                    str(d.get("why", "")),
+                )
+            )
+        try:
+            data = sweep_data(analysed, subset, arms, baseline, endpoint, setting=setting,
+                              labels=list(values), start=start)  # fmt: skip
+            faster = where_gain_starts(data, direction="faster", boot=boot, seed=seed)
+            slower = where_gain_starts(data, direction="slower", boot=boot, seed=seed)
+            best = best_set(data, boot=boot, seed=seed)
+        except AnalysisError as exc:
+            out.append(SubsetSweep(subset, None, None, None, tuple(facts), str(exc)))
+            continue
+        out.append(SubsetSweep(subset, faster, slower, best, tuple(facts)))
+    run = analysed[["run_id", "session"]].drop_duplicates() if "session" in analysed else ()
+    grid = len(plan.get("sessions", []))
+    return SweepResult(setting, start, baseline, arms, values, tuple(out), dropped,
+                       len(run), grid)  # fmt: skip
+
+
+def _values(axes: Any, n: int) -> tuple[str, ...]:
+    """Each arm's value(s) in words (a grid's as a/b), in arm order."""
+    if not isinstance(axes, list) or not axes:
+        return tuple("" for _ in range(n))
+    first = [str(v) for v in axes[0].get("values", [])]
+    if len(axes) == 1:
+        return tuple(first)
+    second = [str(v) for v in axes[1].get("values", [])]
+    return tuple(f"{a}/{b}" for a in first for b in second)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.1f} %" if math.isfinite(v) else "n/a"
+
+
+def headline_lines(result: SweepResult) -> list[str]:
+    """The headline sentences: where the gain starts and which settings may be best, per
+    subset; the arms the looks dropped; the sessions against the full grid."""
+    lines = []
+    for s in result.subsets:
+        if s.error:
+            lines.append(f"- **{md_text(s.subset)}**: no sweep answer ({md_text(s.error)}).")
+            continue
+        assert s.faster is not None and s.slower is not None and s.best is not None
+        where = s.faster.sentence
+        if s.slower.effective:
+            where += " " + s.slower.sentence
+        lines.append(f"- **{md_text(s.subset)}**, where the gain starts: {md_text(where)}")
+        lines.append(f"- **{md_text(s.subset)}**, which settings may be best: "
+                     f"{md_text(s.best.sentence)}")  # fmt: skip
+    for d in result.dropped:
+        lines.append(
+            f"- {md_text(str(d.get('arm')))} left the run at look {d.get('look')} (after cycle "
+            f"{d.get('after_cycle')}): {md_text(str(d.get('why', '')))}."
+        )
+    if result.sessions_grid:
+        saved = result.sessions_grid - result.sessions_run
+        lines.append(
+            f"- Sessions: {result.sessions_run} of the full grid's {result.sessions_grid} "
+            f"({saved} saved by the stop rule and the dropped arms)."
+        )
+    return lines
+
+
+def terminal_lines(result: SweepResult) -> list[str]:
+    """The sweep's answers as plain lines for the end of a run."""
+    out = [f"sweep along {result.setting}:"]
+    for s in result.subsets:
+        if s.faster is None or s.best is None or s.slower is None:
+            out.append(f"  {s.subset}: no sweep answer ({s.error})")
+            continue
+        loss = f" {s.slower.sentence}" if s.slower.effective else ""
+        out.append(f"  {s.subset}: where the gain starts: {s.faster.sentence}{loss}")
+        out.append(f"  {s.subset}: which may be best: {s.best.sentence}")
+    for d in result.dropped:
+        out.append(f"  {d.get('arm')} left at look {d.get('look')} (after cycle "
+                   f"{d.get('after_cycle')}): {d.get('why')}")  # fmt: skip
+    if result.sessions_grid:
+        out.append(
+            f"  sessions: {result.sessions_run} of the full grid's {result.sessions_grid} "
+            f"({result.sessions_grid - result.sessions_run} saved)"
+        )
+    return out
+
+
+def section(result: SweepResult | None) -> Section | None:
+    """The report's sweep section: the sentences, then each arm's intervals per subset."""
+    if result is None:
+        return None
+    rows: list[tuple[object, ...]] = []
+    for s in result.subsets:
+        faster = {iv.arm: iv for iv in (s.faster.intervals if s.faster else ())}
+        mcb = {iv.arm: iv for iv in (s.best.intervals if s.best else ())}
+        best = set(s.best.best) if s.best else set()
+        for f in s.arms:
+            iv, m = faster.get(f.arm), mcb.get(f.arm)
+            rows.append((
+                s.subset, f.arm, f.value,
+                _pct(iv.estimate_pct) if iv else "",
+                f"[{_pct(iv.low_pct)}, {_pct(iv.high_pct)}]" if iv else "",
+                f"[{_pct(m.low_pct)}, {_pct(m.high_pct)}]" if m else "",
+                "yes" if f.arm in best else "no",
+                f"{f.acceptance_pct:.0f} %" if f.drafted else "n/a",
+                f"look {f.dropped_look}" if f.dropped_look else "",
+            ))  # fmt: skip
+        if s.best and result.baseline in best:
+            rows.append((s.subset, result.baseline, "baseline", "", "", "", "yes", "n/a", ""))
+    lead = (
+        f"{md_code(result.setting)} from {md_text(result.start)}: each arm against "
+        f"{md_text(result.baseline)} (the step-down's 95 % intervals), and against the best of "
+        "the others (simultaneous 95 %, multiple comparisons with the best)."
+    )
+    table = Table(
+        ("subset", "arm", "value", "vs baseline", "95 % interval", "vs best of others",
+         "may be best", "draft acceptance", "dropped"),
+        tuple(rows),
+        lead=lead,
+    )  # fmt: skip
+    return Section(TITLE, (text(*headline_lines(result)), table), role="headline")
+
+
+def figure(result: SweepResult) -> Any | None:
+    """The gain along the setting per subset (intervals, dropped arms marked at their look),
+    beside draft acceptance along the setting; None when there is nothing to draw."""
+    from matplotlib.figure import Figure
+
+    subsets = [s for s in result.subsets if s.faster is not None]
+    if not subsets:
+        return None
+    fig = Figure(figsize=(4.2 * len(subsets) + 3.5, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(subsets) + 1, squeeze=False)[0]
+    x = np.arange(len(result.arms))
+    for ax, s in zip(axes, subsets, strict=False):
+        assert s.faster is not None
+        ivs = {iv.arm: iv for iv in s.faster.intervals}
+        best = set(s.best.best) if s.best else set()
+        ax.axhline(0.0, color="0.4", linewidth=0.8)
+        for xi, f in zip(x, s.arms, strict=True):
+            iv = ivs.get(f.arm)
+            if iv is None or not math.isfinite(iv.estimate_pct):
+                continue
+            colour = "C2" if f.arm in best else "C0"
+            ax.plot([xi, xi], [iv.low_pct, iv.high_pct], color=colour, linewidth=1.4)
+            ax.plot([xi], [iv.estimate_pct], marker="o", color=colour)
+            if f.dropped_look:
+                ax.plot([xi], [iv.estimate_pct], marker="x", color="C3", markersize=11)
+                ax.annotate(f"dropped, look {f.dropped_look}", (xi, iv.high_pct),
+                            fontsize="x-small", ha="center", va="bottom", color="C3")  # fmt: skip
+        if s.faster.first_effective is not None:
+            ax.axvline(result.arms.index(s.faster.first_effective) - 0.5, color="C2",
+                       linestyle="--", linewidth=0.8)  # fmt: skip
+        ax.set_xticks(x, list(result.values))
+        ax.set_title(s.subset)
+        ax.set_xlabel(result.setting)
+        ax.set_ylabel(f"% change vs {result.baseline}")
+    acc = axes[-1]
+    for i, s in enumerate(result.subsets):
+        ys = [f.acceptance_pct for f in s.arms]
+        acc.plot(x, ys, marker="o", label=s.subset, color=f"C{i + 4}")
+    acc.set_xticks(x, list(result.values))
+    acc.set_ylim(0, 100)
+    acc.set_xlabel(result.setting)
+    acc.set_ylabel("draft acceptance %")
+    acc.set_title("draft acceptance")
+    acc.legend(fontsize="small")
+    fig.suptitle("gain along the setting: 95 % intervals; green may be best, x dropped at a look",
+                 fontsize="medium")  # fmt: skip
+    return fig
+
+
+PICTURE = "sweep.png"
+
+
+def picture(result: SweepResult, out: Path) -> tuple[Section, ...]:
+    """The sweep's picture saved beside the report (report.md links it, the page inlines it);
+    nothing when it cannot be drawn (the section's table carries the same numbers)."""
+    try:
+        fig = figure(result)
+        if fig is None:
+            return ()
+        fig.savefig(out / PICTURE, format="png", dpi=100)
+    except Exception:  # a picture must never cost the report
+        return ()
+    caption = (
+        f"The gain along {result.setting} per subset against {result.baseline} (95 % intervals; "
+        "green: may be best; a red x: the arm a look dropped, at its look), and draft acceptance "
+        "along the setting."
+    )
+    return (Section("Gain along the setting", (Figure("gain along the setting", caption,
+                                                      file=PICTURE),), role="pictures"),)  # fmt: skip
