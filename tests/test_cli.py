@@ -159,6 +159,12 @@ class TestLint:
             "load-conversation-cpu": "load, 2 treatments x 2 cycles, 8 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",
             "load-trace-cpu": "load, 2 treatments x 2 cycles, 4 cases",
+            "lowerarm-sweep": "decode, 7 treatments x 6 cycles at most (a sweep: arms surely not "
+            "the best leave at the looks after 2, 4, 6; it stops once one arm is left or the best "
+            "set is within ±1 %), 672 cases",
+            "sweep-demo": "decode, 4 treatments x 4 cycles at most (a sweep: arms surely not the "
+            "best leave at the looks after 2, 4; it stops once one arm is left or the best set is "
+            "within ±5 %), 256 cases",
         }
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert [ln for ln in done.stdout.splitlines() if ": warning: " not in ln] == [

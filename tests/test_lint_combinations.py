@@ -64,7 +64,8 @@ def test_stop_cells_the_ladder_never_measures_are_refused(
 def test_a_load_level_the_ladder_lacks_is_refused_and_its_own_are_taken(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stop = '\n[stop]\nrule = "decided"\ncells = ["ngram:conc8"]\n'
+    # load-cpu runs 2 cycles: its [stop] opts in to a look there (the default first look is 4)
+    stop = '\n[stop]\nrule = "decided"\nallow_early_looks = true\ncells = ["ngram:conc8"]\n'
     path = shipped(tmp_path, "load-cpu", add=stop)
     line = lint_line(path, capsys)
     assert line.startswith(f"{path}: stop.cells names 'ngram:conc8', which this ladder never")

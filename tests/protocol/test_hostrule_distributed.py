@@ -9,6 +9,7 @@ other load the rule sees is the run's own, which it must not count.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -37,7 +38,9 @@ def quiet(percpu=False):
     return Times(busy, 0.0, 0.0)
 
 
-if os.environ.get("PYTEST_XDIST_WORKER"):  # never in the controller: it is the test's process
+# Only in the inner run's workers, the children of the test's own process: never in that process
+# (it may itself be an outer xdist worker, where a patched psutil would reach later tests).
+if os.environ.get("MTPSWEEP_TEST_QUIET_PARENT") == str(os.getppid()):
     psutil.cpu_times = quiet
 """
 
@@ -56,6 +59,7 @@ def test_two_workers_on_one_host_are_not_each_other_s_noise(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MTPSWEEP_HOST_RULE", "on")
+    monkeypatch.setenv("MTPSWEEP_TEST_QUIET_PARENT", str(os.getpid()))
     few = stub_project(pytester, [], prompts=4)
     ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
     ladder.write_text(ladder.read_text() + RULE)
