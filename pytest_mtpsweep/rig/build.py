@@ -119,8 +119,11 @@ def installed_digest(package: Package) -> str | None:
             if p.is_file() and not p.is_symlink() and not p.name.startswith(("_", "."))
         }
     )
-    if not files:
-        return None
+    return files_digest(files) if files else None
+
+
+def files_digest(files: list[Path]) -> str:
+    """sha256 over each file's name and bytes, in the order given."""
     h = hashlib.sha256()
     for path in files:
         h.update(path.name.encode() + b"\0")

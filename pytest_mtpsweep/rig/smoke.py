@@ -9,7 +9,6 @@ for it once; a failure is never remembered.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import tempfile
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from ..errors import ServerCrashed, ServerError
 from ..fileio import atomic_write_json, cache_dir
-from .build import cpu_key
+from .build import cpu_key, files_digest
 from .client import RequestSpec, new_http_client, stream_chat
 from .exits import ended, exit_of
 from .net import free_port
@@ -45,15 +44,8 @@ class Smoke:
 
 def binary_digest(binary: Path) -> str:
     """sha256 over the binary and the shared libraries beside it (where ggml's code lives)."""
-    h = hashlib.sha256()
     libs = (p for p in binary.parent.glob("*.so*") if p.is_file() and not p.is_symlink())
-    files = [binary, *sorted(libs)]
-    for path in files:
-        h.update(path.name.encode() + b"\0")
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
+    return files_digest([binary, *sorted(libs)])
 
 
 def smoke(binary: Path, model: Path, *, fix: str, host: str = "127.0.0.1") -> Smoke:
