@@ -415,14 +415,15 @@ class TestDiskFull:
     def test_a_full_disk_stops_in_one_line_and_keeps_every_complete_record(
         self, pytester: pytest.Pytester
     ) -> None:
-        # RLIMIT_FSIZE stands in for a full disk (no mount needed): any write past 4550 bytes
-        # of a file fails, as ENOSPC would; the records file reaches it on its third record
-        # (about 1.57 kB each at 16 tokens), while the session file (about 4.4 kB) still fits.
+        # RLIMIT_FSIZE stands in for a full disk (no mount needed): any write past 6300 bytes
+        # of a file fails, as ENOSPC would; the records file reaches it on its fourth record
+        # (about 1.6 kB each at 16 tokens), while the session file (about 4.6 kB, more with a
+        # long temporary path, as under xdist) still fits.
         few = stub_project(pytester, [], prompts=6)
 
         def small_files() -> None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (4550, 4550))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (6300, 6300))
 
         done = subprocess.run(
             [
@@ -449,10 +450,10 @@ class TestDiskFull:
         out = done.stdout + done.stderr
         assert done.returncode == pytest.ExitCode.INTERRUPTED, out
         assert "Traceback" not in out and "OSError" not in out
-        assert "** WRITE-FAILED at 01_a_c1/c1-a-prose_03" in out and "File too large" in out
+        assert "** WRITE-FAILED at 01_a_c1/c1-a-prose_04" in out and "File too large" in out
         run = only_run(pytester.path)
         kept, torn = read_records(run / "quarantine" / "01_a_c1" / "records.jsonl")
-        assert torn == 0 and [r["prompt_id"] for r in kept] == ["prose_01", "prose_02"]
+        assert torn == 0 and [r["prompt_id"] for r in kept] == ["prose_01", "prose_02", "prose_03"]
         assert not (run / "STOPPED").exists()  # once there is room again, it may be resumed
         assert "01_a_c1" in (run / "sessions.csv").read_text()
         assert "every session with records was quarantined (01_a_c1)" in out
