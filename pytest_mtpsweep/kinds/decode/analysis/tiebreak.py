@@ -58,21 +58,20 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
         divergence = np.abs(prim - intv)
     over = np.isfinite(divergence) & (divergence > settings.tiebreak_pp)
     trigger = distrust = None
+
+    def worst(mask: np.ndarray) -> str:  # the cell that differs most among `mask`'s
+        at = int(np.nanargmax(np.where(mask, divergence, -1.0)))
+        t, s = wide.index[at]
+        return f"{t}/{s} endpoints differ by {divergence[at]:.2f} pp"
+
     beyond = np.isfinite(divergence) & (divergence > SERVER_CLOCK_AGREE_PP)
     if beyond.any():
-        worst = int(np.nanargmax(np.where(beyond, divergence, -1.0)))
-        t, s = wide.index[worst]
         distrust = (
-            f"{t}/{s} endpoints differ by {divergence[worst]:.2f} pp, beyond the "
-            f"{SERVER_CLOCK_AGREE_PP:g} pp within which the server's clock may be preferred"
+            f"{worst(beyond)}, beyond the {SERVER_CLOCK_AGREE_PP:g} pp within which the "
+            "server's clock may be preferred"
         )
     if over.any():
-        worst = int(np.nanargmax(np.where(over, divergence, -1.0)))
-        t, s = wide.index[worst]
-        trigger = (
-            f"{t}/{s} endpoints differ by {divergence[worst]:.2f} pp > "
-            f"{settings.tiebreak_pp:g} pp tie-break"
-        )
+        trigger = f"{worst(over)} > {settings.tiebreak_pp:g} pp tie-break"
     choices = [
         _tiebreak_cell(p, i, settings.primary_endpoint, trigger, distrust)
         for p, i in zip(prim, intv, strict=True)
