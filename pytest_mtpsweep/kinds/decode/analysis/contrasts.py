@@ -276,6 +276,18 @@ def compute_contrasts(
     return replace(_tables(rows, layouts, keys, gaps, records, settings), pairs=pairs)
 
 
+def server_clocked(records: pd.DataFrame) -> set[str]:
+    """The treatments whose interval rates may rest on the server's clock: all but those whose
+    every record says `inter_chunk` (the client's own timing); an unknown basis counts."""
+    if records.empty:
+        return set()
+    if "interval_basis" not in records.columns:
+        return {str(t) for t in records["treatment"].unique()}
+    client = records["interval_basis"] == "inter_chunk"
+    per = client.groupby(records["treatment"]).all()
+    return {str(t) for t, only_client in per.items() if not only_client}
+
+
 def _tables(
     rows: list[dict[str, Any]],
     layouts: Mapping[str, Layout],
@@ -289,7 +301,7 @@ def _tables(
         c for c in CONTRAST_COLUMNS if c not in ("divergence_pp", "published", "published_reason")
     ]
     contrasts = pd.DataFrame(rows, columns=body)
-    contrasts = apply_tiebreak(contrasts, settings)[list(CONTRAST_COLUMNS)]
+    contrasts = apply_tiebreak(contrasts, settings, server_clocked(records))[list(CONTRAST_COLUMNS)]
     contrasts = contrasts.astype(
         {
             "published": "bool",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,11 @@ def _tiebreak_cell(
     return "primary", "endpoints agree within the tie-break in every cell, so the primary stands"
 
 
-def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.DataFrame:
+def apply_tiebreak(
+    contrasts: pd.DataFrame,
+    settings: AnalysisSettings,
+    server_clocked: Collection[str] | None = None,
+) -> pd.DataFrame:
     """Mark which endpoint is published per treatment × subset, with the reason.
 
     One endpoint for the whole headline: the pre-registered endpoint stands unless, in ANY
@@ -47,6 +52,10 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
     lacks pairs still yields to the other there. Where they differ by more than
     SERVER_CLOCK_AGREE_PP in any cell, the server's clock is not trusted for the headline: the
     primary (client) figure is published in every cell that has one, whatever was registered.
+    That distrust counts only cells whose interval figure rests on the server's clock: a cell
+    whose treatment and baseline are both outside `server_clocked` (every interval rate from
+    inter-chunk timing, the client's own clock) has two client clocks, and its divergence goes
+    to the ordinary tie-break. `None`: every cell rests on the server's clock.
     """
     if contrasts.empty:
         return contrasts.assign(divergence_pp=[], published=[], published_reason=[])
@@ -64,7 +73,14 @@ def apply_tiebreak(contrasts: pd.DataFrame, settings: AnalysisSettings) -> pd.Da
         t, s = wide.index[at]
         return f"{t}/{s} endpoints differ by {divergence[at]:.2f} pp"
 
-    beyond = np.isfinite(divergence) & (divergence > SERVER_CLOCK_AGREE_PP)
+    if server_clocked is None:
+        on_server = np.ones(len(wide.index), dtype=bool)
+    else:
+        clocked = set(server_clocked)
+        on_server = np.array(
+            [t in clocked or settings.baseline in clocked for t, _ in wide.index], dtype=bool
+        )
+    beyond = np.isfinite(divergence) & (divergence > SERVER_CLOCK_AGREE_PP) & on_server
     if beyond.any():
         distrust = (
             f"{worst(beyond)}, beyond the {SERVER_CLOCK_AGREE_PP:g} pp within which the "
