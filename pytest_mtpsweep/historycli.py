@@ -15,10 +15,12 @@ from pathlib import Path
 from .analysis.drift import THRESHOLD, Drift, Point, drift, sparkline
 from .recordlines import summary
 from .state.history import GateEntry, HistoryError, read
+from .textwidth import shorten_middle
 
 DEFAULT_LAST = 20
 MAX_LAST = 1000
 EXIT_DRIFT = 1
+BUILDS = 30  # characters of the builds column
 
 
 def _last(text: str) -> int:
@@ -69,14 +71,17 @@ def _pct(v: float | None) -> str:
 
 
 def _rows(entries: Sequence[GateEntry], d: Drift) -> list[str]:
-    head = f"  {'time':20}  {'estimate %':>10}  {'interval %':18}  {'decision':9}  {'S':>5}"
+    head = (
+        f"  {'time':20}  {'estimate %':>10}  {'interval %':18}  {'decision':9}  {'S':>5}  "
+        f"{'builds (treatment vs baseline)':{BUILDS}}"
+    )
     rows = [head]
     for e, s, flag in zip(entries, d.statistic, d.flagged, strict=True):
         interval = f"[{_pct(e.lower_pct)}, {_pct(e.upper_pct)}]" if point(e) is not None else "—"
-        mark = "  DRIFT" if flag else ""
+        builds = shorten_middle(f"{e.treatment_build or '?'} vs {e.baseline_build or '?'}", BUILDS)
         rows.append(
             f"  {e.time:20}  {_pct(e.estimate_pct):>10}  {interval:18}  {e.decision:9}  "
-            f"{s:5.2f}{mark}"
+            f"{s:5.2f}  {builds:{BUILDS}}{'  DRIFT' if flag else ''}".rstrip()
         )
     return rows
 

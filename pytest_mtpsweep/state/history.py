@@ -248,7 +248,11 @@ def read(path: Path, max_bytes: int = MAX_READ_BYTES, max_entries: int = MAX_ENT
     if skipped:  # the first line read is most likely a part of one: start at the next whole
         cut = data.find(b"\n") + 1
         skipped, data = skipped + cut, data[cut:]
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    # On "\n" only: str.splitlines() also splits at U+0085 and U+2028, which JSON keeps raw
+    # inside strings (a build name holding one would tear its entry in two).
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # what follows the last newline: nothing
     dropped = max(0, len(lines) - max_entries)
     label = path.name if not (skipped or dropped) else f"{path.name} (its last part)"
     good, bad = recordlines.read_lines(lines[dropped:], label, lambda _: TYPES, REQUIRED)
