@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def point(e: GateEntry) -> Point | None:
     if e.estimate_pct is None or e.lower_pct is None or e.upper_pct is None:
         return None
-    return Point(e.estimate_pct, e.lower_pct, e.upper_pct, e.level)
+    return Point(e.estimate_pct, e.lower_pct, e.upper_pct, e.confidence)
 
 
 def groups(entries: Sequence[GateEntry], last: int) -> dict[tuple[str, ...], list[GateEntry]]:

@@ -1,13 +1,13 @@
 """A drift no single gate caught: a one-sided CUSUM on the gates' standardised estimates.
 
 Each gate reports a percent change with an interval; z = estimate / SE, the SE read off the
-interval's width at its own level. A slow regression shows as a run of small losses, each
-inside its gate's margin. The statistic accumulates the losses beyond an allowance `k` and
-forgets gains: S_0 = 0, S_i = max(0, S_{i-1} - clip(z_i, -c, c) - k); drift is flagged while
-S_i > h. Why this test (bench/history_drift.py measures it, tests/history_drift_sim.py holds the
+interval's width at its own confidence level. A slow regression shows as a run of small
+losses, each inside its gate's margin. The statistic accumulates the losses beyond an
+allowance `k` and forgets gains: S_0 = 0, S_i = max(0, S_{i-1} - clip(z_i, -c, c) - k);
+drift is flagged while S_i > h. Why this test (bench/history_drift.py measures it, tests/history_drift_sim.py holds the
 model):
 
-- A CUSUM is the optimal sequential test for a shift in mean (Page 1954), it uses the size of
+- A CUSUM is the classic sequential test for a shift in mean (Page 1954): it uses the size of
   each loss (a sign or run test throws that away: "three losses in a row" flags 79 % of
   no-change histories of 20 gates), and it restarts by itself when the gains come back.
 - The scores are clipped at ±c = 1: a loss its own gate already caught is the gate's business,
@@ -16,9 +16,9 @@ model):
   √3 too small (t(3) errors), at the cost of some power at the nominal SE.
 - k = 0.25 is tuned to a shift of half an SE per gate (the CUSUM's allowance is half the shift
   it looks for): −1 % a gate at a 2 % SE, the drift a single gate misses most often.
-- h = 4: a history of 20 no-change gates raises a false flag 0.5 % of the time (3.5 % with
+- h = 4: a history of 20 no-change gates raises a false flag 0.4 % of the time (3.4 % with
   SEs √3 too small); a −1 %-a-gate drift is flagged within 20 gates 61 % of the time, within
-  50, 97 %. The false-alarm rate grows with the gates looked at: 1.7 % (11.6 %) over 50.
+  50, 98 %. The false-alarm rate grows with the gates looked at: 1.7 % (11.8 %) over 50.
 
 Pure and stdlib-only (no numpy): `mtpsweep history` imports it without the analysis stack.
 """
@@ -38,12 +38,13 @@ NAIVE_RUN = 3  # the naive rule: this many losses in a row
 
 @dataclass(frozen=True)
 class Point:
-    """One gate's estimate (percent) with the interval it reported, at its two-sided level."""
+    """One gate's estimate (percent) with the interval it reported, at its two-sided
+    confidence level."""
 
     estimate: float
     lower: float
     upper: float
-    level: float = 0.95
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -67,15 +68,15 @@ class Drift:
 
 
 def standardised(point: Point) -> float | None:
-    """estimate / SE, the SE from the interval's width at its level; None when the interval
-    says nothing (not finite, zero or negative width, a level outside (0, 1))."""
-    values = (point.estimate, point.lower, point.upper, point.level)
-    if not all(math.isfinite(v) for v in values) or not 0 < point.level < 1:
+    """estimate / SE, the SE from the interval's width at its confidence level; None when the
+    interval says nothing (not finite, zero or negative width, a level outside (0, 1))."""
+    values = (point.estimate, point.lower, point.upper, point.confidence)
+    if not all(math.isfinite(v) for v in values) or not 0 < point.confidence < 1:
         return None
     width = point.upper - point.lower
     if width <= 0:
         return None
-    se = width / (2 * NormalDist().inv_cdf(0.5 + point.level / 2))
+    se = width / (2 * NormalDist().inv_cdf(0.5 + point.confidence / 2))
     return point.estimate / se
 
 

@@ -45,7 +45,7 @@ TYPES: recordlines.Types = {
     "estimate_pct": recordlines.NUMBER,
     "lower_pct": recordlines.NUMBER,
     "upper_pct": recordlines.NUMBER,
-    "level": recordlines.NUMBER,
+    "confidence": recordlines.NUMBER,
     "decision": DECISIONS,
     "host": recordlines.STR,
     "model": recordlines.STR,
@@ -79,7 +79,7 @@ class GateEntry:
     model: str
     treatment_build: str
     baseline_build: str
-    level: float = 0.95  # the interval's two-sided confidence level
+    confidence: float = 0.95  # the interval's two-sided confidence level
     format: int = FORMAT
 
     def __post_init__(self) -> None:
@@ -123,7 +123,7 @@ class GateEntry:
             model=str(record.get("model") or ""),
             treatment_build=str(record.get("treatment_build") or ""),
             baseline_build=str(record.get("baseline_build") or ""),
-            level=0.95 if record.get("level") is None else float(record["level"]),
+            confidence=0.95 if record.get("confidence") is None else float(record["confidence"]),
             format=int(record["format"]),
         )
 
@@ -147,10 +147,10 @@ def _problem(e: GateEntry) -> str | None:
     if when.utcoffset() != dt.timedelta(0):
         return f"its time {e.time!r} is not in UTC"
     numbers = (e.margin_pct, e.estimate_pct, e.lower_pct, e.upper_pct)
-    if any(v is not None and not math.isfinite(v) for v in (*numbers, e.level)):
+    if any(v is not None and not math.isfinite(v) for v in (*numbers, e.confidence)):
         return "a number in it is not finite"
-    if not 0 < e.level < 1:
-        return f"its interval level {e.level} is not between 0 and 1"
+    if not 0 < e.confidence < 1:
+        return f"its confidence level {e.confidence} is not between 0 and 1"
     interval = (e.lower_pct, e.estimate_pct, e.upper_pct)
     if all(v is not None for v in interval) and not (
         e.lower_pct <= e.estimate_pct <= e.upper_pct  # type: ignore[operator]

@@ -98,7 +98,7 @@ def test_a_run_of_small_losses_is_flagged_and_dated() -> None:
 
 def test_an_interval_reads_as_its_standard_error() -> None:
     assert standardised(Point(-2.0, -2.0 - 1.959964, -2.0 + 1.959964)) == pytest.approx(-2.0)
-    assert standardised(Point(-2.0, -3.0, -1.0, level=0.6827)) == pytest.approx(-2.0, rel=1e-3)
+    assert standardised(Point(-2.0, -3.0, -1.0, confidence=0.6827)) == pytest.approx(-2.0, rel=1e-3)
     for bad in (Point(1, 1, 1), Point(1, 2, 0), Point(math.inf, 0, 1), Point(0, -1, 1, 1.0)):
         assert standardised(bad) is None
 

@@ -46,7 +46,7 @@ def entries(draw: st.DrawFn) -> GateEntry:
         model=draw(texts),
         treatment_build=draw(texts),
         baseline_build=draw(texts),
-        level=draw(st.floats(0.5, 0.999)),
+        confidence=draw(st.floats(0.5, 0.999)),
     )
 
 
@@ -115,7 +115,7 @@ def test_the_read_is_bounded_and_says_what_it_left_out(tmp_path: Path) -> None:
         ({"time": "yesterday"}, "not an ISO 8601 time"),
         ({"time": "2026-12-06T15:00:00+01:00"}, "not in UTC"),
         ({"estimate_pct": float("nan")}, "not finite"),
-        ({"level": 1.0}, "between 0 and 1"),
+        ({"confidence": 1.0}, "between 0 and 1"),
         ({"model": "m" * (MAX_TEXT + 1)}, "longer than"),
     ],
 )
