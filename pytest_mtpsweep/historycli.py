@@ -61,7 +61,7 @@ def point(e: GateEntry) -> Point | None:
 def groups(entries: Sequence[GateEntry], last: int) -> dict[tuple[str, ...], list[GateEntry]]:
     """Entries by comparability group, each in time order, its last `last` kept."""
     out: dict[tuple[str, ...], list[GateEntry]] = {}
-    for e in sorted(entries, key=lambda e: e.time):  # stable: file order within a second
+    for e in sorted(entries, key=lambda e: e.when):  # stable: file order within a second
         out.setdefault(e.group, []).append(e)
     return {g: es[-last:] for g, es in out.items()}
 

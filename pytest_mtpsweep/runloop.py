@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .kindapi import Case, GateVerdict
     from .preflight import PreflightItem
     from .protocol.progress import Progress
@@ -268,16 +270,16 @@ def gates(session: pytest.Session, run: Run) -> None:
     session.testscollected += len(items)
     run_items(items, None)
     if run.request.analysis.history is not None:
-        record_history(session, run, verdicts)
+        record_history(session, run, verdicts, run.request.analysis.history)
 
 
-def record_history(session: pytest.Session, run: Run, verdicts: Sequence[GateVerdict]) -> None:
+def record_history(
+    session: pytest.Session, run: Run, verdicts: Sequence[GateVerdict], path: Path
+) -> None:
     """Each verdict appended to `--history`; a write that fails is one failed item,
     `mtpsweep::history`, so the lost entry is seen (the verdicts stand)."""
     from .state import history
 
-    path = run.request.analysis.history
-    assert path is not None
     ctx = run.sessions.ctx if run.sessions else None
     keyed = ctx.keyed if ctx else {}
     model = f"{keyed.get('model_id') or ''}@{str(keyed.get('model_sha256') or '')[:12]}"

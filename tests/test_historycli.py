@@ -113,3 +113,11 @@ def test_an_empty_history_is_no_drift(tmp_path: Path, capsys: pytest.CaptureFixt
     path.write_text("")
     assert main(["history", str(path)]) == 0
     assert "no gate entries yet" in capsys.readouterr().out
+
+
+def test_entries_are_ordered_by_their_time_however_written(tmp_path: Path) -> None:
+    from pytest_mtpsweep.historycli import groups
+
+    late = gate(1, -1.0, time="2026-12-01T10:00:00+00:00")
+    early = gate(0, -1.0, time="2026-12-01T09:30:00Z")
+    assert [e.run for es in groups([late, early], 20).values() for e in es] == ["run0", "run1"]

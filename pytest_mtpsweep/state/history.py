@@ -88,6 +88,11 @@ class GateEntry:
             raise HistoryError(f"gate {self.gate!r} cannot go into the history: {why}.")
 
     @property
+    def when(self) -> dt.datetime:
+        """`time` as a datetime (UTC), for ordering whatever way the offset was written."""
+        return dt.datetime.fromisoformat(self.time)
+
+    @property
     def group(self) -> tuple[str, ...]:
         """What makes two entries comparable: the same gate on the same host and model."""
         return (self.treatment, self.baseline, self.subset, self.metric, self.host, self.model)
