@@ -7,7 +7,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.analysis.drift import (
@@ -43,6 +43,7 @@ def _points(draw: st.DrawFn) -> list[Point]:
 points = st.composite(_points)()
 
 
+@settings(deadline=None)  # a shared CI host's load is no property of the test
 @given(points, st.sampled_from([0.125, 0.5, 2.0, 4.0, 16.0]))
 def test_the_unit_does_not_matter(ps: list[Point], c: float) -> None:
     # percent or fraction, the same history: scaling estimate and interval by c changes nothing
@@ -51,6 +52,7 @@ def test_the_unit_does_not_matter(ps: list[Point], c: float) -> None:
     assert drift(ps).statistic == pytest.approx(drift(scaled).statistic)
 
 
+@settings(deadline=None)  # a shared CI host's load is no property of the test
 @given(zs, st.integers(0, 59))
 def test_a_later_gate_never_changes_an_earlier_verdict(z: list[float | None], cut: int) -> None:
     whole, prefix = cusum(z), cusum(z[:cut])
@@ -58,6 +60,7 @@ def test_a_later_gate_never_changes_an_earlier_verdict(z: list[float | None], cu
     assert whole.flagged[:cut] == prefix.flagged
 
 
+@settings(deadline=None)  # a shared CI host's load is no property of the test
 @given(zs, st.data())
 def test_a_better_gate_never_raises_the_statistic(
     z: list[float | None], data: st.DataObject
@@ -72,12 +75,14 @@ def test_a_better_gate_never_raises_the_statistic(
     assert all(a <= b + 1e-12 for a, b in zip(after.statistic, before.statistic, strict=True))
 
 
+@settings(deadline=None)  # a shared CI host's load is no property of the test
 @given(st.lists(st.floats(-ALLOWANCE, 50, allow_nan=False), min_size=1, max_size=60))
 def test_no_loss_beyond_the_allowance_never_flags(z: list[float]) -> None:
     d = cusum(z)
     assert set(d.statistic) == {0.0} and not any(d.flagged) and d.since is None
 
 
+@settings(deadline=None)  # a shared CI host's load is no property of the test
 @given(zs)
 def test_one_gate_moves_the_statistic_by_at_most_clip_plus_allowance(z: list[float | None]) -> None:
     s = (0.0, *cusum(z).statistic)

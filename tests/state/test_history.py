@@ -60,7 +60,9 @@ def entry(**change: object) -> GateEntry:
     return GateEntry(**{**base, **change})  # type: ignore[arg-type]
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=30)
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=30, deadline=None
+)
 @given(st.lists(entries(), min_size=1, max_size=8), st.lists(entries(), max_size=4))
 def test_entries_round_trip_and_appends_keep_what_was_there(
     tmp_path: Path, first: list[GateEntry], later: list[GateEntry]
