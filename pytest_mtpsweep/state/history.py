@@ -97,11 +97,6 @@ class GateEntry:
         """What makes two entries comparable: the same gate on the same host and model."""
         return (self.treatment, self.baseline, self.subset, self.metric, self.host, self.model)
 
-    @property
-    def trend(self) -> tuple[str, ...]:
-        """The gate itself, whatever the host and model (a trend split over groups)."""
-        return self.group[:4]
-
     def record(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -109,7 +104,10 @@ class GateEntry:
     def from_record(cls, record: Mapping[str, Any]) -> GateEntry:
         def num(name: str) -> float | None:
             v = record.get(name)
-            return None if v is None else float(v)
+            try:
+                return None if v is None else float(v)
+            except OverflowError:  # a JSON integer past a float's range
+                raise HistoryError(f"{name}: its {name} is not a finite number.") from None
 
         return cls(
             time=str(record["time"]),

@@ -86,15 +86,17 @@ def test_unreadable_lines_are_counted_and_named_never_dropped(tmp_path: Path) ->
         f.write(json.dumps({**good, "decision": "maybe"}) + "\n")
         f.write(json.dumps({**good, "format": 2}) + "\n")
         f.write(json.dumps({**good, "estimate_pct": 9.0}) + "\n")  # outside its interval
+        f.write(json.dumps({**good, "margin_pct": 10**400}) + "\n")  # no float holds it
         f.write('{"time": "2026-12-0')  # torn: a writer killed mid-line
     append(path, [entry(run="r2")])  # starts its own line after the torn one
     got = read(path)
     assert [e.run for e in got.entries] == ["r1", "r2"]
     why = {u.line: u.why for u in got.unreadable}
-    assert sorted(why) == [2, 3, 4, 5, 6]
+    assert sorted(why) == [2, 3, 4, 5, 6, 7]
     assert why[2] == "not JSON" and "decision" in why[3]
     assert "format 2" in why[4] and "upgrade" in why[4]
-    assert "not inside its interval" in why[5] and why[6].startswith("not JSON")
+    assert "not inside its interval" in why[5] and why[6] == "its margin_pct is not a finite number"
+    assert why[7].startswith("not JSON")
     assert str(got.unreadable[0]) == "h.jsonl:2: not JSON"
 
 
