@@ -1,4 +1,5 @@
-"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup, kinds.
+"""The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup, kinds,
+history.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -228,6 +229,7 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import analyse as analysis_cli
+    from . import historycli
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
@@ -299,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "of each kind is imported to check it. Exit 0 when all are usable, 1 if not.",
     )
     p.set_defaults(func=_kinds)
+    historycli.register(sub)
     parser.set_defaults(kind_commands=_kind_commands(sub))  # each kind's own subcommands
     return parser
 

@@ -89,6 +89,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, {MIN_BOOT} to {MAX_BOOT})", int, DEFAULT_BOOT, metavar="N"),
     Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {DEFAULT_BOOT_SEED})", int, DEFAULT_BOOT_SEED, metavar="N"),
     Opt("--expect", "expect", "a gate: a test item that fails unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent"),
+    Opt("--history", "history", "append each gate's verdict to this JSON-lines file (read it with mtpsweep history FILE)", metavar="FILE"),
     Opt("--no-analysis", "no_analysis", "do not analyse at session end", action="store_true"),
     Opt("--preflight-only", "preflight_only", "run the preflight checks, print the table, start nothing", action="store_true"),
     Opt("--waive", "waive", "let this preflight item fail without stopping the run (recorded)", action="append", metavar="ITEM"),
@@ -182,6 +183,9 @@ def run_request(
         parse_deadline(str(v["deadline"]), dt.datetime.now())
     if v.get("time_budget"):
         parse_duration(str(v["time_budget"]))
+    history = _path(v.get("history"))
+    if history is not None:
+        check_history(history)
     return RunRequest(
         ladder=str(v["ladder"]),
         search_dirs=tuple(search_dirs),
@@ -211,6 +215,7 @@ def run_request(
             boot=boot,
             seed=seed,
             expect=tuple(v.get("expect") or ()),
+            history=history,
         ),
     )
 
@@ -272,4 +277,17 @@ def check_bootstrap(boot: int, seed: int) -> None:
     if seed < 0:
         raise OptionError(
             f"--boot-seed {seed} is negative; use a seed of 0 or more (default {DEFAULT_BOOT_SEED})."
+        )
+
+
+def check_history(path: Path) -> None:
+    """--history, before any work: a file that can be appended to (its folder exists)."""
+    if path.is_dir():
+        raise OptionError(
+            f"--history {path} is a folder; name a file in it, e.g. {path / 'gates.jsonl'}."
+        )
+    if not path.parent.is_dir():
+        raise OptionError(
+            f"--history {path}: its folder {path.parent} does not exist; create it or name "
+            "another file."
         )

@@ -33,6 +33,7 @@ class AnalysisRequest:
     boot: int = DEFAULT_BOOT
     seed: int = DEFAULT_BOOT_SEED
     expect: tuple[str, ...] = ()
+    history: Path | None = None  # --history: each gate's verdict appended there
 
 
 @dataclass(frozen=True)

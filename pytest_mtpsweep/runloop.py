@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .kindapi import Case, GateVerdict
     from .preflight import PreflightItem
     from .protocol.progress import Progress
@@ -267,3 +269,38 @@ def gates(session: pytest.Session, run: Run) -> None:
     items = gate_items(session, verdicts)
     session.testscollected += len(items)
     run_items(items, None)
+    if run.request.analysis.history is not None:
+        record_history(session, run, verdicts, run.request.analysis.history)
+
+
+def record_history(
+    session: pytest.Session, run: Run, verdicts: Sequence[GateVerdict], path: Path
+) -> None:
+    """Each verdict appended to `--history`; a write that fails is one failed item,
+    `mtpsweep::history`, so the lost entry is seen (the verdicts stand)."""
+    from .state import history
+
+    ctx = run.sessions.ctx if run.sessions else None
+    keyed = ctx.keyed if ctx else {}
+    model = f"{keyed.get('model_id') or ''}@{str(keyed.get('model_sha256') or '')[:12]}"
+    build = str(keyed.get("server_build") or "")  # one binary a run, until builds are arms
+    baseline = run.request.analysis.baseline or run.ladder.baseline
+    host, now = history.host_fingerprint(), history.now_utc()
+    try:
+        entries = []
+        for v in verdicts:
+            treatment, subset, margin = history.split_gate(v.expectation)
+            entries.append(
+                history.GateEntry(
+                    time=now, run=ctx.run_id if ctx else "", gate=v.expectation,
+                    treatment=treatment, baseline=baseline, subset=subset, metric="",
+                    margin_pct=margin, estimate_pct=None, lower_pct=None, upper_pct=None,
+                    decision=history.decision(v.met), host=host, model=model,
+                    treatment_build=build, baseline_build=build,
+                )
+            )  # fmt: skip
+        history.append(path, entries)
+    except history.HistoryError as exc:
+        item = _item(session, "history", outcome="failed", message=str(exc))
+        session.testscollected += 1
+        run_items([item], None)

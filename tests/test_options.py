@@ -70,6 +70,13 @@ def test_defaults() -> None:
     r = request()
     assert r.warmup and r.calibration and r.analysis.boot == 2000 and r.analysis.seed == 42
     assert r.analysis.enabled and r.preflight.waive == frozenset()
+    assert r.analysis.history is None
+
+
+def test_history_names_a_file_to_append_to(tmp_path: Path) -> None:
+    assert (
+        request(history=str(tmp_path / "gates.jsonl")).analysis.history == tmp_path / "gates.jsonl"
+    )
 
 
 @pytest.mark.parametrize(
@@ -79,6 +86,8 @@ def test_defaults() -> None:
         ({"boot": 200}, "--boot 200"),
         ({"boot": 0}, "--boot 0"),
         ({"boot_seed": -1}, "--boot-seed -1"),
+        ({"history": "/no/such/folder/h.jsonl"}, "its folder /no/such/folder does not exist"),
+        ({"history": "/"}, "--history / is a folder; name a file in it"),
     ],
 )
 def test_bad_combinations_are_one_line(values: dict[str, object], needle: str) -> None:

@@ -161,3 +161,36 @@ def test_a_stopped_run_is_a_stopped_case(pytester: pytest.Pytester) -> None:
     assert failure is not None
     assert "** HIDDEN-REASONING=11 chars at 02_b_c1/prose_02" in failure.attrib["message"]
     assert props(stopped[0])["mtpsweep.ladder"] == "stub"
+
+
+def test_each_gate_verdict_is_appended_to_the_history(pytester: pytest.Pytester) -> None:
+    from pytest_mtpsweep.state.history import host_fingerprint, read
+
+    few = stub_project(pytester, [])
+    hist = pytester.path / "gates.jsonl"
+    args = ("--no-calibration", "--max-tokens=16", "-k", "c1", "--no-analysis")
+    gates = ("--expect=b:prose:faster", f"--history={hist}")
+    result = run_stub(pytester, few, *args, *gates)
+    result.assert_outcomes(passed=4, skipped=1)  # not judged without the analysis
+    run_stub(pytester, few, *args, *gates)  # a second run appends its own
+    got = read(hist)
+    assert got.unreadable == () and len(got.entries) == 2
+    e = got.entries[0]
+    assert (e.gate, e.treatment, e.baseline, e.subset, e.decision) == (
+        "b:prose:faster", "b", "a", "prose", "undecided",
+    )  # fmt: skip
+    runs = sorted(p.name for p in (pytester.path / "runs" / "stub").iterdir())
+    assert sorted(x.run for x in got.entries) == runs
+    assert e.host == host_fingerprint() and e.model.startswith("stub")
+    assert e.estimate_pct is None  # the verdict carries no interval yet
+
+    bad = run_stub(pytester, few, *args, *gates[:1], f"--history={pytester.path}/no/h.jsonl")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--history *no/h.jsonl: its folder * does not exist; create it*"])
+    if Path("/dev/full").exists():  # every write fails there (ENOSPC): a lost entry is seen
+        full = run_stub(pytester, few, *args, *gates[:1], "--history=/dev/full")
+        assert full.ret == pytest.ExitCode.TESTS_FAILED
+        full.assert_outcomes(passed=4, skipped=1, failed=1)
+        full.stdout.fnmatch_lines(
+            ["FAILED mtpsweep::history - Failed: cannot append to the history /dev/full*"]
+        )
