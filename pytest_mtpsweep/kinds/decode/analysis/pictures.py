@@ -27,7 +27,7 @@ from .textfmt import dict_rows
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "repeat", "valid",
-           "started_at", "decode_rate_tps_primary", "decode_rate_tps_interval")  # fmt: skip
+           "started_at", *ENDPOINT_COLUMNS.values())  # fmt: skip
 
 
 def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
