@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .ladder.plan import SessionSlot
     from .options import Opt
     from .preflight.items import PreflightItem
+    from .report.result import AnalysisResult
     from .request import AnalysisRequest
     from .schema import WarmupFacts
     from .state.context import RunContext
@@ -263,9 +264,11 @@ class KindRun(ABC):
         return None
 
 
-# The optional part `interim(run_dir, request)`: the headline cells' decisions and interval
-# half-widths from the records so far, what a `[stop]` rule looks at between cycles.
-Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
+# The optional part `interim(run_dir, request)`: what a `[stop]` rule looks at between cycles,
+# from the records so far, computed without writing: an `AnalysisResult` (its headline cells'
+# decisions and interval half-widths; the look saves it once its record is in stop.json), or
+# the cells alone (nothing is saved).
+Interim = Callable[[Path, "AnalysisRequest"], "AnalysisResult | Sequence[CellState]"]
 # A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required).
 PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim", "compare", "sweep")
 

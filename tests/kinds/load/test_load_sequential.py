@@ -67,7 +67,10 @@ def test_a_look_publishes_wider_intervals_than_the_fixed_design(tmp_path: Path) 
 def test_the_rule_looks_at_each_level_and_the_interaction(tmp_path: Path) -> None:
     run = _noisy(write_run(tmp_path, cycles=2))
     _with_stop(run, Design.plan("width", 2, 8, "pocock", 1000.0))
-    cells = interim(run, AnalysisRequest(boot=200))
+    got = interim(run, AnalysisRequest(boot=200))
+    assert not isinstance(got, tuple)  # a result, saved by the look, not by interim
+    cells = got.cells
+    assert not (run / "analysis" / "report.md").exists()
     assert [c.cell for c in cells] == ["ngram:conc1", "ngram:conc4", "ngram:conc4/conc1"]
     by = {c.cell: c for c in cells}
     assert by["ngram:conc1"].decision == "faster"  # 25 % with little noise: decided

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ....analysis.decision import Decision
 from ....analysis.sequential import CellState, LookState, look_state
 from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES
 from ....errors import AnalysisError
@@ -429,7 +430,9 @@ def headline_cells(result: AnalysisResult) -> tuple[CellState, ...]:
             continue
         low, high = float(r["ci_low"]), float(r["ci_high"])
         half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf
-        cells.append(CellState(f"{r['treatment']}:{r['subset']}", str(r["decision"]), half))
+        cells.append(
+            CellState(f"{r['treatment']}:{r['subset']}", Decision.of(str(r["decision"])), half)
+        )
     return tuple(cells)
 
 
