@@ -99,3 +99,25 @@ def test_the_stop_sentence_is_from_the_records_whatever_stop_json_says(tmp_path:
         "stopped at look 1 of 4 (after cycle 2): every headline cell's 95 % interval"
         in (said[0][0])
     )
+
+
+def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it() -> None:
+    from pytest_mtpsweep.analysis.decision import Decision
+    from pytest_mtpsweep.kinds.load.analysis import cells, margin_of
+    from pytest_mtpsweep.kinds.load.contrast import Row
+
+    def row(level: str, low: float, high: float) -> Row:
+        return Row("ngram", "none", "e2e", level, (low + high) / 2, low, high, 8, 16, 4, 0.01,
+                   3.0, "t")  # fmt: skip
+
+    rows = [row("conc1", 2.0, 9.0), row("conc4", -0.4, 0.6)]
+    inter = [row("conc4/conc1", -9.0, -1.0)]
+    got = cells(rows, inter, "e2e", margin_of({"analysis": {"margin_pct": 1.0}}))
+    assert [c.decision for c in got] == [Decision.FASTER, Decision.EQUIVALENT, Decision.SLOWER]
+    assert rule_met(Design.plan("decided", 2, 8, "pocock", None), got)[0]
+    # a run written before load recorded its margin: the ladder's default, 1 %
+    assert margin_of({"analysis": {}}) == 1.0
+    # the same interval against a tighter margin is still open, and the rule waits
+    tight = cells(rows, inter, "e2e", 0.5)
+    assert tight[1].decision is Decision.UNDECIDED
+    assert not rule_met(Design.plan("decided", 2, 8, "pocock", None), tight)[0]
