@@ -38,7 +38,8 @@ def bounded(low: int, high: int) -> Any:
 
 
 def one_look(run: Path, boot: int) -> tuple[float, float]:
-    """(the look's wall seconds, the interim's) on a copy of `run`."""
+    """(the look's wall seconds, the interim's) on a copy of `run`; a look that leaves no
+    report.md (its save failed) is an error, not a fast look."""
     from pytest_mtpsweep import registry, schema
     from pytest_mtpsweep.analysis.sequential import Design
     from pytest_mtpsweep.fileio import atomic_write_json
@@ -71,7 +72,10 @@ def one_look(run: Path, boot: int) -> tuple[float, float]:
             look.save = looks.saver(copy)
         start = time.perf_counter()
         look.take(1)
-        return time.perf_counter() - start, spent[0]
+        took = time.perf_counter() - start
+        if not (copy / schema.ANALYSIS_DIR / "report.md").is_file():
+            raise SystemExit(f"look_time: the look left no report.md in {copy}; see its stop.json")
+        return took, spent[0]
 
 
 def main() -> int:

@@ -28,6 +28,7 @@ class FigureData:
     name: str
     data: Any = field(repr=False)
     draw: Callable[[Any], Any] = field(repr=False)
+    dpi: int = 110
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,6 @@ from .render_md import REPORT_MD, markdown
 if TYPE_CHECKING:
     from .result import AnalysisResult, FigureData
 
-FIGURE_DPI = 110
-
 
 def _cannot(out_dir: Path, exc: OSError) -> AnalysisError:
     return AnalysisError(
@@ -54,7 +52,7 @@ def png_of(figure: FigureData) -> bytes | None:
     if fig is None:
         return None
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=FIGURE_DPI)
+    fig.savefig(buffer, format="png", dpi=figure.dpi)
     return buffer.getvalue()
 
 

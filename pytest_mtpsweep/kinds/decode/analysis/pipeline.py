@@ -32,8 +32,8 @@ from .model import (
     DEFAULT_MARGIN_PCT,
     DEFAULT_TIEBREAK_PP,
     ENDPOINT_COLUMNS,
-    AnalysisResult,
     AnalysisSettings,
+    DecodeAnalysis,
     HostRuleEffect,
     RunData,
 )
@@ -346,7 +346,7 @@ def analyse(
     plot_available: bool = False,
     endpoint: str | None = None,
     host_sensitivity: bool = True,
-) -> AnalysisResult:
+) -> DecodeAnalysis:
     """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals.
 
     `endpoint` publishes that endpoint instead of plan.json's primary one (the interval-basis
@@ -383,7 +383,7 @@ def analyse(
     quarantined = [q for run in runs for q in run.quarantined]
     exclusions = _exclusions(parse_excluded, quarantined, records, analysed, elsewhere, multi)
     equivalence, skipped = equivalence_for(analysed, runs, settings.baseline, treatments)
-    result = AnalysisResult(
+    result = DecodeAnalysis(
         run_dirs=tuple(run.run_dir for run in runs),
         run_ids=tuple(run.run_id for run in runs),
         ladder=runs[0].ladder,
@@ -418,7 +418,7 @@ def analyse(
     return dataclasses.replace(result, report_md=render_report(result))
 
 
-def headline_cells(result: AnalysisResult) -> tuple[CellState, ...]:
+def headline_cells(result: DecodeAnalysis) -> tuple[CellState, ...]:
     """The headline cells a [stop] rule looks at: each treatment × prompt subset's published
     decision and 95 % half-width (percent).
 
