@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import Design, rule_met
 from pytest_mtpsweep.kinds.load.analysis import LoadAnalysis, analyse, interim
 from pytest_mtpsweep.request import AnalysisRequest
@@ -121,3 +123,31 @@ def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it()
     tight = cells(rows, inter, "e2e", 0.5)
     assert tight[1].decision is Decision.UNDECIDED
     assert not rule_met(Design.plan("decided", 2, 8, "pocock", None), tight)[0]
+
+
+def test_a_look_saves_its_result_after_its_record_is_in_stop_json(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two attached stand-ins (b twice as fast), a width rule any interval meets, the end
+    # analysis off: what RUN/analysis/ holds is what the look saved
+    from tests.kinds.load.test_load_kind import LADDER, run, stand_in_project
+    from tests.sandbox import only_run
+
+    ladder = LADDER.replace("cycles = 2\n", "cycles = 4\n") + (
+        '[stop]\nrule = "width"\nwidth_pct = 1000\nmin_cycles = 2\nmax_cycles = 4\n'
+        "allow_early_looks = true\n"
+    )
+    with stand_in_project(pytester, monkeypatch, ladder):
+        result = run(pytester, "--no-analysis")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    run_dir = only_run(pytester.path)
+    stop = json.loads((run_dir / "stop.json").read_text())
+    assert stop["stopped_at"] == 1
+    assert {c["decision"] for c in stop["looks"][0]["cells"]} <= {d.value for d in Decision}
+    out = run_dir / "analysis"
+    assert "stopped at look 1 of 2 (after cycle 2)" in (out / "report.md").read_text()
+    assert (out / "load_contrasts.csv").is_file() and (out / "report.html").is_file()
+    # saved after the look's record: nothing in analysis/ is older than stop.json
+    assert min(p.stat().st_mtime_ns for p in out.iterdir()) >= (
+        (run_dir / "stop.json").stat().st_mtime_ns
+    )
