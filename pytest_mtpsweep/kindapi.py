@@ -16,8 +16,9 @@ only when a ladder of that kind is run:
 - `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories;
 - `plan` -> `plan(args, run, plan) -> int`: `mtpsweep plan`, cycles to a target from a pilot
   (optional: a kind without it is refused in one line);
-- `interim` -> `interim(run_dir, request) -> cells`: what a `[stop]` rule looks at between
-  cycles (optional: a kind without it refuses a `[stop]` ladder in one line).
+- `interim` -> `interim(run_dir, request) -> AnalysisResult | cells`: what a `[stop]` rule
+  looks at between cycles, written by nothing (a result is saved by the look once its record
+  is in stop.json; optional: a kind without it refuses a `[stop]` ladder in one line).
 - `compare` -> `compare(args, runs) -> int`: `mtpsweep compare RUN_A RUN_B`, two runs' own
   results side by side (optional, likewise).
 - `sweep` -> `sweep_look(run_dir, request, look) -> SweepVerdict`: at a look of a `[stop]`
