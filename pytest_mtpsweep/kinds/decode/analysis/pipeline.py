@@ -20,7 +20,7 @@ from .acceptance import draft_acceptance
 from .comparability import (
     check_poolable,
     comparability_groups,
-    differing_fields,
+    group_notes,
     plan_keyed,
     run_keyed,
 )
@@ -253,27 +253,6 @@ def _settings_at_look(
     return settings, look
 
 
-def _notes(runs: Sequence[RunData], groups: Sequence[Any]) -> tuple[str, ...]:
-    """The runs' notes, then one per comparability group not analysed and per run whose
-    analysis settings differ from the first's."""
-    notes = [note for run in runs for note in run.notes]
-    chosen_group = next((g for g in groups if g.chosen), None)
-    for group in groups:
-        if chosen_group is not None and not group.chosen:
-            fields = ", ".join(differing_fields(chosen_group, group))
-            notes.append(
-                f"{len(group.sessions)} session(s) ({', '.join(group.sessions)}) form another "
-                f"comparability group (differing: {fields}) and were not analysed"
-            )
-    for run in runs[1:]:
-        if run.analysis_plan != runs[0].analysis_plan:
-            notes.append(
-                f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
-                f"the settings of {runs[0].run_id} were used"
-            )
-    return tuple(notes)
-
-
 def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str, Any]:
     """The result's parts read from the sessions and the analysed records (no contrast)."""
     sessions = [(run.run_id, s) for run in runs for s in run.sessions]
@@ -291,28 +270,6 @@ def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str
         "unselected": _plan_sessions(runs, selected=False),
         "record_files": tuple(f for run in runs for f in run.record_files),
     }
-
-
-def _exclusions(
-    parse_excluded: pd.DataFrame,
-    quarantined: Sequence[Any],
-    records: pd.DataFrame,
-    analysed: pd.DataFrame,
-    elsewhere: pd.DataFrame,
-    multi: bool,
-) -> pd.DataFrame:
-    """Every record set aside, with why: unreadable, quarantined, invalid, in another
-    comparability group, or without a rate."""
-    return cen.summarise_exclusions(
-        [
-            parse_excluded,
-            cen.quarantine_exclusions(quarantined),
-            cen.invalid_exclusions(records),
-            elsewhere[["run_id", "session"]].assign(reason=cen.OTHER_GROUP),
-            cen.missing_rate_exclusions(analysed),
-        ],
-        qualify=multi,
-    )
 
 
 def _sweep(
@@ -381,7 +338,7 @@ def analyse(
     by_unit = analysed.assign(device=unit_of(analysed))  # CPU workers count as devices here
     unit_pairs, _ = pair_cells(cell_means(by_unit), treatments, settings.baseline)
     quarantined = [q for run in runs for q in run.quarantined]
-    exclusions = _exclusions(parse_excluded, quarantined, records, analysed, elsewhere, multi)
+    excluded = cen.all_exclusions(parse_excluded, quarantined, records, analysed, elsewhere, multi)
     equivalence, skipped = equivalence_for(analysed, runs, settings.baseline, treatments)
     result = DecodeAnalysis(
         run_dirs=tuple(run.run_dir for run in runs),
@@ -394,14 +351,14 @@ def analyse(
         contrasts=tables.contrasts,
         census=tables.census,
         gaps=tables.gaps,
-        exclusions=exclusions,
+        exclusions=excluded,
         per_cycle=tables.per_cycle,
         drift=tables.drift,
         per_device=per_device_table(unit_pairs, treatments),
         pairs=tables.pairs,
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
-        notes=_notes(runs, groups),
+        notes=group_notes(runs, groups),
         position_trend=tables.position_trend,
         plot_available=plot_available,
         unreadable=unreadable,
