@@ -43,14 +43,14 @@ def dumps_line(obj: Any) -> str:
     return json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a whole file: a temporary file beside it, fsync'd, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
+        "wb", dir=path.parent, prefix=f".{path.name}.", delete=False
     ) as handle:
         try:
-            handle.write(text)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         except BaseException:
@@ -58,6 +58,11 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.unlink(handle.name)
             raise
     os.replace(handle.name, path)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """`atomic_write_bytes` of the text, UTF-8."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

@@ -16,8 +16,9 @@ only when a ladder of that kind is run:
 - `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories;
 - `plan` -> `plan(args, run, plan) -> int`: `mtpsweep plan`, cycles to a target from a pilot
   (optional: a kind without it is refused in one line);
-- `interim` -> `interim(run_dir, request) -> cells`: what a `[stop]` rule looks at between
-  cycles (optional: a kind without it refuses a `[stop]` ladder in one line).
+- `interim` -> `interim(run_dir, request) -> AnalysisResult | cells`: what a `[stop]` rule
+  looks at between cycles, written by nothing (a result is saved by the look once its record
+  is in stop.json; optional: a kind without it refuses a `[stop]` ladder in one line).
 - `compare` -> `compare(args, runs) -> int`: `mtpsweep compare RUN_A RUN_B`, two runs' own
   results side by side (optional, likewise).
 - `sweep` -> `sweep_look(run_dir, request, look) -> SweepVerdict`: at a look of a `[stop]`
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .ladder.plan import SessionSlot
     from .options import Opt
     from .preflight.items import PreflightItem
+    from .report.result import AnalysisResult
     from .request import AnalysisRequest
     from .schema import WarmupFacts
     from .state.context import RunContext
@@ -263,9 +265,11 @@ class KindRun(ABC):
         return None
 
 
-# The optional part `interim(run_dir, request)`: the headline cells' decisions and interval
-# half-widths from the records so far, what a `[stop]` rule looks at between cycles.
-Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
+# The optional part `interim(run_dir, request)`: what a `[stop]` rule looks at between cycles,
+# from the records so far, computed without writing: an `AnalysisResult` (its headline cells'
+# decisions and interval half-widths; the look saves it once its record is in stop.json), or
+# the cells alone (nothing is saved).
+Interim = Callable[[Path, "AnalysisRequest"], "AnalysisResult | Sequence[CellState]"]
 # A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required).
 PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim", "compare", "sweep")
 

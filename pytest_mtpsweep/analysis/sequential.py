@@ -30,6 +30,7 @@ import numpy as np
 
 from ..constants import SESSION_LEVEL_CYCLES
 from ..ladder.model import SPENDINGS, STOP_RULES
+from .decision import Decision
 
 MAX_LOOKS = 32
 MC_DRAWS = 1 << 17
@@ -207,14 +208,19 @@ class Design:
 
 @dataclass(frozen=True)
 class CellState:
-    """One headline cell at a look: its decision and the half-width of its 95 % interval."""
+    """One headline cell at a look: its decision and the half-width of its 95 % interval (a
+    kind's word for the decision is read as a `Decision`)."""
 
     cell: str
-    decision: str
+    decision: Decision
     half_width_pct: float
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decision", Decision.of(self.decision))
 
-DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent")
+
+# the words the `decided` rule counts, for readers of a table's `decision` column
+DECIDED: tuple[str, ...] = tuple(d.value for d in Decision if d.decided)
 
 
 def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
@@ -228,7 +234,7 @@ def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
     if not cells:
         return False, "no headline cell has an interval yet"
     if design.rule == "decided":
-        open_cells = [c.cell for c in cells if c.decision not in DECIDED]
+        open_cells = [c.cell for c in cells if not c.decision.decided]
         if open_cells:
             return False, f"not decided yet: {', '.join(open_cells)}"
         which = "every cell the rule waits for" if design.cells else "every headline cell"

@@ -72,7 +72,9 @@ def begin(
     schedule = Schedule.for_run(ladder, plan, planned, deadline=deadline, done=f.done)
     if design is not None and declared.interim is not None:
         interim, path, analysis = looks.interim_of(declared), f.run_dir.path, request.analysis
-        schedule.looks = looks.Looks(design, lambda: interim(path, analysis), f.run_dir.write_json)
+        schedule.looks = looks.Looks(
+            design, lambda: interim(path, analysis), f.run_dir.write_json, looks.saver(path)
+        )
         if ladder.sweep is not None and declared.sweep is not None:
             ask = registry.part(declared, "sweep")
             sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))

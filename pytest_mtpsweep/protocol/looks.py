@@ -9,6 +9,7 @@ sequence where it left off.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,11 @@ from ..errors import LadderError, OptionError
 from ..ladder import Ladder, SessionSlot
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..analysis.sequential import CellState, Design
     from ..kindapi import Case, Interim, Kind, KindRun
+    from ..report.result import AnalysisResult
     from .sweeplooks import SweepLooks
 
 
@@ -68,6 +72,17 @@ def interim_of(kind: Kind) -> Interim:
     """The kind's `interim` part, imported now (a KindError in one line if it does not load)."""
     got: Interim = registry.part(kind, "interim")
     return got
+
+
+def saver(run_dir: Path) -> Callable[[AnalysisResult], object]:
+    """How a look saves the interim result it took: RUN/analysis/ through the one writer."""
+
+    def save(result: AnalysisResult) -> object:
+        from ..report.save import save_result
+
+        return save_result(result, run_dir / schema.ANALYSIS_DIR, run_dir)
+
+    return save
 
 
 def describe(ladder: Ladder) -> str:
@@ -134,8 +149,10 @@ class Looks:
     """The looks of one run: due before the first session of the cycle after a look."""
 
     design: Design
-    interim: Callable[[], Sequence[CellState]]  # the kind's analysis of the run directory now
+    # the kind's analysis of the run directory now (it writes nothing)
+    interim: Callable[[], AnalysisResult | Sequence[CellState]]
     write: Callable[[str, Any], object]  # run_dir.write_json
+    save: Callable[[AnalysisResult], object] | None = None  # after the look is in stop.json
     taken: list[dict[str, Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
     sweep: SweepLooks | None = None  # a [sweep]: arms leave at looks; settled stops the run
@@ -151,13 +168,17 @@ class Looks:
     def take(self, k: int) -> bool:
         """Look k: the kind's interim analysis against the rule; True when the rule is met."""
         from ..analysis.sequential import rule_met
+        from ..report.result import AnalysisResult
 
+        result: AnalysisResult | None = None
+        cells: tuple[CellState, ...] = ()
         try:
-            cells = tuple(self.interim())
+            got = self.interim()
         except Exception as exc:  # an interim that cannot analyse says so and the run goes on
-            cells, error = (), f"the interim analysis failed: {exc}"
+            error = f"the interim analysis failed: {exc}"
         else:
-            error = ""
+            result = got if isinstance(got, AnalysisResult) else None
+            cells, error = tuple(got.cells if isinstance(got, AnalysisResult) else got), ""
         met, why = rule_met(self.design, cells)
         if self.sweep is not None:  # a sweep stops when settled, not on its cells' rule
             alpha = 1.0 - self.design.confidence[k - 1]
@@ -169,7 +190,7 @@ class Looks:
             "met": met,
             "why": error or why,
             "cells": [
-                {"cell": c.cell, "decision": c.decision, "half_width_pct": c.half_width_pct}
+                {"cell": c.cell, "decision": c.decision.value, "half_width_pct": c.half_width_pct}
                 for c in cells
             ],
         }
@@ -177,7 +198,17 @@ class Looks:
         if met:
             self.stopped = entry
         self.write(schema.STOP_FILE, self.document())
+        if result is not None and self.save is not None:
+            self._save(result)
         return met
+
+    def _save(self, result: AnalysisResult) -> None:
+        """The look's result into RUN/analysis/, after its record is in stop.json, so the
+        report never speaks of a look stop.json lacks."""
+        # a report that cannot be written now is the end analysis' to say (it writes it again)
+        with contextlib.suppress(Exception):
+            if self.save is not None:
+                self.save(result)
 
     def document(self) -> dict[str, Any]:
         """stop.json: the design, every look taken, and the look that stopped the run."""

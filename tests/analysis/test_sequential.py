@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import (
     CellState,
     Design,
@@ -91,22 +92,25 @@ def test_a_malformed_plan_block_is_named(field: str, value: object, message: str
 
 def test_rule_decided_and_width() -> None:
     d = Design.plan("decided", 2, 6, "pocock", None)
-    cells = (CellState("b:prose", "equivalent", 3.0), CellState("b:structured", "faster", 20.0))
+    cells = (
+        CellState("b:prose", Decision.EQUIVALENT, 3.0),
+        CellState("b:structured", Decision.FASTER, 20.0),
+    )
     assert rule_met(d, cells)[0]
-    met, why = rule_met(d, (*cells[:1], CellState("b:structured", "inconclusive", 40.0)))
+    met, why = rule_met(d, (*cells[:1], CellState("b:structured", Decision.UNDECIDED, 40.0)))
     assert not met and "b:structured" in why
     assert rule_met(d, ()) == (False, "no headline cell has an interval yet")
     w = Design.plan("width", 2, 6, "pocock", 10.0)
     assert not rule_met(w, cells)[0]
-    assert rule_met(w, (CellState("b:prose", "inconclusive", 9.5),))[0]
-    assert not rule_met(w, (CellState("b:prose", "faster", math.inf),))[0]
+    assert rule_met(w, (CellState("b:prose", Decision.UNDECIDED, 9.5),))[0]
+    assert not rule_met(w, (CellState("b:prose", Decision.FASTER, math.inf),))[0]
 
 
 def test_look_state_of_a_run() -> None:
     plan = Design.plan("decided", 2, 6, "pocock", None).to_json()
     assert look_state(None, 4) is None
-    decided = (CellState("b:prose", "faster", 3.0),)
-    open_cell = (CellState("b:prose", "inconclusive", 9.0),)
+    decided = (CellState("b:prose", Decision.FASTER, 3.0),)
+    open_cell = (CellState("b:prose", Decision.UNDECIDED, 9.0),)
     s = look_state(plan, 4)
     assert s is not None and (s.look, s.stopped_at) == (2, None)
     s = s.judged(decided)  # the rule applied to the records' cells at the look
@@ -154,7 +158,10 @@ def test_coverage_under_optional_stopping_and_naive_peeking_fails() -> None:
 def test_the_rule_waits_only_for_the_cells_it_names() -> None:
     design = Design.plan("decided", 2, 6, "pocock", None, ("t:structured",))
     assert Design.from_json(design.to_json()) == design
-    cells = (CellState("t:prose", "inconclusive", 9.0), CellState("t:structured", "faster", 20.0))
+    cells = (
+        CellState("t:prose", Decision.UNDECIDED, 9.0),
+        CellState("t:structured", Decision.FASTER, 20.0),
+    )
     met, why = rule_met(design, cells)
     assert met and why == "every cell the rule waits for is decided (t:structured faster)"
     met, why = rule_met(design, cells[:1])

@@ -23,7 +23,7 @@ from pytest_mtpsweep.analysis.stats import (
     session_spread,
     sign_flip_pvalue,
 )
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisResult
+from pytest_mtpsweep.kinds.decode.analysis.model import DecodeAnalysis
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import analyse
 from tests.strategies import (
     Design,
@@ -50,7 +50,7 @@ def run(
     boot: int = 1000,
     seed: int = 42,
     interval: RateFn | None = None,
-) -> AnalysisResult:
+) -> DecodeAnalysis:
     return analyse([run_data(design, make_records(design, rate, interval))], boot=boot, seed=seed)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep import schema
+from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import CellState, Design
 from pytest_mtpsweep.ladder.plan import run_plan
 from pytest_mtpsweep.protocol.looks import Looks, prereg_lines
@@ -33,7 +34,7 @@ def _looks(
 
 
 def test_a_look_is_due_once_before_the_cycle_after_it() -> None:
-    looks, written = _looks([(CellState("b:prose", "inconclusive", 30.0),)])
+    looks, written = _looks([(CellState("b:prose", Decision.UNDECIDED, 30.0),)])
     plan = {(s.cycle, s.treatment): s for s in run_plan(("a", "b"), 6)}
     assert looks.due(plan[(2, "a")]) is None  # no look after cycle 1
     assert looks.due(plan[(3, "b")]) == 1
@@ -160,3 +161,43 @@ def test_stop_cells_the_selection_removes_are_refused_before_any_server(
         "cases, or run without the selection (cells left: b:prose)." in said
     )
     assert "Traceback" not in said and not (pytester.path / "runs").exists()
+
+
+def test_a_looks_result_is_saved_after_its_record_is_in_stop_json() -> None:
+    from pytest_mtpsweep.report.model import Report
+    from pytest_mtpsweep.report.result import AnalysisResult
+
+    events: list[str] = []
+    result = AnalysisResult(
+        report=Report("t", (), ()), cells=(CellState("b:prose", Decision.FASTER, 3.0),)
+    )
+
+    def interim() -> AnalysisResult:
+        events.append("computed")
+        return result
+
+    def write(name: str, doc: Any) -> None:
+        events.append(f"wrote {name} with look {doc['looks'][-1]['look']}")
+
+    def save(got: AnalysisResult) -> None:
+        assert got is result
+        events.append("saved")
+
+    design = Design.plan("decided", 2, 6, "pocock", None)
+    looks = Looks(design, interim, write, save)
+    assert looks.take(1) is True
+    assert events == ["computed", f"wrote {schema.STOP_FILE} with look 1", "saved"]
+    assert looks.taken[0]["cells"][0]["decision"] == "faster"
+
+
+def test_a_save_that_fails_does_not_end_the_run() -> None:
+    from pytest_mtpsweep.report.model import Report
+    from pytest_mtpsweep.report.result import AnalysisResult
+
+    def save(got: AnalysisResult) -> None:
+        raise OSError("disk full")
+
+    got = AnalysisResult(report=Report("t", (), ()))
+    looks = Looks(Design.plan("decided", 2, 6, "pocock", None), lambda: got, lambda *_: None, save)
+    assert looks.take(1) is False
+    assert looks.taken[0]["why"] == "no headline cell has an interval yet"

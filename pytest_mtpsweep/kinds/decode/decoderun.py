@@ -22,7 +22,7 @@ from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
 from .ladder import DecodeSettings
 from .markers import stop_marker
-from .records import decode_record
+from .records import ENDPOINT_FIELDS, decode_record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -209,8 +209,8 @@ class DecodeRun(KindRun):
             "position": case.position,
             "valid": m.valid,
             "reason": m.reason,
-            "decode_rate_tps_primary": m.decode_rate_tps_primary,
-            "decode_rate_tps_interval": m.decode_rate_tps_interval,
+            ENDPOINT_FIELDS["primary"]: m.decode_rate_tps_primary,
+            ENDPOINT_FIELDS["interval"]: m.decode_rate_tps_interval,
             "interval_basis": m.interval_basis,
             "ttft_s": m.ttft_s,
             "completion_tokens": m.completion_tokens,

@@ -1,12 +1,15 @@
-"""The load kind's analysis: at session end and `mtpsweep analyse` of its run directories.
+"""The load kind's analysis: at session end, at a stop rule's looks and `mtpsweep analyse` of
+its run directories.
 
-The edge: it reads the run's records and plan.json, calls the pure parts (`frame`,
-`contrast`, `report`, `plots`) and writes RUN/analysis/: load_levels.csv (the percentiles and
-throughput per treatment and level), load_blocks.csv (each block), load_contrasts.csv,
-load_interaction.csv, load_crossover.csv (where a gain crosses zero) and, with matplotlib,
-load_latency.png, load_throughput.png, load_gain.png, and for a trace replay load_timeline.png;
-then report.md and report.html, both rendered from the one report model `report.report` builds
-of what the analysis holds (no file it wrote is read back but the PNGs the page inlines).
+`compute` is the analysis as a result (`report.result.AnalysisResult`) and writes nothing: it
+reads the run's records and plan.json and calls the pure parts (`frame`, `contrast`, `report`,
+`plots`). Its tables are load_levels.csv (the percentiles and throughput per treatment and
+level), load_blocks.csv (each block), load_contrasts.csv, load_interaction.csv,
+load_crossover.csv (where a gain crosses zero); its figures, as data, load_latency.png,
+load_throughput.png, load_gain.png, and for a trace replay load_timeline.png; its report model
+what report.md and report.html are both rendered from. `analyse` saves it into RUN/analysis/
+through the one writer (`report.save.save_result`); `interim` hands it to the stop rule's look,
+which saves it once the look's record is in stop.json.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 
     from ...analysis.sequential import CellState, LookState
     from ...report.model import Report
+    from ...report.result import AnalysisResult, FigureData
     from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
@@ -67,15 +71,27 @@ def contrast_pairs(plan: Mapping[str, Any], baseline: str) -> list[tuple[str, st
     return [(t, baseline) for t in keys if t != baseline]
 
 
-def analyse(
-    run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
-) -> LoadAnalysis | str:  # fmt: skip
-    """Analyse what the run directory holds now; a one-line reason when there is nothing."""
+@dataclass(frozen=True)
+class _Read:
+    """What the analysis reads of a run directory, framed (an internal step's value)."""
+
+    plan: Mapping[str, Any]
+    records: list[dict[str, Any]]
+    unreadable: list[rl.Unreadable]
+    requests: Any  # DataFrame: a request a row
+    levels: Any  # DataFrame: a level block a row
+    base: str
+    pairs: list[tuple[str, str]]
+    order: list[str]
+    modes: dict[str, list[str]]
+    keys: list[str]
+
+
+def _read(run_dir: Path, baseline: str | None) -> _Read | str:
+    """The plan, the records and their frames, the baseline and the contrasts to form; a
+    one-line reason when there is nothing to analyse."""
     from ...errors import AnalysisError
-    from ...report.save import write_report
-    from . import capacity_stats, census, contrast, crossover, frame, report, turns
-    from .timeline import report_lines
+    from . import frame
 
     try:
         plan = plan_of(run_dir)
@@ -94,61 +110,117 @@ def analyse(
     if base not in present:
         return (f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
                 f"{', '.join(sorted(present))}), so no contrast can be formed")  # fmt: skip
-    pairs = [p for p in contrast_pairs(plan, base) if p[0] in present]
     order = frame.level_order(levels)
     modes: dict[str, list[str]] = {}
     for label in order:
         mode = str(levels.loc[levels["level"] == label, "mode"].iloc[0])
         modes.setdefault(mode, []).append(label)
     keys = [base, *(str(t["key"]) for t in plan.get("treatments") or [] if t["key"] != base)]
-    table = frame.percentile_table(requests, levels, keys)
+    pairs = [p for p in contrast_pairs(plan, base) if p[0] in present]
+    return _Read(plan, records, unreadable, requests, levels, base, pairs, order, modes, keys)
+
+
+def compute(
+    run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+) -> AnalysisResult | str:  # fmt: skip
+    """The analysis of what the run directory holds now, as a result; it writes nothing (a
+    one-line reason when there is nothing to analyse). `report.save.save_result` saves it."""
+    from . import capacity_stats, contrast, crossover, frame, turns
+
+    read = _read(run_dir, baseline)
+    if isinstance(read, str):
+        return read
+    plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
+    table = frame.percentile_table(requests, levels, read.keys)
     look = look_of(run_dir, plan, levels)
     if isinstance(look, str):
         return look
     level = 0.95 if look is None else look.confidence
-    rows = contrast.contrast_rows(requests, levels, pairs, order, boot=boot, seed=seed,
+    rows = contrast.contrast_rows(requests, levels, pairs, read.order, boot=boot, seed=seed,
                                   confidence=level)  # fmt: skip
-    inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed,
+    inter = contrast.interaction_rows(requests, levels, pairs, read.modes, boot=boot, seed=seed,
                                       confidence=level)  # fmt: skip
     endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    headline = cells(rows, inter, endpoint, margin_of(plan))
     if look is not None:  # the rule at the run's last look, from these records
-        look = look.judged(cells(rows, inter, endpoint))
-    searched = capacity_stats.analyse(plan.get("load") or {}, requests, keys, pairs, boot=boot,
-                                      seed=seed)  # fmt: skip
-    crossings = crossover.crossovers(requests, levels, pairs, modes, endpoint, boot=boot, seed=seed)
-    per_turn = turns.analyse(requests, plan, keys, base, order, boot=boot, seed=seed)
-    out = run_dir / OUT
-    out.mkdir(exist_ok=True)
-    table.to_csv(out / "load_levels.csv", index=False)
-    levels.to_csv(out / "load_blocks.csv", index=False)
-    contrast.rows_frame(rows).to_csv(out / "load_contrasts.csv", index=False)
-    contrast.rows_frame(inter).to_csv(out / "load_interaction.csv", index=False)
-    crossover.frame(crossings).to_csv(out / "load_crossover.csv", index=False)
-    if searched is not None:
-        capacity_stats.frame(searched).to_csv(out / "load_capacity.csv", index=False)
-    if per_turn is not None:
-        per_turn.table.to_csv(out / turns.CSV, index=False)
-    plots = _plots(out, table, levels, rows, order, base, crossings, searched, records, per_turn)
+        look = look.judged(headline)
+    searched = capacity_stats.analyse(plan.get("load") or {}, requests, read.keys, pairs,
+                                      boot=boot, seed=seed)  # fmt: skip
+    crossings = crossover.crossovers(requests, levels, pairs, read.modes, endpoint, boot=boot,
+                                     seed=seed)  # fmt: skip
+    per_turn = turns.analyse(requests, plan, read.keys, read.base, read.order, boot=boot,
+                             seed=seed)  # fmt: skip
+    tables = {
+        "load_levels.csv": table,
+        "load_blocks.csv": levels,
+        "load_contrasts.csv": contrast.rows_frame(rows),
+        "load_interaction.csv": contrast.rows_frame(inter),
+        "load_crossover.csv": crossover.frame(crossings),
+        **({"load_capacity.csv": capacity_stats.frame(searched)} if searched is not None else {}),
+        **({turns.CSV: per_turn.table} if per_turn is not None else {}),
+    }
+    figures = _figures(read, table, rows, crossings, searched, per_turn)
+    return _result(run_dir, read, table, rows, inter, look, headline, tables, figures,
+                   crossings, searched, per_turn)  # fmt: skip
+
+
+def _result(
+    run_dir: Path, read: _Read, table: Any, rows: Sequence[Row], inter: Sequence[Row],
+    look: LookState | None, headline: tuple[CellState, ...], tables: Mapping[str, Any],
+    figures: tuple[FigureData, ...], crossings: Sequence[Crossover],
+    searched: CapacityResult | None, per_turn: TurnReport | None,
+) -> AnalysisResult:  # fmt: skip
+    """The report model and the terminal's lines put together with the tables and figures."""
+    from ...report.result import AnalysisResult
+    from . import capacity_stats, census, crossover, report, turns
+    from .listings import PLOTS
+    from .timeline import report_lines
+
+    plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
+    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
     sessions = list(RunReader(run_dir).sessions().facts)
     found = capacity_stats.lines(searched) if searched is not None else []
-    where = [str(u) for u in unreadable]
+    where = [str(u) for u in read.unreadable]
     # where the stop rule stopped (or why it went on) opens the report, under the title
-    model = report.report(plan, requests, table, levels, rows, inter, plots, base, sessions,
-                          crossings=crossings, capacity=found, unreadable=where,
-                          replay=report_lines(records, plan), turns=per_turn, records=records,
+    model = report.report(plan, requests, table, levels, rows, inter,
+                          [f.name for f in figures], read.base, sessions, crossings=crossings,
+                          capacity=found, unreadable=where,
+                          replay=report_lines(read.records, plan), turns=per_turn,
+                          records=read.records,
                           look=look.sentence() if look is not None else "")  # fmt: skip
-    try:
-        write_report(model, out, run_dir)
-    except AnalysisError as exc:
-        return str(exc)
     lines = [*found, *report.headline_lines(rows, inter, endpoint)]
     lines += per_turn.headline if per_turn is not None else ()
     lines += [crossover.sentence(c, report.NAMES[endpoint]) for c in crossings]
     lines += census.terminal_notes(requests, levels, where)
-    headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
+    named = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
     if look is not None:
         lines.append(look.sentence())
-    return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint), model)
+    made = {*tables, *(f.name for f in figures)}
+    known = ("load_capacity.csv", turns.CSV, *(name for name, _, _ in PLOTS))
+    return AnalysisResult(
+        report=model, cells=headline, tables=tables, figures=figures, lines=tuple(lines),
+        headline=named, stale=tuple(n for n in known if n not in made),
+    )  # fmt: skip
+
+
+def analyse(
+    run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+) -> LoadAnalysis | str:  # fmt: skip
+    """Analyse what the run directory holds now and save it into RUN/analysis/; a one-line
+    reason when there is nothing to analyse or it cannot be written."""
+    from ...errors import AnalysisError
+    from ...report.save import save_result
+
+    done = compute(run_dir, baseline=baseline, boot=boot, seed=seed)
+    if isinstance(done, str):
+        return done
+    try:
+        saved = save_result(done, run_dir / OUT, run_dir)
+    except AnalysisError as exc:
+        return str(exc)
+    return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report)
 
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
@@ -163,54 +235,69 @@ def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | 
         return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
 
 
-def cells(rows: Sequence[Row], inter: Sequence[Row], endpoint: str) -> tuple[CellState, ...]:
+def margin_of(plan: Mapping[str, Any]) -> float:
+    """The equivalence margin (percent) plan.json's analysis block registers; a run written
+    before load recorded it gets the ladder's default."""
+    from ...ladder.model import AnalysisConfig
+
+    got = (plan.get("analysis") or {}).get("margin_pct")
+    return float(got) if isinstance(got, int | float) else AnalysisConfig().margin_pct
+
+
+def cells(
+    rows: Sequence[Row], inter: Sequence[Row], endpoint: str, margin: float | None = None
+) -> tuple[CellState, ...]:
     """The headline cells a stop rule looks at: the headline endpoint's gain per treatment and
-    level, and its interaction(s); decided when the interval excludes no gain."""
+    level, and its interaction(s). Faster or slower when the interval excludes no gain;
+    equivalent when it lies within ±margin (the look's 95 % interval: stricter than the 90 %
+    one of two one-sided tests, so no level is spent on it)."""
+    from ...analysis.decision import interval_decision
     from ...analysis.sequential import CellState
 
     out = []
     for r in [*rows, *inter]:
         if r.endpoint != endpoint:
             continue
-        decision = "faster" if r.ci_low > 0 else "slower" if r.ci_high < 0 else "inconclusive"
         half = (r.ci_high - r.ci_low) / 2.0
+        decision = interval_decision(r.ci_low, r.ci_high, margin)
         out.append(CellState(f"{r.treatment}:{r.level}", decision, half))
     return tuple(out)
 
 
-def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
-    """What a [stop] rule looks at: the headline cells of the records so far."""
-    done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
-    return () if isinstance(done, str) else done.cells
+def interim(run_dir: Path, request: AnalysisRequest) -> AnalysisResult | tuple[CellState, ...]:
+    """What a [stop] rule looks at: the result of the records so far, written by nothing here
+    (the look saves it once its record is in stop.json); no cell when there is nothing yet."""
+    done = compute(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
+    return () if isinstance(done, str) else done
 
 
-def _plots(
-    out: Path, table: Any, levels: Any, rows: Sequence[Row], order: list[str], baseline: str,
-    crossings: Sequence[Crossover] = (), searched: CapacityResult | None = None,
-    records: Sequence[Mapping[str, Any]] = (),
-    per_turn: TurnReport | None = None,
-) -> list[str]:  # fmt: skip
-    """Save the plots where matplotlib is there; their file names (none without it)."""
+def _figures(
+    read: _Read, table: Any, rows: Sequence[Row], crossings: Sequence[Crossover],
+    searched: CapacityResult | None, per_turn: TurnReport | None,
+) -> tuple[FigureData, ...]:  # fmt: skip
+    """The plots as data, each with the function that draws it (none without matplotlib)."""
     from ...report.images import available as plotting_available
+    from ...report.result import FigureData
     from . import plots, turns
-    from .timeline import timeline_figure
+    from .timeline import replayed, timeline_figure
 
     if not plotting_available() or table.empty:
-        return []
-    figures = {
-        "load_latency.png": plots.latency_figure(table, order),
-        "load_throughput.png": plots.throughput_figure(table, levels, order),
-        "load_gain.png": plots.gain_figure(rows, order, baseline, crossings),
-        "load_capacity.png": plots.capacity_figure(searched) if searched is not None else None,
-        "load_timeline.png": timeline_figure(records),  # a trace replay's, else None
-        turns.PNG: turns.figure(per_turn.table) if per_turn is not None else None,
-    }
-    saved = []
-    for name, fig in figures.items():
-        if fig is not None:
-            fig.savefig(out / name, dpi=110)
-            saved.append(name)
-    return saved
+        return ()
+    order, levels = read.order, read.levels
+    figures = [
+        FigureData("load_latency.png", (table, order), lambda d: plots.latency_figure(*d)),
+        FigureData("load_throughput.png", (table, levels, order),
+                   lambda d: plots.throughput_figure(*d)),
+        FigureData("load_gain.png", (rows, order, read.base, crossings),
+                   lambda d: plots.gain_figure(*d)),
+    ]  # fmt: skip
+    if searched is not None:
+        figures.append(FigureData("load_capacity.png", searched, plots.capacity_figure))
+    if replayed(read.records):  # a trace replay's
+        figures.append(FigureData("load_timeline.png", read.records, timeline_figure))
+    if per_turn is not None:
+        figures.append(FigureData(turns.PNG, per_turn.table, turns.figure))
+    return tuple(figures)
 
 
 def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:

@@ -141,7 +141,8 @@ class LoadRun(KindRun):
                 },
                 **({"trace": self.replay.plan_entry()} if self.replay else {}),
             },
-            "analysis": {"endpoint": s.endpoint},
+            # merged into plan.json's analysis block; the margin an `equivalent` cell needs
+            "analysis": {"endpoint": s.endpoint, "margin_pct": self.ladder.analysis.margin_pct},
         }
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:

@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..bounds import CHUNK_SLACK, excess_chunks
@@ -163,6 +163,86 @@ def lag_at(monitor: Sequence[tuple[int, int]], t_ns: int) -> int | None:
     return monitor[i][1] if i < len(monitor) else None
 
 
+@dataclass
+class _Events:
+    """What a stream's events said so far: a private accumulator of `reduce_request`, not a
+    value (the record it becomes is frozen)."""
+
+    top: int  # the largest running predicted_n that is a token count
+    monitor: Sequence[tuple[int, int]]
+    chunks: list[Chunk] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    usage_raw: object = None
+    timings: dict[str, Any] | None = None
+    finish: str | None = None
+    models: set[str] = field(default_factory=set)
+    basis: set[str] = field(default_factory=set)
+    done: bool = False
+    bad_json: bool = False
+    cumulative: int = 0
+
+    def line(self, line: str, t: int) -> None:
+        """One SSE line stamped `t`: an event, `[DONE]`, or a line that is no JSON object."""
+        if not line.startswith("data:"):
+            return
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            self.done = True
+            return
+        try:
+            event = json.loads(payload)
+        except json.JSONDecodeError:
+            event = None
+        if not isinstance(event, dict):
+            self.bad_json = True
+            return
+        self.event(event, t)
+
+    def _timed_tokens(self, event: Mapping[str, Any]) -> int | None:
+        """The tokens this event's `timings` add, while the running count stays believable."""
+        if not isinstance(event.get("timings"), dict):
+            return None
+        self.timings = event["timings"]
+        n = self.timings.get("predicted_n")
+        if isinstance(n, int) and not isinstance(n, bool) and self.cumulative <= n <= self.top:
+            tokens, self.cumulative = n - self.cumulative, n
+            return tokens
+        return None
+
+    def event(self, event: Mapping[str, Any], t: int) -> None:
+        """One parsed event: its model, usage and timings, and a chunk when it carried text."""
+        if isinstance(event.get("model"), str):
+            self.models.add(event["model"])
+        self.usage_raw = event.get("usage", self.usage_raw)
+        tokens = self._timed_tokens(event)
+        choices = event.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            return
+        if choice.get("finish_reason"):
+            self.finish = str(choice["finish_reason"])
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        content = delta.get("content")
+        reasoning = next((delta[k] for k in REASONING_KEYS if delta.get(k)), None)
+        text = content if isinstance(content, str) and content else None
+        if text is None and not isinstance(reasoning, str):
+            return
+        if tokens is not None:
+            self.basis.add("timings")
+        logprobs = choice.get("logprobs")
+        if (
+            tokens is None
+            and isinstance(logprobs, dict)
+            and isinstance(logprobs.get("content"), list)
+        ):
+            tokens = len(logprobs["content"])
+            self.basis.add("logprobs")
+        self.chunks.append(Chunk(t, tokens, text is None, lag_at(self.monitor, t)))
+        if text is not None:
+            self.parts.append(text)
+
+
 def reduce_request(
     raw: RawRequest,
     *,
@@ -174,80 +254,31 @@ def reduce_request(
 
     `expected_model`: the alias every event's `model` must name (`served.model_reason`, the
     decode kind's rule too); another, or none, makes the request an error with its reason."""
-    chunks: list[Chunk] = []
-    parts: list[str] = []
-    usage_raw: object = None
-    timings: dict[str, Any] | None = None
-    finish: str | None = None
-    models: set[str] = set()
-    basis: set[str] = set()
-    done = bad_json = False
-    cumulative = 0
     # A running predicted_n is a token count only while it grows within what max_tokens allows:
     # a lying server's 10**30 (or a count that goes back) is no chunk's size (issue 43).
     top = ABSURD_TOKENS if max_tokens is None else max_tokens + CHUNK_SLACK
+    seen = _Events(top, monitor)
     for line, t in sse_lines(raw.pieces, raw.stamps) if raw.status == 200 else ():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            done = True
-            continue
-        try:
-            event = json.loads(payload)
-        except json.JSONDecodeError:
-            event = None
-        if not isinstance(event, dict):
-            bad_json = True
-            continue
-        if isinstance(event.get("model"), str):
-            models.add(event["model"])
-        usage_raw = event.get("usage", usage_raw)
-        tokens: int | None = None
-        if isinstance(event.get("timings"), dict):
-            timings = event["timings"]
-            n = timings.get("predicted_n")
-            if isinstance(n, int) and not isinstance(n, bool) and cumulative <= n <= top:
-                tokens, cumulative = n - cumulative, n
-        choices = event.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
-            continue
-        if choice.get("finish_reason"):
-            finish = str(choice["finish_reason"])
-        delta = choice.get("delta")
-        delta = delta if isinstance(delta, dict) else {}
-        content = delta.get("content")
-        reasoning = next((delta[k] for k in REASONING_KEYS if delta.get(k)), None)
-        text = content if isinstance(content, str) and content else None
-        if text is None and not isinstance(reasoning, str):
-            continue
-        if tokens is not None:
-            basis.add("timings")
-        logprobs = choice.get("logprobs")
-        if (
-            tokens is None
-            and isinstance(logprobs, dict)
-            and isinstance(logprobs.get("content"), list)
-        ):
-            tokens = len(logprobs["content"])
-            basis.add("logprobs")
-        chunks.append(Chunk(t, tokens, text is None, lag_at(monitor, t)))
-        if text is not None:
-            parts.append(text)
-    usage = check_usage(usage_raw, max_tokens=max_tokens, token_chunks=len(chunks))
-    if not basis and chunks and usage.completion_tokens == len(chunks) and usage.status == "ok":
+        seen.line(line, t)
+    chunks = seen.chunks
+    usage = check_usage(seen.usage_raw, max_tokens=max_tokens, token_chunks=len(chunks))
+    if (
+        not seen.basis
+        and chunks
+        and usage.completion_tokens == len(chunks)
+        and usage.status == "ok"
+    ):
         # One token per chunk is then the only count that fits; say so rather than assume it.
         chunks = [Chunk(c.t_ns, 1, c.reasoning, c.lag_ns) for c in chunks]
-        basis.add("usage")
-    content = "".join(parts)
+        seen.basis.add("usage")
+    content = "".join(seen.parts)
     error = (
         raw.error
-        or _stream_error(raw, done, finish, bad_json)
+        or _stream_error(raw, seen.done, seen.finish, seen.bad_json)
         or excess_chunks(len(chunks), max_tokens)
     )
     if error is None and expected_model is not None:
-        error = model_reason(models, expected_model, answered=True)
+        error = model_reason(seen.models, expected_model, answered=True)
     return StreamRecord(
         index=raw.index,
         slot=raw.slot,
@@ -259,11 +290,11 @@ def reduce_request(
         chunks=tuple(chunks),
         http_status=raw.status,
         error=error,
-        finish_reason=finish,
+        finish_reason=seen.finish,
         usage=usage,
-        timings=timings,
-        token_basis="+".join(sorted(basis)) or None,
-        model=shown(models),
+        timings=seen.timings,
+        token_basis="+".join(sorted(seen.basis)) or None,
+        model=shown(seen.models),
         content_chars=len(content),
         content_sha256=hashlib.sha256(content.encode()).hexdigest(),
     )

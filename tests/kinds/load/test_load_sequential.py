@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import Design, rule_met
 from pytest_mtpsweep.kinds.load.analysis import LoadAnalysis, analyse, interim
 from pytest_mtpsweep.request import AnalysisRequest
@@ -67,7 +69,10 @@ def test_a_look_publishes_wider_intervals_than_the_fixed_design(tmp_path: Path) 
 def test_the_rule_looks_at_each_level_and_the_interaction(tmp_path: Path) -> None:
     run = _noisy(write_run(tmp_path, cycles=2))
     _with_stop(run, Design.plan("width", 2, 8, "pocock", 1000.0))
-    cells = interim(run, AnalysisRequest(boot=200))
+    got = interim(run, AnalysisRequest(boot=200))
+    assert not isinstance(got, tuple)  # a result, saved by the look, not by interim
+    cells = got.cells
+    assert not (run / "analysis" / "report.md").exists()
     assert [c.cell for c in cells] == ["ngram:conc1", "ngram:conc4", "ngram:conc4/conc1"]
     by = {c.cell: c for c in cells}
     assert by["ngram:conc1"].decision == "faster"  # 25 % with little noise: decided
@@ -95,4 +100,54 @@ def test_the_stop_sentence_is_from_the_records_whatever_stop_json_says(tmp_path:
     assert (
         "stopped at look 1 of 4 (after cycle 2): every headline cell's 95 % interval"
         in (said[0][0])
+    )
+
+
+def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it() -> None:
+    from pytest_mtpsweep.analysis.decision import Decision
+    from pytest_mtpsweep.kinds.load.analysis import cells, margin_of
+    from pytest_mtpsweep.kinds.load.contrast import Row
+
+    def row(level: str, low: float, high: float) -> Row:
+        return Row("ngram", "none", "e2e", level, (low + high) / 2, low, high, 8, 16, 4, 0.01,
+                   3.0, "t")  # fmt: skip
+
+    rows = [row("conc1", 2.0, 9.0), row("conc4", -0.4, 0.6)]
+    inter = [row("conc4/conc1", -9.0, -1.0)]
+    got = cells(rows, inter, "e2e", margin_of({"analysis": {"margin_pct": 1.0}}))
+    assert [c.decision for c in got] == [Decision.FASTER, Decision.EQUIVALENT, Decision.SLOWER]
+    assert rule_met(Design.plan("decided", 2, 8, "pocock", None), got)[0]
+    # a run written before load recorded its margin: the ladder's default, 1 %
+    assert margin_of({"analysis": {}}) == 1.0
+    # the same interval against a tighter margin is still open, and the rule waits
+    tight = cells(rows, inter, "e2e", 0.5)
+    assert tight[1].decision is Decision.UNDECIDED
+    assert not rule_met(Design.plan("decided", 2, 8, "pocock", None), tight)[0]
+
+
+def test_a_look_saves_its_result_after_its_record_is_in_stop_json(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two attached stand-ins (b twice as fast), a width rule any interval meets, the end
+    # analysis off: what RUN/analysis/ holds is what the look saved
+    from tests.kinds.load.test_load_kind import LADDER, run, stand_in_project
+    from tests.sandbox import only_run
+
+    ladder = LADDER.replace("cycles = 2\n", "cycles = 4\n") + (
+        '[stop]\nrule = "width"\nwidth_pct = 1000\nmin_cycles = 2\nmax_cycles = 4\n'
+        "allow_early_looks = true\n"
+    )
+    with stand_in_project(pytester, monkeypatch, ladder):
+        result = run(pytester, "--no-analysis")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    run_dir = only_run(pytester.path)
+    stop = json.loads((run_dir / "stop.json").read_text())
+    assert stop["stopped_at"] == 1
+    assert {c["decision"] for c in stop["looks"][0]["cells"]} <= {d.value for d in Decision}
+    out = run_dir / "analysis"
+    assert "stopped at look 1 of 2 (after cycle 2)" in (out / "report.md").read_text()
+    assert (out / "load_contrasts.csv").is_file() and (out / "report.html").is_file()
+    # saved after the look's record: nothing in analysis/ is older than stop.json
+    assert min(p.stat().st_mtime_ns for p in out.iterdir()) >= (
+        (run_dir / "stop.json").stat().st_mtime_ns
     )

@@ -13,10 +13,10 @@ import pandas as pd
 from .... import recordlines as rl
 from .... import schema
 from ....errors import AnalysisError, RunReadError
-from ....fileio import atomic_write_text
 from ....report.mdtext import md_text
 from ....report.model import Report
-from ....report.save import write_report
+from ....report.result import AnalysisResult
+from ....report.save import save_result
 from ....state.runread import RunReader
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from . import contrast, conversations, findings, repeats, report, tables
@@ -122,8 +122,8 @@ def _flight(info: Mapping[str, Any]) -> str:
 def analyse_dir(
     run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool
 ) -> AuthoringResult:
-    """Analyse an authoring run directory; write contrasts, table, census, report.md and
-    report.html."""
+    """Analyse an authoring run directory; save contrasts, table, census, report.md and
+    report.html through the one writer (`report.save.save_result`)."""
     records, bad_cells = _read(run_dir, CELLS_DIR)
     turn_records, bad_turns = _read(run_dir, TURNS_DIR)
     if not records:
@@ -147,13 +147,14 @@ def analyse_dir(
     passes = repeats.pass_table(cells)
     rescue = repeats.rescue_table(cells, turns)
     out = run_dir / schema.ANALYSIS_DIR
-    out.mkdir(exist_ok=True)
-    atomic_write_text(out / COHORT_TABLE_CSV, table.to_csv(index=False))
-    atomic_write_text(out / CONTRASTS_CSV, report.contrasts_frame(rows).to_csv(index=False))
-    atomic_write_text(out / CENSUS_CSV, census.to_csv(index=False))
-    atomic_write_text(out / PASS_AT_K_CSV, passes.to_csv(index=False))
-    atomic_write_text(out / RESCUE_CSV, rescue.to_csv(index=False))
-    atomic_write_text(out / REPEATS_CSV, same.to_csv(index=False))
+    csvs = {
+        COHORT_TABLE_CSV: table,
+        CONTRASTS_CSV: report.contrasts_frame(rows),
+        CENSUS_CSV: census,
+        PASS_AT_K_CSV: passes,
+        RESCUE_CSV: rescue,
+        REPEATS_CSV: same,
+    }
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
     plan = RunReader(run_dir).plan
@@ -177,7 +178,7 @@ def analyse_dir(
         notes,
         settings,
     )
-    write_report(model, out, run_dir)
+    save_result(AnalysisResult(report=model, tables=csvs), out, run_dir)  # the one writer
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
                       *repeats.rescue_lines(rescue)[:1],
                       *(u.replace("**", "") for u in _unreadable(bad_cells, bad_turns))])  # fmt: skip

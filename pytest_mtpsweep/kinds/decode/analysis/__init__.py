@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from ....analysis.sequential import CellState
-    from .model import AnalysisResult
+    from .model import DecodeAnalysis
 
 
 def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
@@ -51,7 +51,7 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
             )
 
 
-def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
+def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> DecodeAnalysis:
     """The analysis package's analyse_run, its page with the pictures drawn from the records."""
     from .io import analyse_run as analysed
 
@@ -142,7 +142,7 @@ def beside_the_primary(
     return lines
 
 
-def judge(result: AnalysisResult, expectation: str) -> GateVerdict:
+def judge(result: DecodeAnalysis, expectation: str) -> GateVerdict:
     """One gate on the published decisions: met, or the line saying why not."""
     from .gates import evaluate_expectations
 
@@ -157,7 +157,7 @@ def judge(result: AnalysisResult, expectation: str) -> GateVerdict:
     return GateVerdict(expectation, True, f"{expectation} met: {row}".rstrip(": "))
 
 
-def _published(result: AnalysisResult) -> dict[tuple[str, str], str]:
+def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:
     """Each published contrast as one line: `+86.1 % [95% CI +54.0, +111.2] faster (...)`."""
     out: dict[tuple[str, str], str] = {}
     for r in result.published.to_dict(orient="records"):
@@ -174,7 +174,7 @@ def _published(result: AnalysisResult) -> dict[tuple[str, str], str]:
     return out
 
 
-def headline(result: AnalysisResult) -> dict[str, str]:
+def headline(result: DecodeAnalysis) -> dict[str, str]:
     """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`."""
     baseline = result.settings.baseline
     return {

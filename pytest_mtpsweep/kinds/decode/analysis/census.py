@@ -190,3 +190,25 @@ def quarantine_table(quarantined: Sequence[QuarantinedSession]) -> pd.DataFrame:
         for q in quarantined
     ]
     return pd.DataFrame(rows, columns=list(QUARANTINE_COLUMNS))
+
+
+def all_exclusions(
+    parse_excluded: pd.DataFrame,
+    quarantined: Sequence[Any],
+    records: pd.DataFrame,
+    analysed: pd.DataFrame,
+    elsewhere: pd.DataFrame,
+    multi: bool,
+) -> pd.DataFrame:
+    """Every record set aside, with why: unreadable, quarantined, invalid, in another
+    comparability group, or without a rate."""
+    return summarise_exclusions(
+        [
+            parse_excluded,
+            quarantine_exclusions(quarantined),
+            invalid_exclusions(records),
+            elsewhere[["run_id", "session"]].assign(reason=OTHER_GROUP),
+            missing_rate_exclusions(analysed),
+        ],
+        qualify=multi,
+    )

@@ -119,3 +119,24 @@ def comparability_groups(
 def differing_fields(a: ComparabilityGroup, b: ComparabilityGroup) -> list[str]:
     """Names of the keyed fields on which two groups disagree."""
     return [name for (name, x), (_, y) in zip(a.keyed, b.keyed, strict=True) if x != y]
+
+
+def group_notes(runs: Sequence[RunData], groups: Sequence[ComparabilityGroup]) -> tuple[str, ...]:
+    """The runs' notes, then one per comparability group not analysed and per run whose
+    analysis settings differ from the first's."""
+    notes = [note for run in runs for note in run.notes]
+    chosen_group = next((g for g in groups if g.chosen), None)
+    for group in groups:
+        if chosen_group is not None and not group.chosen:
+            fields = ", ".join(differing_fields(chosen_group, group))
+            notes.append(
+                f"{len(group.sessions)} session(s) ({', '.join(group.sessions)}) form another "
+                f"comparability group (differing: {fields}) and were not analysed"
+            )
+    for run in runs[1:]:
+        if run.analysis_plan != runs[0].analysis_plan:
+            notes.append(
+                f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
+                f"the settings of {runs[0].run_id} were used"
+            )
+    return tuple(notes)

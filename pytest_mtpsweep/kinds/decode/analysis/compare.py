@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ....constants import POOLED, SUBSET_NAMES
-from .model import AnalysisResult
+from .model import DecodeAnalysis
 from .textfmt import (
     ci,
     dict_rows,
@@ -16,7 +16,7 @@ from .textfmt import (
 COMPARE_LABEL = "secondary, descriptive: different runs"
 
 
-def compare_table(results: Sequence[AnalysisResult]) -> str:
+def compare_table(results: Sequence[DecodeAnalysis]) -> str:
     """A descriptive side-by-side of each run's own published contrasts; nothing is pooled."""
     head = (
         f"{COMPARE_LABEL.capitalize()}. Each run was analysed separately against its own "

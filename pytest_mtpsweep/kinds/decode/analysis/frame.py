@@ -126,51 +126,10 @@ def parse_records(
                 {"run_id": file.run_id, "session": file.session, "reason": why, "where": str(u)}
             )
         for line in read:
-            obj = line.record
-            session = str(obj.get("session") or file.session)
-            cycle = _int(obj.get("cycle"))
-            assert cycle is not None
-            facts = session_facts.get((file.run_id, session), {})
-            keyed = tuple(
-                _keyed_value(name, obj, facts, plan_keyed.get(file.run_id, {}))
-                for name in KEYED_FIELDS
+            facts = session_facts.get(
+                (file.run_id, str(line.record.get("session") or file.session)), {}
             )
-            ordinal = _int(obj.get("ordinal"))
-            # 0-based place within the server session; older records lack it (-1: unknown).
-            position = _int(obj.get("position"))
-            repeat = _int(obj.get("repeat"))
-            tokens = _int(obj.get("completion_tokens"))
-            reason = obj.get("reason")
-            rows.append(
-                {
-                    "run_id": file.run_id,
-                    "session": session,
-                    "treatment": str(obj["treatment"]),
-                    "cycle": cycle,
-                    "ordinal": ordinal if ordinal is not None else -1,
-                    "position": position if position is not None and position >= 0 else -1,
-                    "prompt_id": str(obj["prompt_id"]),
-                    "subset": str(obj["subset"]),
-                    "repeat": repeat if repeat is not None else 1,
-                    "valid": obj["valid"] is True,
-                    "reason": str(reason) if reason is not None else None,
-                    "rate_primary": _rate(obj.get(ENDPOINT_COLUMNS["primary"])),
-                    "rate_interval": _rate(obj.get(ENDPOINT_COLUMNS["interval"])),
-                    "interval_basis": obj.get("interval_basis"),
-                    "finish_reason": obj.get("finish_reason"),
-                    "completion_tokens": tokens if tokens is not None else -1,
-                    # why the text was not a real answer ("" when it was, or not judged)
-                    "degenerate": str(obj.get("degenerate") or ""),
-                    "content_sha256": _str_or_none(obj.get("content_sha256")),
-                    "content_chars": _int(obj.get("content_chars")),
-                    "draft_n": _int(obj.get("draft_n")),
-                    "draft_n_accepted": _int(obj.get("draft_n_accepted")),
-                    # absent in a run without -n: one device, as before
-                    "device": str(obj.get("device") or ""),
-                    "worker": str(obj.get("worker") or ""),
-                    **_keyed_columns(keyed, memo),
-                }
-            )
+            rows.append(_row(file, line.record, facts, plan_keyed.get(file.run_id, {}), memo))
     records = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
     records = records.astype(
         {
@@ -188,6 +147,55 @@ def parse_records(
         }
     )
     return records, pd.DataFrame(excluded, columns=list(EXCLUSION_COLUMNS))
+
+
+def _row(
+    file: RecordFile,
+    obj: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    planned: Mapping[str, Any],
+    memo: dict[Any, dict[str, str]],
+) -> dict[str, Any]:
+    """One readable record as its frame row; keyed fields it lacks come from its session's
+    facts, then from plan.json's keyed fields."""
+    session = str(obj.get("session") or file.session)
+    cycle = _int(obj.get("cycle"))
+    assert cycle is not None
+    keyed = tuple(_keyed_value(name, obj, facts, planned) for name in KEYED_FIELDS)
+    ordinal = _int(obj.get("ordinal"))
+    # 0-based place within the server session; older records lack it (-1: unknown).
+    position = _int(obj.get("position"))
+    repeat = _int(obj.get("repeat"))
+    tokens = _int(obj.get("completion_tokens"))
+    reason = obj.get("reason")
+    return {
+        "run_id": file.run_id,
+        "session": session,
+        "treatment": str(obj["treatment"]),
+        "cycle": cycle,
+        "ordinal": ordinal if ordinal is not None else -1,
+        "position": position if position is not None and position >= 0 else -1,
+        "prompt_id": str(obj["prompt_id"]),
+        "subset": str(obj["subset"]),
+        "repeat": repeat if repeat is not None else 1,
+        "valid": obj["valid"] is True,
+        "reason": str(reason) if reason is not None else None,
+        "rate_primary": _rate(obj.get(ENDPOINT_COLUMNS["primary"])),
+        "rate_interval": _rate(obj.get(ENDPOINT_COLUMNS["interval"])),
+        "interval_basis": obj.get("interval_basis"),
+        "finish_reason": obj.get("finish_reason"),
+        "completion_tokens": tokens if tokens is not None else -1,
+        # why the text was not a real answer ("" when it was, or not judged)
+        "degenerate": str(obj.get("degenerate") or ""),
+        "content_sha256": _str_or_none(obj.get("content_sha256")),
+        "content_chars": _int(obj.get("content_chars")),
+        "draft_n": _int(obj.get("draft_n")),
+        "draft_n_accepted": _int(obj.get("draft_n_accepted")),
+        # absent in a run without -n: one device, as before
+        "device": str(obj.get("device") or ""),
+        "worker": str(obj.get("worker") or ""),
+        **_keyed_columns(keyed, memo),
+    }
 
 
 def _keyed_columns(keyed: tuple[Any, ...], memo: dict[Any, dict[str, str]]) -> dict[str, str]:

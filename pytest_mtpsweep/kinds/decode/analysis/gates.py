@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ....errors import ExpectationError
-from .model import KNOWN_SUBSETS, AnalysisResult
+from .model import KNOWN_SUBSETS, DecodeAnalysis
 
 DIRECTIONS: tuple[str, ...] = ("faster", "slower", "equivalent")
 SYNTAX = "TREATMENT:SUBSET:faster|slower|equivalent"
@@ -51,7 +51,7 @@ def parse_expectation(text: str, *, treatments: Collection[str] | None = None) -
 
 
 def evaluate_expectations(
-    result: AnalysisResult, expectations: Sequence[str | Expectation]
+    result: DecodeAnalysis, expectations: Sequence[str | Expectation]
 ) -> list[str]:
     """One line per unmet gate (empty when all are met).
 

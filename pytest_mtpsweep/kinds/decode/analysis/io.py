@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -20,15 +18,16 @@ from ....errors import AnalysisError, UserError
 from ....recordlines import read_lines
 from ....report.images import available as plotting_available
 from ....report.model import Section
-from ....report.save import write_report
+from ....report.result import AnalysisResult, FigureData
+from ....report.save import save_result
 from ....state.runread import RunReader
 from . import pictures, sweep
 from .equivalence import PAIR_COLUMNS
-from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
+from .model import ENDPOINTS, DecodeAnalysis, QuarantinedSession, RecordFile, RunData
 from .pictures import COLUMNS
-from .pipeline import analyse
+from .pipeline import analyse, headline_cells
 from .plot import forest_figure
-from .report import report_model
+from .report import FOREST_PNG, report_model
 from .report_page import PageParts
 
 OUTPUT_FILES: tuple[str, ...] = (
@@ -151,7 +150,7 @@ def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
     return rows
 
 
-def default_out_dir(result: AnalysisResult) -> Path:
+def default_out_dir(result: DecodeAnalysis) -> Path:
     """<run>/analysis; a non-registered baseline or a pooled analysis gets its own folder.
 
     This keeps an exploratory or pooled analysis from overwriting the pre-registered one.
@@ -183,7 +182,7 @@ def _frame(frame: pd.DataFrame) -> list[Any]:
     return [_jsonable(row) for row in frame.astype(object).to_dict(orient="records")]
 
 
-def _equivalence_json(result: AnalysisResult) -> dict[str, Any]:
+def _equivalence_json(result: DecodeAnalysis) -> dict[str, Any]:
     eq = result.equivalence
     if eq is None:
         return {"checked": False, "why": result.equivalence_skipped}
@@ -196,7 +195,7 @@ def _equivalence_json(result: AnalysisResult) -> dict[str, Any]:
     }
 
 
-def _host_rule_json(result: AnalysisResult) -> dict[str, Any]:
+def _host_rule_json(result: DecodeAnalysis) -> dict[str, Any]:
     e = result.host_rule
     return {
         "recorded": e.recorded,
@@ -210,7 +209,7 @@ def _host_rule_json(result: AnalysisResult) -> dict[str, Any]:
     }
 
 
-def result_json(result: AnalysisResult) -> dict[str, Any]:
+def result_json(result: DecodeAnalysis) -> dict[str, Any]:
     """Everything in a result as plain JSON (NaN becomes null)."""
     n_cells = len(result.treatments) * (len(result.subsets) + (len(result.subsets) >= 2))
     return {
@@ -255,65 +254,61 @@ def result_json(result: AnalysisResult) -> dict[str, Any]:
     }
 
 
-def _forest_png(result: AnalysisResult) -> bytes | None:
-    """The forest plot as PNG bytes: forest.png on disk and the page's headline picture."""
-    figure = forest_figure(result) if result.plot_available else None
-    if figure is None:
-        return None
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    return buffer.getvalue()
+def _forest_drawn(result: DecodeAnalysis) -> bool:
+    """Whether the forest plot is drawn: matplotlib there and a published contrast with pairs
+    (what `forest_figure` needs to give a figure)."""
+    return result.plot_available and result.has_pairs and not result.published.empty
 
 
-def write_outputs(result: AnalysisResult, out: Path, draw: bool = False) -> AnalysisResult:
-    """Write every output file into `out`; returns the result with out_dir, files and the report
-    model set. report.md and report.html come from one model; with `draw` the page also has
-    the pictures drawn from the records (beside the forest plot, which is drawn whenever it can
-    be)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        result.contrasts.to_csv(out / "contrasts.csv", index=False)
-        result.census.to_csv(out / "census.csv", index=False)
-        # census.csv is one row per cell; these two are its itemised companions.
-        result.gaps.to_csv(out / "gaps.csv", index=False)
-        result.exclusions.to_csv(out / "exclusions.csv", index=False)
-        result.position_trend.to_csv(out / "position_trend.csv", index=False)
-        # One row per (treatment, prompt, cycle) compared with the baseline; header only when
-        # the comparison did not run (temperature above 0), the report says why.
-        pairs = result.equivalence.pairs if result.equivalence is not None else None
-        (pairs if pairs is not None else pd.DataFrame(columns=list(PAIR_COLUMNS))).to_csv(
-            out / "equivalence.csv", index=False
-        )
-        result.acceptance.to_csv(out / "acceptance.csv", index=False)
-        # report.md names how many rows these hold rather than listing them one by one.
-        result.truncated.to_csv(out / "truncated.csv", index=False)
-        result.per_cycle.to_csv(out / "per_cycle.csv", index=False)
-        (out / "contrasts.json").write_text(
-            json.dumps(result_json(result), indent=2, allow_nan=False) + "\n", encoding="utf-8"
-        )
-        forest = _forest_png(result)
-        stale = out / "forest.png"
-        if forest is not None:
-            stale.write_bytes(forest)
-        elif stale.exists():
-            # A plot left by an earlier analysis would contradict this report.
-            stale.unlink()
-    except OSError as exc:
-        raise AnalysisError(
-            f"cannot write the analysis outputs to {out} ({exc.strerror}); pass --out with a "
-            "writable directory"
-        ) from None
-    # The record pictures follow the forest plot: not drawn, the page says why instead.
+def saved_result(result: DecodeAnalysis, draw: bool = False) -> AnalysisResult:
+    """The decode analysis as the kind-neutral result the one writer saves: its tables, its
+    contrasts.json, forest.png (and a sweep's picture) as data, and the report model. With
+    `draw` the page also has the pictures drawn from the records (beside the forest plot)."""
+    forest = _forest_drawn(result)
+    figures: tuple[FigureData, ...] = ()
     drawn: tuple[Section, ...] = ()
-    if draw and forest is not None:
+    if forest:
+        figures = (FigureData(FOREST_PNG, result, forest_figure, dpi=120),)
+    if draw and forest:
         drawn = pictures.sections(result, pictures.frame(picture_records(result.record_files)))
-    if forest is not None and result.sweep is not None:
-        drawn = (*sweep.picture(result.sweep, out), *drawn)
-    report = report_model(result, PageParts(forest=forest, pictures=drawn))
-    write_report(report, out, Path(result.run_dirs[0]))
-    written = [name for name in OUTPUT_FILES if name != "forest.png" or forest is not None]
+    if forest and result.sweep is not None:
+        shown, sections = sweep.picture(result.sweep)
+        figures, drawn = (*figures, *shown), (*sections, *drawn)
+    # One row per (treatment, prompt, cycle) compared with the baseline; header only when the
+    # comparison did not run (temperature above 0), the report says why.
+    pairs = result.equivalence.pairs if result.equivalence is not None else None
+    tables = {
+        "contrasts.csv": result.contrasts,
+        "census.csv": result.census,
+        # census.csv is one row per cell; these two are its itemised companions.
+        "gaps.csv": result.gaps,
+        "exclusions.csv": result.exclusions,
+        "position_trend.csv": result.position_trend,
+        "equivalence.csv": pairs if pairs is not None else pd.DataFrame(columns=[*PAIR_COLUMNS]),
+        "acceptance.csv": result.acceptance,
+        # report.md names how many rows these hold rather than listing them one by one.
+        "truncated.csv": result.truncated,
+        "per_cycle.csv": result.per_cycle,
+    }
+    return AnalysisResult(
+        report=report_model(result, PageParts(forest=forest, pictures=drawn)),
+        cells=headline_cells(result),
+        tables=tables,
+        documents={"contrasts.json": result_json(result)},
+        figures=figures,
+        # A plot left by an earlier analysis would contradict this report.
+        stale=() if forest else (FOREST_PNG,),
+    )
+
+
+def write_outputs(result: DecodeAnalysis, out: Path, draw: bool = False) -> DecodeAnalysis:
+    """Save every output into `out` through the one writer; returns the result with out_dir,
+    files and the report model set."""
+    saved = saved_result(result, draw)
+    save_result(saved, out, Path(result.run_dirs[0]))
+    written = [name for name in OUTPUT_FILES if name != FOREST_PNG or saved.figures]
     return dataclasses.replace(
-        result, out_dir=str(out), written=tuple(str(out / n) for n in written), report=report
+        result, out_dir=str(out), written=tuple(str(out / n) for n in written), report=saved.report
     )
 
 
@@ -327,7 +322,7 @@ def analyse_run(
     pool: bool = False,
     endpoint: str | None = None,
     draw: bool = False,
-) -> AnalysisResult:
+) -> DecodeAnalysis:
     """Load the runs, analyse them and write the outputs; baseline None uses plan.json's; with
     `draw` report.html has the pictures drawn from the records.
 
@@ -351,7 +346,7 @@ def load_and_analyse(
     seed: int = DEFAULT_BOOT_SEED,
     pool: bool = False,
     endpoint: str | None = None,
-) -> AnalysisResult:
+) -> DecodeAnalysis:
     """Load and analyse without writing anything (used by `compare`)."""
     runs = [load_run(Path(d)) for d in run_dirs]
     return analyse(

@@ -167,8 +167,9 @@ class HostRuleEffect:
 
 
 @dataclass(frozen=True, eq=False)
-class AnalysisResult:
-    """One analysis of one comparability group, with every table the outputs need."""
+class DecodeAnalysis:
+    """The decode analysis of one comparability group, with every table the outputs need (the
+    kind-neutral result it is saved as: `report.result.AnalysisResult`, by `io.write_outputs`)."""
 
     run_dirs: tuple[str, ...]
     run_ids: tuple[str, ...]

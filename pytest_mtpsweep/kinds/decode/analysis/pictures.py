@@ -22,12 +22,12 @@ from typing import Any
 
 from ....report.document import EMPTY, el
 from ....report.model import Block, Figure, Page, Section
-from .model import ENDPOINT_COLUMNS, AnalysisResult
+from .model import ENDPOINT_COLUMNS, DecodeAnalysis
 from .textfmt import dict_rows
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "repeat", "valid",
-           "started_at", "decode_rate_tps_primary", "decode_rate_tps_interval")  # fmt: skip
+           "started_at", *ENDPOINT_COLUMNS.values())  # fmt: skip
 
 
 def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
@@ -58,7 +58,7 @@ def _drawn(draw: Callable[[], Any], alt: str, caption: str) -> Block:
     return Figure(alt, caption, png=buffer.getvalue())
 
 
-def _endpoint(result: AnalysisResult) -> str:
+def _endpoint(result: DecodeAnalysis) -> str:
     """The endpoint most published cells use (the tie-break can publish the interval one)."""
     published = [str(e) for e in result.published["endpoint"]] if len(result.contrasts) else []
     if published:
@@ -66,7 +66,7 @@ def _endpoint(result: AnalysisResult) -> str:
     return result.settings.primary_endpoint or "primary"
 
 
-def _chosen(frame: Any, result: AnalysisResult) -> Any:
+def _chosen(frame: Any, result: DecodeAnalysis) -> Any:
     """The records of the analysed comparability group (all of them if names do not match)."""
     group = next((g for g in result.groups if g.chosen), None)
     sessions = set(group.sessions) if group else set()
@@ -74,7 +74,7 @@ def _chosen(frame: Any, result: AnalysisResult) -> Any:
     return frame[mine] if mine.any() else frame
 
 
-def _acceptance_rows(result: AnalysisResult) -> list[dict[str, Any]]:
+def _acceptance_rows(result: DecodeAnalysis) -> list[dict[str, Any]]:
     # NaN is "no rate" here, as null is in contrasts.json
     return [
         {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
@@ -82,7 +82,7 @@ def _acceptance_rows(result: AnalysisResult) -> list[dict[str, Any]]:
     ]
 
 
-def sections(result: AnalysisResult, frame: Any) -> tuple[Section, ...]:
+def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
     """The Pictures sections drawn from the records (`frame`), in the page's order."""
     s = result.settings
     baseline, treatments = s.baseline, list(result.treatments)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ....analysis.decision import Decision
 from ....analysis.sequential import CellState, LookState, look_state
 from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES
 from ....errors import AnalysisError
@@ -19,7 +20,7 @@ from .acceptance import draft_acceptance
 from .comparability import (
     check_poolable,
     comparability_groups,
-    differing_fields,
+    group_notes,
     plan_keyed,
     run_keyed,
 )
@@ -31,14 +32,14 @@ from .model import (
     DEFAULT_MARGIN_PCT,
     DEFAULT_TIEBREAK_PP,
     ENDPOINT_COLUMNS,
-    AnalysisResult,
     AnalysisSettings,
+    DecodeAnalysis,
     HostRuleEffect,
     RunData,
 )
 from .pairing import cell_means, pair_cells
 from .report import render_report
-from .sweep import analyse_sweep
+from .sweep import SweepResult, analyse_sweep
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -208,24 +209,9 @@ def _look(run: RunData, runs: Sequence[RunData]) -> LookState | None:
         ) from None
 
 
-def analyse(
-    runs: Sequence[RunData],
-    *,
-    baseline: str | None = None,
-    boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
-    pool: bool = False,
-    plot_available: bool = False,
-    endpoint: str | None = None,
-    host_sensitivity: bool = True,
-) -> AnalysisResult:
-    """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals.
-
-    `endpoint` publishes that endpoint instead of plan.json's primary one (the interval-basis
-    analysis the users kept beside the primary). `host_sensitivity` also analyses the runs with
-    the host rule's spoiled attempts in place of their re-runs (analysis/hostrule.py)."""
-    if not runs:
-        raise AnalysisError("no run directory was given; pass the path of a run to analyse")
+def _parsed(runs: Sequence[RunData]) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
+    """Every run's records as one frame, the lines set aside, and where each unreadable line
+    is; an AnalysisError when no record can be read."""
     facts = {(run.run_id, str(s.get("session"))): s for run in runs for s in run.sessions}
     records, parse_excluded = parse_records(
         [f for run in runs for f in run.record_files],
@@ -249,6 +235,13 @@ def analyse(
         raise AnalysisError(
             f"there are no records in {where}; run the experiment first or check the run path"
         )
+    return records, parse_excluded, unreadable
+
+
+def _settings_at_look(
+    runs: Sequence[RunData], baseline: str | None, boot: int, seed: int, endpoint: str | None
+) -> tuple[AnalysisSettings, LookState | None]:
+    """The analysis settings, at the confidence levels of the look the records reached."""
     settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed, endpoint=endpoint)
     look = _look(runs[0], runs)
     if look is not None:
@@ -257,8 +250,70 @@ def analyse(
             confidence=look.confidence,
             equivalence_confidence=look.equivalence_confidence,
         )
-    check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
+    return settings, look
 
+
+def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str, Any]:
+    """The result's parts read from the sessions and the analysed records (no contrast)."""
+    sessions = [(run.run_id, s) for run in runs for s in run.sessions]
+    return {
+        "calibration": cen.calibration(sessions),
+        "truncated": cen.truncated(analysed),
+        "degenerate": cen.degenerate(analysed),
+        "interval_basis": cen.interval_basis(analysed),
+        "host": cen.host_noise(sessions),
+        "acceptance": draft_acceptance(analysed),
+        "question": _plan_text(runs, "question"),
+        "scope": _plan_text(runs, "scope"),
+        "multiplicity": _plan_text(runs, "multiplicity", analysis=True),
+        "stops": tuple(stop for run in runs for stop in run.stops),
+        "unselected": _plan_sessions(runs, selected=False),
+        "record_files": tuple(f for run in runs for f in run.record_files),
+    }
+
+
+def _sweep(
+    analysed: pd.DataFrame,
+    run: RunData,
+    subsets: Sequence[str],
+    settings: AnalysisSettings,
+    boot: int,
+    seed: int,
+) -> SweepResult | None:
+    """The [sweep] analysis of one run (None without a sweep)."""
+    return analyse_sweep(
+        analysed,
+        run.plan,
+        subsets=subsets,
+        baseline=settings.baseline,
+        endpoint=settings.primary_endpoint,
+        boot=boot,
+        seed=seed,
+        dropped=run.sweep_dropped,
+    )
+
+
+def analyse(
+    runs: Sequence[RunData],
+    *,
+    baseline: str | None = None,
+    boot: int = DEFAULT_BOOT,
+    seed: int = DEFAULT_BOOT_SEED,
+    pool: bool = False,
+    plot_available: bool = False,
+    endpoint: str | None = None,
+    host_sensitivity: bool = True,
+) -> DecodeAnalysis:
+    """Analyse one or (with pool=True) several runs; raises AnalysisError on refusals.
+
+    `endpoint` publishes that endpoint instead of plan.json's primary one (the interval-basis
+    analysis the users kept beside the primary). `host_sensitivity` also analyses the runs with
+    the host rule's spoiled attempts in place of their re-runs (analysis/hostrule.py)."""
+    if not runs:
+        raise AnalysisError("no run directory was given; pass the path of a run to analyse")
+    records, parse_excluded, unreadable = _parsed(runs)
+    settings, look = _settings_at_look(runs, baseline, boot, seed, endpoint)
+    check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
     everything = _ordered(_plan_treatments(runs, selected_only=False), records)
     if settings.baseline not in everything:
         raise AnalysisError(
@@ -266,6 +321,8 @@ def analyse(
             f"{', '.join(r.run_id for r in runs)} (treatments: {', '.join(everything)}); pass "
             "--baseline with one of those"
         )
+    multi = len(runs) > 1
+    # only the chosen comparability group is analysed; the others are counted out
     valid = records[records["valid"]]
     groups, chosen = comparability_groups(valid, settings.baseline, qualify_sessions=multi)
     analysed = valid[valid["group_key"] == chosen] if chosen is not None else valid.iloc[0:0]
@@ -281,33 +338,9 @@ def analyse(
     by_unit = analysed.assign(device=unit_of(analysed))  # CPU workers count as devices here
     unit_pairs, _ = pair_cells(cell_means(by_unit), treatments, settings.baseline)
     quarantined = [q for run in runs for q in run.quarantined]
-    exclusions = cen.summarise_exclusions(
-        [
-            parse_excluded,
-            cen.quarantine_exclusions(quarantined),
-            cen.invalid_exclusions(records),
-            elsewhere[["run_id", "session"]].assign(reason=cen.OTHER_GROUP),
-            cen.missing_rate_exclusions(analysed),
-        ],
-        qualify=multi,
-    )
-    notes = [note for run in runs for note in run.notes]
-    chosen_group = next((g for g in groups if g.chosen), None)
-    for group in groups:
-        if chosen_group is not None and not group.chosen:
-            fields = ", ".join(differing_fields(chosen_group, group))
-            notes.append(
-                f"{len(group.sessions)} session(s) ({', '.join(group.sessions)}) form another "
-                f"comparability group (differing: {fields}) and were not analysed"
-            )
-    for run in runs[1:]:
-        if run.analysis_plan != runs[0].analysis_plan:
-            notes.append(
-                f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
-                f"the settings of {runs[0].run_id} were used"
-            )
+    excluded = cen.all_exclusions(parse_excluded, quarantined, records, analysed, elsewhere, multi)
     equivalence, skipped = equivalence_for(analysed, runs, settings.baseline, treatments)
-    result = AnalysisResult(
+    result = DecodeAnalysis(
         run_dirs=tuple(run.run_dir for run in runs),
         run_ids=tuple(run.run_id for run in runs),
         ladder=runs[0].ladder,
@@ -318,45 +351,23 @@ def analyse(
         contrasts=tables.contrasts,
         census=tables.census,
         gaps=tables.gaps,
-        exclusions=exclusions,
+        exclusions=excluded,
         per_cycle=tables.per_cycle,
         drift=tables.drift,
-        calibration=cen.calibration([(run.run_id, s) for run in runs for s in run.sessions]),
-        truncated=cen.truncated(analysed),
-        degenerate=cen.degenerate(analysed),
-        interval_basis=cen.interval_basis(analysed),
-        host=cen.host_noise([(run.run_id, s) for run in runs for s in run.sessions]),
         per_device=per_device_table(unit_pairs, treatments),
         pairs=tables.pairs,
         quarantined=cen.quarantine_table(quarantined),
         groups=groups,
-        notes=tuple(notes),
+        notes=group_notes(runs, groups),
         position_trend=tables.position_trend,
         plot_available=plot_available,
-        question=_plan_text(runs, "question"),
-        scope=_plan_text(runs, "scope"),
-        multiplicity=_plan_text(runs, "multiplicity", analysis=True),
-        stops=tuple(stop for run in runs for stop in run.stops),
-        unselected=_plan_sessions(runs, selected=False),
         unreadable=unreadable,
         equivalence=equivalence,
         equivalence_skipped=skipped,
-        acceptance=draft_acceptance(analysed),
         sequential=look,
         host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
-        sweep=analyse_sweep(
-            analysed,
-            runs[0].plan,
-            subsets=subsets,
-            baseline=settings.baseline,
-            endpoint=settings.primary_endpoint,
-            boot=boot,
-            seed=seed,
-            dropped=runs[0].sweep_dropped,
-        )
-        if not pool
-        else None,
-        record_files=tuple(f for run in runs for f in run.record_files),
+        sweep=None if pool else _sweep(analysed, runs[0], subsets, settings, boot, seed),
+        **_sessions_parts(runs, analysed),
     )
     # The rule at the run's last look, from these records: what the run-time look saw
     judged = look.judged(headline_cells(result)) if look is not None else None
@@ -364,7 +375,7 @@ def analyse(
     return dataclasses.replace(result, report_md=render_report(result))
 
 
-def headline_cells(result: AnalysisResult) -> tuple[CellState, ...]:
+def headline_cells(result: DecodeAnalysis) -> tuple[CellState, ...]:
     """The headline cells a [stop] rule looks at: each treatment × prompt subset's published
     decision and 95 % half-width (percent).
 
@@ -376,7 +387,9 @@ def headline_cells(result: AnalysisResult) -> tuple[CellState, ...]:
             continue
         low, high = float(r["ci_low"]), float(r["ci_high"])
         half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf
-        cells.append(CellState(f"{r['treatment']}:{r['subset']}", str(r["decision"]), half))
+        cells.append(
+            CellState(f"{r['treatment']}:{r['subset']}", Decision.of(str(r["decision"])), half)
+        )
     return tuple(cells)
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from ....constants import POOLED
-from .model import AnalysisResult
+from .model import DecodeAnalysis
 
 
-def forest_figure(result: AnalysisResult) -> Any | None:
+def forest_figure(result: DecodeAnalysis) -> Any | None:
     """A matplotlib Figure of the published intervals, one panel per subset; None if empty.
 
     Uses Figure directly rather than pyplot so no global backend state is touched.

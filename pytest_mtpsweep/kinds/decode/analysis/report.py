@@ -18,7 +18,7 @@ from ....report.model import Block, Figure, Report, Role, Section, Table, Text, 
 from ....report.render_md import markdown
 from . import devices, hostrule, sweep
 from . import report_page as page
-from .model import ENDPOINT_LABELS, AnalysisResult
+from .model import ENDPOINT_LABELS, DecodeAnalysis
 from .report_diagnostics import (
     degenerate_warning,
     section_census,
@@ -50,7 +50,7 @@ from .textfmt import (
 )
 
 
-def headline_table(result: AnalysisResult) -> str:
+def headline_table(result: DecodeAnalysis) -> str:
     """A compact plain-text table of the published figures, for a terminal summary."""
     s = result.settings
     head = (
@@ -89,7 +89,7 @@ def headline_table(result: AnalysisResult) -> str:
     return f"{head}\n{plain_table(headers, rows)}"
 
 
-def _per_cycle_text(result: AnalysisResult) -> dict[tuple[str, str, str], str]:
+def _per_cycle_text(result: DecodeAnalysis) -> dict[tuple[str, str, str], str]:
     """'c1 +3.10%, c2 +2.95%' per (endpoint, treatment, subset), run-qualified when pooled."""
     out: dict[tuple[str, str, str], list[str]] = {}
     many = len(result.run_ids) > 1
@@ -108,7 +108,7 @@ FOREST_CAPTION = (
 )
 
 
-def _headline_table(result: AnalysisResult) -> Table:
+def _headline_table(result: DecodeAnalysis) -> Table:
     prompts_only = conditional(result)
     cycles = _per_cycle_text(result) if prompts_only else {}
     rows = []
@@ -133,7 +133,7 @@ def _headline_table(result: AnalysisResult) -> Table:
     return Table(headers, tuple(rows))
 
 
-def _headline_lead(result: AnalysisResult) -> list[str]:
+def _headline_lead(result: DecodeAnalysis) -> list[str]:
     """What the reader needs before the headline's figures: a switched endpoint, the look, the
     intervals' condition."""
     primary = result.settings.primary_endpoint
@@ -163,16 +163,18 @@ def _headline_lead(result: AnalysisResult) -> list[str]:
     return out
 
 
-def _headline(result: AnalysisResult, forest: bytes | None) -> Section:
-    """The headline: its lead, its table, and on the page the forest plot under it."""
+def _headline(result: DecodeAnalysis, forest: bool) -> Section:
+    """The headline: its lead, its table, and on the page the forest plot under it (forest.png,
+    saved beside the report)."""
     lead = "\n".join(_headline_lead(result)).strip("\n")
     blocks: list[Block] = [Text(lead)] if lead else []
     blocks.append(_headline_table(result))
-    if forest is not None:
-        blocks.append(Figure("forest plot", FOREST_CAPTION, png=forest))
+    if forest:
+        blocks.append(Figure("forest plot", FOREST_CAPTION, file=FOREST_PNG))
     return Section("Headline (published endpoint)", tuple(blocks), role="headline")
 
 
+FOREST_PNG = "forest.png"
 DETAIL = "## Detail in report.html"
 # Where each section that only report.html carries keeps its rows (report.md names it).
 DETAIL_FILES = {
@@ -191,7 +193,7 @@ DETAIL_FILES = {
 }
 
 
-def _preamble(result: AnalysisResult) -> list[str]:
+def _preamble(result: DecodeAnalysis) -> list[str]:
     s = result.settings
     lines = [*section_question(result)]
     lines += [
@@ -231,7 +233,7 @@ def _with(s: Section | None, extra: Block | None) -> Section | None:
     return dataclasses.replace(s, blocks=(*s.blocks, extra))
 
 
-def _plot(result: AnalysisResult, drawn: bool) -> Section:
+def _plot(result: DecodeAnalysis, drawn: bool) -> Section:
     """report.md's line on the forest plot; on the page only where it says why none is drawn
     (a drawn one is under the headline)."""
     if no_pairs_reason(result) is not None:
@@ -256,7 +258,7 @@ def _pointers(titles: list[str]) -> Section:
     return Section(DETAIL[3:], (text(*lines),), page=False)
 
 
-def report_model(result: AnalysisResult, parts: page.PageParts | None = None) -> Report:
+def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) -> Report:
     """The report: what report.md and report.html are both rendered from. `parts` is what the
     edge drew for the page (none: the model report.md needs, the same text)."""
     parts = parts or page.PageParts()
@@ -290,7 +292,7 @@ def report_model(result: AnalysisResult, parts: page.PageParts | None = None) ->
     moved = [s.title for s in sections if not s.markdown]
     if moved:
         sections.append(_pointers(moved))
-    sections += [*parts.pictures, _plot(result, parts.forest is not None)]
+    sections += [*parts.pictures, _plot(result, parts.forest)]
     if result.notes:
         sections.append(Section("Notes", (text(*(f"- {md_text(n)}" for n in result.notes)),)))
     opening = "\n".join(_preamble(result)).strip("\n")
@@ -301,13 +303,13 @@ def report_model(result: AnalysisResult, parts: page.PageParts | None = None) ->
     )
 
 
-def render_report(result: AnalysisResult) -> str:
+def render_report(result: DecodeAnalysis) -> str:
     """report.md, a findings document: question, scope, headline, limitations, the tables that
     decide (draft acceptance, census), and one line per detail section naming where it is."""
     return markdown(report_model(result))
 
 
-def render_full(result: AnalysisResult) -> str:
+def render_full(result: DecodeAnalysis) -> str:
     """Every section the page shows, report.md's and the detail's, in report order, as
     Markdown (the page's own record tables and pictures aside)."""
     report = report_model(result)

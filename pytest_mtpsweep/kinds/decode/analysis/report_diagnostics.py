@@ -8,7 +8,7 @@ from ....report.mdtext import LONG_LIST_ROWS, Md, md_code, md_text, table_or_cou
 from .model import (
     ENDPOINTS,
     STATEFUL_MIN_PCT_PER_POSITION,
-    AnalysisResult,
+    DecodeAnalysis,
 )
 from .report_limits import CALIBRATION_DRIFT_PCT
 from .textfmt import ci, dict_rows, md_table, num, pct, titled
@@ -21,7 +21,7 @@ POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per po
 
 
 @titled("Position within session")
-def section_position(result: AnalysisResult) -> list[str]:
+def section_position(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     t = result.position_trend
     if t.empty:
@@ -64,7 +64,7 @@ def section_position(result: AnalysisResult) -> list[str]:
 
 
 @titled("Census")
-def section_census(result: AnalysisResult) -> list[str]:
+def section_census(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     if not result.census.empty:
         rows = [
@@ -140,7 +140,7 @@ def section_census(result: AnalysisResult) -> list[str]:
 
 
 @titled("Drift")
-def section_drift(result: AnalysisResult) -> list[str]:
+def section_drift(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     published = result.published[["endpoint", "treatment", "subset"]]
     per_cycle = result.per_cycle.merge(published, on=["endpoint", "treatment", "subset"])
@@ -199,7 +199,7 @@ def section_drift(result: AnalysisResult) -> list[str]:
 
 
 @titled("Truncated measurements")
-def section_truncation(result: AnalysisResult) -> list[str]:
+def section_truncation(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     t = result.truncated
     if t.empty:
@@ -227,7 +227,7 @@ def section_truncation(result: AnalysisResult) -> list[str]:
 
 
 @titled("Comparability groups")
-def section_groups(result: AnalysisResult) -> list[str]:
+def section_groups(result: DecodeAnalysis) -> list[str]:
     out = [
         "Sessions pool only when all keyed fields are identical. The analysed group is the one "
         "holding the most valid baseline records (ties: most records, then earliest session); "
@@ -247,7 +247,7 @@ def section_groups(result: AnalysisResult) -> list[str]:
     return [*out, ""]
 
 
-def degenerate_warning(result: AnalysisResult) -> str | None:
+def degenerate_warning(result: DecodeAnalysis) -> str | None:
     """One plain sentence when rates were measured on degenerate text, else None."""
     t = result.degenerate
     if t.empty or int(t["n_degenerate"].sum()) == 0:
@@ -264,7 +264,7 @@ def degenerate_warning(result: AnalysisResult) -> str | None:
 
 
 @titled("What the model wrote")
-def section_degenerate(result: AnalysisResult) -> list[str]:
+def section_degenerate(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     t = result.degenerate
     if t.empty:
@@ -284,7 +284,7 @@ def section_degenerate(result: AnalysisResult) -> list[str]:
 
 
 @titled("Host noise")
-def section_host(result: AnalysisResult) -> list[str]:
+def section_host(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     t = result.host
     if t.empty:
@@ -320,7 +320,7 @@ def section_host(result: AnalysisResult) -> list[str]:
     return [*out, lead, "", verdict, "", table, "", *_calibration(result)]
 
 
-def _calibration(result: AnalysisResult) -> list[str]:
+def _calibration(result: DecodeAnalysis) -> list[str]:
     """Each session's calibration rate at its start and its end: the rig's own drift."""
     out: list[str] = []
     if result.calibration.empty:
@@ -352,7 +352,7 @@ def _calibration(result: AnalysisResult) -> list[str]:
     return out
 
 
-def interval_fallback_warning(result: AnalysisResult) -> str | None:
+def interval_fallback_warning(result: DecodeAnalysis) -> str | None:
     """One plain sentence when any analysed interval rate came from inter-chunk timing."""
     t = result.interval_basis
     if t.empty or int(t["n_inter_chunk"].sum()) == 0:
@@ -374,7 +374,7 @@ def interval_fallback_warning(result: AnalysisResult) -> str | None:
 
 
 @titled("Interval endpoint basis")
-def section_interval_basis(result: AnalysisResult) -> list[str]:
+def section_interval_basis(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     t = result.interval_basis
     if t.empty:

@@ -16,7 +16,7 @@ from ....report.mdtext import LONG_LIST_ROWS, md_code, md_text, table_or_count
 from . import hostrule
 from . import report_limits as limits
 from .equivalence import DIFFERENT, describe
-from .model import ENDPOINTS, AnalysisResult
+from .model import ENDPOINTS, DecodeAnalysis
 from .report_diagnostics import degenerate_warning, interval_fallback_warning
 from .textfmt import dict_rows, num, titled
 
@@ -28,7 +28,7 @@ ACCEPTANCE_HEADERS = ["treatment", "subset", "measurements", "with draft", "draf
                       "accepted", "acceptance"]  # fmt: skip
 
 
-def section_question(result: AnalysisResult) -> list[str]:
+def section_question(result: DecodeAnalysis) -> list[str]:
     """The pre-registered question and the design's scope, first of all."""
     question = md_text(result.question) or "not recorded (plan.json has no `question`)"
     out = [f"**Question (pre-registered):** {question}", ""]
@@ -37,13 +37,13 @@ def section_question(result: AnalysisResult) -> list[str]:
     return out
 
 
-def conditional(result: AnalysisResult) -> bool:
+def conditional(result: DecodeAnalysis) -> bool:
     """True when some published interval leaves the session level out (too few cycles)."""
     methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
     return PROMPTS_ONLY in methods
 
 
-def _multiplicity(result: AnalysisResult) -> str:
+def _multiplicity(result: DecodeAnalysis) -> str:
     n_t = len(result.treatments)
     n_s = len(result.subsets) + (len(result.subsets) >= 2)
     text = (
@@ -57,7 +57,7 @@ def _multiplicity(result: AnalysisResult) -> str:
     return text
 
 
-def _truncation(result: AnalysisResult) -> str:
+def _truncation(result: DecodeAnalysis) -> str:
     t = result.truncated
     if t.empty:
         return "**Truncation:** no analysed measurement hit the token cap."
@@ -74,7 +74,7 @@ def _truncation(result: AnalysisResult) -> str:
     )
 
 
-def _curtailment(result: AnalysisResult) -> list[str]:
+def _curtailment(result: DecodeAnalysis) -> list[str]:
     look = result.sequential
     stopped = look is not None and look.stopped_at is not None
     if not result.stops and not result.unselected and not result.not_run and not stopped:
@@ -103,7 +103,7 @@ def _curtailment(result: AnalysisResult) -> list[str]:
     return out
 
 
-def _sessions(result: AnalysisResult) -> str:
+def _sessions(result: DecodeAnalysis) -> str:
     cycles = sorted({int(c) for c in result.per_cycle["cycle"]}) if len(result.per_cycle) else []
     n = len(cycles)
     if conditional(result):
@@ -123,7 +123,7 @@ def _sessions(result: AnalysisResult) -> str:
     return "**Sessions:** no interval was computed."
 
 
-def equivalence_flags(result: AnalysisResult) -> list[str]:
+def equivalence_flags(result: DecodeAnalysis) -> list[str]:
     """One correctness flag per treatment whose answers differ at temperature 0."""
     eq = result.equivalence
     if eq is None:
@@ -150,7 +150,7 @@ def equivalence_flags(result: AnalysisResult) -> list[str]:
     return flags
 
 
-def _equivalence(result: AnalysisResult) -> list[str]:
+def _equivalence(result: DecodeAnalysis) -> list[str]:
     if result.equivalence is None:
         return [f"**Content equivalence:** {md_text(result.equivalence_skipped)}."]
     flags = equivalence_flags(result)
@@ -170,7 +170,7 @@ def _equivalence(result: AnalysisResult) -> list[str]:
 
 
 @titled(LIMITATIONS[3:])
-def section_limitations(result: AnalysisResult) -> list[str]:
+def section_limitations(result: DecodeAnalysis) -> list[str]:
     """What limits the headline, before any detail table: every limitation, one bullet each,
     whether its detail is in report.md or only in report.html."""
     warning = degenerate_warning(result)
@@ -194,7 +194,7 @@ def section_limitations(result: AnalysisResult) -> list[str]:
 
 
 @titled("Content equivalence")
-def section_equivalence(result: AnalysisResult) -> list[str]:
+def section_equivalence(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     eq = result.equivalence
     if eq is None:
@@ -249,7 +249,7 @@ def _rate(value: object) -> str:
 
 
 @titled("Draft acceptance")
-def section_acceptance(result: AnalysisResult) -> list[str]:
+def section_acceptance(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     t = result.acceptance
     if t.empty:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ....report.document import anchor
 from ....report.mdtext import md_text
-from .model import AnalysisResult
+from .model import DecodeAnalysis
 from .textfmt import dict_rows, finite, num, pct
 
 # A session whose calibration rate moved more than this from its start to its end measured on
@@ -25,7 +25,7 @@ def see(title: str) -> str:
     return f"`report.html#{anchor(title)}`"
 
 
-def host_noise(result: AnalysisResult) -> str:
+def host_noise(result: DecodeAnalysis) -> str:
     """Other processes' CPU use, throttling and calibration drift, in one bullet."""
     host, cal = result.host, result.calibration
     if host.empty and cal.empty:
@@ -79,7 +79,7 @@ def host_noise(result: AnalysisResult) -> str:
     return f"**Host noise:** none seen: {others}; {calibrated} (see {see(HOST_NOISE)})."
 
 
-def drift(result: AnalysisResult) -> str:
+def drift(result: DecodeAnalysis) -> str:
     """The odd- against even-cycle contrast, against the decision's margin."""
     keys = ["endpoint", "treatment", "subset"]
     table = result.drift.merge(result.published[keys], on=keys) if len(result.drift) else None
@@ -112,7 +112,7 @@ def drift(result: AnalysisResult) -> str:
     )
 
 
-def position(result: AnalysisResult) -> str:
+def position(result: DecodeAnalysis) -> str:
     """Whether a treatment's rate trends with its place in the session."""
     t = result.position_trend
     if t.empty:
@@ -138,7 +138,7 @@ def position(result: AnalysisResult) -> str:
     )
 
 
-def cross_checks(result: AnalysisResult) -> str:
+def cross_checks(result: DecodeAnalysis) -> str:
     """Whether the arithmetic mean, the percentile bootstrap or the sign-flip test disagree."""
     rows = dict_rows(result.published)
     sign = [r for r in rows if bool(r["sign_disagreement"])]

@@ -17,7 +17,7 @@ from ....analysis.stats import (
 )
 from ....constants import MIN_BOOT
 from ....report.mdtext import Md
-from .model import ENDPOINTS, AnalysisResult
+from .model import ENDPOINTS, DecodeAnalysis
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
 from .tiebreak import SERVER_CLOCK_AGREE_PP
 
@@ -26,7 +26,7 @@ TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp
 
 
 @titled("Endpoints and tie-break")
-def section_tiebreak(result: AnalysisResult) -> list[str]:
+def section_tiebreak(result: DecodeAnalysis) -> list[str]:
     s = result.settings
     pct_of = {
         (r["endpoint"], r["treatment"], r["subset"]): r["pct_change"]
@@ -66,7 +66,7 @@ def _min_p(row: Mapping[str, Any]) -> float:
 
 
 @titled("Small-sample cross-checks")
-def section_crosschecks(result: AnalysisResult) -> list[str]:
+def section_crosschecks(result: DecodeAnalysis) -> list[str]:
     rows = [
         [
             str(r["treatment"]),
@@ -119,7 +119,7 @@ MEASURED_COVERAGE = (
 
 
 @titled("Method and multiplicity")
-def section_method(result: AnalysisResult) -> list[str]:
+def section_method(result: DecodeAnalysis) -> list[str]:
     s = result.settings
     n_t, n_s = len(result.treatments), len(result.subsets) + (len(result.subsets) >= 2)
     total = n_t * n_s * len(ENDPOINTS)

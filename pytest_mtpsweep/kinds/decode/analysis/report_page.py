@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ....report.document import el, join
 from ....report.model import Page, Section
 from ....report.tables import filterable
-from .model import AnalysisResult
+from .model import DecodeAnalysis
 from .textfmt import dict_rows
 
 TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
@@ -25,10 +25,10 @@ TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run
 
 @dataclass(frozen=True)
 class PageParts:
-    """What the edge drew for the page: the forest plot's PNG (None: not drawn) and the
-    Pictures sections drawn from the records."""
+    """What the page shows beside the analysis: whether forest.png is saved beside the report
+    (the page inlines it) and the Pictures sections drawn from the records."""
 
-    forest: bytes | None = field(default=None, repr=False)
+    forest: bool = False
     pictures: tuple[Section, ...] = ()
 
 
@@ -52,17 +52,17 @@ def _cells(
     return Page(join([lead, filterable(table_id, headers, rows, shown)]))
 
 
-def equivalence_cells(result: AnalysisResult) -> Page | None:
+def equivalence_cells(result: DecodeAnalysis) -> Page | None:
     pairs = result.equivalence.pairs if result.equivalence is not None else None
     return _cells("Every compared (prompt, cycle) cell", "equivalence-cells", pairs,
                   ("treatment", "subset", "verdict", "truncated"))  # fmt: skip
 
 
-def gap_cells(result: AnalysisResult) -> Page | None:
+def gap_cells(result: DecodeAnalysis) -> Page | None:
     return _cells("Every gap", "gap-cells", result.gaps, ("endpoint", "treatment", "direction"))
 
 
-def truncated_cells(result: AnalysisResult) -> Page | None:
+def truncated_cells(result: DecodeAnalysis) -> Page | None:
     t = result.truncated
     if t.empty:
         return None

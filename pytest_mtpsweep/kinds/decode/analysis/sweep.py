@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from ....analysis.sweep import BestSet, StepDown, SweepData, best_set, where_gai
 from ....errors import AnalysisError
 from ....report.mdtext import md_code, md_text
 from ....report.model import Figure, Section, Table, text
+from ....report.result import FigureData
 from .pairing import cell_means
 
 TITLE = "Along the setting"
@@ -330,20 +330,25 @@ def figure(result: SweepResult) -> Any | None:
 PICTURE = "sweep.png"
 
 
-def picture(result: SweepResult, out: Path) -> tuple[Section, ...]:
-    """The sweep's picture saved beside the report (report.md links it, the page inlines it);
-    nothing when it cannot be drawn (the section's table carries the same numbers)."""
+def _drawn_or_none(result: SweepResult) -> Any | None:
+    """The sweep's figure; None when it cannot be drawn (a picture must never cost the report:
+    the writer then leaves no file, and the section's table carries the same numbers)."""
     try:
-        fig = figure(result)
-        if fig is None:
-            return ()
-        fig.savefig(out / PICTURE, format="png", dpi=100)
-    except Exception:  # a picture must never cost the report
-        return ()
+        return figure(result)
+    except Exception:
+        return None
+
+
+def picture(result: SweepResult) -> tuple[tuple[FigureData, ...], tuple[Section, ...]]:
+    """The sweep's picture as data, saved beside the report by the writer (report.md links it,
+    the page inlines it), and its section; nothing when there is nothing to draw."""
+    if not any(s.faster is not None for s in result.subsets):
+        return (), ()
     caption = (
         f"The gain along {result.setting} per subset against {result.baseline} (95 % intervals; "
         "green: may be best; a red x: the arm a look dropped, at its look), and draft acceptance "
         "along the setting."
     )
-    return (Section("Gain along the setting", (Figure("gain along the setting", caption,
-                                                      file=PICTURE),), role="pictures"),)  # fmt: skip
+    section = Section("Gain along the setting", (Figure("gain along the setting", caption,
+                                                         file=PICTURE),), role="pictures")  # fmt: skip
+    return (FigureData(PICTURE, result, _drawn_or_none, dpi=100),), (section,)

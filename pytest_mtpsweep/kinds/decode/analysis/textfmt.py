@@ -11,9 +11,9 @@ import pandas as pd
 from ....analysis.stats import MIN_PROMPTS_FOR_DECISION
 from ....report.mdtext import md_table as md_table
 from ....report.model import Section, Text
-from .model import AnalysisResult
+from .model import DecodeAnalysis
 
-Writer = Callable[[AnalysisResult], list[str]]
+Writer = Callable[[DecodeAnalysis], list[str]]
 
 
 def md_section(title: str, lines: Sequence[str]) -> Section:
@@ -22,11 +22,11 @@ def md_section(title: str, lines: Sequence[str]) -> Section:
     return Section(title, (Text(body),) if body else ())
 
 
-def titled(title: str) -> Callable[[Writer], Callable[[AnalysisResult], Section]]:
+def titled(title: str) -> Callable[[Writer], Callable[[DecodeAnalysis], Section]]:
     """A section writer's lines under their title: the writer says what, this says where."""
 
-    def wrap(writer: Writer) -> Callable[[AnalysisResult], Section]:
-        def section(result: AnalysisResult) -> Section:
+    def wrap(writer: Writer) -> Callable[[DecodeAnalysis], Section]:
+        def section(result: DecodeAnalysis) -> Section:
             return md_section(title, writer(result))
 
         section.__doc__, section.__name__ = writer.__doc__, writer.__name__
@@ -81,7 +81,7 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def no_pairs_reason(result: AnalysisResult) -> str | None:
+def no_pairs_reason(result: DecodeAnalysis) -> str | None:
     """Why a result has nothing to contrast, or None when it has pairs."""
     base = result.settings.baseline
     if not result.treatments:
@@ -98,6 +98,6 @@ def no_pairs_reason(result: AnalysisResult) -> str | None:
     return None
 
 
-def title(result: AnalysisResult) -> str:
+def title(result: DecodeAnalysis) -> str:
     runs = " + ".join(result.run_ids)
     return f"{result.ladder}/{runs}" if result.ladder else runs

@@ -1,0 +1,62 @@
+"""The one writer of an analysis: every part of a result written whole, stale files gone, the
+report last; a directory it cannot write is one sentence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.report.model import Report, Section, Text
+from pytest_mtpsweep.report.result import AnalysisResult, FigureData
+from pytest_mtpsweep.report.save import save_result
+
+
+class _Drawn:
+    """A stand-in for a matplotlib Figure: what `savefig` writes is the data it was drawn from."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def savefig(self, out: Any, **_: Any) -> None:
+        out.write(self.data)
+
+
+def _result(**parts: Any) -> AnalysisResult:
+    report = Report("Title", (Text("opening"),), (Section("Headline", (Text("x"),), "headline"),))
+    return AnalysisResult(report=report, **parts)
+
+
+def test_every_part_is_written_and_a_stale_file_removed(tmp_path: Path) -> None:
+    out = tmp_path / "analysis"
+    out.mkdir()
+    (out / "old.png").write_bytes(b"an earlier analysis' picture")
+    (out / "gone.png").write_bytes(b"drawn before, nothing to draw now")
+    result = _result(
+        tables={"t.csv": pd.DataFrame({"a": [1, 2]})},
+        documents={"d.json": {"x": float("nan")}},
+        figures=(
+            FigureData("f.png", b"PNG", _Drawn),
+            FigureData("gone.png", None, lambda _: None),
+        ),
+        stale=("old.png",),
+    )
+    md = save_result(result, out)
+    assert md == out / "report.md" and "# Title" in md.read_text()
+    assert (out / "report.html").is_file()
+    assert (out / "t.csv").read_text() == "a\n1\n2\n"
+    assert (out / "d.json").read_text() == '{\n  "x": null\n}\n'
+    assert (out / "f.png").read_bytes() == b"PNG"
+    assert not (out / "old.png").exists() and not (out / "gone.png").exists()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temp left
+    assert result.files == ("t.csv", "d.json", "f.png", "gone.png")
+
+
+def test_a_directory_it_cannot_write_is_one_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "analysis"
+    blocker.write_text("a file where the directory should be")
+    with pytest.raises(AnalysisError, match=r"cannot write the report into .*; make it writable"):
+        save_result(_result(tables={"t.csv": pd.DataFrame({"a": [1]})}), blocker)
