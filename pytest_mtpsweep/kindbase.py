@@ -32,6 +32,7 @@ an option); the names below TYPE_CHECKING are the layers beneath this one (ARCHI
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from argparse import Namespace
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from .ladder.plan import SessionSlot
     from .options import Opt
     from .preflight.items import PreflightItem
-    from .request import AnalysisRequest
+    from .request import AnalysisRequest, RunRequest
     from .schema import WarmupFacts
     from .state.context import RunContext
     from .state.live import LiveSession
@@ -68,7 +69,7 @@ class Kind:
     commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
     analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
     plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
-    interim: str | None = None  # -> Interim: the records so far, for a `[stop]` rule's looks
+    interim: str | None = None  # -> InterimFn: the records so far, for a `[stop]` rule's looks
     compare: str | None = None  # -> compare(args, runs) -> exit status: `mtpsweep compare`
     sweep: str | None = None  # -> SweepLookFn: a `[stop]` sweep's arms to drop at a look
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
@@ -263,13 +264,6 @@ class KindRun(ABC):
         return None
 
 
-# The optional part `interim(run_dir, request)`: the headline cells' decisions and interval
-# half-widths from the records so far, what a `[stop]` rule looks at between cycles.
-Interim = Callable[[Path, "AnalysisRequest"], Sequence["CellState"]]
-# A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required).
-PARTS = ("ladder", "run", "commands", "analyse", "plan", "interim", "compare", "sweep")
-
-
 @dataclass(frozen=True)
 class SweepLookAt:
     """What a sweep's look asks the kind: the arms still in the run (the baseline among them),
@@ -291,4 +285,70 @@ class SweepVerdict:
     why: str = ""
 
 
-SweepLookFn = Callable[[Path, "AnalysisRequest", SweepLookAt], SweepVerdict]
+# -- the parts a `Kind` names as `"module:attribute"`, typed ---------------------------------
+# Each is a callback Protocol (positional-only, so a kind names its parameters as it likes).
+# The registry imports a part when first named, so the type cannot ride on the string: a kind
+# states it in the module that holds the part, `_: InterimFn = interim`, and mypy checks it
+# (tests/test_kindapi.py checks that every part a kind names carries such a line).
+
+
+class PrepareFn(Protocol):
+    """`run`: the run side of a ladder, handed the settings its `KindSpec` parsed."""
+
+    def __call__(self, ladder: Ladder, settings: Any, request: RunRequest, /) -> KindRun: ...
+
+
+class CommandsFn(Protocol):
+    """`commands`: the kind's own `mtpsweep` subcommands, added to the subparsers given."""
+
+    def __call__(self, subparsers: Any, /) -> None: ...
+
+
+class AnalyseFn(Protocol):
+    """`analyse`: `mtpsweep analyse` of the kind's run directories -> an exit status."""
+
+    def __call__(
+        self, args: Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]], /
+    ) -> int: ...
+
+
+class PlanFn(Protocol):
+    """`plan`: `mtpsweep plan RUN --target-width W`, cycles to a target from a pilot."""
+
+    def __call__(self, args: Namespace, run_dir: Path, plan: Mapping[str, Any], /) -> int: ...
+
+
+class InterimFn(Protocol):
+    """`interim`: the headline cells' decisions and interval half-widths from the records so
+    far, what a `[stop]` rule looks at between cycles."""
+
+    def __call__(self, run_dir: Path, request: AnalysisRequest, /) -> Sequence[CellState]: ...
+
+
+class CompareFn(Protocol):
+    """`compare`: `mtpsweep compare RUN_A RUN_B`, two runs' own results side by side."""
+
+    def __call__(self, args: Namespace, runs: Sequence[Path], /) -> int: ...
+
+
+class SweepLookFn(Protocol):
+    """`sweep`: at a look of a `[stop]` sweep, the arms to drop and whether it is settled."""
+
+    def __call__(
+        self, run_dir: Path, request: AnalysisRequest, at: SweepLookAt, /
+    ) -> SweepVerdict: ...
+
+
+# A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required), with the
+# type each part's attribute has (the ladder's is a `KindSpec` value, the rest are callables).
+PART_TYPES: Mapping[str, type] = {
+    "ladder": KindSpec,
+    "run": PrepareFn,
+    "commands": CommandsFn,
+    "analyse": AnalyseFn,
+    "plan": PlanFn,
+    "interim": InterimFn,
+    "compare": CompareFn,
+    "sweep": SweepLookFn,
+}
+PARTS = tuple(PART_TYPES)

@@ -20,7 +20,7 @@ from ..ladder import Ladder, SessionSlot
 
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState, Design
-    from ..kindapi import Case, Interim, Kind, KindRun
+    from ..kindbase import Case, InterimFn, Kind, KindRun
     from .sweeplooks import SweepLooks
 
 
@@ -64,9 +64,9 @@ def check_cells(ladder: Ladder, kind: KindRun, cases: Sequence[Case], selected: 
         )
 
 
-def interim_of(kind: Kind) -> Interim:
+def interim_of(kind: Kind) -> InterimFn:
     """The kind's `interim` part, imported now (a KindError in one line if it does not load)."""
-    got: Interim = registry.part(kind, "interim")
+    got: InterimFn = registry.part(kind, "interim")
     return got
 
 

@@ -7,8 +7,7 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import Kind
-from ...options import Opt
+from ...kindapi import Kind, Opt
 
 KIND = Kind(
     name="authoring",

@@ -14,14 +14,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ... import schema
-from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ...errors import OptionError, OutOfBudget, SkipSession
-from ...kindapi import EndAnalysis, KindRun, Outcome
-from ...ladder import Ladder, SessionSlot
-from ...ladder.model import Preregistration
-from ...preflight import PreflightItem
-from ...request import AnalysisRequest, RunRequest
+from ...kindapi import (
+    DEFAULT_BOOT,
+    DEFAULT_BOOT_SEED,
+    AnalysisRequest,
+    EndAnalysis,
+    KindRun,
+    OptionError,
+    Outcome,
+    OutOfBudget,
+    RunRequest,
+    SkipSession,
+)
+from ...kindapi.ladder import Ladder, Preregistration, SessionSlot
+from ...kindapi.records import schema
+from ...kindapi.run import PreflightItem
 from . import cells, describe, records
 from .budget import warmup_bound
 from .cohorts import digest as cohorts_digest
@@ -35,8 +42,7 @@ from .tasks import load_tasks
 
 if TYPE_CHECKING:
     from ...kindapi import Case
-    from ...state.context import RunContext
-    from ...state.live import LiveSession
+    from ...kindapi.run import LiveSession, RunContext
 
 
 class AuthoringKindRun(AuthoringRun, KindRun):
@@ -236,7 +242,7 @@ class AuthoringKindRun(AuthoringRun, KindRun):
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         """The session-end analysis; a refusal is a line, never a traceback."""
-        from ...errors import AnalysisError
+        from ...kindapi import AnalysisError
         from .analysis import analyse_dir
 
         baseline, boot, seed = self.bootstrap(request)
@@ -268,3 +274,9 @@ def prepare(ladder: Ladder, s: AuthoringSettings, request: RunRequest) -> Author
     tasks = load_tasks(s.authoring_dir / "tasks", s.tasks)
     cohorts = load_cohorts(s.authoring_dir / "cohorts", s.cohorts, tasks)
     return AuthoringKindRun(ladder, s, tasks, cohorts)
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ...kindapi import PrepareFn
+
+    _prepare: PrepareFn = prepare

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import PromptError
-from ...ladder.prompts import read_text_file
+from ...kindapi import PromptError
+from ...kindapi.ladder import read_text_file
 from .extract import check_mode
 from .tasks import Task
 

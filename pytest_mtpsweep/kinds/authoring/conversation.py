@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...rig.chat import ChatReply
+from ...kindapi.rig import ChatReply
 from . import feedback, records
 from .budget import Budget, turn_bound
 from .extract import describe_missing, extract

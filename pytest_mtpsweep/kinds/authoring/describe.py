@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ladder.model import Ladder, Preregistration
-from ...preflight.items import FAIL, PASS, PreflightItem
-from ...redact import redact_url
+from ...kindapi.ladder import Ladder, Preregistration
+from ...kindapi.records import redact_url
+from ...kindapi.run import FAIL, PASS, PreflightItem
 from .cohorts import Cohort
 from .ladder import AuthoringSettings, CheckerLimits
 from .order import subject_order

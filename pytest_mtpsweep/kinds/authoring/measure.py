@@ -7,9 +7,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ... import schema
-from ...rig.chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
-from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
+from ...kindapi.records import schema
+from ...kindapi.rig import ChatReply, ChatSpec, RetryPolicy, chat, redact
+from ...kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
 from . import cells, records, replycache
 from .budget import warmup_bound
 from .conversation import CellEnd, Messages, Settings, converse
@@ -19,7 +19,7 @@ from .sandbox import Check, run_check
 from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
 if TYPE_CHECKING:
-    from ...state.live import LiveSession
+    from ...kindapi.run import LiveSession
     from .state import AuthoringCase, AuthoringRun, RunState
 
 

@@ -16,9 +16,8 @@ from . import cells, records
 from .budget import Budget
 
 if TYPE_CHECKING:
-    from ...ladder.model import Ladder
-    from ...ladder.plan import SessionSlot
-    from ...state.context import RunContext
+    from ...kindapi.ladder import Ladder, SessionSlot
+    from ...kindapi.run import RunContext
     from .cohorts import Cohort
     from .ladder import AuthoringSettings
     from .pool import CellPool

@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ... import schema
-from ...fileio import atomic_write_text
+from ...kindapi.records import atomic_write_text, schema
 from . import cells, records
 
 SHOWN = 12  # cells named per line before "and n more"

@@ -6,9 +6,7 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...constants import SUBSETS
-from ...kindapi import Kind
-from ...options import Opt
+from ...kindapi import SUBSETS, Kind, Opt
 
 KIND = Kind(
     name="decode",

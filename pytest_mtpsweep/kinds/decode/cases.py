@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ladder.plan import SessionSlot
-from ...ladder.prompts import Prompt, session_order
+from ...kindapi.ladder import Prompt, SessionSlot, session_order
 
 
 @dataclass(frozen=True)

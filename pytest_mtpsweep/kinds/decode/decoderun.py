@@ -7,16 +7,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import rig, schema
-from ...errors import PromptError
-from ...kindapi import EndAnalysis, KindRun, Outcome
-from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
-from ...ladder.model import Preregistration
-from ...ladder.prompts import session_order
-from ...preflight import PreflightItem, check_prompt_set
-from ...protocol.attach import counted, counters_now
-from ...request import AnalysisRequest, RunRequest
-from ...state.rundir import read_records
+from ...kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, PromptError, RunRequest
+from ...kindapi.ladder import (
+    Ladder,
+    Preregistration,
+    Prompt,
+    SessionSlot,
+    load_prompt_set,
+    prompt_digest,
+    select,
+    session_order,
+)
+from ...kindapi.records import read_records, schema
+from ...kindapi.rig import stream_chat
+from ...kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
 from . import tallies
 from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ...kindapi import Case
-    from ...state.live import LiveSession
+    from ...kindapi.run import LiveSession
 
 
 class DecodeRun(KindRun):
@@ -118,9 +122,9 @@ class DecodeRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as a measurement is."""
-        from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
+        from ...kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
 
-        warm = rig.stream_chat(
+        warm = stream_chat(
             live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
         )
         return {
@@ -134,7 +138,7 @@ class DecodeRun(KindRun):
         started_at = schema.utc_now_iso()
         spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
         before = counters_now(live)  # an attached server's spec-decode totals, untimed
-        m = rig.stream_chat(live.http, live.base_url, case.prompt.text, spec)
+        m = stream_chat(live.http, live.base_url, case.prompt.text, spec)
         m = counted(live, before, m)
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
@@ -240,3 +244,9 @@ def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun
             f"prompt set {directory} has no {s.subset} prompts; choose another --subset."
         )
     return DecodeRun(ladder, s, prompts, directory)
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ...kindapi import PrepareFn
+
+    _prepare: PrepareFn = prepare

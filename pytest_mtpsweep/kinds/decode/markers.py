@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...ladder.model import Ladder
-from ...schema import Measurement
+from ...kindapi.ladder import Ladder
+from ...kindapi.records import Measurement
 from .cases import DecodeCase
 
 

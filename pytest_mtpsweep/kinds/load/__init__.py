@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ...kindapi import Kind
-from ...options import Opt
+from ...kindapi import Kind, Opt
 
 
 def _seconds(text: str) -> float:

@@ -17,18 +17,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import recordlines as rl
-from ... import schema
-from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ...kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis
-from ...request import AnalysisRequest
-from ...state.runread import RunReader
+from ...kindapi import (
+    DEFAULT_BOOT,
+    DEFAULT_BOOT_SEED,
+    EXIT_ERROR,
+    EXIT_OK,
+    AnalysisRequest,
+    EndAnalysis,
+)
+from ...kindapi.records import RunReader, schema
+from ...kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
     import argparse
 
-    from ...analysis.sequential import CellState, LookState
-    from ...report.model import Report
+    from ...kindapi.analysis import CellState, LookState
+    from ...kindapi.report import Report
     from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
@@ -72,8 +76,8 @@ def analyse(
     seed: int = DEFAULT_BOOT_SEED,
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
-    from ...errors import AnalysisError
-    from ...report.save import write_report
+    from ...kindapi import AnalysisError
+    from ...kindapi.report import write_report
     from . import capacity_stats, census, contrast, crossover, frame, report, turns
     from .timeline import report_lines
 
@@ -154,7 +158,7 @@ def analyse(
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
     """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan),
     not yet judged; stop.json is never read: the looks come from the records."""
-    from ...analysis.sequential import look_state
+    from ...kindapi.analysis import look_state
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
     try:
@@ -166,7 +170,7 @@ def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | 
 def cells(rows: Sequence[Row], inter: Sequence[Row], endpoint: str) -> tuple[CellState, ...]:
     """The headline cells a stop rule looks at: the headline endpoint's gain per treatment and
     level, and its interaction(s); decided when the interval excludes no gain."""
-    from ...analysis.sequential import CellState
+    from ...kindapi.analysis import CellState
 
     out = []
     for r in [*rows, *inter]:
@@ -191,7 +195,7 @@ def _plots(
     per_turn: TurnReport | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
-    from ...report.images import available as plotting_available
+    from ...kindapi.report import available as plotting_available
     from . import plots, turns
     from .timeline import timeline_figure
 
@@ -237,3 +241,10 @@ def analyse_command(
             continue
         print("\n".join(done.lines))
     return status
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ...kindapi import AnalyseFn, InterimFn
+
+    _analyse_command: AnalyseFn = analyse_command
+    _interim: InterimFn = interim

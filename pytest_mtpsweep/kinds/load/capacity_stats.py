@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...analysis.stats import FloatArray, index_matrix
+from ...kindapi.analysis import FloatArray, index_matrix
 from .capacity import CapacitySettings, bracket
 
 if TYPE_CHECKING:

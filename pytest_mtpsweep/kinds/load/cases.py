@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ladder.plan import SessionSlot
+from ...kindapi.ladder import SessionSlot
 from .ladder import Level, LoadSettings
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ... import recordlines as rl
+from ...kindapi.records import recordlines as rl
 from .records import CONVERSATION_FIELDS, LEVEL, REQUEST, SEARCH
 
 if TYPE_CHECKING:

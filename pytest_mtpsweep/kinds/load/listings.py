@@ -12,8 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...report.mdtext import md_text
-from ...report.model import Figure, Section, Table, Text
+from ...kindapi.report import Figure, Section, Table, Text, md_text
 
 if TYPE_CHECKING:
     import pandas as pd

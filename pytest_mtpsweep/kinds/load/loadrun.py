@@ -18,16 +18,27 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import rig, schema
-from ...errors import OptionError, PromptError
-from ...kindapi import EndAnalysis, KindRun, Outcome
-from ...ladder import Ladder, Prompt, SessionSlot, load_prompt_set, prompt_digest, select
-from ...ladder.model import Preregistration
-from ...preflight import PreflightItem, check_prompt_set
-from ...preflight.items import PASS
-from ...request import AnalysisRequest, RunRequest
-from ...rig.loadgen.arrivals import prompt_order
-from ...rig.loadgen.payload import PromptLike
+from ...kindapi import (
+    AnalysisRequest,
+    EndAnalysis,
+    KindRun,
+    OptionError,
+    Outcome,
+    PromptError,
+    RunRequest,
+)
+from ...kindapi.ladder import (
+    Ladder,
+    Preregistration,
+    Prompt,
+    SessionSlot,
+    load_prompt_set,
+    prompt_digest,
+    select,
+)
+from ...kindapi.records import schema
+from ...kindapi.rig import PromptLike, prompt_order, stream_chat
+from ...kindapi.run import PASS, PreflightItem, check_prompt_set
 from . import conversation, prereg, probe, replay
 from .cases import LoadCase, load_cases
 from .ladder import Level, LoadSettings
@@ -36,7 +47,7 @@ from .result import LevelResult
 
 if TYPE_CHECKING:
     from ...kindapi import Case
-    from ...state.live import LiveSession
+    from ...kindapi.run import LiveSession
 
 PARALLEL_FLAGS = ("--parallel", "-np")
 
@@ -116,7 +127,7 @@ class LoadRun(KindRun):
         return out | ({"trace_sha256": self.replay.trace.sha256} if self.replay else {})
 
     def plan_fields(self) -> dict[str, Any]:
-        from ...rig.loadgen.arrivals import poisson_schedule, poisson_until
+        from ...kindapi.rig import poisson_schedule, poisson_until
 
         s = self.settings
 
@@ -179,12 +190,12 @@ class LoadRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
-        from ...state.context import WARMUP_PROMPT, WARMUP_TOKENS
+        from ...kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
 
         spec = live.request_spec(WARMUP_TOKENS)
         # no longer than a block may take: the ladder's bound for this kind's requests
         spec = replace(spec, timeout_s=min(spec.timeout_s, self.settings.level_timeout_s))
-        warm = rig.stream_chat(live.http, live.base_url, WARMUP_PROMPT, spec)
+        warm = stream_chat(live.http, live.base_url, WARMUP_PROMPT, spec)
         return {"valid": warm.valid, "reason": warm.reason, "http_status": warm.http_status,
                 "ttft_s": warm.ttft_s}  # fmt: skip
 
@@ -283,3 +294,9 @@ def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
     if s.conversation is not None:  # the longest conversation within the context
         conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
     return run
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ...kindapi import PrepareFn
+
+    _prepare: PrepareFn = prepare

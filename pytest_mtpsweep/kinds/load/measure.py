@@ -7,11 +7,21 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ... import schema
-from ...rig.loadgen.chatlevel import Conversations, run_conversations
-from ...rig.loadgen.level import ClosedLoop, LevelRun, OpenLoop, run_level
-from ...rig.loadgen.payload import LoadSpec, LoadTarget, PromptLike, is_loopback
-from ...rig.loadgen.summary import Slo, summarise
+from ...kindapi.records import schema
+from ...kindapi.rig import (
+    ClosedLoop,
+    Conversations,
+    LevelRun,
+    LoadSpec,
+    LoadTarget,
+    OpenLoop,
+    PromptLike,
+    Slo,
+    is_loopback,
+    run_conversations,
+    run_level,
+    summarise,
+)
 from . import conversation, energy, occupancy
 from .records import (
     LEVEL,
@@ -24,8 +34,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from ...ladder import Ladder
-    from ...state.live import LiveSession
+    from ...kindapi.ladder import Ladder
+    from ...kindapi.run import LiveSession
     from .cases import LoadCase
     from .ladder import LoadSettings
     from .replay import Replay

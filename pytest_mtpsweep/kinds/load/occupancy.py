@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ReplyCut
-from ...rig.bounds import ReadBound, fetch
-from ...rig.specmetrics import parse_samples
+from ...kindapi import ReplyCut
+from ...kindapi.rig import ReadBound, fetch, parse_samples
 
 if TYPE_CHECKING:
     import httpx

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from ...analysis.planning import CellPlan
-    from ...analysis.stats import FloatArray
+    from ...kindapi.analysis import CellPlan, FloatArray
     from .contrast import Row
 
 
@@ -74,7 +73,7 @@ def plan_cells(
 ) -> list[CellPlan]:
     """One plan per (row, its levels): a level's gain (one level) or an interaction (the
     lowest level and the highest)."""
-    from ...analysis.planning import plan_by_cycle, plan_cell
+    from ...kindapi.analysis import plan_by_cycle, plan_cell
     from .contrast import REQUEST_ENDPOINTS
 
     out = []
@@ -91,11 +90,9 @@ def plan_cells(
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
-    from ...analysis.planning import cycle_seconds
-    from ...analysis.planning_text import render
-    from ...errors import AnalysisError
-    from ...recordlines import terminal
-    from ...state.runread import RunReader
+    from ...kindapi import AnalysisError
+    from ...kindapi.analysis import cycle_seconds, render
+    from ...kindapi.records import RunReader, terminal
     from . import contrast, frame
     from .analysis import contrast_pairs, records_of
 
@@ -142,3 +139,9 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(terminal([str(u) for u in unreadable]))
     return EXIT_OK
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ...kindapi import PlanFn
+
+    _plan_command: PlanFn = plan_command

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...ladder.fields import parse_contrast
+from ...kindapi.ladder import parse_contrast
 from . import conversation
 from .ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
-    from ...ladder.model import Ladder, Preregistration
+    from ...kindapi.ladder import Ladder, Preregistration
     from .ladder import LoadSettings
 
 

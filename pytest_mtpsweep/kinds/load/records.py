@@ -14,10 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...rig.loadgen.chatlevel import TurnFacts
-from ...rig.loadgen.level import LevelRun
-from ...rig.loadgen.reads import StreamRecord
-from ...rig.loadgen.summary import LevelSummary, Percentiles
+from ...kindapi.rig import LevelRun, LevelSummary, Percentiles, StreamRecord, TurnFacts
 
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line

@@ -25,10 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...ladder.prompts import Prompt
-from ...rig.loadgen.arrivals import prompt_order
-from ...rig.loadgen.level import OpenLoop
-from ...rig.loadgen.payload import LoadPrompt
+from ...kindapi.ladder import Prompt
+from ...kindapi.rig import LoadPrompt, OpenLoop, prompt_order
 from .trace import Trace, TraceSettings
 
 SEPARATOR = "\n\n"  # between the prompts of the corpus, and before the task

@@ -12,9 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.stats import MIN_CYCLES_FOR_SESSION
-from ...report.mdtext import md_text
-from ...report.model import Block, Report, Section, Table, Text, text
+from ...kindapi.analysis import MIN_CYCLES_FOR_SESSION
+from ...kindapi.report import Block, Report, Section, Table, Text, md_text, text
 from . import census, listings, pairing
 from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
 from .witnesses import LAG, session_lines, witness_lines

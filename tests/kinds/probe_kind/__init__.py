@@ -9,8 +9,7 @@ module is the declaration every pytest process imports, so it imports nothing he
 
 from __future__ import annotations
 
-from pytest_mtpsweep.kindapi import Kind
-from pytest_mtpsweep.options import Opt
+from pytest_mtpsweep.kindapi import Kind, Opt
 
 KIND = Kind(
     name="probe",

@@ -13,23 +13,26 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_mtpsweep.kindapi import EXIT_ERROR, EXIT_OK, EndAnalysis, KindRun, Outcome
-from pytest_mtpsweep.ladder.model import Ladder, Preregistration
-from pytest_mtpsweep.ladder.plan import SessionSlot
-from pytest_mtpsweep.preflight.items import FAIL, PASS, PreflightItem
-from pytest_mtpsweep.report.mdtext import md_text
-from pytest_mtpsweep.report.model import Report, Section, Table, text
-from pytest_mtpsweep.report.save import write_report
-from pytest_mtpsweep.request import AnalysisRequest, RunRequest
-from pytest_mtpsweep.schema import RECORDS_DIR, WarmupFacts, utc_now_iso
-from pytest_mtpsweep.state.runread import RunReader
+from pytest_mtpsweep.kindapi import (
+    EXIT_ERROR,
+    EXIT_OK,
+    AnalysisRequest,
+    EndAnalysis,
+    KindRun,
+    Outcome,
+    RunRequest,
+)
+from pytest_mtpsweep.kindapi.ladder import Ladder, Preregistration, SessionSlot
+from pytest_mtpsweep.kindapi.records import RECORDS_DIR, RunReader, WarmupFacts, utc_now_iso
+from pytest_mtpsweep.kindapi.report import Report, Section, Table, md_text, text, write_report
+from pytest_mtpsweep.kindapi.run import FAIL, PASS, PreflightItem
 
 from .ladder import ProbeSettings
 
 if TYPE_CHECKING:
     import argparse
 
-    from pytest_mtpsweep.state.live import LiveSession
+    from pytest_mtpsweep.kindapi.run import LiveSession
 
 # A probe record, in the order its JSON line holds the fields (then the keyed fields and
 # provenance, as every record of the protocol ends).
@@ -206,3 +209,10 @@ def analyse_command(
 
 def prepare(ladder: Ladder, s: ProbeSettings, request: RunRequest) -> ProbeRun:
     return ProbeRun(ladder, s)
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from pytest_mtpsweep.kindapi import AnalyseFn, PrepareFn
+
+    _prepare: PrepareFn = prepare
+    _analyse_command: AnalyseFn = analyse_command

@@ -14,9 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from ....report.document import Markup, el, join
-from ....report.model import Page, Section
-from ....report.tables import facets
+from ....kindapi.report import Markup, Page, Section, el, facets, join
 from ..extract import extract
 
 TITLE = "Conversations, cell by cell"

@@ -16,9 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from .... import schema
-from ....report.mdtext import LONG_LIST_ROWS, md_text
-from ....report.model import Section, Text, text
+from ....kindapi.records import schema
+from ....kindapi.report import LONG_LIST_ROWS, Section, Text, md_text, text
 from .. import records
 from .contrast import POOLED, Contrast
 from .repeats import repeats_lines

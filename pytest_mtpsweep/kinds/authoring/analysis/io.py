@@ -10,14 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from .... import recordlines as rl
-from .... import schema
-from ....errors import AnalysisError, RunReadError
-from ....fileio import atomic_write_text
-from ....report.mdtext import md_text
-from ....report.model import Report
-from ....report.save import write_report
-from ....state.runread import RunReader
+from ....kindapi import AnalysisError, RunReadError
+from ....kindapi.records import RunReader, atomic_write_text, schema
+from ....kindapi.records import recordlines as rl
+from ....kindapi.report import Report, md_text, write_report
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from . import contrast, conversations, findings, repeats, report, tables
 from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ....report.mdtext import md_text
-from ....report.model import Report, Section, Table, Text, text
+from ....kindapi.report import Report, Section, Table, Text, md_text, text
 from .contrast import LEVEL, Contrast
 
 LABELS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....constants import POOLED, SUBSET_NAMES
+from ....kindapi import POOLED, SUBSET_NAMES
 from .model import AnalysisResult
 from .textfmt import (
     ci,

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ....report.mdtext import md_table
-from ....report.model import Section
+from ....kindapi.report import Section, md_table
 from .textfmt import md_section
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (

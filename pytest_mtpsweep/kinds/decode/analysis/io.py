@@ -14,14 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .... import schema
-from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ....errors import AnalysisError, UserError
-from ....recordlines import read_lines
-from ....report.images import available as plotting_available
-from ....report.model import Section
-from ....report.save import write_report
-from ....state.runread import RunReader
+from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError, UserError
+from ....kindapi.records import RunReader, read_lines, schema
+from ....kindapi.report import Section, write_report
+from ....kindapi.report import available as plotting_available
 from . import pictures, sweep
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData

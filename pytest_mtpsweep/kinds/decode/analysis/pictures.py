@@ -20,8 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ....report.document import EMPTY, el
-from ....report.model import Block, Figure, Page, Section
+from ....kindapi.report import EMPTY, Block, Figure, Page, Section, el
 from .model import ENDPOINT_COLUMNS, AnalysisResult
 from .textfmt import dict_rows
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from ....analysis.sequential import CellState, LookState, look_state
-from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES
-from ....errors import AnalysisError
+from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES, AnalysisError
+from ....kindapi.analysis import CellState, LookState, look_state
 from . import census as cen
 from . import hostrule
 from .acceptance import draft_acceptance

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ....constants import POOLED
+from ....kindapi import POOLED
 from .model import AnalysisResult
 
 

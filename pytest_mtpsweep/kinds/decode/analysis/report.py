@@ -11,11 +11,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from ....analysis.stats import MIN_CYCLES_FOR_SESSION
-from ....report.document import anchor
-from ....report.mdtext import Md, md_code, md_text
-from ....report.model import Block, Figure, Report, Role, Section, Table, Text, text
-from ....report.render_md import markdown
+from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION
+from ....kindapi.report import (
+    Block,
+    Figure,
+    Md,
+    Report,
+    Role,
+    Section,
+    Table,
+    Text,
+    anchor,
+    markdown,
+    md_code,
+    md_text,
+    text,
+)
 from . import devices, hostrule, sweep
 from . import report_page as page
 from .model import ENDPOINT_LABELS, AnalysisResult

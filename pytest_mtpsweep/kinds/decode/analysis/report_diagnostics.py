@@ -4,7 +4,7 @@ report.html carries them all; report.md keeps the census and names where the res
 
 from __future__ import annotations
 
-from ....report.mdtext import LONG_LIST_ROWS, Md, md_code, md_text, table_or_count
+from ....kindapi.report import LONG_LIST_ROWS, Md, md_code, md_text, table_or_count
 from .model import (
     ENDPOINTS,
     STATEFUL_MIN_PCT_PER_POSITION,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from ....analysis.stats import MIN_CYCLES_FOR_SESSION, PROMPTS_ONLY, WITH_SESSION
-from ....recordlines import limitation
-from ....report.mdtext import LONG_LIST_ROWS, md_code, md_text, table_or_count
+from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION, PROMPTS_ONLY, WITH_SESSION
+from ....kindapi.records import limitation
+from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
 from . import hostrule
 from . import report_limits as limits
 from .equivalence import DIFFERENT, describe

@@ -6,8 +6,7 @@ with the detail, so report.md names every limitation without carrying the diagno
 
 from __future__ import annotations
 
-from ....report.document import anchor
-from ....report.mdtext import md_text
+from ....kindapi.report import anchor, md_text
 from .model import AnalysisResult
 from .textfmt import dict_rows, finite, num, pct
 

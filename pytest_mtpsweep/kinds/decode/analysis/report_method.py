@@ -7,7 +7,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ....analysis.stats import (
+from ....kindapi import MIN_BOOT
+from ....kindapi.analysis import (
     BOOT_T_MAX_FACTOR,
     MDE_POWER,
     MIN_CYCLES_FOR_SESSION,
@@ -15,8 +16,7 @@ from ....analysis.stats import (
     PROMPTS_ONLY,
     WITH_SESSION,
 )
-from ....constants import MIN_BOOT
-from ....report.mdtext import Md
+from ....kindapi.report import Md
 from .model import ENDPOINTS, AnalysisResult
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
 from .tiebreak import SERVER_CLOCK_AGREE_PP

@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ....report.document import el, join
-from ....report.model import Page, Section
-from ....report.tables import filterable
+from ....kindapi.report import Page, Section, el, filterable, join
 from .model import AnalysisResult
 from .textfmt import dict_rows
 

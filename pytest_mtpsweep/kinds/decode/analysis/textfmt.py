@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from ....analysis.stats import MIN_PROMPTS_FOR_DECISION
-from ....report.mdtext import md_table as md_table
-from ....report.model import Section, Text
+from ....kindapi.analysis import MIN_PROMPTS_FOR_DECISION
+from ....kindapi.report import Section, Text
+from ....kindapi.report import md_table as md_table
 from .model import AnalysisResult
 
 Writer = Callable[[AnalysisResult], list[str]]
