@@ -76,9 +76,7 @@ def test_the_door_check_fails_on_a_kind_that_imports_a_private_module(tmp_path: 
     shipped = tmp_path / "pkg" / "x"
     shipped.mkdir(parents=True)
     (shipped / "__init__.py").write_text("from ...state import live\nfrom ...kindapi import Kind\n")
-    assert past_the_door(shipped, f"{TOP}.kinds.x") == [
-        f"x/__init__.py:1: {TOP}.state.live"
-    ]
+    assert past_the_door(shipped, f"{TOP}.kinds.x") == [f"x/__init__.py:1: {TOP}.state.live"]
 
 
 @pytest.mark.parametrize(("folder", "package"), kind_packages(), ids=lambda v: str(v))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import (
+from ....kindapi import (
     DEFAULT_BOOT,
     DEFAULT_BOOT_SEED,
     EXIT_ERROR,
@@ -25,14 +25,14 @@ from ...kindapi import (
     AnalysisRequest,
     EndAnalysis,
 )
-from ...kindapi.records import RunReader, schema
-from ...kindapi.records import recordlines as rl
+from ....kindapi.records import RunReader, schema
+from ....kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
     import argparse
 
-    from ...kindapi.analysis import CellState, LookState
-    from ...kindapi.report import Report
+    from ....kindapi.analysis import CellState, LookState
+    from ....kindapi.report import Report
     from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
@@ -76,10 +76,11 @@ def analyse(
     seed: int = DEFAULT_BOOT_SEED,
 ) -> LoadAnalysis | str:  # fmt: skip
     """Analyse what the run directory holds now; a one-line reason when there is nothing."""
-    from ...kindapi import AnalysisError
-    from ...kindapi.report import write_report
-    from . import capacity_stats, census, contrast, crossover, frame, report, turns
-    from .timeline import report_lines
+    from ....kindapi import AnalysisError
+    from ....kindapi.report import write_report
+    from ..report import sections as report
+    from ..report.timeline import report_lines
+    from . import capacity_stats, census, contrast, crossover, frame, turns
 
     try:
         plan = plan_of(run_dir)
@@ -158,7 +159,7 @@ def analyse(
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
     """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan),
     not yet judged; stop.json is never read: the looks come from the records."""
-    from ...kindapi.analysis import look_state
+    from ....kindapi.analysis import look_state
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
     try:
@@ -170,7 +171,7 @@ def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | 
 def cells(rows: Sequence[Row], inter: Sequence[Row], endpoint: str) -> tuple[CellState, ...]:
     """The headline cells a stop rule looks at: the headline endpoint's gain per treatment and
     level, and its interaction(s); decided when the interval excludes no gain."""
-    from ...kindapi.analysis import CellState
+    from ....kindapi.analysis import CellState
 
     out = []
     for r in [*rows, *inter]:
@@ -195,9 +196,10 @@ def _plots(
     per_turn: TurnReport | None = None,
 ) -> list[str]:  # fmt: skip
     """Save the plots where matplotlib is there; their file names (none without it)."""
-    from ...kindapi.report import available as plotting_available
-    from . import plots, turns
-    from .timeline import timeline_figure
+    from ....kindapi.report import available as plotting_available
+    from ..report import plots
+    from ..report.timeline import timeline_figure
+    from . import turns
 
     if not plotting_available() or table.empty:
         return []
@@ -244,7 +246,7 @@ def analyse_command(
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import AnalyseFn, InterimFn
+    from ....kindapi import AnalyseFn, InterimFn
 
     _analyse_command: AnalyseFn = analyse_command
     _interim: InterimFn = interim

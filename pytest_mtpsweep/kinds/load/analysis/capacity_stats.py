@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...kindapi.analysis import FloatArray, index_matrix
-from .capacity import CapacitySettings, bracket
+from ....kindapi.analysis import FloatArray, index_matrix
+from ..capacity import CapacitySettings, bracket
 
 if TYPE_CHECKING:
     import pandas as pd

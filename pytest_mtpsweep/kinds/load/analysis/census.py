@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...kindapi.records import limitation, terminal
-from ...kindapi.report import md_text
+from ....kindapi.records import limitation, terminal
+from ....kindapi.report import md_text
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...kindapi.analysis import (
+from ....kindapi.analysis import (
     MIN_CYCLES_FOR_SESSION,
     WITH_SESSION,
     FloatArray,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...kindapi.analysis import FloatArray, index_matrix
+from ....kindapi.analysis import FloatArray, index_matrix
 from .contrast import REQUEST_ENDPOINTS, level_gains, request_gains
 
 if TYPE_CHECKING:

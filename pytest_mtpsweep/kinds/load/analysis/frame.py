@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.records import recordlines as rl
-from .records import CONVERSATION_FIELDS, LEVEL, REQUEST, SEARCH
+from ....kindapi.records import recordlines as rl
+from ..records import CONVERSATION_FIELDS, LEVEL, REQUEST, SEARCH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,7 +21,7 @@ REQUEST_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "request",
     "prompt_id", "valid", "ttft_ms", "e2e_ms", "itl_mean_ms", "itl_ms", "output_tokens",
     "queued", "send_lag_ms", "usage_status",
-    *CONVERSATION_FIELDS,  # a conversation block's slot and cached tokens (kinds/load/turns.py)
+    *CONVERSATION_FIELDS,  # a conversation block's slot and cached tokens (kinds/load/analysis/turns.py)
 )  # fmt: skip
 LEVEL_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "valid", "reason",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...kindapi.report import md_text
+from ....kindapi.report import md_text
 
 if TYPE_CHECKING:
     import pandas as pd

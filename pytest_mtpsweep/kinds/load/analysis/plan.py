@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import EXIT_OK
+from ....kindapi import EXIT_OK
 
 if TYPE_CHECKING:
     import argparse
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from ...kindapi.analysis import CellPlan, FloatArray
+    from ....kindapi.analysis import CellPlan, FloatArray
     from .contrast import Row
 
 
@@ -73,7 +73,7 @@ def plan_cells(
 ) -> list[CellPlan]:
     """One plan per (row, its levels): a level's gain (one level) or an interaction (the
     lowest level and the highest)."""
-    from ...kindapi.analysis import plan_by_cycle, plan_cell
+    from ....kindapi.analysis import plan_by_cycle, plan_cell
     from .contrast import REQUEST_ENDPOINTS
 
     out = []
@@ -90,11 +90,10 @@ def plan_cells(
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
-    from ...kindapi import AnalysisError
-    from ...kindapi.analysis import cycle_seconds, render
-    from ...kindapi.records import RunReader, terminal
-    from . import contrast, frame
-    from .analysis import contrast_pairs, records_of
+    from ....kindapi import AnalysisError
+    from ....kindapi.analysis import cycle_seconds, render
+    from ....kindapi.records import RunReader, terminal
+    from . import contrast, contrast_pairs, frame, records_of
 
     records, unreadable = records_of(run_dir)
     requests, blocks = frame.frames(records)
@@ -142,6 +141,6 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import PlanFn
+    from ....kindapi import PlanFn
 
     _plan_command: PlanFn = plan_command

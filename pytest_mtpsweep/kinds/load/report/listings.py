@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.report import Figure, Section, Table, Text, md_text
+from ....kindapi.report import Figure, Section, Table, Text, md_text
 
 if TYPE_CHECKING:
     import pandas as pd

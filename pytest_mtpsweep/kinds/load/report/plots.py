@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .contrast import Row
-from .frame import LATENCIES
-from .report import NAMES
+from ..analysis.contrast import Row
+from ..analysis.frame import LATENCIES
+from .sections import NAMES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .capacity_stats import CapacityResult
-    from .crossover import Crossover
+    from ..analysis.capacity_stats import CapacityResult
+    from ..analysis.crossover import Crossover
 
 STYLES = {50: "-", 90: "--", 99: ":"}
 LABELS = {"ttft": "TTFT", "itl": "ITL (every chunk gap)", "e2e": "e2e"}

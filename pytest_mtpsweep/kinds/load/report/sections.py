@@ -12,17 +12,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.analysis import MIN_CYCLES_FOR_SESSION
-from ...kindapi.report import Block, Report, Section, Table, Text, md_text, text
-from . import census, listings, pairing
-from .contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
+from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION
+from ....kindapi.report import Block, Report, Section, Table, Text, md_text, text
+from ..analysis import census, pairing
+from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
+from . import listings
 from .witnesses import LAG, session_lines, witness_lines
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .crossover import Crossover
-    from .turns import TurnReport
+    from ..analysis.crossover import Crossover
+    from ..analysis.turns import TurnReport
 
 NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
          "req_s": "req/s", "goodput_req_s": "goodput req/s",
@@ -61,7 +62,7 @@ def headline_lines(
 
 def cycle_lines(requests: pd.DataFrame, contrasts: Sequence[Row], endpoint: str) -> list[str]:
     """The headline endpoint's gain per cycle at each level (a slowed session shows here)."""
-    from .contrast import cycle_gains
+    from ..analysis.contrast import cycle_gains
 
     out = []
     for t, b in dict.fromkeys((r.treatment, r.baseline) for r in contrasts):
@@ -136,7 +137,7 @@ def _headline(
     requests: pd.DataFrame, crossings: Sequence[Crossover], capacity: Sequence[str],
     turns: TurnReport | None, n_cycles: int,
 ) -> Section:  # fmt: skip
-    from .crossover import sentence
+    from ..analysis.crossover import sentence
 
     # A short design's figures hold for its sessions: the reader learns that first (issue 43).
     short = (

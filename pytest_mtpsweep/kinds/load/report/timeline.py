@@ -16,8 +16,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...kindapi.report import md_text
-from .trace import LABEL
+from ....kindapi.report import md_text
+from ..trace import LABEL
 
 MAX_BINS = 60  # the arrivals panel's bars: at most this many over the span
 

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.report import md_text
+from ....kindapi.report import md_text
 
 if TYPE_CHECKING:
     import pandas as pd

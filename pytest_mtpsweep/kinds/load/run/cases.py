@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...kindapi.ladder import SessionSlot
-from .ladder import Level, LoadSettings
+from ....kindapi.ladder import SessionSlot
+from ..ladder import Level, LoadSettings
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ...kindapi.rig import Energy, energy_mj
+from ....kindapi.rig import Energy, energy_mj
 
 Reader = Callable[[tuple[int, ...] | None], Energy]
 

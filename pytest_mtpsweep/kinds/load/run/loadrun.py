@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import (
+from ....kindapi import (
     AnalysisRequest,
     EndAnalysis,
     KindRun,
@@ -27,7 +27,7 @@ from ...kindapi import (
     PromptError,
     RunRequest,
 )
-from ...kindapi.ladder import (
+from ....kindapi.ladder import (
     Ladder,
     Preregistration,
     Prompt,
@@ -36,18 +36,19 @@ from ...kindapi.ladder import (
     prompt_digest,
     select,
 )
-from ...kindapi.records import schema
-from ...kindapi.rig import PromptLike, prompt_order, stream_chat
-from ...kindapi.run import PASS, PreflightItem, check_prompt_set
-from . import conversation, prereg, probe, replay
+from ....kindapi.records import schema
+from ....kindapi.rig import PromptLike, prompt_order, stream_chat
+from ....kindapi.run import PASS, PreflightItem, check_prompt_set
+from .. import conversation
+from ..ladder import Level, LoadSettings
+from ..result import LevelResult
+from . import prereg, probe, replay
 from .cases import LoadCase, load_cases
-from .ladder import Level, LoadSettings
 from .measure import append, identity, measure_level, not_run, planned_requests, session_facts
-from .result import LevelResult
 
 if TYPE_CHECKING:
-    from ...kindapi import Case
-    from ...kindapi.run import LiveSession
+    from ....kindapi import Case
+    from ....kindapi.run import LiveSession
 
 PARALLEL_FLAGS = ("--parallel", "-np")
 
@@ -78,7 +79,7 @@ class LoadRun(KindRun):
         self.subsets = {p.id: p.subset for p in prompts}
         self.replay: replay.Replay | None = None
         if s.trace is not None:  # one block of the trace's records, each real text (replay.py)
-            from .trace import load
+            from ..trace import load
 
             self.replay = replay.build(load(s.trace, ladder.path), s.trace, prompts,
                                        ladder.seed, ladder.max_tokens)  # fmt: skip
@@ -106,7 +107,7 @@ class LoadRun(KindRun):
     def lint_warnings(self) -> list[str]:
         """A capacity search whose probes are too few for any level to be surely within the
         target: the 95 % bracket would have no lower end."""
-        from .capacity_stats import wilson
+        from ..analysis.capacity_stats import wilson
 
         c, n = self.settings.capacity, (self.settings.requests or 0) * self.ladder.cycles
         if c is None or n == 0 or wilson(n, n)[0] >= c.attainment:
@@ -127,7 +128,7 @@ class LoadRun(KindRun):
         return out | ({"trace_sha256": self.replay.trace.sha256} if self.replay else {})
 
     def plan_fields(self) -> dict[str, Any]:
-        from ...kindapi.rig import poisson_schedule, poisson_until
+        from ....kindapi.rig import poisson_schedule, poisson_until
 
         s = self.settings
 
@@ -190,7 +191,7 @@ class LoadRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
-        from ...kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+        from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
 
         spec = live.request_spec(WARMUP_TOKENS)
         # no longer than a block may take: the ladder's bound for this kind's requests
@@ -277,7 +278,7 @@ class LoadRun(KindRun):
             )
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from .analysis import analyse_at_end
+        from ..analysis import analyse_at_end
 
         return analyse_at_end(run_dir, request)
 
@@ -297,6 +298,6 @@ def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import PrepareFn
+    from ....kindapi import PrepareFn
 
     _prepare: PrepareFn = prepare

@@ -7,8 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.records import schema
-from ...kindapi.rig import (
+from ....kindapi.records import schema
+from ....kindapi.rig import (
     ClosedLoop,
     Conversations,
     LevelRun,
@@ -22,8 +22,8 @@ from ...kindapi.rig import (
     run_level,
     summarise,
 )
-from . import conversation, energy, occupancy
-from .records import (
+from .. import conversation
+from ..records import (
     LEVEL,
     REQUEST_FIELDS,
     TRACE_FIELDS,
@@ -32,12 +32,13 @@ from .records import (
     request_line,
     turn_fields,
 )
+from . import energy, occupancy
 
 if TYPE_CHECKING:
-    from ...kindapi.ladder import Ladder
-    from ...kindapi.run import LiveSession
+    from ....kindapi.ladder import Ladder
+    from ....kindapi.run import LiveSession
+    from ..ladder import LoadSettings
     from .cases import LoadCase
-    from .ladder import LoadSettings
     from .replay import Replay
 
 OPEN_LOOP_WARMUP = 1  # an open-loop block's default warm-up: one request before its schedule

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import ReplyCut
-from ...kindapi.rig import ReadBound, fetch, parse_samples
+from ....kindapi import ReplyCut
+from ....kindapi.rig import ReadBound, fetch, parse_samples
 
 if TYPE_CHECKING:
     import httpx

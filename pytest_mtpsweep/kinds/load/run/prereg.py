@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...kindapi.ladder import parse_contrast
-from . import conversation
-from .ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS
+from ....kindapi.ladder import parse_contrast
+from .. import conversation
+from ..ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
-    from ...kindapi.ladder import Ladder, Preregistration
-    from .ladder import LoadSettings
+    from ....kindapi.ladder import Ladder, Preregistration
+    from ..ladder import LoadSettings
 
 
 def contrasts(lad: Ladder) -> list[tuple[str, str]]:

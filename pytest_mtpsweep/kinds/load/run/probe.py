@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.records import schema
-from .capacity import Bracket, CapacitySettings, bracket, next_level
-from .records import SEARCH
+from ....kindapi.records import schema
+from ..capacity import Bracket, CapacitySettings, bracket, next_level
+from ..records import SEARCH
 
 if TYPE_CHECKING:
-    from ...kindapi.run import LiveSession
+    from ....kindapi.run import LiveSession
     from .cases import LoadCase
 
 
@@ -30,7 +30,7 @@ def attainment(line: Mapping[str, Any]) -> float:
 
 def leader_levels(live: LiveSession, leader: str) -> tuple[float, ...] | None:
     """The levels the cycle's leader probed, in its order (None: it has no records here)."""
-    from ...kindapi.records import read_records
+    from ....kindapi.records import read_records
 
     path = live.ctx.run_dir.path / schema.RECORDS_DIR / f"{leader}.jsonl"
     if not path.is_file():

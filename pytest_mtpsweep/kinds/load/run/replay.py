@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...kindapi.ladder import Prompt
-from ...kindapi.rig import LoadPrompt, OpenLoop, prompt_order
-from .trace import Trace, TraceSettings
+from ....kindapi.ladder import Prompt
+from ....kindapi.rig import LoadPrompt, OpenLoop, prompt_order
+from ..trace import Trace, TraceSettings
 
 SEPARATOR = "\n\n"  # between the prompts of the corpus, and before the task
 NS_PER_MS = 1_000_000
