@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep import registry
-from tests.kinds.probe_kind.proberun import PROBE_FIELDS, SUMMARY_CSV
+from tests.kinds.probe_kind.analysis import SUMMARY_CSV
+from tests.kinds.probe_kind.run import PROBE_FIELDS
 from tests.report.dom import parse
 from tests.sandbox import REPO, only_run
 

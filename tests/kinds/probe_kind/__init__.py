@@ -16,8 +16,8 @@ KIND = Kind(
     fixture="probe",
     summary="One timed GET of the probed path (probe kind), recorded; assert `.valid`.",
     ladder=f"{__name__}.ladder:SPEC",
-    run=f"{__name__}.proberun:prepare",
-    analyse=f"{__name__}.proberun:analyse_command",
+    run=f"{__name__}.run:prepare",
+    analyse=f"{__name__}.analysis:analyse_command",
     options=(
         Opt(
             "--probe-requests",

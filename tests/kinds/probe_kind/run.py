@@ -1,12 +1,10 @@
-"""The probe kind on the protocol: a case is one GET of the path in a session; its record is
-the status and the latency; the analysis is the median latency per target."""
+"""The probe kind's run side: a case is one GET of the path in a session; its record is the
+status and the latency. The template's `run`: cases, warm-up, measure."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,8 +12,6 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from pytest_mtpsweep.kindapi import (
-    EXIT_ERROR,
-    EXIT_OK,
     AnalysisRequest,
     EndAnalysis,
     KindRun,
@@ -23,15 +19,12 @@ from pytest_mtpsweep.kindapi import (
     RunRequest,
 )
 from pytest_mtpsweep.kindapi.ladder import Ladder, Preregistration, SessionSlot
-from pytest_mtpsweep.kindapi.records import RECORDS_DIR, RunReader, WarmupFacts, utc_now_iso
-from pytest_mtpsweep.kindapi.report import Report, Section, Table, md_text, text, write_report
+from pytest_mtpsweep.kindapi.records import WarmupFacts, utc_now_iso
 from pytest_mtpsweep.kindapi.run import FAIL, PASS, PreflightItem
 
 from .ladder import ProbeSettings
 
 if TYPE_CHECKING:
-    import argparse
-
     from pytest_mtpsweep.kindapi.run import LiveSession
 
 # A probe record, in the order its JSON line holds the fields (then the keyed fields and
@@ -40,9 +33,6 @@ PROBE_FIELDS = (
     "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "request", "position",
     "valid", "reason", "http_status", "latency_s", "started_at",
 )  # fmt: skip
-SUMMARY_CSV = "probe.csv"
-REPORT = "report.md"
-PAGE = "report.html"
 
 
 @dataclass(frozen=True)
@@ -143,6 +133,8 @@ class ProbeRun(KindRun):
         return f"median {statistics.median(seen) * 1000:.1f} ms" if seen else ""
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        from .analysis import REPORT, summarise
+
         table = summarise(run_dir)
         if table is None:
             return EndAnalysis(
@@ -151,68 +143,11 @@ class ProbeRun(KindRun):
         return EndAnalysis(table=table, report=run_dir / "analysis" / REPORT)
 
 
-def summarise(run_dir: Path) -> str | None:
-    """The median latency per target over the valid records: analysis/probe.csv, and report.md
-    and report.html from one report model (the package's renderers; nothing of analysis/)."""
-    by_target: dict[str, list[float]] = {}
-    read = RunReader(run_dir).records(RECORDS_DIR)
-    for r in read.records:
-        if r.get("valid") and isinstance(r.get("latency_s"), float):
-            by_target.setdefault(str(r["treatment"]), []).append(r["latency_s"])
-    if not by_target:
-        return None
-    rows = [(t, len(v), statistics.median(v)) for t, v in sorted(by_target.items())]
-    out = run_dir / "analysis"
-    out.mkdir(exist_ok=True)
-    lines = ["target,requests,median_s", *(f"{t},{n},{m:.6f}" for t, n, m in rows)]
-    (out / SUMMARY_CSV).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    write_report(report(run_dir, rows, len(read.unreadable)), out, run_dir)
-    return "\n".join(f"{t}: {n} GETs, median {m * 1000:.2f} ms" for t, n, m in rows)
-
-
-def report(run_dir: Path, rows: Sequence[tuple[str, int, float]], unreadable: int) -> Report:
-    """The probe's report model: its question, one headline table, its limitations, and the
-    medians as a record table the page filters by target."""
-    plan = RunReader(run_dir).plan
-    headline = Table(("target", "GETs", "median ms"),
-                     tuple((t, n, f"{m * 1000:.2f}") for t, n, m in rows), id="probe-medians")  # fmt: skip
-    every = Table(("target", "GETs", "median s"), tuple(rows), id="targets", facets=("target",))
-    limits = (
-        [f"- {unreadable} record line(s) could not be read and were left out."]
-        if unreadable
-        else []
-    )
-    limits.append("- One GET at a time: a median of a path's latency, not a load test.")
-    return Report(
-        title=f"Probe report: {md_text(run_dir.name)}",
-        opening=(text(f"Question: {md_text(plan.get('question', ''))}"),),
-        sections=(
-            Section("Headline", (headline,), role="headline"),
-            Section("Limitations", (text(*limits),), role="limitations"),
-            Section("Every target", (every,), markdown=False),
-        ),
-    )
-
-
-def analyse_command(
-    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
-) -> int:
-    """`mtpsweep analyse RUN...` of probe runs: each run's medians, again."""
-    for run_dir, plan in zip(runs, plans, strict=True):
-        table = summarise(run_dir)
-        if table is None:
-            print(f"{run_dir}: no probe records", flush=True)
-            return EXIT_ERROR
-        print(f"{run_dir} ({json.dumps(plan.get('probe'))}):\n{table}")
-    return EXIT_OK
-
-
 def prepare(ladder: Ladder, s: ProbeSettings, request: RunRequest) -> ProbeRun:
     return ProbeRun(ladder, s)
 
 
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from pytest_mtpsweep.kindapi import AnalyseFn, PrepareFn
+if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
+    from pytest_mtpsweep.kindapi import PrepareFn
 
     _prepare: PrepareFn = prepare
-    _analyse_command: AnalyseFn = analyse_command
