@@ -70,8 +70,8 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
     analysis_interval_basis/ (the tie-break's other endpoint, published whole).
     """
+    from ..report.sections import headline_table
     from .devices import terminal_lines
-    from .report import headline_table
 
     run = RunReader(run_dir)
     if not run.record_files():
@@ -197,8 +197,8 @@ def analyse_command(
 ) -> int:
     """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
     gate (exit 1 when one is not met)."""
+    from ..report.sections import headline_table
     from .gates import evaluate_expectations, parse_expectation
-    from .report import headline_table
 
     gates = [parse_expectation(text) for text in args.expect]
     result = analyse_run(

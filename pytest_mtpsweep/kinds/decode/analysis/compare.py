@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ....kindapi import POOLED, SUBSET_NAMES
-from .model import AnalysisResult
-from .textfmt import (
+from ..report.textfmt import (
     ci,
     dict_rows,
     pct,
     plain_table,
 )
+from .model import AnalysisResult
 
 COMPARE_LABEL = "secondary, descriptive: different runs"
 

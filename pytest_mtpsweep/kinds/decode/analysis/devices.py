@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi.report import Section, md_table
-from .textfmt import md_section
+from ..report.textfmt import md_section
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "device", "cycles", "prompts", "pairs", "change_pct", "spread_pct",

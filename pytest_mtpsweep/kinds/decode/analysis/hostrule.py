@@ -15,8 +15,8 @@ import pandas as pd
 
 from ....kindapi.records import schema
 from ....kindapi.report import Section, md_text
+from ..report.textfmt import ci, dict_rows, md_section, md_table, pct
 from .model import HostRuleEffect, QuarantinedSession, RunData
-from .textfmt import ci, dict_rows, md_section, md_table, pct
 
 TITLE = "Host rule"
 HEADERS = ("treatment", "subset", "endpoint", "with the re-runs (published)",

@@ -18,14 +18,15 @@ from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError, UserErro
 from ....kindapi.records import RunReader, read_lines, schema
 from ....kindapi.report import Section, write_report
 from ....kindapi.report import available as plotting_available
-from . import pictures, sweep
+from ..report import pictures
+from ..report.page import PageParts
+from ..report.pictures import COLUMNS
+from ..report.plot import forest_figure
+from ..report.sections import report_model
+from . import sweep
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, AnalysisResult, QuarantinedSession, RecordFile, RunData
-from .pictures import COLUMNS
 from .pipeline import analyse
-from .plot import forest_figure
-from .report import report_model
-from .report_page import PageParts
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES, AnalysisError
 from ....kindapi.analysis import CellState, LookState, look_state
+from ..report.sections import render_report
 from . import census as cen
 from . import hostrule
 from .acceptance import draft_acceptance
@@ -36,7 +37,6 @@ from .model import (
     RunData,
 )
 from .pairing import cell_means, pair_cells
-from .report import render_report
 from .sweep import analyse_sweep
 
 _ENDPOINT_ALIASES = {

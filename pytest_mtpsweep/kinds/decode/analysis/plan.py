@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import EXIT_OK
+from ....kindapi import EXIT_OK
 
 if TYPE_CHECKING:
     import argparse
@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
-    from ...kindapi import POOLED
-    from ...kindapi.analysis import cycle_seconds, plan_cells, render
-    from ...kindapi.records import terminal
-    from .analysis.io import load_run
-    from .analysis.pipeline import analyse
+    from ....kindapi import POOLED
+    from ....kindapi.analysis import cycle_seconds, plan_cells, render
+    from ....kindapi.records import terminal
+    from .io import load_run
+    from .pipeline import analyse
 
     run = load_run(run_dir)
     result = analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
@@ -56,7 +56,7 @@ def sweep_lines(
     sweep: Any, plan: Mapping[str, Any], cycles_run: int, measured: list[Any], top: int
 ) -> list[str]:
     """A sweep's projected sessions and hours against the full grid (`analysis.sweep_planning`)."""
-    from ...kindapi.analysis import ArmEstimate, plan_sweep
+    from ....kindapi.analysis import ArmEstimate, plan_sweep
 
     estimates = [
         ArmEstimate(iv.arm, s.subset, iv.estimate_pct, (iv.high_pct - iv.low_pct) / 2.0)
@@ -83,6 +83,6 @@ def sweep_lines(
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import PlanFn
+    from ....kindapi import PlanFn
 
     _plan_command: PlanFn = plan_command

@@ -13,11 +13,11 @@ import math
 from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION, PROMPTS_ONLY, WITH_SESSION
 from ....kindapi.records import limitation
 from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
-from . import hostrule
-from . import report_limits as limits
-from .equivalence import DIFFERENT, describe
-from .model import ENDPOINTS, AnalysisResult
-from .report_diagnostics import degenerate_warning, interval_fallback_warning
+from ..analysis import hostrule
+from ..analysis.equivalence import DIFFERENT, describe
+from ..analysis.model import ENDPOINTS, AnalysisResult
+from . import limits as limits
+from .diagnostics import degenerate_warning, interval_fallback_warning
 from .textfmt import dict_rows, num, titled
 
 LIMITATIONS = "## Limitations"

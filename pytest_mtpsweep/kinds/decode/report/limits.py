@@ -7,7 +7,7 @@ with the detail, so report.md names every limitation without carrying the diagno
 from __future__ import annotations
 
 from ....kindapi.report import anchor, md_text
-from .model import AnalysisResult
+from ..analysis.model import AnalysisResult
 from .textfmt import dict_rows, finite, num, pct
 
 # A session whose calibration rate moved more than this from its start to its end measured on

@@ -17,9 +17,9 @@ from ....kindapi.analysis import (
     WITH_SESSION,
 )
 from ....kindapi.report import Md
-from .model import ENDPOINTS, AnalysisResult
+from ..analysis.model import ENDPOINTS, AnalysisResult
+from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
-from .tiebreak import SERVER_CLOCK_AGREE_PP
 
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
                     "beyond tie-break", "published", "why"]  # fmt: skip

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ....kindapi.report import Page, Section, el, filterable, join
-from .model import AnalysisResult
+from ..analysis.model import AnalysisResult
 from .textfmt import dict_rows
 
 TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ....kindapi.report import EMPTY, Block, Figure, Page, Section, el
-from .model import ENDPOINT_COLUMNS, AnalysisResult
+from ..analysis.model import ENDPOINT_COLUMNS, AnalysisResult
 from .textfmt import dict_rows
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ....kindapi import POOLED
-from .model import AnalysisResult
+from ..analysis.model import AnalysisResult
 
 
 def forest_figure(result: AnalysisResult) -> Any | None:

@@ -27,10 +27,10 @@ from ....kindapi.report import (
     md_text,
     text,
 )
-from . import devices, hostrule, sweep
-from . import report_page as page
-from .model import ENDPOINT_LABELS, AnalysisResult
-from .report_diagnostics import (
+from ..analysis import devices, hostrule, sweep
+from ..analysis.model import ENDPOINT_LABELS, AnalysisResult
+from . import page as page
+from .diagnostics import (
     degenerate_warning,
     section_census,
     section_degenerate,
@@ -41,14 +41,14 @@ from .report_diagnostics import (
     section_position,
     section_truncation,
 )
-from .report_findings import (
+from .findings import (
     conditional,
     section_acceptance,
     section_equivalence,
     section_limitations,
     section_question,
 )
-from .report_method import section_crosschecks, section_method, section_tiebreak
+from .method import section_crosschecks, section_method, section_tiebreak
 from .textfmt import (
     ci,
     dict_rows,

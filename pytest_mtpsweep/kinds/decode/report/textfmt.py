@@ -11,7 +11,7 @@ import pandas as pd
 from ....kindapi.analysis import MIN_PROMPTS_FOR_DECISION
 from ....kindapi.report import Section, Text
 from ....kindapi.report import md_table as md_table
-from .model import AnalysisResult
+from ..analysis.model import AnalysisResult
 
 Writer = Callable[[AnalysisResult], list[str]]
 

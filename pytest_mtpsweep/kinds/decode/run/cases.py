@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...kindapi.ladder import Prompt, SessionSlot, session_order
+from ....kindapi.ladder import Prompt, SessionSlot, session_order
 
 
 @dataclass(frozen=True)

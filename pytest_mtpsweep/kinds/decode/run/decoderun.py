@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, PromptError, RunRequest
-from ...kindapi.ladder import (
+from ....kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, PromptError, RunRequest
+from ....kindapi.ladder import (
     Ladder,
     Preregistration,
     Prompt,
@@ -18,21 +18,21 @@ from ...kindapi.ladder import (
     select,
     session_order,
 )
-from ...kindapi.records import read_records, schema
-from ...kindapi.rig import stream_chat
-from ...kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
+from ....kindapi.records import read_records, schema
+from ....kindapi.rig import stream_chat
+from ....kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
+from ..ladder import DecodeSettings
+from ..records import decode_record
 from . import tallies
 from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
-from .ladder import DecodeSettings
 from .markers import stop_marker
-from .records import decode_record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ...kindapi import Case
-    from ...kindapi.run import LiveSession
+    from ....kindapi import Case
+    from ....kindapi.run import LiveSession
 
 
 class DecodeRun(KindRun):
@@ -74,7 +74,7 @@ class DecodeRun(KindRun):
 
     def lint_warnings(self) -> list[str]:
         """Where the design cannot reach what it pre-registers (`analysis.planning`)."""
-        from .analysis.design import design_warnings
+        from ..analysis.design import design_warnings
 
         counts: dict[str, int] = {}
         for p in self.prompts:
@@ -122,7 +122,7 @@ class DecodeRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as a measurement is."""
-        from ...kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+        from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
 
         warm = stream_chat(
             live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
@@ -225,12 +225,12 @@ class DecodeRun(KindRun):
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
-        from .analysis import validate_request
+        from ..analysis import validate_request
 
         validate_request(self.ladder, request)
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from .analysis import analyse_at_end
+        from ..analysis import analyse_at_end
 
         return analyse_at_end(run_dir, request, self.ladder)
 
@@ -247,6 +247,6 @@ def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import PrepareFn
+    from ....kindapi import PrepareFn
 
     _prepare: PrepareFn = prepare

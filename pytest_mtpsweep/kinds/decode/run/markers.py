@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...kindapi.ladder import Ladder
-from ...kindapi.records import Measurement
+from ....kindapi.ladder import Ladder
+from ....kindapi.records import Measurement
 from .cases import DecodeCase
 
 
