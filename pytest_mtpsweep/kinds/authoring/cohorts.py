@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...kindapi import PromptError
 from ...kindapi.ladder import read_text_file
-from .extract import check_mode
+from .run.extract import check_mode
 from .tasks import Task
 
 USER_FILE, SYSTEM_FILE, COHORT_FILE = "user.txt", "system.txt", "cohort.toml"

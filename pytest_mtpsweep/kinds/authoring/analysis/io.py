@@ -15,7 +15,9 @@ from ....kindapi.records import RunReader, atomic_write_text, schema
 from ....kindapi.records import recordlines as rl
 from ....kindapi.report import Report, md_text, write_report
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
-from . import contrast, conversations, findings, repeats, report, tables
+from ..report import conversations, findings
+from ..report import sections as report
+from . import contrast, repeats, tables
 from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks

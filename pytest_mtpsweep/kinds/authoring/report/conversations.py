@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ....kindapi.report import Markup, Page, Section, el, facets, join
-from ..extract import extract
+from ..run.extract import extract
 
 TITLE = "Conversations, cell by cell"
 ANCHOR = "conversations"

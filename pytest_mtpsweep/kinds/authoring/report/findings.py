@@ -19,9 +19,9 @@ import pandas as pd
 from ....kindapi.records import schema
 from ....kindapi.report import LONG_LIST_ROWS, Section, Text, md_text, text
 from .. import records
-from .contrast import POOLED, Contrast
-from .repeats import repeats_lines
-from .report import LABELS
+from ..analysis.contrast import POOLED, Contrast
+from ..analysis.repeats import repeats_lines
+from .sections import LABELS
 
 TITLE = "Limitations"
 LIMITATIONS = f"## {TITLE}"  # its heading in report.md

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ....kindapi.report import Report, Section, Table, Text, md_text, text
-from .contrast import LEVEL, Contrast
+from ..analysis.contrast import LEVEL, Contrast
 
 LABELS = {
     "green": "reached green (pp)",

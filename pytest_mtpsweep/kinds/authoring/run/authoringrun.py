@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ...kindapi import (
+from ....kindapi import (
     DEFAULT_BOOT,
     DEFAULT_BOOT_SEED,
     AnalysisRequest,
@@ -26,23 +26,24 @@ from ...kindapi import (
     RunRequest,
     SkipSession,
 )
-from ...kindapi.ladder import Ladder, Preregistration, SessionSlot
-from ...kindapi.records import schema
-from ...kindapi.run import PreflightItem
-from . import cells, describe, records
+from ....kindapi.ladder import Ladder, Preregistration, SessionSlot
+from ....kindapi.records import schema
+from ....kindapi.run import PreflightItem
+from .. import records
+from ..cohorts import digest as cohorts_digest
+from ..cohorts import load_cohorts
+from ..ladder import AuthoringSettings
+from ..tasks import digest as tasks_digest
+from ..tasks import load_tasks
+from . import cells, describe
 from .budget import warmup_bound
-from .cohorts import digest as cohorts_digest
-from .cohorts import load_cohorts
-from .ladder import AuthoringSettings
 from .order import subject_order
 from .pool import CellPool
 from .state import AuthoringCase, AuthoringRun
-from .tasks import digest as tasks_digest
-from .tasks import load_tasks
 
 if TYPE_CHECKING:
-    from ...kindapi import Case
-    from ...kindapi.run import LiveSession, RunContext
+    from ....kindapi import Case
+    from ....kindapi.run import LiveSession, RunContext
 
 
 class AuthoringKindRun(AuthoringRun, KindRun):
@@ -71,7 +72,7 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         )
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
-        from .sandbox import probe
+        from ..sandbox import probe
 
         check = probe(self.settings.checker)
         digest = tasks_digest(tuple(self.tasks.values()))
@@ -242,8 +243,8 @@ class AuthoringKindRun(AuthoringRun, KindRun):
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         """The session-end analysis; a refusal is a line, never a traceback."""
-        from ...kindapi import AnalysisError
-        from .analysis import analyse_dir
+        from ....kindapi import AnalysisError
+        from ..analysis import analyse_dir
 
         baseline, boot, seed = self.bootstrap(request)
         try:
@@ -277,6 +278,6 @@ def prepare(ladder: Ladder, s: AuthoringSettings, request: RunRequest) -> Author
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import PrepareFn
+    from ....kindapi import PrepareFn
 
     _prepare: PrepareFn = prepare

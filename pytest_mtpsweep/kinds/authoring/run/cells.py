@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...kindapi.records import RecordWriter, RunReader, schema
-from .records import CELLS_DIR, FINAL_OUTCOMES, TURNS_DIR, CellResult
+from ....kindapi.records import RecordWriter, RunReader, schema
+from ..records import CELLS_DIR, FINAL_OUTCOMES, TURNS_DIR, CellResult
 
 _APPEND = threading.Lock()  # cells in flight together (pool.py) append to one turns file
 

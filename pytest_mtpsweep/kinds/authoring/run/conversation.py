@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...kindapi.rig import ChatReply
-from . import feedback, records
+from ....kindapi.rig import ChatReply
+from .. import records
+from ..sandbox import Check
+from . import feedback
 from .budget import Budget, turn_bound
 from .extract import describe_missing, extract
-from .sandbox import Check
 
 FEEDBACK_PREFIX = "check: "
 Messages = list[dict[str, str]]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...kindapi.ladder import Ladder, Preregistration
-from ...kindapi.records import redact_url
-from ...kindapi.run import FAIL, PASS, PreflightItem
-from .cohorts import Cohort
-from .ladder import AuthoringSettings, CheckerLimits
+from ....kindapi.ladder import Ladder, Preregistration
+from ....kindapi.records import redact_url
+from ....kindapi.run import FAIL, PASS, PreflightItem
+from ..cohorts import Cohort
+from ..ladder import AuthoringSettings, CheckerLimits
+from ..tasks import Task
 from .order import subject_order
-from .tasks import Task
 
 
 def limits_text(c: CheckerLimits) -> str:

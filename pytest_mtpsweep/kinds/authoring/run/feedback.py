@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .sandbox import Check
+from ..sandbox import Check
 
 # pytest's own machinery in a traceback says nothing about the artefact; nor does the harness's
 # proxy that forwards each call to it (`mtpsweep_proxy.py`, in the grader).

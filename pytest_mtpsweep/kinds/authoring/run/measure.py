@@ -7,19 +7,20 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi.records import schema
-from ...kindapi.rig import ChatReply, ChatSpec, RetryPolicy, chat, redact
-from ...kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
-from . import cells, records, replycache
+from ....kindapi.records import schema
+from ....kindapi.rig import ChatReply, ChatSpec, RetryPolicy, chat, redact
+from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+from .. import records
+from ..ladder import repeat_seed
+from ..sandbox import Check, run_check
+from ..tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
+from . import cells, replycache
 from .budget import warmup_bound
 from .conversation import CellEnd, Messages, Settings, converse
-from .ladder import repeat_seed
 from .pool import Throttle
-from .sandbox import Check, run_check
-from .tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 
 if TYPE_CHECKING:
-    from ...kindapi.run import LiveSession
+    from ....kindapi.run import LiveSession
     from .state import AuthoringCase, AuthoringRun, RunState
 
 

@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import cells, records
+from .. import records
+from . import cells
 from .budget import Budget
 
 if TYPE_CHECKING:
-    from ...kindapi.ladder import Ladder, SessionSlot
-    from ...kindapi.run import RunContext
-    from .cohorts import Cohort
-    from .ladder import AuthoringSettings
+    from ....kindapi.ladder import Ladder, SessionSlot
+    from ....kindapi.run import RunContext
+    from ..cohorts import Cohort
+    from ..ladder import AuthoringSettings
+    from ..tasks import Task
     from .pool import CellPool
-    from .tasks import Task
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...kindapi.records import atomic_write_text, schema
-from . import cells, records
+from ....kindapi.records import atomic_write_text, schema
+from .. import records
+from . import cells
 
 SHOWN = 12  # cells named per line before "and n more"
 
