@@ -174,8 +174,9 @@ def test_the_probe_kind_draws_its_page_with_nothing_of_analysis() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 named.add(node.module)
-    assert "pytest_mtpsweep.report.model" in named and "pytest_mtpsweep.report.save" in named
-    assert not [m for m in named if m.startswith("pytest_mtpsweep.analysis")], named
+    # through the front door: the report model and its writer, no statistics
+    assert "pytest_mtpsweep.kindapi.report" in named
+    assert not [m for m in named if m.startswith("pytest_mtpsweep.kindapi.analysis")], named
 
 
 def test_a_ladder_naming_no_installed_kind_says_which_are(
