@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.kinds.load import capacity_stats as cs
+from pytest_mtpsweep.kinds.load.analysis import capacity_stats as cs
 from pytest_mtpsweep.kinds.load.capacity import CapacitySettings
 from tests.kinds.load import capacity_sim as sim
 

@@ -5,7 +5,7 @@
 
 Each replication is one treatment against a baseline at concurrency 1, 2, 4, 8 with a true log
 gain of a + b·log2(c) per prompt (plus a prompt's own effect and per-request noise;
-tests/kinds/load/crossover_sim.py), through `kinds.load.crossover.crossover`: coverage is the
+tests/kinds/load/crossover_sim.py), through `kinds.load.analysis.crossover.crossover`: coverage is the
 share of intervals holding the true crossing; for a gain that never crosses, the share said
 not to cross; for identical servers, the share given a located crossing (both ends inside the
 levels run), which should be rare.
@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.kinds.load.crossover import crossover
+from pytest_mtpsweep.kinds.load.analysis.crossover import crossover
 from tests.kinds.load import crossover_sim as sim
 
 # (name, intercept, slope, prompts, cycles, true crossing or None)

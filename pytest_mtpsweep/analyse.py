@@ -17,7 +17,7 @@ from . import registry, schema
 from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
-from .kindapi import EXIT_ERROR, Kind
+from .kindbase import EXIT_ERROR, Kind
 from .state.runread import RunReader
 
 

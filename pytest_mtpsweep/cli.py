@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import options
 from .errors import UserError
-from .kindapi import PARTS
+from .kindbase import PARTS
 
 
 def _provision(args: argparse.Namespace) -> int:

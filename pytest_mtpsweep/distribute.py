@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .kindapi import Case
+    from .kindbase import Case
     from .ladder import SessionSlot
     from .preflight import PreflightItem
     from .protocol.run import Run

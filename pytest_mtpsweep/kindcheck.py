@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .kindapi import PARTS, Kind, KindRun
+from .kindbase import PARTS, Kind, KindRun
 from .options import Opt
 
 T = TypeVar("T")

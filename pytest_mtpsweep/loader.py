@@ -10,7 +10,7 @@ from typing import Any
 
 from . import registry
 from .errors import LadderError
-from .kindapi import KindSpec
+from .kindbase import KindSpec
 from .ladder.attach import with_base_url
 from .ladder.load import build, field_errors, merge_overrides, read_toml, validate
 from .ladder.model import Ladder

@@ -21,7 +21,7 @@ from . import options, pytestkinds
 
 if TYPE_CHECKING:
     from .distribute import Controller  # noqa: F401 (named in a StashKey)
-    from .kindapi import Case, EndAnalysis, Kind, Result
+    from .kindbase import Case, EndAnalysis, Kind, Result
     from .protocol.progress import Progress
     from .protocol.run import Run
     from .reruns import Reruns  # noqa: F401 (named in a StashKey)

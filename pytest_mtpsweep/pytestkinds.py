@@ -19,7 +19,7 @@ from . import registry
 from .kindcheck import exception_text
 
 if TYPE_CHECKING:
-    from .kindapi import Kind
+    from .kindbase import Kind
 
 OPTIONED = pytest.StashKey[tuple["Kind", ...]]()  # kinds whose options this process registered
 FIXTURED = pytest.StashKey[tuple["Kind", ...]]()  # ... and whose fixtures it provides

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import kindcheck
 from .errors import KindError, LadderError
-from .kindapi import GROUP, Kind, KindSpec
+from .kindbase import GROUP, Kind, KindSpec
 from .options import OPTIONS
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-    from .kindapi import KindRun
+    from .kindbase import KindRun
     from .ladder.model import Ladder
     from .options import Opt
     from .request import RunRequest
@@ -254,7 +254,7 @@ def load(ref: str) -> Any:
 
 
 def part(k: Kind, which: str, where: str = "") -> Any:
-    """Kind `k`'s part `which` (one of `kindapi.PARTS`), imported now, or a one-line KindError
+    """Kind `k`'s part `which` (one of `kindbase.PARTS`), imported now, or a one-line KindError
     naming its distribution when it does not load."""
     ref = getattr(k, which)
     got, failed = kindcheck.guarded(lambda: load(ref))

@@ -20,7 +20,7 @@ import pytest
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .kindapi import Case, GateVerdict
+    from .kindbase import Case, GateVerdict
     from .preflight import PreflightItem
     from .protocol.progress import Progress
     from .protocol.run import Run
@@ -259,7 +259,7 @@ def gates(session: pytest.Session, run: Run) -> None:
     expect = run.request.analysis.expect
     if not expect:
         return
-    from .kindapi import GateVerdict
+    from .kindbase import GateVerdict
 
     verdicts = (
         run.analysis.verdicts(expect)

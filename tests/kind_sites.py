@@ -14,7 +14,7 @@ from pytest_mtpsweep.kindapi import Kind
 from pytest_mtpsweep.options import Opt
 
 KIND = Kind(name={name!r}, fixture={fixture!r}, ladder=__name__ + "_ladder:SPEC",
-            run="tests.kinds.probe_kind.proberun:prepare"{fields})
+            run="tests.kinds.probe_kind.run:prepare"{fields})
 """
 LADDER_SIDE = """\
 import dataclasses

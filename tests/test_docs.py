@@ -28,6 +28,9 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 DOCUMENTS = [README, *PAGES]
+# ARCHITECTURE.md's pages, one per layer: in the site's nav, their links checked as the rest
+ARCH_PAGES = sorted((DOCS / "architecture").glob("*.md"))
+ARCHITECTURE = [REPO / "ARCHITECTURE.md", *ARCH_PAGES]
 README_MAX_LINES = 250
 
 
@@ -77,7 +80,7 @@ def test_the_readme_is_a_front_door() -> None:
 
 def test_every_page_is_in_the_site_nav() -> None:
     nav = re.findall(r"^\s+- [^:]+: (\S+\.md)\s*$", (REPO / "mkdocs.yml").read_text(), re.M)
-    assert sorted(nav) == sorted(p.name for p in PAGES)
+    assert sorted(nav) == sorted(p.relative_to(DOCS).as_posix() for p in [*PAGES, *ARCH_PAGES])
     assert len(nav) == len(set(nav))
 
 
@@ -92,7 +95,7 @@ def anchors(path: Path) -> set[str]:
     return {slug(h) for h in re.findall(r"^#+ (.+)$", path.read_text(), flags=re.M)}
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*DOCUMENTS, *ARCHITECTURE], ids=lambda p: p.name)
 def test_every_relative_link_lands(path: Path) -> None:
     # mkdocs --strict checks the pages; this checks the README too, and runs in the fast tier
     text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M)

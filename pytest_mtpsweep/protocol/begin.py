@@ -24,7 +24,7 @@ from .setup import Resolved
 from .sweeplooks import SweepLooks
 
 if TYPE_CHECKING:
-    from ..kindapi import Case, Kind, KindRun
+    from ..kindbase import Case, Kind, KindRun, SweepLookFn
     from ..preflight import PreflightItem
 
 
@@ -76,7 +76,7 @@ def begin(
             design, lambda: interim(path, analysis), f.run_dir.write_json, looks.saver(path)
         )
         if ladder.sweep is not None and declared.sweep is not None:
-            ask = registry.part(declared, "sweep")
+            ask: SweepLookFn = registry.part(declared, "sweep")
             sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))
             if request.resume is not None:  # the arms that left stay gone
                 sweep.restore(RunReader(path).stop_doc)

@@ -17,7 +17,7 @@ from .progress import Progress, Silent, describe
 from .witnesses import startup_error
 
 if TYPE_CHECKING:
-    from ..kindapi import KindRun
+    from ..kindbase import KindRun
 
 
 def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None) -> None:

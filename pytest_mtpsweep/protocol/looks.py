@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..analysis.sequential import CellState, Design
-    from ..kindapi import Case, Interim, Kind, KindRun
+    from ..kindbase import Case, InterimFn, Kind, KindRun
     from ..report.result import AnalysisResult
     from .sweeplooks import SweepLooks
 
@@ -68,9 +68,9 @@ def check_cells(ladder: Ladder, kind: KindRun, cases: Sequence[Case], selected: 
         )
 
 
-def interim_of(kind: Kind) -> Interim:
+def interim_of(kind: Kind) -> InterimFn:
     """The kind's `interim` part, imported now (a KindError in one line if it does not load)."""
-    got: Interim = registry.part(kind, "interim")
+    got: InterimFn = registry.part(kind, "interim")
     return got
 
 

@@ -18,7 +18,7 @@ from . import finish, interrupts, looks, resume, setup, timeouts
 from .begin import Placement, begin, join
 
 if TYPE_CHECKING:
-    from ..kindapi import Case, EndAnalysis, Kind, KindRun, Result
+    from ..kindbase import Case, EndAnalysis, Kind, KindRun, Result
     from ..preflight import PreflightItem
     from ..state.live import LiveSession
     from ..state.rundir import RunDir

@@ -30,7 +30,7 @@ from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
 
 if TYPE_CHECKING:
-    from ..kindapi import Case, KindRun, Result
+    from ..kindbase import Case, KindRun, Result
 
 
 def crash_marker(slot: str, exc: ServerCrashed) -> str:

@@ -15,7 +15,7 @@ from ..rig import liveset
 from ..rig.digests import default_digest_cache
 
 if TYPE_CHECKING:
-    from ..kindapi import KindRun
+    from ..kindbase import KindRun
     from ..preflight import PreflightItem
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kindapi import SweepLookAt, SweepVerdict
+from ..kindbase import SweepLookAt, SweepVerdict
 from ..ladder import Ladder
 
 

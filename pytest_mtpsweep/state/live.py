@@ -1,6 +1,6 @@
 """A server session in progress: what the protocol and the kind's measurement share.
 
-Below the kind interface (`kindapi.py`): a kind reads and fills it while it measures, the
+Below the kind interface (`kindbase.py`): a kind reads and fills it while it measures, the
 protocol (`lifecycle.py`, `session.py`) opens and closes it.
 """
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from pytest_mtpsweep.analyse import run_cli
 from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.kinds.decode.cases import DecodeCase
-from pytest_mtpsweep.kinds.decode.decoderun import prepare
-from pytest_mtpsweep.kinds.decode.markers import stop_marker
+from pytest_mtpsweep.kinds.decode.run.cases import DecodeCase
+from pytest_mtpsweep.kinds.decode.run.decoderun import prepare
+from pytest_mtpsweep.kinds.decode.run.markers import stop_marker
 from pytest_mtpsweep.ladder import run_plan
 from pytest_mtpsweep.ladder.prompts import Prompt, session_order
 from pytest_mtpsweep.loader import load_ladder

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.decode.degeneracy import degenerate
+from pytest_mtpsweep.kinds.decode.run.degeneracy import degenerate
 
 STORY = "Write a short story about a lighthouse keeper who finds a message in a bottle."
 

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep import registry
-from tests.kinds.probe_kind.proberun import PROBE_FIELDS, SUMMARY_CSV
+from tests.kinds.probe_kind.analysis import SUMMARY_CSV
+from tests.kinds.probe_kind.run import PROBE_FIELDS
 from tests.report.dom import parse
 from tests.sandbox import REPO, only_run
 
@@ -173,8 +174,9 @@ def test_the_probe_kind_draws_its_page_with_nothing_of_analysis() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 named.add(node.module)
-    assert "pytest_mtpsweep.report.model" in named and "pytest_mtpsweep.report.save" in named
-    assert not [m for m in named if m.startswith("pytest_mtpsweep.analysis")], named
+    # through the front door: the report model and its writer, no statistics
+    assert "pytest_mtpsweep.kindapi.report" in named
+    assert not [m for m in named if m.startswith("pytest_mtpsweep.kindapi.analysis")], named
 
 
 def test_a_ladder_naming_no_installed_kind_says_which_are(

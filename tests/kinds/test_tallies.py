@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_mtpsweep.kinds.decode import tallies
+from pytest_mtpsweep.kinds.decode.run import tallies
 
 
 def rec(**over: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.constants import MIN_BOOT
-from pytest_mtpsweep.kinds.decode.analysis.report import render_full
+from pytest_mtpsweep.kinds.decode.report.sections import render_full
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
 from tests.report import mdsplit

@@ -317,7 +317,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
 def test_the_forest_plot_shares_one_x_axis_across_its_panels(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the plots extra draws the forest plot")
     from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse
-    from pytest_mtpsweep.kinds.decode.analysis.plot import forest_figure
+    from pytest_mtpsweep.kinds.decode.report.plot import forest_figure
     from tests.strategies import Design, make_records, noisy, write_run
 
     design = Design()

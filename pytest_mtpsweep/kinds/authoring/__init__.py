@@ -7,8 +7,7 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import Kind
-from ...options import Opt
+from ...kindapi import Kind, Opt
 
 KIND = Kind(
     name="authoring",
@@ -16,7 +15,7 @@ KIND = Kind(
     summary="One conversation to its outcome (authoring kind), recorded; assert `.valid` in the "
     "test.",
     ladder=f"{__name__}.ladder:SPEC",
-    run=f"{__name__}.authoringrun:prepare",
+    run=f"{__name__}.run.authoringrun:prepare",
     commands=f"{__name__}.cli:register",
     analyse=f"{__name__}.cli:analyse",
     options=(

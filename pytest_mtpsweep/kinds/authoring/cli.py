@@ -8,10 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import recordlines as rl
-from ...constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ...errors import AnalysisError
-from ...kindapi import EXIT_ERROR, EXIT_OK
+from ...kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, EXIT_ERROR, EXIT_OK, AnalysisError
+from ...kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
     import argparse
@@ -48,7 +46,7 @@ def analyse(
             f"{runs[0]}: plan.json registers contrast resamples {boot!r} and seed {seed!r}, not "
             "whole numbers; pass --boot and --boot-seed"
         )
-    from ...analysis.stats import check_resampling
+    from ...kindapi.analysis import check_resampling
 
     # plan.json is the run's, not the command line's: its count is bounded like --boot's.
     check_resampling(boot, seed)
@@ -65,3 +63,10 @@ def analyse(
         )
         return EXIT_ERROR
     return EXIT_OK
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ...kindapi import AnalyseFn, CommandsFn
+
+    _register: CommandsFn = register
+    _analyse: AnalyseFn = analyse

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import PromptError
-from ...ladder.prompts import read_text_file
-from .extract import check_mode
+from ...kindapi import PromptError
+from ...kindapi.ladder import read_text_file
+from .run.extract import check_mode
 from .tasks import Task
 
 USER_FILE, SYSTEM_FILE, COHORT_FILE = "user.txt", "system.txt", "cohort.toml"

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import PromptError, UserError
+from ...kindapi import PromptError, UserError
 from .humaneval_data import Problem, entry_function, parse_ids, read_problems, statement_of
 from .tasks import CHECKER_FILE, STATEMENT_FILE, TASK_FILE, check_checker, load_task
 

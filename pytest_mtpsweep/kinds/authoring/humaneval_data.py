@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ...errors import PromptError, UserError
+from ...kindapi import PromptError, UserError
 
 MAX_LINE_BYTES = 1 << 20  # HumanEval's longest line is 3.4 kB
 MAX_LINES = 10_000  # blank ones included: a file of newlines must end too

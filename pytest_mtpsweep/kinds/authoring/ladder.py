@@ -16,12 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...constants import MAX_BOOT
-from ...errors import LadderError
-from ...kindapi import KindSpec
-from ...ladder.fields import Spec, check_key, check_table, str_list
-from ...ladder.load import parse_treatments
-from ...ladder.model import Ladder, Treatment
+from ...kindapi import MAX_BOOT, KindSpec, LadderError
+from ...kindapi.ladder import (
+    Ladder,
+    Spec,
+    Treatment,
+    check_key,
+    check_table,
+    parse_treatments,
+    str_list,
+)
 
 FIELDS: Spec = {
     "model": (dict, False),  # optional here: every subject may name its own

@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import PromptError
-from ...ladder.fields import check_key
-from ...ladder.prompts import read_text_file
+from ...kindapi import PromptError
+from ...kindapi.ladder import check_key, read_text_file
 
 ARTEFACT_FILE = "solution.py"  # what the checker imports
 CHECKER_FILE = "checker.py"

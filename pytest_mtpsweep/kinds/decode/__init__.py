@@ -6,18 +6,16 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...constants import SUBSETS
-from ...kindapi import Kind
-from ...options import Opt
+from ...kindapi import SUBSETS, Kind, Opt
 
 KIND = Kind(
     name="decode",
     fixture="measurement",
     summary="One streamed measurement (decode kind), already recorded; assert `.valid` in the test.",
     ladder=f"{__name__}.ladder:SPEC",
-    run=f"{__name__}.decoderun:prepare",
+    run=f"{__name__}.run.decoderun:prepare",
     analyse=f"{__name__}.analysis:analyse_command",
-    plan=f"{__name__}.plan:plan_command",
+    plan=f"{__name__}.analysis.plan:plan_command",
     interim=f"{__name__}.analysis:interim",  # the published cells so far, for [stop]
     sweep=f"{__name__}.analysis.sweeplook:sweep_look",  # a [stop] sweep's arms to drop
     compare=f"{__name__}.analysis:compare_command",

@@ -6,12 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...constants import BOTH, SUBSETS
-from ...errors import LadderError
-from ...kindapi import KindSpec
-from ...ladder.fields import Spec, parse_contrast
-from ...ladder.load import parse_treatments
-from ...ladder.model import Ladder, Treatment
+from ...kindapi import BOTH, SUBSETS, KindSpec, LadderError
+from ...kindapi.ladder import Ladder, Spec, Treatment, parse_contrast, parse_treatments
 
 FIELDS: Spec = {
     "prompt_set": (str, False),

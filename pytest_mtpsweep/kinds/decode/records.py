@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ...schema import SESSION_IDENTITY_FIELDS, Measurement
+from ...kindapi.records import SESSION_IDENTITY_FIELDS, Measurement
 
 # Which measurement of which session: every decode record starts with these.
 IDENTITY_FIELDS: tuple[str, ...] = (

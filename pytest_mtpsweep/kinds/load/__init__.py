@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ...kindapi import Kind
-from ...options import Opt
+from ...kindapi import Kind, Opt
 
 
 def _seconds(text: str) -> float:
@@ -30,9 +29,9 @@ KIND = Kind(
     summary="One level block of concurrent streamed requests (load kind), recorded; assert "
     "`.valid` in the test.",
     ladder=f"{__name__}.ladder:SPEC",
-    run=f"{__name__}.loadrun:prepare",
+    run=f"{__name__}.run.loadrun:prepare",
     analyse=f"{__name__}.analysis:analyse_command",
-    plan=f"{__name__}.plan:plan_command",
+    plan=f"{__name__}.analysis.plan:plan_command",
     interim=f"{__name__}.analysis:interim",  # the headline gains so far, for [stop]
     options=(
         Opt(

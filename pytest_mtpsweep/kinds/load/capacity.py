@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import LadderError
-from ...rig.loadgen.arrivals import MAX_RATE, MIN_RATE
+from ...kindapi import LadderError
+from ...kindapi.rig import MAX_RATE, MIN_RATE
 
 MODES = {"concurrency": "closed", "rate": "open"}
 MAX_CONCURRENCY = 4096  # as a level ladder's requests in flight (ladder.MAX_LANES)

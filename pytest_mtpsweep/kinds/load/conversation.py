@@ -36,13 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import LadderError
-from ...ladder.fields import Spec, check_table
-from ...rig.loadgen.arrivals import MAX_SCHEDULE, prompt_order
-from ...rig.loadgen.payload import PromptLike
+from ...kindapi import LadderError
+from ...kindapi.ladder import Spec, check_table
+from ...kindapi.rig import MAX_SCHEDULE, PromptLike, prompt_order
 
 if TYPE_CHECKING:
-    from ...ladder.model import Ladder
+    from ...kindapi.ladder import Ladder
 
 FIELDS: Spec = {
     "turns": (int, True),

@@ -14,14 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...constants import BOTH, SUBSETS
-from ...errors import LadderError
-from ...kindapi import KindSpec
-from ...ladder.fields import Spec, check_table, parse_contrast
-from ...ladder.load import parse_treatments
-from ...ladder.model import MAX_TIMEOUT_S, Ladder, Treatment
-from ...rig.loadgen.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
-from ...rig.loadgen.payload import is_loopback
+from ...kindapi import BOTH, SUBSETS, KindSpec, LadderError
+from ...kindapi.ladder import (
+    MAX_TIMEOUT_S,
+    Ladder,
+    Spec,
+    Treatment,
+    check_table,
+    parse_contrast,
+    parse_treatments,
+)
+from ...kindapi.rig import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns, is_loopback
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings

@@ -14,14 +14,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...rig.loadgen.chatlevel import TurnFacts
-from ...rig.loadgen.level import LevelRun
-from ...rig.loadgen.reads import StreamRecord
-from ...rig.loadgen.summary import LevelSummary, Percentiles
+from ...kindapi.rig import LevelRun, LevelSummary, Percentiles, StreamRecord, TurnFacts
 
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line
-SEARCH = "search"  # a capacity search's line after each probe (kinds/load/probe.py)
+SEARCH = "search"  # a capacity search's line after each probe (kinds/load/run/probe.py)
 # A conversation block's request line adds its (conversation, turn) slot and the cached prompt
 # tokens the server reported, judged (`rig.loadgen.chatlevel.read_cache`); None elsewhere.
 CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", "cache_source",
@@ -37,7 +34,7 @@ REQUEST_FIELDS = (
     *CONVERSATION_FIELDS,
 )  # fmt: skip
 # A trace replay's request line adds, after those: its trace record and what filled it
-# (kinds/load/replay.py: the same bytes, fill_sha256, for the slot in every treatment).
+# (kinds/load/run/replay.py: the same bytes, fill_sha256, for the slot in every treatment).
 TRACE_FIELDS = ("trace_line", "trace_input_tokens", "trace_output_tokens", "request_max_tokens",
                 "fill_chars", "fill_sha256")  # fmt: skip
 

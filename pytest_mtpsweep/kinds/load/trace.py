@@ -26,11 +26,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import LadderError
-from ...ladder.fields import Spec, check_table
+from ...kindapi import LadderError
+from ...kindapi.ladder import Spec, check_table
 
 if TYPE_CHECKING:
-    from ...ladder.model import Ladder
+    from ...kindapi.ladder import Ladder
 
 MODE = "trace"  # the replay's level mode (one level, labelled LABEL, per session)
 LABEL = "replay"

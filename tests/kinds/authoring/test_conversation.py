@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.kinds.authoring import records
-from pytest_mtpsweep.kinds.authoring.budget import TEMPLATE_TOKENS, Budget, turn_bound
-from pytest_mtpsweep.kinds.authoring.conversation import Messages, Settings, converse
+from pytest_mtpsweep.kinds.authoring.run.budget import TEMPLATE_TOKENS, Budget, turn_bound
+from pytest_mtpsweep.kinds.authoring.run.conversation import Messages, Settings, converse
 from pytest_mtpsweep.kinds.authoring.sandbox import Check
 from pytest_mtpsweep.rig.chat import ChatReply
 

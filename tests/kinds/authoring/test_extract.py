@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.authoring.extract import blocks, check_mode, describe_missing, extract
+from pytest_mtpsweep.kinds.authoring.run.extract import (
+    blocks,
+    check_mode,
+    describe_missing,
+    extract,
+)
 
 REPLY = "Sure.\n```text\nnot code\n```\n```python\ndef f():\n    return 1\n```\nDone.\n"
 

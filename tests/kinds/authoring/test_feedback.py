@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.kinds.authoring.feedback import clean, first_line, message, trim
+from pytest_mtpsweep.kinds.authoring.run.feedback import clean, first_line, message, trim
 from pytest_mtpsweep.kinds.authoring.sandbox import Check
 
 FAILED = """F

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.errors import LadderError, OptionError, PromptError
-from pytest_mtpsweep.kinds.authoring.authoringrun import prepare
 from pytest_mtpsweep.kinds.authoring.cohorts import load_cohorts
 from pytest_mtpsweep.kinds.authoring.ladder import settings
+from pytest_mtpsweep.kinds.authoring.run.authoringrun import prepare
 from pytest_mtpsweep.kinds.authoring.tasks import load_tasks
 from pytest_mtpsweep.ladder import run_plan
 from pytest_mtpsweep.loader import load_ladder

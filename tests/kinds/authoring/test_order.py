@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.authoring.order import cohort_order, subject_order, task_order
+from pytest_mtpsweep.kinds.authoring.run.order import cohort_order, subject_order, task_order
 
 names = st.lists(st.text("abcdefghij", min_size=1, max_size=4), min_size=1, max_size=8, unique=True)
 

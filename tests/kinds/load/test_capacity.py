@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.kinds.load import capacity_stats as cs
+from pytest_mtpsweep.kinds.load.analysis import capacity_stats as cs
 from pytest_mtpsweep.kinds.load.capacity import CapacitySettings, bracket, next_level, parse
 from tests.sandbox import REPO
 
@@ -178,7 +178,7 @@ class TestNoLevelWithinTheSlo:
 
     def test_the_figure_draws(self) -> None:
         pytest.importorskip("matplotlib")
-        from pytest_mtpsweep.kinds.load.plots import capacity_figure
+        from pytest_mtpsweep.kinds.load.report.plots import capacity_figure
 
         capacity_figure(self._missed_everywhere())
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.load import contrast, frame
+from pytest_mtpsweep.kinds.load.analysis import contrast, frame
 from tests.kinds.load.synthetic import gains, lines
 
 PAIRS = [("ngram", "none")]

@@ -21,7 +21,7 @@ from pytest_mtpsweep.kinds.load.conversation import (
     system_prefix,
 )
 from pytest_mtpsweep.kinds.load.ladder import settings
-from pytest_mtpsweep.kinds.load.loadrun import prepare
+from pytest_mtpsweep.kinds.load.run.loadrun import prepare
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest
 from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt

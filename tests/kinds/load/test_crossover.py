@@ -12,7 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.kinds.load import analysis
-from pytest_mtpsweep.kinds.load.crossover import Crossover, crossover, first_crossing, sentence
+from pytest_mtpsweep.kinds.load.analysis.crossover import (
+    Crossover,
+    crossover,
+    first_crossing,
+    sentence,
+)
 
 from . import crossover_sim as sim
 from . import run_fixture, synthetic

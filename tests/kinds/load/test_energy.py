@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.kinds.load.energy import block_fields, devices, read
+from pytest_mtpsweep.kinds.load.run.energy import block_fields, devices, read
 from pytest_mtpsweep.rig.gpu import Energy, energy_mj
 from tests.fake_pynvml import FakeGpu, FakeNvml
 from tests.kinds.load.test_load_kind import STAND_INS, lines, run, stand_in_project

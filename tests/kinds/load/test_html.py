@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.kinds.load import analysis
-from pytest_mtpsweep.kinds.load.witnesses import LAG
+from pytest_mtpsweep.kinds.load.report.witnesses import LAG
 from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
@@ -55,6 +55,7 @@ def test_the_session_end_analysis_and_mtpsweep_analyse_both_write_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.kindapi.report.available", lambda: False)  # the kind's
     run = write_run(tmp_path)  # two analyses: the plots are another test's
     page = run / "analysis" / "report.html"
     end = analysis.analyse_at_end(run, AnalysisRequest(boot=BOOT, seed=1))
@@ -155,6 +156,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
     stale.parent.mkdir()
     stale.write_bytes(b"\x89PNG an earlier analysis' plot")  # drawn when matplotlib was there
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.kindapi.report.available", lambda: False)  # the kind's
     done = analysis.analyse(run, boot=BOOT, seed=1)
     assert not isinstance(done, str), done
     dom = parse((run / "analysis" / "report.html").read_text(encoding="utf-8"))

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.kinds.load.cases import load_cases
 from pytest_mtpsweep.kinds.load.ladder import Level, settings
-from pytest_mtpsweep.kinds.load.loadrun import declared_slots, prepare
+from pytest_mtpsweep.kinds.load.run.cases import load_cases
+from pytest_mtpsweep.kinds.load.run.loadrun import declared_slots, prepare
 from pytest_mtpsweep.ladder import run_plan
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest

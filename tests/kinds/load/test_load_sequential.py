@@ -106,7 +106,7 @@ def test_the_stop_sentence_is_from_the_records_whatever_stop_json_says(tmp_path:
 def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it() -> None:
     from pytest_mtpsweep.analysis.decision import Decision
     from pytest_mtpsweep.kinds.load.analysis import cells, margin_of
-    from pytest_mtpsweep.kinds.load.contrast import Row
+    from pytest_mtpsweep.kinds.load.analysis.contrast import Row
 
     def row(level: str, low: float, high: float) -> Row:
         return Row("ngram", "none", "e2e", level, (low + high) / 2, low, high, 8, 16, 4, 0.01,

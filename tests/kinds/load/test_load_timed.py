@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.kinds.load.ladder import settings
-from pytest_mtpsweep.kinds.load.loadrun import prepare
-from pytest_mtpsweep.kinds.load.measure import _load
+from pytest_mtpsweep.kinds.load.run.loadrun import prepare
+from pytest_mtpsweep.kinds.load.run.measure import _load
 from pytest_mtpsweep.ladder import run_plan
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest

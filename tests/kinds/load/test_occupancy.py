@@ -3,7 +3,7 @@ and vLLM's /metrics, and what a level's samples sum up to."""
 
 from __future__ import annotations
 
-from pytest_mtpsweep.kinds.load.occupancy import (
+from pytest_mtpsweep.kinds.load.run.occupancy import (
     GAUGES,
     SPEC_TOTALS,
     Sources,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mtpsweep.kinds.load import contrast, frame
-from pytest_mtpsweep.kinds.load.pairing import pairing_lines, slot_pairing
+from pytest_mtpsweep.kinds.load.analysis import contrast, frame
+from pytest_mtpsweep.kinds.load.analysis.pairing import pairing_lines, slot_pairing
 from tests.kinds.load.synthetic import gains, lines
 
 PAIRS = [("ngram", "none")]
@@ -53,7 +53,7 @@ def test_a_failed_request_leaves_its_slot_unpaired() -> None:
 
 
 def test_the_report_says_the_pairing_and_the_timed_design() -> None:
-    from pytest_mtpsweep.kinds.load import report
+    from pytest_mtpsweep.kinds.load.report import sections as report
     from pytest_mtpsweep.report.render_md import markdown
 
     rq, lv = frame.frames(timed_records())

@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.load import replay, trace
+from pytest_mtpsweep.kinds.load import trace
+from pytest_mtpsweep.kinds.load.run import replay
 from pytest_mtpsweep.kinds.load.trace import Trace, TraceRecord, TraceSettings
 from pytest_mtpsweep.ladder.prompts import Prompt, load_prompt_set
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.kinds.load import frame, turns
+from pytest_mtpsweep.kinds.load.analysis import frame, turns
 from pytest_mtpsweep.report import render_md
 
 

@@ -9,16 +9,15 @@ module is the declaration every pytest process imports, so it imports nothing he
 
 from __future__ import annotations
 
-from pytest_mtpsweep.kindapi import Kind
-from pytest_mtpsweep.options import Opt
+from pytest_mtpsweep.kindapi import Kind, Opt
 
 KIND = Kind(
     name="probe",
     fixture="probe",
     summary="One timed GET of the probed path (probe kind), recorded; assert `.valid`.",
     ladder=f"{__name__}.ladder:SPEC",
-    run=f"{__name__}.proberun:prepare",
-    analyse=f"{__name__}.proberun:analyse_command",
+    run=f"{__name__}.run:prepare",
+    analyse=f"{__name__}.analysis:analyse_command",
     options=(
         Opt(
             "--probe-requests",

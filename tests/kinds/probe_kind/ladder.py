@@ -7,11 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.kindapi import KindSpec
-from pytest_mtpsweep.ladder.fields import Spec
-from pytest_mtpsweep.ladder.load import parse_treatments
-from pytest_mtpsweep.ladder.model import Ladder, Treatment
+from pytest_mtpsweep.kindapi import KindSpec, LadderError
+from pytest_mtpsweep.kindapi.ladder import Ladder, Spec, Treatment, parse_treatments
 
 FIELDS: Spec = {
     "model": (dict, False),  # nothing is launched: no model, no server of ours

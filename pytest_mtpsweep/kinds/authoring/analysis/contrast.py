@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....analysis.stats import PROMPTS_ONLY, Spread, index_matrix, published_interval
+from ....kindapi.analysis import PROMPTS_ONLY, Spread, index_matrix, published_interval
 from .paired_binary import METHOD as PAIRED_METHOD
 from .paired_binary import paired_difference
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from .... import recordlines as rl
+from ....kindapi.records import recordlines as rl
 from ..records import FIRST_ATTEMPT_GREEN, GREEN_OUTCOMES, INFORMATIVE_OUTCOMES
 
 COLUMNS: tuple[str, ...] = (

@@ -10,16 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-from .... import recordlines as rl
-from .... import schema
-from ....errors import AnalysisError, RunReadError
-from ....report.mdtext import md_text
-from ....report.model import Report
-from ....report.result import AnalysisResult
-from ....report.save import save_result
-from ....state.runread import RunReader
+from ....kindapi import AnalysisError, RunReadError
+from ....kindapi.records import RunReader, schema
+from ....kindapi.records import recordlines as rl
+from ....kindapi.report import AnalysisResult, Report, md_text, save_result
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
-from . import contrast, conversations, findings, repeats, report, tables
+from ..report import conversations, findings
+from ..report import sections as report
+from . import contrast, repeats, tables
 from .frame import CELL_TYPES, REQUIRED, TURN_TYPES, cell_frame, turn_frame
 
 PASS_AT_K_CSV = "pass_at_k.csv"  # pass@k and pass^k per subject x cohort, intervals over tasks

@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from ....rig.exits import describe_exit, exit_of, signal_words
+from ....kindapi.rig import describe_exit, exit_of, signal_words
 from .. import records
 from ..ladder import CheckerLimits
 from . import views

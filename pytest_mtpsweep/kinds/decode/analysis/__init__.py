@@ -12,19 +12,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....errors import AnalysisError, ExpectationError, OptionError
-from ....kindapi import EXIT_GATE_FAILED, EXIT_OK, EndAnalysis, GateVerdict
-from ....ladder.fields import parse_contrast
-from ....ladder.model import Ladder
-from ....recordlines import terminal
-from ....request import AnalysisRequest
-from ....state.runread import RunReader
+from ....kindapi import (
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    AnalysisError,
+    AnalysisRequest,
+    EndAnalysis,
+    ExpectationError,
+    GateVerdict,
+    OptionError,
+)
+from ....kindapi.ladder import Ladder, parse_contrast
+from ....kindapi.records import RunReader, terminal
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping, Sequence
 
-    from ....analysis.sequential import CellState
+    from ....kindapi.analysis import CellState
     from .model import DecodeAnalysis
 
 
@@ -65,8 +70,8 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
     contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
     analysis_interval_basis/ (the tie-break's other endpoint, published whole).
     """
+    from ..report.sections import headline_table
     from .devices import terminal_lines
-    from .report import headline_table
 
     run = RunReader(run_dir)
     if not run.record_files():
@@ -192,8 +197,8 @@ def analyse_command(
 ) -> int:
     """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
     gate (exit 1 when one is not met)."""
+    from ..report.sections import headline_table
     from .gates import evaluate_expectations, parse_expectation
-    from .report import headline_table
 
     gates = [parse_expectation(text) for text in args.expect]
     result = analyse_run(
@@ -235,3 +240,11 @@ def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
         if result.unreadable:  # left out of that run's contrasts: say so beside the table
             print(f"{run}: {terminal(result.unreadable)}")
     return EXIT_OK
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ....kindapi import AnalyseFn, CompareFn, InterimFn
+
+    _analyse_command: AnalyseFn = analyse_command
+    _interim: InterimFn = interim
+    _compare_command: CompareFn = compare_command

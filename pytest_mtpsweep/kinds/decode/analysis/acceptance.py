@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from ....constants import POOLED
+from ....kindapi import POOLED
 
 COLUMNS = ("treatment", "subset", "records", "with_draft", "draft_n", "draft_n_accepted",
            "acceptance_pct")  # fmt: skip

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from ....errors import AnalysisError
-from ....schema import KEYED_FIELDS
+from ....kindapi import AnalysisError
+from ....kindapi.records import KEYED_FIELDS
 from .frame import canonical
 from .model import ComparabilityGroup, RunData
 

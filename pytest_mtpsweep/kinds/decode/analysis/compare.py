@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....constants import POOLED, SUBSET_NAMES
-from .model import DecodeAnalysis
-from .textfmt import (
+from ....kindapi import POOLED, SUBSET_NAMES
+from ..report.textfmt import (
     ci,
     dict_rows,
     pct,
     plain_table,
 )
+from .model import DecodeAnalysis
 
 COMPARE_LABEL = "secondary, descriptive: different runs"
 

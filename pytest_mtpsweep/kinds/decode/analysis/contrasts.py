@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....analysis.stats import (
+from ....kindapi import POOLED
+from ....kindapi.analysis import (
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
     WITH_SESSION,
@@ -29,7 +30,6 @@ from ....analysis.stats import (
     summarise_resamples,
     to_pct,
 )
-from ....constants import POOLED
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
 from .model import ENDPOINTS, AnalysisSettings

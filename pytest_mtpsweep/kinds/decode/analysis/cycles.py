@@ -8,11 +8,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ....analysis.stats import (
+from ....kindapi import POOLED
+from ....kindapi.analysis import (
     FloatArray,
     nan_mean,
 )
-from ....constants import POOLED
 from .layout import Layout
 
 PER_CYCLE_COLUMNS: tuple[str, ...] = (

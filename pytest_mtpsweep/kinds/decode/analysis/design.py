@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ....analysis.stats import MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
+from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
 
 # The spread of prompts' gains (sd, percent) a ladder's equivalence margin is checked against by
 # lint: the low end of what bench/coverage.py simulates (prompt sd 0.02-0.10 on the log scale).

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ....report.mdtext import md_table
-from ....report.model import Section
-from .textfmt import md_section
+from ....kindapi.report import Section, md_table
+from ..report.textfmt import md_section
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "device", "cycles", "prompts", "pairs", "change_pct", "spread_pct",

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from .... import recordlines as rl
-from ....schema import KEYED_FIELDS, records_file
+from ....kindapi.records import KEYED_FIELDS, records_file
+from ....kindapi.records import recordlines as rl
 from .model import ENDPOINT_COLUMNS, RecordFile
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ....errors import ExpectationError
+from ....kindapi import ExpectationError
 from .model import KNOWN_SUBSETS, DecodeAnalysis
 
 DIRECTIONS: tuple[str, ...] = ("faster", "slower", "equivalent")

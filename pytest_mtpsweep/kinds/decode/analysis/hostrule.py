@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .... import schema
-from ....report.mdtext import md_text
-from ....report.model import Section
+from ....kindapi.records import schema
+from ....kindapi.report import Section, md_text
+from ..report.textfmt import ci, dict_rows, md_section, md_table, pct
 from .model import HostRuleEffect, QuarantinedSession, RunData
-from .textfmt import ci, dict_rows, md_section, md_table, pct
 
 TITLE = "Host rule"
 HEADERS = ("treatment", "subset", "endpoint", "with the re-runs (published)",

@@ -12,23 +12,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .... import schema
-from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-from ....errors import AnalysisError, UserError
-from ....recordlines import read_lines
-from ....report.images import available as plotting_available
-from ....report.model import Section
-from ....report.result import AnalysisResult, FigureData
-from ....report.save import save_result
-from ....state.runread import RunReader
-from . import pictures, sweep
+from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError, UserError
+from ....kindapi.records import RunReader, read_lines, schema
+from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
+from ....kindapi.report import available as plotting_available
+from ..report import pictures
+from ..report.page import PageParts
+from ..report.pictures import COLUMNS
+from ..report.plot import forest_figure
+from ..report.sections import FOREST_PNG, report_model
+from . import sweep
 from .equivalence import PAIR_COLUMNS
 from .model import ENDPOINTS, DecodeAnalysis, QuarantinedSession, RecordFile, RunData
-from .pictures import COLUMNS
 from .pipeline import analyse, headline_cells
-from .plot import forest_figure
-from .report import FOREST_PNG, report_model
-from .report_page import PageParts
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",

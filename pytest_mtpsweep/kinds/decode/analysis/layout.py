@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....analysis.stats import (
+from ....kindapi.analysis import (
     FloatArray,
     nan_mean,
 )

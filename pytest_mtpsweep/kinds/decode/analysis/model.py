@@ -9,16 +9,15 @@ from typing import Any
 
 import pandas as pd
 
-from ....analysis.sequential import LookState
-from ....analysis.stats import check_resampling
-from ....constants import (
+from ....kindapi import (
     DEFAULT_BOOT,
     DEFAULT_BOOT_SEED,
     POOLED,
     SUBSET_NAMES,
+    AnalysisError,
 )
-from ....errors import AnalysisError
-from ....report.model import Report
+from ....kindapi.analysis import LookState, check_resampling
+from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
 from .equivalence import Equivalence
 

@@ -10,10 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from ....analysis.decision import Decision
-from ....analysis.sequential import CellState, LookState, look_state
-from ....constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES
-from ....errors import AnalysisError
+from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES, AnalysisError
+from ....kindapi.analysis import CellState, Decision, LookState, look_state
+from ..report.sections import render_report
 from . import census as cen
 from . import hostrule
 from .acceptance import draft_acceptance
@@ -38,7 +37,6 @@ from .model import (
     RunData,
 )
 from .pairing import cell_means, pair_cells
-from .report import render_report
 from .sweep import SweepResult, analyse_sweep
 
 _ENDPOINT_ALIASES = {

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....analysis.stats import (
+from ....kindapi.analysis import (
     FloatArray,
     IntArray,
     fixed_effects_slope,

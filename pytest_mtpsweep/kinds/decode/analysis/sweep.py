@@ -17,11 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....analysis.sweep import BestSet, StepDown, SweepData, best_set, where_gain_starts
-from ....errors import AnalysisError
-from ....report.mdtext import md_code, md_text
-from ....report.model import Figure, Section, Table, text
-from ....report.result import FigureData
+from ....kindapi import AnalysisError
+from ....kindapi.analysis import BestSet, StepDown, SweepData, best_set, where_gain_starts
+from ....kindapi.report import Figure, FigureData, Section, Table, md_code, md_text, text
 from .pairing import cell_means
 
 TITLE = "Along the setting"

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ....analysis.sweep import arms_to_drop, best_set
-from ....errors import AnalysisError
-from ....kindapi import SweepLookAt, SweepVerdict
-from ....request import AnalysisRequest
+from ....kindapi import AnalysisError, AnalysisRequest, SweepLookAt, SweepVerdict
+from ....kindapi.analysis import arms_to_drop, best_set
 from .sweep import sweep_data
 
 
@@ -75,3 +73,9 @@ def sweep_look(run_dir: Path, request: AnalysisRequest, at: SweepLookAt) -> Swee
             f"{', '.join(subsets)}"
         )  # fmt: skip
     return SweepVerdict(leaving, False, f"{len(left)} arms still in the run")
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ....kindapi import SweepLookFn
+
+    _sweep_look: SweepLookFn = sweep_look

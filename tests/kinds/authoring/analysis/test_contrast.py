@@ -17,7 +17,7 @@ from pytest_mtpsweep.kinds.authoring.analysis.contrast import (
     task_means,
 )
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame
-from pytest_mtpsweep.kinds.authoring.analysis.report import contrast_text, headline
+from pytest_mtpsweep.kinds.authoring.report.sections import contrast_text, headline
 
 
 def cell(subject: str, cohort: str, task: str, repeat: int, outcome: str | None,

@@ -12,8 +12,8 @@ from pathlib import Path
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
-from pytest_mtpsweep.kinds.authoring.analysis.findings import LIMITATIONS
-from pytest_mtpsweep.kinds.authoring.analysis.report import COHORT_HEADERS
+from pytest_mtpsweep.kinds.authoring.report.findings import LIMITATIONS
+from pytest_mtpsweep.kinds.authoring.report.sections import COHORT_HEADERS
 from pytest_mtpsweep.report.document import REPORT_HTML
 from pytest_mtpsweep.report.model import Table
 from pytest_mtpsweep.report.render_md import markdown

@@ -303,7 +303,7 @@ def test_a_channel_refuses_oversized_and_malformed_replies() -> None:
 
 
 def test_feedback_shows_the_solutions_own_frames_not_the_proxys() -> None:
-    from pytest_mtpsweep.kinds.authoring import feedback
+    from pytest_mtpsweep.kinds.authoring.run import feedback
 
     c = check("def count_zeros(xs):\n    return xs[99]\n")
     text = feedback.message(c, 1500)

@@ -17,8 +17,8 @@ from pytest_mtpsweep.kinds.decode.analysis.equivalence import content_equivalenc
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
-from pytest_mtpsweep.kinds.decode.analysis.report import DETAIL, render_full
-from pytest_mtpsweep.kinds.decode.analysis.report_findings import LIMITATIONS
+from pytest_mtpsweep.kinds.decode.report.findings import LIMITATIONS
+from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, render_full
 from pytest_mtpsweep.report.document import anchor
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 

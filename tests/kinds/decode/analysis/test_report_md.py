@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
-from pytest_mtpsweep.kinds.decode.analysis.report import DETAIL, render_full
-from pytest_mtpsweep.kinds.decode.analysis.report_findings import LIMITATIONS
+from pytest_mtpsweep.kinds.decode.report.findings import LIMITATIONS
+from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, render_full
 from pytest_mtpsweep.report.document import anchor
 from tests.report.dom import parse
 from tests.strategies import Design, make_records, noisy, session_name, write_run

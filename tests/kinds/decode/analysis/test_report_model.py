@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.constants import MIN_BOOT
-from pytest_mtpsweep.kinds.decode.analysis import analyse_run, pictures
+from pytest_mtpsweep.kinds.decode.analysis import analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse, picture_records
-from pytest_mtpsweep.kinds.decode.analysis.report import DETAIL, report_model
+from pytest_mtpsweep.kinds.decode.report import pictures
+from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, report_model
 from pytest_mtpsweep.report.mdtext import md_table
 from pytest_mtpsweep.report.model import Figure, Report, Table
 from pytest_mtpsweep.report.render_html import page

@@ -14,8 +14,8 @@ from scipy import stats as sps
 
 from pytest_mtpsweep.errors import AnalysisError
 from pytest_mtpsweep.kinds.decode.analysis.io import OUTPUT_FILES, analyse_run
-from pytest_mtpsweep.kinds.decode.analysis.report import headline_table, render_full
 from pytest_mtpsweep.kinds.decode.analysis.tiebreak import SERVER_CLOCK_AGREE_PP
+from pytest_mtpsweep.kinds.decode.report.sections import headline_table, render_full
 from tests.strategies import KEYED, Design, make_plan, make_records, noisy, session_name, write_run
 
 REQUIRED_COLUMNS = ["endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs",

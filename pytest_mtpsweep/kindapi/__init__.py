@@ -1,0 +1,100 @@
+"""The front door for kind authors: everything an experiment kind may import, and nothing else.
+
+A kind (a shipped one under `kinds/`, or a third party's) imports the package only through
+this door; `tests/test_kindapi.py` holds `kinds/*` and the probe kind (`tests/kinds/probe_kind/`,
+the template for a third party's kind) to it. Every other module of the package is private to
+it by that test, whatever its name: the layout underneath may change, the door's names do not
+without a CHANGELOG entry.
+
+This module is cheap (every pytest run with `--ladder` imports each kind's declaration, which
+imports it): the kind's declaration and run interface, the typed parts, the errors, the option
+type, the shared numbers and one invocation's wishes. What costs more lives in the door's
+submodules, imported by the kind's modules that need them:
+
+- `kindapi.ladder` — the ladder side: `Ladder`, `Treatment`, field specs and checks, prompts;
+- `kindapi.run` — a live session, the run's context, preflight items, attached counters;
+- `kindapi.rig` — requests to a server: one streamed request, a chat turn, the load client;
+- `kindapi.records` — the run directory's names (`schema`), record lines (`recordlines`), the
+  record writer, the run reader, atomic files;
+- `kindapi.analysis` — the statistics a kind may call (pandas and numpy come with it);
+- `kindapi.report` — the report model and its writer.
+
+Below the door sits `kindbase` (the interface the protocol imports, pluggy's shape): the door
+re-exports it, so the protocol never imports the door and the door may stand above it.
+"""
+
+from __future__ import annotations
+
+from ..constants import (
+    BOTH,
+    DEFAULT_BOOT,
+    DEFAULT_BOOT_SEED,
+    MAX_BOOT,
+    MIN_BOOT,
+    POOLED,
+    SUBSET_NAMES,
+    SUBSETS,
+)
+from ..errors import (
+    AnalysisError,
+    ExpectationError,
+    KindError,
+    LadderError,
+    MtpsweepError,
+    OptionError,
+    OutOfBudget,
+    PromptError,
+    ProtocolSignal,
+    ReplyCut,
+    RunReadError,
+    ServerError,
+    SkipCase,
+    SkipSession,
+    StopRun,
+    UserError,
+)
+from ..kindbase import (
+    EXIT_ERROR,
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    GROUP,
+    PART_TYPES,
+    AnalyseFn,
+    Case,
+    CommandsFn,
+    CompareFn,
+    EndAnalysis,
+    GateVerdict,
+    InterimFn,
+    Kind,
+    KindRun,
+    KindSpec,
+    Outcome,
+    PlanFn,
+    PrepareFn,
+    Result,
+    SweepLookAt,
+    SweepLookFn,
+    SweepVerdict,
+    raw_settings,
+)
+from ..options import Opt
+from ..request import AnalysisRequest, RunRequest
+
+__all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
+    # the declaration and the run side
+    "GROUP", "Kind", "KindSpec", "KindRun", "Case", "Result", "Outcome", "EndAnalysis",
+    "GateVerdict", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings", "Opt",
+    # the optional parts, typed
+    "PART_TYPES", "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",
+    "SweepLookFn", "SweepLookAt", "SweepVerdict",
+    # one invocation's wishes
+    "RunRequest", "AnalysisRequest",
+    # shared numbers and names
+    "BOTH", "POOLED", "SUBSETS", "SUBSET_NAMES", "DEFAULT_BOOT", "DEFAULT_BOOT_SEED",
+    "MIN_BOOT", "MAX_BOOT",
+    # the errors
+    "MtpsweepError", "UserError", "LadderError", "KindError", "PromptError", "OptionError",
+    "AnalysisError", "RunReadError", "ExpectationError", "ServerError", "ReplyCut",
+    "ProtocolSignal", "StopRun", "SkipSession", "OutOfBudget", "SkipCase",
+]  # fmt: skip

@@ -1,0 +1,61 @@
+"""The door's statistics: what a kind's analysis may call. The published interval and its
+pieces (`analysis/stats.py`), a `[stop]` design's looks, a sweep's step-down and best set,
+planning from a pilot and its table. Imports numpy (and scipy where the stats need it)."""
+
+from __future__ import annotations
+
+from ..analysis.decision import Decision, interval_decision
+from ..analysis.planning import CellPlan, cycle_seconds, plan_by_cycle, plan_cell, plan_cells
+from ..analysis.planning_text import render
+from ..analysis.sequential import CellState, LookState, look_state
+from ..analysis.stats import (
+    BOOT_T_MAX_FACTOR,
+    MDE_POWER,
+    MIN_CYCLES_FOR_SESSION,
+    MIN_PROMPTS_FOR_DECISION,
+    PROMPTS_ONLY,
+    WITH_SESSION,
+    BootSummary,
+    FloatArray,
+    IntArray,
+    Resamples,
+    Spread,
+    check_resampling,
+    fixed_effects_slope,
+    index_matrix,
+    mde_pct,
+    nan_mean,
+    prompt_spread,
+    published_interval,
+    resample,
+    session_spread,
+    sign_flip_pvalue,
+    summarise_resamples,
+    t_quantile,
+    to_pct,
+)
+from ..analysis.sweep import (
+    BestSet,
+    StepDown,
+    SweepData,
+    arms_to_drop,
+    best_set,
+    where_gain_starts,
+)
+from ..analysis.sweep_planning import ArmEstimate, plan_sweep
+
+__all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
+    # the published interval and its pieces
+    "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
+    "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
+    "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",
+    "prompt_spread", "published_interval", "resample", "session_spread", "sign_flip_pvalue",
+    "summarise_resamples", "t_quantile", "to_pct",
+    # a [stop] design's looks, and what a headline cell decides
+    "Decision", "interval_decision", "CellState", "LookState", "look_state",
+    # a sweep
+    "BestSet", "StepDown", "SweepData", "arms_to_drop", "best_set", "where_gain_starts",
+    "ArmEstimate", "plan_sweep",
+    # planning from a pilot
+    "CellPlan", "cycle_seconds", "plan_by_cycle", "plan_cell", "plan_cells", "render",
+]  # fmt: skip

@@ -1,0 +1,31 @@
+"""The door's ladder side: a ladder as frozen values, the field specs and checks a kind's
+`KindSpec` is written with, server configurations, the plan's slots and the prompt sets."""
+
+from __future__ import annotations
+
+from ..ladder import Prompt, SessionSlot, load_prompt_set, prompt_digest, select
+from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
+from ..ladder.load import parse_treatments
+from ..ladder.model import MAX_TIMEOUT_S, AnalysisConfig, Ladder, Preregistration, Treatment
+from ..ladder.prompts import read_text_file, session_order
+
+__all__ = [
+    "MAX_TIMEOUT_S",
+    "AnalysisConfig",
+    "Ladder",
+    "Preregistration",
+    "Prompt",
+    "SessionSlot",
+    "Spec",
+    "Treatment",
+    "check_key",
+    "check_table",
+    "load_prompt_set",
+    "parse_contrast",
+    "parse_treatments",
+    "prompt_digest",
+    "read_text_file",
+    "select",
+    "session_order",
+    "str_list",
+]  # fmt: skip

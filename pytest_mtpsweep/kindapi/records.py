@@ -1,0 +1,44 @@
+"""The door's records: the run directory's names (`schema`, whole: its file names, the
+session identity and keyed fields, the rig's `Measurement`), record lines read by one rule
+(`recordlines`, whole: the field types a kind declares its lines with), the record writer,
+the run reader and atomic files."""
+
+from __future__ import annotations
+
+from .. import recordlines, schema
+from ..fileio import atomic_write_json, atomic_write_text, cache_dir
+from ..recordlines import limitation, read_lines, terminal
+from ..redact import redact_url
+from ..schema import (
+    KEYED_FIELDS,
+    RECORDS_DIR,
+    SESSION_IDENTITY_FIELDS,
+    Measurement,
+    WarmupFacts,
+    records_file,
+    utc_now_iso,
+)
+from ..state.rundir import RecordWriter, read_records
+from ..state.runread import RunReader
+
+__all__ = [
+    "KEYED_FIELDS",
+    "RECORDS_DIR",
+    "SESSION_IDENTITY_FIELDS",
+    "Measurement",
+    "RecordWriter",
+    "RunReader",
+    "WarmupFacts",
+    "atomic_write_json",
+    "atomic_write_text",
+    "cache_dir",
+    "limitation",
+    "read_lines",
+    "read_records",
+    "recordlines",
+    "records_file",
+    "redact_url",
+    "schema",
+    "terminal",
+    "utc_now_iso",
+]  # fmt: skip

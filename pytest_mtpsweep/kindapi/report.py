@@ -1,0 +1,45 @@
+"""The door's report: the model a kind's report is made of (`Report`, its sections and
+blocks), the Markdown and page helpers its text is written with, and `write_report`, which
+writes report.md and report.html from one model."""
+
+from __future__ import annotations
+
+from ..report.document import EMPTY, Markup, anchor, el, join
+from ..report.images import available
+from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text, table_or_count
+from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
+from ..report.render_md import markdown
+from ..report.result import AnalysisResult, FigureData
+from ..report.save import save_result, write_report
+from ..report.tables import facets, filterable
+
+__all__ = [
+    "EMPTY",
+    "LONG_LIST_ROWS",
+    "AnalysisResult",
+    "Block",
+    "Figure",
+    "FigureData",
+    "Markup",
+    "Md",
+    "Page",
+    "Report",
+    "Role",
+    "Section",
+    "Table",
+    "Text",
+    "anchor",
+    "available",
+    "el",
+    "facets",
+    "filterable",
+    "join",
+    "markdown",
+    "md_code",
+    "md_table",
+    "md_text",
+    "save_result",
+    "table_or_count",
+    "text",
+    "write_report",
+]  # fmt: skip

@@ -1,0 +1,359 @@
+"""The kind interface: what an experiment kind gives the protocol, and what it gets back.
+
+Below the protocol and below every kind, so that both import it and neither imports the other
+(pluggy's shape: the markers live in a module host and plug-ins share). A kind is found through
+the entry-point group `pytest_mtpsweep.kinds` (`registry.py`); its entry point names a `Kind`,
+a declaration that is cheap to import (every pytest run with `--ladder` loads it, for the
+kind's options; `kindcheck.py` checks it). The rest of the kind is named in it as `"module:attribute"` and imported
+only when a ladder of that kind is run:
+
+- `ladder` -> a `KindSpec`: the top-level ladder fields it adds, how its server configurations
+  are read, its fields parsed once into its settings, its cross-field rules (no heavy imports);
+- `run` -> `prepare(ladder, settings, request) -> KindRun`: the cases of the plan, how one case
+  is measured and recorded, its pre-registration lines and its analysis; a base class whose
+  defaults say nothing for the rest (keyed fields, plan.json, preflight items, session facts);
+- `commands` -> `register(subparsers)`: its own `mtpsweep` subcommands (optional);
+- `analyse` -> `analyse(args, runs, plans) -> int`: `mtpsweep analyse` of its run directories;
+- `plan` -> `plan(args, run, plan) -> int`: `mtpsweep plan`, cycles to a target from a pilot
+  (optional: a kind without it is refused in one line);
+- `interim` -> `interim(run_dir, request) -> AnalysisResult | cells`: what a `[stop]` rule
+  looks at between cycles, written by nothing (a result is saved by the look once its record
+  is in stop.json; optional: a kind without it refuses a `[stop]` ladder in one line).
+- `compare` -> `compare(args, runs) -> int`: `mtpsweep compare RUN_A RUN_B`, two runs' own
+  results side by side (optional, likewise).
+- `sweep` -> `sweep_look(run_dir, request, look) -> SweepVerdict`: at a look of a `[stop]`
+  sweep, the arms surely not the best and whether the sweep is settled (optional: without it a
+  sweep's looks drop no arm).
+
+Nothing here imports the rest of the package at run time (but `errors`, when a default refuses
+an option); the names below TYPE_CHECKING are the layers beneath this one (ARCHITECTURE.md,
+"Layers").
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from argparse import Namespace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .analysis.sequential import CellState
+    from .ladder.fields import Spec
+    from .ladder.model import Ladder, Preregistration, Treatment
+    from .ladder.plan import SessionSlot
+    from .options import Opt
+    from .preflight.items import PreflightItem
+    from .report.result import AnalysisResult
+    from .request import AnalysisRequest, RunRequest
+    from .schema import WarmupFacts
+    from .state.context import RunContext
+    from .state.live import LiveSession
+
+GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
+# What a kind's `analyse` returns: `mtpsweep analyse`'s exit status.
+EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind as it declares itself to the registry: its name, its test fixture, its options,
+    and where the rest of it lives (`"module:attribute"`, imported when first needed)."""
+
+    name: str  # what a ladder's `kind` field says
+    fixture: str  # the fixture a test asks for to be parametrised over the kind's cases
+    ladder: str  # -> KindSpec
+    run: str  # -> prepare(ladder, settings, request) -> KindRun
+    summary: str = ""  # what one case is, for the fixture's docstring (`pytest --fixtures`)
+    options: tuple[Opt, ...] = ()  # its own command-line options, registered with the shared
+    commands: str | None = None  # -> register(subparsers): its own `mtpsweep` subcommands
+    analyse: str | None = None  # -> analyse(args, runs, plans) -> exit status
+    plan: str | None = None  # -> plan(args, run, plan) -> exit status: `mtpsweep plan RUN`
+    interim: str | None = None  # -> InterimFn: the records so far, for a `[stop]` rule's looks
+    compare: str | None = None  # -> compare(args, runs) -> exit status: `mtpsweep compare`
+    sweep: str | None = None  # -> SweepLookFn: a `[stop]` sweep's arms to drop at a look
+    default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
+    distributable: bool = False  # may run over pytest-xdist workers (-n)
+    # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
+    # same run (`--resume` refuses one that differs in them); the keyed fields always count
+    resume_fields: tuple[str, ...] = ()
+
+
+def raw_settings(ladder: Ladder, where: Path | str) -> Mapping[str, Any]:
+    """A kind's settings when it parses none of its own: its fields as the ladder gives them."""
+    return ladder.kind_fields
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """The ladder side of a kind: the loader checks `fields`, reads `treatments`, parses
+    `settings` once (one-line LadderErrors naming `where`) and runs `validate(ladder, settings,
+    where)`; the settings travel on as `Ladder.kind_settings` to `prepare`."""
+
+    name: str
+    fields: Spec  # top-level fields the kind adds to a ladder
+    treatments: Callable[[dict[str, Any], Path], tuple[Treatment, ...]]
+    validate: Callable[[Ladder, Any, Path | str], None]  # its cross-field rules
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # shared fields it defaults otherwise
+    settings: Callable[[Ladder, Path | str], Any] = raw_settings  # its fields, one typed value
+
+
+class Case(Protocol):
+    """One parametrised item: a session slot and what is measured in it."""
+
+    @property
+    def slot(self) -> SessionSlot: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def position(self) -> int: ...
+
+
+class Result(Protocol):
+    """What a measurement test receives: it passes when the measurement is valid."""
+
+    @property
+    def valid(self) -> bool: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A measured case: what the test gets, and what the protocol must do about it."""
+
+    result: Result
+    marker: str | None = None  # a stop marker: the run stops once this is recorded
+    skip: str | None = None  # the case was not run (its record says so): the test is skipped
+    # valid and carrying what the analysis pairs (e.g. a primary rate); None: = valid
+    usable: bool | None = None
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One `--expect` gate, judged: it becomes the test item `mtpsweep::expect[<expectation>]`."""
+
+    expectation: str
+    met: bool | None  # None: not judged (no analysis)
+    detail: str
+
+
+@dataclass(frozen=True)
+class EndAnalysis:
+    """What the session-end analysis produced, for the terminal summary and the exit status."""
+
+    table: str = ""
+    report: Path | None = None
+    error: str | None = None
+    gate_failures: tuple[str, ...] = ()
+    headline: Mapping[str, str] | None = None  # for JUnit <properties>: name -> one line
+    gates: tuple[GateVerdict, ...] = ()  # one per --expect, in the order given
+
+    def verdicts(self, expect: Sequence[str]) -> list[GateVerdict]:
+        """One verdict per `--expect`: the kind's own, else read off `error` and
+        `gate_failures` (each failure line starts with its expectation)."""
+        if self.gates:
+            return list(self.gates)
+        if self.error:
+            why = f"not judged: the analysis did not run ({self.error})"
+            return [GateVerdict(e, False, f"{e} {why}") for e in expect]
+        failed = {f.split(" not met", 1)[0]: f for f in self.gate_failures}
+        return [GateVerdict(e, e not in failed, failed.get(e, f"{e} met")) for e in expect]
+
+
+class KindRun(ABC):
+    """One run's worth of a kind, as the protocol uses it: subclass it, write the six abstract
+    methods, and override a default only where the kind has something to add.
+
+    `prepare(ladder, settings, request)` builds it, `settings` being what the kind's
+    `KindSpec.settings` parsed of the ladder when it was loaded (parsed once, handed in).
+    """
+
+    calibrates: bool = False  # whether sessions run the calibration prompt at start and end
+
+    # -- what every kind writes ------------------------------------------------------------
+
+    @abstractmethod
+    def cases(self, plan: list[SessionSlot]) -> Sequence[Case]:
+        """Every case of the plan, in run order, each with its slot and position."""
+
+    @abstractmethod
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        """Its section "Endpoints and contrasts" of preregistration.md (`reg` as
+        `registration` left it)."""
+
+    @abstractmethod
+    def warm_up(self, live: LiveSession) -> WarmupFacts:
+        """One short request before the first case; invalid facts set the session aside."""
+
+    @abstractmethod
+    def measure(self, live: LiveSession, case: Any) -> Outcome:
+        """Measure one case on the live session, append its record(s), say what came of it."""
+
+    @abstractmethod
+    def unmeasured(self, live: LiveSession, case: Any, reason: str) -> Outcome:
+        """Record a case its session could not measure (the server died, say)."""
+
+    @abstractmethod
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        """The session-end analysis: files under RUN/analysis/, the terminal's table."""
+
+    # -- defaults: what a kind with nothing to add does -------------------------------------
+
+    def keyed(self) -> dict[str, Any]:
+        """What the kind adds to the keyed fields (sessions pool only when these match)."""
+        return {}
+
+    def plan_fields(self) -> dict[str, Any]:
+        """What the kind adds to plan.json; an `analysis` entry is merged into its block."""
+        return {}
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        """Its rows of the preflight table."""
+        return ()
+
+    def registration(self, reg: Preregistration) -> Preregistration:
+        """The pre-registration with what the kind defaults filled in (its multiplicity
+        statement, when the ladder states none)."""
+        return reg
+
+    def before_session(self, ctx: RunContext, slot: SessionSlot, cases: Sequence[Case]) -> None:
+        """Called before a session starts; raises SkipSession if it must not."""
+        return None
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        """What a closing session adds to its session file (a `shakedown` dict with a one-line
+        `summary` is printed once, for the first session)."""
+        return {}
+
+    def session_note(self, live: LiveSession) -> str:
+        """Its word in a session's closing progress line."""
+        return ""
+
+    def properties(self, case: Any, result: Any) -> dict[str, Any]:
+        """A measured case's JUnit properties beyond its session."""
+        return {"valid": result.valid, **({} if result.valid else {"reason": result.reason})}
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        """Analysis options checked before the first server starts. The default refuses
+        `--expect`: a kind that judges no gates would otherwise pass every one unjudged."""
+        if request.expect:
+            from .errors import OptionError
+
+            raise OptionError(
+                f"--expect {request.expect[0]}: this kind judges no gates; drop --expect."
+            )
+
+    def finish(self, run_dir: Path, selected: Sequence[Any]) -> list[str]:
+        """After the last session, analysis or not: the kind's own end files (e.g. a run
+        status); returns lines for the terminal."""
+        return []
+
+    def lint_warnings(self) -> list[str]:
+        """What `mtpsweep lint` says of the ladder without failing it."""
+        return []
+
+    def stop_cells(self, cases: Sequence[Case]) -> frozenset[str] | None:
+        """The headline cells (`treatment:cell`) the kind's interim analysis can give when these
+        cases run: what a `[stop] cells` entry may name (None: the kind cannot say before the
+        run, and the entries are not checked against the cases)."""
+        del cases
+        return None
+
+
+@dataclass(frozen=True)
+class SweepLookAt:
+    """What a sweep's look asks the kind: the arms still in the run (the baseline among them),
+    the look's spent two-sided level, the user's margin, the subsets that decide."""
+
+    active: tuple[str, ...]
+    alpha: float
+    margin_pct: float
+    subsets: tuple[str, ...] = ()  # (): every subset
+
+
+@dataclass(frozen=True)
+class SweepVerdict:
+    """A sweep's look: the arms that leave (each with why), and whether the sweep is settled
+    (one arm left, or the best set within the margin) with the reason in words."""
+
+    drops: tuple[tuple[str, str], ...] = ()
+    settled: bool = False
+    why: str = ""
+
+
+# -- the parts a `Kind` names as `"module:attribute"`, typed ---------------------------------
+# Each is a callback Protocol (positional-only, so a kind names its parameters as it likes).
+# The registry imports a part when first named, so the type cannot ride on the string: a kind
+# states it in the module that holds the part, `_: InterimFn = interim`, and mypy checks it
+# (tests/test_kindapi.py checks that every part a kind names carries such a line).
+
+
+class PrepareFn(Protocol):
+    """`run`: the run side of a ladder, handed the settings its `KindSpec` parsed."""
+
+    def __call__(self, ladder: Ladder, settings: Any, request: RunRequest, /) -> KindRun: ...
+
+
+class CommandsFn(Protocol):
+    """`commands`: the kind's own `mtpsweep` subcommands, added to the subparsers given."""
+
+    def __call__(self, subparsers: Any, /) -> None: ...
+
+
+class AnalyseFn(Protocol):
+    """`analyse`: `mtpsweep analyse` of the kind's run directories -> an exit status."""
+
+    def __call__(
+        self, args: Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]], /
+    ) -> int: ...
+
+
+class PlanFn(Protocol):
+    """`plan`: `mtpsweep plan RUN --target-width W`, cycles to a target from a pilot."""
+
+    def __call__(self, args: Namespace, run_dir: Path, plan: Mapping[str, Any], /) -> int: ...
+
+
+class InterimFn(Protocol):
+    """`interim`: what a `[stop]` rule looks at between cycles, from the records so far,
+    computed without writing: an `AnalysisResult` (its headline cells' decisions and interval
+    half-widths; the look saves it once its record is in stop.json), or the cells alone."""
+
+    def __call__(
+        self, run_dir: Path, request: AnalysisRequest, /
+    ) -> AnalysisResult | Sequence[CellState]: ...
+
+
+class CompareFn(Protocol):
+    """`compare`: `mtpsweep compare RUN_A RUN_B`, two runs' own results side by side."""
+
+    def __call__(self, args: Namespace, runs: Sequence[Path], /) -> int: ...
+
+
+class SweepLookFn(Protocol):
+    """`sweep`: at a look of a `[stop]` sweep, the arms to drop and whether it is settled."""
+
+    def __call__(
+        self, run_dir: Path, request: AnalysisRequest, at: SweepLookAt, /
+    ) -> SweepVerdict: ...
+
+
+# A kind's parts, each `"module:attribute"` in its `Kind` (ladder and run required), with the
+# type each part's attribute has (the ladder's is a `KindSpec` value, the rest are callables).
+PART_TYPES: Mapping[str, type] = {
+    "ladder": KindSpec,
+    "run": PrepareFn,
+    "commands": CommandsFn,
+    "analyse": AnalyseFn,
+    "plan": PlanFn,
+    "interim": InterimFn,
+    "compare": CompareFn,
+    "sweep": SweepLookFn,
+}
+PARTS = tuple(PART_TYPES)

@@ -1,0 +1,88 @@
+"""`mtpsweep plan RUN --target-width W` for decode runs: the run analysed as `analyse` would,
+each headline cell's plan from `analysis.planning`, printed as one table and a summary."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ....kindapi import EXIT_OK
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping
+    from pathlib import Path
+
+
+def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
+    """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
+    from ....kindapi import POOLED
+    from ....kindapi.analysis import cycle_seconds, plan_cells, render
+    from ....kindapi.records import terminal
+    from .io import load_run
+    from .pipeline import analyse
+
+    run = load_run(run_dir)
+    result = analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+    cells = plan_cells(
+        result.pairs,
+        result.published,
+        target=args.target_width,
+        max_cycles=args.max_cycles,
+        pilot_confidence=result.settings.confidence,
+        seed=args.boot_seed,
+        skip_subsets=(POOLED,),
+    )
+    cycles_run = max((c.pilot_cycles for c in cells), default=0)
+    measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]
+    print(
+        render(
+            cells,
+            run=str(run_dir),
+            target=args.target_width,
+            top=args.max_cycles,
+            cycles_run=cycles_run,
+            per_cycle=cycle_seconds(run.sessions),
+            sessions=len(measured),
+        )
+    )
+    if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
+        print(terminal(result.unreadable))
+    if result.sweep is not None:
+        print("\n".join(sweep_lines(result.sweep, run.plan, cycles_run, measured, args.max_cycles)))
+    return EXIT_OK
+
+
+def sweep_lines(
+    sweep: Any, plan: Mapping[str, Any], cycles_run: int, measured: list[Any], top: int
+) -> list[str]:
+    """A sweep's projected sessions and hours against the full grid (`analysis.sweep_planning`)."""
+    from ....kindapi.analysis import ArmEstimate, plan_sweep
+
+    estimates = [
+        ArmEstimate(iv.arm, s.subset, iv.estimate_pct, (iv.high_pct - iv.low_pct) / 2.0)
+        for s in sweep.subsets
+        if s.faster is not None
+        for iv in s.faster.intervals
+    ]
+    stop = plan.get("stop") or {}
+    looks = [int(k) for k in stop.get("looks", [])] or list(range(2, top + 1, 2))
+    levels = [float(c) for c in stop.get("confidence", [])] or [0.95] * len(looks)
+    subsets = tuple(dict.fromkeys(str(c).partition(":")[2] for c in stop.get("cells", [])))
+    durations = [float(m["duration_s"]) for m in measured]
+    projected = plan_sweep(
+        estimates,
+        arms=sweep.arms,
+        baseline=sweep.baseline,
+        pilot_cycles=max(cycles_run, 1),
+        looks=looks,
+        confidence=levels,
+        subsets=subsets,
+        session_s=sum(durations) / len(durations) if durations else None,
+    )
+    return projected.lines(sweep.baseline)
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ....kindapi import PlanFn
+
+    _plan_command: PlanFn = plan_command

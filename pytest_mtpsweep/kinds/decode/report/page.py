@@ -1,0 +1,70 @@
+"""What report.html shows and report.md does not: every compared cell, every truncated
+measurement and every gap as a filterable table, and the pictures the edge drew.
+
+Pure: the rows come from the result the analysis holds (the very frames its CSVs were written
+from), never from the files; each cell reads as the CSV beside the report has it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ....kindapi.report import Page, Section, el, filterable, join
+from ..analysis.model import DecodeAnalysis
+from .textfmt import dict_rows
+
+TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
+                     "completion_tokens")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PageParts:
+    """What the page shows beside the analysis: whether forest.png is saved beside the report
+    (the page inlines it) and the Pictures sections drawn from the records."""
+
+    forest: bool = False
+    pictures: tuple[Section, ...] = ()
+
+
+def _as_csv(value: object) -> object:
+    # as pandas writes the cell: a missing value is empty
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _cells(
+    what: str, table_id: str, frame: pd.DataFrame | None, facets: Sequence[str]
+) -> Page | None:
+    """Every row of `frame` as a table the page filters by `facets` (None when it has none)."""
+    if frame is None or frame.empty:
+        return None
+    headers = [str(c) for c in frame.columns]
+    rows = [[_as_csv(r[c]) for c in headers] for r in dict_rows(frame)]
+    shown = [c for c in facets if c in headers]
+    lead = el("p", f"{what}, {len(rows)} rows:")
+    return Page(join([lead, filterable(table_id, headers, rows, shown)]))
+
+
+def equivalence_cells(result: DecodeAnalysis) -> Page | None:
+    pairs = result.equivalence.pairs if result.equivalence is not None else None
+    return _cells("Every compared (prompt, cycle) cell", "equivalence-cells", pairs,
+                  ("treatment", "subset", "verdict", "truncated"))  # fmt: skip
+
+
+def gap_cells(result: DecodeAnalysis) -> Page | None:
+    return _cells("Every gap", "gap-cells", result.gaps, ("endpoint", "treatment", "direction"))
+
+
+def truncated_cells(result: DecodeAnalysis) -> Page | None:
+    t = result.truncated
+    if t.empty:
+        return None
+    rows = [[r.get(c) for c in TRUNCATED_HEADERS] for r in dict_rows(t)]
+    lead = el("p", f"Every truncated measurement, {len(rows)} rows:")
+    table = filterable("truncated-cells", TRUNCATED_HEADERS, rows, ("treatment", "subset"))
+    return Page(join([lead, table]))

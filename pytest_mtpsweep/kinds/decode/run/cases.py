@@ -1,0 +1,41 @@
+"""A decode case: one prompt in one session, at its position in that session's order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....kindapi.ladder import Prompt, SessionSlot, session_order
+
+
+@dataclass(frozen=True)
+class DecodeCase:
+    """One measurement: a prompt in a session, at its position in that session's order."""
+
+    slot: SessionSlot
+    prompt: Prompt
+    position: int
+    repeat: int = 1
+
+    repeats: int = 1  # how many times each prompt runs in the session
+
+    @property
+    def id(self) -> str:
+        tail = f"-r{self.repeat}" if self.repeats > 1 else ""
+        return f"{self.slot.id}-{self.prompt.id}{tail}"
+
+
+def decode_cases(
+    plan: list[SessionSlot], prompts: tuple[Prompt, ...], repeats: int, seed: int
+) -> list[DecodeCase]:
+    """Each session runs its cycle's order once per repeat (whole passes, so a repeat meets the
+    same drift as its first run); the analysis averages repeats before pairing."""
+    out: list[DecodeCase] = []
+    n = len(prompts)
+    for slot in plan:
+        order = session_order(prompts, slot.cycle, seed)
+        out += [
+            DecodeCase(slot, p, (r - 1) * n + i, r, repeats)
+            for r in range(1, repeats + 1)
+            for i, p in enumerate(order)
+        ]
+    return out

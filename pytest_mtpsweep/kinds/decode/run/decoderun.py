@@ -1,0 +1,252 @@
+"""The decode kind on the protocol: a case is prompt × session; one streamed request each."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ....kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, PromptError, RunRequest
+from ....kindapi.ladder import (
+    Ladder,
+    Preregistration,
+    Prompt,
+    SessionSlot,
+    load_prompt_set,
+    prompt_digest,
+    select,
+    session_order,
+)
+from ....kindapi.records import read_records, schema
+from ....kindapi.rig import stream_chat
+from ....kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
+from ..ladder import DecodeSettings
+from ..records import ENDPOINT_FIELDS, decode_record
+from . import tallies
+from .cases import DecodeCase, decode_cases
+from .degeneracy import degenerate
+from .markers import stop_marker
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ....kindapi import Case
+    from ....kindapi.run import LiveSession
+
+
+class DecodeRun(KindRun):
+    """One decode run: the prompt set, the keyed fields it adds, measuring and its analysis."""
+
+    calibrates = True
+
+    def __init__(
+        self, ladder: Ladder, s: DecodeSettings, prompts: tuple[Prompt, ...], prompts_dir: Path
+    ) -> None:
+        self.ladder, self.settings = ladder, s
+        self.prompts = prompts
+        self.prompts_dir = prompts_dir
+        self.digest = prompt_digest(prompts)
+        self.repeats, self.cache_prompt = s.repeats, s.cache_prompt
+
+    def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
+        return decode_cases(plan, self.prompts, self.repeats, self.ladder.seed)
+
+    def keyed(self) -> dict[str, Any]:
+        return {"prompt_set_digest": self.digest, "cache_prompt": self.cache_prompt}
+
+    def plan_fields(self) -> dict[str, Any]:
+        orders = {
+            f"c{c}": [p.id for p in session_order(self.prompts, c, self.ladder.seed)]
+            for c in range(1, self.ladder.cycles + 1)
+        }
+        return {
+            "prompts": [{"id": p.id, "subset": p.subset} for p in self.prompts],
+            "prompt_order": orders,
+            "repeats": self.repeats,
+            "cache_prompt": self.cache_prompt,
+            "analysis": {  # merged into plan.json's analysis block, after the baseline
+                "margin_pct": self.ladder.analysis.margin_pct,
+                "tiebreak_pp": self.ladder.analysis.tiebreak_pp,
+                "primary_endpoint": self.ladder.analysis.primary_endpoint,
+            },
+        }
+
+    def lint_warnings(self) -> list[str]:
+        """Where the design cannot reach what it pre-registers (`analysis.planning`)."""
+        from ..analysis.design import design_warnings
+
+        counts: dict[str, int] = {}
+        for p in self.prompts:
+            counts[p.subset] = counts.get(p.subset, 0) + 1
+        stop = self.ladder.stop
+        width = stop.width_pct if stop is not None and stop.rule == "width" else None
+        return design_warnings(counts, self.ladder.cycles, self.ladder.analysis.margin_pct, width)
+
+    def preflight_items(self) -> tuple[PreflightItem, ...]:
+        return (check_prompt_set(self.digest),)
+
+    def stop_cells(self, cases: Sequence[Case]) -> frozenset[str]:
+        """Each treatment × prompt subset paired with the baseline on it (the pooled row is no
+        headline cell: `analysis.interim`)."""
+        have = {(c.slot.treatment, c.prompt.subset) for c in cases if isinstance(c, DecodeCase)}
+        base = self.ladder.baseline
+        return frozenset(f"{t}:{s}" for t, s in have if t != base and (base, s) in have)
+
+    def registration(self, reg: Preregistration) -> Preregistration:
+        """Every treatment against the baseline, in both subsets and on both endpoints."""
+        n = len([t for t in self.ladder.treatments if t.key != self.ladder.baseline])
+        return replace(
+            reg,
+            multiplicity=reg.multiplicity
+            or (
+                f"{n} treatment(s) x 2 subsets x 2 endpoints = {4 * n} intervals, no correction "
+                "for multiplicity; each interval describes a distribution, not a family-wise "
+                "guarantee."
+            ),
+        )
+
+    def prereg_lines(self, reg: Preregistration) -> list[str]:
+        """The endpoints and contrasts, as preregistration.md states them."""
+        a = self.ladder.analysis
+        return [
+            f"- Primary endpoint: `decode_rate_tps_{a.primary_endpoint}`, paired within "
+            "(prompt, cycle).",
+            f"- Primary contrasts: {'; '.join(reg.primary_contrasts) or 'none'}.",
+            f"- Secondary contrasts (exploratory): {'; '.join(reg.secondary_contrasts) or 'none'}.",
+            f"- Tie-break: if the primary and interval-basis figures differ by more than "
+            f"{a.tiebreak_pp:g} pp on a headline cell, the interval-basis figure is published.",
+            f"- Decision margin: ±{a.margin_pct:g} %.",
+            f"- Multiplicity: {reg.multiplicity}",
+        ]
+
+    def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
+        """One short streamed request, judged as a measurement is."""
+        from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+
+        warm = stream_chat(
+            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
+        )
+        return {
+            "valid": warm.valid,
+            "reason": warm.reason,
+            "http_status": warm.http_status,
+            "ttft_s": warm.ttft_s,
+        }
+
+    def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
+        started_at = schema.utc_now_iso()
+        spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
+        before = counters_now(live)  # an attached server's spec-decode totals, untimed
+        m = stream_chat(live.http, live.base_url, case.prompt.text, spec)
+        m = counted(live, before, m)
+        # Judged after the stream has ended, so it never lands inside a timed interval.
+        if m.valid:
+            m = replace(m, degenerate=degenerate(case.prompt.text, m.content))
+        stops = self.settings.degenerate == "stop"
+        return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder, stops))
+
+    def unmeasured(self, live: LiveSession, case: DecodeCase, reason: str) -> Outcome:
+        return self._record(
+            live, case, schema.Measurement.not_measured(reason), schema.utc_now_iso(), None
+        )
+
+    def _record(
+        self,
+        live: LiveSession,
+        case: DecodeCase,
+        m: schema.Measurement,
+        started_at: str,
+        marker: str | None,
+    ) -> Outcome:
+        ctx, slot = live.ctx, case.slot
+        identity = {
+            "run_id": ctx.run_id,
+            "ladder": self.ladder.name,
+            "treatment": slot.treatment,
+            "cycle": slot.cycle,
+            "ordinal": slot.ordinal,
+            "session": slot.name,
+            "prompt_id": case.prompt.id,
+            "subset": case.prompt.subset,
+            "repeat": case.repeat,
+            "position": case.position,
+        }
+        live.writer.append(
+            decode_record(identity, m, started_at, dict(ctx.keyed), ctx.provenance())
+        )
+        if m.finish_reason == "length":
+            live.extra.setdefault("length_prompts", []).append(case.prompt.id)
+        if m.degenerate:
+            live.extra.setdefault("degenerate_prompts", []).append(case.prompt.id)
+        if m.valid and m.decode_rate_tps_primary is not None:
+            live.extra.setdefault("rates", []).append(m.decode_rate_tps_primary)
+        return Outcome(m, marker, usable=m.valid and m.decode_rate_tps_primary is not None)
+
+    def session_facts(self, live: LiveSession) -> dict[str, Any]:
+        """Finish reasons, draft acceptance, degenerate answers and the shakedown, from the
+        session's records."""
+        records = read_records(live.writer.path)[0] if live.writer.path.exists() else []
+        shake = tallies.shakedown(records)
+        return {
+            "length_prompts": list(dict.fromkeys(live.extra.get("length_prompts", []))),
+            "degenerate_prompts": list(dict.fromkeys(live.extra.get("degenerate_prompts", []))),
+            "finish_reasons": tallies.finish_reasons(records),
+            **tallies.draft_totals(records),
+            "shakedown": {
+                **shake,
+                "summary": tallies.describe_shakedown(live.slot.name, shake),
+            },
+        }
+
+    def session_note(self, live: LiveSession) -> str:
+        """A closing session's median decode rate (primary endpoint, valid measurements)."""
+        rates = live.extra.get("rates") or []
+        return f"median {statistics.median(rates):.1f} tok/s" if rates else ""
+
+    def properties(self, case: DecodeCase, result: schema.Measurement) -> dict[str, Any]:
+        """A measurement's JUnit properties, named as its record's fields."""
+        m = result
+        out: dict[str, Any] = {
+            "prompt_id": case.prompt.id,
+            "subset": case.prompt.subset,
+            "position": case.position,
+            "valid": m.valid,
+            "reason": m.reason,
+            ENDPOINT_FIELDS["primary"]: m.decode_rate_tps_primary,
+            ENDPOINT_FIELDS["interval"]: m.decode_rate_tps_interval,
+            "interval_basis": m.interval_basis,
+            "ttft_s": m.ttft_s,
+            "completion_tokens": m.completion_tokens,
+            "finish_reason": m.finish_reason,
+            "degenerate": m.degenerate,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+    def validate_analysis(self, request: AnalysisRequest) -> None:
+        """Every analysis option, checked before the first server starts."""
+        from ..analysis import validate_request
+
+        validate_request(self.ladder, request)
+
+    def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+        from ..analysis import analyse_at_end
+
+        return analyse_at_end(run_dir, request, self.ladder)
+
+
+def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun:
+    """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
+    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / s.prompt_set
+    prompts = select(load_prompt_set(directory), s.subset)
+    if not prompts:
+        raise PromptError(
+            f"prompt set {directory} has no {s.subset} prompts; choose another --subset."
+        )
+    return DecodeRun(ladder, s, prompts, directory)
+
+
+if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
+    from ....kindapi import PrepareFn
+
+    _prepare: PrepareFn = prepare

@@ -1,0 +1,150 @@
+"""The front door: a kind imports the package through `pytest_mtpsweep.kindapi` alone, and each
+part its declaration names as `"module:attribute"` is typed in that module by the door's
+Protocol, so mypy checks it. Each check is fed a tiny fake first, so that it is seen to fail."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_mtpsweep import kindapi
+from pytest_mtpsweep.kindbase import PART_TYPES, Kind
+
+REPO = Path(__file__).resolve().parent.parent
+TOP = "pytest_mtpsweep"
+DOOR = f"{TOP}.kindapi"
+PROBE = REPO / "tests" / "kinds" / "probe_kind"
+
+
+def kind_packages() -> list[tuple[Path, str]]:
+    """(folder, dotted name) of every kind held to the door: the shipped ones and the probe
+    kind, the template a third party's kind follows."""
+    shipped = sorted(p for p in (REPO / TOP / "kinds").iterdir() if (p / "__init__.py").is_file())
+    return [*((p, f"{TOP}.kinds.{p.name}") for p in shipped), (PROBE, "tests.kinds.probe_kind")]
+
+
+def imported(path: Path, module: str, is_pkg: bool) -> Iterator[tuple[int, str]]:
+    """(line, absolute module) for every import in a file, those inside functions and under
+    TYPE_CHECKING included; `from X import y` yields `X.y` (y may be a module of X)."""
+    here = module.split(".") if is_pkg else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - (node.level - 1)] if node.level else []
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            yield from ((node.lineno, f"{stem}.{a.name}") for a in node.names)
+
+
+def past_the_door(folder: Path, package: str) -> list[str]:
+    """`file:line: module` for each import of the package that is not the front door (a kind's
+    own modules are its own; another kind's are not)."""
+    out = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(folder).with_suffix("").parts
+        is_pkg = rel[-1] == "__init__"
+        module = ".".join([package, *(rel[:-1] if is_pkg else rel)])
+        for line, target in imported(path, module, is_pkg):
+            ours = target == TOP or target.startswith(f"{TOP}.")
+            allowed = target.startswith((f"{DOOR}.", f"{package}.")) or target == package
+            if ours and not allowed:
+                out.append(f"{path.relative_to(folder.parent)}:{line}: {target}")
+    return out
+
+
+def test_the_door_check_fails_on_a_kind_that_imports_a_private_module(tmp_path: Path) -> None:
+    kind = tmp_path / "fake_kind"
+    (kind / "run").mkdir(parents=True)
+    (kind / "__init__.py").write_text("from pytest_mtpsweep.kindapi import Kind\n")
+    (kind / "run" / "__init__.py").write_text("from ..ladder import SPEC\n")  # its own: fine
+    (kind / "ladder.py").write_text("from pytest_mtpsweep.kindapi.ladder import Spec\n")
+    (kind / "run" / "measure.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pytest_mtpsweep.state.live import LiveSession\n"
+        "def f():\n    from pytest_mtpsweep import schema\n"
+    )
+    assert past_the_door(kind, "fake_kind") == [
+        "fake_kind/run/measure.py:3: pytest_mtpsweep.state.live.LiveSession",
+        "fake_kind/run/measure.py:5: pytest_mtpsweep.schema",
+    ]
+    # relative imports are resolved: a shipped kind's `from ...state import live` counts too
+    shipped = tmp_path / "pkg" / "x"
+    shipped.mkdir(parents=True)
+    (shipped / "__init__.py").write_text("from ...state import live\nfrom ...kindapi import Kind\n")
+    assert past_the_door(shipped, f"{TOP}.kinds.x") == [f"x/__init__.py:1: {TOP}.state.live"]
+
+
+@pytest.mark.parametrize(("folder", "package"), kind_packages(), ids=lambda v: str(v))
+def test_every_kind_imports_the_package_through_the_door_alone(folder: Path, package: str) -> None:
+    assert past_the_door(folder, package) == []
+
+
+def typed_parts(path: Path) -> dict[str, str]:
+    """attribute -> the annotation it is given at module level (or under TYPE_CHECKING) by a
+    line `_x: SomeFn = attribute`."""
+    out: dict[str, str] = {}
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    blocks = [body, *(n.body for n in body if isinstance(n, ast.If))]
+    for block in blocks:
+        for node in block:
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.value, ast.Name)
+                and isinstance(node.annotation, ast.Name)
+            ):
+                out[node.value.id] = node.annotation.id
+    return out
+
+
+def untyped_parts(kind: Kind, source: dict[str, Path]) -> list[str]:
+    """`part: module:attr` for each optional part the kind names (the ladder's `KindSpec` is a
+    value, typed where it is made) whose module does not type it by the door's Protocol."""
+    out = []
+    for part, wanted in PART_TYPES.items():
+        ref = getattr(kind, part)
+        if part == "ladder" or ref is None:
+            continue
+        module, _, attr = ref.partition(":")
+        if typed_parts(source[module]).get(attr) != wanted.__name__:
+            out.append(f"{part}: {ref} (wants `_{attr}: {wanted.__name__} = {attr}`)")
+    return out
+
+
+def test_the_part_check_fails_on_an_untyped_part(tmp_path: Path) -> None:
+    mod = tmp_path / "parts.py"
+    mod.write_text(
+        "from typing import TYPE_CHECKING\ndef prepare(): ...\ndef interim(): ...\n"
+        "if TYPE_CHECKING:\n    _prepare: PrepareFn = prepare\n    _interim: PlanFn = interim\n"
+    )
+    kind = Kind("x", "x", ladder="m:SPEC", run="m:prepare", interim="m:interim", plan="m:gone")
+    assert untyped_parts(kind, {"m": mod}) == [
+        "plan: m:gone (wants `_gone: PlanFn = gone`)",
+        "interim: m:interim (wants `_interim: InterimFn = interim`)",
+    ]
+
+
+def _source(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, module
+    return Path(spec.origin)
+
+
+@pytest.mark.parametrize("package", [p for _, p in kind_packages()])
+def test_every_part_a_kind_names_is_typed_by_the_door(package: str) -> None:
+    kind = importlib.import_module(package).KIND
+    refs = [getattr(kind, p) for p in PART_TYPES if getattr(kind, p)]
+    source = {r.partition(":")[0]: _source(r.partition(":")[0]) for r in refs}
+    assert untyped_parts(kind, source) == []
+
+
+def test_every_name_the_door_lists_is_there() -> None:
+    for name in ("", ".ladder", ".run", ".rig", ".records", ".analysis", ".report"):
+        door = importlib.import_module(f"{DOOR}{name}")
+        missing = [n for n in door.__all__ if not hasattr(door, n)]
+        assert missing == [], f"{DOOR}{name} lists {missing}"
+    assert {t.__name__ for t in PART_TYPES.values()} <= set(kindapi.__all__)
