@@ -30,6 +30,7 @@ import numpy as np
 
 from ..constants import SESSION_LEVEL_CYCLES
 from ..ladder.model import SPENDINGS, STOP_RULES
+from .noninferiority import INFERIOR, NONINFERIOR
 
 MAX_LOOKS = 32
 MC_DRAWS = 1 << 17
@@ -214,7 +215,9 @@ class CellState:
     half_width_pct: float
 
 
-DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent")
+# A cell a not-slower gate names is decided by the gate (analysis/noninferiority.py): it counts
+# as decided the moment it is shown non-inferior or inferior at a look.
+DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent", NONINFERIOR, INFERIOR)
 
 
 def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:

@@ -109,12 +109,16 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     The pooled row is not a headline cell: a gain on one subset and none on the other is an
     answer, and their average would keep the rule from ever being met.
     """
+    from .gates import parse_expectation, stop_cells
     from .io import load_run
     from .pipeline import analyse, headline_cells
 
     result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
                      seed=request.seed)  # fmt: skip
-    return headline_cells(result)
+    # A not-slower gate decides its cell for the rule: stop once it passes or fails.
+    gates = [parse_expectation(e) for e in request.expect]
+    level = result.settings.equivalence_confidence
+    return stop_cells(headline_cells(result), result.published, gates, level)
 
 
 def beside_the_primary(
@@ -152,9 +156,16 @@ def judge(result: AnalysisResult, expectation: str) -> GateVerdict:
         return GateVerdict(expectation, False, f"{expectation} not met: {exc}")
     if failures:
         return GateVerdict(expectation, False, failures[0])
-    treatment, subset, _ = expectation.strip().rsplit(":", 2)
-    row = _published(result).get((treatment.strip(), subset.strip()), "")
-    return GateVerdict(expectation, True, f"{expectation} met: {row}".rstrip(": "))
+    from .gates import judge_margin, parse_expectation
+
+    gate = parse_expectation(expectation)
+    if gate.margin_pct is not None:  # its sentence holds the interval and the margin
+        row = result.published.set_index(["treatment", "subset"]).loc[(gate.treatment, gate.subset)]
+        level = result.settings.equivalence_confidence
+        said = judge_margin(row, gate.margin_pct, final=True, level=level).sentence
+        return GateVerdict(expectation, True, f"{expectation} met: {said}")
+    line = _published(result).get((gate.treatment, gate.subset), "")
+    return GateVerdict(expectation, True, f"{expectation} met: {line}".rstrip(": "))
 
 
 def _published(result: AnalysisResult) -> dict[tuple[str, str], str]:
