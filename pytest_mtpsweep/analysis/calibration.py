@@ -86,8 +86,9 @@ def noise_floor_pct(noise: Noise, cycles: int, level: float = 0.90, power: float
 def cycles_to_resolve(
     noise: Noise, margin_pct: float, max_cycles: int, level: float = 0.90
 ) -> int | None:
-    """The fewest even cycles whose noise floor is within the margin (None: not by max)."""
-    for k in range(2, max_cycles + 1, 2):
+    """The fewest even cycles from 4 (a gate's first look) whose noise floor is within the
+    margin (None: not by max_cycles)."""
+    for k in range(4, max_cycles + 1, 2):
         if noise_floor_pct(noise, k, level) <= margin_pct:
             return k
     return None
@@ -100,7 +101,9 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if k == 0 else max(0.0, centre - half)), (
+        1.0 if k == n else min(1.0, centre + half)
+    )
 
 
 @dataclass(frozen=True)

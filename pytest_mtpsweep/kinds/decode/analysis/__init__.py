@@ -28,8 +28,11 @@ if TYPE_CHECKING:
     from .model import AnalysisResult
 
 
-def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
-    """--baseline and --expect, checked against the ladder before the first server starts."""
+def validate_request(
+    ladder: Ladder, request: AnalysisRequest, calibration: Path | None = None
+) -> None:
+    """--baseline, --expect and --gate-calibration, checked against the ladder before the
+    first server starts (the calibration's model is checked again at the end, on the run's)."""
     from .gates import parse_expectation
 
     keys = ladder.treatment_keys
@@ -49,6 +52,26 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
                 f"--expect {text}: {gate.treatment} is the baseline itself; name a treatment "
                 "to compare with it."
             )
+    _check_calibration(request, calibration)
+
+
+def _check_calibration(request: AnalysisRequest, calibration: Path | None) -> None:
+    """A cited calibration speaks for this host, is fresh, and its floor is within each
+    not-slower gate's margin: refused in one sentence before anything starts."""
+    if calibration is None:
+        return
+    from ..calibrate import check_cited
+    from .gates import parse_expectation
+
+    margins = [g.margin_pct for g in map(parse_expectation, request.expect) if g.margin_pct]
+    if not margins:
+        raise OptionError(
+            f"--gate-calibration {calibration}: no --expect TREATMENT:SUBSET:not-slower:M gate "
+            "cites it; add one or drop --gate-calibration."
+        )
+    why = check_cited(calibration, margin_pct=min(margins), model_sha256=None)
+    if why:
+        raise OptionError(f"--gate-calibration: {why}.")
 
 
 def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
@@ -58,7 +81,9 @@ def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> AnalysisResult:
     return analysed(run_dirs, draw=True, **settings)
 
 
-def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:
+def analyse_at_end(
+    run_dir: Path, request: AnalysisRequest, ladder: Ladder, calibration: Path | None = None
+) -> EndAnalysis:
     """Analyse what the run directory holds now; gates judged on the published decisions.
 
     Beside the pre-registered analysis, as the users kept them: each registered secondary
@@ -83,7 +108,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
         )
     except AnalysisError as exc:
         return EndAnalysis(error=str(exc))
-    gates = tuple(judge(result, e) for e in request.expect)
+    gates = tuple(cite(judge(result, e), calibration, run) for e in request.expect)
     out = Path(result.out_dir) if result.out_dir else None
     also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
     also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
@@ -166,6 +191,41 @@ def judge(result: AnalysisResult, expectation: str) -> GateVerdict:
         return GateVerdict(expectation, True, f"{expectation} met: {said}")
     line = _published(result).get((gate.treatment, gate.subset), "")
     return GateVerdict(expectation, True, f"{expectation} met: {line}".rstrip(": "))
+
+
+def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> GateVerdict:
+    """A not-slower gate with the calibration it cites: failed when the calibration no longer
+    speaks for this run (host, model, age, margin), else its noise floor and false alarms
+    added to the message."""
+    from .gates import parse_expectation
+
+    if calibration is None:
+        return verdict
+    gate = parse_expectation(verdict.expectation)
+    if gate.margin_pct is None:
+        return verdict
+    import json
+
+    from ..calibrate import check_cited
+
+    keyed = run.plan.get("keyed") or {}
+    sha = keyed.get("model_sha256")
+    why = check_cited(calibration, margin_pct=gate.margin_pct,
+                      model_sha256=str(sha) if sha else None)  # fmt: skip
+    if why:
+        return GateVerdict(verdict.expectation, False, f"{verdict.expectation} not met: {why}")
+    doc = json.loads(calibration.read_text(encoding="utf-8"))
+    rates = [
+        c["false_alarm"] for c in doc.get("cells", []) if c["cell"].endswith(f":{gate.subset}")
+    ]
+    said = (
+        f"; calibrated by {calibration}: noise floor {doc.get('noise_floor_pct', math.nan):.2f} %"
+    )
+    if rates:
+        r = rates[0]
+        said += (f", A/A false alarms {100 * r['count'] / r['reps']:.1f} % "
+                 f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}]")  # fmt: skip
+    return GateVerdict(verdict.expectation, verdict.met, verdict.detail + said)
 
 
 def _published(result: AnalysisResult) -> dict[tuple[str, str], str]:
