@@ -125,11 +125,12 @@ HOST = Scenario(prompts=8, prompt_sd=0.01, noise_sd=0.02, session_sd=0.01, noise
 MARGIN = 3.0
 # (name, scenario, what the rate is, the design's maximum cycles). The margin's edge is the
 # worst case of a false pass (a −5 % regression is one a fortiori): there peeking at the fixed
-# 90 % interval passes 10 % and the point-estimate rule half. The A/A rows: at the cycles the
-# calibration asks for (20 here) and at fewer (12), where undecided gates fail.
+# 90 % interval passes 10 % and the point-estimate rule half. The A/A rows at 20 and 12 cycles:
+# `analysis/calibration.py` puts these components' noise floor (bootstrap-t widening 1.3) at
+# 2.4 % and 2.7 %, both within the 3 % margin, so both are gates calibrate lets through.
 SCENARIOS: tuple[tuple[str, Scenario, str, int], ...] = (
     ("-5 %, margin 3 %", replace(HOST, effect=math.log(0.95)), "false pass", 12),
     ("-3 % (the margin's edge)", replace(HOST, effect=math.log(0.97)), "false pass", 12),
-    ("A/A, planned cycles", HOST, "false fail", 20),
-    ("A/A, too few cycles", HOST, "false fail", 12),
+    ("A/A, 20 cycles", HOST, "false fail", 20),
+    ("A/A, 12 cycles", HOST, "false fail", 12),
 )
