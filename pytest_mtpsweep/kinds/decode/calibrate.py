@@ -153,7 +153,10 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
         raise OptionError(f"{run_dir} ran {top} cycles; pass --cycles (the gate's, 4 or more).")
     design = Design.plan("decided", 4, top, args.spending, None)
     rows = [r for r in result.published.to_dict(orient="records")
-            if r["treatment"] == arm and r["subset"] != POOLED]  # fmt: skip
+            if r["treatment"] == arm and r["subset"] != POOLED and int(r["n_pairs"]) > 0]  # fmt: skip
+    if not rows:
+        raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
+                            "calibrate from; run the A/A ladder first.")  # fmt: skip
     cells = tuple(_cell(result, r, design, args) for r in rows)
     keyed = run.plan.get("keyed") or {}
     return Calibration(

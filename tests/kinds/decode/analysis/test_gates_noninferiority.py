@@ -135,6 +135,16 @@ class TestStop:
         met, why = rule_met(waiting, tuple(cells))
         assert not met and "noisy:prose" in why
 
+    def test_registered_cells_wait_for_a_gated_cell_too(self) -> None:
+        # stop.cells names the question; an --expect gate elsewhere is waited for as well,
+        # since stopping before it is decided would fail it.
+        design = Design.plan("decided", 4, 8, "pocock", None, cells=("b:structured",))
+        cells = (CellState("b:structured", "faster", 5.0), CellState("b:prose", UNDECIDED, 3.0))
+        met, why = rule_met(design, cells)
+        assert not met and why == "not decided yet: b:prose"
+        done = (cells[0], CellState("b:prose", NONINFERIOR, 1.0))
+        assert rule_met(design, done)[0]
+
     def test_the_interim_reads_the_gates_from_the_request(self, tmp_path: Path) -> None:
         from pytest_mtpsweep.kinds.decode.analysis import interim
         from pytest_mtpsweep.request import AnalysisRequest
