@@ -47,6 +47,9 @@ class LoadAnalysis:
     headline: Mapping[str, str]
     cells: tuple[CellState, ...] = ()  # what a stop rule looks at
     model: Report | None = None  # what report.md and report.html were both rendered from
+    rows: tuple[Row, ...] = ()  # the contrast rows, what --expect not-slower gates read
+    endpoint: str = "e2e"  # the headline endpoint
+    level: float = 0.95  # the rows' two-sided level (a [stop] look's own)
 
 
 def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]]:
@@ -148,7 +151,8 @@ def analyse(
     headline = {f"mtpsweep.load.{t}": line for (t, _), line in zip(pairs, lines, strict=False)}
     if look is not None:
         lines.append(look.sentence())
-    return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint), model)
+    return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint), model,
+                        tuple(rows), endpoint, level)  # fmt: skip
 
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
@@ -180,8 +184,13 @@ def cells(rows: Sequence[Row], inter: Sequence[Row], endpoint: str) -> tuple[Cel
 
 def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     """What a [stop] rule looks at: the headline cells of the records so far."""
+    from .gates import stop_cells
+
     done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
-    return () if isinstance(done, str) else done.cells
+    if isinstance(done, str):
+        return ()
+    # a not-slower gate decides its cell for the rule: stop once it passes or fails
+    return stop_cells(done.cells, done.rows, request.expect, done.endpoint, done.level)
 
 
 def _plots(
@@ -214,10 +223,14 @@ def _plots(
 
 
 def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+    from .gates import verdicts
+
     done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
     if isinstance(done, str):
         return EndAnalysis(error=done)
-    return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline)
+    gates = verdicts(request.expect, done.rows, done.endpoint, done.level)
+    return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline,
+                       gates=gates, gate_failures=tuple(g.detail for g in gates if not g.met))  # fmt: skip
 
 
 def analyse_command(
