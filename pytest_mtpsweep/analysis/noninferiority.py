@@ -7,8 +7,8 @@ two-sided, so each one-sided tail is held at 5 % over every look together). For 
 higher is better (a decode rate, a capacity, a pass rate) "worse" is a drop; for one where lower
 is better (a latency percentile) it is a rise. In the drop case:
 
-- pass  (`non-inferior`): the lower bound of the % change is above −M;
-- fail  (`inferior`): the upper bound is below −M, so B is shown worse than the margin;
+- `pass` (non-inferior): the lower bound of the % change is above −M;
+- `fail` (inferior): the upper bound is below −M, so B is shown worse than the margin;
 - otherwise `undecided`; at the last look an undecided gate fails, with the sentence that says
   the host could not resolve the margin and what to do.
 
@@ -21,14 +21,16 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-NONINFERIOR: Final = "non-inferior"  # a decided cell, as the stop rule counts it (DECIDED)
-INFERIOR: Final = "inferior"
+# The outcomes as a headline cell's decision (the words the stop rule reads): `pass` and `fail`
+# are decided, `undecided` is not.
+NONINFERIOR: Final = "pass"
+INFERIOR: Final = "fail"
 UNDECIDED: Final = "undecided"
 MIN_MARGIN_PCT = 0.0  # exclusive: a margin of 0 is a superiority test, not this one
 MAX_MARGIN_PCT = 50.0  # inclusive: beyond, "not slower" says nothing a user would gate on
 WORD = "not-slower"  # the gate's word in `--expect TREATMENT:CELL:not-slower:M`
 
-Outcome = Literal["non-inferior", "inferior", "undecided"]
+Outcome = Literal["pass", "fail", "undecided"]
 
 
 def check_margin(text: str, where: str) -> float:

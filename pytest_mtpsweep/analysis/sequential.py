@@ -30,7 +30,7 @@ import numpy as np
 
 from ..constants import SESSION_LEVEL_CYCLES
 from ..ladder.model import SPENDINGS, STOP_RULES
-from .noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
+from .noninferiority import INFERIOR, NONINFERIOR
 
 MAX_LOOKS = 32
 MC_DRAWS = 1 << 17
@@ -213,12 +213,12 @@ class CellState:
     cell: str
     decision: str
     half_width_pct: float
+    gated: bool = False  # a not-slower gate decides it: the rule waits for it too
 
 
 # A cell a not-slower gate names is decided by the gate (analysis/noninferiority.py): it counts
-# as decided the moment it is shown non-inferior or inferior at a look.
+# as decided the moment it is shown non-inferior (`pass`) or inferior (`fail`) at a look.
 DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent", NONINFERIOR, INFERIOR)
-GATED: tuple[str, ...] = (NONINFERIOR, INFERIOR, UNDECIDED)  # a cell a gate decides
 
 
 def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
@@ -229,7 +229,7 @@ def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
         if absent:
             return False, f"no interval yet for {', '.join(absent)}"
         # and a cell a not-slower gate decides: stopping before it is decided would fail it
-        gated = [c.cell for c in cells if c.decision in GATED and c.cell not in design.cells]
+        gated = [c.cell for c in cells if c.gated and c.cell not in design.cells]
         cells = tuple(named[c] for c in (*design.cells, *gated))
     if not cells:
         return False, "no headline cell has an interval yet"

@@ -117,5 +117,5 @@ def stop_cells(
             out.append(c)
             continue
         said = judge_row(row, gate.margin_pct, final=False, level=level)
-        out.append(dataclasses.replace(c, decision=said.outcome))
+        out.append(dataclasses.replace(c, decision=said.outcome, gated=True))
     return tuple(out)

@@ -163,7 +163,7 @@ def stop_cells(
     level: float = 0.90,
 ) -> tuple[CellState, ...]:
     """The headline cells a stop rule looks at, each cell a not-slower gate names decided by
-    the gate instead (`non-inferior` or `inferior` the moment either is shown, `undecided`
+    the gate instead (`pass` or `fail` the moment either is shown, `undecided`
     until then): the gate is what the run waits for on that cell."""
     import dataclasses
 
@@ -179,5 +179,5 @@ def stop_cells(
             out.append(c)
             continue
         verdict = judge_margin(rows.loc[(treatment, subset)], margin, final=False, level=level)
-        out.append(dataclasses.replace(c, decision=verdict.outcome))
+        out.append(dataclasses.replace(c, decision=verdict.outcome, gated=True))
     return tuple(out)

@@ -117,6 +117,9 @@ class TestStop:
         assert got["same:prose"] == NONINFERIOR
         assert got["slow:prose"] == INFERIOR
         assert got["noisy:prose"] == UNDECIDED
+        gated = {c.cell for c in stop_cells(headline_cells(result), result.published,
+                                            [parse_expectation("same:prose:not-slower:3")]) if c.gated}  # fmt: skip
+        assert gated == {"same:prose"}
         # The cells no gate names keep their own decision.
         ungated = {c.cell: c.decision for c in headline_cells(result)}
         assert got["same:structured"] == ungated["same:structured"]
@@ -128,7 +131,7 @@ class TestStop:
         cells = [CellState(c, d, 1.0) for c, d in self.cells(
             result, ["same:prose:not-slower:3", "slow:prose:not-slower:3"]).items()]  # fmt: skip
         met, why = rule_met(design, tuple(cells))
-        assert met and "same:prose non-inferior" in why and "slow:prose inferior" in why
+        assert met and "same:prose pass" in why and "slow:prose fail" in why
         waiting = Design.plan("decided", 2, 8, "pocock", None, cells=("noisy:prose",))
         cells = [CellState(c, d, 1.0) for c, d in self.cells(
             result, ["noisy:prose:not-slower:1"]).items()]  # fmt: skip
@@ -139,10 +142,14 @@ class TestStop:
         # stop.cells names the question; an --expect gate elsewhere is waited for as well,
         # since stopping before it is decided would fail it.
         design = Design.plan("decided", 4, 8, "pocock", None, cells=("b:structured",))
-        cells = (CellState("b:structured", "faster", 5.0), CellState("b:prose", UNDECIDED, 3.0))
+        cells = (
+            CellState("b:structured", "faster", 5.0),
+            CellState("b:prose", UNDECIDED, 3.0, gated=True),
+            CellState("b:other", UNDECIDED, 3.0),  # no gate: the registered cells leave it be
+        )
         met, why = rule_met(design, cells)
         assert not met and why == "not decided yet: b:prose"
-        done = (cells[0], CellState("b:prose", NONINFERIOR, 1.0))
+        done = (cells[0], CellState("b:prose", NONINFERIOR, 1.0, gated=True), cells[2])
         assert rule_met(design, done)[0]
 
     def test_the_interim_reads_the_gates_from_the_request(self, tmp_path: Path) -> None:
