@@ -180,8 +180,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--expect",
         action="append",
         default=[],
-        metavar="TREATMENT:SUBSET:faster|slower|equivalent",
-        help="gate: exit 1 unless the published decision matches (repeatable)",
+        metavar="TREATMENT:SUBSET:faster|slower|equivalent|not-slower:M",
+        help="gate: exit 1 unless the published decision matches, or for not-slower:M unless "
+        "the treatment is shown no more than M %% slower (repeatable)",
     )
     analyse.set_defaults(func=_guarded(_analyse), command="analyse")
 

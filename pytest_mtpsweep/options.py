@@ -88,7 +88,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--baseline", "baseline", "contrast against this treatment (default: the ladder's baseline)", metavar="TREATMENT"),
     Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, {MIN_BOOT} to {MAX_BOOT})", int, DEFAULT_BOOT, metavar="N"),
     Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {DEFAULT_BOOT_SEED})", int, DEFAULT_BOOT_SEED, metavar="N"),
-    Opt("--expect", "expect", "a gate: a test item that fails unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent"),
+    Opt("--expect", "expect", "a gate: a test item that fails unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent|not-slower:M"),
     Opt("--history", "history", "append each gate's verdict to this JSON-lines file (read it with mtpsweep history FILE)", metavar="FILE"),
     Opt("--no-analysis", "no_analysis", "do not analyse at session end", action="store_true"),
     Opt("--preflight-only", "preflight_only", "run the preflight checks, print the table, start nothing", action="store_true"),

@@ -146,6 +146,7 @@ class TestLint:
         assert done.returncode == 0, done.stdout + done.stderr
         shipped = sorted((REPO / "experiments" / "ladders").glob("*.toml"))
         summaries = {
+            "aa-cpu": "decode, 2 treatments x 4 cycles, 128 cases",
             "gemma-control": "decode, 2 treatments x 2 cycles, 64 cases",
             "authoring-cpu": "authoring, 1 treatments x 1 cycles, 36 cases",
             "drafters-cpu": "decode, 3 treatments x 4 cycles, 192 cases",

@@ -18,7 +18,7 @@ class Decision(StrEnum):
     SLOWER = "slower"
     EQUIVALENT = "equivalent"
     PASS = "pass"  # a non-inferiority gate: the treatment is not worse beyond its margin
-    FAIL = "fail"  # a non-inferiority gate: it may be worse beyond its margin
+    FAIL = "fail"  # a non-inferiority gate: shown worse than its margin (or undecided at the end)
     UNDECIDED = "undecided"
 
     @property

@@ -214,12 +214,14 @@ class CellState:
     cell: str
     decision: Decision
     half_width_pct: float
+    gated: bool = False  # a not-slower gate decides it: the rule waits for it too
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decision", Decision.of(self.decision))
 
 
-# the words the `decided` rule counts, for readers of a table's `decision` column
+# the words the `decided` rule counts, for readers of a table's `decision` column; a cell a
+# not-slower gate names counts the moment it is shown non-inferior (`pass`) or inferior (`fail`)
 DECIDED: tuple[str, ...] = tuple(d.value for d in Decision if d.decided)
 
 
@@ -230,7 +232,9 @@ def rule_met(design: Design, cells: tuple[CellState, ...]) -> tuple[bool, str]:
         absent = [c for c in design.cells if c not in named]
         if absent:
             return False, f"no interval yet for {', '.join(absent)}"
-        cells = tuple(named[c] for c in design.cells)
+        # and a cell a not-slower gate decides: stopping before it is decided would fail it
+        gated = [c.cell for c in cells if c.gated and c.cell not in design.cells]
+        cells = tuple(named[c] for c in (*design.cells, *gated))
     if not cells:
         return False, "no headline cell has an interval yet"
     if design.rule == "decided":

@@ -4,10 +4,33 @@ planning from a pilot and its table. Imports numpy (and scipy where the stats ne
 
 from __future__ import annotations
 
+from ..analysis.calibration import (
+    DEFAULT_AGE_DAYS,
+    DEFAULT_REPS,
+    MAX_REPS,
+    MIN_REPS,
+    Calibration,
+    CellCalibration,
+    Noise,
+    cycles_to_resolve,
+    false_alarms,
+    noise_floor_pct,
+    staleness,
+)
 from ..analysis.decision import Decision, interval_decision
-from ..analysis.planning import CellPlan, cycle_seconds, plan_by_cycle, plan_cell, plan_cells
+from ..analysis.noninferiority import WORD, NonInferiority, check_margin, decide
+from ..analysis.planning import (
+    CellPlan,
+    cell_matrix,
+    components,
+    cycle_seconds,
+    pilot_ratio,
+    plan_by_cycle,
+    plan_cell,
+    plan_cells,
+)
 from ..analysis.planning_text import render
-from ..analysis.sequential import CellState, LookState, look_state
+from ..analysis.sequential import CellState, Design, LookState, look_state
 from ..analysis.stats import (
     BOOT_T_MAX_FACTOR,
     MDE_POWER,
@@ -52,10 +75,14 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     "prompt_spread", "published_interval", "resample", "session_spread", "sign_flip_pvalue",
     "summarise_resamples", "t_quantile", "to_pct",
     # a [stop] design's looks, and what a headline cell decides
-    "Decision", "interval_decision", "CellState", "LookState", "look_state",
+    "Decision", "interval_decision", "CellState",
+    # a not-slower gate and its A/A calibration
+    "WORD", "NonInferiority", "check_margin", "decide", "Design", "DEFAULT_AGE_DAYS",
+    "DEFAULT_REPS", "MAX_REPS", "MIN_REPS", "Calibration", "CellCalibration", "Noise",
+    "cycles_to_resolve", "false_alarms", "noise_floor_pct", "staleness", "LookState", "look_state",
     # a sweep
     "BestSet", "StepDown", "SweepData", "arms_to_drop", "best_set", "where_gain_starts",
     "ArmEstimate", "plan_sweep",
     # planning from a pilot
-    "CellPlan", "cycle_seconds", "plan_by_cycle", "plan_cell", "plan_cells", "render",
+    "CellPlan", "cell_matrix", "components", "pilot_ratio", "cycle_seconds", "plan_by_cycle", "plan_cell", "plan_cells", "render",
 ]  # fmt: skip

@@ -6,10 +6,18 @@ from __future__ import annotations
 from ..ladder import Prompt, SessionSlot, load_prompt_set, prompt_digest, select
 from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
 from ..ladder.load import parse_treatments
-from ..ladder.model import MAX_TIMEOUT_S, AnalysisConfig, Ladder, Preregistration, Treatment
+from ..ladder.model import (
+    MAX_CYCLES,
+    MAX_TIMEOUT_S,
+    AnalysisConfig,
+    Ladder,
+    Preregistration,
+    Treatment,
+)
 from ..ladder.prompts import read_text_file, session_order
 
 __all__ = [
+    "MAX_CYCLES",
     "MAX_TIMEOUT_S",
     "AnalysisConfig",
     "Ladder",

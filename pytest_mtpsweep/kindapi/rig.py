@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..rig import stream_chat
 from ..rig.bounds import ReadBound, fetch
+from ..rig.build import cpu_key
 from ..rig.chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
 from ..rig.exits import describe_exit, exit_of, signal_words
 from ..rig.gpu import Energy, energy_mj
@@ -28,6 +29,7 @@ from ..rig.loadgen.summary import LevelSummary, Percentiles, Slo, summarise
 from ..rig.specmetrics import parse_samples
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
+    "cpu_key",
     "stream_chat", "ReadBound", "fetch", "ChatReply", "ChatSpec", "RetryPolicy", "chat",
     "redact", "describe_exit", "exit_of", "signal_words", "Energy", "energy_mj",
     "parse_samples",

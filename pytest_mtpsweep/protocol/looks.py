@@ -119,7 +119,8 @@ def prereg_lines(design: Design | None) -> list[str]:
         return []
     which = f"each of {', '.join(design.cells)}" if design.cells else "every headline cell"
     rule = (
-        f"{which} is faster, slower or equivalent"
+        f"{which} is faster, slower or equivalent (a cell an --expect not-slower gate names: "
+        "pass or fail)"
         if design.rule == "decided"
         else f"{which}'s 95 % interval is within ±{design.width_pct:g} %"
     )

@@ -19,6 +19,7 @@ KIND = Kind(
     interim=f"{__name__}.analysis:interim",  # the published cells so far, for [stop]
     sweep=f"{__name__}.analysis.sweeplook:sweep_look",  # a [stop] sweep's arms to drop
     compare=f"{__name__}.analysis:compare_command",
+    commands=f"{__name__}.calibrate:register",  # `mtpsweep calibrate RUN --margin M`
     options=(
         Opt(
             "--subset",
@@ -33,6 +34,13 @@ KIND = Kind(
             "let llama-server reuse cached prompt prefixes (recorded, keyed)",
             action="store_true",
             overrides="cache_prompt",
+        ),
+        Opt(
+            "--gate-calibration",
+            "gate_calibration",
+            "the A/A calibration file (`mtpsweep calibrate`) a not-slower gate cites; refused "
+            "when stale (another host or model, too old) or when its margin is below the floor",
+            metavar="FILE",
         ),
     ),
     default=True,  # a ladder without a `kind` field is a decode ladder

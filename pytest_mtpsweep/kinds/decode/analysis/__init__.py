@@ -33,8 +33,11 @@ if TYPE_CHECKING:
     from .model import DecodeAnalysis
 
 
-def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
-    """--baseline and --expect, checked against the ladder before the first server starts."""
+def validate_request(
+    ladder: Ladder, request: AnalysisRequest, calibration: Path | None = None
+) -> None:
+    """--baseline, --expect and --gate-calibration, checked against the ladder before the
+    first server starts (the calibration's model is checked again at the end, on the run's)."""
     from .gates import parse_expectation
 
     keys = ladder.treatment_keys
@@ -54,6 +57,26 @@ def validate_request(ladder: Ladder, request: AnalysisRequest) -> None:
                 f"--expect {text}: {gate.treatment} is the baseline itself; name a treatment "
                 "to compare with it."
             )
+    _check_calibration(request, calibration)
+
+
+def _check_calibration(request: AnalysisRequest, calibration: Path | None) -> None:
+    """A cited calibration speaks for this host, is fresh, and its floor is within each
+    not-slower gate's margin: refused in one sentence before anything starts."""
+    if calibration is None:
+        return
+    from ..calibrate import check_cited
+    from .gates import parse_expectation
+
+    margins = [g.margin_pct for g in map(parse_expectation, request.expect) if g.margin_pct]
+    if not margins:
+        raise OptionError(
+            f"--gate-calibration {calibration}: no --expect TREATMENT:SUBSET:not-slower:M gate "
+            "cites it; add one or drop --gate-calibration."
+        )
+    why = check_cited(calibration, margin_pct=min(margins), model_sha256=None)
+    if why:
+        raise OptionError(f"--gate-calibration: {why}.")
 
 
 def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> DecodeAnalysis:
@@ -63,7 +86,9 @@ def analyse_run(run_dirs: Sequence[Path], **settings: Any) -> DecodeAnalysis:
     return analysed(run_dirs, draw=True, **settings)
 
 
-def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> EndAnalysis:
+def analyse_at_end(
+    run_dir: Path, request: AnalysisRequest, ladder: Ladder, calibration: Path | None = None
+) -> EndAnalysis:
     """Analyse what the run directory holds now; gates judged on the published decisions.
 
     Beside the pre-registered analysis, as the users kept them: each registered secondary
@@ -88,7 +113,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest, ladder: Ladder) -> E
         )
     except AnalysisError as exc:
         return EndAnalysis(error=str(exc))
-    gates = tuple(judge(result, e) for e in request.expect)
+    gates = tuple(cite(judge(result, e), calibration, run) for e in request.expect)
     out = Path(result.out_dir) if result.out_dir else None
     also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
     also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
@@ -114,12 +139,16 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     The pooled row is not a headline cell: a gain on one subset and none on the other is an
     answer, and their average would keep the rule from ever being met.
     """
+    from .gates import parse_expectation, stop_cells
     from .io import load_run
     from .pipeline import analyse, headline_cells
 
     result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
                      seed=request.seed)  # fmt: skip
-    return headline_cells(result)
+    # A not-slower gate decides its cell for the rule: stop once it passes or fails.
+    gates = [parse_expectation(e) for e in request.expect]
+    level = result.settings.equivalence_confidence
+    return stop_cells(headline_cells(result), result.published, gates, level)
 
 
 def beside_the_primary(
@@ -157,9 +186,51 @@ def judge(result: DecodeAnalysis, expectation: str) -> GateVerdict:
         return GateVerdict(expectation, False, f"{expectation} not met: {exc}")
     if failures:
         return GateVerdict(expectation, False, failures[0])
-    treatment, subset, _ = expectation.strip().rsplit(":", 2)
-    row = _published(result).get((treatment.strip(), subset.strip()), "")
-    return GateVerdict(expectation, True, f"{expectation} met: {row}".rstrip(": "))
+    from .gates import judge_margin, parse_expectation
+
+    gate = parse_expectation(expectation)
+    if gate.margin_pct is not None:  # its sentence holds the interval and the margin
+        row = result.published.set_index(["treatment", "subset"]).loc[(gate.treatment, gate.subset)]
+        level = result.settings.equivalence_confidence
+        said = judge_margin(row, gate.margin_pct, final=True, level=level).sentence
+        return GateVerdict(expectation, True, f"{expectation} met: {said}")
+    line = _published(result).get((gate.treatment, gate.subset), "")
+    return GateVerdict(expectation, True, f"{expectation} met: {line}".rstrip(": "))
+
+
+def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> GateVerdict:
+    """A not-slower gate with the calibration it cites: failed when the calibration no longer
+    speaks for this run (host, model, age, margin), else its noise floor and false alarms
+    added to the message."""
+    from .gates import parse_expectation
+
+    if calibration is None:
+        return verdict
+    gate = parse_expectation(verdict.expectation)
+    if gate.margin_pct is None:
+        return verdict
+    import json
+
+    from ..calibrate import check_cited
+
+    keyed = run.plan.get("keyed") or {}
+    sha = keyed.get("model_sha256")
+    why = check_cited(calibration, margin_pct=gate.margin_pct,
+                      model_sha256=str(sha) if sha else None)  # fmt: skip
+    if why:
+        return GateVerdict(verdict.expectation, False, f"{verdict.expectation} not met: {why}")
+    doc = json.loads(calibration.read_text(encoding="utf-8"))
+    rates = [
+        c["false_alarm"] for c in doc.get("cells", []) if c["cell"].endswith(f":{gate.subset}")
+    ]
+    said = (
+        f"; calibrated by {calibration}: noise floor {doc.get('noise_floor_pct', math.nan):.2f} %"
+    )
+    if rates:
+        r = rates[0]
+        said += (f", A/A false alarms {100 * r['count'] / r['reps']:.1f} % "
+                 f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}]")  # fmt: skip
+    return GateVerdict(verdict.expectation, verdict.met, verdict.detail + said)
 
 
 def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:

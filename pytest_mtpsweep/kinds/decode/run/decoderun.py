@@ -39,6 +39,7 @@ class DecodeRun(KindRun):
     """One decode run: the prompt set, the keyed fields it adds, measuring and its analysis."""
 
     calibrates = True
+    gate_calibration: Path | None = None  # --gate-calibration: the A/A file not-slower gates cite
 
     def __init__(
         self, ladder: Ladder, s: DecodeSettings, prompts: tuple[Prompt, ...], prompts_dir: Path
@@ -227,12 +228,12 @@ class DecodeRun(KindRun):
         """Every analysis option, checked before the first server starts."""
         from ..analysis import validate_request
 
-        validate_request(self.ladder, request)
+        validate_request(self.ladder, request, self.gate_calibration)
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         from ..analysis import analyse_at_end
 
-        return analyse_at_end(run_dir, request, self.ladder)
+        return analyse_at_end(run_dir, request, self.ladder, self.gate_calibration)
 
 
 def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun:
@@ -243,7 +244,10 @@ def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun
         raise PromptError(
             f"prompt set {directory} has no {s.subset} prompts; choose another --subset."
         )
-    return DecodeRun(ladder, s, prompts, directory)
+    run = DecodeRun(ladder, s, prompts, directory)
+    cited = request.kind_options.get("gate_calibration")
+    run.gate_calibration = Path(cited) if cited else None
+    return run
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door

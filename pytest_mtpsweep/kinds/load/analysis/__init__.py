@@ -54,6 +54,19 @@ class LoadAnalysis:
     headline: Mapping[str, str]
     cells: tuple[CellState, ...] = ()  # what a stop rule looks at
     model: Report | None = None  # what report.md and report.html were both rendered from
+    rows: tuple[Row, ...] = ()  # the contrast rows, what --expect not-slower gates read
+    endpoint: str = "e2e"  # the headline endpoint
+    level: float = 0.95  # the rows' two-sided level (a [stop] look's own)
+
+
+@dataclass(frozen=True)
+class _Computed:
+    """A result with what the not-slower gates read beside it (an internal step's value)."""
+
+    result: AnalysisResult
+    rows: tuple[Row, ...]
+    endpoint: str
+    level: float
 
 
 def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]]:
@@ -129,6 +142,11 @@ def compute(
 ) -> AnalysisResult | str:  # fmt: skip
     """The analysis of what the run directory holds now, as a result; it writes nothing (a
     one-line reason when there is nothing to analyse). `report.save.save_result` saves it."""
+    done = _compute(run_dir, baseline=baseline, boot=boot, seed=seed)
+    return done if isinstance(done, str) else done.result
+
+
+def _compute(run_dir: Path, *, baseline: str | None, boot: int, seed: int) -> _Computed | str:
     from . import capacity_stats, contrast, crossover, frame, turns
 
     read = _read(run_dir, baseline)
@@ -164,8 +182,9 @@ def compute(
         **({turns.CSV: per_turn.table} if per_turn is not None else {}),
     }
     figures = _figures(read, table, rows, crossings, searched, per_turn)
-    return _result(run_dir, read, table, rows, inter, look, headline, tables, figures,
-                   crossings, searched, per_turn)  # fmt: skip
+    result = _result(run_dir, read, table, rows, inter, look, headline, tables, figures,
+                     crossings, searched, per_turn)  # fmt: skip
+    return _Computed(result, tuple(rows), endpoint, level)
 
 
 def _result(
@@ -217,14 +236,16 @@ def analyse(
     from ....kindapi import AnalysisError
     from ....kindapi.report import save_result
 
-    done = compute(run_dir, baseline=baseline, boot=boot, seed=seed)
-    if isinstance(done, str):
-        return done
+    got = _compute(run_dir, baseline=baseline, boot=boot, seed=seed)
+    if isinstance(got, str):
+        return got
+    done = got.result
     try:
         saved = save_result(done, run_dir / OUT, run_dir)
     except AnalysisError as exc:
         return str(exc)
-    return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report)
+    return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report, got.rows,
+                        got.endpoint, got.level)  # fmt: skip
 
 
 def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
@@ -270,8 +291,16 @@ def cells(
 def interim(run_dir: Path, request: AnalysisRequest) -> AnalysisResult | tuple[CellState, ...]:
     """What a [stop] rule looks at: the result of the records so far, written by nothing here
     (the look saves it once its record is in stop.json); no cell when there is nothing yet."""
-    done = compute(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
-    return () if isinstance(done, str) else done
+    import dataclasses
+
+    from .gates import stop_cells
+
+    got = _compute(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
+    if isinstance(got, str):
+        return ()
+    # a not-slower gate decides its cell for the rule: stop once it passes or fails
+    cells = stop_cells(got.result.cells, got.rows, request.expect, got.endpoint, got.level)
+    return dataclasses.replace(got.result, cells=cells)
 
 
 def _figures(
@@ -305,10 +334,14 @@ def _figures(
 
 
 def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
+    from .gates import verdicts
+
     done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
     if isinstance(done, str):
         return EndAnalysis(error=done)
-    return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline)
+    gates = verdicts(request.expect, done.rows, done.endpoint, done.level)
+    return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline,
+                       gates=gates, gate_failures=tuple(g.detail for g in gates if not g.met))  # fmt: skip
 
 
 def analyse_command(

@@ -266,12 +266,19 @@ class LoadRun(KindRun):
         return {"position": case.position, **out}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
-        if request.expect:
-            raise OptionError(
-                "--expect judges decode contrasts; a load run has no gates: drop --expect and "
-                "read RUN/analysis/report.md."
-            )
+        from ....kindapi import ExpectationError
+        from ..analysis.gates import parse
+
         keys = self.ladder.treatment_keys
+        base = request.baseline or self.ladder.baseline
+        for text in request.expect:  # a load run's one gate: TREATMENT:LEVEL:not-slower:M
+            try:
+                gate = parse(text, treatments=keys)
+            except ExpectationError as exc:
+                raise OptionError(f"--expect {text}: {exc}.") from None
+            if gate.treatment == base:
+                raise OptionError(f"--expect {text}: {base} is the baseline itself; name a "
+                                  "treatment to compare with it.")  # fmt: skip
         if request.baseline is not None and request.baseline not in keys:
             raise OptionError(
                 f"--baseline {request.baseline}: not a treatment of ladder {self.ladder.name}; "

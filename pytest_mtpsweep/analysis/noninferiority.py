@@ -1,0 +1,133 @@
+"""A one-sided non-inferiority decision: B is no more than M % worse than the baseline.
+
+The decision reads an interval whose each tail is one-sided α (the published 90 % interval: its
+lower end is a one-sided 95 % bound, its upper end the other one). At a `[stop]` look that
+interval is the spending-adjusted one (analysis/sequential.py spends the 90 % interval's 10 %
+two-sided, so each one-sided tail is held at 5 % over every look together). For a metric where
+higher is better (a decode rate, a capacity, a pass rate) "worse" is a drop; for one where lower
+is better (a latency percentile) it is a rise. In the drop case:
+
+- `pass` (non-inferior): the lower bound of the % change is above −M;
+- `fail` (inferior): the upper bound is below −M, so B is shown worse than the margin;
+- otherwise `undecided`; at the last look an undecided gate fails, with the sentence that says
+  the host could not resolve the margin and what to do.
+
+Pure: no I/O, no heavy import. Nothing here names a kind.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final, Literal
+
+# The outcomes as a headline cell's decision (the words the stop rule reads): `pass` and `fail`
+# are decided, `undecided` is not.
+NONINFERIOR: Final = "pass"
+INFERIOR: Final = "fail"
+UNDECIDED: Final = "undecided"
+MIN_MARGIN_PCT = 0.0  # exclusive: a margin of 0 is a superiority test, not this one
+MAX_MARGIN_PCT = 50.0  # inclusive: beyond, "not slower" says nothing a user would gate on
+WORD = "not-slower"  # the gate's word in `--expect TREATMENT:CELL:not-slower:M`
+
+Outcome = Literal["pass", "fail", "undecided"]
+
+
+def check_margin(text: str, where: str) -> float:
+    """The margin M (percent) from its text, bounded 0 < M ≤ 50; ValueError in one sentence."""
+    try:
+        margin = float(text)
+    except ValueError:
+        margin = math.nan
+    if not (math.isfinite(margin) and MIN_MARGIN_PCT < margin <= MAX_MARGIN_PCT):
+        raise ValueError(
+            f"{where}: the margin {text!r} is not a percent in (0, {MAX_MARGIN_PCT:g}]; write "
+            f"it like {WORD}:3 (no more than 3 % worse)"
+        )
+    return margin
+
+
+@dataclass(frozen=True)
+class NonInferiority:
+    """One gate's decision at one look, and the sentence a report or a JUnit message shows."""
+
+    outcome: Outcome
+    margin_pct: float
+    estimate_pct: float
+    low_pct: float  # the interval's ends, % change (each tail one-sided α)
+    high_pct: float
+    higher_is_better: bool
+    final: bool  # the last look: an undecided gate fails here
+    sentence: str
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome != UNDECIDED
+
+    @property
+    def passed(self) -> bool:
+        """The gate's verdict: only a shown non-inferiority passes."""
+        return self.outcome == NONINFERIOR
+
+
+def decide(
+    estimate_pct: float,
+    low_pct: float,
+    high_pct: float,
+    margin_pct: float,
+    *,
+    higher_is_better: bool = True,
+    final: bool = False,
+    level: float = 0.90,
+) -> NonInferiority:
+    """The decision on one interval (`level`: its two-sided level, for the sentence)."""
+    if not (MIN_MARGIN_PCT < margin_pct <= MAX_MARGIN_PCT):
+        raise ValueError(f"margin {margin_pct!r} % is outside (0, {MAX_MARGIN_PCT:g}]")
+    bounded = math.isfinite(low_pct) and math.isfinite(high_pct)
+    if higher_is_better:  # worse is a drop: the line sits at −M
+        line, good, bad = -margin_pct, low_pct > -margin_pct, high_pct < -margin_pct
+    else:  # worse is a rise: the line sits at +M
+        line, good, bad = margin_pct, high_pct < margin_pct, low_pct > margin_pct
+    outcome: Outcome = UNDECIDED
+    if bounded and good:
+        outcome = NONINFERIOR
+    elif bounded and bad:
+        outcome = INFERIOR
+    sentence = _sentence(outcome, estimate_pct, low_pct, high_pct, margin_pct, line,
+                         higher_is_better, final, level)  # fmt: skip
+    return NonInferiority(outcome, margin_pct, estimate_pct, low_pct, high_pct,
+                          higher_is_better, final, sentence)  # fmt: skip
+
+
+def _sentence(
+    outcome: Outcome,
+    est: float,
+    low: float,
+    high: float,
+    margin: float,
+    line: float,
+    higher_is_better: bool,
+    final: bool,
+    level: float,
+) -> str:
+    worse = "drop" if higher_is_better else "rise"
+    one_sided = 100.0 * (1.0 - (1.0 - level) / 2.0)
+    shown = (
+        f"{est:+.2f} % [{100 * level:.2f} % CI {low:+.2f}, {high:+.2f}] against a margin of "
+        f"{line:+g} % (one-sided {one_sided:.1f} %)"
+    )
+    if outcome == NONINFERIOR:
+        return f"non-inferior: {shown}; a {worse} beyond {margin:g} % is ruled out"
+    if outcome == INFERIOR:
+        return f"inferior: {shown}; the {worse} is shown to exceed the {margin:g} % margin"
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"undecided: no interval ({shown})" + (
+            "; the gate fails: measure more cycles or prompts" if final else ""
+        )
+    if not final:
+        return f"undecided: {shown}; the interval still straddles the margin"
+    return (
+        f"undecided at the last look, so the gate fails: {shown}, an interval wider than this "
+        f"host can resolve at the {margin:g} % margin; run more cycles, widen the margin, or "
+        "measure the host's noise floor with `mtpsweep calibrate`"
+    )

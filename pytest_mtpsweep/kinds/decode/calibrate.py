@@ -1,0 +1,275 @@
+"""`mtpsweep calibrate RUN --margin M`: an A/A run's noise, as the calibration file a
+not-slower gate cites (`--gate-calibration FILE`), and the check that a cited one is fresh.
+
+An A/A run is a decode run whose baseline and one other treatment (`aa` by default) carry the
+same server arguments and build, interleaved as the gate's two builds will be (ABBA); its
+contrast is noise alone. Each subset's cell gives the variance components, the noise floor at
+the gate's planned cycles and the simulated false-alarm rate of the margin
+(`analysis/calibration.py`). Host identity: the run directory records no host name, so the
+fingerprint is taken where calibrate runs (it must run where the A/A ran: the hostname, the
+CPU's features as the build cache keys them, the CPU count and the run's placement); a gate
+checks it against the host it runs on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, AnalysisError, OptionError
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping
+
+    from ...kindapi.analysis import Calibration
+
+DEFAULT_FILE = "calibration.json"
+
+
+def host_identity(placement: str) -> dict[str, str]:
+    """This host as a calibration names it, and its fingerprint (sha256 of the rest)."""
+    from ...kindapi.rig import cpu_key
+
+    parts = {
+        "hostname": platform.node(),
+        "machine": platform.machine(),
+        "cpu_key": cpu_key(),
+        "cpus": str(os.cpu_count() or 0),
+        "placement": placement,
+    }
+    text = "\n".join(f"{k}={v}" for k, v in sorted(parts.items()))
+    return {"fingerprint": hashlib.sha256(text.encode()).hexdigest()[:32], **parts}
+
+
+def register(sub: Any) -> None:
+    """The `calibrate` subcommand on the `mtpsweep` parser."""
+    from ...kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+    from ...kindapi.analysis import DEFAULT_REPS, MAX_REPS, MIN_REPS
+
+    p = sub.add_parser(
+        "calibrate",
+        help="an A/A run's noise floor and false-alarm rate, as a file a not-slower gate cites",
+        description="Read an A/A decode run (the baseline and an arm with the same server "
+        "arguments), print each subset's noise floor and the margin's false-alarm rate at the "
+        "gate's planned cycles, and write the calibration file.",
+    )
+    p.add_argument("run", metavar="RUN", help="the A/A run directory")
+    p.add_argument("--margin", type=float, required=True, help="the gate's margin M, percent")
+    p.add_argument("--aa", default=None, help="the A/A arm (default: the one treatment whose "
+                   "server arguments equal the baseline's)")  # fmt: skip
+    p.add_argument("--cycles", type=int, default=None,
+                   help="the gate's planned (maximum) cycles (default: the A/A run's)")  # fmt: skip
+    p.add_argument("--spending", choices=("pocock", "obrien-fleming"), default="pocock",
+                   help="the gate's [stop] spending (looks after cycles 4, 6, …)")  # fmt: skip
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS,
+                   help=f"A/A gates simulated ({MIN_REPS}-{MAX_REPS})")  # fmt: skip
+    p.add_argument("--boot", type=int, default=DEFAULT_BOOT)
+    p.add_argument("--boot-seed", type=int, default=DEFAULT_BOOT_SEED)
+    p.add_argument("--out", default=None, help=f"the file (default: RUN/{DEFAULT_FILE})")
+    p.set_defaults(func=calibrate_command, command="calibrate")
+
+
+def _checked(args: argparse.Namespace) -> None:
+    from ...kindapi.analysis import MAX_REPS, MIN_REPS, check_margin
+    from ...kindapi.ladder import MAX_CYCLES
+
+    try:
+        check_margin(str(args.margin), "--margin")
+    except ValueError as exc:
+        raise OptionError(f"{exc}.") from None
+    if not MIN_REPS <= args.reps <= MAX_REPS:
+        raise OptionError(f"--reps {args.reps} is outside {MIN_REPS}-{MAX_REPS}; pick one inside.")
+    if args.cycles is not None and not 4 <= args.cycles <= MAX_CYCLES:
+        raise OptionError(
+            f"--cycles {args.cycles} is outside 4-{MAX_CYCLES} (a gate looks from cycle 4 on); "
+            "pick one inside."
+        )
+
+
+def aa_arm(plan: Mapping[str, Any], baseline: str, wanted: str | None, run: Path) -> str:
+    """The A/A arm: a treatment with the baseline's server arguments (refused otherwise)."""
+    args = {str(t.get("key")): t.get("args", []) for t in plan.get("treatments", [])}
+    if baseline not in args:
+        raise AnalysisError(f"{run}: plan.json lists no baseline {baseline!r}; is it a decode run?")
+    same = [k for k, a in args.items() if k != baseline and a == args[baseline]]
+    if wanted is not None:
+        if wanted not in args or wanted == baseline:
+            raise OptionError(
+                f"--aa {wanted}: not a treatment of {run} other than the baseline; use one of "
+                f"{', '.join(k for k in args if k != baseline)}."
+            )
+        if wanted not in same:
+            raise AnalysisError(
+                f"{run} is no A/A run for {wanted}: its server arguments {args[wanted]} differ "
+                f"from the baseline {baseline}'s {args[baseline]}; give the A/A arm the "
+                "baseline's arguments."
+            )
+        return wanted
+    if len(same) != 1:
+        raise AnalysisError(
+            f"{run} has {len(same)} treatments with the baseline {baseline}'s server arguments "
+            f"({', '.join(same) or 'none'}); an A/A run has exactly one, or name it with --aa."
+        )
+    return same[0]
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    """Analyse the A/A run, calibrate each subset's cell, print, write the file."""
+    from ...kindapi.records import atomic_write_json
+
+    _checked(args)
+    cal = calibrate(Path(args.run), args)
+    out = Path(args.out) if args.out else Path(args.run) / DEFAULT_FILE
+    atomic_write_json(out, {**cal.to_json(), "refusal": cal.refusal()})
+    for line in lines(cal):
+        print(line)
+    print(f"calibration: {out}")
+    return EXIT_GATE_FAILED if cal.refusal() else EXIT_OK
+
+
+def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
+    """The calibration of one A/A run for a gate of this margin, cycles and spending."""
+    from ...kindapi import POOLED
+    from ...kindapi.analysis import Calibration, Design
+    from .analysis.io import load_run
+    from .analysis.pipeline import analyse
+
+    run = load_run(run_dir)
+    result = analyse([run], boot=args.boot, seed=args.boot_seed)
+    arm = aa_arm(run.plan, result.settings.baseline, args.aa, run_dir)
+    top = args.cycles or max((int(s.get("cycle", 0)) for s in run.plan.get("sessions", [])),
+                             default=0)  # fmt: skip
+    if top < 4:
+        raise OptionError(f"{run_dir} ran {top} cycles; pass --cycles (the gate's, 4 or more).")
+    design = Design.plan("decided", 4, top, args.spending, None)
+    rows = [r for r in result.published.to_dict(orient="records")
+            if r["treatment"] == arm and r["subset"] != POOLED and int(r["n_pairs"]) > 0]  # fmt: skip
+    if not rows:
+        raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
+                            "calibrate from; run the A/A ladder first.")  # fmt: skip
+    cells = tuple(_cell(result, r, design, args) for r in rows)
+    keyed = run.plan.get("keyed") or {}
+    return Calibration(
+        host=host_identity(str(keyed.get("placement", ""))),
+        model_id=str(keyed.get("model_id", "")),
+        model_sha256=str(keyed.get("model_sha256", "")),
+        build=str(keyed.get("server_build", "")),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        margin_pct=float(args.margin),
+        cycles=top,
+        looks=design.looks,
+        levels=design.equivalence_confidence,
+        run_dir=str(run_dir),
+        cells=cells,
+    )
+
+
+def _cell(result: Any, row: Mapping[str, Any], design: Any, args: argparse.Namespace) -> Any:
+    from ...kindapi.analysis import (
+        CellCalibration,
+        Noise,
+        cell_matrix,
+        components,
+        cycles_to_resolve,
+        false_alarms,
+        noise_floor_pct,
+        pilot_ratio,
+    )
+    from ...kindapi.ladder import MAX_CYCLES
+
+    cell = f"{row['treatment']}:{row['subset']}"
+    matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),
+                         str(row["subset"]))  # fmt: skip
+    comp = components(matrix)
+    if comp is None:
+        raise AnalysisError(
+            f"{cell} has under 2 complete cycles of pairs, nothing to calibrate from; run the "
+            "A/A ladder for at least a cycle pair."
+        )
+    noise = Noise.of(comp, pilot_ratio(row, comp.n, result.settings.confidence))
+    level = design.equivalence_confidence[-1]
+    return CellCalibration(
+        cell=cell,
+        prompts=comp.n,
+        cycles_run=comp.cycles,
+        prompt_var=noise.prompt_var,
+        session_var=noise.session_var,
+        noise_var=noise.noise_var,
+        noise_floor_pct=noise_floor_pct(noise, design.looks[-1], level),
+        cycles_needed=cycles_to_resolve(noise, args.margin, MAX_CYCLES, level),
+        false_alarm=false_alarms(
+            noise,
+            args.margin,
+            design.looks,
+            design.equivalence_confidence,
+            reps=args.reps,
+            seed=args.boot_seed,
+        ),
+    )
+
+
+def lines(cal: Calibration) -> list[str]:
+    """What calibrate prints: one line per cell, then the verdict."""
+    out = [f"A/A calibration of {cal.run_dir} ({cal.model_id}, build {cal.build}, host "
+           f"{cal.host.get('hostname')}): margin {cal.margin_pct:g} %, looks after cycles "
+           f"{', '.join(map(str, cal.looks))}"]  # fmt: skip
+    for c in cal.cells:
+        fa = c.false_alarm
+        sd = [100.0 * math.sqrt(v) for v in (c.prompt_var, c.session_var, c.noise_var)]
+        need = "beyond the bound" if c.cycles_needed is None else f"{c.cycles_needed} cycles"
+        out.append(
+            f"  {c.cell}: noise floor {c.noise_floor_pct:.2f} % at {cal.cycles} cycles (80 % "
+            f"power), false alarms {100 * fa.count / fa.reps:.1f} % [{100 * fa.low:.1f}, "
+            f"{100 * fa.high:.1f}] of {fa.reps} simulated A/A gates; the margin needs {need}; "
+            f"sd prompt {sd[0]:.2f} %, session {sd[1]:.2f} %, noise {sd[2]:.2f} % "
+            f"({c.prompts} prompts, {c.cycles_run} cycles)"
+        )
+    refusal = cal.refusal()
+    if refusal:
+        out.append(f"refused: {refusal}.")
+    elif any(c.false_alarm.count / c.false_alarm.reps > 0.05 for c in cal.cells):
+        out.append("warning: above 5 % of A/A gates would fail at this margin and these cycles; "
+                   "widen the margin or plan more cycles.")  # fmt: skip
+    else:
+        out.append("the host resolves this margin: a gate may cite this calibration.")
+    return out
+
+
+def check_cited(
+    path: Path, *, margin_pct: float, model_sha256: str | None, max_age_days: float | None = None
+) -> str | None:
+    """Why a gate cannot cite this calibration (one sentence), or None: unreadable, another
+    host or model, too old, or a margin below the host's noise floor."""
+    from ...kindapi.analysis import DEFAULT_AGE_DAYS, Calibration, staleness
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        cal = Calibration.from_json(doc, str(path))
+    except (OSError, ValueError) as exc:
+        return f"calibration {path} cannot be read ({exc}); run `mtpsweep calibrate` again"
+    placement = str(cal.host.get("placement", ""))
+    stale = staleness(cal, host_fingerprint=host_identity(placement)["fingerprint"],
+                      model_sha256=model_sha256, now=dt.datetime.now(dt.UTC),
+                      max_age_days=max_age_days or DEFAULT_AGE_DAYS)  # fmt: skip
+    if stale:
+        return f"calibration {path} is stale: {stale}; run `mtpsweep calibrate` on an A/A run here"
+    floor = cal.noise_floor_pct
+    if math.isfinite(floor) and margin_pct < floor:
+        return (
+            f"the margin {margin_pct:g} % is below the {floor:.2f} % this host resolves with "
+            f"{cal.cycles} cycles by calibration {path}; widen the margin or plan more cycles"
+        )
+    return None
+
+
+if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
+    from ...kindapi import CommandsFn
+
+    _register: CommandsFn = register

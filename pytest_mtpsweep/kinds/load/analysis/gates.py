@@ -1,0 +1,120 @@
+"""`--expect TREATMENT:LEVEL:not-slower:M` for load runs: the headline endpoint at one level no
+more than M % worse than the baseline's, judged by `analysis/noninferiority.py`.
+
+A load row holds a gain (positive: the treatment is better; for a latency, baseline/treatment).
+The gate is stated on the metric itself: for a latency "worse" is a rise of M %, so the gain's
+interval is turned back into the latency's own change (the ends swap) and judged with worse as a
+rise; for a throughput the gain is the change and worse is a drop. The row's interval is the
+published 95 % one (a `[stop]` look's spending-adjusted level): each end is a one-sided 97.5 %
+bound, so the gate holds its false passes at 2.5 %, more strictly than decode's 5 %.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ....kindapi import ExpectationError, GateVerdict
+from ....kindapi.analysis import WORD, Decision, NonInferiority, check_margin, decide
+from .contrast import LOWER_IS_BETTER, REQUEST_ENDPOINTS
+
+if TYPE_CHECKING:
+    from ....kindapi.analysis import CellState
+    from .contrast import Row
+
+SYNTAX = f"TREATMENT:LEVEL:{WORD}:M"
+
+
+@dataclass(frozen=True)
+class LoadGate:
+    """One gate: this treatment at this level no more than M % worse than the baseline."""
+
+    treatment: str
+    level: str
+    margin_pct: float
+
+    @property
+    def cell(self) -> str:
+        return f"{self.treatment}:{self.level}"
+
+
+def parse(text: str, *, treatments: Collection[str] | None = None) -> LoadGate:
+    """Parse one gate (split from the right: keys may hold colons); ExpectationError else."""
+    parts = [p.strip() for p in text.strip().rsplit(":", 3)]
+    if len(parts) != 4 or parts[2] != WORD or not all(parts):
+        raise ExpectationError(
+            f"expectation {text!r} is not {SYNTAX}, the one gate a load run has; write it like "
+            f"ngram:conc4:{WORD}:5"
+        )
+    try:
+        margin = check_margin(parts[3], f"expectation {text!r}")
+    except ValueError as exc:
+        raise ExpectationError(str(exc)) from None
+    if treatments is not None and parts[0] not in treatments:
+        raise ExpectationError(
+            f"expectation {text!r} names unknown treatment {parts[0]!r}; use one of "
+            f"{', '.join(sorted(treatments))}"
+        )
+    return LoadGate(parts[0], parts[1], margin)
+
+
+def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonInferiority:
+    """The gate on one row, stated on the metric: a latency's rise or a throughput's drop."""
+    if row.endpoint in REQUEST_ENDPOINTS or row.endpoint in LOWER_IS_BETTER:
+
+        def back(gain: float) -> float:  # gain % of baseline/treatment -> treatment's change %
+            return 100.0 * (100.0 / (100.0 + gain) - 1.0) if gain > -100.0 else math.inf
+
+        return decide(back(row.gain_pct), back(row.ci_high), back(row.ci_low), margin_pct,
+                      higher_is_better=False, final=final, level=level)  # fmt: skip
+    return decide(row.gain_pct, row.ci_low, row.ci_high, margin_pct,
+                  higher_is_better=True, final=final, level=level)  # fmt: skip
+
+
+def _row(rows: Sequence[Row], gate: LoadGate, endpoint: str) -> Row | None:
+    return next(
+        (r for r in rows if (r.treatment, r.level, r.endpoint) == (gate.treatment, gate.level,
+                                                                  endpoint)), None)  # fmt: skip
+
+
+def verdicts(
+    expect: Sequence[str], rows: Sequence[Row], endpoint: str, level: float
+) -> tuple[GateVerdict, ...]:
+    """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
+    out = []
+    for text in expect:
+        try:
+            gate = parse(text)
+        except ExpectationError as exc:
+            out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
+            continue
+        row = _row(rows, gate, endpoint)
+        if row is None:
+            out.append(GateVerdict(text, False, f"{text} not met: this run has no {endpoint} "
+                                   f"contrast for {gate.treatment} at {gate.level}"))  # fmt: skip
+            continue
+        said = judge_row(row, gate.margin_pct, final=True, level=level)
+        met = "met" if said.passed else "not met"
+        out.append(GateVerdict(text, said.passed, f"{text} {met}: {endpoint} {said.sentence}"))
+    return tuple(out)
+
+
+def stop_cells(
+    cells: Sequence[CellState], rows: Sequence[Row], expect: Sequence[str], endpoint: str,
+    level: float,
+) -> tuple[CellState, ...]:  # fmt: skip
+    """The cells a stop rule looks at, each one a gate names decided by the gate."""
+    gates = {g.cell: g for g in map(parse, expect)}
+    out = []
+    for c in cells:
+        gate = gates.get(c.cell)
+        row = _row(rows, gate, endpoint) if gate is not None else None
+        if gate is None or row is None:
+            out.append(c)
+            continue
+        said = judge_row(row, gate.margin_pct, final=False, level=level)
+        out.append(dataclasses.replace(c, decision=Decision(said.outcome), gated=True))
+    return tuple(out)

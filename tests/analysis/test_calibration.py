@@ -1,0 +1,117 @@
+"""A/A calibration's pure parts: the noise floor, the simulated false alarms, the file and its
+freshness."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_mtpsweep.analysis.calibration import (
+    Calibration,
+    CellCalibration,
+    Noise,
+    Rate,
+    cycles_to_resolve,
+    false_alarms,
+    noise_floor_pct,
+    staleness,
+    wilson,
+)
+from pytest_mtpsweep.analysis.sequential import Design
+
+HOST = Noise(8, 0.01**2, 2 * 0.01**2, 2 * 0.02**2)
+sds = st.floats(min_value=0.001, max_value=0.1)
+
+
+@given(sds, sds, sds)
+def test_the_floor_falls_with_cycles_and_has_the_prompts_as_its_limit(
+    a: float, b: float, e: float
+) -> None:
+    noise = Noise(8, a * a, b * b, e * e)
+    floors = [noise_floor_pct(noise, k) for k in (4, 8, 16, 64)]
+    assert floors == sorted(floors, reverse=True)
+    # No number of cycles beats the prompts' own spread (1.645 + 0.84 standard errors of it).
+    limit = 100.0 * -math.expm1(-(1.645 + 0.84) * a / math.sqrt(8))
+    assert floors[-1] > 0.95 * limit
+
+
+def test_cycles_to_resolve_are_the_first_within_the_margin() -> None:
+    k = cycles_to_resolve(HOST, 2.5, 40)
+    assert k is not None and noise_floor_pct(HOST, k) <= 2.5 < noise_floor_pct(HOST, k - 2)
+    assert cycles_to_resolve(HOST, 0.2, 40) is None
+
+
+def test_false_alarms_are_rare_above_the_floor_and_common_below() -> None:
+    design = Design.plan("decided", 4, 12, "pocock", None)
+    floor = noise_floor_pct(HOST, 12, design.equivalence_confidence[-1])
+    wide = false_alarms(HOST, 2 * floor, design.looks, design.equivalence_confidence, reps=400)
+    narrow = false_alarms(HOST, floor / 2, design.looks, design.equivalence_confidence, reps=400)
+    assert wide.high < 0.05 < 0.5 < narrow.low
+    # At the floor itself, 80 % power at the last look: up to a fifth fail (fewer, as the
+    # earlier looks pass some gates the last would not).
+    at = false_alarms(HOST, floor, design.looks, design.equivalence_confidence, reps=400)
+    assert at.low > 0.05 and at.high < 0.3
+
+
+def test_the_replications_are_bounded() -> None:
+    with pytest.raises(ValueError, match="outside 100-20000"):
+        false_alarms(HOST, 3.0, (4,), (0.9,), reps=50)
+
+
+@given(st.integers(0, 500), st.integers(1, 500))
+def test_wilson_holds_the_proportion(k: int, n: int) -> None:
+    k = min(k, n)
+    low, high = wilson(k, n)
+    assert 0.0 <= low <= k / n <= high <= 1.0
+
+
+def calibration(**kw: object) -> Calibration:
+    cell = CellCalibration("aa:prose", 8, 4, 1e-4, 2e-4, 8e-4, 2.1, 12, Rate(3, 1000, 0.001, 0.009))
+    base = dict(host={"fingerprint": "f" * 32, "hostname": "ci"}, model_id="m", model_sha256="a" * 64,
+                build="b1", created_at="2026-12-01T00:00:00+00:00", margin_pct=3.0, cycles=12,
+                looks=(4, 6, 8, 10, 12), levels=(0.95,) * 5, run_dir="runs/aa/1", cells=(cell,))  # fmt: skip
+    return Calibration(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_the_file_round_trips_and_names_its_format() -> None:
+    cal = calibration()
+    doc = cal.to_json()
+    assert doc["format"] == 1 and doc["noise_floor_pct"] == 2.1
+    assert doc["cells"][0]["false_alarm"]["rate"] == 0.003
+    assert Calibration.from_json(doc, "c.json") == cal
+    with pytest.raises(ValueError, match="format 9, not 1"):
+        Calibration.from_json({**doc, "format": 9}, "c.json")
+    with pytest.raises(ValueError, match="not an mtpsweep calibration"):
+        Calibration.from_json({"x": 1}, "c.json")
+
+
+def test_a_margin_below_the_floor_is_refused_in_one_sentence() -> None:
+    assert calibration().refusal() is None
+    said = calibration(margin_pct=1.5).refusal()
+    assert said is not None and "below what this host can resolve" in said
+    assert "widen the margin to 2.1 %" in said and "12 cycles would reach it" in said
+
+
+NOW = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("host", "model", "now", "fragment"),
+    [
+        ("e" * 32, "a" * 64, NOW, "another host"),
+        ("f" * 32, "b" * 64, NOW, "another model"),
+        ("f" * 32, "a" * 64, NOW + dt.timedelta(days=30), "days old"),
+    ],
+)
+def test_a_stale_calibration_says_why(
+    host: str, model: str, now: dt.datetime, fragment: str
+) -> None:
+    got = staleness(calibration(), host_fingerprint=host, model_sha256=model, now=now)
+    assert got is not None and fragment in got
+    assert (
+        staleness(calibration(), host_fingerprint="f" * 32, model_sha256="a" * 64, now=NOW) is None
+    )
