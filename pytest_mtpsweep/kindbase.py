@@ -135,12 +135,26 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class GateFigures:
+    """A judged gate's numbers, what a gate history records. Signed as a gain: positive is
+    better (a rate's rise, a latency's fall), so a loss reads negative for every metric."""
+
+    metric: str  # what was compared (decode's endpoint, load's latency percentile)
+    estimate_pct: float
+    lower_pct: float
+    upper_pct: float
+    confidence: float  # the interval's two-sided level
+    margin_pct: float | None = None  # a not-slower gate's margin
+
+
+@dataclass(frozen=True)
 class GateVerdict:
     """One `--expect` gate, judged: it becomes the test item `mtpsweep::expect[<expectation>]`."""
 
     expectation: str
     met: bool | None  # None: not judged (no analysis)
     detail: str
+    figures: GateFigures | None = None  # its estimate and interval, where it has them
 
 
 @dataclass(frozen=True)

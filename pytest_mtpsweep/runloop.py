@@ -11,6 +11,7 @@ This module is pytest's edge, like plugin.py; it is imported only when a run use
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -290,11 +291,18 @@ def record_history(
         entries = []
         for v in verdicts:
             treatment, subset, margin = history.split_gate(v.expectation)
+            f = v.figures  # a gate whose interval could not be formed records none
+            if f and not all(map(math.isfinite, (f.estimate_pct, f.lower_pct, f.upper_pct))):
+                f = None
             entries.append(
                 history.GateEntry(
                     time=now, run=ctx.run_id if ctx else "", gate=v.expectation,
-                    treatment=treatment, baseline=baseline, subset=subset, metric="",
-                    margin_pct=margin, estimate_pct=None, lower_pct=None, upper_pct=None,
+                    treatment=treatment, baseline=baseline, subset=subset,
+                    metric=f.metric if f else "",
+                    margin_pct=f.margin_pct if f and f.margin_pct is not None else margin,
+                    estimate_pct=f.estimate_pct if f else None,
+                    lower_pct=f.lower_pct if f else None, upper_pct=f.upper_pct if f else None,
+                    confidence=f.confidence if f else 0.95,
                     decision=history.decision(v.met), host=host, model=model,
                     treatment_build=build, baseline_build=build,
                 )

@@ -64,6 +64,7 @@ from ..kindbase import (
     CommandsFn,
     CompareFn,
     EndAnalysis,
+    GateFigures,
     GateVerdict,
     InterimFn,
     Kind,
@@ -84,7 +85,8 @@ from ..request import AnalysisRequest, RunRequest
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the declaration and the run side
     "GROUP", "Kind", "KindSpec", "KindRun", "Case", "Result", "Outcome", "EndAnalysis",
-    "GateVerdict", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings", "Opt",
+    "GateVerdict", "GateFigures", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings",
+    "Opt",
     # the optional parts, typed
     "PART_TYPES", "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",
     "SweepLookFn", "SweepLookAt", "SweepVerdict",

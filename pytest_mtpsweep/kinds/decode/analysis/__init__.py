@@ -19,6 +19,7 @@ from ....kindapi import (
     AnalysisRequest,
     EndAnalysis,
     ExpectationError,
+    GateFigures,
     GateVerdict,
     OptionError,
 )
@@ -177,15 +178,19 @@ def beside_the_primary(
 
 
 def judge(result: DecodeAnalysis, expectation: str) -> GateVerdict:
-    """One gate on the published decisions: met, or the line saying why not."""
+    """One gate on the published decisions: met, or the line saying why not; with its
+    estimate and interval where the run has its row."""
+    import dataclasses
+
     from .gates import evaluate_expectations
 
     try:
         failures = evaluate_expectations(result, [expectation])
     except ExpectationError as exc:
         return GateVerdict(expectation, False, f"{expectation} not met: {exc}")
+    figures = _figures(result, expectation)
     if failures:
-        return GateVerdict(expectation, False, failures[0])
+        return GateVerdict(expectation, False, failures[0], figures)
     from .gates import judge_margin, parse_expectation
 
     gate = parse_expectation(expectation)
@@ -193,9 +198,33 @@ def judge(result: DecodeAnalysis, expectation: str) -> GateVerdict:
         row = result.published.set_index(["treatment", "subset"]).loc[(gate.treatment, gate.subset)]
         level = result.settings.equivalence_confidence
         said = judge_margin(row, gate.margin_pct, final=True, level=level).sentence
-        return GateVerdict(expectation, True, f"{expectation} met: {said}")
+        return GateVerdict(expectation, True, f"{expectation} met: {said}", figures)
     line = _published(result).get((gate.treatment, gate.subset), "")
-    return GateVerdict(expectation, True, f"{expectation} met: {line}".rstrip(": "))
+    verdict = GateVerdict(expectation, True, f"{expectation} met: {line}".rstrip(": "))
+    return dataclasses.replace(verdict, figures=figures)
+
+
+def _figures(result: DecodeAnalysis, expectation: str) -> GateFigures | None:
+    """The published row's estimate and interval for a gate's cell: the 90 % one a not-slower
+    gate is judged on, the 95 % one for the others; None where the run has no such row."""
+    from .gates import parse_expectation
+
+    gate = parse_expectation(expectation)
+    rows = result.published.set_index(["treatment", "subset"])
+    if (gate.treatment, gate.subset) not in rows.index:
+        return None
+    row = rows.loc[(gate.treatment, gate.subset)]
+    s = result.settings
+    low, high, level = (
+        ("ci90_low", "ci90_high", s.equivalence_confidence)
+        if gate.margin_pct is not None
+        else ("ci_low", "ci_high", s.confidence)
+    )
+    return GateFigures(
+        metric=str(row["endpoint"]), estimate_pct=float(row["pct_change"]),
+        lower_pct=float(row[low]), upper_pct=float(row[high]), confidence=level,
+        margin_pct=gate.margin_pct,
+    )  # fmt: skip
 
 
 def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> GateVerdict:
@@ -218,7 +247,8 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
     why = check_cited(calibration, margin_pct=gate.margin_pct,
                       model_sha256=str(sha) if sha else None)  # fmt: skip
     if why:
-        return GateVerdict(verdict.expectation, False, f"{verdict.expectation} not met: {why}")
+        return GateVerdict(verdict.expectation, False, f"{verdict.expectation} not met: {why}",
+                           verdict.figures)  # fmt: skip
     doc = json.loads(calibration.read_text(encoding="utf-8"))
     rates = [
         c["false_alarm"] for c in doc.get("cells", []) if c["cell"].endswith(f":{gate.subset}")
@@ -230,7 +260,7 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
         r = rates[0]
         said += (f", A/A false alarms {100 * r['count'] / r['reps']:.1f} % "
                  f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}]")  # fmt: skip
-    return GateVerdict(verdict.expectation, verdict.met, verdict.detail + said)
+    return GateVerdict(verdict.expectation, verdict.met, verdict.detail + said, verdict.figures)
 
 
 def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:

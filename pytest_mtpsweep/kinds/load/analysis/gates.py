@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ....kindapi import ExpectationError, GateVerdict
+from ....kindapi import ExpectationError, GateFigures, GateVerdict
 from ....kindapi.analysis import WORD, Decision, NonInferiority, check_margin, decide
 from .contrast import LOWER_IS_BETTER, REQUEST_ENDPOINTS
 
@@ -80,6 +80,15 @@ def _row(rows: Sequence[Row], gate: LoadGate, endpoint: str) -> Row | None:
                                                                   endpoint)), None)  # fmt: skip
 
 
+def figures(said: NonInferiority, endpoint: str, level: float) -> GateFigures:
+    """The gate's numbers for a history, signed as a gain (a latency's rise reads negative)."""
+    sign = 1.0 if said.higher_is_better else -1.0
+    ends = sorted((sign * said.low_pct, sign * said.high_pct))
+    return GateFigures(metric=endpoint, estimate_pct=sign * said.estimate_pct,
+                       lower_pct=ends[0], upper_pct=ends[1], confidence=level,
+                       margin_pct=said.margin_pct)  # fmt: skip
+
+
 def verdicts(
     expect: Sequence[str], rows: Sequence[Row], endpoint: str, level: float
 ) -> tuple[GateVerdict, ...]:
@@ -98,7 +107,8 @@ def verdicts(
             continue
         said = judge_row(row, gate.margin_pct, final=True, level=level)
         met = "met" if said.passed else "not met"
-        out.append(GateVerdict(text, said.passed, f"{text} {met}: {endpoint} {said.sentence}"))
+        out.append(GateVerdict(text, said.passed, f"{text} {met}: {endpoint} {said.sentence}",
+                               figures(said, endpoint, level)))  # fmt: skip
     return tuple(out)
 
 

@@ -163,3 +163,26 @@ class TestStop:
         request = AnalysisRequest(boot=1000, expect=("slow:prose:not-slower:3",))
         got = {c.cell: c.decision for c in interim(run, request)}
         assert got["slow:prose"] == INFERIOR
+
+
+class TestFigures:
+    """Each judged gate carries its estimate and interval for the gate history."""
+
+    def test_a_not_slower_gate_carries_its_90_percent_interval_and_margin(
+        self, result: Any
+    ) -> None:
+        got = judge(result, "slow:prose:not-slower:3")
+        f = got.figures
+        assert not got.met and f is not None
+        assert f.margin_pct == 3.0 and f.confidence == pytest.approx(0.90)
+        assert f.lower_pct <= f.estimate_pct <= f.upper_pct
+        assert f.upper_pct < 0  # 15 % slower: a loss reads negative
+        assert f.metric in ("primary", "interval")
+
+    def test_a_directional_gate_carries_its_95_percent_interval(self, result: Any) -> None:
+        narrow = judge(result, "slow:prose:not-slower:3").figures
+        wide = judge(result, "slow:prose:slower").figures
+        assert narrow is not None and wide is not None
+        assert wide.margin_pct is None and wide.confidence == pytest.approx(0.95)
+        assert wide.estimate_pct == narrow.estimate_pct
+        assert wide.upper_pct - wide.lower_pct > narrow.upper_pct - narrow.lower_pct
