@@ -16,7 +16,7 @@ from ...ladder.prompts import session_order
 from ...preflight import PreflightItem, check_prompt_set
 from ...protocol.attach import counted, counters_now
 from ...request import AnalysisRequest, RunRequest
-from ...state.rundir import read_records
+from ...state.runread import RunReader
 from . import tallies
 from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
@@ -182,7 +182,7 @@ class DecodeRun(KindRun):
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
         """Finish reasons, draft acceptance, degenerate answers and the shakedown, from the
         session's records."""
-        records = read_records(live.writer.path)[0] if live.writer.path.exists() else []
+        records = RunReader(live.ctx.run_dir.path).session_records(live.slot.name).records
         shake = tallies.shakedown(records)
         return {
             "length_prompts": list(dict.fromkeys(live.extra.get("length_prompts", []))),

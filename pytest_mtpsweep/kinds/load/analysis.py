@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from ...analysis.sequential import CellState, LookState
     from ...report.model import Report
+    from ...state.plandoc import PlanDoc
     from .capacity_stats import CapacityResult
     from .contrast import Row
     from .crossover import Crossover
@@ -57,13 +58,13 @@ def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]
     return read.records, list(read.unreadable)
 
 
-def plan_of(run_dir: Path) -> Mapping[str, Any]:
-    """plan.json ({} without one; RunReadError, an AnalysisError, when it is malformed)."""
+def plan_of(run_dir: Path) -> PlanDoc:
+    """plan.json (empty without one; RunReadError, an AnalysisError, when it is malformed)."""
     return RunReader(run_dir).plan
 
 
-def contrast_pairs(plan: Mapping[str, Any], baseline: str) -> list[tuple[str, str]]:
-    keys = [str(t["key"]) for t in plan.get("treatments") or []]
+def contrast_pairs(plan: PlanDoc, baseline: str) -> list[tuple[str, str]]:
+    keys = list(plan.treatment_keys)
     return [(t, baseline) for t in keys if t != baseline]
 
 
@@ -89,7 +90,7 @@ def analyse(
                 "ladder again")  # fmt: skip
     if levels.empty:
         return "no load records were written, so there is nothing to analyse"
-    base = baseline or str((plan.get("analysis") or {}).get("baseline") or "")
+    base = baseline or plan.analysis.baseline
     present = set(levels["treatment"])
     if base not in present:
         return (f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
@@ -100,7 +101,7 @@ def analyse(
     for label in order:
         mode = str(levels.loc[levels["level"] == label, "mode"].iloc[0])
         modes.setdefault(mode, []).append(label)
-    keys = [base, *(str(t["key"]) for t in plan.get("treatments") or [] if t["key"] != base)]
+    keys = [base, *(k for k in plan.treatment_keys if k != base)]
     table = frame.percentile_table(requests, levels, keys)
     look = look_of(run_dir, plan, levels)
     if isinstance(look, str):
@@ -110,10 +111,11 @@ def analyse(
                                   confidence=level)  # fmt: skip
     inter = contrast.interaction_rows(requests, levels, pairs, modes, boot=boot, seed=seed,
                                       confidence=level)  # fmt: skip
-    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    load = plan.kind_fields.get("load") or {}
+    endpoint = str(load.get("endpoint", "e2e"))
     if look is not None:  # the rule at the run's last look, from these records
         look = look.judged(cells(rows, inter, endpoint))
-    searched = capacity_stats.analyse(plan.get("load") or {}, requests, keys, pairs, boot=boot,
+    searched = capacity_stats.analyse(load, requests, keys, pairs, boot=boot,
                                       seed=seed)  # fmt: skip
     crossings = crossover.crossovers(requests, levels, pairs, modes, endpoint, boot=boot, seed=seed)
     per_turn = turns.analyse(requests, plan, keys, base, order, boot=boot, seed=seed)
@@ -151,14 +153,14 @@ def analyse(
     return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint), model)
 
 
-def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
+def look_of(run_dir: Path, plan: PlanDoc, levels: Any) -> LookState | str | None:
     """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan),
     not yet judged; stop.json is never read: the looks come from the records."""
     from ...analysis.sequential import look_state
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
     try:
-        return look_state(plan.get("stop"), cycles)
+        return look_state(plan.stop, cycles)
     except ValueError as exc:
         return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
 
@@ -221,7 +223,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
 
 
 def analyse_command(
-    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]
 ) -> int:
     """`mtpsweep analyse RUN...` of load runs: each run's headline and report again."""
     status = EXIT_OK

@@ -8,19 +8,20 @@ goodput) has one gain per cycle and Student's t at cycles - 1 df, planned by cyc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...kindapi import EXIT_OK
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
     from pathlib import Path
 
     import pandas as pd
 
     from ...analysis.planning import CellPlan
     from ...analysis.stats import FloatArray
+    from ...state.plandoc import PlanDoc
     from .contrast import Row
 
 
@@ -89,7 +90,7 @@ def plan_cells(
     return out
 
 
-def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
+def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
     from ...analysis.planning import cycle_seconds
     from ...analysis.planning_text import render
@@ -104,7 +105,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     if blocks.empty:
         raise AnalysisError(f"there are no load records in {run_dir}/records; run the "
                             "experiment first or check the run path")  # fmt: skip
-    base = args.baseline or str((plan.get("analysis") or {}).get("baseline") or "")
+    base = args.baseline or plan.analysis.baseline
     present = set(blocks["treatment"])
     if base not in present:
         raise AnalysisError(f"the baseline {base!r} has no records in {run_dir}; pass "
@@ -116,7 +117,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
         modes.setdefault(str(blocks.loc[blocks["level"] == label, "mode"].iloc[0]), []).append(
             label
         )
-    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    endpoint = str((plan.kind_fields.get("load") or {}).get("endpoint", "e2e"))
     kw = {"boot": args.boot, "seed": args.boot_seed}
     spans = {f"{m[-1]}/{m[0]}": [m[0], m[-1]] for m in modes.values() if len(m) >= 2}
     rows: list[tuple[Row, Sequence[str]]] = [

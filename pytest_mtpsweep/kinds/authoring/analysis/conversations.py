@@ -17,6 +17,7 @@ from urllib.parse import quote
 from ....report.document import Markup, el, join
 from ....report.model import Page, Section
 from ....report.tables import facets
+from ....state.plandoc import PlanDoc
 from ..extract import extract
 
 TITLE = "Conversations, cell by cell"
@@ -193,13 +194,13 @@ def section(
     cells: Sequence[Mapping[str, Any]],
     turns: Iterable[Mapping[str, Any]],
     messages: Mapping[str, Messages | None],
-    plan: Mapping[str, Any],
+    plan: PlanDoc,
 ) -> Section:
     """The page's section of every cell (report.md's census points to it): `cells` are the
     final records, `messages` each cell's conversation by cell id (None: none to show)."""
     modes = {
         str(c.get("name")): str(c.get("extract") or "fenced")
-        for c in plan.get("cohorts", [])
+        for c in plan.kind_fields.get("cohorts", [])
         if isinstance(c, dict)
     }
     held = _by_cell(turns)

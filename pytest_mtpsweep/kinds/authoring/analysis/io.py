@@ -17,6 +17,7 @@ from ....fileio import atomic_write_text
 from ....report.mdtext import md_text
 from ....report.model import Report
 from ....report.save import write_report
+from ....state.plandoc import PlanDoc
 from ....state.runread import RunReader
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from . import contrast, conversations, findings, repeats, report, tables
@@ -75,18 +76,17 @@ def _forgeable(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _title(run_dir: Path, plan: Mapping[str, Any]) -> str:
+def _title(run_dir: Path, plan: PlanDoc) -> str:
     """`ladder/run id` as plan.json names them (the directory's name without a plan)."""
-    run = str(plan.get("run_id") or run_dir.name)
-    ladder = plan.get("ladder")
-    return f"{ladder}/{run}" if isinstance(ladder, str) and ladder else run
+    run = plan.run_id or run_dir.name
+    return f"{plan.ladder}/{run}" if plan.ladder else run
 
 
-def _notes(run_dir: Path, plan: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
     """The run's facts for the Notes, and those that limit the answer (for Limitations)."""
     notes, limits = [], []
-    if plan:
-        notes.append(f"pre-registration sha256 {plan.get('preregistration_sha256')}")
+    if plan.preregistration_sha256:
+        notes.append(f"pre-registration sha256 {plan.preregistration_sha256}")
     for facts in RunReader(run_dir).sessions().facts:  # the session census names a bad one
         flight = _flight(facts)
         if flight.startswith("**"):

@@ -21,6 +21,8 @@ from ....recordlines import read_lines
 from ....report.images import available as plotting_available
 from ....report.model import Section
 from ....report.save import write_report
+from ....state.plandoc import PlanDoc
+from ....state.rundocs import DroppedArm
 from ....state.runread import RunReader
 from . import pictures, sweep
 from .equivalence import PAIR_COLUMNS
@@ -90,7 +92,7 @@ def load_run(run_dir: Path) -> RunData:
             f"{run_dir / schema.PLAN_FILE} is missing: default analysis settings were used"
         )
     plan, run_id = run.plan, run.run_id
-    sha = plan.get("preregistration_sha256")
+    sha = plan.preregistration_sha256
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
     stops = _protocol_stops(run)  # stop.json is not read: the looks come from the records
@@ -125,19 +127,16 @@ def load_run(run_dir: Path) -> RunData:
     )
 
 
-def _sweep_dropped(
-    run: RunReader, plan: Mapping[str, Any], notes: list[str]
-) -> tuple[Mapping[str, Any], ...]:
+def _sweep_dropped(run: RunReader, plan: PlanDoc, notes: list[str]) -> tuple[DroppedArm, ...]:
     """A sweep's dropped arms as stop.json names them (read only for a sweep run)."""
-    if not isinstance(plan.get("sweep"), Mapping):
+    if plan.sweep is None:
         return ()
     try:
-        doc = run.stop_doc
+        doc = run.stop
     except UserError as exc:
         notes.append(f"the sweep's dropped arms are not named: {exc}")
         return ()
-    value = doc.get("dropped", [])
-    return tuple(d for d in value if isinstance(d, Mapping)) if isinstance(value, list) else ()
+    return doc.dropped or ()
 
 
 def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
