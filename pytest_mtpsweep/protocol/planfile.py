@@ -46,7 +46,7 @@ def differences(
 
     `default_kind` is the kind of a plan written before plan.json named its kind."""
     a, b = identity(before, kind_fields), identity(now, kind_fields)
-    a["kind"] = a["kind"] or default_kind
+    a["kind"] = a["kind"] or default_kind or ""
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 

@@ -171,7 +171,7 @@ class PlanDoc:
             **self.kind_fields,
             **({"sweep": _sweep_json(self.sweep)} if self.sweep else {}),
             **({"stop": stop_json(self.stop)} if self.stop else {}),
-            **({"host_rule": _host_json(self.host_rule)} if self.host_rule else {}),
+            **({"host_rule": host_json(self.host_rule)} if self.host_rule else {}),
             "sessions": [
                 {
                     "ordinal": s.ordinal,
@@ -330,7 +330,7 @@ def _sweep(f: Fields) -> SweepPlan | None:
     )
 
 
-def _host_json(h: HostRulePlan) -> dict[str, Any]:
+def host_json(h: HostRulePlan) -> dict[str, Any]:
     return {"enabled": h.enabled, "applied": h.applied, **h.thresholds, "why": h.why}
 
 

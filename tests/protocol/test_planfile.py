@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_mtpsweep.protocol.planfile import differences
+from pytest_mtpsweep.protocol import planfile
+from pytest_mtpsweep.state.plandoc import PlanDoc
 
 PLAN: dict[str, Any] = {
     "run_id": "R1",
@@ -15,6 +16,11 @@ PLAN: dict[str, Any] = {
     "sessions": [{"session": "01_none_c1", "selected": True}],
     "keyed": {"max_tokens": 128, "seed": 42},
 }
+
+
+def differences(before: dict[str, Any], now: dict[str, Any], **how: Any) -> list[str]:
+    """`planfile.differences` of two plan.json documents as the reader parses them."""
+    return planfile.differences(PlanDoc.from_json(before), PlanDoc.from_json(now), **how)
 
 
 def test_same_run_despite_times_and_selection() -> None:
@@ -54,15 +60,20 @@ def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
         kind_fields={"analysis": {"margin_pct": 2.5}, "repeats": 1},
         plan=run_plan(lad.treatment_keys, 1), planned={},
     )  # fmt: skip
-    assert list(doc["analysis"]) == [
+    assert list(doc.to_json()["analysis"]) == [
         "baseline", "margin_pct", "curtailment_sentence", "multiplicity",
     ]  # fmt: skip
-    assert doc["analysis"]["margin_pct"] == 2.5 and doc["repeats"] == 1
+    assert doc.analysis.kind_settings == {"margin_pct": 2.5} and doc.kind_fields == {"repeats": 1}
+    assert PlanDoc.from_json(doc.to_json()) == doc
 
 
 def test_the_host_rule_is_part_of_the_runs_identity() -> None:
     from pytest_mtpsweep.ladder.model import HostRule
-    from pytest_mtpsweep.protocol.hostrule import to_json
+    from pytest_mtpsweep.protocol.hostrule import plan_entry
+    from pytest_mtpsweep.state.plandoc import host_json
+
+    def to_json(rule: HostRule, off: str | None) -> dict[str, Any]:
+        return host_json(plan_entry(rule, off))
 
     on = PLAN | {"host_rule": to_json(HostRule(), None)}
     assert differences(on, on | {"created_at": "T9"}) == []
