@@ -85,8 +85,8 @@ def _title(run_dir: Path, plan: PlanDoc) -> str:
 def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
     """The run's facts for the Notes, and those that limit the answer (for Limitations)."""
     notes, limits = [], []
-    if plan.preregistration_sha256:
-        notes.append(f"pre-registration sha256 {plan.preregistration_sha256}")
+    if plan != PlanDoc():  # the run has a plan.json
+        notes.append(f"pre-registration sha256 {plan.preregistration_sha256 or 'not recorded'}")
     for facts in RunReader(run_dir).sessions().facts:  # the session census names a bad one
         flight = _flight(facts)
         if flight.startswith("**"):
