@@ -1,10 +1,13 @@
 """A run directory read back: the one reader beside the one writer (`rundir.RunDir`).
 
 `RunReader(path)` opens a run directory and gives what the protocol and its kind wrote there:
-the plan (plan.json), the records of a folder (records/, cells/, turns/: each line a record or
+the plan (plan.json, parsed once into a `plandoc.PlanDoc`), the records of a folder (records/, cells/, turns/: each line a record or
 an `Unreadable`, by `recordlines`' rule), the session files, the sessions set aside in
-quarantine/, the run-wide documents (stop.json, curtailment.json, STOPPED) and the analysis
-tables. Every analysis, page and command that reads a run reads it here.
+quarantine/, the run-wide documents (stop.json as a `rundocs.StopDoc`, curtailment.json,
+STOPPED) and the analysis tables. Every analysis, page and command that reads a run reads it
+here. plan.json, the session files and stop.json carry the `format` their writer stamped:
+format 0 (the previous release, no field) is read as it is; a later format than
+`rundocs.FORMAT` is a `RunReadError` naming both (a session file's is set aside and named).
 
 One rule for a file that is not as the protocol writes it:
 
