@@ -96,7 +96,7 @@ def readings(source: str) -> list[str]:
             if isinstance(node, ast.Assign) and _plan_path(node.value, held):
                 held |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         for node in nodes:
-            if _looks_up_plan(node):
+            if isinstance(node, ast.expr) and _looks_up_plan(node):
                 found.add(f"{node.lineno}: looks plan.json's field up by string")
             if not isinstance(node, ast.Call):
                 continue
