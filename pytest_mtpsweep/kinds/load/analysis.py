@@ -103,9 +103,7 @@ def analyse(
         modes.setdefault(mode, []).append(label)
     keys = [base, *(k for k in plan.treatment_keys if k != base)]
     table = frame.percentile_table(requests, levels, keys)
-    look = look_of(run_dir, plan, levels)
-    if isinstance(look, str):
-        return look
+    look = look_of(plan, levels)
     level = 0.95 if look is None else look.confidence
     rows = contrast.contrast_rows(requests, levels, pairs, order, boot=boot, seed=seed,
                                   confidence=level)  # fmt: skip
@@ -153,16 +151,14 @@ def analyse(
     return LoadAnalysis(tuple(lines), out / REPORT, headline, cells(rows, inter, endpoint), model)
 
 
-def look_of(run_dir: Path, plan: PlanDoc, levels: Any) -> LookState | str | None:
-    """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan),
-    not yet judged; stop.json is never read: the looks come from the records."""
+def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
+    """The sequential look the records reached (None: fixed cycles), not yet judged; stop.json
+    is never read: the looks come from the records (a malformed design is refused when the
+    reader parses plan.json)."""
     from ...analysis.sequential import look_state
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
-    try:
-        return look_state(plan.stop, cycles)
-    except ValueError as exc:
-        return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
+    return look_state(plan.stop, cycles)
 
 
 def cells(rows: Sequence[Row], inter: Sequence[Row], endpoint: str) -> tuple[CellState, ...]:
