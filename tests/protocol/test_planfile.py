@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pytest_mtpsweep.protocol import planfile
 from pytest_mtpsweep.state.plandoc import PlanDoc
 
@@ -81,3 +83,20 @@ def test_the_host_rule_is_part_of_the_runs_identity() -> None:
     assert differences(on, looser) == ["host_rule"]
     off = PLAN | {"host_rule": to_json(HostRule(), "not applied: MTPSWEEP_HOST_RULE=off")}
     assert differences(on, off) == ["host_rule"]  # resuming with the rule turned off: refused
+
+
+def test_a_kind_field_named_like_the_protocols_is_refused() -> None:
+    from pathlib import Path
+
+    from pytest_mtpsweep.errors import KindError
+    from pytest_mtpsweep.ladder import run_plan
+    from pytest_mtpsweep.loader import load_ladder
+    from pytest_mtpsweep.protocol.planfile import plan_document
+
+    lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "drafters-cpu.toml")
+    with pytest.raises(KindError, match=r"plan_fields\(\) names sessions, which plan.json holds"):
+        plan_document(
+            run_id="R1", ladder=lad, created_at="T0", invocation=["pytest"], version="0",
+            server={}, keyed={}, prereg_sha256="", reg=lad.prereg,
+            kind_fields={"sessions": []}, plan=run_plan(lad.treatment_keys, 1), planned={},
+        )  # fmt: skip
