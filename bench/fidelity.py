@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pytest_mtpsweep.state.rundir import read_records
+from pytest_mtpsweep.state.runread import RunReader
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ def disagreement(run: Path) -> dict[str, list[float]]:
     """|primary / interval - 1| per treatment, over valid records on the server-timings basis."""
     out: dict[str, list[float]] = {}
     for f in sorted((run / "records").glob("*.jsonl")):
-        for r in read_records(f)[0]:
+        for r in RunReader(run).session_records(f.stem).records:
             p, i = r.get("decode_rate_tps_primary"), r.get("decode_rate_tps_interval")
             if r.get("valid") and p and i and r.get("interval_basis") == "server_timings":
                 out.setdefault(r["treatment"], []).append(abs(p / i - 1))

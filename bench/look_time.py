@@ -64,8 +64,8 @@ def one_look(run: Path, boot: int) -> tuple[float, float]:
             finally:
                 spent.append(time.perf_counter() - start)
 
-        def write(name: str, doc: Any) -> None:
-            atomic_write_json(copy / name, doc)
+        def write(doc: Any) -> None:  # a StopDoc, as RunDir.write_stop takes it
+            atomic_write_json(copy / "stop.json", doc.to_json())
 
         look = looks.Looks(design, timed, write)
         if hasattr(looks, "saver"):  # the look saves what the interim computed (not before)

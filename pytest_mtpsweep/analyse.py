@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from . import registry, schema
 from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .kindbase import EXIT_ERROR, Kind
+from .state.plandoc import PlanDoc
 from .state.runread import RunReader
 
 
@@ -39,9 +39,9 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return run
 
 
-def _plan(run: Path) -> Mapping[str, Any]:
-    """A run's plan.json, read by the run reader's rule ({} when it has none: the kind's
-    analysis says; a malformed one is refused in one line naming it)."""
+def _plan(run: Path) -> PlanDoc:
+    """A run's plan.json, read by the run reader's rule (empty when it has none: the kind's
+    analysis says; a malformed one, or one of a later format, is refused in one line)."""
     return RunReader(run).plan
 
 
@@ -50,7 +50,7 @@ def _analyse(args: argparse.Namespace) -> int:
     check_resampling(args.boot, args.boot_seed)
     runs = [Path(p) for p in args.runs]
     plans = [_plan(run) for run in runs]
-    names = list(dict.fromkeys(str(p.get("kind") or registry.default_name()) for p in plans))
+    names = list(dict.fromkeys(p.kind or registry.default_name() for p in plans))
     if len(names) > 1:
         raise AnalysisError(
             f"the runs are of different kinds ({', '.join(names)}); analyse each kind's runs "
@@ -81,7 +81,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _comparable(runs: Sequence[Path]) -> Kind:
     """The kind whose `compare` sets these runs side by side; refused, in one sentence naming
     the run and its kind, for a kind without one, or for two runs of different kinds."""
-    kinds = [str(_plan(run).get("kind") or registry.default_name()) for run in runs]
+    kinds = [_plan(run).kind or registry.default_name() for run in runs]
     able = [k.name for k in registry.kinds() if k.compare]
     for run, name in zip(runs, kinds, strict=True):
         if not registry.kind(name).compare:
@@ -123,7 +123,7 @@ def _plan_run(args: argparse.Namespace) -> int:
             "runs/<ladder>/<run-id>"
         )
     plan = _plan(run)
-    kind = registry.kind(str(plan.get("kind") or registry.default_name()))
+    kind = registry.kind(plan.kind or registry.default_name())
     if kind.plan is None:
         able = ", ".join(k.name for k in registry.kinds() if k.plan) or "none"
         raise AnalysisError(

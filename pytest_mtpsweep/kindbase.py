@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .schema import WarmupFacts
     from .state.context import RunContext
     from .state.live import LiveSession
+    from .state.plandoc import PlanDoc
 
 GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
 # What a kind's `analyse` returns: `mtpsweep analyse`'s exit status.
@@ -324,14 +325,14 @@ class AnalyseFn(Protocol):
     """`analyse`: `mtpsweep analyse` of the kind's run directories -> an exit status."""
 
     def __call__(
-        self, args: Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]], /
+        self, args: Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc], /
     ) -> int: ...
 
 
 class PlanFn(Protocol):
     """`plan`: `mtpsweep plan RUN --target-width W`, cycles to a target from a pilot."""
 
-    def __call__(self, args: Namespace, run_dir: Path, plan: Mapping[str, Any], /) -> int: ...
+    def __call__(self, args: Namespace, run_dir: Path, plan: PlanDoc, /) -> int: ...
 
 
 class InterimFn(Protocol):

@@ -12,9 +12,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+
+from pytest_mtpsweep.state.runread import RunReader
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -138,3 +141,10 @@ def started_by_hand(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """One records file as the run reader reads it: the records, and how many lines it set
+    aside (a torn or foreign line)."""
+    read = RunReader(path.parent).session_records(path.stem, ".")
+    return read.records, len(read.unreadable)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from pytest_mtpsweep.kinds.decode.analysis.frame import RECORD_COLUMNS
 from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile, RunData
+from pytest_mtpsweep.state.plandoc import PlanDoc
 
 KEYED: dict[str, Any] = {
     "model_id": "tiny-model",
@@ -194,7 +195,7 @@ def run_data(
     return RunData(
         run_dir=f"/synthetic/{design.run_id}",
         run_id=design.run_id,
-        plan=plan if plan is not None else make_plan(design),
+        plan=PlanDoc.from_json(plan if plan is not None else make_plan(design)),
         record_files=files,
         sessions=(),
     )

@@ -11,12 +11,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.state.rundir import read_records
 from tests.sandbox import (
     REPO,
     copy_experiments,
     only_run,
     prompt_dir,
+    read_records,
     servers_of,
     spawn_pytest,
     wait_for_record,

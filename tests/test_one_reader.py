@@ -1,4 +1,7 @@
-"""One reader of a run: no module but `state/runread.py` globs a record folder or parses plan.json.
+"""One reader of a run: no module but `state/runread.py` globs a record folder or parses
+plan.json or stop.json, and no module looks plan.json's fields up by string: the reader parses
+them once into `state/plandoc.PlanDoc` and every caller reads its typed fields (a kind's own
+fields, `PlanDoc.kind_fields`, are the kind's to look up).
 
 An AST check of every module of the package (so a comment or a docstring does not count), fed
 small sources first so that it is seen to fail on each way of reading around the reader.
@@ -15,6 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "pytest_mtpsweep"
 READER = PACKAGE / "state" / "runread.py"
+DOCUMENTS = ("PLAN_FILE", "STOP_FILE")  # the run-wide documents only the reader parses
+NAMES = ("plan.json", "stop.json")
 GLOBS = {"glob", "rglob", "iglob"}
 READS = {"read_text", "read_bytes", "open", "load", "loads", "read_file", "text_lines"}
 # what may take plan.json's path without reading it
@@ -31,14 +36,32 @@ def _text(node: ast.AST) -> str:
 
 
 def _names_plan(node: ast.AST, held: set[str]) -> bool:
-    """The expression mentions plan.json: `PLAN_FILE`, the literal, or a name assigned from one."""
+    """The expression mentions plan.json or stop.json: `PLAN_FILE`, `STOP_FILE`, the literal,
+    or a name assigned from one."""
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and (sub.id == "PLAN_FILE" or sub.id in held):
+        if isinstance(sub, ast.Name) and (sub.id in DOCUMENTS or sub.id in held):
             return True
-        if isinstance(sub, ast.Attribute) and sub.attr == "PLAN_FILE":
+        if isinstance(sub, ast.Attribute) and sub.attr in DOCUMENTS:
             return True
-        if "plan.json" in _text(sub):
+        if any(name in _text(sub) for name in NAMES):
             return True
+    return False
+
+
+def _is_plan(node: ast.AST) -> bool:
+    """`plan` or `<anything>.plan`: plan.json as a value."""
+    return (isinstance(node, ast.Name) and node.id == "plan") or (
+        isinstance(node, ast.Attribute) and node.attr == "plan"
+    )
+
+
+def _looks_up_plan(node: ast.AST) -> bool:
+    """`plan["x"]`, `plan.get("x")`, `run.plan["x"]`: a field of plan.json by its string."""
+    if isinstance(node, ast.Subscript):
+        return _is_plan(node.value) and bool(_text(node.slice))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        get = node.func.attr == "get" and _is_plan(node.func.value)
+        return get and bool(node.args) and bool(_text(node.args[0]))
     return False
 
 
@@ -73,6 +96,8 @@ def readings(source: str) -> list[str]:
             if isinstance(node, ast.Assign) and _plan_path(node.value, held):
                 held |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         for node in nodes:
+            if isinstance(node, ast.expr) and _looks_up_plan(node):
+                found.add(f"{node.lineno}: looks plan.json's field up by string")
             if not isinstance(node, ast.Call):
                 continue
             func, args = node.func, [*node.args, *(k.value for k in node.keywords)]
@@ -81,7 +106,7 @@ def readings(source: str) -> list[str]:
                 found.add(f"{node.lineno}: globs *.jsonl")
             on = [func.value] if isinstance(func, ast.Attribute) else []
             if name in READS and any(_names_plan(a, held) for a in [*on, *args]):
-                found.add(f"{node.lineno}: reads plan.json")
+                found.add(f"{node.lineno}: reads plan.json or stop.json")
             elif name not in PATH_ONLY and any(_plan_path(a, held) for a in args):
                 found.add(f"{node.lineno}: hands plan.json's path to {name}()")
     return sorted(found, key=lambda f: int(f.split(":")[0]))
@@ -98,6 +123,11 @@ def readings(source: str) -> list[str]:
         "def f(run):\n    path = run / PLAN_FILE\n    return rl.read_file(path, 'plan.json')",
         "plan = _json(run_dir / schema.PLAN_FILE)",
         "def f(run):\n    plan_path = run / PLAN_FILE\n    return _read_json(plan_path, 'plan')",
+        "doc = json.loads((run_dir / schema.STOP_FILE).read_text())",
+        'json.load(open(run / "stop.json"))',
+        'base = plan.get("analysis", {}).get("baseline")',
+        'kind = RunReader(run).plan["kind"]',
+        'keys = [t["key"] for t in run.plan.get("treatments") or []]',
     ],
 )
 def test_the_check_finds_each_way_round_the_reader(source: str) -> None:
@@ -112,6 +142,9 @@ def test_the_check_finds_each_way_round_the_reader(source: str) -> None:
         'sorted(d.glob("*.toml"))',
         '"""a docstring that globs *.jsonl and reads plan.json"""',
         "run_dir.write_json(schema.PLAN_FILE, doc)",
+        "kind = RunReader(run).plan.kind",  # the typed field
+        'load = plan.kind_fields.get("load") or {}',  # the kind's own part, the kind's to parse
+        "last = plan[-1]",  # a list of session slots named plan: no field by its string
         # a name bound to plan.json in one function is not the same name in another
         "def f(run):\n    path = run / PLAN_FILE\n\ndef g(path):\n    return path.read_text()",
     ],
@@ -128,4 +161,7 @@ def test_no_module_but_the_reader_globs_records_or_parses_the_plan() -> None:
         if path != READER
         for where in readings(path.read_text(encoding="utf-8"))
     ]
-    assert found == [], "read the run through state/runread.RunReader instead:\n" + "\n".join(found)
+    assert found == [], (
+        "read the run through state/runread.RunReader and its typed documents instead:\n"
+        + "\n".join(found)
+    )

@@ -29,7 +29,9 @@ from typing import Any
 import numpy as np
 
 from ..constants import SESSION_LEVEL_CYCLES
-from ..ladder.model import SPENDINGS, STOP_RULES
+from ..errors import RunReadError
+from ..ladder.model import SPENDINGS
+from ..state.plandoc import StopDesign, stop_design, stop_json
 from .decision import Decision
 
 MAX_LOOKS = 32
@@ -154,56 +156,41 @@ class Design:
                 return k
         return len(self.looks)
 
+    def document(self) -> StopDesign:
+        """The design as plan.json's `stop` holds it (its only home)."""
+        return StopDesign(
+            self.rule,
+            self.looks,
+            self.spending,
+            self.confidence,
+            self.equivalence_confidence,
+            self.width_pct,
+            self.cells,
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "looks": list(self.looks),
-            "spending": self.spending,
-            "confidence": list(self.confidence),
-            "equivalence_confidence": list(self.equivalence_confidence),
-            "width_pct": self.width_pct,
-            "cells": list(self.cells),
-        }
+        return stop_json(self.document())
+
+    @classmethod
+    def of(cls, stop: StopDesign) -> Design:
+        """The design plan.json's `stop` holds (`PlanDoc.stop`, parsed by the run reader)."""
+        return cls(
+            stop.rule,
+            stop.looks,
+            stop.spending,
+            stop.confidence,
+            stop.equivalence_confidence,
+            stop.width_pct,
+            stop.cells,
+        )
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Design:
         """From plan.json's `stop` block; ValueError naming the field when it is malformed."""
-
-        def floats(name: str) -> tuple[float, ...]:
-            value = doc.get(name)
-            if not isinstance(value, list) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1 for v in value
-            ):
-                raise ValueError(f"stop.{name} is {value!r}, not a list of levels in (0, 1)")
-            return tuple(float(v) for v in value)
-
-        looks = doc.get("looks")
-        if (
-            not isinstance(looks, list)
-            or not looks
-            or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in looks)
-        ):
-            raise ValueError(f"stop.looks is {looks!r}, not a list of cycle counts")
-        rule, spending, width = doc.get("rule"), doc.get("spending"), doc.get("width_pct")
-        if rule not in STOP_RULES or spending not in SPENDINGS:
-            raise ValueError(f"stop.rule {rule!r} or stop.spending {spending!r} is unknown")
-        if width is not None and not isinstance(width, int | float):
-            raise ValueError(f"stop.width_pct is {width!r}, not a number")
-        cells = doc.get("cells", [])  # absent in a plan written before cells existed: every one
-        if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
-            raise ValueError(f"stop.cells is {cells!r}, not a list of cell names")
-        design = cls(
-            str(rule),
-            tuple(looks),
-            str(spending),
-            floats("confidence"),
-            floats("equivalence_confidence"),
-            None if width is None else float(width),
-            tuple(cells),
-        )
-        if not (len(design.confidence) == len(design.equivalence_confidence) == len(looks)):
-            raise ValueError("stop.confidence, stop.equivalence_confidence and stop.looks differ")
-        return design
+        try:
+            return cls.of(stop_design(doc))
+        except RunReadError as exc:
+            raise ValueError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -319,13 +306,11 @@ class LookState:
         )
 
 
-def look_state(plan_stop: Any, cycles: int) -> LookState | None:
-    """The look of a run that reached `cycles` cycles, from plan.json's `stop` block, not yet
-    judged (`LookState.judged` applies the rule to the analysed cells); None for a fixed
-    design. ValueError when the plan's block is malformed."""
+def look_state(plan_stop: StopDesign | None, cycles: int) -> LookState | None:
+    """The look of a run that reached `cycles` cycles, from plan.json's `stop` design
+    (`PlanDoc.stop`), not yet judged (`LookState.judged` applies the rule to the analysed
+    cells); None for a fixed design."""
     if plan_stop is None:
         return None
-    if not isinstance(plan_stop, Mapping):
-        raise ValueError(f"stop is {plan_stop!r}, not the object the protocol writes")
-    design = Design.from_json(plan_stop)
+    design = Design.of(plan_stop)
     return LookState(design, design.look_at(max(cycles, 1)), cycles, None, "")

@@ -18,23 +18,31 @@ from ..schema import (
     records_file,
     utc_now_iso,
 )
-from ..state.rundir import RecordWriter, read_records
+from ..state.plandoc import AnalysisPlan, PlanDoc, StopDesign, SweepAxis
+from ..state.rundir import RecordWriter
+from ..state.rundocs import DroppedArm, SessionDoc, StopDoc
 from ..state.runread import RunReader
 
 __all__ = [
     "KEYED_FIELDS",
     "RECORDS_DIR",
     "SESSION_IDENTITY_FIELDS",
+    "AnalysisPlan",
+    "DroppedArm",
     "Measurement",
+    "PlanDoc",
     "RecordWriter",
     "RunReader",
+    "SessionDoc",
+    "StopDesign",
+    "StopDoc",
+    "SweepAxis",
     "WarmupFacts",
     "atomic_write_json",
     "atomic_write_text",
     "cache_dir",
     "limitation",
     "read_lines",
-    "read_records",
     "recordlines",
     "records_file",
     "redact_url",

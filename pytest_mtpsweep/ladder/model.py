@@ -166,17 +166,6 @@ class Sweep:
         n = len(self.axes[1].values)
         return (self.axes[0].values[i // n], self.axes[1].values[i % n])
 
-    def document(self) -> dict[str, Any]:
-        """What plan.json and the pre-registration record of it."""
-        return {
-            "setting": self.setting,
-            "axes": [{"flag": a.flag, "values": list(a.values)} for a in self.axes],
-            "shared_args": list(self.shared_args),
-            "from": self.start,
-            "arms": list(self.arms),
-            "order": "mirrored Williams",
-        }
-
     def prereg_lines(self, baseline: str) -> list[str]:
         """The pre-registration's "Sweep" section: the arms, the order, the step-down's start."""
         axes = "; ".join(f"{a.flag} over {', '.join(a.values)}" for a in self.axes)

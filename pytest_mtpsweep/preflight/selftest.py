@@ -55,15 +55,18 @@ def _prompt_positions() -> None:
 
 
 def _torn_record_cut_back() -> None:
-    from ..state.rundir import RecordWriter, read_records
+    from .. import schema
+    from ..state.rundir import RecordWriter
+    from ..state.runread import RunReader
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "r.jsonl"
+        path = Path(tmp) / schema.records_file("r")
         w = RecordWriter(path)
         w.append({"i": 1, "rate": float("nan")})
         w.close()
         path.write_text(path.read_text() + '{"i": 2, "to')  # a write cut short
-        assert read_records(path) == ([{"i": 1, "rate": None}], 1)
+        read = RunReader(tmp).session_records("r")
+        assert (read.records, len(read.unreadable)) == ([{"i": 1, "rate": None}], 1)
 
 
 def _paired_bootstrap() -> None:

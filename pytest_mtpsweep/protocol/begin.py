@@ -58,9 +58,9 @@ def begin(
         reg=reg,
         endpoints=kind.prereg_lines(reg),
         resume_fields=declared.resume_fields,
-        stop=design.to_json() if design else None,
+        stop=design.document() if design else None,
         stop_lines=looks.prereg_lines(design),
-        host_rule=hostrule.to_json(ladder.host_rule, host_off),
+        host_rule=hostrule.plan_entry(ladder.host_rule, host_off),
         host_lines=hostrule.prereg_lines(ladder.host_rule, host_off),
     )
     if request.resume is not None:
@@ -73,13 +73,13 @@ def begin(
     if design is not None and declared.interim is not None:
         interim, path, analysis = looks.interim_of(declared), f.run_dir.path, request.analysis
         schedule.looks = looks.Looks(
-            design, lambda: interim(path, analysis), f.run_dir.write_json, looks.saver(path)
+            design, lambda: interim(path, analysis), f.run_dir.write_stop, looks.saver(path)
         )
         if ladder.sweep is not None and declared.sweep is not None:
             ask: SweepLookFn = registry.part(declared, "sweep")
             sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))
             if request.resume is not None:  # the arms that left stay gone
-                sweep.restore(RunReader(path).stop_doc)
+                sweep.restore(RunReader(path).stop)
             schedule.looks.sweep = sweep
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)
@@ -134,13 +134,13 @@ def join(
     ctx = RunContext(
         ladder=ladder,
         run_dir=RunDir.reopen(where.run_path),
-        run_id=str(old["run_id"]),
+        run_id=old.run_id,
         server_bin=res.server_bin,
         server_version=res.server_version,
         model_path=res.model_path,
         models=res.models,
         keyed=res.keyed,
-        prereg_sha256=str(old.get("preregistration_sha256", "")),
+        prereg_sha256=old.preregistration_sha256,
         planned=planned,
         warmup=request.warmup,
         calibration=request.calibration,

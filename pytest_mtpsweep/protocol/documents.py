@@ -13,6 +13,7 @@ from .._version import __version__
 from ..ladder import Ladder, SessionSlot
 from ..ladder.model import Preregistration
 from ..preflight.items import PreflightItem, write_preflight_json
+from ..state.plandoc import HostRulePlan, PlanDoc, StopDesign
 from ..state.rundir import RunDir
 from . import planfile, prereg, resume
 
@@ -42,12 +43,12 @@ class Plan:
     reg: Preregistration  # the effective pre-registration, the kind's defaults filled in
     endpoints: Sequence[str] = ()  # the kind's pre-registered endpoints and contrasts
     resume_fields: Sequence[str] = ()  # the kind's plan fields that make it the same run
-    stop: Mapping[str, Any] | None = None  # the sequential design ([stop]), as plan.json has it
+    stop: StopDesign | None = None  # the sequential design ([stop]), plan.json's `stop`
     stop_lines: Sequence[str] = ()  # its section of preregistration.md
-    host_rule: Mapping[str, Any] | None = None  # the host rule (hostrule.py), as plan.json has it
+    host_rule: HostRulePlan | None = None  # the host rule (hostrule.py), plan.json's `host_rule`
     host_lines: Sequence[str] = ()  # its section of preregistration.md
 
-    def document(self, prereg_sha256: str) -> dict[str, Any]:
+    def document(self, prereg_sha256: str) -> PlanDoc:
         return planfile.plan_document(
             run_id=self.run_id,
             ladder=self.ladder,
@@ -84,7 +85,7 @@ def found(path: Path, p: Plan, checks: Sequence[PreflightItem]) -> Founded:
     )
     run_dir.write_text_new(schema.PREREGISTRATION_FILE, text)
     sha = prereg.digest(text)
-    run_dir.write_json(schema.PLAN_FILE, p.document(sha))
+    run_dir.write_plan(p.document(sha))
     return Founded(run_dir, p.run_id, sha, set())
 
 

@@ -7,6 +7,7 @@ ones included), so a resumed run's table has every session, before and after the
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:
     return Summary(rows, lines, shakedown=_first_shakedown(every))
 
 
-def _first_shakedown(sessions: list[dict[str, Any]]) -> str:
+def _first_shakedown(sessions: Sequence[Mapping[str, Any]]) -> str:
     """The shakedown line of the run's first session (the kind put it in its session file)."""
     firsts = sorted(
         (s for s in sessions if isinstance(s.get("shakedown"), dict)),

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import schema
 from ..ladder.model import HostRule
+from ..state.plandoc import HostRulePlan
 
 ENV = "MTPSWEEP_HOST_RULE"  # "off": the rule is not applied (the test suite's default)
 # criterion -> (what it measures, its unit in the reason)
@@ -122,9 +123,9 @@ def judge(info: Mapping[str, Any], rule: HostRule, off: str | None) -> dict[str,
     return verdict(witnesses(info), rule, missing).to_json()
 
 
-def to_json(rule: HostRule, off: str | None) -> dict[str, Any]:
+def plan_entry(rule: HostRule, off: str | None) -> HostRulePlan:
     """plan.json's `host_rule`: the thresholds, and whether the run applies them."""
-    return {"enabled": rule.enabled, "applied": off is None, **rule.thresholds(), "why": off or ""}
+    return HostRulePlan(rule.enabled, off is None, off or "", dict(rule.thresholds()))
 
 
 def prereg_lines(rule: HostRule, off: str | None) -> list[str]:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import registry, schema
 from ..constants import POOLED
 from ..errors import LadderError, OptionError
 from ..ladder import Ladder, SessionSlot
+from ..state.rundocs import Look, LookCell, StopDoc
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -152,10 +153,10 @@ class Looks:
     design: Design
     # the kind's analysis of the run directory now (it writes nothing)
     interim: Callable[[], AnalysisResult | Sequence[CellState]]
-    write: Callable[[str, Any], object]  # run_dir.write_json
+    write: Callable[[StopDoc], object]  # run_dir.write_stop
     save: Callable[[AnalysisResult], object] | None = None  # after the look is in stop.json
-    taken: list[dict[str, Any]] = field(default_factory=list)
-    stopped: dict[str, Any] | None = None
+    taken: list[Look] = field(default_factory=list)
+    stopped: Look | None = None
     sweep: SweepLooks | None = None  # a [sweep]: arms leave at looks; settled stops the run
 
     def due(self, slot: SessionSlot) -> int | None:
@@ -164,7 +165,7 @@ class Looks:
         if after not in self.design.looks[:-1] or self.stopped is not None:
             return None
         k = self.design.looks.index(after) + 1
-        return None if any(t["look"] == k for t in self.taken) else k
+        return None if any(t.look == k for t in self.taken) else k
 
     def take(self, k: int) -> bool:
         """Look k: the kind's interim analysis against the rule; True when the rule is met."""
@@ -184,21 +185,18 @@ class Looks:
         if self.sweep is not None:  # a sweep stops when settled, not on its cells' rule
             alpha = 1.0 - self.design.confidence[k - 1]
             met, why = self.sweep.look(k, self.design.looks[k - 1], alpha)
-        entry = {
-            "look": k,
-            "after_cycle": self.design.looks[k - 1],
-            "at": schema.utc_now_iso(),
-            "met": met,
-            "why": error or why,
-            "cells": [
-                {"cell": c.cell, "decision": c.decision.value, "half_width_pct": c.half_width_pct}
-                for c in cells
-            ],
-        }
+        entry = Look(
+            k,
+            self.design.looks[k - 1],
+            schema.utc_now_iso(),
+            met,
+            error or why,
+            tuple(LookCell(c.cell, c.decision.value, c.half_width_pct) for c in cells),
+        )
         self.taken.append(entry)
         if met:
             self.stopped = entry
-        self.write(schema.STOP_FILE, self.document())
+        self.write(self.document())
         if result is not None and self.save is not None:
             self._save(result)
         return met
@@ -211,11 +209,11 @@ class Looks:
             if self.save is not None:
                 self.save(result)
 
-    def document(self) -> dict[str, Any]:
-        """stop.json: the design, every look taken, and the look that stopped the run."""
-        return {
-            "design": self.design.to_json(),
-            "looks": self.taken,
-            "stopped_at": self.stopped["look"] if self.stopped else None,
-            **({"dropped": list(self.sweep.dropped)} if self.sweep is not None else {}),
-        }
+    def document(self) -> StopDoc:
+        """stop.json: every look taken and the look that stopped the run (the design is
+        plan.json's `stop`, written once when the run was founded)."""
+        return StopDoc(
+            looks=tuple(self.taken),
+            stopped_at=self.stopped.look if self.stopped else None,
+            dropped=tuple(self.sweep.dropped) if self.sweep is not None else None,
+        )

@@ -5,28 +5,40 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import KindError
 from ..ladder import Ladder, SessionSlot
-from ..ladder.model import Preregistration
+from ..ladder.model import Preregistration, Sweep
+from ..state.plandoc import (
+    PLAN_FIELDS,
+    AnalysisPlan,
+    HostRulePlan,
+    PlanDoc,
+    PlannedSession,
+    StopDesign,
+    SweepAxis,
+    SweepPlan,
+    Treatment,
+)
 
 
-def identity(doc: Mapping[str, Any], kind_fields: Sequence[str] = ()) -> dict[str, Any]:
+def identity(doc: PlanDoc, kind_fields: Sequence[str] = ()) -> dict[str, Any]:
     """The parts of a plan document that make two invocations the same run: the protocol's,
     the keyed fields, and the fields the kind names (`Kind.resume_fields`)."""
     return {
-        "ladder": doc.get("ladder"),
-        "kind": doc.get("kind"),
-        "treatments": doc.get("treatments"),
-        "stop": doc.get("stop"),
-        "host_rule": doc.get("host_rule"),
-        **{name: doc.get(name) for name in kind_fields},
-        "sessions": [s.get("session") for s in doc.get("sessions") or []],
-        **{f"keyed.{k}": v for k, v in (doc.get("keyed") or {}).items()},
+        "ladder": doc.ladder,
+        "kind": doc.kind,
+        "treatments": doc.treatments,
+        "stop": doc.stop,
+        "host_rule": doc.host_rule,
+        **{name: doc.kind_fields.get(name) for name in kind_fields},
+        "sessions": list(doc.session_names),
+        **{f"keyed.{k}": v for k, v in doc.keyed.items()},
     }
 
 
 def differences(
-    before: Mapping[str, Any],
-    now: Mapping[str, Any],
+    before: PlanDoc,
+    now: PlanDoc,
     kind_fields: Sequence[str] = (),
     default_kind: str | None = None,
 ) -> list[str]:
@@ -34,7 +46,7 @@ def differences(
 
     `default_kind` is the kind of a plan written before plan.json named its kind."""
     a, b = identity(before, kind_fields), identity(now, kind_fields)
-    a["kind"] = a["kind"] or default_kind
+    a["kind"] = a["kind"] or default_kind or ""
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
@@ -52,49 +64,57 @@ def plan_document(
     kind_fields: Mapping[str, Any],
     plan: Sequence[SessionSlot],
     planned: Mapping[str, int],
-    stop: Mapping[str, Any] | None = None,
-    host_rule: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    stop: StopDesign | None = None,
+    host_rule: HostRulePlan | None = None,
+) -> PlanDoc:
     """plan.json: the ordered sessions, which were selected, the keyed fields, the analysis.
 
     The kind's fields follow the protocol's; an `analysis` entry among them is merged into the
     analysis block (the kind's own settings, between the baseline and the pre-registration)."""
     own = dict(kind_fields)
     kind_analysis = own.pop("analysis", {})
-    return {
-        "run_id": run_id,
-        "ladder": ladder.name,
-        "kind": ladder.kind,
-        "ladder_file": str(ladder.path),
-        "question": ladder.question,
-        "scope": reg.scope,
-        "created_at": created_at,
-        "invocation": list(invocation),
-        "harness_version": version,
-        **server,
-        "note": ladder.note,
-        "keyed": dict(keyed),
-        "preregistration_sha256": prereg_sha256,
-        "analysis": {
-            "baseline": ladder.baseline,
-            **kind_analysis,
-            "curtailment_sentence": reg.curtailment_sentence,
-            "multiplicity": reg.multiplicity,
-        },
-        "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
-        **own,
-        **({"sweep": ladder.sweep.document()} if ladder.sweep else {}),
-        **({"stop": dict(stop)} if stop else {}),
-        **({"host_rule": dict(host_rule)} if host_rule else {}),
-        "sessions": [
-            {
-                "ordinal": s.ordinal,
-                "treatment": s.treatment,
-                "cycle": s.cycle,
-                "session": s.name,
-                "selected": s.name in planned,
-                "measurements": planned.get(s.name, 0),
-            }
+    clash = sorted(set(own) & set(PLAN_FIELDS))
+    if clash:  # a kind's field would shadow the protocol's: a bug in the kind, said plainly
+        raise KindError(
+            f"kind {ladder.kind}'s plan_fields() names {', '.join(clash)}, which plan.json "
+            "holds for the protocol; rename the kind's field."
+        )
+    return PlanDoc(
+        run_id=run_id,
+        ladder=ladder.name,
+        kind=ladder.kind,
+        ladder_file=str(ladder.path),
+        question=ladder.question,
+        scope=reg.scope,
+        created_at=created_at,
+        invocation=tuple(invocation),
+        harness_version=version,
+        server_bin=server.get("server_bin"),
+        server_bin_source=server.get("server_bin_source"),
+        server_version=server.get("server_version"),
+        model_path=server.get("model_path"),
+        models=server.get("models"),
+        note=ladder.note,
+        keyed=dict(keyed),
+        preregistration_sha256=prereg_sha256,
+        analysis=AnalysisPlan(
+            ladder.baseline, reg.curtailment_sentence, reg.multiplicity, dict(kind_analysis)
+        ),
+        treatments=tuple(Treatment(t.key, tuple(t.args)) for t in ladder.treatments),
+        sweep=_sweep(ladder.sweep) if ladder.sweep else None,
+        stop=stop,
+        host_rule=host_rule,
+        sessions=tuple(
+            PlannedSession(
+                s.ordinal, s.treatment, s.cycle, s.name, s.name in planned, planned.get(s.name, 0)
+            )
             for s in plan
-        ],
-    }
+        ),
+        kind_fields=own,
+    )
+
+
+def _sweep(s: Sweep) -> SweepPlan:
+    """plan.json's `sweep`: what the pre-registration records of the ladder's `[sweep]`."""
+    axes = tuple(SweepAxis(a.flag, a.values) for a in s.axes)
+    return SweepPlan(s.setting, axes, s.shared_args, s.start, s.arms)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import schema
 from ..errors import RunDirError, RunReadError
 from ..preflight.items import PreflightItem, write_preflight_json
+from ..state.plandoc import PlanDoc
 from ..state.rundir import RunDir
 from ..state.runread import RunReader
 from . import planfile
@@ -29,20 +29,20 @@ class ResumeState:
     done: set[str]
 
 
-def read_plan(run_path: Path) -> dict[str, Any]:
+def read_plan(run_path: Path) -> PlanDoc:
     """The run's plan.json by the run reader's rule, refused in --resume's own words."""
     run = RunReader(run_path)
     if not run.has(schema.PLAN_FILE):
         raise RunDirError(f"--resume {run_path}: no plan.json there; name a run directory.")
     try:
-        old = dict(run.plan)
+        old = run.plan
     except RunReadError as exc:  # it names the file and says to restore it
         raise RunDirError(f"--resume {run_path}: {exc} or start a new run.") from None
     except OSError as exc:
         raise RunDirError(
             f"--resume {run_path}: plan.json cannot be read ({exc}); restore it or start a new run."
         ) from None
-    if not isinstance(old.get("run_id"), str):
+    if not old.run_id:
         raise RunDirError(
             f"--resume {run_path}: plan.json holds no run; restore it or start a new run."
         )
@@ -53,7 +53,7 @@ def check_stop_file(run_path: Path) -> None:
     """A damaged stop.json refused before preflight: the looks are taken again from the
     records, but a file that is not the protocol's means someone or something changed the run."""
     try:
-        _ = RunReader(run_path).stop_doc
+        _ = RunReader(run_path).stop
     except RunReadError as exc:  # it names the file and says to restore it
         raise RunDirError(
             f"--resume {run_path}: {exc}, or move it aside (the stop rule's looks are taken again "
@@ -66,14 +66,14 @@ def check_stop_file(run_path: Path) -> None:
         ) from None
 
 
-def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
+def finished_sessions(run_path: Path, plan: PlanDoc) -> set[str]:
     """Sessions whose session file exists and does not say `complete: false` (a kind whose
     cases can be resumed one by one writes that when some still need running)."""
-    names = [str(s.get("session")) for s in plan.get("sessions") or [] if isinstance(s, dict)]
+    names = plan.session_names
     # An unreadable session file was still closed: it is not run again. Another run's file
     # (copied in) is no session of this run: it is run, the file set aside first (`reopen`).
     read = RunReader(run_path).sessions()
-    unfinished = {str(f["session"]) for f in read.facts if f.get("complete") is False}
+    unfinished = {d.session for d in read.documents if not d.complete}
     unfinished |= read.foreign
     return {
         n for n in names if n not in unfinished and (run_path / schema.session_file(n)).exists()
@@ -82,7 +82,7 @@ def finished_sessions(run_path: Path, plan: Mapping[str, Any]) -> set[str]:
 
 def reopen(
     run_path: Path,
-    now: Mapping[str, Any],
+    now: PlanDoc,
     checks: Sequence[PreflightItem],
     kind_fields: Sequence[str] = (),
 ) -> ResumeState:
@@ -107,7 +107,7 @@ def reopen(
         )
     done = finished_sessions(run_path, old)
     foreign = RunReader(run_path).sessions().foreign
-    selected = {str(s["session"]) for s in now.get("sessions", []) if s.get("selected")}
+    selected = {s.session for s in now.sessions if s.selected}
     if selected and selected <= done:
         raise RunDirError(
             f"--resume {run_path}: every selected session already finished, so there is nothing "
@@ -116,8 +116,7 @@ def reopen(
     run_dir = RunDir.reopen(run_path)
     n = len(list(run_path.glob("preflight*.json")))
     write_preflight_json(checks, run_path / schema.preflight_resume_file(n))
-    for s in old.get("sessions") or []:
-        name = str(s.get("session"))
+    for name in old.session_names:
         if name in done:
             continue
         if (run_path / schema.session_file(name)).exists():  # closed, but incomplete
@@ -128,4 +127,4 @@ def reopen(
         ).exists()
         if touched:
             run_dir.quarantine(name, INTERRUPTED)
-    return ResumeState(run_dir, old["run_id"], str(old.get("preregistration_sha256", "")), done)
+    return ResumeState(run_dir, old.run_id, old.preregistration_sha256, done)

@@ -130,21 +130,21 @@ class Schedule:
         sweep = self.looks.sweep if self.looks is not None else None
         for d in sweep.dropped if sweep is not None else ():
             for s in self.selected:
-                later = s.treatment == d["arm"] and s.cycle > d["after_cycle"]
+                later = s.treatment == d.arm and s.cycle > d.after_cycle
                 if later and s.name not in self.done and s.name not in self.decided:
                     self.decided[s.name] = (
-                        f"not needed: {d['arm']} left the sweep at look {d['look']} after "
-                        f"cycle {d['after_cycle']} ({d['why']})"
+                        f"not needed: {d.arm} left the sweep at look {d.look} after "
+                        f"cycle {d.after_cycle} ({d.why})"
                     )
 
     def _stop_by_rule(self, k: int) -> None:
         assert self.looks is not None and self.looks.stopped is not None
-        after = self.looks.stopped["after_cycle"]
+        after = self.looks.stopped.after_cycle
         for s in self.selected:  # an arm that left keeps its own reason
             if s.cycle > after and s.name not in self.done and s.name not in self.decided:
                 self.decided[s.name] = (
                     f"not needed: the stop rule was met at look {k} after cycle {after} "
-                    f"({self.looks.stopped['why']})"
+                    f"({self.looks.stopped.why})"
                 )
 
     def _stop_at_deadline(self, current: SessionSlot) -> None:

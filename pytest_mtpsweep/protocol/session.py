@@ -258,7 +258,7 @@ class Sessions:
         run_dir = self.ctx.run_dir
         unwritten: RunDirError | None = None
         try:
-            run_dir.write_json(schema.session_file(live.slot.name), info)
+            run_dir.write_session(live.slot.name, info)
         except RunDirError as exc:
             # A session without its file must not enter the analysis: set it aside, then say so.
             unwritten = exc

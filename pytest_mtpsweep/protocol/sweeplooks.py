@@ -7,12 +7,12 @@ max_cycles. Which arm left at which look, and why, goes into stop.json (`dropped
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..kindbase import SweepLookAt, SweepVerdict
 from ..ladder import Ladder
+from ..state.rundocs import DroppedArm, StopDoc
 
 
 @dataclass
@@ -23,19 +23,16 @@ class SweepLooks:
     margin_pct: float
     subsets: tuple[str, ...]  # the deciding subsets ((): every one)
     ask: Callable[[SweepLookAt], SweepVerdict]  # the kind's sweep_look on this run
-    dropped: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[DroppedArm] = field(default_factory=list)
     # --resume: the looks stop.json already holds, each (settled, why), kept as they were
     restored: dict[int, tuple[bool, str]] = field(default_factory=dict)
 
-    def restore(self, doc: Mapping[str, Any]) -> None:
+    def restore(self, doc: StopDoc) -> None:
         """A resumed run's earlier looks from stop.json: the arms that left stay gone and a
         look already taken keeps its verdict (the records since would otherwise change it)."""
-        for d in doc.get("dropped", []) if isinstance(doc.get("dropped"), list) else []:
-            if isinstance(d, Mapping) and d.get("arm") in self.arms:
-                self.dropped.append(dict(d))
-        for e in doc.get("looks", []) if isinstance(doc.get("looks"), list) else []:
-            if isinstance(e, Mapping) and isinstance(e.get("look"), int):
-                self.restored[e["look"]] = (bool(e.get("met")), str(e.get("why", "")))
+        self.dropped += [d for d in doc.dropped or () if d.arm in self.arms]
+        for e in doc.looks:
+            self.restored[e.look] = (e.met, e.why)
 
     @classmethod
     def for_ladder(cls, ladder: Ladder, ask: Callable[[SweepLookAt], SweepVerdict]) -> SweepLooks:
@@ -45,7 +42,7 @@ class SweepLooks:
 
     @property
     def active(self) -> tuple[str, ...]:
-        gone = {d["arm"] for d in self.dropped}
+        gone = {d.arm for d in self.dropped}
         return tuple(a for a in self.arms if a not in gone)
 
     def look(self, k: int, after_cycle: int, alpha: float) -> tuple[bool, str]:
@@ -58,5 +55,5 @@ class SweepLooks:
             return False, f"the sweep's look failed: {exc}"
         for arm, why in verdict.drops:
             if arm in self.active:
-                self.dropped.append({"arm": arm, "look": k, "after_cycle": after_cycle, "why": why})
+                self.dropped.append(DroppedArm(arm, k, after_cycle, why))
         return verdict.settled, verdict.why

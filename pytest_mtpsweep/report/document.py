@@ -174,5 +174,5 @@ def render_page(title: str, sections: Sequence[PageSection], subtitle: str = "")
 def page_title(run_dir: Path) -> str:
     """`mtpsweep: <ladder>/<run>` from the run's plan."""
     read = RunReader(run_dir)
-    run, ladder = read.run_id, read.plan.get("ladder")
-    return f"mtpsweep: {ladder}/{run}" if isinstance(ladder, str) and ladder else f"mtpsweep: {run}"
+    run, ladder = read.run_id, read.plan.ladder
+    return f"mtpsweep: {ladder}/{run}" if ladder else f"mtpsweep: {run}"

@@ -14,6 +14,8 @@ from typing import IO, Any
 from .. import schema
 from ..errors import RunDirError
 from ..fileio import atomic_write_json, atomic_write_text, dumps_line, write_new_text
+from .plandoc import PlanDoc
+from .rundocs import FORMAT, FORMAT_FIELD, StopDoc
 from .runread import RunReader
 
 # A records file set aside in place when quarantine/ cannot take it (a full disk).
@@ -70,6 +72,18 @@ class RunDir:
         except OSError as exc:
             raise _write_error(target, exc) from None
         return target
+
+    def write_plan(self, doc: PlanDoc) -> Path:
+        """plan.json, stamped with the documents' format (`rundocs.FORMAT`)."""
+        return self.write_json(schema.PLAN_FILE, doc.to_json())
+
+    def write_stop(self, doc: StopDoc) -> Path:
+        """stop.json (the looks; the design is plan.json's), stamped with the format."""
+        return self.write_json(schema.STOP_FILE, doc.to_json())
+
+    def write_session(self, session: str, info: Mapping[str, Any]) -> Path:
+        """sessions/<session>.json, stamped with the format (the kind's facts as they are)."""
+        return self.write_json(schema.session_file(session), {FORMAT_FIELD: FORMAT, **info})
 
     def write_text(self, relpath: str, text: str) -> Path:
         target = self.path / relpath
@@ -160,9 +174,9 @@ class RunDir:
         if now.exists():
             later = json.loads(now.read_text(encoding="utf-8"))
             later["host_spoiled_first"] = first
-            self.write_json(schema.session_file(session), later)
+            self.write_session(session, later)
         else:
-            self.write_json(schema.session_file(session), first)
+            self.write_session(session, first)
         (held / m["session"]).unlink(missing_ok=True)
         for src, name in (
             (schema.server_log(session), m["log"]),
@@ -182,7 +196,7 @@ class RunDir:
     def record_writer(self, session: str) -> RecordWriter:
         return RecordWriter(self.path / schema.records_file(session))
 
-    def session_files(self) -> Iterator[dict[str, Any]]:
+    def session_files(self) -> Iterator[Mapping[str, Any]]:
         """Every readable session file, in name (run) order (read by `runread.RunReader`)."""
         yield from RunReader(self.path).sessions().facts
 
@@ -267,22 +281,3 @@ class RecordWriter:
             with contextlib.suppress(OSError):
                 self._file.close()
             self._file = None
-
-
-def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Parsed records and the count of lines that did not parse (a run killed mid-write)."""
-    records: list[dict[str, Any]] = []
-    bad = 0
-    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            bad += 1
-            continue
-        if isinstance(obj, dict):
-            records.append(obj)
-        else:
-            bad += 1
-    return records, bad

@@ -1,10 +1,13 @@
 """A run directory read back: the one reader beside the one writer (`rundir.RunDir`).
 
 `RunReader(path)` opens a run directory and gives what the protocol and its kind wrote there:
-the plan (plan.json), the records of a folder (records/, cells/, turns/: each line a record or
+the plan (plan.json, parsed once into a `plandoc.PlanDoc`), the records of a folder (records/, cells/, turns/: each line a record or
 an `Unreadable`, by `recordlines`' rule), the session files, the sessions set aside in
-quarantine/, the run-wide documents (stop.json, curtailment.json, STOPPED) and the analysis
-tables. Every analysis, page and command that reads a run reads it here.
+quarantine/, the run-wide documents (stop.json as a `rundocs.StopDoc`, curtailment.json,
+STOPPED) and the analysis tables. Every analysis, page and command that reads a run reads it
+here. plan.json, the session files and stop.json carry the `format` their writer stamped:
+format 0 (the previous release, no field) is read as it is; a later format than
+`rundocs.FORMAT` is a `RunReadError` naming both (a session file's is set aside and named).
 
 One rule for a file that is not as the protocol writes it:
 
@@ -43,6 +46,8 @@ from typing import Any
 from .. import recordlines as rl
 from .. import schema
 from ..errors import RunReadError
+from .plandoc import PlanDoc
+from .rundocs import SessionDoc, StopDoc
 
 RECORD_SUFFIX = ".jsonl"
 SESSION_SUFFIX = ".json"
@@ -79,12 +84,17 @@ class Records:
 
 @dataclass(frozen=True)
 class Sessions:
-    """The session files: each readable one as `{"session": <name>, **its facts}`, in name (run)
-    order, and each one set aside as `sessions/<name>.json: why`."""
+    """The session files: each readable one parsed, in name (run) order, and each one set aside
+    as `sessions/<name>.json: why`."""
 
-    facts: tuple[dict[str, Any], ...]
+    documents: tuple[SessionDoc, ...]
     unreadable: tuple[str, ...]
     foreign: frozenset[str] = frozenset()  # sessions whose file is another run's
+
+    @property
+    def facts(self) -> tuple[Mapping[str, Any], ...]:
+        """Each readable file as `{"session": <name>, **what it holds}` (the kind's view)."""
+        return tuple(d.facts for d in self.documents)
 
 
 @dataclass(frozen=True)
@@ -163,40 +173,41 @@ class RunReader:
         return loaded
 
     @functools.cached_property
-    def plan(self) -> Mapping[str, Any]:
-        """plan.json: the run as founded ({} when it has none)."""
-        return self.document(schema.PLAN_FILE, "plan file")
+    def plan(self) -> PlanDoc:
+        """plan.json: the run as founded, typed (`PlanDoc()` when it has none); a document of a
+        later format than this version reads is a RunReadError naming both formats."""
+        raw = self.document(schema.PLAN_FILE, "plan file")
+        return (
+            PlanDoc.from_json(raw, f"plan file {self.path / schema.PLAN_FILE}")
+            if raw
+            else PlanDoc()
+        )
 
     @functools.cached_property
     def identity(self) -> Mapping[str, str]:
         """The fields every record of this run carries with plan.json's values (those the plan
         has): a record line with another value is another run's (`recordlines.foreign`)."""
-        return {
-            name: value
-            for name in rl.IDENTITY_FIELDS
-            if isinstance(value := self.plan.get(name), str) and value
+        values = {
+            "run_id": self.plan.run_id,
+            "preregistration_sha256": self.plan.preregistration_sha256,
         }
+        return {name: values[name] for name in rl.IDENTITY_FIELDS if values[name]}
 
     @property
     def run_id(self) -> str:
         """The plan's run id, else the directory's name."""
-        return str(self.plan.get("run_id") or self.path.name)
+        return self.plan.run_id or self.path.name
 
     @property
-    def stop_doc(self) -> Mapping[str, Any]:
-        """stop.json, the looks a [stop] run took ({} without one)."""
-        doc = self.document(schema.STOP_FILE, "stop-rule file")
-        looks, stopped = doc.get("looks", []), doc.get("stopped_at")
-        if (
-            not isinstance(looks, list)
-            or not all(isinstance(e, Mapping) for e in looks)
-            or not (stopped is None or (isinstance(stopped, int) and not isinstance(stopped, bool)))
-        ):
-            raise RunReadError(
-                f"stop-rule file {self.path / schema.STOP_FILE} does not hold the object the "
-                "protocol writes (design, looks, stopped_at); restore it from the run"
-            )
-        return doc
+    def stop(self) -> StopDoc:
+        """stop.json, the looks a [stop] run took (`StopDoc()` without one); the design is
+        `plan.stop`."""
+        raw = self.document(schema.STOP_FILE, "stop-rule file")
+        return (
+            StopDoc.from_json(raw, f"stop-rule file {self.path / schema.STOP_FILE}")
+            if raw
+            else StopDoc()
+        )
 
     @property
     def curtailment(self) -> Mapping[str, Any]:
@@ -238,7 +249,7 @@ class RunReader:
 
     def sessions(self) -> Sessions:
         """Every session file, each read or set aside (see `Sessions`)."""
-        facts: list[dict[str, Any]] = []
+        docs: list[SessionDoc] = []
         bad: list[str] = []
         other: set[str] = set()
         for path in self._files(schema.SESSIONS_DIR, SESSION_SUFFIX):
@@ -256,8 +267,21 @@ class RunReader:
                 bad.append(f"{label}: {why}")
                 other.add(path.stem)
                 continue
-            facts.append({"session": path.stem, **loaded})
-        return Sessions(tuple(facts), tuple(bad), frozenset(other))
+            try:
+                docs.append(SessionDoc.from_json(path.stem, loaded, label))
+            except RunReadError as exc:  # one session's file costs itself, never the run
+                bad.append(str(exc))
+        return Sessions(tuple(docs), tuple(bad), frozenset(other))
+
+    def session_records(self, session: str, folder: str = schema.RECORDS_DIR) -> Records:
+        """One session's records file (`folder/<session>.jsonl`) as `records` reads a folder's
+        (no records when it is not there), e.g. a session's own records while it closes."""
+        path = self.path / folder / f"{session}{RECORD_SUFFIX}"
+        if not _regular(path):
+            return Records((), ())
+        label = f"{folder}/{shown(path.name)}"
+        read, bad = rl.read_lines(tuple(rl.text_lines(path)), label, None, (), self.identity)
+        return Records(tuple(read), tuple(bad))
 
     def quarantined(self) -> tuple[Held, ...]:
         """Every session set aside in quarantine/, in name order."""

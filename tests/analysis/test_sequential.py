@@ -19,6 +19,8 @@ from pytest_mtpsweep.analysis.sequential import (
     rule_met,
     spent,
 )
+from pytest_mtpsweep.errors import RunReadError
+from pytest_mtpsweep.state.plandoc import stop_design
 
 
 def test_one_look_is_the_fixed_interval() -> None:
@@ -108,15 +110,16 @@ def test_rule_decided_and_width() -> None:
 
 def test_look_state_of_a_run() -> None:
     plan = Design.plan("decided", 2, 6, "pocock", None).to_json()
+    stop = stop_design(plan)  # plan.json's `stop`, as the run reader parses it
     assert look_state(None, 4) is None
     decided = (CellState("b:prose", Decision.FASTER, 3.0),)
     open_cell = (CellState("b:prose", Decision.UNDECIDED, 9.0),)
-    s = look_state(plan, 4)
+    s = look_state(stop, 4)
     assert s is not None and (s.look, s.stopped_at) == (2, None)
     s = s.judged(decided)  # the rule applied to the records' cells at the look
     assert (s.look, s.stopped_at) == (2, 2)
     assert "stopped at look 2 of 3 (after cycle 4): every headline cell is decided" in s.sentence()
-    ran_out = look_state(plan, 6)
+    ran_out = look_state(stop, 6)
     assert ran_out is not None and ran_out.look == 3
     ran_out = ran_out.judged(open_cell)
     assert ran_out.stopped_at is None
@@ -124,16 +127,16 @@ def test_look_state_of_a_run() -> None:
     # the last look stops nothing: the run ends there anyway
     assert ran_out.judged(decided).stopped_at is None
     # data between looks use the next look's level, never an earlier one's, and are not judged
-    between = look_state(plan, 3)
+    between = look_state(stop, 3)
     assert between is not None and between.confidence == plan["confidence"][1]
     assert between.judged(decided) == between
-    with pytest.raises(ValueError):
-        look_state({"rule": "decided"}, 2)
+    with pytest.raises(RunReadError, match=r"`stop\.looks` is None"):
+        stop_design({"rule": "decided"})
     # Issue 43: a first look before the session level (the opt-in) is said in the report.
     assert "as stop.allow_early_looks asked: a look there speaks for its sessions only" in (
         s.sentence()
     )
-    later = look_state(Design.plan("decided", 4, 8, "pocock", None).to_json(), 6)
+    later = look_state(Design.plan("decided", 4, 8, "pocock", None).document(), 6)
     assert later is not None
     later = later.judged(decided)
     assert "allow_early_looks" not in later.sentence()

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.rig.net import free_port
-from pytest_mtpsweep.state.rundir import read_records
 from tests.protocol.test_session import STUB, run_stub, stub_project
-from tests.sandbox import only_run, started_by_hand
+from tests.sandbox import only_run, read_records, started_by_hand
 
 pytestmark = pytest.mark.timeout(240)
 

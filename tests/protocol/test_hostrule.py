@@ -91,7 +91,7 @@ def test_off_in_the_environment_or_the_ladder_is_recorded_not_applied() -> None:
     assert hostrule.off_reason(HostRule(), {hostrule.ENV: "on"}) is None
     judged = hostrule.judge({"host": {"other_cpu_pct": 99.0}}, HostRule(), off)
     assert judged == {"applied": False, "why": off, "spoiled": None}
-    assert hostrule.to_json(HostRule(), off)["applied"] is False
+    assert hostrule.plan_entry(HostRule(), off).applied is False
     assert "no session is set aside" in "\n".join(hostrule.prereg_lines(HostRule(), off))
     lines = "\n".join(hostrule.prereg_lines(HostRule(), None))
     assert "- memory_stall_pct > 10" in lines and "- major_faults > 1000" in lines

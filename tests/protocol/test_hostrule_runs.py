@@ -15,9 +15,8 @@ import pytest
 
 from pytest_mtpsweep.rig import host
 from pytest_mtpsweep.schema import HostNoise
-from pytest_mtpsweep.state.rundir import read_records
 from tests.protocol.test_session import STUB, run_stub, stub_project, stubs_running
-from tests.sandbox import only_run
+from tests.sandbox import only_run, read_records
 
 # Only the faked memory stall can trip the rule: every other threshold is at its top.
 RULE = """

@@ -14,6 +14,7 @@ from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import CellState, Design
 from pytest_mtpsweep.ladder.plan import run_plan
 from pytest_mtpsweep.protocol.looks import Looks, prereg_lines
+from pytest_mtpsweep.state.rundocs import FORMAT, StopDoc
 from tests.protocol.test_session import run_stub, stub_project
 
 STOP = '\n[stop]\nrule = "decided"\nmin_cycles = 2\nallow_early_looks = true\n'
@@ -21,8 +22,8 @@ STOP = '\n[stop]\nrule = "decided"\nmin_cycles = 2\nallow_early_looks = true\n'
 
 def _looks(
     cells: list[tuple[CellState, ...]] | Exception,
-) -> tuple[Looks, list[tuple[str, Any]]]:
-    written: list[tuple[str, Any]] = []
+) -> tuple[Looks, list[dict[str, Any]]]:
+    written: list[dict[str, Any]] = []  # stop.json as RunDir.write_stop writes it
 
     def interim() -> tuple[CellState, ...]:
         if isinstance(cells, Exception):
@@ -30,7 +31,7 @@ def _looks(
         return cells.pop(0)
 
     design = Design.plan("decided", 2, 6, "pocock", None)
-    return Looks(design, interim, lambda name, doc: written.append((name, doc))), written
+    return Looks(design, interim, lambda doc: written.append(doc.to_json())), written
 
 
 def test_a_look_is_due_once_before_the_cycle_after_it() -> None:
@@ -41,15 +42,15 @@ def test_a_look_is_due_once_before_the_cycle_after_it() -> None:
     assert looks.take(1) is False
     assert looks.due(plan[(3, "a")]) is None  # taken
     assert looks.due(plan[(5, "a")]) == 2
-    assert written[-1][0] == schema.STOP_FILE
-    doc = written[-1][1]
-    assert isinstance(doc, dict) and doc["stopped_at"] is None and doc["looks"][0]["look"] == 1
+    doc = written[-1]
+    assert doc["stopped_at"] is None and doc["looks"][0]["look"] == 1
+    assert doc["format"] == FORMAT and "design" not in doc  # the design is plan.json's alone
 
 
 def test_a_failed_interim_is_a_look_that_does_not_stop() -> None:
     looks, _ = _looks(RuntimeError("records unreadable"))
     assert looks.take(1) is False
-    assert "the interim analysis failed: records unreadable" in looks.taken[0]["why"]
+    assert "the interim analysis failed: records unreadable" in looks.taken[0].why
 
 
 def test_the_preregistration_states_rule_looks_and_levels() -> None:
@@ -176,8 +177,8 @@ def test_a_looks_result_is_saved_after_its_record_is_in_stop_json() -> None:
         events.append("computed")
         return result
 
-    def write(name: str, doc: Any) -> None:
-        events.append(f"wrote {name} with look {doc['looks'][-1]['look']}")
+    def write(doc: StopDoc) -> None:
+        events.append(f"wrote {schema.STOP_FILE} with look {doc.looks[-1].look}")
 
     def save(got: AnalysisResult) -> None:
         assert got is result
@@ -187,7 +188,7 @@ def test_a_looks_result_is_saved_after_its_record_is_in_stop_json() -> None:
     looks = Looks(design, interim, write, save)
     assert looks.take(1) is True
     assert events == ["computed", f"wrote {schema.STOP_FILE} with look 1", "saved"]
-    assert looks.taken[0]["cells"][0]["decision"] == "faster"
+    assert looks.taken[0].cells[0].decision == "faster"
 
 
 def test_a_save_that_fails_does_not_end_the_run() -> None:
@@ -200,4 +201,4 @@ def test_a_save_that_fails_does_not_end_the_run() -> None:
     got = AnalysisResult(report=Report("t", (), ()))
     looks = Looks(Design.plan("decided", 2, 6, "pocock", None), lambda: got, lambda *_: None, save)
     assert looks.take(1) is False
-    assert looks.taken[0]["why"] == "no headline cell has an interval yet"
+    assert looks.taken[0].why == "no headline cell has an interval yet"

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.state.rundir import read_records
 from tests.protocol.test_session import run_stub, staged_stub, stub_project, stubs_running
-from tests.sandbox import only_run
+from tests.sandbox import only_run, read_records
 
 
 def test_lying_timings_are_invalid_records_and_never_the_headline(

@@ -10,6 +10,7 @@ import pytest
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.errors import RunDirError
 from pytest_mtpsweep.protocol.resume import finished_sessions, read_plan
+from pytest_mtpsweep.state.plandoc import PlanDoc
 
 
 @pytest.mark.parametrize(
@@ -34,13 +35,13 @@ def test_a_missing_or_bad_plan_is_one_line(tmp_path: Path, text: str | None, sai
 
 def test_a_plan_with_its_run_is_read(tmp_path: Path) -> None:
     (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "R1", "sessions": []}))
-    assert read_plan(tmp_path) == {"run_id": "R1", "sessions": []}
+    assert read_plan(tmp_path) == PlanDoc(format=0, run_id="R1")
 
 
 def test_finished_sessions_are_closed_files_not_marked_incomplete(tmp_path: Path) -> None:
     """Through the run reader: a closed session file is finished, one that says `complete:
     false` is run again, a missing one was never run, and a torn one was closed (not re-run)."""
-    plan = {"sessions": [{"session": n} for n in ("s1", "s2", "s3", "s4")]}
+    plan = PlanDoc.from_json({"sessions": [{"session": n} for n in ("s1", "s2", "s3", "s4")]})
     (tmp_path / schema.SESSIONS_DIR).mkdir()
     (tmp_path / schema.session_file("s1")).write_text(json.dumps({"released": True}))
     (tmp_path / schema.session_file("s2")).write_text(json.dumps({"complete": False}))
@@ -55,4 +56,4 @@ def test_another_runs_session_file_is_no_finished_session(tmp_path: Path) -> Non
     (tmp_path / schema.SESSIONS_DIR).mkdir()
     (tmp_path / schema.session_file("s1")).write_text(json.dumps({"run_id": "r1"}))
     (tmp_path / schema.session_file("s2")).write_text(json.dumps({"run_id": "r2"}))
-    assert finished_sessions(tmp_path, plan) == {"s1"}
+    assert finished_sessions(tmp_path, PlanDoc.from_json(plan)) == {"s1"}

@@ -12,7 +12,8 @@ import pytest
 from pytest_mtpsweep.errors import RunDirError
 from pytest_mtpsweep.kinds.decode.analysis.io import load_run
 from pytest_mtpsweep.schema import RUN_SUBDIRS, new_run_id
-from pytest_mtpsweep.state.rundir import RunDir, read_records
+from pytest_mtpsweep.state.rundir import RunDir
+from tests.sandbox import read_records
 
 
 class TestRunDir:

@@ -22,13 +22,13 @@ import psutil
 import pytest
 
 from pytest_mtpsweep.analyse import run_cli
-from pytest_mtpsweep.state.rundir import read_records
 from tests.sandbox import (
     FAKE_GGUF,
     STUB_SERVER,
     copy_experiments,
     only_run,
     prompt_dir,
+    read_records,
     servers_of,
     spawn_pytest,
     wait_for_record,

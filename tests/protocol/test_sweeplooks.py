@@ -11,6 +11,7 @@ import pytest
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kindapi import SweepLookAt, SweepVerdict
 from pytest_mtpsweep.protocol.sweeplooks import SweepLooks
+from pytest_mtpsweep.state.rundocs import DroppedArm, StopDoc
 from tests.protocol.test_looks import only_run
 from tests.protocol.test_session import run_stub, stub_project
 
@@ -43,7 +44,7 @@ def test_an_arm_leaves_once_and_a_failed_look_drops_nobody() -> None:
     assert not settled and "records unreadable" in why
     assert asked[0] == SweepLookAt(("a", "b", "c", "d"), 0.03, 5.0, ("structured",))
     assert asked[1].active == ("a", "b", "d")
-    assert looks.dropped == [{"arm": "c", "look": 1, "after_cycle": 2, "why": "surely slower"}]
+    assert looks.dropped == [DroppedArm("c", 1, 2, "surely slower")]
 
 
 def test_losing_arms_leave_at_the_first_look_and_the_run_stops(
@@ -84,10 +85,14 @@ def test_a_resumed_sweep_keeps_the_arms_that_left_and_its_looks_verdicts() -> No
 
     looks = SweepLooks(("a", "b", "c", "d"), 5.0, (), ask)
     looks.restore(
-        {
-            "looks": [{"look": 1, "met": False, "why": "3 arms still in the run"}],
-            "dropped": [{"arm": "c", "look": 1, "after_cycle": 2, "why": "surely slower"}],
-        }
+        StopDoc.from_json(
+            {
+                "looks": [
+                    {"look": 1, "after_cycle": 2, "met": False, "why": "3 arms still in the run"}
+                ],
+                "dropped": [{"arm": "c", "look": 1, "after_cycle": 2, "why": "surely slower"}],
+            }
+        )
     )
     assert looks.active == ("a", "b", "d")
     assert looks.look(1, 2, 0.03) == (False, "3 arms still in the run") and not asked

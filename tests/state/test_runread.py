@@ -11,6 +11,8 @@ import pytest
 from pytest_mtpsweep import recordlines as rl
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.errors import AnalysisError, RunReadError
+from pytest_mtpsweep.state.plandoc import PlanDoc
+from pytest_mtpsweep.state.rundocs import StopDoc
 from pytest_mtpsweep.state.runread import RunReader, shown
 
 
@@ -27,13 +29,13 @@ def test_what_is_missing_reads_empty_and_never_fails(tmp_path: Path, made: bool)
     if made:
         run.mkdir()
     read = RunReader(run)
-    assert read.plan == {} and not read.has(schema.PLAN_FILE)
+    assert read.plan == PlanDoc() and not read.has(schema.PLAN_FILE)
     assert read.run_id == "run"
     assert read.records().lines == () and read.records().unreadable == ()
     assert read.record_files("cells") == ()
     assert read.sessions().facts == () and read.sessions().unreadable == ()
     assert read.quarantined() == ()
-    assert (read.stop_doc, read.curtailment, read.stopped) == ({}, {}, "")
+    assert (read.stop, read.curtailment, read.stopped) == (StopDoc(), {}, "")
     assert read.table("analysis/gaps.csv").dicts() == []
     assert read.text("preregistration.md") == ""
 
@@ -61,13 +63,13 @@ def test_a_malformed_plan_is_one_line_naming_the_file_and_the_fix(
 def test_the_plan_and_its_run_id(tmp_path: Path) -> None:
     (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "r7", "kind": "load"}))
     read = RunReader(tmp_path)
-    assert read.has(schema.PLAN_FILE) and read.plan["kind"] == "load" and read.run_id == "r7"
+    assert read.has(schema.PLAN_FILE) and read.plan.kind == "load" and read.run_id == "r7"
 
 
 def test_a_stop_document_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
     (tmp_path / schema.STOP_FILE).write_text(json.dumps({"looks": "all"}))
-    with pytest.raises(RunReadError, match=r"stop-rule file .* restore it from the run"):
-        _ = RunReader(tmp_path).stop_doc
+    with pytest.raises(RunReadError, match=r"stop-rule file .*`looks` is 'all'.* restore it from"):
+        _ = RunReader(tmp_path).stop
 
 
 def test_a_torn_last_line_is_counted_and_named_and_the_rest_are_read(tmp_path: Path) -> None:

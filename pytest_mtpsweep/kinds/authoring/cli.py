@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,8 @@ from ...kindapi.records import recordlines as rl
 if TYPE_CHECKING:
     import argparse
 
+    from ...state.plandoc import PlanDoc
+
 
 def register(sub: Any) -> None:
     from .humaneval import register_cli
@@ -21,9 +23,7 @@ def register(sub: Any) -> None:
     register_cli(sub)
 
 
-def analyse(
-    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
-) -> int:
+def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]) -> int:
     """One authoring run, analysed into its analysis/ directory with the settings its plan
     registered (an explicit --boot, --boot-seed or --baseline wins)."""
     if len(runs) > 1 or args.pool or args.expect or args.out:
@@ -34,7 +34,7 @@ def analyse(
     from .analysis import analyse_dir
 
     plan = plans[0]
-    registered = plan.get("contrast") or {}
+    registered = plan.kind_fields.get("contrast") or {}
     boot = args.boot if args.boot != DEFAULT_BOOT else registered.get("resamples", args.boot)
     seed = (
         args.boot_seed
@@ -50,7 +50,7 @@ def analyse(
 
     # plan.json is the run's, not the command line's: its count is bounded like --boot's.
     check_resampling(boot, seed)
-    baseline = args.baseline or plan.get("baseline_cohort") or ""
+    baseline = args.baseline or str(plan.kind_fields.get("baseline_cohort") or "")
     result = analyse_dir(runs[0], baseline, boot, seed, bool(registered.get("pooled")))
     print(result.headline)
     print(f"outputs: {result.out_dir}")

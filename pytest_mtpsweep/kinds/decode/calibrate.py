@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ...kindapi.analysis import Calibration
+    from ...kindapi.records import PlanDoc
 
 DEFAULT_FILE = "calibration.json"
 
@@ -93,9 +94,9 @@ def _checked(args: argparse.Namespace) -> None:
         )
 
 
-def aa_arm(plan: Mapping[str, Any], baseline: str, wanted: str | None, run: Path) -> str:
+def aa_arm(plan: PlanDoc, baseline: str, wanted: str | None, run: Path) -> str:
     """The A/A arm: a treatment with the baseline's server arguments (refused otherwise)."""
-    args = {str(t.get("key")): t.get("args", []) for t in plan.get("treatments", [])}
+    args = {t.key: list(t.args) for t in plan.treatments}
     if baseline not in args:
         raise AnalysisError(f"{run}: plan.json lists no baseline {baseline!r}; is it a decode run?")
     same = [k for k, a in args.items() if k != baseline and a == args[baseline]]
@@ -144,8 +145,7 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     run = load_run(run_dir)
     result = analyse([run], boot=args.boot, seed=args.boot_seed)
     arm = aa_arm(run.plan, result.settings.baseline, args.aa, run_dir)
-    top = args.cycles or max((int(s.get("cycle", 0)) for s in run.plan.get("sessions", [])),
-                             default=0)  # fmt: skip
+    top = args.cycles or max((s.cycle for s in run.plan.sessions), default=0)
     if top < 4:
         raise OptionError(f"{run_dir} ran {top} cycles; pass --cycles (the gate's, 4 or more).")
     design = Design.plan("decided", 4, top, args.spending, None)
@@ -155,7 +155,7 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
         raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
                             "calibrate from; run the A/A ladder first.")  # fmt: skip
     cells = tuple(_cell(result, r, design, args) for r in rows)
-    keyed = run.plan.get("keyed") or {}
+    keyed = run.plan.keyed
     return Calibration(
         host=host_identity(str(keyed.get("placement", ""))),
         model_id=str(keyed.get("model_id", "")),

@@ -19,6 +19,7 @@ from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
 from pytest_mtpsweep.request import AnalysisRequest
+from pytest_mtpsweep.state.plandoc import PlanDoc
 from tests.kinds.load.run_fixture import (
     HOSTILE_LADDER,
     HOSTILE_PROMPT,
@@ -63,7 +64,7 @@ def test_the_session_end_analysis_and_mtpsweep_analyse_both_write_it(
     assert page.is_file()
     page.unlink()
     args = argparse.Namespace(expect=None, baseline=None, boot=BOOT, boot_seed=1)
-    assert analysis.analyse_command(args, [run], [{}]) == 0
+    assert analysis.analyse_command(args, [run], [PlanDoc()]) == 0
     assert page.is_file()
 
 

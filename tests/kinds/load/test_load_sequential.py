@@ -107,6 +107,7 @@ def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it()
     from pytest_mtpsweep.analysis.decision import Decision
     from pytest_mtpsweep.kinds.load.analysis import cells, margin_of
     from pytest_mtpsweep.kinds.load.analysis.contrast import Row
+    from pytest_mtpsweep.state.plandoc import PlanDoc
 
     def row(level: str, low: float, high: float) -> Row:
         return Row("ngram", "none", "e2e", level, (low + high) / 2, low, high, 8, 16, 4, 0.01,
@@ -114,11 +115,11 @@ def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it()
 
     rows = [row("conc1", 2.0, 9.0), row("conc4", -0.4, 0.6)]
     inter = [row("conc4/conc1", -9.0, -1.0)]
-    got = cells(rows, inter, "e2e", margin_of({"analysis": {"margin_pct": 1.0}}))
+    got = cells(rows, inter, "e2e", margin_of(PlanDoc.from_json({"analysis": {"margin_pct": 1.0}})))
     assert [c.decision for c in got] == [Decision.FASTER, Decision.EQUIVALENT, Decision.SLOWER]
     assert rule_met(Design.plan("decided", 2, 8, "pocock", None), got)[0]
     # a run written before load recorded its margin: the ladder's default, 1 %
-    assert margin_of({"analysis": {}}) == 1.0
+    assert margin_of(PlanDoc.from_json({"analysis": {}})) == 1.0
     # the same interval against a tighter margin is still open, and the rule waits
     tight = cells(rows, inter, "e2e", 0.5)
     assert tight[1].decision is Decision.UNDECIDED

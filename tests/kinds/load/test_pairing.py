@@ -7,6 +7,7 @@ import pytest
 
 from pytest_mtpsweep.kinds.load.analysis import contrast, frame
 from pytest_mtpsweep.kinds.load.analysis.pairing import pairing_lines, slot_pairing
+from pytest_mtpsweep.state.plandoc import PlanDoc
 from tests.kinds.load.synthetic import gains, lines
 
 PAIRS = [("ngram", "none")]
@@ -61,12 +62,14 @@ def test_the_report_says_the_pairing_and_the_timed_design() -> None:
     table = frame.percentile_table(rq, lv)
     plan = {"load": {"duration_s": 30.0, "requests": None, "levels": []},
             "treatments": [{"key": "none"}, {"key": "ngram"}]}  # fmt: skip
-    text = markdown(report.report(plan, rq, table, lv, rows, [], [], "none"))
+    text = markdown(report.report(PlanDoc.from_json(plan), rq, table, lv, rows, [], [], "none"))
     assert "- 30 s per block (closed loop: new requests while time remains" in text
     assert "from its first send to its last completion" in text
     assert "conc4: 18 paired slots, 6 unpaired (ngram completed 24, none 18)" in text
     counted = markdown(
-        report.report({"load": {"requests": 16}}, rq, table, lv, rows, [], [], "none")
+        report.report(
+            PlanDoc.from_json({"load": {"requests": 16}}), rq, table, lv, rows, [], [], "none"
+        )
     )
     assert "- 16 requests per block, throughput over each block's wall time from its start" in (
         counted

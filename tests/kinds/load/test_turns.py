@@ -11,6 +11,7 @@ import pytest
 
 from pytest_mtpsweep.kinds.load.analysis import frame, turns
 from pytest_mtpsweep.report import render_md
+from pytest_mtpsweep.state.plandoc import PlanDoc
 
 
 def test_the_medians_interval_is_order_statistics_of_at_least_95_percent() -> None:
@@ -76,7 +77,9 @@ def test_the_report_lines_and_the_limitations_name_the_missing_cache_readings() 
     plan = {"load": {"cache_prompt": True, "conversation": {
         "turns": 3, "conversations": 4, "think_time_s": 0.5, "system_prefix_tokens": 64,
         "system_prefix_chars": 280, "system_prefix_sha256": "ab" * 32}}}  # fmt: skip
-    done = turns.analyse(requests, plan, ["b", "a"], "b", ["conc2"], boot=200, seed=1)
+    done = turns.analyse(
+        requests, PlanDoc.from_json(plan), ["b", "a"], "b", ["conc2"], boot=200, seed=1
+    )
     assert done is not None
     assert done.headline[1] == (
         "a at conc2: TTFT median 102 ms at turn 1 with 100 of 120 (83 %) prompt tokens cached, "
@@ -95,4 +98,4 @@ def test_a_run_without_conversations_has_no_per_turn_report() -> None:
     plain = [{k: v for k, v in r.items() if k not in ("conversation", "turn")}
              for r in _records()]  # fmt: skip
     requests, _ = frame.frames(plain)
-    assert turns.analyse(requests, {}, ["b", "a"], "b", ["conc2"], boot=200, seed=1) is None
+    assert turns.analyse(requests, PlanDoc(), ["b", "a"], "b", ["conc2"], boot=200, seed=1) is None

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_mtpsweep.kindapi import EXIT_ERROR, EXIT_OK
 from pytest_mtpsweep.kindapi.records import RECORDS_DIR, RunReader
@@ -17,6 +17,8 @@ from .report import report
 
 if TYPE_CHECKING:
     import argparse
+
+    from pytest_mtpsweep.kindapi.records import PlanDoc
 
 SUMMARY_CSV = "probe.csv"
 REPORT = "report.md"
@@ -42,7 +44,7 @@ def summarise(run_dir: Path) -> str | None:
 
 
 def analyse_command(
-    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]
 ) -> int:
     """`mtpsweep analyse RUN...` of probe runs: each run's medians, again."""
     for run_dir, plan in zip(runs, plans, strict=True):
@@ -50,7 +52,7 @@ def analyse_command(
         if table is None:
             print(f"{run_dir}: no probe records", flush=True)
             return EXIT_ERROR
-        print(f"{run_dir} ({json.dumps(plan.get('probe'))}):\n{table}")
+        print(f"{run_dir} ({json.dumps(plan.kind_fields.get('probe'))}):\n{table}")
     return EXIT_OK
 
 

@@ -25,7 +25,7 @@ def report(run_dir: Path, rows: Sequence[tuple[str, int, float]], unreadable: in
     limits.append("- One GET at a time: a median of a path's latency, not a load test.")
     return Report(
         title=f"Probe report: {md_text(run_dir.name)}",
-        opening=(text(f"Question: {md_text(plan.get('question', ''))}"),),
+        opening=(text(f"Question: {md_text(plan.question)}"),),
         sections=(
             Section("Headline", (headline,), role="headline"),
             Section("Limitations", (text(*limits),), role="limitations"),

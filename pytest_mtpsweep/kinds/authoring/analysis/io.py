@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi import AnalysisError, RunReadError
-from ....kindapi.records import RunReader, schema
+from ....kindapi.records import PlanDoc, RunReader, schema
 from ....kindapi.records import recordlines as rl
 from ....kindapi.report import AnalysisResult, Report, md_text, save_result
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
@@ -73,18 +73,17 @@ def _forgeable(records: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _title(run_dir: Path, plan: Mapping[str, Any]) -> str:
+def _title(run_dir: Path, plan: PlanDoc) -> str:
     """`ladder/run id` as plan.json names them (the directory's name without a plan)."""
-    run = str(plan.get("run_id") or run_dir.name)
-    ladder = plan.get("ladder")
-    return f"{ladder}/{run}" if isinstance(ladder, str) and ladder else run
+    run = plan.run_id or run_dir.name
+    return f"{plan.ladder}/{run}" if plan.ladder else run
 
 
-def _notes(run_dir: Path, plan: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
     """The run's facts for the Notes, and those that limit the answer (for Limitations)."""
     notes, limits = [], []
-    if plan:
-        notes.append(f"pre-registration sha256 {plan.get('preregistration_sha256')}")
+    if plan != PlanDoc():  # the run has a plan.json
+        notes.append(f"pre-registration sha256 {plan.preregistration_sha256 or 'not recorded'}")
     for facts in RunReader(run_dir).sessions().facts:  # the session census names a bad one
         flight = _flight(facts)
         if flight.startswith("**"):

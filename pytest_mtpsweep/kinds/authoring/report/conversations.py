@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from ....kindapi.records import PlanDoc
 from ....kindapi.report import Markup, Page, Section, el, facets, join
 from ..run.extract import extract
 
@@ -191,13 +192,13 @@ def section(
     cells: Sequence[Mapping[str, Any]],
     turns: Iterable[Mapping[str, Any]],
     messages: Mapping[str, Messages | None],
-    plan: Mapping[str, Any],
+    plan: PlanDoc,
 ) -> Section:
     """The page's section of every cell (report.md's census points to it): `cells` are the
     final records, `messages` each cell's conversation by cell id (None: none to show)."""
     modes = {
         str(c.get("name")): str(c.get("extract") or "fenced")
-        for c in plan.get("cohorts", [])
+        for c in plan.kind_fields.get("cohorts", [])
         if isinstance(c, dict)
     }
     held = _by_cell(turns)

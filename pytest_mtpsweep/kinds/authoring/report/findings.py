@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ....kindapi.records import schema
+from ....kindapi.records import PlanDoc, schema
 from ....kindapi.report import LONG_LIST_ROWS, Section, Text, md_text, text
 from .. import records
 from ..analysis.contrast import POOLED, Contrast
@@ -45,7 +45,7 @@ def _named(items: Sequence[str]) -> str:
     )
 
 
-def _design(plan: Mapping[str, Any], cells: pd.DataFrame, baseline: str) -> str:
+def _design(plan: PlanDoc, cells: pd.DataFrame, baseline: str) -> str:
     subjects = list(dict.fromkeys(cells["subject"].astype(str)))
     cohorts = list(dict.fromkeys(cells["cohort"].astype(str)))
     tasks = cells["task"].nunique()
@@ -56,9 +56,9 @@ def _design(plan: Mapping[str, Any], cells: pd.DataFrame, baseline: str) -> str:
         f" × {tasks} task(s) × {repeats} "
         f"repeat(s) = {len(cells)} cells"
     )
-    keyed = _mapping(plan.get("keyed"))
-    if plan.get("max_turns") is not None:
-        text += f"; at most {md_text(plan['max_turns'])} turn(s) per cell"
+    keyed, max_turns = plan.keyed, plan.kind_fields.get("max_turns")
+    if max_turns is not None:
+        text += f"; at most {md_text(max_turns)} turn(s) per cell"
     if keyed.get("temperature") is not None:
         text += f"; temperature {keyed['temperature']:g}"
     return text + "."
@@ -84,13 +84,13 @@ def _headline(rows: Sequence[Contrast]) -> str:
 
 
 def opening(
-    plan: Mapping[str, Any], cells: pd.DataFrame, rows: Sequence[Contrast], baseline: str
+    plan: PlanDoc, cells: pd.DataFrame, rows: Sequence[Contrast], baseline: str
 ) -> tuple[Text, ...]:
     """Question (pre-registered), scope, design and headline: what precedes Limitations."""
-    question = md_text(plan.get("question") or "") or "not recorded (plan.json has no `question`)"
+    question = md_text(plan.question) or "not recorded (plan.json has no `question`)"
     out = [f"**Question (pre-registered):** {question}"]
-    if md_text(plan.get("scope") or ""):
-        out.append(f"**Scope:** {md_text(plan['scope'])}")
+    if md_text(plan.scope):
+        out.append(f"**Scope:** {md_text(plan.scope)}")
     return tuple(Text(p) for p in [*out, _design(plan, cells, baseline), _headline(rows)])
 
 
@@ -174,7 +174,7 @@ def limitations(
     same: pd.DataFrame,
     rescue: pd.DataFrame,
     run_limits: Sequence[str],
-    plan: Mapping[str, Any],
+    plan: PlanDoc,
 ) -> Section:
     """The Limitations section; `run_limits` are what the run directory said (forgeable
     verdicts, unreadable records, tokens unknown, lowered concurrency, a stop), one bullet each."""
@@ -186,9 +186,8 @@ def limitations(
         _tasks(cells, rows),
         *_subjects(cells),
     ]
-    analysis = _mapping(plan.get("analysis"))
-    if analysis.get("multiplicity"):
-        items.append(f"**Multiplicity (pre-registered):** {md_text(analysis['multiplicity'])}")
+    if plan.analysis.multiplicity:
+        items.append(f"**Multiplicity (pre-registered):** {md_text(plan.analysis.multiplicity)}")
     return Section(TITLE, (text(*(f"- {item}" for item in items)),), role="limitations")
 
 

@@ -28,9 +28,10 @@ from ....kindapi.records import RunReader, terminal
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from ....kindapi.analysis import CellState
+    from ....kindapi.records import PlanDoc
     from .model import DecodeAnalysis
 
 
@@ -242,7 +243,7 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
 
     from ..calibrate import check_cited
 
-    keyed = run.plan.get("keyed") or {}
+    keyed = run.plan.keyed
     sha = keyed.get("model_sha256")
     why = check_cited(calibration, margin_pct=gate.margin_pct,
                       model_sha256=str(sha) if sha else None)  # fmt: skip
@@ -294,7 +295,7 @@ def pd_isna(value: object) -> bool:
 
 
 def analyse_command(
-    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]
 ) -> int:
     """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
     gate (exit 1 when one is not met)."""

@@ -15,8 +15,7 @@ from .model import ComparabilityGroup, RunData
 
 def plan_keyed(run: RunData) -> dict[str, Any]:
     """The keyed fields plan.json declares for a run (the ladder included)."""
-    keyed = run.plan.get("keyed")
-    values: dict[str, Any] = dict(keyed) if isinstance(keyed, Mapping) else {}
+    values: dict[str, Any] = dict(run.plan.keyed)
     if run.ladder is not None and values.get("ladder") is None:
         values["ladder"] = run.ladder
     return values
@@ -72,7 +71,7 @@ def check_poolable(
 
 
 def _model_path(run: RunData) -> str:
-    path = run.plan.get("model_path")  # plan.json names the model file the run resolved
+    path = run.plan.model_path  # plan.json names the model file the run resolved
     return str(path) if path else f"(model of {run.run_id})"
 
 

@@ -38,8 +38,7 @@ def _host_held(run: RunData) -> list[QuarantinedSession]:
 
 def effect(runs: Sequence[RunData]) -> HostRuleEffect:
     """The rule's thresholds and what it did, from what the runs left (no analysis yet)."""
-    plans = [r.plan.get("host_rule") for r in runs]
-    rule = next((p for p in plans if isinstance(p, Mapping)), None)
+    rule = next((r.plan.host_rule for r in runs if r.plan.host_rule is not None), None)
     if rule is None:
         return HostRuleEffect()
     rerun = tuple((_session_of(q), q.reason) for run in runs for q in _host_held(run))
@@ -57,11 +56,10 @@ def effect(runs: Sequence[RunData]) -> HostRuleEffect:
             gaps = verdict.get("not_available") if isinstance(verdict, Mapping) else None
             for criterion, why in (gaps or {}).items():
                 missing.setdefault(str(criterion), str(why))
-    thresholds = {k: v for k, v in rule.items() if k not in ("enabled", "applied", "why")}
     return HostRuleEffect(
         recorded=True,
-        why_not="" if rule.get("applied", True) else str(rule.get("why") or "not applied"),
-        thresholds=thresholds,
+        why_not="" if rule.applied else (rule.why or "not applied"),
+        thresholds=dict(rule.thresholds),
         rerun=rerun,
         kept=tuple(kept),
         not_available=tuple(sorted(missing.items())),

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError, UserError
-from ....kindapi.records import RunReader, read_lines, schema
+from ....kindapi.records import DroppedArm, PlanDoc, RunReader, read_lines, schema
 from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
 from ..report import pictures
@@ -85,7 +85,7 @@ def load_run(run_dir: Path) -> RunData:
             f"{run_dir / schema.PLAN_FILE} is missing: default analysis settings were used"
         )
     plan, run_id = run.plan, run.run_id
-    sha = plan.get("preregistration_sha256")
+    sha = plan.preregistration_sha256
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")
     stops = _protocol_stops(run)  # stop.json is not read: the looks come from the records
@@ -120,19 +120,16 @@ def load_run(run_dir: Path) -> RunData:
     )
 
 
-def _sweep_dropped(
-    run: RunReader, plan: Mapping[str, Any], notes: list[str]
-) -> tuple[Mapping[str, Any], ...]:
+def _sweep_dropped(run: RunReader, plan: PlanDoc, notes: list[str]) -> tuple[DroppedArm, ...]:
     """A sweep's dropped arms as stop.json names them (read only for a sweep run)."""
-    if not isinstance(plan.get("sweep"), Mapping):
+    if plan.sweep is None:
         return ()
     try:
-        doc = run.stop_doc
+        doc = run.stop
     except UserError as exc:
         notes.append(f"the sweep's dropped arms are not named: {exc}")
         return ()
-    value = doc.get("dropped", [])
-    return tuple(d for d in value if isinstance(d, Mapping)) if isinstance(value, list) else ()
+    return doc.dropped or ()
 
 
 def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from ....kindapi import (
     AnalysisError,
 )
 from ....kindapi.analysis import LookState, check_resampling
+from ....kindapi.records import AnalysisPlan, DroppedArm, PlanDoc
 from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
 from .equivalence import Equivalence
@@ -117,7 +118,7 @@ class RunData:
 
     run_dir: str
     run_id: str
-    plan: Mapping[str, Any]
+    plan: PlanDoc
     record_files: tuple[RecordFile, ...]
     sessions: tuple[Mapping[str, Any], ...]
     quarantined: tuple[QuarantinedSession, ...] = ()
@@ -126,17 +127,15 @@ class RunData:
     stops: tuple[str, ...] = ()
     # A sweep's arms that left at a look ({arm, look, after_cycle, why}), from stop.json: only
     # which arm left and why; the decisions themselves are recomputed from the records.
-    sweep_dropped: tuple[Mapping[str, Any], ...] = ()
+    sweep_dropped: tuple[DroppedArm, ...] = ()
 
     @property
     def ladder(self) -> str | None:
-        value = self.plan.get("ladder")
-        return str(value) if value is not None else None
+        return self.plan.ladder or None
 
     @property
-    def analysis_plan(self) -> Mapping[str, Any]:
-        value = self.plan.get("analysis")
-        return value if isinstance(value, Mapping) else {}
+    def analysis_plan(self) -> AnalysisPlan:
+        return self.plan.analysis
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,8 @@ _ENDPOINT_ALIASES = {
 }
 
 
-def _float_setting(plan: Mapping[str, Any], name: str, default: float, run: RunData) -> float:
-    value = plan.get(name, default)
+def _float_setting(own: Mapping[str, Any], name: str, default: float, run: RunData) -> float:
+    value = own.get(name, default)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -62,16 +62,15 @@ def settings_for(
     run: RunData, *, baseline: str | None, boot: int, seed: int, endpoint: str | None = None
 ) -> AnalysisSettings:
     """Settings from plan.json's analysis section, with the caller's overrides."""
-    plan = run.analysis_plan
-    registered = plan.get("baseline")
-    registered = str(registered) if registered is not None else None
-    endpoint = endpoint or str(plan.get("primary_endpoint") or "primary")
+    own = run.analysis_plan.kind_settings  # decode's own: margin, tie-break, endpoint
+    registered = run.analysis_plan.baseline or None
+    endpoint = endpoint or str(own.get("primary_endpoint") or "primary")
     return AnalysisSettings(
         baseline=baseline if baseline is not None else (registered or ""),
         boot=boot,
         seed=seed,
-        margin_pct=_float_setting(plan, "margin_pct", DEFAULT_MARGIN_PCT, run),
-        tiebreak_pp=_float_setting(plan, "tiebreak_pp", DEFAULT_TIEBREAK_PP, run),
+        margin_pct=_float_setting(own, "margin_pct", DEFAULT_MARGIN_PCT, run),
+        tiebreak_pp=_float_setting(own, "tiebreak_pp", DEFAULT_TIEBREAK_PP, run),
         primary_endpoint=_ENDPOINT_ALIASES.get(endpoint, endpoint),
         registered_baseline=registered,
     )
@@ -80,14 +79,9 @@ def settings_for(
 def _plan_treatments(runs: Sequence[RunData], *, selected_only: bool) -> list[str]:
     entries: list[tuple[int, str]] = []
     for run in runs:
-        sessions = run.plan.get("sessions")
-        for i, entry in enumerate(sessions if isinstance(sessions, list) else []):
-            if not isinstance(entry, Mapping) or entry.get("treatment") is None:
-                continue
-            if selected_only and entry.get("selected") is False:
-                continue
-            ordinal = entry.get("ordinal")
-            entries.append((ordinal if isinstance(ordinal, int) else i, str(entry["treatment"])))
+        for entry in run.plan.sessions:
+            if entry.treatment and (entry.selected or not selected_only):
+                entries.append((entry.ordinal, entry.treatment))
     return list(dict.fromkeys(t for _, t in sorted(entries)))
 
 
@@ -111,7 +105,7 @@ def _temperature(analysed: pd.DataFrame, runs: Sequence[RunData]) -> float | Non
         except ValueError:
             values.add(text)
     if not values:
-        values = {(run.plan.get("keyed") or {}).get("temperature") for run in runs}
+        values = {run.plan.keyed.get("temperature") for run in runs}
     value = values.pop() if len(values) == 1 else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -135,20 +129,11 @@ def equivalence_for(
     return content_equivalence(analysed, baseline, order), ""
 
 
-def _plan_text(runs: Sequence[RunData], name: str, *, analysis: bool = False) -> str:
-    source = runs[0].analysis_plan if analysis else runs[0].plan
-    value = source.get(name)
-    return str(value).strip() if isinstance(value, str) else ""
-
-
 def _plan_sessions(runs: Sequence[RunData], *, selected: bool) -> tuple[str, ...]:
     """Planned sessions the invocation selected (or did not), from plan.json."""
     out = []
     for run in runs:
-        sessions = run.plan.get("sessions")
-        for entry in sessions if isinstance(sessions, list) else []:
-            if isinstance(entry, Mapping) and (entry.get("selected") is not False) == selected:
-                out.append(str(entry.get("session")))
+        out += [e.session for e in run.plan.sessions if e.selected == selected]
     return tuple(out)
 
 
@@ -162,10 +147,7 @@ def _cycle_of(runs: Sequence[RunData]) -> dict[str, int]:
     """Each planned session's cycle, from plan.json."""
     out: dict[str, int] = {}
     for run in runs:
-        sessions = run.plan.get("sessions")
-        for e in sessions if isinstance(sessions, list) else []:
-            if isinstance(e, Mapping) and isinstance(e.get("cycle"), int):
-                out[str(e.get("session"))] = int(e["cycle"])
+        out |= {e.session: e.cycle for e in run.plan.sessions}
     return out
 
 
@@ -175,17 +157,12 @@ def _not_run(runs: Sequence[RunData], look: LookState | None) -> tuple[str, ...]
     seen = _reached(runs)
     after = look.design.looks[look.stopped_at - 1] if look and look.stopped_at else None
     cycle = _cycle_of(runs)
-    left = {str(d.get("arm")): d.get("after_cycle") for r in runs for d in r.sweep_dropped}
-    arm = {
-        str(e.get("session")): str(e.get("treatment"))
-        for r in runs
-        for e in (r.plan.get("sessions") or [])
-        if isinstance(e, Mapping)
-    }
+    left = {d.arm: d.after_cycle for r in runs for d in r.sweep_dropped}
+    arm = {e.session: e.treatment for r in runs for e in r.plan.sessions}
 
     def unneeded(s: str) -> bool:  # after the stopping look, or after its arm left a sweep
         gone = left.get(arm.get(s, ""))
-        if isinstance(gone, int) and cycle.get(s, 0) > gone:
+        if gone is not None and cycle.get(s, 0) > gone:
             return True
         return after is not None and cycle.get(s, 0) > after
 
@@ -199,12 +176,7 @@ def _look(run: RunData, runs: Sequence[RunData]) -> LookState | None:
     cells are analysed: never from stop.json)."""
     seen = _reached(runs)
     cycles = [c for s, c in _cycle_of([run]).items() if s in seen]
-    try:
-        return look_state(run.plan.get("stop"), max(cycles, default=1))
-    except ValueError as exc:
-        raise AnalysisError(
-            f"plan file {run.run_dir}/plan.json: {exc}; restore it from the run"
-        ) from None
+    return look_state(run.plan.stop, max(cycles, default=1))
 
 
 def _parsed(runs: Sequence[RunData]) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
@@ -261,9 +233,9 @@ def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str
         "interval_basis": cen.interval_basis(analysed),
         "host": cen.host_noise(sessions),
         "acceptance": draft_acceptance(analysed),
-        "question": _plan_text(runs, "question"),
-        "scope": _plan_text(runs, "scope"),
-        "multiplicity": _plan_text(runs, "multiplicity", analysis=True),
+        "question": runs[0].plan.question.strip(),
+        "scope": runs[0].plan.scope.strip(),
+        "multiplicity": runs[0].analysis_plan.multiplicity.strip(),
         "stops": tuple(stop for run in runs for stop in run.stops),
         "unselected": _plan_sessions(runs, selected=False),
         "record_files": tuple(f for run in runs for f in run.record_files),

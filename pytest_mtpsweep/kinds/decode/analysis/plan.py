@@ -9,11 +9,12 @@ from ....kindapi import EXIT_OK
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping
     from pathlib import Path
 
+    from ....kindapi.records import PlanDoc
 
-def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
+
+def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
     from ....kindapi import POOLED
     from ....kindapi.analysis import cycle_seconds, plan_cells, render
@@ -53,7 +54,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
 
 
 def sweep_lines(
-    sweep: Any, plan: Mapping[str, Any], cycles_run: int, measured: list[Any], top: int
+    sweep: Any, plan: PlanDoc, cycles_run: int, measured: list[Any], top: int
 ) -> list[str]:
     """A sweep's projected sessions and hours against the full grid (`analysis.sweep_planning`)."""
     from ....kindapi.analysis import ArmEstimate, plan_sweep
@@ -64,10 +65,10 @@ def sweep_lines(
         if s.faster is not None
         for iv in s.faster.intervals
     ]
-    stop = plan.get("stop") or {}
-    looks = [int(k) for k in stop.get("looks", [])] or list(range(2, top + 1, 2))
-    levels = [float(c) for c in stop.get("confidence", [])] or [0.95] * len(looks)
-    subsets = tuple(dict.fromkeys(str(c).partition(":")[2] for c in stop.get("cells", [])))
+    stop = plan.stop
+    looks = list(stop.looks) if stop else list(range(2, top + 1, 2))
+    levels = list(stop.confidence) if stop else [0.95] * len(looks)
+    subsets = tuple(dict.fromkeys(c.partition(":")[2] for c in (stop.cells if stop else ())))
     durations = [float(m["duration_s"]) for m in measured]
     projected = plan_sweep(
         estimates,

@@ -10,7 +10,7 @@ endpoint's rate) and words the answers for the report.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import pandas as pd
 
 from ....kindapi import AnalysisError
 from ....kindapi.analysis import BestSet, StepDown, SweepData, best_set, where_gain_starts
+from ....kindapi.records import DroppedArm, PlanDoc, SweepAxis
 from ....kindapi.report import Figure, FigureData, Section, Table, md_code, md_text, text
 from .pairing import cell_means
 
@@ -64,7 +65,7 @@ class SweepResult:
     arms: tuple[str, ...]
     values: tuple[str, ...]
     subsets: tuple[SubsetSweep, ...]
-    dropped: tuple[Mapping[str, Any], ...] = ()
+    dropped: tuple[DroppedArm, ...] = ()
     sessions_run: int = 0
     sessions_grid: int = 0
 
@@ -116,33 +117,31 @@ def _acceptance(analysed: pd.DataFrame, subset: str, arm: str) -> tuple[int, int
 
 def analyse_sweep(
     analysed: pd.DataFrame,
-    plan: Mapping[str, Any],
+    plan: PlanDoc,
     *,
     subsets: Sequence[str],
     baseline: str,
     endpoint: str,
     boot: int,
     seed: int,
-    dropped: Sequence[Mapping[str, Any]] = (),
+    dropped: Sequence[DroppedArm] = (),
 ) -> SweepResult | None:
     """The sweep's answers per subset (None: plan.json has no sweep)."""
-    doc = plan.get("sweep")
-    if not isinstance(doc, Mapping):
+    doc = plan.sweep
+    if doc is None:
         return None
-    arms = tuple(str(a) for a in doc.get("arms", []))
+    arms = doc.arms
     if baseline in arms or not arms:  # another baseline's analysis (a secondary contrast)
         return None
-    axes = doc.get("axes", [])
-    values = _values(axes, len(arms))
-    setting = str(doc.get("setting", ""))
-    start = str(doc.get("from", "high"))
+    values = _values(doc.axes, len(arms))
+    setting, start = doc.setting, doc.start
     dropped = tuple(dropped)
-    by_arm = {str(d.get("arm")): d for d in dropped}
+    by_arm = {d.arm: d for d in dropped}
     out = []
     for subset in subsets:
         facts = []
         for arm, value in zip(arms, values, strict=True):
-            d = by_arm.get(arm, {})
+            d = by_arm.get(arm)
             n, acc = _acceptance(analysed, subset, arm)
             facts.append(
                 ArmFacts(
@@ -150,9 +149,9 @@ def analyse_sweep(
                     value,
                     n,
                     acc,
-                    _int(d.get("look")),
-                    _int(d.get("after_cycle")),
-                    str(d.get("why", "")),
+                    d.look if d else None,
+                    d.after_cycle if d else None,
+                    d.why if d else "",
                 )
             )
         try:
@@ -166,24 +165,20 @@ def analyse_sweep(
             continue
         out.append(SubsetSweep(subset, faster, slower, best, tuple(facts)))
     run = analysed[["run_id", "session"]].drop_duplicates() if "session" in analysed else ()
-    grid = len(plan.get("sessions", []))
+    grid = len(plan.sessions)
     return SweepResult(setting, start, baseline, arms, values, tuple(out), dropped,
                        len(run), grid)  # fmt: skip
 
 
-def _values(axes: Any, n: int) -> tuple[str, ...]:
+def _values(axes: Sequence[SweepAxis], n: int) -> tuple[str, ...]:
     """Each arm's value(s) in words (a grid's as a/b), in arm order."""
-    if not isinstance(axes, list) or not axes:
+    if not axes:
         return tuple("" for _ in range(n))
-    first = [str(v) for v in axes[0].get("values", [])]
+    first = list(axes[0].values)
     if len(axes) == 1:
         return tuple(first)
-    second = [str(v) for v in axes[1].get("values", [])]
+    second = list(axes[1].values)
     return tuple(f"{a}/{b}" for a in first for b in second)
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _pct(v: float) -> str:
@@ -207,8 +202,8 @@ def headline_lines(result: SweepResult) -> list[str]:
                      f"{md_text(s.best.sentence)}")  # fmt: skip
     for d in result.dropped:
         lines.append(
-            f"- {md_text(str(d.get('arm')))} left the run at look {d.get('look')} (after cycle "
-            f"{d.get('after_cycle')}): {md_text(str(d.get('why', '')))}."
+            f"- {md_text(d.arm)} left the run at look {d.look} (after cycle "
+            f"{d.after_cycle}): {md_text(d.why)}."
         )
     if result.sessions_grid:
         saved = result.sessions_grid - result.sessions_run
@@ -230,8 +225,8 @@ def terminal_lines(result: SweepResult) -> list[str]:
         out.append(f"  {s.subset}: where the gain starts: {s.faster.sentence}{loss}")
         out.append(f"  {s.subset}: which may be best: {s.best.sentence}")
     for d in result.dropped:
-        out.append(f"  {d.get('arm')} left at look {d.get('look')} (after cycle "
-                   f"{d.get('after_cycle')}): {d.get('why')}")  # fmt: skip
+        out.append(f"  {d.arm} left at look {d.look} (after cycle "
+                   f"{d.after_cycle}): {d.why}")  # fmt: skip
     if result.sessions_grid:
         out.append(
             f"  sessions: {result.sessions_run} of the full grid's {result.sessions_grid} "

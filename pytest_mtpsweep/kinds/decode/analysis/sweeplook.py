@@ -11,16 +11,16 @@ run, at the look's spent level. The sweep is settled when one arm is left beside
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi import AnalysisError, AnalysisRequest, SweepLookAt, SweepVerdict
 from ....kindapi.analysis import arms_to_drop, best_set
+from ....kindapi.records import PlanDoc
 from .sweep import sweep_data
 
 
-def _valid_records(run_dir: Path) -> tuple[Any, Mapping[str, Any]]:
+def _valid_records(run_dir: Path) -> tuple[Any, PlanDoc]:
     from .comparability import plan_keyed
     from .frame import parse_records
     from .io import load_run
@@ -38,10 +38,9 @@ def _valid_records(run_dir: Path) -> tuple[Any, Mapping[str, Any]]:
 def sweep_look(run_dir: Path, request: AnalysisRequest, at: SweepLookAt) -> SweepVerdict:
     """The arms that leave at this look, and whether the sweep is settled (see the module)."""
     records, plan = _valid_records(run_dir)
-    analysis = plan.get("analysis", {})
-    baseline = request.baseline or str(analysis.get("baseline", ""))
-    endpoint = str(analysis.get("primary_endpoint", "primary"))
-    doc = plan.get("sweep", {})
+    baseline = request.baseline or plan.analysis.baseline
+    endpoint = str(plan.analysis.kind_settings.get("primary_endpoint", "primary"))
+    doc = plan.sweep
     arms = tuple(a for a in at.active if a != baseline)
     if records.empty or not arms:
         return SweepVerdict()
@@ -51,8 +50,8 @@ def sweep_look(run_dir: Path, request: AnalysisRequest, at: SweepLookAt) -> Swee
     for subset in subsets:
         try:
             data = sweep_data(records, subset, arms, baseline, endpoint,
-                              setting=str(doc.get("setting", "")),
-                              start=str(doc.get("from", "high")))  # fmt: skip
+                              setting=doc.setting if doc else "",
+                              start=doc.start if doc else "high")  # fmt: skip
             found = arms_to_drop(data, alpha_look=at.alpha, boot=request.boot, seed=request.seed)
             best = best_set(data, alpha=at.alpha, boot=request.boot, seed=request.seed)
         except AnalysisError:

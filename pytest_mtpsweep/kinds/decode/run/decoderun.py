@@ -18,7 +18,7 @@ from ....kindapi.ladder import (
     select,
     session_order,
 )
-from ....kindapi.records import read_records, schema
+from ....kindapi.records import RunReader, schema
 from ....kindapi.rig import stream_chat
 from ....kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
 from ..ladder import DecodeSettings
@@ -187,7 +187,7 @@ class DecodeRun(KindRun):
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
         """Finish reasons, draft acceptance, degenerate answers and the shakedown, from the
         session's records."""
-        records = read_records(live.writer.path)[0] if live.writer.path.exists() else []
+        records = RunReader(live.ctx.run_dir.path).session_records(live.slot.name).records
         shake = tallies.shakedown(records)
         return {
             "length_prompts": list(dict.fromkeys(live.extra.get("length_prompts", []))),

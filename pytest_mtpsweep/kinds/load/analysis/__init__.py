@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import argparse
 
     from ....kindapi.analysis import CellState, LookState
+    from ....kindapi.records import PlanDoc
     from ....kindapi.report import AnalysisResult, FigureData, Report
     from .capacity_stats import CapacityResult
     from .contrast import Row
@@ -77,13 +78,13 @@ def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]
     return read.records, list(read.unreadable)
 
 
-def plan_of(run_dir: Path) -> Mapping[str, Any]:
+def plan_of(run_dir: Path) -> PlanDoc:
     """plan.json ({} without one; RunReadError, an AnalysisError, when it is malformed)."""
     return RunReader(run_dir).plan
 
 
-def contrast_pairs(plan: Mapping[str, Any], baseline: str) -> list[tuple[str, str]]:
-    keys = [str(t["key"]) for t in plan.get("treatments") or []]
+def contrast_pairs(plan: PlanDoc, baseline: str) -> list[tuple[str, str]]:
+    keys = list(plan.treatment_keys)
     return [(t, baseline) for t in keys if t != baseline]
 
 
@@ -91,7 +92,7 @@ def contrast_pairs(plan: Mapping[str, Any], baseline: str) -> list[tuple[str, st
 class _Read:
     """What the analysis reads of a run directory, framed (an internal step's value)."""
 
-    plan: Mapping[str, Any]
+    plan: PlanDoc
     records: list[dict[str, Any]]
     unreadable: list[rl.Unreadable]
     requests: Any  # DataFrame: a request a row
@@ -121,7 +122,7 @@ def _read(run_dir: Path, baseline: str | None) -> _Read | str:
                 "ladder again")  # fmt: skip
     if levels.empty:
         return "no load records were written, so there is nothing to analyse"
-    base = baseline or str((plan.get("analysis") or {}).get("baseline") or "")
+    base = baseline or plan.analysis.baseline
     present = set(levels["treatment"])
     if base not in present:
         return (f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
@@ -131,7 +132,7 @@ def _read(run_dir: Path, baseline: str | None) -> _Read | str:
     for label in order:
         mode = str(levels.loc[levels["level"] == label, "mode"].iloc[0])
         modes.setdefault(mode, []).append(label)
-    keys = [base, *(str(t["key"]) for t in plan.get("treatments") or [] if t["key"] != base)]
+    keys = [base, *(k for k in plan.treatment_keys if k != base)]
     pairs = [p for p in contrast_pairs(plan, base) if p[0] in present]
     return _Read(plan, records, unreadable, requests, levels, base, pairs, order, modes, keys)
 
@@ -154,19 +155,18 @@ def _compute(run_dir: Path, *, baseline: str | None, boot: int, seed: int) -> _C
         return read
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
     table = frame.percentile_table(requests, levels, read.keys)
-    look = look_of(run_dir, plan, levels)
-    if isinstance(look, str):
-        return look
+    look = look_of(plan, levels)
     level = 0.95 if look is None else look.confidence
     rows = contrast.contrast_rows(requests, levels, pairs, read.order, boot=boot, seed=seed,
                                   confidence=level)  # fmt: skip
     inter = contrast.interaction_rows(requests, levels, pairs, read.modes, boot=boot, seed=seed,
                                       confidence=level)  # fmt: skip
-    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    load = plan.kind_fields.get("load") or {}
+    endpoint = str(load.get("endpoint", "e2e"))
     headline = cells(rows, inter, endpoint, margin_of(plan))
     if look is not None:  # the rule at the run's last look, from these records
         look = look.judged(headline)
-    searched = capacity_stats.analyse(plan.get("load") or {}, requests, read.keys, pairs,
+    searched = capacity_stats.analyse(load, requests, read.keys, pairs,
                                       boot=boot, seed=seed)  # fmt: skip
     crossings = crossover.crossovers(requests, levels, pairs, read.modes, endpoint, boot=boot,
                                      seed=seed)  # fmt: skip
@@ -201,7 +201,7 @@ def _result(
     from . import capacity_stats, census, crossover, turns
 
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
-    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    endpoint = str((plan.kind_fields.get("load") or {}).get("endpoint", "e2e"))
     sessions = list(RunReader(run_dir).sessions().facts)
     found = capacity_stats.lines(searched) if searched is not None else []
     where = [str(u) for u in read.unreadable]
@@ -248,24 +248,22 @@ def analyse(
                         got.endpoint, got.level)  # fmt: skip
 
 
-def look_of(run_dir: Path, plan: Mapping[str, Any], levels: Any) -> LookState | str | None:
-    """The sequential look the records reached (None: fixed cycles; a sentence: a bad plan),
-    not yet judged; stop.json is never read: the looks come from the records."""
+def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
+    """The sequential look the records reached (None: fixed cycles), not yet judged; stop.json
+    is never read: the looks come from the records (a malformed design is refused when the
+    reader parses plan.json)."""
     from ....kindapi.analysis import look_state
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
-    try:
-        return look_state(plan.get("stop"), cycles)
-    except ValueError as exc:
-        return f"plan file {run_dir}/plan.json: {exc}; restore it from the run"
+    return look_state(plan.stop, cycles)
 
 
-def margin_of(plan: Mapping[str, Any]) -> float:
+def margin_of(plan: PlanDoc) -> float:
     """The equivalence margin (percent) plan.json's analysis block registers; a run written
     before load recorded it gets the ladder's default."""
     from ....kindapi.ladder import AnalysisConfig
 
-    got = (plan.get("analysis") or {}).get("margin_pct")
+    got = plan.analysis.kind_settings.get("margin_pct")
     return float(got) if isinstance(got, int | float) else AnalysisConfig().margin_pct
 
 
@@ -345,7 +343,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
 
 
 def analyse_command(
-    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Mapping[str, Any]]
+    args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]
 ) -> int:
     """`mtpsweep analyse RUN...` of load runs: each run's headline and report again."""
     status = EXIT_OK

@@ -8,18 +8,19 @@ goodput) has one gain per cycle and Student's t at cycles - 1 df, planned by cyc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ....kindapi import EXIT_OK
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
     from pathlib import Path
 
     import pandas as pd
 
     from ....kindapi.analysis import CellPlan, FloatArray
+    from ....kindapi.records import PlanDoc
     from .contrast import Row
 
 
@@ -88,7 +89,7 @@ def plan_cells(
     return out
 
 
-def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any]) -> int:
+def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
     from ....kindapi import AnalysisError
     from ....kindapi.analysis import cycle_seconds, render
@@ -100,7 +101,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
     if blocks.empty:
         raise AnalysisError(f"there are no load records in {run_dir}/records; run the "
                             "experiment first or check the run path")  # fmt: skip
-    base = args.baseline or str((plan.get("analysis") or {}).get("baseline") or "")
+    base = args.baseline or plan.analysis.baseline
     present = set(blocks["treatment"])
     if base not in present:
         raise AnalysisError(f"the baseline {base!r} has no records in {run_dir}; pass "
@@ -112,7 +113,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: Mapping[str, Any
         modes.setdefault(str(blocks.loc[blocks["level"] == label, "mode"].iloc[0]), []).append(
             label
         )
-    endpoint = str((plan.get("load") or {}).get("endpoint", "e2e"))
+    endpoint = str((plan.kind_fields.get("load") or {}).get("endpoint", "e2e"))
     kw = {"boot": args.boot, "seed": args.boot_seed}
     spans = {f"{m[-1]}/{m[0]}": [m[0], m[-1]] for m in modes.values() if len(m) >= 2}
     rows: list[tuple[Row, Sequence[str]]] = [

@@ -26,6 +26,8 @@ from ....kindapi.report import Section, Table, Text, md_text
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ....kindapi.records import PlanDoc
+
 CSV = "load_turns.csv"
 PNG = "load_turns.png"
 CONFIDENCE = 0.95
@@ -165,9 +167,10 @@ def headline(table: pd.DataFrame) -> tuple[str, ...]:
     return tuple(out)
 
 
-def section(table: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> Section:
+def section(table: pd.DataFrame, plan: PlanDoc, baseline: str) -> Section:
     """The report's "Per turn": what a block's conversations were, then the table."""
-    c = (plan.get("load") or {}).get("conversation") or {}
+    load = plan.kind_fields.get("load") or {}
+    c = load.get("conversation") or {}
     rows = tuple(
         (str(r["treatment"]), str(r["level"]), str(int(r["turn"])),
          f"{int(r['completed'])}/{int(r['requests'])}", _interval(r), _cached(r),
@@ -180,7 +183,7 @@ def section(table: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> Sect
         "carrying the conversation so far after one shared system prefix of "
         f"{c.get('system_prefix_chars')} characters (about {c.get('system_prefix_tokens')} "
         f"tokens, sha256 {str(c.get('system_prefix_sha256'))[:12]}), prompt cache "
-        f"{'on' if (plan.get('load') or {}).get('cache_prompt') else 'off'}."
+        f"{'on' if load.get('cache_prompt') else 'off'}."
     )
     reading = (
         "TTFT: the median over every cycle's completed requests at that turn, in ms, with its "
@@ -212,7 +215,7 @@ def limits(requests: pd.DataFrame) -> tuple[str, ...]:
 
 
 def analyse(
-    requests: pd.DataFrame, plan: Mapping[str, Any], treatments: Sequence[str], baseline: str,
+    requests: pd.DataFrame, plan: PlanDoc, treatments: Sequence[str], baseline: str,
     order: Sequence[str], *, boot: int, seed: int,
 ) -> TurnReport | None:  # fmt: skip
     """The per-turn report of a conversation run; None for any other run."""

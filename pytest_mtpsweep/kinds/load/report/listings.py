@@ -17,6 +17,8 @@ from ....kindapi.report import Figure, Section, Table, Text, md_text
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ....kindapi.records import PlanDoc
+
 # (file, alt text, caption) in the order both renderers show them: the headline's picture first
 PLOTS = (
     ("load_capacity.png", "attainment of the SLOs against the level",
@@ -160,14 +162,14 @@ def _turn(r: Mapping[str, Any]) -> tuple[object, object]:
     return f"{r.get('conversation')}/{r.get('turn')}", cached
 
 
-def requests(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) -> Section:
+def requests(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> Section:
     """Every request, one row each, from the records the analysis read (by its own rule: a
     line it set aside is not here)."""
     kept = request_records(records)
     if not kept:
         return Section("Every request", (Text("No request was recorded."),), anchor="requests",
                        markdown=False)  # fmt: skip
-    bound = _number((plan.get("load") or {}).get("lag_bound_ms"))
+    bound = _number((plan.kind_fields.get("load") or {}).get("lag_bound_ms"))
     talk = any(r.get("turn") is not None for r in kept)
     rows = tuple(
         (r.get("treatment"), r.get("cycle"), r.get("level"), r.get("request"), r.get("lane"),

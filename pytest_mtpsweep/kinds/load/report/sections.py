@@ -22,6 +22,7 @@ from .witnesses import LAG, session_lines, witness_lines
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ....kindapi.records import PlanDoc
     from ..analysis.crossover import Crossover
     from ..analysis.turns import TurnReport
 
@@ -212,7 +213,7 @@ def _interaction(interactions: Sequence[Row]) -> Section:
 
 
 def report(
-    plan: Mapping[str, Any],
+    plan: PlanDoc,
     requests: pd.DataFrame,
     table: pd.DataFrame,
     levels: pd.DataFrame,
@@ -233,7 +234,7 @@ def report(
     saved; `unreadable` the record lines set aside as read (`file:line: why`); `replay` a trace
     replay's lines (timeline.report_lines); `turns` a conversation run's per-turn report;
     `records` the lines read (every request, on the page); `look` where a stop rule stands."""
-    load = plan.get("load") or {}
+    load = plan.kind_fields.get("load") or {}
     cycles = sorted({int(c) for c in levels["cycle"]})
     endpoint = str(load.get("endpoint", "e2e"))
     witnessed = witness_lines(levels, plan, baseline)
@@ -248,8 +249,8 @@ def report(
     ]
     opening = [
         *([Text(look)] if look else []),
-        Text(f"Question: {md_text(plan.get('question', ''))}"),
-        *([Text(f"Scope: {md_text(plan['scope'])}")] if plan.get("scope") else []),
+        Text(f"Question: {md_text(plan.question)}"),
+        *([Text(f"Scope: {md_text(plan.scope)}")] if plan.scope else []),
     ]
     sections = [
         _headline(
@@ -275,7 +276,7 @@ def report(
         listings.blocks(levels),
         listings.requests(records, plan),
     ]
-    title = f"Load report: {md_text(plan.get('ladder', ''))} / {md_text(plan.get('run_id', ''))}"
+    title = f"Load report: {md_text(plan.ladder)} / {md_text(plan.run_id)}"
     return Report(title, tuple(opening), tuple(sections), empty_pictures=listings.NO_PLOT)
 
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....kindapi.report import md_text
 from ..trace import LABEL
+
+if TYPE_CHECKING:
+    from ....kindapi.records import PlanDoc
 
 MAX_BINS = 60  # the arrivals panel's bars: at most this many over the span
 
@@ -45,9 +48,9 @@ def _q(values: Sequence[float], q: float) -> float:
     return v[lo] + (v[hi] - v[lo]) * (k - lo)
 
 
-def report_lines(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) -> list[str]:
+def report_lines(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> list[str]:
     """report.md's Replay section (none when the run replayed no trace)."""
-    load = plan.get("load") or {}
+    load = plan.kind_fields.get("load") or {}
     t = load.get("trace")
     rows = replayed(records)
     if not isinstance(t, Mapping) or not rows:

@@ -14,6 +14,8 @@ from ....kindapi.report import md_text
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ....kindapi.records import PlanDoc
+
 LAG = "Client lag:"  # how the witnesses' client-lag line starts (Limitations repeats a flagged one)
 
 
@@ -25,16 +27,16 @@ def _f(value: Any, digits: int = 1) -> str:
 SPEC_FLAGS = ("--spec-type", "--model-draft", "-md", "--spec-draft-model")
 
 
-def drafting(plan: Mapping[str, Any]) -> set[str]:
+def drafting(plan: PlanDoc) -> set[str]:
     """The treatments whose server flags ask for speculative decoding."""
-    return {str(t.get("key")) for t in plan.get("treatments") or []
-            if any(str(a).split("=")[0] in SPEC_FLAGS for a in t.get("args") or [])}  # fmt: skip
+    return {t.key for t in plan.treatments
+            if any(a.split("=")[0] in SPEC_FLAGS for a in t.args)}  # fmt: skip
 
 
-def witness_lines(levels: pd.DataFrame, plan: Mapping[str, Any], baseline: str) -> list[str]:
+def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[str]:
     """Slots against the highest concurrency, queued requests, the server's occupancy, the
     drafter's totals, client-lag flags."""
-    load = plan.get("load") or {}
+    load = plan.kind_fields.get("load") or {}
     closed = [lv["value"] for lv in load.get("levels", []) if lv.get("mode") == "closed"]
     highest = int(max(closed)) if closed else None
     out = []

@@ -30,12 +30,11 @@ def attainment(line: Mapping[str, Any]) -> float:
 
 def leader_levels(live: LiveSession, leader: str) -> tuple[float, ...] | None:
     """The levels the cycle's leader probed, in its order (None: it has no records here)."""
-    from ....kindapi.records import read_records
+    from ....kindapi.records import RunReader
 
-    path = live.ctx.run_dir.path / schema.RECORDS_DIR / f"{leader}.jsonl"
-    if not path.is_file():
+    if not (live.ctx.run_dir.path / schema.records_file(leader)).is_file():
         return None
-    lines, _ = read_records(path)
+    lines = RunReader(live.ctx.run_dir.path).session_records(leader).records
     probes = {
         int(r["probe"]): float(r["level_value"])
         for r in lines

@@ -13,14 +13,16 @@ from pytest_mtpsweep.kinds.decode.analysis.model import (
     RunData,
 )
 from pytest_mtpsweep.ladder.model import HostRule
-from pytest_mtpsweep.protocol.hostrule import to_json
+from pytest_mtpsweep.protocol.hostrule import plan_entry
 from pytest_mtpsweep.report import render_md
+from pytest_mtpsweep.state.plandoc import PlanDoc, host_json
 
 REASON = "host spoiled: the server took 5000 major page faults (over major_faults 1000)"
 
 
-def run(plan_rule: object = None) -> RunData:
-    plan = {"host_rule": plan_rule if plan_rule is not None else to_json(HostRule(), None)}
+def run(plan_rule: dict[str, object] | None = None) -> RunData:
+    rule = plan_rule if plan_rule is not None else host_json(plan_entry(HostRule(), None))
+    plan = PlanDoc.from_json({"host_rule": rule})
     return RunData(
         run_dir="r",
         run_id="R",
@@ -80,7 +82,9 @@ def test_the_bullet_says_kept_attempts_and_an_unapplied_rule() -> None:
     assert text.endswith(
         "not applied for want of the witness: memory_stall_pct, no Linux PSI here (x)."
     )
-    off = hostrule.effect([run(to_json(HostRule(), "not applied: MTPSWEEP_HOST_RULE=off"))])
+    off = hostrule.effect(
+        [run(host_json(plan_entry(HostRule(), "not applied: MTPSWEEP_HOST_RULE=off")))]
+    )
     assert str(hostrule.limitation(off)).startswith(
         "**Host rule:** not applied: MTPSWEEP_HOST_RULE=off: sessions the host spoiled"
     )
