@@ -40,7 +40,7 @@ IDENTITY_ARGS = (
     "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
     "-DLLAMA_BUILD_NUMBER=11434 -DLLAMA_BUILD_COMMIT=515e85511"
 )
-BUILD_TIMEOUT_S = 3600.0  # a build on 2 cores takes ~4 min; an hour means it is stuck
+BUILD_TIMEOUT_S = 3600.0  # a build on 2 idle cores takes ~8 min; an hour means it is stuck
 PIP_TIMEOUT_S = 600.0
 Say = Callable[[str], None]
 
@@ -193,7 +193,7 @@ def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
         if not rebuild:
             say(
                 f"{now.why}; building {package.requirement} from its sdist for this CPU "
-                "(about 4 min on 2 cores; kept for next time)."
+                "(about 8 min on 2 idle cores; kept for next time)."
             )
         wheel, seconds = _build(package, where)
         _install(package, wheel)
