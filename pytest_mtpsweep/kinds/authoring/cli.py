@@ -14,7 +14,7 @@ from ...kindapi.records import recordlines as rl
 if TYPE_CHECKING:
     import argparse
 
-    from ...state.plandoc import PlanDoc
+    from ...kindapi.records import PlanDoc
 
 
 def register(sub: Any) -> None:
