@@ -81,7 +81,14 @@ def plan_document(
             "curtailment_sentence": reg.curtailment_sentence,
             "multiplicity": reg.multiplicity,
         },
-        "treatments": [{"key": t.key, "args": list(t.args)} for t in ladder.treatments],
+        "treatments": [
+            {
+                "key": t.key,
+                "args": list(t.args),
+                **({"server": t.own_server} if t.own_server else {}),
+            }
+            for t in ladder.treatments
+        ],
         **own,
         **({"sweep": ladder.sweep.document()} if ladder.sweep else {}),
         **({"stop": dict(stop)} if stop else {}),
