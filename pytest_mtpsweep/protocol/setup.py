@@ -131,6 +131,19 @@ def model_files(ladder: Ladder, models: dict[str, Path], default: Path | None) -
     return tuple(dict.fromkeys(shard for f in files for shard in rig.shards(f)))
 
 
+def other_servers(
+    res: Resolved, main: rig.ServerBinary | None
+) -> tuple[tuple[str, Path, str], ...]:
+    """Each treatment's own build that preflight's server_runs did not already prove, once."""
+    seen = {main.path} if main else set()
+    out: list[tuple[str, Path, str]] = []
+    for key, binary in res.servers.items():
+        if binary.path not in seen:
+            seen.add(binary.path)
+            out.append((key, binary.path, binary.source))
+    return tuple(out)
+
+
 # What a run writes, generously: a record's fields, the text each token can add (UTF-8 and
 # JSON escapes), each session's server log, session file and flags, and the analysis outputs.
 RECORD_BYTES = 2048
@@ -201,6 +214,7 @@ def preflight(
             for t in ladder.treatments
             if t.base_url is not None and (treatments is None or t.key in treatments)
         ),
+        other_servers=other_servers(res, main),
         leftover_servers=tuple(
             (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
         ),

@@ -69,6 +69,9 @@ def test_each_session_records_its_treatments_build(pytester: pytest.Pytester) ->
         assert info["server_sha256"] == want[treatment], name
         assert info["server_bin"] == str(b_bin.resolve() if treatment == "b" else STUB_SERVER)
         assert "build 1, commit 5tub5tub" in str(info["server_version"])
+    # preflight proved each build starts and decodes, before any session
+    verdicts = {i["name"]: i["verdict"] for i in json.loads((run / "preflight.json").read_text())}
+    assert verdicts["server_runs"] == verdicts["server_runs:b"] == "pass", verdicts
     plan = json.loads((run / "plan.json").read_text())
     keyed = plan["keyed"]["server_build"]
     # both builds are named in the keyed field, so the run's own sessions pool
@@ -80,11 +83,12 @@ def test_each_session_records_its_treatments_build(pytester: pytest.Pytester) ->
 def test_a_binary_replaced_between_sessions_is_refused(pytester: pytest.Pytester) -> None:
     wrapper = pytester.path / "changing" / "llama-server"
     wrapper.parent.mkdir()
-    # STUB: on each start (not --version) it appends a line to itself, as a build copied over
-    # the binary between two sessions would change its bytes.
+    # STUB: each session's start (alias stub-b; not --version, not preflight's smoke test)
+    # appends a line to it, as a build copied over the binary between two sessions would
+    # change its bytes.
     wrapper.write_text(
         "#!/usr/bin/env bash\n"
-        f'if [ "$1" != --version ]; then echo "# started" >> "$0"; fi\n'
+        'case " $* " in *" stub-b "*) echo "# started" >> "$0";; esac\n'
         f'exec {STUB_SERVER} "$@"\n'
     )
     wrapper.chmod(0o755)
