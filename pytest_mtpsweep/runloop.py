@@ -97,7 +97,12 @@ def gate_items(session: pytest.Session, verdicts: Sequence[GateVerdict]) -> list
     out = []
     for v in verdicts:
         outcome = "skipped" if v.met is None else "passed" if v.met else "failed"
-        props = {"expectation": v.expectation, "met": v.met, "detail": v.detail}
+        props: dict[str, Any] = {"expectation": v.expectation, "met": v.met, "detail": v.detail}
+        if v.figures is not None:  # the JUnit case carries the numbers a CI dashboard reads
+            f = v.figures
+            props |= {"metric": f.metric, "estimate_pct": f.estimate_pct,
+                      "lower_pct": f.lower_pct, "upper_pct": f.upper_pct,
+                      "confidence": f.confidence, "margin_pct": f.margin_pct}  # fmt: skip
         out.append(
             _item(session, f"{EXPECT}[{v.expectation}]", outcome=outcome, message=v.detail,
                   properties=props)
@@ -284,7 +289,9 @@ def record_history(
     ctx = run.sessions.ctx if run.sessions else None
     keyed = ctx.keyed if ctx else {}
     model = f"{keyed.get('model_id') or ''}@{str(keyed.get('model_sha256') or '')[:12]}"
-    build = str(keyed.get("server_build") or "")  # one binary a run, until builds are arms
+    build = str(keyed.get("server_build") or "")
+    # builds as treatments key each arm's build (`key=build@sha12,…`); else one for every arm
+    arms = dict(p.split("=", 1) for p in build.split(",") if "=" in p)
     baseline = run.request.analysis.baseline or run.ladder.baseline
     host, now = history.host_fingerprint(), history.now_utc()
     try:
@@ -304,7 +311,8 @@ def record_history(
                     lower_pct=f.lower_pct if f else None, upper_pct=f.upper_pct if f else None,
                     confidence=f.confidence if f else 0.95,
                     decision=history.decision(v.met), host=host, model=model,
-                    treatment_build=build, baseline_build=build,
+                    treatment_build=arms.get(treatment, build),
+                    baseline_build=arms.get(baseline, build),
                 )
             )  # fmt: skip
         history.append(path, entries)

@@ -242,6 +242,8 @@ class SessionFile(TypedDict, total=False):
     props_changed: list[str]
     props_stable: bool
     build_info: Any
+    server_identity: dict[str, Any]  # the build on disk at launch (rig/buildid.py)
+    server_sha256: str  # its binary file's sha256
     n_ctx: Any
     model_path: Any
     rss_after_load_bytes: int | None

@@ -156,6 +156,8 @@ class TestLint:
             "gpu-check": "decode, 2 treatments x 4 cycles at most (stop rule decided on "
             "synth:structured, looks after 2, 4), 64 cases",
             "gpu-check-load": "load, 1 treatments x 2 cycles, 2 cases",
+            "gate-demo": "decode, 3 treatments x 4 cycles, 192 cases",
+            "gate-pip": "decode, 2 treatments x 4 cycles, 128 cases",
             "load-capacity-cpu": "load, 2 treatments x 2 cycles, 36 cases",
             "load-conversation-cpu": "load, 2 treatments x 2 cycles, 8 cases",
             "load-cpu": "load, 2 treatments x 2 cycles, 12 cases",

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import LadderError
 from . import hostrule, stop, sweep
 from .attach import attach_fields
+from .builds import build_fields
 from .fields import (
     MAX_CPU_ID,
     Spec,
@@ -96,6 +97,9 @@ TREATMENT: Spec = {
     "metrics": (bool, False),
     "model": (str, False),
     "model_id": (str, False),
+    "server_bin": (str, False),
+    "server_pip": (str, False),
+    "server_commit": (str, False),
 }
 ANALYSIS: Spec = {
     "margin_pct": ((int, float), False),
@@ -276,6 +280,7 @@ def parse_treatments(items: list[Any], table: str, path: Path) -> tuple[Treatmen
                 **attach_fields(t, where, path),
                 model=t.get("model"),
                 model_id=t.get("model_id"),
+                **build_fields(t, where, path),
             )
         )
     if not out:
@@ -454,6 +459,13 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             obj: Any = ladder.analysis if name.startswith("analysis.") else ladder
             value = getattr(obj, name.split(".")[-1])
             raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
+    own = [t.key for t in ladder.treatments if t.own_server]
+    if own and ladder.launchers is not None:
+        raise LadderError(
+            f"{where}: treatment {own[0]!r} names its own server, but server.launch starts "
+            "every server through the rig's launcher; let the launcher choose the binary, or "
+            "drop server.launch and server.stop."
+        )
     labels = {s.label for s in ladder_plan(ladder)}
     reg = ladder.prereg
     for label in (*reg.drop_order, *([reg.never_drop] if reg.never_drop else [])):

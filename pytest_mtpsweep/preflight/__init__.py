@@ -6,7 +6,7 @@ waived). A failing item stops the run unless the user waives it by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..rig.digests import default_digest_cache
@@ -100,6 +100,8 @@ class PreflightInputs:
     self_test: bool = False  # run the harness's own fast self-test as an item
     attached: tuple[AttachedTarget, ...] = ()  # servers the run attaches to, not launches
     server_source: str | None = None  # where server_bin came from ("--server-bin", ...)
+    # builds as treatments: (treatment, binary, source) of each other build the run launches
+    other_servers: tuple[tuple[str, Path, str], ...] = ()
 
 
 def run_preflight(
@@ -137,6 +139,15 @@ def run_preflight(
             inputs.model_files[0] if inputs.model_files else None,
             inputs.host,
         ),
+        *(
+            replace(
+                check_server_runs(
+                    path, source, inputs.model_files[0] if inputs.model_files else None, inputs.host
+                ),
+                name=f"{SERVER_RUNS}:{key}",
+            )
+            for key, path, source in inputs.other_servers
+        ),
         *(check_endpoint(target) for target in inputs.attached),
         *check_launchers(inputs.launchers),
         check_harness(inputs.package_version, inputs.experiments_dir),
@@ -164,6 +175,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
         *(["chat_template"] if inputs.model_files else []),
         "server_version",
         SERVER_RUNS,
+        *(f"{SERVER_RUNS}:{key}" for key, _, _ in inputs.other_servers),
         *(endpoint_item(target.treatment) for target in inputs.attached),
         *(f"launcher:{name}" for name in inputs.launchers),
         "harness",

@@ -92,6 +92,8 @@ def begin(
         server_version=res.server_version,
         model_path=res.model_path,
         models=res.models,
+        servers=res.servers,
+        builds=res.builds,
         keyed=res.keyed,
         prereg_sha256=f.prereg_sha256,
         planned=planned,
@@ -139,6 +141,8 @@ def join(
         server_version=res.server_version,
         model_path=res.model_path,
         models=res.models,
+        servers=res.servers,
+        builds=res.builds,
         keyed=res.keyed,
         prereg_sha256=old.preregistration_sha256,
         planned=planned,
@@ -161,6 +165,8 @@ def _server_facts(ladder: Ladder, res: Resolved) -> dict[str, Any]:
         "server_version": res.server_version,
         "model_path": str(res.model_path) if res.model_path else None,
     }
+    if res.servers:  # builds as treatments: each treatment's build as resolved
+        facts["servers"] = {key: b.document() for key, b in res.builds.items()}
     if any(t.model for t in ladder.treatments):
         facts["models"] = {key: str(path) for key, path in res.models.items()}
     return facts

@@ -4,12 +4,14 @@ and take it down (final witnesses, stop, release). The rules around it live in s
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import rig, schema
 from ..errors import ServerError
 from ..rig import exits as rig_exits
 from ..rig import host, liveset
+from ..rig.buildid import identify, mismatch, props_mismatch
 from ..rig.gguf import template_identity
 from ..state.context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
 from ..state.live import LiveSession
@@ -36,16 +38,18 @@ def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None)
 def _launch(live: LiveSession, progress: Progress) -> None:
     ctx, info = live.ctx, live.info
     spec = ctx.launch_spec(live.slot, ctx.port() or rig.free_port(ctx.ladder.host))
+    server = ctx.server_for(live.slot.treatment)
     info.update(
         {
             "rig": "launched" if spec.launcher else "spawned",
             "argv_requested": spec.argv,
             "server_bin": str(spec.server_bin),
-            "server_bin_source": ctx.server_bin.source if ctx.server_bin else "",
+            "server_bin_source": server.source if server else "",
             "server_version": ctx.server_version,
             "port": spec.port,
         }
     )
+    _build_witness(live, spec.server_bin)
     if ctx.ladder.launchers is not None:
         info["launchers"] = {
             name: {"path": str(path), "sha256": rig.file_digest(path, cache=None)}
@@ -59,6 +63,29 @@ def _launch(live: LiveSession, progress: Progress) -> None:
     live.proc = rig.start(spec, on_wait, on_launch=lambda proc: _listed(live, proc))
     live.base_url = spec.base_url
     progress.ready(name, what, live.proc.load_s)
+
+
+def _build_witness(live: LiveSession, binary: Path) -> None:
+    """The build on disk now is the one the run resolved for this treatment, before it starts:
+    a binary replaced between sessions is refused, not measured as the treatment."""
+    expected = live.ctx.builds.get(live.slot.treatment)
+    if expected is None:
+        return
+    error: str | None
+    try:
+        seen = identify(binary)
+    except OSError as exc:
+        error = (
+            f"the server {binary} cannot be read to witness its build ({exc.strerror}); restore it."
+        )
+    else:
+        live.info["server_identity"] = seen.document()
+        live.info["server_sha256"] = seen.sha256
+        live.info["server_version"] = seen.version
+        error = mismatch(live.slot.treatment, expected, seen)
+    if error:
+        live.info["error"] = error
+        raise ServerError(error)
 
 
 def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
@@ -102,9 +129,15 @@ def _witness(live: LiveSession) -> None:
             "cpus_allowed": host.cpus_allowed(proc.pid),
         }
     )
+    expected = live.ctx.builds.get(live.slot.treatment)
     error = (
         startup_error(
             argv, live.ctx.treatment_args(live.slot), info["n_ctx"], live.ctx.ladder.ctx_size
+        )
+        or (
+            props_mismatch(live.slot.treatment, expected, props.get("build_info"))
+            if expected
+            else None
         )
         or _template_witness(live, props)
         or _affinity_witness(live)

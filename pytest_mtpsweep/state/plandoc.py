@@ -20,7 +20,7 @@ from .rundocs import FORMAT, FORMAT_FIELD, Fields, check_format
 PLAN_FIELDS = (
     "format", "run_id", "ladder", "kind", "ladder_file", "question", "scope", "created_at",
     "invocation", "harness_version", "server_bin", "server_bin_source", "server_version",
-    "model_path", "models", "note", "keyed", "preregistration_sha256", "analysis",
+    "model_path", "models", "servers", "note", "keyed", "preregistration_sha256", "analysis",
     "treatments", "sweep", "stop", "host_rule", "sessions",
 )  # fmt: skip
 ANALYSIS_FIELDS = ("baseline", "curtailment_sentence", "multiplicity")
@@ -32,6 +32,7 @@ class Treatment:
 
     key: str
     args: tuple[str, ...] = ()
+    server: str | None = None  # its own server build (a path or a requirement), if it names one
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ class PlanDoc:
     server_version: str | None = None
     model_path: str | None = None
     models: Mapping[str, str] | None = None  # treatment -> model file, when treatments differ
+    # treatment -> its own build as resolved (path, sha256, version), when treatments name one
+    servers: Mapping[str, Any] | None = None
     note: str = ""
     keyed: Mapping[str, Any] = field(default_factory=dict)  # schema.KEYED_FIELDS' values
     preregistration_sha256: str = ""
@@ -144,6 +147,7 @@ class PlanDoc:
             "server_version": self.server_version,
             "model_path": self.model_path,
             **({"models": dict(self.models)} if self.models is not None else {}),
+            **({"servers": dict(self.servers)} if self.servers is not None else {}),
         }
         a = self.analysis
         return {
@@ -167,7 +171,10 @@ class PlanDoc:
                 "curtailment_sentence": a.curtailment_sentence,
                 "multiplicity": a.multiplicity,
             },
-            "treatments": [{"key": t.key, "args": list(t.args)} for t in self.treatments],
+            "treatments": [
+                {"key": t.key, "args": list(t.args), **({"server": t.server} if t.server else {})}
+                for t in self.treatments
+            ],
             **self.kind_fields,
             **({"sweep": _sweep_json(self.sweep)} if self.sweep else {}),
             **({"stop": stop_json(self.stop)} if self.stop else {}),
@@ -208,6 +215,7 @@ class PlanDoc:
             server_version=f.optional_text("server_version"),
             model_path=f.optional_text("model_path"),
             models=None if models is None else {str(k): str(v) for k, v in models.items()},
+            servers=f.mapping("servers"),
             note=f.text("note"),
             keyed=f.mapping("keyed") or {},
             preregistration_sha256=f.text("preregistration_sha256"),
@@ -218,7 +226,8 @@ class PlanDoc:
                 {k: v for k, v in analysis.raw.items() if k not in ANALYSIS_FIELDS},
             ),
             treatments=tuple(
-                Treatment(t.text("key"), t.texts("args")) for t in f.objects("treatments")
+                Treatment(t.text("key"), t.texts("args"), t.optional_text("server"))
+                for t in f.objects("treatments")
             ),
             sweep=_sweep(f),
             stop=None if f.mapping("stop") is None else stop_design(raw["stop"], where),

