@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -310,23 +310,31 @@ def _install(package: Package, wheel: Path) -> None:
     if package.extras:
         steps.append([f"{wheel}{package.extras}"])
     for step in steps:
-        argv = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *step]
-        try:
-            done = subprocess.run(
-                argv, capture_output=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise ProvisionError(
-                f"pip did not install {wheel.name} within {PIP_TIMEOUT_S:.0f} s; check the "
-                "network to the package index and run `mtpsweep provision` again."
-            ) from None
-        if done.returncode != 0:
-            last = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
-            raise ProvisionError(
-                f"pip could not install {wheel.name} ({(last or ['no output'])[-1][:200]}); "
-                "run `mtpsweep provision --rebuild` to build it again."
-            )
+        pip_install(
+            step, wheel.name,
+            timed_out="check the network to the package index and run `mtpsweep provision` again",
+            failed="run `mtpsweep provision --rebuild` to build it again",
+        )  # fmt: skip
+
+
+def pip_install(args: Sequence[str], what: str, *, timed_out: str, failed: str) -> None:
+    """`pip install -q ARGS` with this interpreter, bounded by PIP_TIMEOUT_S; a ProvisionError
+    naming `what` and the fix (`timed_out` or `failed`, as it ended) otherwise."""
+    argv = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ProvisionError(
+            f"pip did not install {what} within {PIP_TIMEOUT_S:.0f} s; {timed_out}."
+        ) from None
+    if done.returncode != 0:
+        last = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+        raise ProvisionError(
+            f"pip could not install {what} ({(last or ['no output'])[-1][:200]}); {failed}."
+        )
 
 
 def _compiler() -> str:

@@ -14,8 +14,6 @@ import fcntl
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -102,26 +100,10 @@ def _install(wheel: Path, prefix: Path) -> None:
     """pip --target into a fresh folder beside the prefix, its library links made, then moved in."""
     fresh = prefix.with_name(prefix.name + ".partial")
     shutil.rmtree(fresh, ignore_errors=True)
-    argv = [
-        sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-        "--no-index", "--target", str(fresh), str(wheel),
-    ]  # fmt: skip
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, timeout=build.PIP_TIMEOUT_S, stdin=subprocess.DEVNULL,
-            check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise ProvisionError(
-            f"pip did not install {wheel.name} into {fresh} within {build.PIP_TIMEOUT_S:.0f} s; "
-            "check the disk and run again."
-        ) from None
-    if done.returncode != 0:
-        last = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
-        raise ProvisionError(
-            f"pip could not install {wheel.name} into {fresh} "
-            f"({(last or ['no output'])[-1][:200]}); remove {wheel.parent} and run again."
-        )
+    build.pip_install(
+        ["--no-deps", "--no-index", "--target", str(fresh), str(wheel)], f"{wheel.name} into {fresh}",
+        timed_out="check the disk and run again", failed=f"remove {wheel.parent} and run again",
+    )  # fmt: skip
     _make_links(server_path(fresh).parent)
     shutil.rmtree(prefix, ignore_errors=True)
     os.replace(fresh, prefix)
