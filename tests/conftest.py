@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import httpcore  # noqa: F401
@@ -14,6 +15,15 @@ import scipy.stats  # noqa: F401
 
 from pytest_mtpsweep.fileio import cache_dir
 from pytest_mtpsweep.rig import provision
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell without job control starts a background job with SIGINT ignored, and every
+    # child inherits that: the Ctrl-C tests would then see no KeyboardInterrupt at all. They
+    # test Python's own handler, the one an interactive shell or a CI runner gives.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # Modules first imported inside an in-process pytester run are dropped from sys.modules
 # afterwards and re-imported by the next run: httpx would then map exceptions of one httpcore copy

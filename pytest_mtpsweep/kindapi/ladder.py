@@ -14,7 +14,7 @@ from ..ladder.model import (
     Preregistration,
     Treatment,
 )
-from ..ladder.prompts import read_text_file, session_order
+from ..ladder.prompts import ladder_prompts, read_text_file, session_order
 
 __all__ = [
     "MAX_CYCLES",
@@ -28,6 +28,7 @@ __all__ = [
     "Treatment",
     "check_key",
     "check_table",
+    "ladder_prompts",
     "load_prompt_set",
     "parse_contrast",
     "parse_treatments",

@@ -74,6 +74,20 @@ def select(prompts: tuple[Prompt, ...], subset: str) -> tuple[Prompt, ...]:
     return tuple(p for p in prompts if p.subset == subset)
 
 
+def ladder_prompts(
+    ladder_path: Path, prompt_set: str, subset: str, prompts_dir: Path | None = None
+) -> tuple[Path, tuple[Prompt, ...]]:
+    """The prompt set a ladder names (`prompts/<set>` beside its folder, or `--prompts-dir`),
+    selected by subset: its folder and prompts; PromptError when the subset has none."""
+    directory = prompts_dir or ladder_path.parent.parent / "prompts" / prompt_set
+    prompts = select(load_prompt_set(directory), subset)
+    if not prompts:
+        raise PromptError(
+            f"prompt set {directory} has no {subset} prompts; choose another --subset."
+        )
+    return directory, prompts
+
+
 def digest(prompts: tuple[Prompt, ...]) -> str:
     """sha256 over ids and texts: the prompt set's identity for comparability."""
     h = hashlib.sha256()

@@ -7,15 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, PromptError, RunRequest
+from ....kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, RunRequest
 from ....kindapi.ladder import (
     Ladder,
     Preregistration,
     Prompt,
     SessionSlot,
-    load_prompt_set,
+    ladder_prompts,
     prompt_digest,
-    select,
     session_order,
 )
 from ....kindapi.records import RunReader, schema
@@ -238,12 +237,7 @@ class DecodeRun(KindRun):
 
 def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
-    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / s.prompt_set
-    prompts = select(load_prompt_set(directory), s.subset)
-    if not prompts:
-        raise PromptError(
-            f"prompt set {directory} has no {s.subset} prompts; choose another --subset."
-        )
+    directory, prompts = ladder_prompts(ladder.path, s.prompt_set, s.subset, request.prompts_dir)
     run = DecodeRun(ladder, s, prompts, directory)
     cited = request.kind_options.get("gate_calibration")
     run.gate_calibration = Path(cited) if cited else None

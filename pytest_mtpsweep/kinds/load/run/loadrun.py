@@ -24,7 +24,6 @@ from ....kindapi import (
     KindRun,
     OptionError,
     Outcome,
-    PromptError,
     RunRequest,
 )
 from ....kindapi.ladder import (
@@ -32,9 +31,8 @@ from ....kindapi.ladder import (
     Preregistration,
     Prompt,
     SessionSlot,
-    load_prompt_set,
+    ladder_prompts,
     prompt_digest,
-    select,
 )
 from ....kindapi.records import schema
 from ....kindapi.rig import PromptLike, prompt_order, stream_chat
@@ -293,12 +291,7 @@ class LoadRun(KindRun):
 
 def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
-    directory = request.prompts_dir or ladder.path.parent.parent / "prompts" / s.prompt_set
-    prompts = select(load_prompt_set(directory), s.subset)
-    if not prompts:
-        raise PromptError(
-            f"prompt set {directory} has no {s.subset} prompts; choose another subset."
-        )
+    directory, prompts = ladder_prompts(ladder.path, s.prompt_set, s.subset, request.prompts_dir)
     run = LoadRun(ladder, prompts, directory, s)
     if s.conversation is not None:  # the longest conversation within the context
         conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
