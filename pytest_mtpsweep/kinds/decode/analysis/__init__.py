@@ -241,6 +241,7 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
         return verdict
     import json
 
+    from ....kindapi.analysis import Calibration
     from ..calibrate import check_cited
 
     keyed = run.plan.keyed
@@ -250,17 +251,16 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
     if why:
         return GateVerdict(verdict.expectation, False, f"{verdict.expectation} not met: {why}",
                            verdict.figures)  # fmt: skip
-    doc = json.loads(calibration.read_text(encoding="utf-8"))
-    rates = [
-        c["false_alarm"] for c in doc.get("cells", []) if c["cell"].endswith(f":{gate.subset}")
-    ]
-    said = (
-        f"; calibrated by {calibration}: noise floor {doc.get('noise_floor_pct', math.nan):.2f} %"
+    # the typed file (check_cited has read and checked it), not raw keys that may be missing
+    cal = Calibration.from_json(
+        json.loads(calibration.read_text(encoding="utf-8")), str(calibration)
     )
+    rates = [c.false_alarm for c in cal.cells if c.cell.endswith(f":{gate.subset}")]
+    said = f"; calibrated by {calibration}: noise floor {cal.noise_floor_pct:.2f} %"
     if rates:
         r = rates[0]
-        said += (f", A/A false alarms {100 * r['count'] / r['reps']:.1f} % "
-                 f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}]")  # fmt: skip
+        said += (f", A/A false alarms {100 * r.rate:.1f} % "
+                 f"[{100 * r.low:.1f}, {100 * r.high:.1f}]")  # fmt: skip
     return GateVerdict(verdict.expectation, verdict.met, verdict.detail + said, verdict.figures)
 
 
