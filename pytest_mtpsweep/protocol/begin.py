@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,10 +39,7 @@ def begin(
     checks: Sequence[PreflightItem],
 ) -> Sessions:
     """Found the run directory (or reopen the resumed one) and make the run's sessions."""
-    by_session: dict[str, list[Case]] = {}
-    for c in cases:
-        by_session.setdefault(c.slot.name, []).append(c)
-    planned = {name: len(cs) for name, cs in by_session.items()}
+    by_session, planned = _by_session(cases)
     reg = kind.registration(prereg.effective(ladder, plan))
     design = looks.design_of(ladder)
     host_off = hostrule.off_reason(ladder.host_rule, os.environ)
@@ -84,22 +81,7 @@ def begin(
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)
         schedule.deadline_label = at.strftime("%Y-%m-%d %H:%M:%S local")
-    ctx = RunContext(
-        ladder=ladder,
-        run_dir=f.run_dir,
-        run_id=f.run_id,
-        server_bin=res.server_bin,
-        server_version=res.server_version,
-        model_path=res.model_path,
-        models=res.models,
-        servers=res.servers,
-        builds=res.builds,
-        keyed=res.keyed,
-        prereg_sha256=f.prereg_sha256,
-        planned=planned,
-        warmup=request.warmup,
-        calibration=request.calibration,
-    )
+    ctx = _context(request, ladder, res, f.run_dir, f.run_id, f.prereg_sha256, planned)
     return Sessions(ctx, kind, schedule, by_session)
 
 
@@ -126,28 +108,13 @@ def join(
 ) -> Sessions:
     """A worker's sessions in the run directory its controller founded: same run id and
     pre-registration (read from plan.json); sessions already filed there are done."""
-    by_session: dict[str, list[Case]] = {}
-    for c in cases:
-        by_session.setdefault(c.slot.name, []).append(c)
-    planned = {name: len(cs) for name, cs in by_session.items()}
+    by_session, planned = _by_session(cases)
     old = resume.read_plan(where.run_path)
     done = resume.finished_sessions(where.run_path, old)
     schedule = Schedule.for_run(ladder, plan, planned, deadline=None, done=done)
-    ctx = RunContext(
-        ladder=ladder,
-        run_dir=RunDir.reopen(where.run_path),
-        run_id=old.run_id,
-        server_bin=res.server_bin,
-        server_version=res.server_version,
-        model_path=res.model_path,
-        models=res.models,
-        servers=res.servers,
-        builds=res.builds,
-        keyed=res.keyed,
-        prereg_sha256=old.preregistration_sha256,
-        planned=planned,
-        warmup=request.warmup,
-        calibration=request.calibration,
+    run_dir = RunDir.reopen(where.run_path)
+    ctx = replace(
+        _context(request, ladder, res, run_dir, old.run_id, old.preregistration_sha256, planned),
         device=where.device,
         worker=where.worker,
         worker_index=where.index,
@@ -155,6 +122,42 @@ def join(
         run_root_pid=where.run_root,
     )
     return Sessions(ctx, kind, schedule, by_session)
+
+
+def _by_session(cases: Sequence[Case]) -> tuple[dict[str, list[Case]], dict[str, int]]:
+    """The run's cases by session, in their order, and how many each session plans."""
+    by_session: dict[str, list[Case]] = {}
+    for c in cases:
+        by_session.setdefault(c.slot.name, []).append(c)
+    return by_session, {name: len(cs) for name, cs in by_session.items()}
+
+
+def _context(
+    request: RunRequest,
+    ladder: Ladder,
+    res: Resolved,
+    run_dir: RunDir,
+    run_id: str,
+    prereg_sha256: str,
+    planned: dict[str, int],
+) -> RunContext:
+    """What every session of the run shares: the rig `resolve` found, in this run directory."""
+    return RunContext(
+        ladder=ladder,
+        run_dir=run_dir,
+        run_id=run_id,
+        server_bin=res.server_bin,
+        server_version=res.server_version,
+        model_path=res.model_path,
+        models=res.models,
+        servers=res.servers,
+        builds=res.builds,
+        keyed=res.keyed,
+        prereg_sha256=prereg_sha256,
+        planned=planned,
+        warmup=request.warmup,
+        calibration=request.calibration,
+    )
 
 
 def _server_facts(ladder: Ladder, res: Resolved) -> dict[str, Any]:
