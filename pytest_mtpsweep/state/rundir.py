@@ -29,6 +29,15 @@ def _write_error(path: Path, exc: OSError) -> RunDirError:
     )
 
 
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Write `path` inside: an OSError leaves as the RunDirError that says how to go on."""
+    try:
+        yield
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+
+
 class RunDir:
     """One run's directory; created new, never reused."""
 
@@ -67,10 +76,8 @@ class RunDir:
     def write_json(self, relpath: str, obj: Any) -> Path:
         """Write a whole JSON file atomically (temp file + rename), fsync'd."""
         target = self.path / relpath
-        try:
+        with _writing(target):
             atomic_write_json(target, obj)
-        except OSError as exc:
-            raise _write_error(target, exc) from None
         return target
 
     def write_plan(self, doc: PlanDoc) -> Path:
@@ -87,32 +94,26 @@ class RunDir:
 
     def write_text(self, relpath: str, text: str) -> Path:
         target = self.path / relpath
-        try:
+        with _writing(target):
             atomic_write_text(target, text)
-        except OSError as exc:
-            raise _write_error(target, exc) from None
         return target
 
     def write_text_new(self, relpath: str, text: str) -> Path:
         """Write a file that must not exist yet (e.g. a cycle-tagged flags file)."""
         target = self.path / relpath
-        try:
-            write_new_text(target, text)
-        except FileExistsError:
-            raise RunDirError(
-                f"{target} already exists and is never overwritten; start a new run."
-            ) from None
-        except OSError as exc:
-            raise _write_error(target, exc) from None
+        with _writing(target):
+            try:
+                write_new_text(target, text)
+            except FileExistsError:
+                raise RunDirError(
+                    f"{target} already exists and is never overwritten; start a new run."
+                ) from None
         return target
 
     def append_text(self, relpath: str, line: str) -> None:
         target = self.path / relpath
-        try:
-            with target.open("a", encoding="utf-8") as f:
-                f.write(line.rstrip("\n") + "\n")
-        except OSError as exc:
-            raise _write_error(target, exc) from None
+        with _writing(target), target.open("a", encoding="utf-8") as f:
+            f.write(line.rstrip("\n") + "\n")
 
     def quarantine(self, session: str, reason: str) -> Path:
         """Move everything a session wrote under quarantine/, with the reason; delete nothing."""
@@ -141,10 +142,9 @@ class RunDir:
         for src, name in moves.items():
             if (self.path / src).exists():
                 os.replace(self.path / src, target / name)
-        try:
-            (target / schema.QUARANTINE_REASON).write_text(reason.rstrip() + "\n", encoding="utf-8")
-        except OSError as exc:  # the session is set aside all the same; the error travels on
-            raise _write_error(target / schema.QUARANTINE_REASON, exc) from None
+        reason_file = target / schema.QUARANTINE_REASON
+        with _writing(reason_file):  # the session is set aside all the same; the error travels on
+            reason_file.write_text(reason.rstrip() + "\n", encoding="utf-8")
         return target
 
     def restore(self, held: Path, session: str, flag: str) -> None:
