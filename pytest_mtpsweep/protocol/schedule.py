@@ -147,14 +147,18 @@ class Schedule:
                     f"({self.looks.stopped.why})"
                 )
 
-    def _stop_at_deadline(self, current: SessionSlot) -> None:
+    def _still_to_run(self, current: SessionSlot) -> list[SessionSlot]:
+        """The selected sessions from `current` on that are neither dropped nor done."""
         names = [s.name for s in self.plan]
         here = names.index(current.name)
-        rest = [
+        return [
             s
             for s in self.selected
             if names.index(s.name) >= here and s.name not in set(self.dropped) | self.done
         ]
+
+    def _stop_at_deadline(self, current: SessionSlot) -> None:
+        rest = self._still_to_run(current)
         after = self.ran[-1] if self.ran else None
         when = self.deadline_label or "the deadline"
         for s in rest:
@@ -181,13 +185,7 @@ class Schedule:
         return est is None or self.clock() + est < self.deadline
 
     def _curtail(self, current: SessionSlot) -> bool:
-        names = [s.name for s in self.plan]
-        here = names.index(current.name)
-        ahead = [
-            s
-            for s in self.selected
-            if names.index(s.name) >= here and s.name not in set(self.dropped) | self.done
-        ]
+        ahead = self._still_to_run(current)
         remaining: list[tuple[SessionSlot, float]] = []
         for s in ahead:
             est = estimate_s(self.durations, self.planned.get(s.name, 0))
