@@ -10,7 +10,7 @@ see a new build, so the libraries beside it are digested too.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,7 @@ class BuildIdentity:
     build: str  # `b11434-515e85511` where --version names both, else the version line
 
     def document(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "sha256": self.sha256,
-            "libs_sha256": self.libs_sha256,
-            "version": self.version,
-            "build": self.build,
-        }
+        return asdict(self)
 
 
 def file_sha256(path: Path) -> str:

@@ -16,7 +16,7 @@ document of a later format than `FORMAT` is refused in one line naming both vers
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._version import __version__
@@ -152,17 +152,7 @@ class Look:
     cells: tuple[LookCell, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "look": self.look,
-            "after_cycle": self.after_cycle,
-            "at": self.at,
-            "met": self.met,
-            "why": self.why,
-            "cells": [
-                {"cell": c.cell, "decision": c.decision, "half_width_pct": c.half_width_pct}
-                for c in self.cells
-            ],
-        }
+        return {**asdict(self), "cells": [asdict(c) for c in self.cells]}
 
 
 @dataclass(frozen=True)
@@ -175,12 +165,7 @@ class DroppedArm:
     why: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "arm": self.arm,
-            "look": self.look,
-            "after_cycle": self.after_cycle,
-            "why": self.why,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
