@@ -4,10 +4,10 @@ every kind that plans; the numbers come from `planning`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..textwidth import render as table
-from .planning import CellPlan
+from .planning import CellPlan, cycle_seconds
 
 
 def duration(seconds: float | None) -> str:
@@ -32,15 +32,18 @@ def _cycles(c: CellPlan, top: int) -> tuple[str, str]:
 
 def render(
     cells: Sequence[CellPlan],
+    session_facts: Sequence[Mapping[str, object]],
     *,
     run: str,
     target: float,
     top: int,
-    cycles_run: int,
-    per_cycle: float | None,
-    sessions: int,
 ) -> str:
-    """The plan as the terminal shows it: the header, one row per cell, the summary lines."""
+    """The plan as the terminal shows it: the header, one row per cell, the summary lines.
+    The pilot's cycles are its cells' most; a cycle's wall time and the sessions it is taken
+    over come from the pilot's session files (`session_facts`)."""
+    cycles_run = max((c.pilot_cycles for c in cells), default=0)
+    per_cycle = cycle_seconds(session_facts)
+    sessions = sum(1 for s in session_facts if isinstance(s.get("duration_s"), int | float))
     head = (
         f"mtpsweep plan {run}: cycles for a 95 % half-width of ±{target:g} % "
         f"(at most {top} cycles; {cycles_run} cycle(s) run; range: the central 80 % over the "

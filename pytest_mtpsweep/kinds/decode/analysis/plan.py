@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
     from ....kindapi import POOLED
-    from ....kindapi.analysis import cycle_seconds, plan_cells, render
+    from ....kindapi.analysis import plan_cells, render
     from ....kindapi.records import terminal
     from .io import load_run
     from .pipeline import analyse
@@ -33,22 +33,14 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         seed=args.boot_seed,
         skip_subsets=(POOLED,),
     )
-    cycles_run = max((c.pilot_cycles for c in cells), default=0)
-    measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]
     print(
-        render(
-            cells,
-            run=str(run_dir),
-            target=args.target_width,
-            top=args.max_cycles,
-            cycles_run=cycles_run,
-            per_cycle=cycle_seconds(run.sessions),
-            sessions=len(measured),
-        )
+        render(cells, run.sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles)
     )
     if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(terminal(result.unreadable))
     if result.sweep is not None:
+        cycles_run = max((c.pilot_cycles for c in cells), default=0)
+        measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]
         print("\n".join(sweep_lines(result.sweep, run.plan, cycles_run, measured, args.max_cycles)))
     return EXIT_OK
 

@@ -92,7 +92,7 @@ def plan_cells(
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
     from ....kindapi import AnalysisError
-    from ....kindapi.analysis import cycle_seconds, render
+    from ....kindapi.analysis import render
     from ....kindapi.records import RunReader, terminal
     from . import contrast, contrast_pairs, frame, records_of
 
@@ -125,17 +125,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     cells = plan_cells(requests, blocks, rows, target=args.target_width,
                        max_cycles=args.max_cycles, seed=args.boot_seed)  # fmt: skip
     sessions = RunReader(run_dir).sessions().facts
-    print(
-        render(
-            cells,
-            run=str(run_dir),
-            target=args.target_width,
-            top=args.max_cycles,
-            cycles_run=max((c.pilot_cycles for c in cells), default=0),
-            per_cycle=cycle_seconds(sessions),
-            sessions=sum(1 for s in sessions if isinstance(s.get("duration_s"), int | float)),
-        )
-    )
+    print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(terminal([str(u) for u in unreadable]))
     return EXIT_OK
