@@ -8,14 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ....kindapi import MIN_BOOT
-from ....kindapi.analysis import (
-    BOOT_T_MAX_FACTOR,
-    MDE_POWER,
-    MIN_CYCLES_FOR_SESSION,
-    MIN_PROMPTS_FOR_DECISION,
-    PROMPTS_ONLY,
-    WITH_SESSION,
-)
+from ....kindapi import analysis as stats
 from ....kindapi.report import Md
 from ..analysis.model import ENDPOINTS, DecodeAnalysis
 from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
@@ -135,7 +128,7 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "symmetric bootstrap-t quantile (the quantile of |mean* − mean| / SE* over "
         f"{s.boot} prompt resamples within each subset, seed {s.seed}, one index matrix per "
         "subset shared by every treatment and both endpoints), the latter capped at "
-        f"{BOOT_T_MAX_FACTOR:g}× the t quantile. Why: the percentile bootstrap, published "
+        f"{stats.BOOT_T_MAX_FACTOR:g}× the t quantile. Why: the percentile bootstrap, published "
         "before, under-covers at these sizes; the t quantile alone under-covers a skewed prompt "
         "effect; the larger of the two held coverage in every case measured, and the interval "
         "is never narrower than the t-interval. The cap: resamples that repeat a few "
@@ -143,24 +136,25 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "bootstrap-t quantile into the hundreds; capped, it cost at most 0.003 of coverage in "
         f"any cell measured. {MEASURED_COVERAGE}",
         "",
-        f"Session level (`interval_method` {WITH_SESSION}): with {MIN_CYCLES_FOR_SESSION} or "
-        "more cycles every (treatment, cycle) server session may carry its own offset. The "
+        f"Session level (`interval_method` {stats.WITH_SESSION}): with "
+        f"{stats.MIN_CYCLES_FOR_SESSION} or more cycles every (treatment, cycle) server session "
+        "may carry its own offset. The "
         "log ratios are then read as y[p,c] = μ + a_p + b_c + e_pc, b_c shared by the subsets "
         "of a cycle; the session variance of the mean (var of the cycle means over the cycles, "
         "less the residual mean square's share, truncated at 0) is added to SE² and the df "
         "comes from Satterthwaite over every mean square used, floored at the fewest df of a "
         "positive term (prompts - 1, cycles - 1), so no interval is wider than its data allow. "
         "With fewer cycles "
-        f"(`{PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
+        f"(`{stats.PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
         "",
         f"Decision (margin ±{s.margin_pct:g}%): `equivalent` when the 90% interval lies inside "
         "±margin; otherwise `faster` when the 95% interval is above 0, `slower` when below 0, "
         f"else `inconclusive`; `insufficient` when a subset has fewer than "
-        f"{MIN_PROMPTS_FOR_DECISION} prompts (pooled: when any subset has), where neither the "
-        "exact sign-flip test nor the interval can be trusted. `underpowered` marks a cell "
+        f"{stats.MIN_PROMPTS_FOR_DECISION} prompts (pooled: when any subset has), where neither "
+        "the exact sign-flip test nor the interval can be trusted. `underpowered` marks a cell "
         "without a decision whose MDE exceeds the margin: MDE = 100·expm1((t(0.975, df) + "
-        f"t({MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
-        f"{MDE_POWER:.0%} power.",
+        f"t({stats.MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
+        f"{stats.MDE_POWER:.0%} power.",
         "",
         "Columns: `interval_method`, `se_pct` (100·SE), `df`, `session_se_pct` "
         "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "
