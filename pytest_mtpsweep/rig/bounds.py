@@ -214,20 +214,22 @@ class Deadline:
             silent_s = (time.monotonic_ns() - stamps[-1]) / 1e9
             if silent_s <= stall_s:
                 continue
-            with self._lock:
-                if self._over:
-                    return
-                self.stalled_s = silent_s
-                socks = list(self._socks)
-            for sock in socks:
-                _shutdown(sock)
+            self._cut(stalled_s=silent_s)
             return
 
     def _expire(self) -> None:
+        self._cut(stalled_s=None)
+
+    def _cut(self, stalled_s: float | None) -> None:
+        """Shut every watched socket, unless the request has ended: a stall of `stalled_s`
+        seconds, or (None) the deadline passed."""
         with self._lock:
             if self._over:
                 return
-            self.passed = True
+            if stalled_s is None:
+                self.passed = True
+            else:
+                self.stalled_s = stalled_s
             socks = list(self._socks)
         for sock in socks:
             _shutdown(sock)
