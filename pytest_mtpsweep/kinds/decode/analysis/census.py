@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -127,27 +127,41 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def calibration(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
-    """Per-session calibration drift, for the sessions that recorded one."""
+SessionFacts = Sequence[tuple[str, Mapping[str, Any]]]  # (run id, a session file), per session
+
+
+def _per_session(
+    sessions: SessionFacts,
+    key: str,
+    columns: Sequence[str],
+    row: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]],
+) -> pd.DataFrame:
+    """One row per session whose file holds a `key` table: its run and session, then what `row`
+    reads from the file and that table; sorted by run and session."""
     rows = []
     for run_id, facts in sessions:
-        cal = facts.get("calibration")
-        if not isinstance(cal, Mapping):
-            continue
-        rows.append(
-            {
-                "run_id": run_id,
-                "session": str(facts.get("session", "")),
-                "ordinal": facts.get("ordinal"),
-                "treatment": facts.get("treatment"),
-                "cycle": facts.get("cycle"),
-                "start_tps": _number(cal.get("start_tps")),
-                "end_tps": _number(cal.get("end_tps")),
-                "drift_pct": _number(cal.get("drift_pct")),
-            }
-        )
-    frame = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+        part = facts.get(key)
+        if isinstance(part, Mapping):
+            session = str(facts.get("session", ""))
+            rows.append({"run_id": run_id, "session": session, **row(facts, part)})
+    frame = pd.DataFrame(rows, columns=list(columns))
     return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
+
+
+def calibration(sessions: SessionFacts) -> pd.DataFrame:
+    """Per-session calibration drift, for the sessions that recorded one."""
+
+    def row(facts: Mapping[str, Any], cal: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "ordinal": facts.get("ordinal"),
+            "treatment": facts.get("treatment"),
+            "cycle": facts.get("cycle"),
+            "start_tps": _number(cal.get("start_tps")),
+            "end_tps": _number(cal.get("end_tps")),
+            "drift_pct": _number(cal.get("drift_pct")),
+        }
+
+    return _per_session(sessions, "calibration", CALIBRATION_COLUMNS, row)
 
 
 HOST_COLUMNS: tuple[str, ...] = (
@@ -156,31 +170,24 @@ HOST_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def host_noise(sessions: Sequence[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
+def host_noise(sessions: SessionFacts) -> pd.DataFrame:
     """Per session: what others used of the machine while it measured, and whether it was flagged."""
-    rows = []
-    for run_id, facts in sessions:
-        h = facts.get("host")
-        if not isinstance(h, Mapping):
-            continue
+
+    def row(facts: Mapping[str, Any], h: Mapping[str, Any]) -> dict[str, Any]:
         load = h.get("load_avg_end")
         throttled = h.get("throttled")
-        rows.append(
-            {
-                "run_id": run_id,
-                "session": str(facts.get("session", "")),
-                "treatment": facts.get("treatment"),
-                "cycle": facts.get("cycle"),
-                "other_cpu_pct": _number(h.get("other_cpu_pct")),
-                "load_avg_end": _number(load[0]) if isinstance(load, list) and load else math.nan,
-                "throttled": ", ".join(f"{k} {v}" for k, v in throttled.items())
-                if isinstance(throttled, Mapping)
-                else "",
-                "flagged": bool(h.get("flagged")),
-            }
-        )
-    frame = pd.DataFrame(rows, columns=list(HOST_COLUMNS))
-    return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
+        return {
+            "treatment": facts.get("treatment"),
+            "cycle": facts.get("cycle"),
+            "other_cpu_pct": _number(h.get("other_cpu_pct")),
+            "load_avg_end": _number(load[0]) if isinstance(load, list) and load else math.nan,
+            "throttled": ", ".join(f"{k} {v}" for k, v in throttled.items())
+            if isinstance(throttled, Mapping)
+            else "",
+            "flagged": bool(h.get("flagged")),
+        }
+
+    return _per_session(sessions, "host", HOST_COLUMNS, row)
 
 
 def quarantine_table(quarantined: Sequence[QuarantinedSession]) -> pd.DataFrame:
