@@ -11,11 +11,13 @@ from ..analysis.model import (
     DecodeAnalysis,
 )
 from .limits import CALIBRATION_DRIFT_PCT
-from .textfmt import ci, dict_rows, md_table, num, pct, titled
+from .textfmt import ci, dict_rows, md_table, num, pct, texts, titled
 
 CENSUS_HEADERS = ["endpoint", "treatment", "subset", "prompts", "pairs",
                   "baseline without treatment", "treatment without baseline",
                   "resamples kept/requested"]  # fmt: skip
+CENSUS_COLUMNS = ("endpoint", "treatment", "subset", "n_prompts", "n_pairs", "gaps_baseline_only",
+                  "gaps_treatment_only")  # fmt: skip
 POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per position",
                     "95% CI", "stateful", "note"]  # fmt: skip
 
@@ -32,10 +34,7 @@ def section_position(result: DecodeAnalysis) -> list[str]:
         ]
     rows = [
         [
-            str(r["treatment"]),
-            str(r["endpoint"]),
-            str(r["n_obs"]),
-            str(r["n_sessions"]),
+            *texts(r, "treatment", "endpoint", "n_obs", "n_sessions"),
             pct(r["slope_pct"]),
             ci(r["ci_low"], r["ci_high"]),
             Md("**stateful**") if bool(r["stateful"]) else "no",
@@ -68,16 +67,7 @@ def section_census(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     if not result.census.empty:
         rows = [
-            [
-                str(r["endpoint"]),
-                str(r["treatment"]),
-                str(r["subset"]),
-                str(r["n_prompts"]),
-                str(r["n_pairs"]),
-                str(r["gaps_baseline_only"]),
-                str(r["gaps_treatment_only"]),
-                f"{r['boot_kept']}/{r['boot_requested']}",
-            ]
+            [*texts(r, *CENSUS_COLUMNS), f"{r['boot_kept']}/{r['boot_requested']}"]
             for r in dict_rows(result.census)
         ]
         out += [table_or_count(CENSUS_HEADERS, rows, "census.csv", "census cells"), ""]
@@ -90,17 +80,7 @@ def section_census(result: DecodeAnalysis) -> list[str]:
             lambda e: "both" if len(set(e)) == len(ENDPOINTS) else ", ".join(sorted(e))
         )
         out += ["Gaps (a cell on one side of a pair with no partner):", ""]
-        rows = [
-            [
-                str(r["treatment"]),
-                str(r["direction"]),
-                str(r["prompt_id"]),
-                str(r["cycle"]),
-                str(r["run_id"]),
-                str(r["endpoint"]),
-            ]
-            for r in dict_rows(gaps)
-        ]
+        rows = [texts(r, *keys, "endpoint") for r in dict_rows(gaps)]
         out += [
             table_or_count(
                 ["treatment", "direction", "prompt", "cycle", "run", "endpoint"],
@@ -113,10 +93,7 @@ def section_census(result: DecodeAnalysis) -> list[str]:
     if result.exclusions.empty:
         out += ["Exclusions: none.", ""]
     else:
-        rows = [
-            [str(r["reason"]), str(r["n"]), str(r["sessions"])]
-            for r in dict_rows(result.exclusions)
-        ]
+        rows = [texts(r, "reason", "n", "sessions") for r in dict_rows(result.exclusions)]
         out += [
             "Exclusions by reason (records or lines set aside):",
             "",
@@ -124,10 +101,7 @@ def section_census(result: DecodeAnalysis) -> list[str]:
             "",
         ]
     if not result.quarantined.empty:
-        rows = [
-            [str(r["session"]), str(r["n_records"]), str(r["reason"])]
-            for r in dict_rows(result.quarantined)
-        ]
+        rows = [texts(r, "session", "n_records", "reason") for r in dict_rows(result.quarantined)]
         out += [
             "Quarantined sessions (excluded, counted above):",
             "",
@@ -149,12 +123,7 @@ def section_drift(result: DecodeAnalysis) -> list[str]:
     else:
         rows = [
             [
-                str(r["treatment"]),
-                str(r["subset"]),
-                str(r["endpoint"]),
-                str(r["run_id"]),
-                str(r["cycle"]),
-                str(r["n_pairs"]),
+                *texts(r, "treatment", "subset", "endpoint", "run_id", "cycle", "n_pairs"),
                 pct(r["pct_change"]),
             ]
             for r in dict_rows(per_cycle)
@@ -176,9 +145,7 @@ def section_drift(result: DecodeAnalysis) -> list[str]:
     else:
         rows = [
             [
-                str(r["treatment"]),
-                str(r["subset"]),
-                str(r["endpoint"]),
+                *texts(r, "treatment", "subset", "endpoint"),
                 pct(r["pct_odd_cycles"]),
                 pct(r["pct_even_cycles"]),
                 num(r["drift_pp"]),
@@ -271,10 +238,7 @@ def section_degenerate(result: DecodeAnalysis) -> list[str]:
         return [*out, "No analysed measurements.", ""]
     table = md_table(
         ["treatment", "measurements", "degenerate", "examples"],
-        [
-            [str(r["treatment"]), str(r["n_records"]), str(r["n_degenerate"]), str(r["examples"])]
-            for r in dict_rows(t)
-        ],
+        [texts(r, "treatment", "n_records", "n_degenerate", "examples") for r in dict_rows(t)],
     )
     lead = (
         "Each answer was checked after its stream ended for echo of the prompt, repeated lines "
@@ -304,9 +268,7 @@ def section_host(result: DecodeAnalysis) -> list[str]:
         ["session", "treatment", "cycle", "others' CPU %", "load (1 min)", "throttled", "flagged"],
         [
             [
-                str(r["session"]),
-                str(r["treatment"]),
-                str(r["cycle"]),
+                *texts(r, "session", "treatment", "cycle"),
                 num(r["other_cpu_pct"], 1),
                 num(r["load_avg_end"]),
                 str(r["throttled"] or "-"),
@@ -328,9 +290,7 @@ def _calibration(result: DecodeAnalysis) -> list[str]:
     else:
         rows = [
             [
-                str(r["session"]),
-                str(r["treatment"]),
-                str(r["cycle"]),
+                *texts(r, "session", "treatment", "cycle"),
                 num(r["start_tps"]),
                 num(r["end_tps"]),
                 pct(r["drift_pct"]),
@@ -385,6 +345,6 @@ def section_interval_basis(result: DecodeAnalysis) -> list[str]:
     )
     table = md_table(
         ["treatment", "measurements", "inter-chunk"],
-        [[str(r["treatment"]), str(r["n_records"]), str(r["n_inter_chunk"])] for r in dict_rows(t)],
+        [texts(r, "treatment", "n_records", "n_inter_chunk") for r in dict_rows(t)],
     )
     return [*out, lead, "", table, ""]

@@ -18,7 +18,7 @@ from ..analysis.equivalence import DIFFERENT, describe
 from ..analysis.model import ENDPOINTS, DecodeAnalysis
 from . import limits as limits
 from .diagnostics import degenerate_warning, interval_fallback_warning
-from .textfmt import dict_rows, num, titled
+from .textfmt import dict_rows, num, texts, titled
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",
@@ -218,14 +218,11 @@ def section_equivalence(result: DecodeAnalysis) -> list[str]:
             continue
         rows = [
             [
-                str(r["treatment"]),
-                str(r["subset"]),
-                str(r["prompt_id"]),
+                *texts(r, "treatment", "subset", "prompt_id"),
                 f"c{r['cycle']}",
                 str(r["verdict"]),
                 str(r["truncated"] or "-"),
-                str(r["chars"]),
-                str(r["baseline_chars"]),
+                *texts(r, "chars", "baseline_chars"),
             ]
             for r in dict_rows(shown)
         ]
@@ -265,10 +262,7 @@ def section_acceptance(result: DecodeAnalysis) -> list[str]:
         ]
     rows = [
         [
-            str(r["treatment"]),
-            str(r["subset"]),
-            str(r["records"]),
-            str(r["with_draft"]),
+            *texts(r, "treatment", "subset", "records", "with_draft"),
             str(r["draft_n"]) if r["with_draft"] else "-",
             str(r["draft_n_accepted"]) if r["with_draft"] else "-",
             _rate(r["acceptance_pct"]),

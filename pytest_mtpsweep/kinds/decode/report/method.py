@@ -12,7 +12,7 @@ from ....kindapi import analysis as stats
 from ....kindapi.report import Md
 from ..analysis.model import ENDPOINTS, DecodeAnalysis
 from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
-from .textfmt import ci, dict_rows, finite, md_table, num, pct, titled
+from .textfmt import ci, dict_rows, finite, md_table, num, pct, texts, titled
 
 TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
                     "beyond tie-break", "published", "why"]  # fmt: skip
@@ -62,9 +62,7 @@ def _min_p(row: Mapping[str, Any]) -> float:
 def section_crosschecks(result: DecodeAnalysis) -> list[str]:
     rows = [
         [
-            str(r["treatment"]),
-            str(r["subset"]),
-            str(r["endpoint"]),
+            *texts(r, "treatment", "subset", "endpoint"),
             pct(r["pct_change"]),
             pct(r["arith_pct_change"]),
             ci(r["boot_ci_low"], r["boot_ci_high"]),

@@ -57,6 +57,7 @@ from .textfmt import (
     num,
     pct,
     plain_table,
+    texts,
     title,
 )
 
@@ -76,9 +77,7 @@ def headline_table(result: DecodeAnalysis) -> str:
         return f"{head}\n{reason}"
     rows = [
         [
-            str(r["treatment"]),
-            str(r["subset"]),
-            str(r["endpoint"]),
+            *texts(r, "treatment", "subset", "endpoint"),
             pct(r["pct_change"]),
             ci(r["ci_low"], r["ci_high"]),
             str(r["decision"]),
@@ -125,9 +124,7 @@ def _headline_table(result: DecodeAnalysis) -> Table:
     rows = []
     for r in dict_rows(result.published):
         row: list[object] = [
-            str(r["treatment"]),
-            str(r["subset"]),
-            str(r["endpoint"]),
+            *texts(r, "treatment", "subset", "endpoint"),
             pct(r["pct_change"]),
             ci(r["ci_low"], r["ci_high"]),
             ci(r["ci90_low"], r["ci90_high"]),

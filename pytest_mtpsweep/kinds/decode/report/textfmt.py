@@ -61,6 +61,11 @@ def dict_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
+def texts(row: Mapping[str, Any], *keys: str) -> list[str]:
+    """The row's values under `keys`, in that order, as a table's cells show them."""
+    return [str(row[k]) for k in keys]
+
+
 def flags(row: Mapping[str, Any]) -> str:
     flags = []
     if row["decision"] == "insufficient":
