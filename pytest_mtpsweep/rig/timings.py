@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .usage import ABSURD_TOKENS
@@ -49,6 +49,12 @@ class Timings:
     draft_n: int | None = None
     draft_n_accepted: int | None = None
     problem: str | None = None
+
+    def measured(self) -> dict[str, Any]:
+        """The fields of the measurement they fill (`schema.Measurement`), each as checked."""
+        fields = asdict(self)
+        del fields["problem"]
+        return fields
 
 
 def _number(timings: Mapping[str, Any], key: str) -> tuple[float | None, str | None]:
