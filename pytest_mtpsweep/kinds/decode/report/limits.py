@@ -6,6 +6,8 @@ with the detail, so report.md names every limitation without carrying the diagno
 
 from __future__ import annotations
 
+from typing import Any
+
 from ....kindapi.report import anchor, md_text
 from ..analysis.model import DecodeAnalysis
 from .textfmt import dict_rows, finite, num, pct
@@ -147,18 +149,20 @@ def cross_checks(result: DecodeAnalysis) -> str:
             "**Cross-checks:** the arithmetic mean, the percentile bootstrap and the sign-flip "
             f"test agree with every published figure in sign and at 5% (see {see(CROSS_CHECKS)})."
         )
+
+    def cells(disagree: list[dict[str, Any]]) -> str:
+        return md_text(", ".join(f"{r['treatment']} {r['subset']}" for r in disagree))
+
     parts = []
     if sign:
-        named = md_text(", ".join(f"{r['treatment']} {r['subset']}" for r in sign))
         parts.append(
             f"the arithmetic mean or the percentile bootstrap points another way than the "
-            f"published figure in {len(sign)} ({named})"
+            f"published figure in {len(sign)} ({cells(sign)})"
         )
     if signif:
-        named = md_text(", ".join(f"{r['treatment']} {r['subset']}" for r in signif))
         parts.append(
             f"the published interval and the sign-flip test's p<0.05 disagree in {len(signif)} "
-            f"({named})"
+            f"({cells(signif)})"
         )
     return (
         f"**Cross-checks disagree:** of {len(rows)} published cells, {'; '.join(parts)}: read "
