@@ -12,24 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import POOLED
-from ....kindapi.analysis import (
-    MIN_CYCLES_FOR_SESSION,
-    MIN_PROMPTS_FOR_DECISION,
-    WITH_SESSION,
-    BootSummary,
-    FloatArray,
-    Resamples,
-    Spread,
-    index_matrix,
-    mde_pct,
-    prompt_spread,
-    published_interval,
-    resample,
-    session_spread,
-    sign_flip_pvalue,
-    summarise_resamples,
-    to_pct,
-)
+from ....kindapi import analysis as stats
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
 from .model import ENDPOINTS, AnalysisSettings
@@ -80,10 +63,10 @@ def _decision(row: dict[str, Any], parts: Sequence[Series], margin: float) -> tu
     sizes = {p.subset: int(np.isfinite(p.log).sum()) for p in parts}
     if not sizes or min(sizes.values()) == 0:
         return "inconclusive", ""
-    small = [f"{s} {n}" for s, n in sizes.items() if n < MIN_PROMPTS_FOR_DECISION]
+    small = [f"{s} {n}" for s, n in sizes.items() if n < stats.MIN_PROMPTS_FOR_DECISION]
     if small:
         return "insufficient", (
-            f"fewer than {MIN_PROMPTS_FOR_DECISION} prompts ({', '.join(small)}): no decision"
+            f"fewer than {stats.MIN_PROMPTS_FOR_DECISION} prompts ({', '.join(small)}): no decision"
         )
     bounds = [row["ci_low"], row["ci_high"], row["ci90_low"], row["ci90_high"]]
     if not all(math.isfinite(b) for b in bounds):
@@ -98,13 +81,15 @@ def _decision(row: dict[str, Any], parts: Sequence[Series], margin: float) -> tu
     return "inconclusive", ""
 
 
-def _spread(parts: Sequence[Series], finite: Sequence[FloatArray]) -> tuple[Spread, str]:
+def _spread(
+    parts: Sequence[Series], finite: Sequence[stats.FloatArray]
+) -> tuple[stats.Spread, str]:
     """The published SE: prompts only, or with the session level given enough shared cycles."""
     shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
-    if int(shared.sum()) < MIN_CYCLES_FOR_SESSION:
-        return prompt_spread(finite), ""
-    spread = session_spread(finite, [p.matrix[:, shared] for p in parts])
-    if spread.method != WITH_SESSION and math.isfinite(spread.se):
+    if int(shared.sum()) < stats.MIN_CYCLES_FOR_SESSION:
+        return stats.prompt_spread(finite), ""
+    spread = stats.session_spread(finite, [p.matrix[:, shared] for p in parts])
+    if spread.method != stats.WITH_SESSION and math.isfinite(spread.se):
         return spread, "session level not estimable: fewer than 2 prompts hold every cycle"
     return spread, ""
 
@@ -120,7 +105,7 @@ class _Boot:
     high: float
 
 
-def _boot_row(summary: BootSummary, k: int) -> _Boot:
+def _boot_row(summary: stats.BootSummary, k: int) -> _Boot:
     return _Boot(
         int(summary.kept[k]),
         float(summary.q95[k]),
@@ -132,44 +117,44 @@ def _boot_row(summary: BootSummary, k: int) -> _Boot:
 
 def _interval_columns(
     point: float,
-    finite: Sequence[FloatArray],
+    finite: Sequence[stats.FloatArray],
     parts: Sequence[Series],
     boot: _Boot,
     settings: AnalysisSettings,
-) -> tuple[dict[str, Any], Spread, str]:
+) -> tuple[dict[str, Any], stats.Spread, str]:
     """The published 95 % / 90 % intervals and their SE, df and method, in percent."""
     spread, note = _spread(parts, finite)
-    lo95, hi95 = published_interval(point, spread, boot.q95, settings.confidence)
-    lo90, hi90 = published_interval(point, spread, boot.q90, settings.equivalence_confidence)
-    session_se = math.sqrt(spread.session_var) if spread.method == WITH_SESSION else math.nan
+    lo95, hi95 = stats.published_interval(point, spread, boot.q95, settings.confidence)
+    lo90, hi90 = stats.published_interval(point, spread, boot.q90, settings.equivalence_confidence)
+    session_se = math.sqrt(spread.session_var) if spread.method == stats.WITH_SESSION else math.nan
     columns = {
-        "ci_low": to_pct(lo95),
-        "ci_high": to_pct(hi95),
-        "ci90_low": to_pct(lo90),
-        "ci90_high": to_pct(hi90),
+        "ci_low": stats.to_pct(lo95),
+        "ci_high": stats.to_pct(hi95),
+        "ci90_low": stats.to_pct(lo90),
+        "ci90_high": stats.to_pct(hi90),
         "interval_method": spread.method,
         "se_pct": 100.0 * spread.se,
         "df": spread.df,
         "session_se_pct": 100.0 * session_se,
-        "mde_pct": mde_pct(spread),
+        "mde_pct": stats.mde_pct(spread),
     }
     return columns, spread, note
 
 
 def _crosscheck_columns(
-    finite: Sequence[FloatArray], boot: _Boot, settings: AnalysisSettings
+    finite: Sequence[stats.FloatArray], boot: _Boot, settings: AnalysisSettings
 ) -> dict[str, Any]:
     """The percentile-bootstrap interval and the sign-flip p-value."""
     if finite and all(v.size for v in finite):
         weights = np.concatenate([np.full(v.size, 1.0 / (len(finite) * v.size)) for v in finite])
-        perm_p, perm_method = sign_flip_pvalue(
+        perm_p, perm_method = stats.sign_flip_pvalue(
             np.concatenate(finite), weights, seed=settings.seed, n_mc=settings.boot
         )
     else:
         perm_p, perm_method = math.nan, "none"
     return {
-        "boot_ci_low": to_pct(boot.low),
-        "boot_ci_high": to_pct(boot.high),
+        "boot_ci_low": stats.to_pct(boot.low),
+        "boot_ci_high": stats.to_pct(boot.high),
         "perm_p": perm_p,
         "perm_method": perm_method,
         "boot_requested": settings.boot,
@@ -193,7 +178,7 @@ def _summarise(parts: Sequence[Series], boot: _Boot, settings: AnalysisSettings)
         "n_prompts": int(sum(v.size for v in finite)),
         "n_pairs": int(sum(np.nansum(p.n_pairs) for p in parts)),
         "cycles": ",".join(str(c) for c in cycles),
-        "pct_change": to_pct(point),
+        "pct_change": stats.to_pct(point),
         **intervals,
         "arith_pct_change": arith,
         **_crosscheck_columns(finite, boot, settings),
@@ -246,23 +231,25 @@ def compute_contrasts(
         {(str(r), int(c)) for r, c in zip(pairs["run_id"], pairs["cycle"], strict=True)}
     )
     layouts: dict[str, Layout] = {}
-    boot: dict[str, Resamples] = {}
+    boot: dict[str, stats.Resamples] = {}
     for s in subsets:
         universe = sorted(str(p) for p in records.loc[records["subset"] == s, "prompt_id"].unique())
         layouts[s] = make_layout(s, pairs[pairs["subset"] == s], keys, universe, sessions)
-        idx = index_matrix(len(universe), settings.boot, settings.seed, s)
-        boot[s] = resample(layouts[s].log, idx)
+        idx = stats.index_matrix(len(universe), settings.boot, settings.seed, s)
+        boot[s] = stats.resample(layouts[s].log, idx)
 
     levels = (settings.confidence, settings.equivalence_confidence)
-    summaries = {s: summarise_resamples(boot[s], layouts[s].log_mean, levels) for s in subsets}
+    summaries = {
+        s: stats.summarise_resamples(boot[s], layouts[s].log_mean, levels) for s in subsets
+    }
     if len(subsets) >= 2:
         # Equal weight inside each resample; a resample missing any subset is not kept.
-        pooled = Resamples(
+        pooled = stats.Resamples(
             np.mean(np.stack([boot[s].mean for s in subsets]), axis=0),
             np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
-        summaries[POOLED] = summarise_resamples(pooled, point, levels)
+        summaries[POOLED] = stats.summarise_resamples(pooled, point, levels)
     rows: list[dict[str, Any]] = []
     for k, (endpoint, treatment) in enumerate(keys):
         head = {"endpoint": endpoint, "treatment": treatment, "baseline": baseline}
