@@ -63,6 +63,16 @@ VERDICT_NOT_CHECKED = "not_checked"  # no reply came back
 
 RUN_OK, RUN_PARTIAL, RUN_STOPPED = "ok", "partial", "stopped"
 
+# The fields the analysis reads as endpoints (analysis/contrast.py): a cell's outcome (its green
+# and first-attempt rates) and its token totals, which a turn record also holds, per turn.
+# Every writer and reader names them from here (tests/kinds/test_record_fields.py).
+OUTCOME, PROMPT_TOKENS, COMPLETION_TOKENS = "outcome", "prompt_tokens", "completion_tokens"
+# analysis name -> record field
+ENDPOINT_FIELDS: dict[str, str] = {
+    "green": OUTCOME, "first_attempt": OUTCOME, PROMPT_TOKENS: PROMPT_TOKENS,
+    COMPLETION_TOKENS: COMPLETION_TOKENS,
+}  # fmt: skip
+
 # Which cell of which session: every authoring turn and cell record starts with these.
 # `attempt` is 0 for the first invocation, n after the n-th --resume.
 CELL_IDENTITY_FIELDS: tuple[str, ...] = (
@@ -73,7 +83,7 @@ CELL_IDENTITY_FIELDS: tuple[str, ...] = (
 # api_retried: the HTTP status (or error name) of each retried try.
 TURN_FIELDS: tuple[str, ...] = (
     "turn", "started_at", "latency_s", "request_s", "api_tries", "api_retried", "http_status",
-    "api_error", "prompt_tokens", "completion_tokens", "tokens_unknown", "budget_tokens",
+    "api_error", PROMPT_TOKENS, COMPLETION_TOKENS, "tokens_unknown", "budget_tokens",
     "finish_reason", "response_model", "reasoning_chars", "content_chars", "artefact_sha256", "artefact_bytes", "verdict",
     "exit_code", "check_s", "check_reason", "error_first_line", "feedback_chars",
     "tests_collected", "tests_passed", "verdict_forgeable", "sampling_seed", "reply_cached",
@@ -86,13 +96,13 @@ TURN_FIELDS: tuple[str, ...] = (
 # sampling_seed: the request seed of the cell's repeat (the ladder's seeds, or derived from seed).
 # green_turn: the k of green_after_k (1 for first_attempt_green).
 CELL_FIELDS: tuple[str, ...] = (
-    "valid", "reason", "outcome", "green_turn", "turns_used", "prompt_tokens",
-    "completion_tokens", "tokens_unknown_turns", "api_retries", "api_status", "api_error", "checker_error", "started_at",
+    "valid", "reason", OUTCOME, "green_turn", "turns_used", PROMPT_TOKENS,
+    COMPLETION_TOKENS, "tokens_unknown_turns", "api_retries", "api_status", "api_error", "checker_error", "started_at",
     "ended_at", "conversation", "verdict_forgeable", "sampling_seed",
 )  # fmt: skip
 SCORES_COLUMNS: tuple[str, ...] = (
-    "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",
-    "turns_used", "prompt_tokens", "completion_tokens", "api_retries", "api_status", "api_error",
+    "subject", "model_id", "cohort", "task", "repeat", "cell", OUTCOME, "green_turn",
+    "turns_used", PROMPT_TOKENS, COMPLETION_TOKENS, "api_retries", "api_status", "api_error",
     "checker_error", "attempt",
 )  # fmt: skip
 

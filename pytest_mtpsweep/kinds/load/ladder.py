@@ -28,6 +28,7 @@ from ...kindapi.rig import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arr
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings
+from .records import GOODPUT_REQ_S, OUTPUT_TOK_S, REQ_S
 from .trace import TraceSettings
 
 FIELDS: Spec = {
@@ -52,11 +53,14 @@ FIELDS: Spec = {
     "trace": (dict, False),  # replay a trace's arrivals and lengths with real text (trace.py)
     "conversation": (dict, False),  # blocks of multi-turn conversations (conversation.py)
 }
-SLO: Spec = {"ttft_ms": ((int, float), False), "itl_ms": ((int, float), False),
-             "e2e_ms": ((int, float), False)}  # fmt: skip
+# The [slo] keys: the ladder's own names (a user's ladder holds them), not the request fields
+# they bound (records.py), though two coincide: a record field renamed leaves these be.
+SLO_TTFT, SLO_ITL, SLO_E2E = "ttft_ms", "itl_ms", "e2e_ms"
+SLO: Spec = {SLO_TTFT: ((int, float), False), SLO_ITL: ((int, float), False),
+             SLO_E2E: ((int, float), False)}  # fmt: skip
 COMMAND_LINE: Spec = {"requests": (int, False), "duration_s": ((int, float), False)}
 REQUEST_ENDPOINTS = ("ttft", "itl", "e2e")  # per request, paired by slot, clustered by prompt
-LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s")  # per block, paired by cycle
+LEVEL_ENDPOINTS = (OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S)  # per block, paired by cycle
 MAX_DURATION_S = 3600.0
 # Every size is bounded before anything is drawn or allocated (lint, --collect-only and the run
 # share `validate`): a level's schedule (arrivals.MAX_SCHEDULE), its lanes, its warm-up.

@@ -19,6 +19,17 @@ from ...kindapi.rig import LevelRun, LevelSummary, Percentiles, StreamRecord, Tu
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line
 SEARCH = "search"  # a capacity search's line after each probe (kinds/load/run/probe.py)
+# The endpoints the analysis reads (analysis/contrast.py): per request, then per level block. A
+# request line's latencies are its own; a level line's are percentiles under the same names.
+# Every writer and reader names them from here (tests/kinds/test_record_fields.py).
+TTFT_MS, ITL_MEAN_MS, E2E_MS = "ttft_ms", "itl_mean_ms", "e2e_ms"
+OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S = "output_tok_s", "req_s", "goodput_req_s"
+J_PER_TOKEN = "j_per_token"  # written by run/energy.py, where NVML counts the joules
+# analysis name -> record field (a per-block endpoint is named by its field)
+ENDPOINT_FIELDS: dict[str, str] = {
+    "ttft": TTFT_MS, "itl": ITL_MEAN_MS, "e2e": E2E_MS, OUTPUT_TOK_S: OUTPUT_TOK_S,
+    REQ_S: REQ_S, GOODPUT_REQ_S: GOODPUT_REQ_S, J_PER_TOKEN: J_PER_TOKEN,
+}  # fmt: skip
 # A conversation block's request line adds its (conversation, turn) slot and the cached prompt
 # tokens the server reported, judged (`rig.loadgen.chatlevel.read_cache`); None elsewhere.
 CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", "cache_source",
@@ -27,8 +38,8 @@ CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", 
 REQUEST_FIELDS = (
     "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "record", "level", "mode",
     "level_value", "block", "request", "prompt_id", "subset", "lane", "valid", "reason",
-    "http_status", "finish_reason", "intended_ms", "send_lag_ms", "ttft_ms", "e2e_ms",
-    "itl_mean_ms", "itl_ms", "chunks", "chunk_tokens", "output_tokens", "prompt_tokens",
+    "http_status", "finish_reason", "intended_ms", "send_lag_ms", TTFT_MS, E2E_MS,
+    ITL_MEAN_MS, "itl_ms", "chunks", "chunk_tokens", "output_tokens", "prompt_tokens",
     "usage_status", "token_basis", "in_flight_at_send", "queued", "client_lag_max_ms", "model",
     "content_chars", "content_sha256", "timings", "started_at",
     *CONVERSATION_FIELDS,
@@ -95,9 +106,9 @@ def request_line(
         "finish_reason": r.finish_reason,
         "intended_ms": _ms(r.t_intended_ns - t_start_ns),
         "send_lag_ms": _ms(r.send_lag_ns),
-        "ttft_ms": _ms(r.ttft_ns),
-        "e2e_ms": _ms(r.e2e_ns),
-        "itl_mean_ms": mean_itl_ms(r) if r.ok else None,
+        TTFT_MS: _ms(r.ttft_ns),
+        E2E_MS: _ms(r.e2e_ns),
+        ITL_MEAN_MS: mean_itl_ms(r) if r.ok else None,
         "itl_ms": [round(x / MS, 4) for x in r.itl_ns],
         "chunks": len(r.chunks),
         "chunk_tokens": [c.tokens for c in r.chunks] if any(c.tokens for c in r.chunks) else None,
@@ -142,17 +153,17 @@ def level_line(
         "span_s": s.span_s,
         "span_from": s.span_from,
         "duration_s": run.load.duration_s,
-        "ttft_ms": _pct(s.ttft_ms),
+        TTFT_MS: _pct(s.ttft_ms),
         "itl_ms": _pct(s.itl_ms),
-        "e2e_ms": _pct(s.e2e_ms),
+        E2E_MS: _pct(s.e2e_ms),
         "send_lag_ms": _pct(s.send_lag_ms),
         "client_lag_ms": _pct(s.client_lag_ms),
         "output_tokens": s.output_tokens,
         "tokens_from_chunks": s.tokens_from_chunks,
-        "output_tok_s": s.output_tok_s,
-        "req_s": s.req_s,
+        OUTPUT_TOK_S: s.output_tok_s,
+        REQ_S: s.req_s,
         "good": s.good,
-        "goodput_req_s": s.goodput_req_s,
+        GOODPUT_REQ_S: s.goodput_req_s,
         "lag_bound_ms": s.lag_bound_ms,
         "lag_flag": s.lag_flag,
         "timed_out": s.timed_out,

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi.analysis import PROMPTS_ONLY, Spread, index_matrix, published_interval
+from ..records import COMPLETION_TOKENS, PROMPT_TOKENS
 from .paired_binary import METHOD as PAIRED_METHOD
 from .paired_binary import paired_difference
 
@@ -35,8 +36,8 @@ from .paired_binary import paired_difference
 ENDPOINTS: dict[str, tuple[str, str]] = {
     "green": ("green", "difference"),
     "first_attempt": ("first", "difference"),
-    "prompt_tokens": ("prompt_tokens", "ratio"),
-    "completion_tokens": ("completion_tokens", "ratio"),
+    PROMPT_TOKENS: (PROMPT_TOKENS, "ratio"),
+    COMPLETION_TOKENS: (COMPLETION_TOKENS, "ratio"),
 }
 LEVEL = 0.95
 POOLED = "pooled"

@@ -8,11 +8,18 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi.records import recordlines as rl
-from ..records import FIRST_ATTEMPT_GREEN, GREEN_OUTCOMES, INFORMATIVE_OUTCOMES
+from ..records import (
+    COMPLETION_TOKENS,
+    FIRST_ATTEMPT_GREEN,
+    GREEN_OUTCOMES,
+    INFORMATIVE_OUTCOMES,
+    OUTCOME,
+    PROMPT_TOKENS,
+)
 
 COLUMNS: tuple[str, ...] = (
-    "subject", "model_id", "cohort", "task", "repeat", "cell", "outcome", "green_turn",
-    "turns_used", "prompt_tokens", "completion_tokens", "tokens_unknown_turns", "api_status",
+    "subject", "model_id", "cohort", "task", "repeat", "cell", OUTCOME, "green_turn",
+    "turns_used", PROMPT_TOKENS, COMPLETION_TOKENS, "tokens_unknown_turns", "api_status",
     "api_error", "checker_error", "reason",
 )  # fmt: skip
 
@@ -21,8 +28,8 @@ COLUMNS: tuple[str, ...] = (
 # something else is named as unreadable by file and line, never coerced to a NaN.
 _CELL_NAMES = {k: rl.NAME for k in ("subject", "cohort", "task", "cell")}
 CELL_TYPES: rl.Types = _CELL_NAMES | {
-    "model_id": rl.STR, "repeat": rl.INT, "outcome": rl.STR, "green_turn": rl.INT,
-    "turns_used": rl.INT, "prompt_tokens": rl.INT, "completion_tokens": rl.INT,
+    "model_id": rl.STR, "repeat": rl.INT, OUTCOME: rl.STR, "green_turn": rl.INT,
+    "turns_used": rl.INT, PROMPT_TOKENS: rl.INT, COMPLETION_TOKENS: rl.INT,
     "tokens_unknown_turns": rl.INT, "api_status": rl.INT, "api_error": rl.STR,
     "checker_error": rl.STR, "reason": rl.STR, "valid": rl.BOOL, "attempt": rl.INT,
     "verdict_forgeable": rl.BOOL,
@@ -43,16 +50,16 @@ def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(
         [{k: r.get(k) for k in COLUMNS} for r in latest.values()], columns=list(COLUMNS)
     )
-    outcome = df["outcome"].astype(object)
+    outcome = df[OUTCOME].astype(object)
     df["informative"] = outcome.isin(INFORMATIVE_OUTCOMES)
     df["green"] = outcome.isin(GREEN_OUTCOMES).astype(float)
     df["first"] = (outcome == FIRST_ATTEMPT_GREEN).astype(float)
-    for col in ("prompt_tokens", "completion_tokens", "turns_used", "repeat"):
+    for col in (PROMPT_TOKENS, COMPLETION_TOKENS, "turns_used", "repeat"):
         df[col] = pd.to_numeric(df[col], errors="coerce")
     # a total over a turn without usage is unknown: never read as 0 (older records lack the field)
     unknown = pd.to_numeric(df["tokens_unknown_turns"], errors="coerce").fillna(0) > 0
     df["tokens_known"] = ~unknown
-    df.loc[unknown, ["prompt_tokens", "completion_tokens"]] = float("nan")
+    df.loc[unknown, [PROMPT_TOKENS, COMPLETION_TOKENS]] = float("nan")
     return df
 
 

@@ -130,8 +130,8 @@ def rescue_table(cells: pd.DataFrame, turns: pd.DataFrame, top: int = 3) -> pd.D
     info = cells[cells["informative"]]
     sent = turns[turns["feedback_chars"].notna()] if "feedback_chars" in turns else turns.iloc[:0]
     for (subject, cohort), g in info.groupby(["subject", "cohort"], sort=False):
-        missed = g[g["outcome"] != records.FIRST_ATTEMPT_GREEN]
-        rescued = int((missed["outcome"] == records.GREEN_AFTER_K).sum())
+        missed = g[g[records.OUTCOME] != records.FIRST_ATTEMPT_GREEN]
+        rescued = int((missed[records.OUTCOME] == records.GREEN_AFTER_K).sum())
         said = sent[sent["cell"].isin(missed["cell"])]["error_first_line"].dropna()
         common = Counter(str(s)[:120] for s in said).most_common(top)
         rows.append({"subject": subject, "cohort": cohort, "missed_first": len(missed),

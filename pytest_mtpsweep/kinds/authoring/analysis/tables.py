@@ -24,7 +24,7 @@ def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (subject, cohort), g in cells.groupby(["subject", "cohort"], sort=False):
         info = g[g["informative"]]
-        count = g["outcome"].value_counts()
+        count = g[records.OUTCOME].value_counts()
         rows.append(
             {
                 "subject": subject,
@@ -37,12 +37,14 @@ def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:
                 "api_failure": int(count.get(records.API_FAILURE, 0)),
                 "checker_error": int(count.get(records.CHECKER_ERROR, 0)),
                 "budget_stopped": int(count.get(records.BUDGET_STOPPED, 0)),
-                "no_outcome": int(g["outcome"].isna().sum()),
+                "no_outcome": int(g[records.OUTCOME].isna().sum()),
                 "green_rate": info["green"].mean() if len(info) else float("nan"),
                 "first_attempt_rate": info["first"].mean() if len(info) else float("nan"),
-                "mean_prompt_tokens": info["prompt_tokens"].mean() if len(info) else float("nan"),
+                "mean_prompt_tokens": (
+                    info[records.PROMPT_TOKENS].mean() if len(info) else float("nan")
+                ),
                 "mean_completion_tokens": (
-                    info["completion_tokens"].mean() if len(info) else float("nan")
+                    info[records.COMPLETION_TOKENS].mean() if len(info) else float("nan")
                 ),
             }
         )
@@ -52,7 +54,9 @@ def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:
 def census(cells: pd.DataFrame) -> pd.DataFrame:
     """Every cell: informative, or which kind of not, and why (by name, as the users did)."""
     out = cells[["subject", "cohort", "task", "repeat", "cell"]].copy()
-    out["class"] = cells["outcome"].where(~cells["informative"], "informative").fillna("no outcome")
+    out["class"] = (
+        cells[records.OUTCOME].where(~cells["informative"], "informative").fillna("no outcome")
+    )
     why = cells["api_error"].fillna(cells["checker_error"]).fillna(cells["reason"])
     out["why"] = why.where(~cells["informative"], "").fillna("")
     out["tokens_known"] = cells["tokens_known"]  # False: a turn came back without usage

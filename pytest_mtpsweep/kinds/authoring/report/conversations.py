@@ -16,11 +16,12 @@ from urllib.parse import quote
 
 from ....kindapi.records import PlanDoc
 from ....kindapi.report import Markup, Page, Section, el, facets, join
+from .. import records
 from ..run.extract import extract
 
 TITLE = "Conversations, cell by cell"
 ANCHOR = "conversations"
-FACETS = ("subject", "cohort", "task", "outcome")
+FACETS = ("subject", "cohort", "task", records.OUTCOME)
 Messages = list[dict[str, Any]]
 
 
@@ -114,7 +115,7 @@ def _checker(turn: Mapping[str, Any]) -> Markup:
 
 def _tokens(record: Mapping[str, Any], prompt: str, completion: str) -> str:
     """'185 prompt + 30 completion tokens'; a count the server did not give is 'unknown'."""
-    p, c = record.get("prompt_tokens"), record.get("completion_tokens")
+    p, c = record.get(records.PROMPT_TOKENS), record.get(records.COMPLETION_TOKENS)
     if p is None and c is None:
         return "tokens unknown"
     return f"{'unknown' if p is None else p}{prompt} + {'unknown' if c is None else c}{completion}"
@@ -159,7 +160,7 @@ def _cell(
         el("code", name),
         f" {cell.get('subject')} · {cell.get('cohort')} · {cell.get('task')} · "
         f"r{cell.get('repeat')} ",
-        _badge(cell.get("outcome")),
+        _badge(cell.get(records.OUTCOME)),
         f" {cell.get('turns_used') or 0} turn(s), {_tokens(cell, '', ' tokens')} ",
         el("a", "link", href=f"#cell={quote(name, safe='')}", class_="permalink"),
     )
@@ -213,7 +214,8 @@ def section(
         for i, c in enumerate(cells)
     ]
     values = [
-        [(c.get(k) or "no outcome") if k == "outcome" else c.get(k) for k in FACETS] for c in cells
+        [(c.get(k) or "no outcome") if k == records.OUTCOME else c.get(k) for k in FACETS]
+        for c in cells
     ]
     lead = el(
         "p",

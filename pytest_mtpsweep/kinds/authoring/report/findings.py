@@ -98,7 +98,7 @@ def _outcomes(cells: pd.DataFrame) -> str:
     other = cells[~cells["informative"]]
     if other.empty:
         return f"**Outcomes:** every one of the {len(cells)} cells has an informative outcome."
-    counts = other["outcome"].fillna("no outcome").value_counts()
+    counts = other[records.OUTCOME].fillna("no outcome").value_counts()
     named = md_text(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return (
         f"**Cells without an informative outcome:** {len(other)} of {len(cells)} ({named}): "

@@ -11,12 +11,13 @@ import pandas as pd
 
 from ....kindapi.report import Report, Section, Table, Text, md_text, text
 from ..analysis.contrast import LEVEL, Contrast
+from ..records import COMPLETION_TOKENS, PROMPT_TOKENS
 
 LABELS = {
     "green": "reached green (pp)",
     "first_attempt": "first-attempt green (pp)",
-    "prompt_tokens": "prompt tokens (ratio)",
-    "completion_tokens": "completion tokens (ratio)",
+    PROMPT_TOKENS: "prompt tokens (ratio)",
+    COMPLETION_TOKENS: "completion tokens (ratio)",
 }
 
 

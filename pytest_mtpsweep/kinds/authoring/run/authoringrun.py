@@ -118,7 +118,7 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         self.pools[slot.name] = CellPool(pending, n) if n > 1 and len(pending) > 1 else None
         if st.budget.refused is not None:
             for case in pending:
-                self._record_cell(ctx, case, {"outcome": records.BUDGET_STOPPED, "valid": True,
+                self._record_cell(ctx, case, {records.OUTCOME: records.BUDGET_STOPPED, "valid": True,
                                               "reason": st.budget.refused})  # fmt: skip
             raise OutOfBudget(
                 f"{records.BUDGET_STOPPED}: {st.budget.refused}; the {len(pending)} cells of "
@@ -138,11 +138,11 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         prior = st.latest.get(c.id)
         if cells.is_final(prior):
             assert prior is not None
-            why = f"{c.id} has its outcome ({prior['outcome']}) from before the resume"
+            why = f"{c.id} has its outcome ({prior[records.OUTCOME]}) from before the resume"
             live.extra.setdefault("outcomes", {})
             return Outcome(cells.result_of(prior), skip=why)
         if st.budget.refused is not None:
-            record = self._record_cell(live.ctx, c, {"outcome": records.BUDGET_STOPPED,
+            record = self._record_cell(live.ctx, c, {records.OUTCOME: records.BUDGET_STOPPED,
                                                      "valid": True, "reason": st.budget.refused})  # fmt: skip
             self._tally(live, record)
             return Outcome(
@@ -156,13 +156,15 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         record = self._record_cell(live.ctx, c, body)
         self._tally(live, record)
         result = cells.result_of(record)
-        if record["outcome"] == records.BUDGET_STOPPED:
+        if record[records.OUTCOME] == records.BUDGET_STOPPED:
             return Outcome(result, skip=f"{records.BUDGET_STOPPED}: {st.budget.refused}")
         return Outcome(result)
 
     def unmeasured(self, live: LiveSession, case: Case, reason: str) -> Outcome:
         record = self._record_cell(
-            live.ctx, cast(AuthoringCase, case), {"outcome": None, "valid": False, "reason": reason}
+            live.ctx,
+            cast(AuthoringCase, case),
+            {records.OUTCOME: None, "valid": False, "reason": reason},
         )
         self._tally(live, record)
         return Outcome(cells.result_of(record))
@@ -182,10 +184,10 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         counts = live.extra.setdefault("outcomes", {})
         if not cells.is_final(record):
             live.extra["incomplete"] = live.extra.get("incomplete", 0) + 1
-        key = str(record.get("outcome") or "no outcome")
+        key = str(record.get(records.OUTCOME) or "no outcome")
         counts[key] = counts.get(key, 0) + 1
         live.extra["tokens"] = live.extra.get("tokens", 0) + int(
-            (record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0)
+            (record.get(records.PROMPT_TOKENS) or 0) + (record.get(records.COMPLETION_TOKENS) or 0)
         )
         if record.get("tokens_unknown_turns"):  # its tokens are not in `tokens`: counted apart
             live.extra["tokens_unknown_cells"] = live.extra.get("tokens_unknown_cells", 0) + 1

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ....kindapi.records import RecordWriter, RunReader, schema
-from ..records import CELLS_DIR, FINAL_OUTCOMES, TURNS_DIR, CellResult
+from ..records import (
+    CELLS_DIR,
+    COMPLETION_TOKENS,
+    FINAL_OUTCOMES,
+    OUTCOME,
+    PROMPT_TOKENS,
+    TURNS_DIR,
+    CellResult,
+)
 
 _APPEND = threading.Lock()  # cells in flight together (pool.py) append to one turns file
 
@@ -45,7 +53,7 @@ def latest(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def is_final(record: Mapping[str, Any] | None) -> bool:
-    return record is not None and record.get("outcome") in FINAL_OUTCOMES
+    return record is not None and record.get(OUTCOME) in FINAL_OUTCOMES
 
 
 def spent(run_dir: Path) -> int:
@@ -54,9 +62,7 @@ def spent(run_dir: Path) -> int:
     total = 0
     for rec in records(run_dir, TURNS_DIR):
         charged = rec.get("budget_tokens")
-        keys = (
-            ("budget_tokens",) if type(charged) is int else ("prompt_tokens", "completion_tokens")
-        )
+        keys = ("budget_tokens",) if type(charged) is int else (PROMPT_TOKENS, COMPLETION_TOKENS)
         for key in keys:
             value = rec.get(key)
             total += value if type(value) is int and value >= 0 else 0
@@ -77,9 +83,9 @@ def result_of(record: Mapping[str, Any]) -> CellResult:
         cell=str(record.get("cell")),
         valid=bool(record.get("valid")),
         reason=record.get("reason"),
-        outcome=record.get("outcome"),
+        outcome=record.get(OUTCOME),
         green_turn=record.get("green_turn"),
         turns_used=int(record.get("turns_used") or 0),
-        prompt_tokens=record.get("prompt_tokens"),
-        completion_tokens=record.get("completion_tokens"),
+        prompt_tokens=record.get(PROMPT_TOKENS),
+        completion_tokens=record.get(COMPLETION_TOKENS),
     )

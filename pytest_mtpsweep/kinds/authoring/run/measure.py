@@ -122,7 +122,7 @@ def measure_cell(
     conversation = records.conversation_file(case.slot.name, case.id, st.attempt)
     secrets = spec.secrets()  # redacted where written; the checked artefact was the reply itself
     written = [{**m, "content": redact(m.get("content", ""), secrets)} for m in end.messages]
-    ctx.run_dir.write_json(conversation, {"cell": case.id, "outcome": end.outcome,
+    ctx.run_dir.write_json(conversation, {"cell": case.id, records.OUTCOME: end.outcome,
                                           "messages": written})  # fmt: skip
     body = _cell_body(end, live)
     body["verdict_forgeable"] = task.checking == IN_PROCESS
@@ -135,11 +135,11 @@ def _cell_body(end: CellEnd, live: LiveSession) -> dict[str, Any]:
     body: dict[str, Any] = {
         "valid": True,
         "reason": end.budget,
-        "outcome": end.outcome,
+        records.OUTCOME: end.outcome,
         "green_turn": end.green_turn,
         "turns_used": end.turns_used,
-        "prompt_tokens": None if unknown else end.prompt_tokens,
-        "completion_tokens": None if unknown else end.completion_tokens,
+        records.PROMPT_TOKENS: None if unknown else end.prompt_tokens,
+        records.COMPLETION_TOKENS: None if unknown else end.completion_tokens,
         "tokens_unknown_turns": end.tokens_unknown_turns,
         "api_retries": end.api_retries,
         "api_status": end.api_status,

@@ -44,9 +44,11 @@ def status(
     selected: Sequence[str], latest: Mapping[str, Mapping[str, Any]], stopped: str | None
 ) -> list[str]:
     """RUN_STATUS's lines: the status, then why, naming cells."""
-    budget = [c for c in selected if (latest.get(c) or {}).get("outcome") == records.BUDGET_STOPPED]
-    missing = [c for c in selected if c not in latest or latest[c].get("outcome") is None]
-    by = {o: [c for c in selected if (latest.get(c) or {}).get("outcome") == o]
+    budget = [
+        c for c in selected if (latest.get(c) or {}).get(records.OUTCOME) == records.BUDGET_STOPPED
+    ]
+    missing = [c for c in selected if c not in latest or latest[c].get(records.OUTCOME) is None]
+    by = {o: [c for c in selected if (latest.get(c) or {}).get(records.OUTCOME) == o]
           for o in (records.API_FAILURE, records.CHECKER_ERROR)}  # fmt: skip
     done = len(selected) - len(budget) - len(missing)
     lines = [f"{done} of {len(selected)} selected cells have a final outcome"]

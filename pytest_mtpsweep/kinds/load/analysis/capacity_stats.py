@@ -26,6 +26,8 @@ import numpy as np
 
 from ....kindapi.analysis import FloatArray, index_matrix
 from ..capacity import CapacitySettings, bracket
+from ..ladder import SLO_E2E, SLO_ITL, SLO_TTFT
+from ..records import E2E_MS, ITL_MEAN_MS, TTFT_MS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,13 +95,13 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def attains(requests: pd.DataFrame, slo: Mapping[str, float]) -> pd.Series:
     """Per request: completed and within every SLO target."""
     ok = requests["valid"].astype(bool)
-    for key, col in (("ttft_ms", "ttft_ms"), ("e2e_ms", "e2e_ms")):
+    for key, col in ((SLO_TTFT, TTFT_MS), (SLO_E2E, E2E_MS)):
         if key in slo:
             v = requests[col].astype("float64")
             ok &= v.notna() & (v <= float(slo[key]))
-    if "itl_ms" in slo:
-        v = requests["itl_mean_ms"].astype("float64")
-        ok &= v.isna() | (v <= float(slo["itl_ms"]))  # one chunk has no gap: nothing to miss
+    if SLO_ITL in slo:
+        v = requests[ITL_MEAN_MS].astype("float64")
+        ok &= v.isna() | (v <= float(slo[SLO_ITL]))  # one chunk has no gap: nothing to miss
     return ok
 
 

@@ -37,16 +37,17 @@ from ....kindapi.analysis import (
     summarise_resamples,
     to_pct,
 )
+from ..records import E2E_MS, GOODPUT_REQ_S, ITL_MEAN_MS, J_PER_TOKEN, OUTPUT_TOK_S, REQ_S, TTFT_MS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-REQUEST_ENDPOINTS = {"ttft": "ttft_ms", "itl": "itl_mean_ms", "e2e": "e2e_ms"}
-LEVEL_ENDPOINTS = ("output_tok_s", "req_s", "goodput_req_s", "j_per_token")
+REQUEST_ENDPOINTS = {"ttft": TTFT_MS, "itl": ITL_MEAN_MS, "e2e": E2E_MS}
+LEVEL_ENDPOINTS = (OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S, J_PER_TOKEN)
 # per-block endpoints where less is better: the gain is baseline / treatment, as a latency's
-LOWER_IS_BETTER = frozenset({"j_per_token"})
+LOWER_IS_BETTER = frozenset({J_PER_TOKEN})
 # per-block endpoints that only some runs have (goodput: SLOs; energy: NVML)
-OPTIONAL = ("goodput_req_s", "j_per_token")
+OPTIONAL = (GOODPUT_REQ_S, J_PER_TOKEN)
 BY_CYCLE = "t over cycles"
 
 

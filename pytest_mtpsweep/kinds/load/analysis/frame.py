@@ -12,22 +12,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.records import recordlines as rl
-from ..records import CONVERSATION_FIELDS, LEVEL, REQUEST, SEARCH
+from ..records import (
+    CONVERSATION_FIELDS,
+    E2E_MS,
+    GOODPUT_REQ_S,
+    ITL_MEAN_MS,
+    J_PER_TOKEN,
+    LEVEL,
+    OUTPUT_TOK_S,
+    REQ_S,
+    REQUEST,
+    SEARCH,
+    TTFT_MS,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 REQUEST_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "request",
-    "prompt_id", "valid", "ttft_ms", "e2e_ms", "itl_mean_ms", "itl_ms", "output_tokens",
+    "prompt_id", "valid", TTFT_MS, E2E_MS, ITL_MEAN_MS, "itl_ms", "output_tokens",
     "queued", "send_lag_ms", "usage_status",
     *CONVERSATION_FIELDS,  # a conversation block's slot and cached tokens (kinds/load/analysis/turns.py)
 )  # fmt: skip
 LEVEL_COLUMNS = (
     "treatment", "cycle", "session", "level", "mode", "level_value", "block", "valid", "reason",
-    "requests", "completed", "output_tok_s", "req_s", "goodput_req_s", "good", "queued",
+    "requests", "completed", OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S, "good", "queued",
     "total_slots", "max_in_flight", "lag_flag", "client_lag_p99_ms", "busy_slots_max",
-    "waiting_max", "drafted", "accepted", "timed_out", "span_s", "energy_j", "j_per_token",
+    "waiting_max", "drafted", "accepted", "timed_out", "span_s", "energy_j", J_PER_TOKEN,
     "energy",
 )  # fmt: skip
 # Every field the tables read, with its type (recordlines' one rule): a line holding something
@@ -39,15 +51,15 @@ _BLOCK_TYPES = {
     "valid": rl.BOOL, "reason": rl.STR,
 }  # fmt: skip
 REQUEST_TYPES = _BLOCK_TYPES | {
-    "request": rl.INT, "prompt_id": rl.NAME, "ttft_ms": rl.NUMBER, "e2e_ms": rl.NUMBER,
-    "itl_mean_ms": rl.NUMBER, "itl_ms": rl.NUMBERS, "output_tokens": rl.INT,
+    "request": rl.INT, "prompt_id": rl.NAME, TTFT_MS: rl.NUMBER, E2E_MS: rl.NUMBER,
+    ITL_MEAN_MS: rl.NUMBER, "itl_ms": rl.NUMBERS, "output_tokens": rl.INT,
     "queued": rl.BOOL, "send_lag_ms": rl.NUMBER, "usage_status": rl.STR, "model": rl.STR,
     "conversation": rl.INT, "turn": rl.INT, "cached_tokens": rl.INT, "cache_status": rl.STR,
     "cache_source": rl.STR, "cache_reason": rl.STR, "prompt_tokens_total": rl.INT,
 }  # fmt: skip
 LEVEL_TYPES = _BLOCK_TYPES | {
-    "requests": rl.INT, "completed": rl.INT, "output_tok_s": rl.NUMBER, "req_s": rl.NUMBER,
-    "goodput_req_s": rl.NUMBER, "good": rl.INT, "queued": rl.INT, "total_slots": rl.INT,
+    "requests": rl.INT, "completed": rl.INT, OUTPUT_TOK_S: rl.NUMBER, REQ_S: rl.NUMBER,
+    GOODPUT_REQ_S: rl.NUMBER, "good": rl.INT, "queued": rl.INT, "total_slots": rl.INT,
     "max_in_flight": rl.INT, "lag_flag": rl.STR, "timed_out": rl.BOOL, "span_s": rl.NUMBER,
     "client_lag_ms": rl.OBJECT, "client_lag_ms.p99": rl.NUMBER, "occupancy": rl.OBJECT,
     **{f"occupancy.{k}": rl.NUMBER for k in ("busy_slots_max", "waiting_max", "drafted",
@@ -144,11 +156,11 @@ def percentile_table(
             # answered without usage: their tokens are the chunks' count (report.md says so)
             "usage_unknown": int((every["usage_status"] == "unknown").sum()),
         }  # fmt: skip
-        samples = {"ttft": mine["ttft_ms"], "itl": gaps, "e2e": mine["e2e_ms"]}
+        samples = {"ttft": mine[TTFT_MS], "itl": gaps, "e2e": mine[E2E_MS]}
         for name in LATENCIES:
             for q in PERCENTILES:
                 row[f"{name}_p{q}_ms"] = _pct(samples[name], q)
-        for col in ("output_tok_s", "req_s", "goodput_req_s"):
+        for col in (OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S):
             row[col] = float(pd.to_numeric(block[col], errors="coerce").mean())
         queued = pd.to_numeric(block["queued"], errors="coerce")
         row["queued"] = int(queued.sum()) if queued.notna().any() else None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.report import Section, Table, Text, md_text
+from ..records import TTFT_MS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,7 +103,7 @@ def turn_table(
             for turn in sorted({int(k) for k in mine["turn"]}):
                 at = mine[mine["turn"] == turn]
                 ok = at[at["valid"].astype(bool)]
-                ttft = pd.to_numeric(ok["ttft_ms"], errors="coerce").dropna().tolist()
+                ttft = pd.to_numeric(ok[TTFT_MS], errors="coerce").dropna().tolist()
                 low, high = median_interval(ttft)
                 known = at[at["cache_status"] == "ok"]
                 cached = pd.to_numeric(known["cached_tokens"], errors="coerce")

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.report import Figure, Section, Table, Text, md_text
+from ..records import E2E_MS, GOODPUT_REQ_S, ITL_MEAN_MS, OUTPUT_TOK_S, REQ_S, TTFT_MS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +50,7 @@ BLOCK_HEADERS = ("treatment", "cycle", "session", "level", "block", "valid", "co
                  "out tok/s", "req/s", "goodput req/s", "queued", "slots", "max in flight",
                  "/slots busy max", "/metrics waiting max", "drafted", "accepted",
                  "client lag p99 ms", "span s", "notes")  # fmt: skip
-BLOCK_NUMBERS = ("output_tok_s", "req_s", "goodput_req_s", "queued", "total_slots",
+BLOCK_NUMBERS = (OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S, "queued", "total_slots",
                  "max_in_flight", "busy_slots_max", "waiting_max", "drafted", "accepted",
                  "client_lag_p99_ms", "span_s")  # fmt: skip
 BLOCK_FACETS = ("treatment", "cycle", "level", "valid")
@@ -173,8 +174,8 @@ def requests(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> Section:
     talk = any(r.get("turn") is not None for r in kept)
     rows = tuple(
         (r.get("treatment"), r.get("cycle"), r.get("level"), r.get("request"), r.get("lane"),
-         r.get("prompt_id"), _ms(r.get("ttft_ms")), _ms(r.get("itl_mean_ms")),
-         _ms(r.get("e2e_ms")), r.get("output_tokens"), r.get("finish_reason"),
+         r.get("prompt_id"), _ms(r.get(TTFT_MS)), _ms(r.get(ITL_MEAN_MS)),
+         _ms(r.get(E2E_MS)), r.get("output_tokens"), r.get("finish_reason"),
          "ok" if r.get("valid") else "failed", _flags(r, bound),
          *(_turn(r) if talk else ()))
         for r in kept

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.contrast import Row
 from ..analysis.frame import LATENCIES
+from ..records import OUTPUT_TOK_S, REQ_S
 from .sections import NAMES
 
 if TYPE_CHECKING:
@@ -52,11 +53,11 @@ def throughput_figure(table: pd.DataFrame, levels: pd.DataFrame, order: Sequence
     x = {label: i for i, label in enumerate(order)}
     for k, (treatment, rows) in enumerate(table.groupby("treatment", sort=False)):
         mine = levels[(levels["treatment"] == treatment) & levels["valid"].astype(bool)]
-        for ax, col in zip(axes, ("output_tok_s", "req_s"), strict=True):
+        for ax, col in zip(axes, (OUTPUT_TOK_S, REQ_S), strict=True):
             ax.plot([x[lv] for lv in rows["level"]], rows[col], "-o", color=f"C{k}",
                     label=treatment)  # fmt: skip
             ax.plot([x[lv] for lv in mine["level"]], mine[col], ".", color=f"C{k}", alpha=0.5)
-    for ax, col in zip(axes, ("output_tok_s", "req_s"), strict=True):
+    for ax, col in zip(axes, (OUTPUT_TOK_S, REQ_S), strict=True):
         ax.set_xticks(range(len(order)), list(order))
         ax.set_title(NAMES[col])
     axes[0].legend(fontsize="small")

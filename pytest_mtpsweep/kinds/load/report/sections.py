@@ -16,6 +16,7 @@ from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION
 from ....kindapi.report import Block, Report, Section, Table, Text, md_text, text
 from ..analysis import census, pairing
 from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
+from ..records import GOODPUT_REQ_S, J_PER_TOKEN, OUTPUT_TOK_S, REQ_S
 from . import listings
 from .witnesses import LAG, session_lines, witness_lines
 
@@ -26,9 +27,9 @@ if TYPE_CHECKING:
     from ..analysis.crossover import Crossover
     from ..analysis.turns import TurnReport
 
-NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", "output_tok_s": "output tok/s",
-         "req_s": "req/s", "goodput_req_s": "goodput req/s",
-         "j_per_token": "energy per token"}  # fmt: skip
+NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", OUTPUT_TOK_S: "output tok/s",
+         REQ_S: "req/s", GOODPUT_REQ_S: "goodput req/s",
+         J_PER_TOKEN: "energy per token"}  # fmt: skip
 
 
 def _f(value: Any, digits: int = 1) -> str:
@@ -87,7 +88,7 @@ def _percentile_rows(table: pd.DataFrame) -> list[list[str]]:
             str(r["treatment"]), str(r["level"]), f"{r['completed']}/{r['requests']}",
             *(f"{_f(r[f'{n}_p50_ms'])} / {_f(r[f'{n}_p90_ms'])} / {_f(r[f'{n}_p99_ms'])}"
               for n in ("ttft", "itl", "e2e")),
-            _f(r["output_tok_s"], 2), _f(r["req_s"], 3), _f(r["goodput_req_s"], 3), q,
+            _f(r[OUTPUT_TOK_S], 2), _f(r[REQ_S], 3), _f(r[GOODPUT_REQ_S], 3), q,
         ])  # fmt: skip
     return rows
 

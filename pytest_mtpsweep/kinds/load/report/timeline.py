@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.report import md_text
+from ..records import E2E_MS, TTFT_MS
 from ..trace import LABEL
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ def timeline_figure(records: Sequence[Mapping[str, Any]]) -> Any | None:
                         label=f"{t} c{c}")  # fmt: skip
             pts = [(x / 1000, y) for r in block
                    if (x := _num(r.get("intended_ms"))) is not None
-                   and (y := _num(r.get("ttft_ms"))) is not None and y > 0]  # fmt: skip
+                   and (y := _num(r.get(TTFT_MS))) is not None and y > 0]  # fmt: skip
             if pts:
                 ttft.plot([p[0] for p in pts], [p[1] for p in pts], "o", color=f"C{k}",
                           alpha=0.7, markersize=4, label=f"{t} c{c}")  # fmt: skip
@@ -178,7 +179,7 @@ def _in_flight(block: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[in
     """The step function of requests in flight: +1 at each send, -1 at each end (s)."""
     events: list[tuple[float, int]] = []
     for r in block:
-        at, lag, e2e = (_num(r.get(k)) for k in ("intended_ms", "send_lag_ms", "e2e_ms"))
+        at, lag, e2e = (_num(r.get(k)) for k in ("intended_ms", "send_lag_ms", E2E_MS))
         if at is None or lag is None:
             continue
         events.append(((at + lag) / 1000, 1))

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.report import md_text
+from ..records import J_PER_TOKEN
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,13 +86,13 @@ def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[st
 
 def energy_line(levels: pd.DataFrame) -> str:
     """Energy per output token per treatment (NVML), or, said once, why there is none."""
-    if "j_per_token" not in levels or not levels["j_per_token"].notna().any():
+    if J_PER_TOKEN not in levels or not levels[J_PER_TOKEN].notna().any():
         why = levels["energy"].dropna() if "energy" in levels else levels["treatment"].iloc[:0]
         reason = str(why.iloc[0]) if len(why) else "the records carry no energy reading"
         return f"- Energy per token: not measured ({md_text(reason)})."
     parts = []
     for t, block in levels.groupby("treatment", sort=False):
-        jpt = block["j_per_token"].dropna()
+        jpt = block[J_PER_TOKEN].dropna()
         scope = ", ".join(sorted({str(x) for x in block["energy"].dropna()}))
         parts.append(f"{t} {jpt.mean():.4g} J/token over {len(jpt)} blocks ({scope})"
                      if len(jpt) else f"{t} not measured")  # fmt: skip

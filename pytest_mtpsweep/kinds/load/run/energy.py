@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ....kindapi.rig import Energy, energy_mj
+from ..records import J_PER_TOKEN
 
 Reader = Callable[[tuple[int, ...] | None], Energy]
 
@@ -34,9 +35,9 @@ def block_fields(before: Energy, after: Energy, tokens: int) -> dict[str, Any]:
     """The level line's energy fields: joules, joules per output token, and the scope or the
     reason there is none (a counter that went back, or no tokens, is no reading)."""
     if before.mj is None or after.mj is None:
-        return {"energy_j": None, "j_per_token": None, "energy": before.scope}
+        return {"energy_j": None, J_PER_TOKEN: None, "energy": before.scope}
     joules = (after.mj - before.mj) / 1000.0
     if joules < 0 or tokens <= 0 or not math.isfinite(joules):
         why = "the energy counter went back" if joules < 0 else "no output tokens"
-        return {"energy_j": None, "j_per_token": None, "energy": f"{before.scope}: {why}"}
-    return {"energy_j": joules, "j_per_token": joules / tokens, "energy": before.scope}
+        return {"energy_j": None, J_PER_TOKEN: None, "energy": f"{before.scope}: {why}"}
+    return {"energy_j": joules, J_PER_TOKEN: joules / tokens, "energy": before.scope}

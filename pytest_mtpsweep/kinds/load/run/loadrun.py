@@ -39,6 +39,7 @@ from ....kindapi.rig import PromptLike, prompt_order, stream_chat
 from ....kindapi.run import PASS, PreflightItem, check_prompt_set
 from .. import conversation
 from ..ladder import Level, LoadSettings
+from ..records import E2E_MS, OUTPUT_TOK_S, TTFT_MS
 from ..result import LevelResult
 from . import prereg, probe, replay
 from .cases import LoadCase, load_cases
@@ -238,12 +239,12 @@ class LoadRun(KindRun):
         return self._outcome(live, case, line)
 
     def _outcome(self, live: LiveSession, case: LoadCase, line: dict[str, Any]) -> Outcome:
-        e2e, ttft = line.get("e2e_ms") or {}, line.get("ttft_ms") or {}
+        e2e, ttft = line.get(E2E_MS) or {}, line.get(TTFT_MS) or {}
         result = LevelResult(
             valid=bool(line["valid"]), reason=line.get("reason"), level=case.level.label,
             requests=int(line.get("requests") or 0), completed=int(line.get("completed") or 0),
             ttft_p50_ms=ttft.get("p50"), e2e_p50_ms=e2e.get("p50"),
-            output_tok_s=line.get("output_tok_s"), queued=line.get("queued"),
+            output_tok_s=line.get(OUTPUT_TOK_S), queued=line.get("queued"),
             lag_flag=line.get("lag_flag"),
         )  # fmt: skip
         live.extra.setdefault("levels", {})[case.level.label] = line
@@ -255,8 +256,8 @@ class LoadRun(KindRun):
     def session_note(self, live: LiveSession) -> str:
         """The output tok/s of each level measured, in block order."""
         levels = live.extra.get("levels") or {}
-        rates = [f"{k} {v['output_tok_s']:.1f}" for k, v in levels.items()
-                 if v.get("output_tok_s") is not None]  # fmt: skip
+        rates = [f"{k} {v[OUTPUT_TOK_S]:.1f}" for k, v in levels.items()
+                 if v.get(OUTPUT_TOK_S) is not None]  # fmt: skip
         return f"{', '.join(rates)} tok/s" if rates else ""
 
     def properties(self, case: LoadCase, result: LevelResult) -> dict[str, Any]:

@@ -24,7 +24,9 @@ from ....kindapi.rig import (
 )
 from .. import conversation
 from ..records import (
+    E2E_MS,
     LEVEL,
+    OUTPUT_TOK_S,
     REQUEST_FIELDS,
     TRACE_FIELDS,
     in_flight_at_send,
@@ -214,18 +216,18 @@ def session_facts(s: LoadSettings, live: LiveSession) -> dict[str, Any]:
 
 
 def _brief(level: dict[str, Any]) -> dict[str, Any]:
-    e2e = level.get("e2e_ms") or {}
+    e2e = level.get(E2E_MS) or {}
     return {"valid": level.get("valid"), "completed": level.get("completed"),
             "requests": level.get("requests"), "e2e_p50_ms": e2e.get("p50"),
-            "output_tok_s": level.get("output_tok_s")}  # fmt: skip
+            OUTPUT_TOK_S: level.get(OUTPUT_TOK_S)}  # fmt: skip
 
 
 def shakedown_line(session: str, levels: dict[str, dict[str, Any]], slots: int | None) -> str:
     """One line on the first session: each level's completions, median e2e and tok/s."""
     parts = []
     for label, v in levels.items():
-        e2e = (v.get("e2e_ms") or {}).get("p50")
-        tps = v.get("output_tok_s")
+        e2e = (v.get(E2E_MS) or {}).get("p50")
+        tps = v.get(OUTPUT_TOK_S)
         med = f"e2e p50 {e2e / 1000:.2f} s" if isinstance(e2e, float) else "no e2e"
         rate = f" {tps:.1f} tok/s" if isinstance(tps, float) and math.isfinite(tps) else ""
         q = f", {v['queued']} queued" if v.get("queued") else ""
