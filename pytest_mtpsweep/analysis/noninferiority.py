@@ -12,6 +12,10 @@ is better (a latency percentile) it is a rise. In the drop case:
 - otherwise `undecided`; at the last look an undecided gate fails, with the sentence that says
   the host could not resolve the margin and what to do.
 
+The sentence says `%` unless the caller gives its `unit` (a pass rate's difference is in
+percentage points, `pp`), and names the caller's `fixes` for an undecided last look when given
+(a kind whose noise is not the host's: more tasks, not more cycles).
+
 Pure: no I/O, no heavy import. Nothing here names a kind.
 """
 
@@ -79,8 +83,11 @@ def decide(
     higher_is_better: bool = True,
     final: bool = False,
     level: float = 0.90,
+    unit: str = "%",
+    fixes: str | None = None,
 ) -> NonInferiority:
-    """The decision on one interval (`level`: its two-sided level, for the sentence)."""
+    """The decision on one interval (`level`: its two-sided level, for the sentence; `unit`:
+    what the estimate and margin are in; `fixes`: what an undecided last look should try)."""
     if not (MIN_MARGIN_PCT < margin_pct <= MAX_MARGIN_PCT):
         raise ValueError(f"margin {margin_pct!r} % is outside (0, {MAX_MARGIN_PCT:g}]")
     bounded = math.isfinite(low_pct) and math.isfinite(high_pct)
@@ -94,7 +101,7 @@ def decide(
     elif bounded and bad:
         outcome = INFERIOR
     sentence = _sentence(outcome, estimate_pct, low_pct, high_pct, margin_pct, line,
-                         higher_is_better, final, level)  # fmt: skip
+                         higher_is_better, final, level, unit, fixes)  # fmt: skip
     return NonInferiority(outcome, margin_pct, estimate_pct, low_pct, high_pct,
                           higher_is_better, final, sentence)  # fmt: skip
 
@@ -109,23 +116,30 @@ def _sentence(
     higher_is_better: bool,
     final: bool,
     level: float,
+    unit: str = "%",
+    fixes: str | None = None,
 ) -> str:
     worse = "drop" if higher_is_better else "rise"
     one_sided = 100.0 * (1.0 - (1.0 - level) / 2.0)
     shown = (
-        f"{est:+.2f} % [{100 * level:.2f} % CI {low:+.2f}, {high:+.2f}] against a margin of "
-        f"{line:+g} % (one-sided {one_sided:.1f} %)"
+        f"{est:+.2f} {unit} [{100 * level:.2f} % CI {low:+.2f}, {high:+.2f}] against a margin of "
+        f"{line:+g} {unit} (one-sided {one_sided:.1f} %)"
     )
     if outcome == NONINFERIOR:
-        return f"non-inferior: {shown}; a {worse} beyond {margin:g} % is ruled out"
+        return f"non-inferior: {shown}; a {worse} beyond {margin:g} {unit} is ruled out"
     if outcome == INFERIOR:
-        return f"inferior: {shown}; the {worse} is shown to exceed the {margin:g} % margin"
+        return f"inferior: {shown}; the {worse} is shown to exceed the {margin:g} {unit} margin"
     if not (math.isfinite(low) and math.isfinite(high)):
         return f"undecided: no interval ({shown})" + (
-            "; the gate fails: measure more cycles or prompts" if final else ""
+            f"; the gate fails: {fixes or 'measure more cycles or prompts'}" if final else ""
         )
     if not final:
         return f"undecided: {shown}; the interval still straddles the margin"
+    if fixes is not None:
+        return (
+            f"undecided at the last look, so the gate fails: {shown}, an interval too wide to "
+            f"resolve the {margin:g} {unit} margin; {fixes}"
+        )
     return (
         f"undecided at the last look, so the gate fails: {shown}, an interval wider than this "
         f"host can resolve at the {margin:g} % margin; run more cycles, widen the margin, or "

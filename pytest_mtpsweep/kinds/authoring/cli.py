@@ -8,7 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, EXIT_ERROR, EXIT_OK, AnalysisError
+from ...kindapi import (
+    DEFAULT_BOOT,
+    DEFAULT_BOOT_SEED,
+    EXIT_ERROR,
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    AnalysisError,
+    ExpectationError,
+)
 from ...kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
@@ -25,13 +33,21 @@ def register(sub: Any) -> None:
 
 def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]) -> int:
     """One authoring run, analysed into its analysis/ directory with the settings its plan
-    registered (an explicit --boot, --boot-seed or --baseline wins)."""
-    if len(runs) > 1 or args.pool or args.expect or args.out:
+    registered (an explicit --boot, --boot-seed or --baseline wins), then each --expect
+    `COHORT:SUBJECT:not-slower:M` gate (exit 1 when one is not met)."""
+    if len(runs) > 1 or args.pool or args.out:
         raise AnalysisError(
             "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
-            "--expect, --out and the other runs"
+            "--out and the other runs"
         )
     from .analysis import analyse_dir
+    from .analysis.gates import parse, verdicts
+
+    for text in args.expect:  # the syntax refused before the analysis runs
+        try:
+            parse(text)
+        except ExpectationError as exc:
+            raise AnalysisError(f"--expect {text}: {exc}") from None
 
     plan = plans[0]
     registered = plan.kind_fields.get("contrast") or {}
@@ -62,7 +78,15 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             file=sys.stderr,
         )
         return EXIT_ERROR
-    return EXIT_OK
+    if not args.expect or result.cells is None:
+        return EXIT_OK
+    gates = verdicts(args.expect, result.cells, baseline)
+    for gate in gates:
+        if gate.met:
+            print(f"gate met: {gate.detail}")
+        else:
+            print(f"gate FAILED: {gate.detail}", file=sys.stderr)
+    return EXIT_OK if all(g.met for g in gates) else EXIT_GATE_FAILED
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door

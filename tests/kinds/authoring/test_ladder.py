@@ -127,7 +127,7 @@ def test_analysis_options_are_checked_against_the_ladder(tmp_path: Path) -> None
         run.validate_analysis(AnalysisRequest(baseline="none"))
     with pytest.raises(OptionError, match=r"pre-registers contrast\.resamples = 3000"):
         run.validate_analysis(AnalysisRequest(boot=5000))
-    with pytest.raises(OptionError, match="drop --expect"):
+    with pytest.raises(OptionError, match="is not COHORT:SUBJECT:not-slower:M"):
         run.validate_analysis(AnalysisRequest(expect=("a:b:faster",)))
     assert run.bootstrap(AnalysisRequest()) == ("plain", 3000, 42)
 

@@ -75,9 +75,11 @@ def test_the_search_brackets_known_capacities_in_lockstep(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with _project(pytester, monkeypatch, {"a": 2, "b": 4}):
-        result = run(pytester)
+        # b's capacity is twice a's: a gate that it is no more than 10 % lower passes
+        result = run(pytester, "--expect=b:capacity:not-slower:10", "-rA")
     out = result.stdout.str()
     assert result.ret == 0, out
+    assert "PASSED mtpsweep::expect[b:capacity:not-slower:10]" in out, out
     run_dir = only_run(pytester.path)
     search = _search(run_dir)
     assert list(search) == ["01_a_c1", "02_b_c1", "03_b_c2", "04_a_c2"]

@@ -135,19 +135,19 @@ def mean_interval(
     return est, low, high, kept
 
 
-def rate_interval(pair: pd.DataFrame, cohort: str, baseline: str,
-                  cells: tuple[float, float]) -> tuple[float, float, float]:  # fmt: skip
+def rate_interval(pair: pd.DataFrame, cohort: str, baseline: str, cells: tuple[float, float],
+                  level: float = LEVEL) -> tuple[float, float, float]:  # fmt: skip
     """Newcombe's paired interval of mean(cohort) − mean(baseline) over the paired tasks;
     `cells` = (cohort's, baseline's) informative cells behind those task means."""
     if pair.empty:
         return math.nan, math.nan, math.nan
     est, low, high = paired_difference(
-        pair[cohort].to_numpy(float), pair[baseline].to_numpy(float), LEVEL, cells[0], cells[1]
+        pair[cohort].to_numpy(float), pair[baseline].to_numpy(float), level, cells[0], cells[1]
     )
     return float(est), float(low), float(high)
 
 
-def _cells_behind(cells: pd.DataFrame, pair: pd.DataFrame, cohort: str, baseline: str,
+def cells_behind(cells: pd.DataFrame, pair: pd.DataFrame, cohort: str, baseline: str,
                   column: str) -> tuple[float, float]:  # fmt: skip
     """(cohort's, baseline's) informative cells behind the task means of `pair`."""
     counts = task_cells(cells, column).reindex(pair.index)
@@ -171,7 +171,7 @@ def contrasts(
         values = series[endpoint].reindex(tasks)
         if scale == "difference":
             pair = paired_means(mine, cohort, baseline, column)
-            behind = _cells_behind(mine, pair, cohort, baseline, column)
+            behind = cells_behind(mine, pair, cohort, baseline, column)
             est, low, high = rate_interval(pair, cohort, baseline, behind)
             kept = 0
         else:
@@ -203,7 +203,7 @@ def pooled(
             pairs = [paired_means(m, cohort, baseline, column).reindex(common) for m in mine]
             pair = (sum(pairs[1:], pairs[0]) / len(pairs)) if pairs else pd.DataFrame()
             behind = [
-                _cells_behind(m, p, cohort, baseline, column)
+                cells_behind(m, p, cohort, baseline, column)
                 for m, p in zip(mine, pairs, strict=True)
             ]
             total = (sum(b[0] for b in behind), sum(b[1] for b in behind))

@@ -38,6 +38,7 @@ class AuthoringResult:
     report: Report  # what report.md and report.html were both rendered from
     # cell record lines that could not be read (`file:line: why`): such a cell is missing
     unreadable_cells: tuple[str, ...] = ()
+    cells: pd.DataFrame | None = None  # one row per cell: what --expect gates judge
 
 
 def _read(run_dir: Path, folder: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -179,7 +180,7 @@ def analyse_dir(
     head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
                       *repeats.rescue_lines(rescue)[:1],
                       *(u.replace("**", "") for u in _unreadable(bad_cells, bad_turns))])  # fmt: skip
-    return AuthoringResult(table, rows, agree, census, head, out, model, tuple(bad_cells))
+    return AuthoringResult(table, rows, agree, census, head, out, model, tuple(bad_cells), cells)
 
 
 def _unknown_tokens(cells: pd.DataFrame) -> list[str]:

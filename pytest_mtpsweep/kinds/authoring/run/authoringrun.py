@@ -42,7 +42,7 @@ from .pool import CellPool
 from .state import AuthoringCase, AuthoringRun
 
 if TYPE_CHECKING:
-    from ....kindapi import Case
+    from ....kindapi import Case, GateVerdict
     from ....kindapi.run import LiveSession, RunContext
 
 
@@ -219,10 +219,7 @@ class AuthoringKindRun(AuthoringRun, KindRun):
                 f"--baseline {request.baseline}: not a cohort of ladder {self.ladder.name}; use "
                 f"one of {', '.join(self.cohorts)}."
             )
-        if request.expect:
-            raise OptionError(
-                "--expect gates judge decode contrasts; an authoring run has none: drop --expect."
-            )
+        self._validate_gates(request)
         s = self.settings
         for flag, given, default, field, stated in (
             ("--boot", request.boot, DEFAULT_BOOT, "resamples", s.resamples),
@@ -233,6 +230,22 @@ class AuthoringKindRun(AuthoringRun, KindRun):
                     f"{flag} {given}: the ladder pre-registers contrast.{field} = "
                     f"{stated}; drop {flag} or change the ladder."
                 )
+
+    def _validate_gates(self, request: AnalysisRequest) -> None:
+        """Each `--expect COHORT:SUBJECT:not-slower:M` parsed and its names checked, before
+        anything runs."""
+        from ....kindapi import ExpectationError
+        from ..analysis.gates import parse
+
+        base = request.baseline or self.ladder.baseline
+        for text in request.expect:
+            try:
+                gate = parse(text, cohorts=self.cohorts, subjects=self.ladder.treatment_keys)
+            except ExpectationError as exc:
+                raise OptionError(f"--expect {text}: {exc}.") from None
+            if gate.cohort == base:
+                raise OptionError(f"--expect {text}: {base} is the baseline cohort itself; name "
+                                  "a cohort to compare with it.")  # fmt: skip
 
     def bootstrap(self, request: AnalysisRequest) -> tuple[str, int, int]:
         """The baseline cohort, resamples and seed the analysis uses."""
@@ -254,7 +267,14 @@ class AuthoringKindRun(AuthoringRun, KindRun):
             result = analyse_dir(run_dir, baseline, boot, seed, self.settings.pooled)
         except AnalysisError as exc:
             return EndAnalysis(error=str(exc))
-        return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD)
+        gates: tuple[GateVerdict, ...] = ()
+        if request.expect and result.cells is not None:
+            from ..analysis.gates import verdicts
+
+            gates = verdicts(request.expect, result.cells, baseline)
+        return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD,
+                           gates=gates,
+                           gate_failures=tuple(g.detail for g in gates if not g.met))  # fmt: skip
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         from .status import finish_run

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ....kindapi.analysis import CellState, LookState
     from ....kindapi.records import PlanDoc
     from ....kindapi.report import AnalysisResult, FigureData, Report
-    from .capacity_stats import CapacityResult
+    from .capacity_stats import CapacityResult, Ratio
     from .contrast import Row
     from .crossover import Crossover
     from .turns import TurnReport
@@ -58,6 +58,7 @@ class LoadAnalysis:
     rows: tuple[Row, ...] = ()  # the contrast rows, what --expect not-slower gates read
     endpoint: str = "e2e"  # the headline endpoint
     level: float = 0.95  # the rows' two-sided level (a [stop] look's own)
+    ratios: tuple[Ratio, ...] = ()  # a capacity search's ratios, what capacity gates read
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class _Computed:
     rows: tuple[Row, ...]
     endpoint: str
     level: float
+    ratios: tuple[Ratio, ...] = ()
 
 
 def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]]:
@@ -184,7 +186,8 @@ def _compute(run_dir: Path, *, baseline: str | None, boot: int, seed: int) -> _C
     figures = _figures(read, table, rows, crossings, searched, per_turn)
     result = _result(run_dir, read, table, rows, inter, look, headline, tables, figures,
                      crossings, searched, per_turn)  # fmt: skip
-    return _Computed(result, tuple(rows), endpoint, level)
+    return _Computed(result, tuple(rows), endpoint, level,
+                     searched.ratios if searched is not None else ())  # fmt: skip
 
 
 def _result(
@@ -245,7 +248,7 @@ def analyse(
     except AnalysisError as exc:
         return str(exc)
     return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report, got.rows,
-                        got.endpoint, got.level)  # fmt: skip
+                        got.endpoint, got.level, got.ratios)  # fmt: skip
 
 
 def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
@@ -337,7 +340,7 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
     done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
     if isinstance(done, str):
         return EndAnalysis(error=done)
-    gates = verdicts(request.expect, done.rows, done.endpoint, done.level)
+    gates = verdicts(request.expect, done.rows, done.endpoint, done.level, done.ratios)
     return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline,
                        gates=gates, gate_failures=tuple(g.detail for g in gates if not g.met))  # fmt: skip
 

@@ -7,6 +7,12 @@ interval is turned back into the latency's own change (the ends swap) and judged
 rise; for a throughput the gain is the change and worse is a drop. The row's interval is the
 published 95 % one (a `[stop]` look's spending-adjusted level): each end is a one-sided 97.5 %
 bound, so the gate holds its false passes at 2.5 %, more strictly than decode's 5 %.
+
+A `[capacity]` search has no levels: its gate is `TREATMENT:capacity:not-slower:M`, the
+treatment's SLO capacity no more than M % below the baseline's, on the published capacity ratio
+and its 95 % prompt-resampled interval (`capacity_stats.ratios`; worse is a drop). A capacity
+beyond the search's bounds is a bound with no interval, so its gate is undecided and fails,
+naming the fix. A search takes no `[stop]` rule, so the end is its gate's only look.
 """
 
 from __future__ import annotations
@@ -23,9 +29,17 @@ from .contrast import LOWER_IS_BETTER, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
     from ....kindapi.analysis import CellState
+    from .capacity_stats import Ratio
     from .contrast import Row
 
 SYNTAX = f"TREATMENT:LEVEL:{WORD}:M"
+CAPACITY = "capacity"  # the LEVEL a capacity search's gate names
+CAPACITY_LEVEL = 0.95  # the ratio's published interval (2.5 and 97.5 % of its resamples)
+CAPACITY_FIXES = "run more cycles or more requests a probe, or widen the margin"
+CENSORED_FIXES = (
+    "a capacity lies beyond the search's bounds, so the ratio is a bound without an interval; "
+    "widen [capacity] low and high"
+)
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,30 @@ def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonI
                   higher_is_better=True, final=final, level=level)  # fmt: skip
 
 
+def judge_ratio(ratio: Ratio, margin_pct: float) -> NonInferiority:
+    """The gate on a capacity ratio: the treatment's capacity change, worse a drop; a censored
+    capacity (a bound) gives no interval, so the gate is undecided and fails."""
+    est = 100.0 * (ratio.ratio - 1.0)
+    low, high = (100.0 * (x - 1.0) if not ratio.bound else math.nan
+                 for x in (ratio.low, ratio.high))  # fmt: skip
+    fixes = CENSORED_FIXES if ratio.bound else CAPACITY_FIXES
+    return decide(est, low, high, margin_pct, higher_is_better=True, final=True,
+                  level=CAPACITY_LEVEL, fixes=fixes)  # fmt: skip
+
+
+def _capacity(gate: LoadGate, text: str, ratios: Sequence[Ratio]) -> GateVerdict:
+    """A capacity gate's verdict from the search's ratios."""
+    ratio = next((r for r in ratios if r.treatment == gate.treatment), None)
+    if ratio is None:
+        return GateVerdict(text, False, f"{text} not met: this run has no capacity search "
+                           f"ratio for {gate.treatment}")  # fmt: skip
+    said = judge_ratio(ratio, gate.margin_pct)
+    met = "met" if said.passed else "not met"
+    numbers = figures(said, CAPACITY, CAPACITY_LEVEL) if not ratio.bound else None
+    return GateVerdict(text, said.passed, f"{text} {met}: SLO capacity vs {ratio.baseline} "
+                       f"{said.sentence}", numbers)  # fmt: skip
+
+
 def _row(rows: Sequence[Row], gate: LoadGate, endpoint: str) -> Row | None:
     return next(
         (r for r in rows if (r.treatment, r.level, r.endpoint) == (gate.treatment, gate.level,
@@ -90,8 +128,9 @@ def figures(said: NonInferiority, endpoint: str, level: float) -> GateFigures:
 
 
 def verdicts(
-    expect: Sequence[str], rows: Sequence[Row], endpoint: str, level: float
-) -> tuple[GateVerdict, ...]:
+    expect: Sequence[str], rows: Sequence[Row], endpoint: str, level: float,
+    ratios: Sequence[Ratio] = (),
+) -> tuple[GateVerdict, ...]:  # fmt: skip
     """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
     out = []
     for text in expect:
@@ -99,6 +138,9 @@ def verdicts(
             gate = parse(text)
         except ExpectationError as exc:
             out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
+            continue
+        if gate.level == CAPACITY:
+            out.append(_capacity(gate, text, ratios))
             continue
         row = _row(rows, gate, endpoint)
         if row is None:

@@ -266,10 +266,11 @@ class LoadRun(KindRun):
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         from ....kindapi import ExpectationError
-        from ..analysis.gates import parse
+        from ..analysis.gates import CAPACITY, parse
 
         keys = self.ladder.treatment_keys
         base = request.baseline or self.ladder.baseline
+        searched = self.settings.capacity is not None
         for text in request.expect:  # a load run's one gate: TREATMENT:LEVEL:not-slower:M
             try:
                 gate = parse(text, treatments=keys)
@@ -278,6 +279,12 @@ class LoadRun(KindRun):
             if gate.treatment == base:
                 raise OptionError(f"--expect {text}: {base} is the baseline itself; name a "
                                   "treatment to compare with it.")  # fmt: skip
+            if searched != (gate.level == CAPACITY):
+                raise OptionError(
+                    f"--expect {text}: a [capacity] search is gated as "
+                    f"{gate.treatment}:{CAPACITY}:not-slower:M and a level ladder by its "
+                    f"levels; name {CAPACITY if searched else 'a level'} in the gate."
+                )
         if request.baseline is not None and request.baseline not in keys:
             raise OptionError(
                 f"--baseline {request.baseline}: not a treatment of ladder {self.ladder.name}; "

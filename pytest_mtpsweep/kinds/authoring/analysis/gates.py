@@ -1,0 +1,145 @@
+"""`--expect COHORT:SUBJECT:not-slower:M` for authoring runs: the cohort's green pass rate, in
+one subject, no more than M percentage points below the baseline cohort's, judged by
+`analysis/noninferiority.py`.
+
+An authoring contrast is a cohort against the baseline cohort within a subject, paired by task
+(`contrast.py`), so the gate names the cohort first and the subject in the place decode's
+prompt subset and load's level take. The margin is in percentage points of the pass rate, not
+a percent of it: `plain-json:alpha:not-slower:5` passes when a drop from 60 % green to below
+55 % is ruled out. The decision reads the paired difference of the task means (repeats averaged
+within a task, the task the unit) with Newcombe's hybrid score interval (`paired_binary.py`) at
+90 % two-sided: its lower end is a one-sided 95 % bound, so a gate passes a cohort truly M pp
+worse at most 5 % of the time (bench/authoring_gate.py measures it). An undecided gate fails:
+the authoring kind has no `[stop]` rule (no interim analysis), so the end is the only look, and
+its sentence names what resolves it, more tasks or repeats, or a wider margin.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ....kindapi import ExpectationError, GateFigures, GateVerdict
+from ....kindapi.analysis import WORD, NonInferiority, check_margin, decide
+from .contrast import cells_behind, paired_means, rate_interval
+
+SYNTAX = f"COHORT:SUBJECT:{WORD}:M"
+LEVEL = 0.90  # two-sided: each end a one-sided 95 % bound
+METRIC = "green"  # the pass rate the gate reads: green at any turn
+UNIT = "pp"
+FIXES = (
+    "run more tasks or more repeats (the interval narrows with tasks, and with repeats where "
+    "tasks are not all-or-nothing), or widen the margin"
+)
+
+
+@dataclass(frozen=True)
+class AuthoringGate:
+    """One gate: this cohort's pass rate in this subject no more than M pp below the baseline's."""
+
+    cohort: str
+    subject: str
+    margin_pp: float
+
+
+def parse(
+    text: str,
+    *,
+    cohorts: Collection[str] | None = None,
+    subjects: Collection[str] | None = None,
+) -> AuthoringGate:
+    """Parse one gate (split from the right: a cohort key may hold colons); ExpectationError
+    naming the fix else. The names are checked when the run's cohorts and subjects are given."""
+    parts = [p.strip() for p in text.strip().rsplit(":", 3)]
+    if len(parts) != 4 or parts[2] != WORD or not all(parts):
+        raise ExpectationError(
+            f"expectation {text!r} is not {SYNTAX}, the one gate an authoring run has; write it "
+            f"like doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)"
+        )
+    try:
+        margin = check_margin(parts[3], f"expectation {text!r}")
+    except ValueError as exc:
+        raise ExpectationError(str(exc)) from None
+    for what, name, known in (("cohort", parts[0], cohorts), ("subject", parts[1], subjects)):
+        if known is not None and name not in known:
+            raise ExpectationError(
+                f"expectation {text!r} names unknown {what} {name!r}; use one of "
+                f"{', '.join(sorted(known))}"
+            )
+    return AuthoringGate(parts[0], parts[1], margin)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A gate's decision and the tasks it stood on."""
+
+    said: NonInferiority
+    tasks: int
+
+
+def judge(
+    cells: pd.DataFrame, gate: AuthoringGate, baseline: str, *, final: bool = True,
+    level: float = LEVEL,
+) -> Judged:  # fmt: skip
+    """The gate on the run's informative cells: the paired difference of green rates, in pp."""
+    mine = cells[cells["subject"] == gate.subject]
+    pair = paired_means(mine, gate.cohort, baseline, METRIC)
+    behind = cells_behind(mine, pair, gate.cohort, baseline, METRIC)
+    est, low, high = rate_interval(pair, gate.cohort, baseline, behind, level)
+    return Judged(decide_rates(est, low, high, gate.margin_pp, final=final, level=level), len(pair))
+
+
+def decide_rates(
+    est: float, low: float, high: float, margin_pp: float, *, final: bool = True,
+    level: float = LEVEL,
+) -> NonInferiority:  # fmt: skip
+    """The decision on a difference of pass rates (fractions) and its interval, said in pp;
+    what `judge` and the simulation (tests/authoring_gate_sim.py) both decide with."""
+    return decide(100.0 * est, 100.0 * low, 100.0 * high, margin_pp, higher_is_better=True,
+                  final=final, level=level, unit=UNIT, fixes=FIXES)  # fmt: skip
+
+
+def figures(said: NonInferiority, level: float = LEVEL) -> GateFigures:
+    """The gate's numbers for a history: the difference in pp, a drop negative."""
+    return GateFigures(metric=f"{METRIC}_pp", estimate_pct=said.estimate_pct,
+                       lower_pct=said.low_pct, upper_pct=said.high_pct, confidence=level,
+                       margin_pct=said.margin_pct)  # fmt: skip
+
+
+def _missing(cells: pd.DataFrame, gate: AuthoringGate, baseline: str) -> str | None:
+    """Why the run has no contrast for this gate (None: it has one)."""
+    for what, column, name in (("subject", "subject", gate.subject),
+                               ("cohort", "cohort", gate.cohort)):  # fmt: skip
+        if name not in set(cells[column]):
+            return f"this run has no cells of {what} {name!r}"
+    if gate.cohort == baseline:
+        return f"{baseline} is the baseline cohort itself; name a cohort to compare with it"
+    return None
+
+
+def verdicts(
+    expect: Sequence[str], cells: pd.DataFrame, baseline: str, level: float = LEVEL
+) -> tuple[GateVerdict, ...]:
+    """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
+    out = []
+    for text in expect:
+        try:
+            gate = parse(text)
+        except ExpectationError as exc:
+            out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
+            continue
+        why = _missing(cells, gate, baseline)
+        if why is not None:
+            out.append(GateVerdict(text, False, f"{text} not met: {why}"))
+            continue
+        got = judge(cells, gate, baseline, final=True, level=level)
+        met = "met" if got.said.passed else "not met"
+        detail = (f"{text} {met}: green rate vs {baseline} in {gate.subject} over "
+                  f"{got.tasks} paired tasks, {got.said.sentence}")  # fmt: skip
+        finite = all(map(math.isfinite, (got.said.low_pct, got.said.high_pct)))
+        out.append(GateVerdict(text, got.said.passed, detail,
+                               figures(got.said, level) if finite else None))  # fmt: skip
+    return tuple(out)
