@@ -37,7 +37,9 @@ from argparse import Namespace
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from .errors import ExpectationError
 
 if TYPE_CHECKING:
     from .analysis.sequential import CellState
@@ -80,6 +82,9 @@ class Kind:
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
     # same run (`--resume` refuses one that differs in them); the keyed fields always count
     resume_fields: tuple[str, ...] = ()
+
+
+_Gate = TypeVar("_Gate")  # a kind's parsed gate
 
 
 def raw_settings(ladder: Ladder, where: Path | str) -> Mapping[str, Any]:
@@ -156,6 +161,24 @@ class GateVerdict:
     met: bool | None  # None: not judged (no analysis)
     detail: str
     figures: GateFigures | None = None  # its estimate and interval, where it has them
+
+
+def judge_each(
+    expect: Sequence[str],
+    parse: Callable[[str], _Gate],
+    judge: Callable[[str, _Gate], GateVerdict],
+) -> tuple[GateVerdict, ...]:
+    """Each `--expect` gate at the end of a run, in the order given: one that does not parse
+    fails with the sentence why, the others are the kind's `judge(text, gate)`."""
+    out = []
+    for text in expect:
+        try:
+            gate = parse(text)
+        except ExpectationError as exc:
+            out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
+            continue
+        out.append(judge(text, gate))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

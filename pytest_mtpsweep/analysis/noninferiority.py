@@ -22,8 +22,11 @@ Pure: no I/O, no heavy import. Nothing here names a kind.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from ..errors import ExpectationError
 
 # The outcomes as a headline cell's decision (the words the stop rule reads): `pass` and `fail`
 # are decided, `undecided` is not.
@@ -49,6 +52,27 @@ def check_margin(text: str, where: str) -> float:
             f"it like {WORD}:3 (no more than 3 % worse)"
         )
     return margin
+
+
+def parse_gate(text: str, syntax: str, example: str) -> tuple[str, str, float]:
+    """A gate `KEY:CELL:not-slower:M` split from the right (a key may hold colons): the key,
+    the cell and the margin; ExpectationError naming the syntax and an example else."""
+    parts = [p.strip() for p in text.strip().rsplit(":", 3)]
+    if len(parts) != 4 or parts[2] != WORD or not all(parts):
+        raise ExpectationError(f"expectation {text!r} is not {syntax}; write it like {example}")
+    try:
+        return parts[0], parts[1], check_margin(parts[3], f"expectation {text!r}")
+    except ValueError as exc:
+        raise ExpectationError(str(exc)) from None
+
+
+def check_known(text: str, what: str, name: str, known: Collection[str] | None) -> None:
+    """ExpectationError when a gate names a `what` the run does not have (None: not checked)."""
+    if known is not None and name not in known:
+        raise ExpectationError(
+            f"expectation {text!r} names unknown {what} {name!r}; use one of "
+            f"{', '.join(sorted(known))}"
+        )
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ from ..kindbase import (
     SweepLookAt,
     SweepLookFn,
     SweepVerdict,
+    judge_each,
     raw_settings,
 )
 from ..options import Opt
@@ -86,6 +87,7 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the declaration and the run side
     "GROUP", "Kind", "KindSpec", "KindRun", "Case", "Result", "Outcome", "EndAnalysis",
     "GateVerdict", "GateFigures", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings",
+    "judge_each",
     "Opt",
     # the optional parts, typed
     "PART_TYPES", "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ....kindapi import ExpectationError, GateFigures, GateVerdict
-from ....kindapi.analysis import WORD, NonInferiority, check_margin, decide
+from ....kindapi import GateFigures, GateVerdict, judge_each
+from ....kindapi.analysis import WORD, NonInferiority, check_known, decide, parse_gate
 from .contrast import cells_behind, paired_means, rate_interval
 
 SYNTAX = f"COHORT:SUBJECT:{WORD}:M"
@@ -53,23 +53,14 @@ def parse(
 ) -> AuthoringGate:
     """Parse one gate (split from the right: a cohort key may hold colons); ExpectationError
     naming the fix else. The names are checked when the run's cohorts and subjects are given."""
-    parts = [p.strip() for p in text.strip().rsplit(":", 3)]
-    if len(parts) != 4 or parts[2] != WORD or not all(parts):
-        raise ExpectationError(
-            f"expectation {text!r} is not {SYNTAX}, the one gate an authoring run has; write it "
-            f"like doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)"
-        )
-    try:
-        margin = check_margin(parts[3], f"expectation {text!r}")
-    except ValueError as exc:
-        raise ExpectationError(str(exc)) from None
-    for what, name, known in (("cohort", parts[0], cohorts), ("subject", parts[1], subjects)):
-        if known is not None and name not in known:
-            raise ExpectationError(
-                f"expectation {text!r} names unknown {what} {name!r}; use one of "
-                f"{', '.join(sorted(known))}"
-            )
-    return AuthoringGate(parts[0], parts[1], margin)
+    cohort, subject, margin = parse_gate(
+        text,
+        f"{SYNTAX}, the one gate an authoring run has",
+        f"doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)",
+    )
+    check_known(text, "cohort", cohort, cohorts)
+    check_known(text, "subject", subject, subjects)
+    return AuthoringGate(cohort, subject, margin)
 
 
 @dataclass(frozen=True)
@@ -124,22 +115,17 @@ def verdicts(
     expect: Sequence[str], cells: pd.DataFrame, baseline: str, level: float = LEVEL
 ) -> tuple[GateVerdict, ...]:
     """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
-    out = []
-    for text in expect:
-        try:
-            gate = parse(text)
-        except ExpectationError as exc:
-            out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
-            continue
+
+    def one(text: str, gate: AuthoringGate) -> GateVerdict:
         why = _missing(cells, gate, baseline)
         if why is not None:
-            out.append(GateVerdict(text, False, f"{text} not met: {why}"))
-            continue
+            return GateVerdict(text, False, f"{text} not met: {why}")
         got = judge(cells, gate, baseline, final=True, level=level)
         met = "met" if got.said.passed else "not met"
         detail = (f"{text} {met}: green rate vs {baseline} in {gate.subject} over "
                   f"{got.tasks} paired tasks, {got.said.sentence}")  # fmt: skip
         finite = all(map(math.isfinite, (got.said.low_pct, got.said.high_pct)))
-        out.append(GateVerdict(text, got.said.passed, detail,
-                               figures(got.said, level) if finite else None))  # fmt: skip
-    return tuple(out)
+        return GateVerdict(text, got.said.passed, detail,
+                           figures(got.said, level) if finite else None)  # fmt: skip
+
+    return judge_each(expect, parse, one)

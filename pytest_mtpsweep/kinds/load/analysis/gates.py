@@ -23,8 +23,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ....kindapi import ExpectationError, GateFigures, GateVerdict
-from ....kindapi.analysis import WORD, Decision, NonInferiority, check_margin, decide
+from ....kindapi import GateFigures, GateVerdict, judge_each
+from ....kindapi.analysis import WORD, Decision, NonInferiority, check_known, decide, parse_gate
 from .contrast import LOWER_IS_BETTER, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
@@ -57,22 +57,11 @@ class LoadGate:
 
 def parse(text: str, *, treatments: Collection[str] | None = None) -> LoadGate:
     """Parse one gate (split from the right: keys may hold colons); ExpectationError else."""
-    parts = [p.strip() for p in text.strip().rsplit(":", 3)]
-    if len(parts) != 4 or parts[2] != WORD or not all(parts):
-        raise ExpectationError(
-            f"expectation {text!r} is not {SYNTAX}, the one gate a load run has; write it like "
-            f"ngram:conc4:{WORD}:5"
-        )
-    try:
-        margin = check_margin(parts[3], f"expectation {text!r}")
-    except ValueError as exc:
-        raise ExpectationError(str(exc)) from None
-    if treatments is not None and parts[0] not in treatments:
-        raise ExpectationError(
-            f"expectation {text!r} names unknown treatment {parts[0]!r}; use one of "
-            f"{', '.join(sorted(treatments))}"
-        )
-    return LoadGate(parts[0], parts[1], margin)
+    treatment, level, margin = parse_gate(
+        text, f"{SYNTAX}, the one gate a load run has", f"ngram:conc4:{WORD}:5"
+    )
+    check_known(text, "treatment", treatment, treatments)
+    return LoadGate(treatment, level, margin)
 
 
 def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonInferiority:
@@ -132,26 +121,20 @@ def verdicts(
     ratios: Sequence[Ratio] = (),
 ) -> tuple[GateVerdict, ...]:  # fmt: skip
     """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
-    out = []
-    for text in expect:
-        try:
-            gate = parse(text)
-        except ExpectationError as exc:
-            out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
-            continue
+
+    def one(text: str, gate: LoadGate) -> GateVerdict:
         if gate.level == CAPACITY:
-            out.append(_capacity(gate, text, ratios))
-            continue
+            return _capacity(gate, text, ratios)
         row = _row(rows, gate, endpoint)
         if row is None:
-            out.append(GateVerdict(text, False, f"{text} not met: this run has no {endpoint} "
-                                   f"contrast for {gate.treatment} at {gate.level}"))  # fmt: skip
-            continue
+            return GateVerdict(text, False, f"{text} not met: this run has no {endpoint} "
+                               f"contrast for {gate.treatment} at {gate.level}")  # fmt: skip
         said = judge_row(row, gate.margin_pct, final=True, level=level)
         met = "met" if said.passed else "not met"
-        out.append(GateVerdict(text, said.passed, f"{text} {met}: {endpoint} {said.sentence}",
-                               figures(said, endpoint, level)))  # fmt: skip
-    return tuple(out)
+        return GateVerdict(text, said.passed, f"{text} {met}: {endpoint} {said.sentence}",
+                           figures(said, endpoint, level))  # fmt: skip
+
+    return judge_each(expect, parse, one)
 
 
 def stop_cells(
