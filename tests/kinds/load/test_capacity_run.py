@@ -120,7 +120,9 @@ def test_a_search_whose_first_probe_misses_reports_below_low(
     # INTERNALERROR ('yerr' must not contain negative values) with no report.
     with _project(pytester, monkeypatch, {"a": 2, "b": 4}):
         ladder = pytester.path / "experiments" / "ladders" / "stand.toml"
-        ladder.write_text(ladder.read_text().replace("ttft_ms = 60", "ttft_ms = 1"))
+        # every probe misses whatever its size: 4 requests a probe, not 12, say so as well
+        text = ladder.read_text().replace("ttft_ms = 60", "ttft_ms = 1")
+        ladder.write_text(text.replace("requests = 12", "requests = 4"))
         result = run(pytester)
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "yerr" not in out, out

@@ -57,6 +57,8 @@ def parse(
         text,
         f"{SYNTAX}, the one gate an authoring run has",
         f"doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)",
+        unit="a number of percentage points",
+        like="3 percentage points",
     )
     check_known(text, "cohort", cohort, cohorts)
     check_known(text, "subject", subject, subjects)
