@@ -35,7 +35,7 @@ def test_parsing_allows_colons_in_a_cohort_and_bounds_the_margin() -> None:
     assert parse("json:v2:alpha:not-slower:5") == AuthoringGate("json:v2", "alpha", 5.0)
     with pytest.raises(ExpectationError, match="the one gate an authoring run has"):
         parse("doctest:alpha:faster")
-    with pytest.raises(ExpectationError, match=r"not a percent in \(0, 50\]"):
+    with pytest.raises(ExpectationError, match=r"not a number of percentage points in \(0, 50\]"):
         parse("doctest:alpha:not-slower:0")
 
 
