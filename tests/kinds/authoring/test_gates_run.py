@@ -102,7 +102,7 @@ def test_gates_pass_fail_and_undecided_in_junit_and_history(
 @pytest.mark.parametrize(
     ("gate", "said"),
     [("doctest:alpha:faster", "is not COHORT:SUBJECT:not-slower:M"),
-     ("doctest:alpha:not-slower:80", "not a percent in (0, 50]"),
+     ("doctest:alpha:not-slower:80", "not a number of percentage points in (0, 50]"),
      ("json:alpha:not-slower:5", "unknown cohort 'json'; use one of doctest, plain"),
      ("doctest:gamma:not-slower:5", "unknown subject 'gamma'; use one of alpha"),
      ("plain:alpha:not-slower:5", "plain is the baseline cohort itself")],
