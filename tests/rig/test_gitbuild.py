@@ -126,6 +126,10 @@ def test_a_tag_and_a_short_sha_from_a_file_url_build(cache: Path, tmp_path: Path
     short = gitbuild.ensure_commit(sha[:8], repo.as_uri(), say=quiet.append)  # a whole clone
     assert identify(short).version == identify(tagged).version
     assert gitbuild.build_number("b42") == "42" and gitbuild.build_number(sha) == "0"
+    # the same name from another repository is not taken for the kept build
+    assert len(quiet) == 2
+    gitbuild.ensure_commit("b42", str(repo), say=quiet.append)
+    assert len(quiet) == 3 and "from " + str(repo) in quiet[-1]
 
 
 def test_an_unknown_commit_is_one_sentence_naming_its_log(cache: Path, tmp_path: Path) -> None:
