@@ -40,7 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
 VERSION_LINES = ("version: 0.0.0-stub (build 1, commit 5tub5tub)", "built with stub")
-BUILD_INFO = "b1-5tub5tub"
+# a wrapper built as another build (tests/protocol/test_treatment_builds.py) names its own
+BUILD_INFO = os.environ.get("MTPSWEEP_STUB_BUILD_INFO", "b1-5tub5tub")
 FAULT_ENV = "MTPSWEEP_STUB_FAULTS"
 FEW_EVENTS = 3  # content events sent before disconnect / hang / die
 DEFAULT_MAX_TOKENS = 16  # llama-server would generate until EOS; a stub needs a bound

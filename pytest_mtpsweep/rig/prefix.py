@@ -42,7 +42,11 @@ def server_path(prefix: Path) -> Path:
 
 def prefix_digest(prefix: Path) -> str | None:
     """sha256 over the prefix's code (the binaries and libraries of its bin/), or None."""
-    bin_dir = server_path(prefix).parent
+    return bin_digest(server_path(prefix).parent)
+
+
+def bin_digest(bin_dir: Path) -> str | None:
+    """sha256 over a build's bin/ folder (regular files, none hidden or private), or None."""
     if not bin_dir.is_dir():
         return None
     files = sorted(
@@ -89,11 +93,16 @@ def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
 
 
 def _stamped(prefix: Path) -> bool:
+    digest = prefix_digest(prefix)
+    return digest is not None and read_stamp(prefix / STAMP).get("digest") == digest
+
+
+def read_stamp(path: Path) -> dict[str, object]:
+    """A prefix's stamp as written, or {} when it is missing or unreadable."""
     stamp: object = None
     with contextlib.suppress(OSError, ValueError):
-        stamp = json.loads((prefix / STAMP).read_text())
-    digest = prefix_digest(prefix)
-    return digest is not None and isinstance(stamp, dict) and stamp.get("digest") == digest
+        stamp = json.loads(path.read_text())
+    return stamp if isinstance(stamp, dict) else {}
 
 
 def _install(wheel: Path, prefix: Path) -> None:

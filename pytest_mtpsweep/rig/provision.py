@@ -59,10 +59,17 @@ def resolve_server_bin(cli: str | None = None, ladder_bin: str | None = None) ->
 
 
 def treatment_server(
-    key: str, server_bin: str | None, server_pip: str | None, base: Path
+    key: str,
+    base: Path,
+    *,
+    server_bin: str | None = None,
+    server_pip: str | None = None,
+    server_commit: str | None = None,
+    server_repo: str | None = None,
 ) -> ServerBinary:
-    """A treatment's own server: its `server_bin` (relative to the ladder's folder), or its
-    `server_pip` built for this CPU into a prefix of its own (rig/prefix.py)."""
+    """A treatment's own server: its `server_bin` (relative to the ladder's folder), its
+    `server_pip` built for this CPU into a prefix of its own (rig/prefix.py), or its
+    `server_commit` fetched from `server_repo` and built likewise (rig/gitbuild.py)."""
     if server_bin:
         p = Path(server_bin).expanduser()
         p = p if p.is_absolute() else base / p
@@ -72,10 +79,23 @@ def treatment_server(
                 "executable file; fix the path (relative paths start at the ladder's folder)."
             )
         return ServerBinary(p.resolve(), "treatment server_bin")
-    assert server_pip, "a treatment's own server is a binary or a requirement"
+    if server_commit:
+        from .gitbuild import ensure_commit
+
+        repo = local_repo(server_repo or "", base)
+        binary = ensure_commit(server_commit, repo)
+        return ServerBinary(binary, f"treatment server_commit {server_commit} from {repo}")
+    assert server_pip, "a treatment's own server is a binary, a requirement or a commit"
     from .prefix import ensure_prefix
 
     return ServerBinary(ensure_prefix(server_pip), f"treatment server_pip {server_pip}")
+
+
+def local_repo(repo: str, base: Path) -> str:
+    """A relative local repository path from the ladder's folder; a URL as it is."""
+    if "://" in repo or Path(repo).is_absolute() or not (base / repo).is_dir():
+        return repo
+    return str((base / repo).resolve())
 
 
 def named_server_bin(cli: str | None = None, ladder_bin: str | None = None) -> str | None:

