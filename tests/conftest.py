@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests/quiet_real_tests.txt: it runs a model server, one at a time) and `slow`
     (tests/slow_tests.txt). The fast tier, `scripts/dev test --fast`, runs `-m "not server and
     not slow"` and points MTPSWEEP_SERVER_BIN at nothing, so a real-server test without the
-    mark fails there; the full suite runs `not solo` on two workers, then `solo` alone."""
+    mark fails there; the full suite runs `not solo` on three workers, then `solo` alone."""
     for item in items:
         if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.server)
