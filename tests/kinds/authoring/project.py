@@ -16,6 +16,7 @@ from tests.sandbox import REPO
 from tests.stub_openai_server import Messages
 
 KEY_ENV = "MTPSWEEP_STUB_KEY"
+KEY = "sk-live-7f3a9c1e5b2d4f60a8e1"  # the stub's key: it must appear in nothing a run writes
 CORRECT = {"add": "def add(a, b):\n    return a + b\n", "neg": "def neg(x):\n    return -x\n"}
 WRONG = {"add": "def add(a, b):\n    return a - b\n", "neg": "def neg(x):\n    return x\n"}
 TASKS = {
@@ -96,3 +97,8 @@ def make_project(
     )
     (exp / "ladders" / "tiny.toml").write_text(text)
     return exp
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """The project's `tiny` ladder through pytest, in-process."""
+    return pytester.runpytest("experiments/", "--ladder=tiny", *args)

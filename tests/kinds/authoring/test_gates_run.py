@@ -8,34 +8,14 @@ from __future__ import annotations
 
 import shutil
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_mtpsweep.cli import main
 from pytest_mtpsweep.state.history import read
-from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
+from tests.kinds.authoring.project import WRONG, function_of, make_project, run, scripted
 from tests.stub_openai_server import Messages, Script, serve
-
-KEY = "sk-live-2b9e4d7a1c3f5e80b6d2"
-
-
-@pytest.fixture
-def key(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(KEY_ENV, KEY)
-    return KEY
-
-
-@pytest.fixture
-def stub(key: str) -> Iterator[tuple[Script, str]]:
-    script = Script(reply=scripted, key=key)
-    with serve(script) as url:
-        yield script, url
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("experiments/", "--ladder=tiny", *args)
 
 
 def doctest_never(messages: Messages) -> str:

@@ -21,28 +21,9 @@ import pytest
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
-from tests.kinds.authoring.project import KEY_ENV, function_of, make_project, scripted
+from tests.kinds.authoring.project import KEY, KEY_ENV, function_of, make_project, run, scripted
 from tests.sandbox import only_run, spawn_pytest
 from tests.stub_openai_server import Messages, Script, serve
-
-KEY = "sk-live-7f3a9c1e5b2d4f60a8e1"
-
-
-@pytest.fixture
-def key(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(KEY_ENV, KEY)
-    return KEY
-
-
-@pytest.fixture
-def stub(key: str) -> Iterator[tuple[Script, str]]:
-    script = Script(reply=scripted, key=key)
-    with serve(script) as url:
-        yield script, url
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("experiments/", "--ladder=tiny", *args)
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
