@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import LadderError
 
@@ -76,4 +77,19 @@ def commit_fields(commit: str, repo: str, where: str, path: Path) -> dict[str, A
             f"{path}: {where}server_repo is {repo[:80]!r}; name a git URL or a local path of 1 "
             f"to {MAX_PATH_CHARS} characters not starting with '-' (default {DEFAULT_REPO})."
         )
+    if _holds_credentials(repo):
+        raise LadderError(
+            f"{path}: {where}server_repo carries credentials in its URL, which the run would "
+            "record (plan.json, the build log); drop them and let git's credential helper or "
+            "an SSH key supply them."
+        )
     return {"server_commit": commit, "server_repo": repo}
+
+
+def _holds_credentials(repo: str) -> bool:
+    """A password in the URL, or any user in an http(s) one (where a token goes as the user);
+    `ssh://git@host/…` and `git@host:…` name a login, not a secret."""
+    parts = urlsplit(repo)
+    if parts.password:
+        return True
+    return parts.scheme in ("http", "https") and bool(parts.username)

@@ -97,6 +97,11 @@ def test_a_treatment_without_one_runs_the_runs_server(tmp_path: Path) -> None:
         ('server_commit = "b1"\nserver_repo = "-u x"', "not starting with '-'"),
         ('server_commit = "b1"\nserver_repo = ""', "name a git URL or a local path of 1"),
         ('server_repo = "file:///m"', "but no treatments[1].server_commit names one; add"),
+        (
+            'server_commit = "b1"\nserver_repo = "https://ghp_x1@github.com/a/b"',
+            "carries credentials",
+        ),
+        ('server_commit = "b1"\nserver_repo = "ssh://me:pw@host/a"', "carries credentials"),
     ],
 )
 def test_a_build_field_that_cannot_be_one_is_refused_in_one_line(
