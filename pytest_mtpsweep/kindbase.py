@@ -313,6 +313,8 @@ class SweepLookAt:
     alpha: float
     margin_pct: float
     subsets: tuple[str, ...] = ()  # (): every subset
+    # --resume and the analysis re-take an earlier look on the records up to its cycle
+    through_cycle: int | None = None
 
 
 @dataclass(frozen=True)

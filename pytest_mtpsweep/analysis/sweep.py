@@ -180,7 +180,7 @@ def _step_sentence(
 ) -> str:
     setting = f"{data.setting} " if data.setting else ""
     base = data.label(data.baseline)
-    level = f"family-wise {100 * alpha:.3g} %"
+    level = f"step-down on {100 * (1 - alpha):.4g} % intervals"
     if not order:
         return "no value was swept beside the baseline"
     if not effective:
@@ -323,6 +323,8 @@ def arms_to_drop(
         raise AnalysisError(f"margin_pct is {margin_pct!r}; give a margin from 0 to under 100 %")
     check_data(data, boot, seed)
     m = _mcb(pair_statistics(data, boot, seed), alpha_look)
+    # With a margin an arm leaves only when surely more than the margin below the best of the
+    # others: its upper end against them is below -margin, not merely below 0.
     limit = math.log1p(-margin_pct / 100.0)
     out = []
     for i, arm in enumerate(data.arms):

@@ -7,8 +7,13 @@ cell is the difference of the two arms' cell means, so arms are compared only wh
 measured in the same prompt and cycle. Per prompt, the mean over its cycles is the cluster value;
 a pair's estimate is the mean over prompts (decode's estimator, `kinds/decode/analysis`).
 
-The spread of each pair is `analysis/stats.py`'s: the prompt-level SE, plus the session level
-(`session_spread`) with 4 or more shared cycles. The bootstrap is stats.py's too: one index
+The spread of each pair is the prompt-level SE (`analysis/stats.py`) plus the session level. A
+pair's own cycles give its session level only from 4 shared cycles (`session_spread`); before
+that, and as a floor after it, the session level comes from the whole run: the arm × cycle
+interaction of the arms' per-cycle means against the baseline (`pooled_session`), which every
+arm of a session-per-arm design shares, with (cycles − 1)(arms − 2) degrees of freedom. An arm
+a look dropped after 2 cycles keeps those 2 cycles, and its interval carries the session level
+all the same; a pair with no session level to borrow has no spread (no claim is made on it). The bootstrap is stats.py's too: one index
 matrix over prompts (`index_matrix`, seeded by the seed and the subset, the draw decode's
 contrasts make) resamples every pair at once (`resample`), so the pairs' joint distribution,
 which the max statistic needs, is kept, and an arm's interval against the baseline is decode's
@@ -26,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import AnalysisError
+from .session_pool import PooledSession, borrow_session, pooled_session_level
 from .stats import (
     MIN_CYCLES_FOR_SESSION,
     FloatArray,
@@ -74,6 +80,9 @@ class SweepData:
     setting: str = ""
     labels: tuple[str, ...] = ()
     start: str = "last"
+    # False: the naive spread kept for the bench (bench/sweep_coverage.py), whose pairs under 4
+    # shared cycles resample prompts only and so cannot see a session offset.
+    pool_sessions: bool = True
 
     def label(self, arm: str) -> str:
         """How a sentence names an arm: its label, else its key."""
@@ -162,18 +171,37 @@ class Pairs:
         return s * float(self.est[r]), float(self.se[r]), float(self.df[r])
 
 
-def _spread_of(values: FloatArray, matrix: FloatArray) -> tuple[float, float]:
-    """SE and df of one pair: prompts only, or with the session level given enough shared cycles
-    (as decode's contrasts do)."""
+def pooled_session(cube: FloatArray, baseline: int) -> PooledSession | None:
+    """The run's session level (`stats.pooled_session_level`) from the cube: each arm's mean over
+    prompts of its log rate minus the baseline's, per cycle."""
+    if cube.shape[1] < 2 or cube.shape[2] < 3:
+        return None
+    with np.errstate(invalid="ignore"):
+        diffs = cube - cube[:, :, baseline : baseline + 1]
+    m = nan_mean(np.moveaxis(diffs, 0, -1))  # (cycles, arms)
+    return pooled_session_level(np.delete(m, baseline, axis=1))
+
+
+def _spread_of(
+    values: FloatArray, matrix: FloatArray, pooled: tuple[float, float] | None, pool: bool = True
+) -> tuple[float, float]:
+    """SE and df of one pair: the prompt level plus the session level (see the module
+    docstring); NaN where no session level can be had (`pool` False: the naive prompt-only
+    spread under 4 shared cycles)."""
     finite = values[np.isfinite(values)]
     if finite.size < 2:
         return math.nan, math.nan
     shared = np.isfinite(matrix).any(axis=0)
     base = prompt_spread([finite])
     cycles = int(shared.sum())
+    borrowed = borrow_session(base.se, base.df, cycles, pooled)
     if cycles < MIN_CYCLES_FOR_SESSION:
-        return base.se, base.df
+        if not pool:
+            return base.se, base.df
+        return borrowed if borrowed is not None else (math.nan, math.nan)
     s = session_spread([finite], [matrix[np.isfinite(values)][:, shared]])
+    if pool and borrowed is not None and borrowed[0] > s.se:
+        return borrowed
     if s.session_var <= 0.0:
         return s.se, s.df
     # Decode's Satterthwaite df takes the session component as a difference of mean squares,
@@ -202,7 +230,20 @@ def pair_statistics(data: SweepData, boot: int, seed: int, *, with_arm: int | No
     matrix = np.moveaxis(matrix, 2, 0)  # (pairs, clusters, cycles)
     values = nan_mean(matrix)  # (pairs, clusters): a cluster's mean over its cycles
     est = nan_mean(values)
-    spreads = [_spread_of(values[r], matrix[r]) for r in range(ii.size)]
+    b = data.arms.index(data.baseline)
+    # Without prompts each cycle is a cluster: its resamples carry the session level already.
+    by_prompt = data.prompts is not None
+    pooled = pooled_session(cube, b) if by_prompt else None
+    pool = data.pool_sessions and by_prompt
+    spreads = [
+        _spread_of(
+            values[r],
+            matrix[r],
+            None if pooled is None else pooled.of_pair(b in (int(ii[r]), int(jj[r]))),
+            pool,
+        )
+        for r in range(ii.size)
+    ]
     se = np.array([s for s, _ in spreads])
     df = np.array([d for _, d in spreads])
     idx = index_matrix(values.shape[1], boot, seed, data.subset)

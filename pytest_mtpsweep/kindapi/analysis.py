@@ -38,6 +38,12 @@ from ..analysis.planning import (
 )
 from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
+from ..analysis.session_pool import (
+    BORROWED_SESSION,
+    PooledSession,
+    borrow_session,
+    pooled_session_level,
+)
 from ..analysis.stats import (
     BOOT_T_MAX_FACTOR,
     MDE_POWER,
@@ -76,6 +82,7 @@ from ..analysis.sweep_planning import ArmEstimate, plan_sweep
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the published interval and its pieces
+    "BORROWED_SESSION", "PooledSession", "borrow_session", "pooled_session_level",
     "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
     "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
     "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",

@@ -16,7 +16,6 @@ from ..redact import redact_urls
 from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
-from ..state.runread import RunReader
 from . import documents, hostrule, looks, prereg, resume
 from .schedule import Schedule, deadline_from
 from .session import Sessions
@@ -75,8 +74,9 @@ def begin(
         if ladder.sweep is not None and declared.sweep is not None:
             ask: SweepLookFn = registry.part(declared, "sweep")
             sweep = SweepLooks.for_ladder(ladder, lambda at: ask(path, analysis, at))
-            if request.resume is not None:  # the arms that left stay gone
-                sweep.restore(RunReader(path).stop)
+            if request.resume is not None:  # the arms that left stay gone, re-judged
+                reached = max((s.cycle for s in plan if s.name in f.done), default=0)
+                sweep.replay(design.looks, design.confidence, reached)
             schedule.looks.sweep = sweep
     if deadline is not None:
         at = now_wall + dt.timedelta(seconds=deadline - now_mono)

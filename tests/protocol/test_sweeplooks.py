@@ -11,7 +11,7 @@ import pytest
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kindapi import SweepLookAt, SweepVerdict
 from pytest_mtpsweep.protocol.sweeplooks import SweepLooks
-from pytest_mtpsweep.state.rundocs import DroppedArm, StopDoc
+from pytest_mtpsweep.state.rundocs import DroppedArm
 from tests.protocol.test_looks import only_run
 from tests.protocol.test_session import run_stub, stub_project
 
@@ -76,26 +76,33 @@ def test_losing_arms_leave_at_the_first_look_and_the_run_stops(
     assert "## Sweep" in (run / "preregistration.md").read_text()
 
 
-def test_a_resumed_sweep_keeps_the_arms_that_left_and_its_looks_verdicts() -> None:
+def test_a_resumed_sweep_re_takes_the_looks_it_passed_on_their_own_records() -> None:
     asked: list[SweepLookAt] = []
 
     def ask(at: SweepLookAt) -> SweepVerdict:
         asked.append(at)
+        if at.through_cycle == 2:
+            return SweepVerdict((("c", "surely slower"),), False, "3 arms still in the run")
         return SweepVerdict((("b", "surely slower"),), False, "asked")
 
     looks = SweepLooks(("a", "b", "c", "d"), 5.0, (), ask)
-    looks.restore(
-        StopDoc.from_json(
-            {
-                "looks": [
-                    {"look": 1, "after_cycle": 2, "met": False, "why": "3 arms still in the run"}
-                ],
-                "dropped": [{"arm": "c", "look": 1, "after_cycle": 2, "why": "surely slower"}],
-            }
-        )
-    )
-    assert looks.active == ("a", "b", "d")
-    assert looks.look(1, 2, 0.03) == (False, "3 arms still in the run") and not asked
-    assert looks.look(2, 4, 0.03) == (False, "asked")
-    assert asked[0].active == ("a", "b", "d")
-    assert list(looks.active) == ["a", "d"]
+    # the run had finished sessions of cycle 5: the looks after cycles 2 and 4 were passed
+    looks.replay((2, 4, 6, 8), (0.98, 0.98, 0.98, 0.98), reached=5)
+    assert [a.through_cycle for a in asked] == [2, 4]
+    assert asked[0].active == ("a", "b", "c", "d") and asked[1].active == ("a", "b", "d")
+    assert looks.active == ("a", "d")
+    assert [(d.arm, d.look, d.after_cycle) for d in looks.dropped] == [("c", 1, 2), ("b", 2, 4)]
+    # a replayed look keeps its verdict when the schedule reaches it again
+    assert looks.look(1, 2, 0.02) == (False, "3 arms still in the run") and len(asked) == 2
+
+
+def test_a_resumed_sweep_leaves_the_look_at_the_cycle_it_reached_to_be_taken_again() -> None:
+    asked: list[SweepLookAt] = []
+
+    def ask(at: SweepLookAt) -> SweepVerdict:
+        asked.append(at)
+        return SweepVerdict()
+
+    looks = SweepLooks(("a", "b", "c"), 0.0, (), ask)
+    looks.replay((2, 4, 6), (0.98, 0.98, 0.98), reached=2)
+    assert asked == [] and looks.restored == {}

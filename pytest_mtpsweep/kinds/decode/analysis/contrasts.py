@@ -26,6 +26,9 @@ from .pairing import (
 from .position import position_trend_table
 from .tiebreak import apply_tiebreak
 
+# one cycle's session variance and its df, borrowed from the run's arms (None: none to borrow)
+Borrow = tuple[float, float] | None
+
 CONTRAST_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs", "cycles",
     "pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high", "interval_method", "se_pct",
@@ -82,16 +85,38 @@ def _decision(row: dict[str, Any], parts: Sequence[Series], margin: float) -> tu
 
 
 def _spread(
-    parts: Sequence[Series], finite: Sequence[stats.FloatArray]
+    parts: Sequence[Series], finite: Sequence[stats.FloatArray], borrow: Borrow = None
 ) -> tuple[stats.Spread, str]:
-    """The published SE: prompts only, or with the session level given enough shared cycles."""
+    """The published SE: with the session level from 4 shared cycles; under 4, the session
+    level the run's arms share (`borrow`, `analysis/session_pool.py`) where there is one to
+    borrow, else prompts only."""
     shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
-    if int(shared.sum()) < stats.MIN_CYCLES_FOR_SESSION:
-        return stats.prompt_spread(finite), ""
+    cycles = int(shared.sum())
+    if cycles < stats.MIN_CYCLES_FOR_SESSION:
+        base = stats.prompt_spread(finite)
+        got = stats.borrow_session(base.se, base.df, cycles, borrow)
+        if got is None:
+            return base, ""
+        se, df = got
+        return stats.Spread(se, df, stats.BORROWED_SESSION, se**2 - base.se**2), (
+            f"session level borrowed from the run's arms ({cycles} cycle(s) of its own)"
+        )
     spread = stats.session_spread(finite, [p.matrix[:, shared] for p in parts])
     if spread.method != stats.WITH_SESSION and math.isfinite(spread.se):
         return spread, "session level not estimable: fewer than 2 prompts hold every cycle"
     return spread, ""
+
+
+def _borrowable(layout: Layout, rows: Sequence[int]) -> Borrow:
+    """One cycle's session variance and df for a contrast against the baseline, pooled over
+    these series' (one endpoint's treatments') per-session mean log ratios."""
+    if len(rows) < 2:
+        return None
+    means = stats.nan_mean(
+        np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0
+    )  # (sessions, rows)
+    pooled = stats.pooled_session_level(means)
+    return None if pooled is None else pooled.of_pair(with_baseline=True)
 
 
 @dataclass(frozen=True)
@@ -121,12 +146,14 @@ def _interval_columns(
     parts: Sequence[Series],
     boot: _Boot,
     settings: AnalysisSettings,
+    borrow: Borrow = None,
 ) -> tuple[dict[str, Any], stats.Spread, str]:
     """The published 95 % / 90 % intervals and their SE, df and method, in percent."""
-    spread, note = _spread(parts, finite)
+    spread, note = _spread(parts, finite, borrow)
     lo95, hi95 = stats.published_interval(point, spread, boot.q95, settings.confidence)
     lo90, hi90 = stats.published_interval(point, spread, boot.q90, settings.equivalence_confidence)
-    session_se = math.sqrt(spread.session_var) if spread.method == stats.WITH_SESSION else math.nan
+    with_session = spread.method in (stats.WITH_SESSION, stats.BORROWED_SESSION)
+    session_se = math.sqrt(spread.session_var) if with_session else math.nan
     columns = {
         "ci_low": stats.to_pct(lo95),
         "ci_high": stats.to_pct(hi95),
@@ -162,13 +189,15 @@ def _crosscheck_columns(
     }
 
 
-def _summarise(parts: Sequence[Series], boot: _Boot, settings: AnalysisSettings) -> dict[str, Any]:
+def _summarise(
+    parts: Sequence[Series], boot: _Boot, settings: AnalysisSettings, borrow: Borrow = None
+) -> dict[str, Any]:
     finite = [p.log[np.isfinite(p.log)] for p in parts]
     complete = all(v.size > 0 for v in finite)
     point = float(np.mean([v.mean() for v in finite])) if complete else math.nan
     arith = float(np.mean([np.nanmean(p.arith) for p in parts])) * 100.0 if complete else math.nan
     if complete:
-        intervals, _, session_note = _interval_columns(point, finite, parts, boot, settings)
+        intervals, _, session_note = _interval_columns(point, finite, parts, boot, settings, borrow)
     else:
         intervals = _interval_columns(math.nan, [], parts, boot, settings)[0]
         session_note = ""
@@ -250,15 +279,24 @@ def compute_contrasts(
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
         summaries[POOLED] = stats.summarise_resamples(pooled, point, levels)
+    borrow = {
+        (s, e): _borrowable(layouts[s], [k for k, key in enumerate(keys) if key[0] == e])
+        for s in subsets
+        for e in ENDPOINTS
+    }
     rows: list[dict[str, Any]] = []
     for k, (endpoint, treatment) in enumerate(keys):
         head = {"endpoint": endpoint, "treatment": treatment, "baseline": baseline}
         for s in subsets:
-            row = _summarise([layouts[s].series(k)], _boot_row(summaries[s], k), settings)
+            got = borrow[(s, endpoint)]
+            row = _summarise([layouts[s].series(k)], _boot_row(summaries[s], k), settings, got)
             rows.append({**head, "subset": s, **row})
         if len(subsets) >= 2:
             parts = [layouts[s].series(k) for s in subsets]
-            row = _summarise(parts, _boot_row(summaries[POOLED], k), settings)
+            # one session serves every subset: the pooled mean keeps its offset whole
+            each = [b for s in subsets if (b := borrow[(s, endpoint)]) is not None]
+            most = max(each, default=None)
+            row = _summarise(parts, _boot_row(summaries[POOLED], k), settings, most)
             rows.append({**head, "subset": POOLED, **row})
     return replace(_tables(rows, layouts, keys, gaps, records, settings), pairs=pairs)
 

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError, UserError
-from ....kindapi.records import DroppedArm, PlanDoc, RunReader, read_lines, schema
+from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError
+from ....kindapi.records import RunReader, read_lines, schema
 from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
 from ..report import pictures
@@ -116,20 +116,7 @@ def load_run(run_dir: Path) -> RunData:
         quarantined=tuple(quarantined),
         notes=tuple(notes),
         stops=tuple(stops),
-        sweep_dropped=_sweep_dropped(run, plan, notes),
     )
-
-
-def _sweep_dropped(run: RunReader, plan: PlanDoc, notes: list[str]) -> tuple[DroppedArm, ...]:
-    """A sweep's dropped arms as stop.json names them (read only for a sweep run)."""
-    if plan.sweep is None:
-        return ()
-    try:
-        doc = run.stop
-    except UserError as exc:
-        notes.append(f"the sweep's dropped arms are not named: {exc}")
-        return ()
-    return doc.dropped or ()
 
 
 def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:

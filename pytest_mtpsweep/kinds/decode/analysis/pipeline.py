@@ -38,6 +38,7 @@ from .model import (
 )
 from .pairing import cell_means, pair_cells
 from .sweep import SweepResult, analyse_sweep
+from .sweeplook import replay_drops
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
@@ -260,6 +261,18 @@ def _sweep(
         boot=boot,
         seed=seed,
         dropped=run.sweep_dropped,
+        alpha=1.0 - settings.confidence,
+    )
+
+
+def _with_drops(run: RunData, valid: pd.DataFrame, baseline: str, boot: int, seed: int) -> RunData:
+    """The run with the arms its sweep's looks dropped, recomputed from its valid records and
+    plan.json (never stop.json's list: a hand edit there cannot steer the report)."""
+    if run.plan.sweep is None or run.plan.stop is None:
+        return run
+    mine = valid[valid["run_id"] == run.run_id]
+    return dataclasses.replace(
+        run, sweep_dropped=replay_drops(mine, run.plan, baseline, boot, seed)
     )
 
 
@@ -294,6 +307,7 @@ def analyse(
     multi = len(runs) > 1
     # only the chosen comparability group is analysed; the others are counted out
     valid = records[records["valid"]]
+    runs = [_with_drops(run, valid, settings.baseline, boot, seed) for run in runs]
     groups, chosen = comparability_groups(valid, settings.baseline, qualify_sessions=multi)
     analysed = valid[valid["group_key"] == chosen] if chosen is not None else valid.iloc[0:0]
     elsewhere = valid[valid["group_key"] != chosen]

@@ -24,6 +24,7 @@ from ....kindapi.report import Figure, FigureData, Section, Table, md_code, md_t
 from .pairing import cell_means
 
 TITLE = "Along the setting"
+OTHER_END = {"first": "last", "last": "first"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,13 @@ class ArmFacts:
     dropped_look: int | None = None
     dropped_after_cycle: int | None = None
     dropped_why: str = ""
+    speculative: bool = False  # the sweep's server settings ask for drafting
+
+    @property
+    def drafted_nothing(self) -> bool:
+        """A drafting arm whose server drafted no token: the baseline under another name, so
+        its row says nothing of the setting (it neither wins nor loses by it)."""
+        return self.speculative and self.drafted == 0
 
     @property
     def acceptance_pct(self) -> float:
@@ -68,6 +76,7 @@ class SweepResult:
     dropped: tuple[DroppedArm, ...] = ()
     sessions_run: int = 0
     sessions_grid: int = 0
+    confidence: float = 0.95  # the intervals' level: a sequential run's last look's repeated one
 
 
 def sweep_data(
@@ -125,8 +134,12 @@ def analyse_sweep(
     boot: int,
     seed: int,
     dropped: Sequence[DroppedArm] = (),
+    alpha: float = 0.05,
 ) -> SweepResult | None:
-    """The sweep's answers per subset (None: plan.json has no sweep)."""
+    """The sweep's answers per subset (None: plan.json has no sweep), at two-sided `alpha`: 5 %
+    for a fixed design, the level a sequential run's last look spent (its repeated level) for
+    one with `[stop]`. A gain is looked for from the ladder's `from` end, a loss from the other
+    end, each a fixed-sequence step-down at alpha/2 one-sided."""
     doc = plan.sweep
     if doc is None:
         return None
@@ -135,6 +148,7 @@ def analyse_sweep(
         return None
     values = _values(doc.axes, len(arms))
     setting, start = doc.setting, doc.start
+    speculative = _drafts(doc.shared_args, tuple(a.flag for a in doc.axes))
     dropped = tuple(dropped)
     by_arm = {d.arm: d for d in dropped}
     out = []
@@ -152,14 +166,17 @@ def analyse_sweep(
                     d.look if d else None,
                     d.after_cycle if d else None,
                     d.why if d else "",
+                    speculative,
                 )
             )
         try:
             data = sweep_data(analysed, subset, arms, baseline, endpoint, setting=setting,
                               labels=list(values), start=start)  # fmt: skip
-            faster = where_gain_starts(data, direction="faster", boot=boot, seed=seed)
-            slower = where_gain_starts(data, direction="slower", boot=boot, seed=seed)
-            best = best_set(data, boot=boot, seed=seed)
+            faster = where_gain_starts(data, direction="faster", alpha=alpha, boot=boot,
+                                       seed=seed)  # fmt: skip
+            slower = where_gain_starts(data, direction="slower", alpha=alpha, boot=boot,
+                                       seed=seed, start=OTHER_END[data.start])  # fmt: skip
+            best = best_set(data, alpha=alpha, boot=boot, seed=seed)
         except AnalysisError as exc:
             out.append(SubsetSweep(subset, None, None, None, tuple(facts), str(exc)))
             continue
@@ -167,7 +184,32 @@ def analyse_sweep(
     run = analysed[["run_id", "session"]].drop_duplicates() if "session" in analysed else ()
     grid = len(plan.sessions)
     return SweepResult(setting, start, baseline, arms, values, tuple(out), dropped,
-                       len(run), grid)  # fmt: skip
+                       len(run), grid, 1.0 - alpha)  # fmt: skip
+
+
+def _drafts(args: Sequence[str], flags: Sequence[str]) -> bool:
+    """Whether the sweep's arms ask the server to draft (a speculative type, a draft model)."""
+    said = list(args)
+    for i, a in enumerate(said):
+        if a in ("-md", "--model-draft") or a.startswith("--spec-draft"):
+            return True
+        if a == "--spec-type" and i + 1 < len(said) and said[i + 1] != "none":
+            return True
+    return any(f.startswith("--spec-") or f in ("-md", "--model-draft") for f in flags)
+
+
+def silent_arms(result: SweepResult) -> list[str]:
+    """One sentence per subset naming the drafting arms that drafted no token there."""
+    out = []
+    for s in result.subsets:
+        none = [f"{result.setting} {f.value}".strip() for f in s.arms if f.drafted_nothing]
+        if none:
+            out.append(
+                f"{s.subset}: {', '.join(none)} drafted no tokens, so "
+                f"{'it' if len(none) == 1 else 'each'} ran as the baseline under another name "
+                "and says nothing of the setting"
+            )
+    return out
 
 
 def _values(axes: Sequence[SweepAxis], n: int) -> tuple[str, ...]:
@@ -200,6 +242,7 @@ def headline_lines(result: SweepResult) -> list[str]:
         lines.append(f"- **{md_text(s.subset)}**, where the gain starts: {md_text(where)}")
         lines.append(f"- **{md_text(s.subset)}**, which settings may be best: "
                      f"{md_text(s.best.sentence)}")  # fmt: skip
+    lines += [f"- {md_text(line)}." for line in silent_arms(result)]
     for d in result.dropped:
         lines.append(
             f"- {md_text(d.arm)} left the run at look {d.look} (after cycle "
@@ -224,6 +267,7 @@ def terminal_lines(result: SweepResult) -> list[str]:
         loss = f" {s.slower.sentence}" if s.slower.effective else ""
         out.append(f"  {s.subset}: where the gain starts: {s.faster.sentence}{loss}")
         out.append(f"  {s.subset}: which may be best: {s.best.sentence}")
+    out += [f"  {line}" for line in silent_arms(result)]
     for d in result.dropped:
         out.append(f"  {d.arm} left at look {d.look} (after cycle "
                    f"{d.after_cycle}): {d.why}")  # fmt: skip
@@ -251,24 +295,36 @@ def section(result: SweepResult | None) -> Section | None:
                 _pct(iv.estimate_pct) if iv else "",
                 f"[{_pct(iv.low_pct)}, {_pct(iv.high_pct)}]" if iv else "",
                 f"[{_pct(m.low_pct)}, {_pct(m.high_pct)}]" if m else "",
-                "yes" if f.arm in best else "no",
+                "n/a" if f.drafted_nothing else "yes" if f.arm in best else "no",
+                "drafted nothing" if f.drafted_nothing else
                 f"{f.acceptance_pct:.0f} %" if f.drafted else "n/a",
                 f"look {f.dropped_look}" if f.dropped_look else "",
             ))  # fmt: skip
         if s.best and result.baseline in best:
             rows.append((s.subset, result.baseline, "baseline", "", "", "", "yes", "n/a", ""))
+    level = _level(result)
     lead = (
         f"{md_code(result.setting)} from {md_text(result.start)}: each arm against "
-        f"{md_text(result.baseline)} (the step-down's 95 % intervals), and against the best of "
-        "the others (simultaneous 95 %, multiple comparisons with the best)."
+        f"{md_text(result.baseline)} (the step-down's {level} intervals; a gain looked for from "
+        f"the {md_text(result.start)} end, a loss from the other), and against the best of the "
+        f"others (simultaneous {level}, multiple comparisons with the best)."
     )
+    if result.confidence > 0.95 + 1e-9:
+        lead += (
+            f" The run stopped at a look of its sequential design: {level} is that look's "
+            "repeated level, which keeps the 5 % family-wise error over every look it took."
+        )
     table = Table(
-        ("subset", "arm", "value", "vs baseline", "95 % interval", "vs best of others",
+        ("subset", "arm", "value", "vs baseline", f"{level} interval", "vs best of others",
          "may be best", "draft acceptance", "dropped"),
         tuple(rows),
         lead=lead,
     )  # fmt: skip
     return Section(TITLE, (text(*headline_lines(result)), table), role="headline")
+
+
+def _level(result: SweepResult) -> str:
+    return f"{100 * result.confidence:.4g} %"
 
 
 def figure(result: SweepResult) -> Any | None:
@@ -291,7 +347,7 @@ def figure(result: SweepResult) -> Any | None:
             iv = ivs.get(f.arm)
             if iv is None or not math.isfinite(iv.estimate_pct):
                 continue
-            colour = "C2" if f.arm in best else "C0"
+            colour = "0.6" if f.drafted_nothing else "C2" if f.arm in best else "C0"
             ax.plot([xi, xi], [iv.low_pct, iv.high_pct], color=colour, linewidth=1.4)
             ax.plot([xi], [iv.estimate_pct], marker="o", color=colour)
             if f.dropped_look:
@@ -315,8 +371,8 @@ def figure(result: SweepResult) -> Any | None:
     acc.set_ylabel("draft acceptance %")
     acc.set_title("draft acceptance")
     acc.legend(fontsize="small")
-    fig.suptitle("gain along the setting: 95 % intervals; green may be best, x dropped at a look",
-                 fontsize="medium")  # fmt: skip
+    fig.suptitle(f"gain along the setting: {_level(result)} intervals; green may be best, "
+                 "grey drafted nothing, x dropped at a look", fontsize="medium")  # fmt: skip
     return fig
 
 
@@ -338,9 +394,9 @@ def picture(result: SweepResult) -> tuple[tuple[FigureData, ...], tuple[Section,
     if not any(s.faster is not None for s in result.subsets):
         return (), ()
     caption = (
-        f"The gain along {result.setting} per subset against {result.baseline} (95 % intervals; "
-        "green: may be best; a red x: the arm a look dropped, at its look), and draft acceptance "
-        "along the setting."
+        f"The gain along {result.setting} per subset against {result.baseline} "
+        f"({_level(result)} intervals; green: may be best; grey: drafted nothing; a red x: the arm "
+        "a look dropped, at its look), and draft acceptance along the setting."
     )
     section = Section("Gain along the setting", (Figure("gain along the setting", caption,
                                                          file=PICTURE),), role="pictures")  # fmt: skip
