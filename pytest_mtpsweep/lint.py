@@ -132,7 +132,8 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         f"{ladder.kind}, {len(ladder.treatments)} treatments x {looks.describe(ladder)}, "
         f"{len(cases)} cases"
     )
-    early = early_look_warning(ladder.stop)
+    beside = len(ladder.treatment_keys) - 1  # the arms a look can borrow the session level from
+    early = early_look_warning(ladder.stop, beside)
     return summary, [], [*run.lint_warnings(), *([early] if early else [])]
 
 

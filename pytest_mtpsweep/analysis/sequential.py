@@ -295,8 +295,11 @@ class LookState:
         if d.looks[0] < SESSION_LEVEL_CYCLES:
             early = (
                 f" Its first look came after cycle {d.looks[0]}, before the "
-                f"{SESSION_LEVEL_CYCLES} cycles whose interval carries the session level, as "
-                "stop.allow_early_looks asked: a look there speaks for its sessions only."
+                f"{SESSION_LEVEL_CYCLES} cycles whose own interval carries the session level, "
+                "as stop.allow_early_looks asked: a contrast there borrows the session level "
+                "from the run's other arms (their arm × cycle interaction, assuming their "
+                "sessions vary alike), and one with no other arm beside it speaks for its "
+                "sessions only."
             )
         return (
             f"Sequential design (stop rule {rule}, {d.spending}-type alpha spending, looks after "

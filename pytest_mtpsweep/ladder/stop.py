@@ -80,15 +80,28 @@ def parse(
     return StopRule(rule, low, top, spending, None if width is None else float(width), cells, early)
 
 
-def early_look_warning(stop: StopRule | None) -> str | None:
-    """What `mtpsweep lint` says of a design that opted in to looks before the session level."""
+def early_look_warning(stop: StopRule | None, arms: int = 1) -> str | None:
+    """What `mtpsweep lint` says of a design that opted in to looks before the session level:
+    what those looks may claim. `arms`: the treatments beside the baseline (a sweep's values)."""
     if stop is None or stop.min_cycles >= SESSION_LEVEL_CYCLES:
         return None
-    return (
+    head = (
         f"stop.allow_early_looks: the first look comes after cycle {stop.min_cycles}, before the "
-        f"{SESSION_LEVEL_CYCLES} cycles whose interval carries the session level, so a look "
-        "there speaks for its sessions only and a session offset can stop the run on a false "
-        f"call; set stop.min_cycles = {SESSION_LEVEL_CYCLES} unless the sessions are known alike."
+        f"{SESSION_LEVEL_CYCLES} cycles whose own interval carries the session level"
+    )
+    if arms < 2:
+        return (
+            f"{head}, and with one treatment beside the baseline there is no other arm to borrow "
+            "it from, so a look there speaks for its sessions only and a session offset can "
+            f"stop the run on a false call; set stop.min_cycles = {SESSION_LEVEL_CYCLES} unless "
+            "the sessions are known alike."
+        )
+    return (
+        f"{head}; there every contrast borrows the session level from the run's {arms} arms "
+        f"(their arm × cycle interaction, {(stop.min_cycles - 1) * (arms - 1)} df at the first "
+        'look), so its drops ("surely not the best") and any statement a report there makes '
+        "hold at that look's repeated level as long as the arms' sessions vary alike; an arm "
+        f"whose own sessions are unusually noisy is seen only from cycle {SESSION_LEVEL_CYCLES}."
     )
 
 

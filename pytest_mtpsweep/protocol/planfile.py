@@ -102,7 +102,7 @@ def plan_document(
             ladder.baseline, reg.curtailment_sentence, reg.multiplicity, dict(kind_analysis)
         ),
         treatments=tuple(Treatment(t.key, tuple(t.args), t.own_server) for t in ladder.treatments),
-        sweep=_sweep(ladder.sweep) if ladder.sweep else None,
+        sweep=sweep_plan(ladder.sweep) if ladder.sweep else None,
         stop=stop,
         host_rule=host_rule,
         sessions=tuple(
@@ -115,7 +115,7 @@ def plan_document(
     )
 
 
-def _sweep(s: Sweep) -> SweepPlan:
+def sweep_plan(s: Sweep) -> SweepPlan:
     """plan.json's `sweep`: what the pre-registration records of the ladder's `[sweep]`."""
     axes = tuple(SweepAxis(a.flag, a.values) for a in s.axes)
     return SweepPlan(s.setting, axes, s.shared_args, s.start, s.arms)

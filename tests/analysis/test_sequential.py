@@ -133,9 +133,10 @@ def test_look_state_of_a_run() -> None:
     with pytest.raises(RunReadError, match=r"`stop\.looks` is None"):
         stop_design({"rule": "decided"})
     # Issue 43: a first look before the session level (the opt-in) is said in the report.
-    assert "as stop.allow_early_looks asked: a look there speaks for its sessions only" in (
+    assert "as stop.allow_early_looks asked: a contrast there borrows the session level" in (
         s.sentence()
     )
+    assert "one with no other arm beside it speaks for its sessions only" in s.sentence()
     later = look_state(Design.plan("decided", 4, 8, "pocock", None).document(), 6)
     assert later is not None
     later = later.judged(decided)
