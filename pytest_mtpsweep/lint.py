@@ -17,6 +17,7 @@ from pathlib import Path
 from . import registry
 from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, ladder_plan, read_toml
+from .ladder.fields import HARNESS_FLAGS
 from .ladder.load import field_errors
 from .ladder.stop import early_look_warning
 from .loader import kind_spec_of, load_ladder
@@ -25,17 +26,6 @@ from .request import AnalysisRequest, RunRequest
 from .rig import models
 
 PLACEHOLDERS = {"model": "the session's model path"}
-# Flags the harness puts on every server's command line itself, from these ladder fields.
-HARNESS_FLAGS = {
-    "-m": "model.path (or --model)",  # -md (a draft model) is the ladder's to pass
-    "--model": "model.path (or --model)",
-    "--host": "server.host",
-    "--port": "server.port",
-    "-a": "model.id (the alias is <model.id>-<treatment>)",
-    "--alias": "model.id (the alias is <model.id>-<treatment>)",
-    "-c": "server.ctx_size",
-    "--ctx-size": "server.ctx_size",
-}
 _BRACES = re.compile(r"\{([^{}]*)\}")
 
 
