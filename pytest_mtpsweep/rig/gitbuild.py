@@ -122,7 +122,12 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
 def _stamped(prefix: Path, repo: str) -> bool:
     stamp = read_stamp(prefix / STAMP)
     digest = bin_digest(server_path(prefix).parent)
-    ok = digest is not None and stamp.get("digest") == digest and stamp.get("repo") == repo
+    ok = (
+        digest is not None
+        and stamp.get("digest") == digest
+        and stamp.get("repo") == repo
+        and stamp.get("cpu_key") == build.cpu_key()  # a prefix copied from another CPU's folder
+    )
     return ok and os.access(server_path(prefix), os.X_OK)
 
 
