@@ -34,6 +34,7 @@ from .prefix import STAMP, bin_digest, read_stamp
 PROJECT = "llama.cpp"
 FETCH_TIMEOUT_S = 600.0  # a shallow fetch of llama.cpp is ~30 MB; a whole clone ~400 MB
 GIT_TIMEOUT_S = 60.0  # a local git step (init, checkout, rev-parse)
+SHA = re.compile(r"[0-9a-fA-F]{7,40}")  # a full or short sha; any other name must be a tag
 TAG_NUMBER = re.compile(r"b(\d{1,7})")  # llama.cpp's release tags: b11434 is build 11434
 # git never asks for a password (a private URL fails instead of waiting on a prompt forever).
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
@@ -132,11 +133,14 @@ def _stamped(prefix: Path, repo: str) -> bool:
 
 
 def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
-    """Fetch `commit` from `repo` into `source` and check it out; its full sha."""
+    """Fetch `commit` from `repo` into `source` and check it out; its full sha. A name that is
+    not a sha is looked up among the tags alone: a branch moves, so a build under its name
+    would be reused after it did."""
     what = f"llama.cpp commit {commit} from {repo}"
+    name = commit if SHA.fullmatch(commit) else f"refs/tags/{commit}"
     _git(["init", "-q", str(source)], log, what)
     fetched = run_logged(
-        ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, commit],
+        ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, name],
         log, FETCH_TIMEOUT_S, env=GIT_ENV,
     )  # fmt: skip
     if fetched is None:
@@ -152,7 +156,7 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
         if cloned != 0:
             late = "took over" if cloned is None else "failed"
             raise _failed(f"fetching {what} {late}", log, _NETWORK_FIX)
-    ref = "FETCH_HEAD" if fetched == 0 else commit
+    ref = "FETCH_HEAD" if fetched == 0 else name
     found = subprocess.run(
         ["git", "-C", str(source), "rev-parse", "--verify", f"{ref}^{{commit}}"],
         capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
@@ -163,7 +167,8 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
     if found.returncode != 0:
         raise _failed(
             f"{repo} has no commit or tag {commit}", log,
-            "name a commit (7 to 40 hex digits) or tag that exists there",
+            "a branch is no build, as it moves: name a commit (7 to 40 hex digits) or tag that "
+            "exists there",
         )  # fmt: skip
     sha = found.stdout.strip()
     _git(["-C", str(source), "checkout", "-q", "--detach", sha], log, what)

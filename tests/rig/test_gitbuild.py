@@ -139,8 +139,20 @@ def test_an_unknown_commit_is_one_sentence_naming_its_log(cache: Path, tmp_path:
     text = str(err.value)
     assert text.startswith(f"{repo} has no commit or tag deadbeef1 (") and "\n" not in text
     assert text.endswith("name a commit (7 to 40 hex digits) or tag that exists there.")
+    assert "a branch is no build" in text
     log = Path(text.split("the whole log is ")[1].split(":")[0])
     assert log.is_file() and "git" in log.read_text()
+
+
+def test_a_branch_is_no_build_even_where_lint_cannot_know_it(cache: Path, tmp_path: Path) -> None:
+    # round six (issue 50): a branch was built, and reused under its name after it moved
+    repo, _ = standin_repo(tmp_path / "repo")
+    for argv in (["branch", "-M", "master"], ["branch", "feature"]):
+        subprocess.run([*GIT, "-C", str(repo), *argv], check=True, capture_output=True)
+    for branch in ("feature", "master"):
+        with pytest.raises(ProvisionError, match=f"has no commit or tag {branch} "):
+            gitbuild.ensure_commit(branch, repo.as_uri(), say=lambda _: None)
+    assert not list((cache / "builds").glob("*/prefix/bin/llama-server"))
 
 
 @pytest.mark.parametrize("repo", ["missing-repo", "https://mirror.invalid/llama.cpp"])
