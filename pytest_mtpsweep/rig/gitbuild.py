@@ -24,9 +24,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir
+from ..redact import redact_url, redact_urls
 from . import build
 from .build import Say
 from .prefix import STAMP, bin_digest, read_stamp
@@ -94,7 +96,7 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
                     "install it, or build that commit yourself and name it with server_bin."
                 )
         say(
-            f"building llama.cpp commit {commit} from {repo} for this CPU (about 8 min on 2 "
+            f"building llama.cpp commit {commit} from {redact_url(repo)} for this CPU (about 8 min on 2 "
             "idle cores; kept for next time)."
         )
         log = where / "build.log"
@@ -109,7 +111,7 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
             {
                 "commit": commit,
                 "sha": sha,
-                "repo": repo,
+                "repo": redact_url(repo),  # a token in it is never written down
                 "cpu_key": build.cpu_key(),
                 "build_env": compile_flags(),
                 "digest": bin_digest(server_path(prefix).parent),
@@ -126,7 +128,7 @@ def _stamped(prefix: Path, repo: str) -> bool:
     ok = (
         digest is not None
         and stamp.get("digest") == digest
-        and stamp.get("repo") == repo
+        and stamp.get("repo") == redact_url(repo)
         and stamp.get("cpu_key") == build.cpu_key()  # a prefix copied from another CPU's folder
     )
     return ok and os.access(server_path(prefix), os.X_OK)
@@ -163,7 +165,7 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
         check=False, env=_env(GIT_ENV),
     )  # fmt: skip
     with log.open("a") as out:
-        out.write(found.stdout + found.stderr)
+        out.write(redact_url(found.stdout + found.stderr))
     if found.returncode != 0:
         raise _failed(
             f"{repo} has no commit or tag {commit}", log,
@@ -219,7 +221,7 @@ def _failed(what: str, log: Path, fix: str) -> ProvisionError:
     """One sentence: what failed, the log's last line, where the whole log is, and the fix."""
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     last = lines[-1].strip()[:200] if lines else "no output"
-    return ProvisionError(f"{what} ({last}); the whole log is {log}: {fix}.")
+    return ProvisionError(redact_url(f"{what} ({last}); the whole log is {log}: {fix}."))
 
 
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
@@ -231,22 +233,36 @@ def run_logged(
 ) -> int | None:
     """Run `argv` (a list, never a shell string) with its output appended to `log`; its exit
     status, or None when it ran past `timeout`. It leads a process group of its own, killed
-    whole on timeout or Ctrl-C, so no compiler or git helper outlives it."""
+    whole on timeout or Ctrl-C, so no compiler or git helper outlives it. The command line, and
+    git's output (which may quote the repository's URL), reach the log through redact_url."""
     with log.open("ab") as out:
-        out.write(("$ " + " ".join(argv) + "\n").encode())
+        out.write(("$ " + " ".join(redact_urls(argv)) + "\n").encode())
         out.flush()
-        proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=_env(env), start_new_session=True,
-        )  # fmt: skip
-        try:
-            return proc.wait(timeout=max(timeout, 1.0))
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            return None
-        except BaseException:
-            _kill(proc)
-            raise
+        if argv[0] != "git":
+            return _wait(argv, out, timeout, env)
+        with tempfile.TemporaryFile() as raw:
+            rc = _wait(argv, raw, timeout, env)
+            raw.seek(0)
+            for line in raw:
+                out.write(redact_url(line.decode(errors="replace")).encode())
+        return rc
+
+
+def _wait(
+    argv: list[str], out: IO[bytes], timeout: float, env: dict[str, str] | None
+) -> int | None:
+    proc = subprocess.Popen(
+        argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=_env(env), start_new_session=True,
+    )  # fmt: skip
+    try:
+        return proc.wait(timeout=max(timeout, 1.0))
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return None
+    except BaseException:
+        _kill(proc)
+        raise
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -167,6 +167,29 @@ def test_an_unreachable_repository_is_refused(cache: Path, tmp_path: Path, repo:
     assert "or point server_repo at a local mirror." in text
 
 
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "https://mirror.invalid/llama.cpp?private_token=S3CRET",
+        "git+https://S3CRET@mirror.invalid/llama.cpp",
+        "https://u:S3CRET@mirror.invalid/llama.cpp#S3CRET",
+    ],
+)
+def test_a_token_in_any_url_form_is_never_said_nor_logged(
+    cache: Path, tmp_path: Path, repo: str
+) -> None:
+    # round six (issue 50): `?private_token=` and `TOKEN@` were echoed, on the terminal and in
+    # build.log (the loader refuses these; the build must not leak what reaches it anyway)
+    said: list[str] = []
+    with pytest.raises(ProvisionError) as err:
+        gitbuild.ensure_commit("b42", repo, say=said.append)
+    assert "S3CRET" not in str(err.value) and "S3CRET" not in " ".join(said)
+    assert said and "mirror.invalid" in said[0]
+    logs = list((cache / "builds").rglob("build.log"))
+    assert logs and all(b"S3CRET" not in p.read_bytes() for p in logs)
+    assert b"mirror.invalid" in logs[0].read_bytes()  # the log still says where it fetched
+
+
 def test_a_compile_error_names_its_log(cache: Path, tmp_path: Path) -> None:
     repo, sha = standin_repo(tmp_path / "repo", source="int main(void) { return nope; }\n")
     with pytest.raises(ProvisionError) as err:
