@@ -42,3 +42,15 @@ def find_ladder(name_or_path: str, dirs: list[Path]) -> Path:
         f"{', '.join(str(t.parent) for t in tried) or 'any ladders/ directory'}; "
         f"available: {', '.join(available) or 'none'}."
     )
+
+
+def named_kind(path: Path) -> str | None:
+    """The kind a ladder file names in its `kind` field, read cheaply: None when it names none
+    (the default kind) or cannot be read (the loader says why later)."""
+    from .load import read_toml  # the TOML reader, bounded; not at import: find is light
+
+    try:
+        name = read_toml(path).get("kind")
+    except LadderError:
+        return None
+    return name if isinstance(name, str) else None
