@@ -157,6 +157,16 @@ CASES: dict[str, tuple[Setup, int, str]] = {
         USAGE,
         "finite numbers",
     ),
+    "treatment args --port": (
+        ladder_text(lambda s: s.replace('key = "a"', 'key = "a"\nargs = ["--port", "9"]', 1)),
+        USAGE,
+        "--port is set by the harness from server.port",
+    ),
+    "server args {modle}": (
+        ladder_text(lambda s: s.replace("[server]", '[server]\nargs = ["-md", "{modle}"]', 1)),
+        USAGE,
+        "names {modle}, which nothing replaces",
+    ),
     "run dir exists, waived": (
         lambda root, few: [f"--run-dir={existing(root)}", "--waive=run_dir"],
         USAGE,
