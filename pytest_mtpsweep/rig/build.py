@@ -15,14 +15,11 @@ wins over `-march=native` in GCC and Clang whatever the order, so CFLAGS carry i
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.metadata as md
-import json
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -33,6 +30,7 @@ from pathlib import Path
 
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir
+from .cachefiles import locked, read_stamp
 from .digests import sha256_file
 
 NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
@@ -47,7 +45,6 @@ KNOWN_COMMITS = {"11434": "515e85511"}
 BUILD_TIMEOUT_S = 3600.0  # a build on 2 idle cores takes ~8 min; an hour means it is stuck
 PIP_TIMEOUT_S = 600.0
 STAMP = "build.json"
-MAX_STAMP_BYTES = 64 * 1024  # a stamp is ~2 KB (the CPU's flags); more was not written by us
 Say = Callable[[str], None]
 
 
@@ -197,8 +194,7 @@ def ensure(package: Package, *, rebuild: bool = False, say: Say = print) -> Buil
     other is replacing."""
     lock = cache_dir() / "builds" / f"{package.distribution}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with locked(lock):
         return _ensure(package, rebuild, say)
 
 
@@ -265,23 +261,6 @@ def trusted_wheel(package: Package, say: Say = print) -> Path | None:
         "afresh instead."
     )
     return None
-
-
-def read_stamp(path: Path) -> dict[str, object]:
-    """A stamp (build.json, prefix.json) as written, or {} when it is missing, not a regular
-    file (a FIFO is never opened for reading: no hang), over MAX_STAMP_BYTES, or not a JSON
-    object: then what it stands for is not trusted and is made again."""
-    try:
-        info = os.stat(path, follow_symlinks=False)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STAMP_BYTES:
-            return {}
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_STAMP_BYTES + 1)
-        read = json.loads(data) if len(data) <= MAX_STAMP_BYTES else None
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return read if isinstance(read, dict) else {}
 
 
 def _build_stamped(package: Package, where: Path) -> Path:

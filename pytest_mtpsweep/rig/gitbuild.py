@@ -15,7 +15,6 @@ process group of its own, bounded, and killed as one on timeout or Ctrl-C.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -31,7 +30,8 @@ from ..fileio import atomic_write_json, cache_dir
 from ..redact import redact_url, redact_urls
 from . import build
 from .build import Say
-from .prefix import STAMP, bin_digest, read_stamp
+from .cachefiles import locked, read_stamp
+from .prefix import STAMP, bin_digest
 
 PROJECT = "llama.cpp"
 FETCH_TIMEOUT_S = 600.0  # a shallow fetch of llama.cpp is ~30 MB; a whole clone ~400 MB
@@ -85,8 +85,7 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
     where = build_dir(commit)
     where.mkdir(parents=True, exist_ok=True)
     prefix = where / "prefix"
-    with (where / "prefix.lock").open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with locked(where / "prefix.lock"):
         if _stamped(prefix, repo):
             return server_path(prefix)
         for tool in ("git", "cmake"):

