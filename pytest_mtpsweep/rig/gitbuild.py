@@ -172,8 +172,34 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
             "exists there",
         )  # fmt: skip
     sha = found.stdout.strip()
+    # hex digits that git took as a ref's name: a tag of that name is a build, a branch not
+    if (
+        name == commit
+        and not sha.lower().startswith(commit.lower())
+        and _resolve(source, repo, f"refs/tags/{commit}", log, shallow=fetched == 0) != sha
+    ):
+        raise _failed(
+            f"{repo} has no commit {commit}: git took it for a branch of that name", log,
+            "a branch is no build, as it moves: name a commit (7 to 40 hex digits) or tag "
+            "that exists there",
+        )  # fmt: skip
     _git(["-C", str(source), "checkout", "-q", "--detach", sha], log, what)
     return sha
+
+
+def _resolve(source: Path, repo: str, ref: str, log: Path, *, shallow: bool) -> str | None:
+    """The commit `ref` names (fetched first when the checkout is shallow), or None."""
+    if shallow:
+        argv = ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, ref]
+        if run_logged(argv, log, FETCH_TIMEOUT_S, env=GIT_ENV) != 0:
+            return None
+        ref = "FETCH_HEAD"
+    found = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+        capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
+        check=False, env=_env(GIT_ENV),
+    )  # fmt: skip
+    return found.stdout.strip() or None if found.returncode == 0 else None
 
 
 _NETWORK_FIX = "check server_repo's URL and the network, or point server_repo at a local mirror"

@@ -147,11 +147,15 @@ def test_an_unknown_commit_is_one_sentence_naming_its_log(cache: Path, tmp_path:
 def test_a_branch_is_no_build_even_where_lint_cannot_know_it(cache: Path, tmp_path: Path) -> None:
     # round six (issue 50): a branch was built, and reused under its name after it moved
     repo, _ = standin_repo(tmp_path / "repo")
-    for argv in (["branch", "-M", "master"], ["branch", "feature"]):
+    for argv in (["branch", "-M", "master"], ["branch", "feature"], ["branch", "deadbee"]):
         subprocess.run([*GIT, "-C", str(repo), *argv], check=True, capture_output=True)
     for branch in ("feature", "master"):
         with pytest.raises(ProvisionError, match=f"has no commit or tag {branch} "):
             gitbuild.ensure_commit(branch, repo.as_uri(), say=lambda _: None)
+    # hex digits git takes for a branch's name, from a file URL and from a local path
+    for url in (repo.as_uri(), str(repo)):
+        with pytest.raises(ProvisionError, match="git took it for a branch of that name"):
+            gitbuild.ensure_commit("deadbee", url, say=lambda _: None)
     assert not list((cache / "builds").glob("*/prefix/bin/llama-server"))
 
 
