@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import LadderError
+from ..errors import LadderError, UserError
 
 
 def search_dirs(test_paths: Iterable[Path], rootdir: Path, cwd: Path) -> list[Path]:
@@ -51,6 +51,6 @@ def named_kind(path: Path) -> str | None:
 
     try:
         name = read_toml(path).get("kind")
-    except LadderError:
+    except (UserError, OSError):
         return None
     return name if isinstance(name, str) else None
