@@ -82,9 +82,9 @@ def _comparable(runs: Sequence[Path]) -> Kind:
     """The kind whose `compare` sets these runs side by side; refused, in one sentence naming
     the run and its kind, for a kind without one, or for two runs of different kinds."""
     kinds = [_plan(run).kind or registry.default_name() for run in runs]
-    able = [k.name for k in registry.kinds() if k.compare]
     for run, name in zip(runs, kinds, strict=True):
         if not registry.kind(name).compare:
+            able = [k.name for k in registry.kinds() if k.compare]  # every kind, to say so
             raise AnalysisError(
                 f"run {run} is of the {name} kind, which compare cannot set side by side (it "
                 f"compares runs of the {', '.join(able) or 'no'} kind); read each run's own "

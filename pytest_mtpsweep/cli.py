@@ -89,13 +89,15 @@ def _preflight(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     from . import registry
     from .ladder import search_dirs
+    from .ladder.find import named_kind
     from .lint import ladder_files, lint
     from .pytestkinds import as_pytest_sees_them
 
-    if any(not e.shipped for found in registry.entries().values() for e in found):
-        as_pytest_sees_them()  # a third party's kind may take what pytest has: as a run would
     cwd = Path.cwd()
     paths, missing = ladder_files(args.ladders, search_dirs([], cwd, cwd))
+    named = [named_kind(p) for p in paths]  # None: the default kind, a shipped one
+    if any(n is not None and not registry.is_shipped(n) for n in named):
+        as_pytest_sees_them()  # a third party's kind may take what pytest has: as a run would
     for problem in missing:
         print(problem)
     results = lint(paths)
@@ -143,13 +145,16 @@ def _kinds(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
-def _kind_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, str]:
-    """Each kind's own subcommands on `sub`; a kind whose commands do not load, fail to
-    register or take a command name already taken is left out, with its one-line reason."""
+def _kind_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], scope: str = "all"
+) -> dict[str, str]:
+    """Each kind's own subcommands on `sub` (`scope` as registry.command_registrars); a kind
+    whose commands do not load, fail to register or take a command name already taken is left
+    out, with its one-line reason."""
     from . import registry
     from .kindcheck import exception_text, guarded
 
-    registrars, broken = registry.command_registrars()
+    registrars, broken = registry.command_registrars(scope)
     for kind, register in registrars:
         scratch = argparse.ArgumentParser(prog="mtpsweep").add_subparsers()
         _, failed = guarded(lambda: register(scratch))  # noqa: B023 (called at once)
@@ -227,7 +232,9 @@ def _cleanup(args: argparse.Namespace) -> int:
     return 1 if any("STILL RUNNING" in line for line in lines) else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `mtpsweep` parser; given the command line, a command of the package or a shipped
+    kind imports no third party's kind."""
     from . import analyse as analysis_cli
     from . import historycli
 
@@ -302,12 +309,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_kinds)
     historycli.register(sub)
-    parser.set_defaults(kind_commands=_kind_commands(sub))  # each kind's own subcommands
+    parser.set_defaults(kind_commands=_all_kind_commands(sub, argv))  # each kind's own
     return parser
 
 
+def _all_kind_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], argv: Sequence[str] | None
+) -> dict[str, str]:
+    """The kinds' own subcommands: the shipped kinds', then the third parties' only when the
+    command line names none of those (a third party's command, an unknown one, or help)."""
+    broken = _kind_commands(sub, "shipped" if argv is not None else "all")
+    first = next((a for a in argv or () if not a.startswith("-")), None)
+    if argv is not None and first not in sub.choices:
+        broken.update(_kind_commands(sub, "third"))
+    return broken
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(list(argv) if argv is not None else sys.argv[1:])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # a usage error: a kind's command may be missing for a reason

@@ -77,6 +77,9 @@ class Kind:
     interim: str | None = None  # -> InterimFn: the records so far, for a `[stop]` rule's looks
     compare: str | None = None  # -> compare(args, runs) -> exit status: `mtpsweep compare`
     sweep: str | None = None  # -> SweepLookFn: a `[stop]` sweep's arms to drop at a look
+    # takes a `[sweep]` (its arms run as treatments); a kind whose treatments are something
+    # else (authoring's subjects) leaves it False, and the loader refuses the table in one line
+    sweeps: bool = False
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the

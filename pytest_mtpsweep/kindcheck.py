@@ -7,14 +7,21 @@ swap the SIGINT handler) and what it declares (a malformed option, a fixture nam
 one) must end as one line about that kind, never as a broken pytest or `mtpsweep`. A real
 Ctrl-C of the user during the import is still a Ctrl-C: it is told from a kind's own
 `KeyboardInterrupt` by a SIGINT handler held around the import.
+
+What no guard in this process can catch (`os._exit`, an import that never ends, a thread
+started at import that outlives it) is found by importing a third party's entry point first
+in a probe process of its own, bounded by PROBE_TIMEOUT_S (`probe_problem`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import keyword
 import re
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +38,50 @@ _ACTIONS = (None, "store_true", "append")
 RESERVED_PREFIX = "mtpsweep"
 RESERVED = frozenset({"request"})
 _MAX = 240  # characters of a kind's own exception text in a one-line message
+# A kind's declaration imports next to nothing (~0.3 s with the interpreter's start); ten
+# seconds is an import that waits on something, and every ladder command would wait with it.
+PROBE_TIMEOUT_S = 10.0
+_PROBED = "mtpsweep-probe-threads:"
+_PROBE = f"""
+import json, os, sys, threading
+sys.path[:] = json.loads(sys.argv[1])
+from importlib.metadata import EntryPoint
+raised = ""
+try:
+    EntryPoint(sys.argv[2], sys.argv[3], sys.argv[4]).load()
+except BaseException as exc:  # the guarded import in the parent names it
+    raised = type(exc).__name__
+alive = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+print("\\n{_PROBED}" + json.dumps(alive), flush=True)
+os._exit(0)  # a thread that would outlive the import is counted, not waited for
+"""
+
+
+def probe_problem(name: str, value: str, group: str) -> str | None:
+    """Why entry point `name = value` cannot be imported in this process, found by importing it
+    in a probe process first: it ended the process, took over PROBE_TIMEOUT_S, or left
+    threads running. None when it imports cleanly, or raises and leaves no thread (the
+    guarded import here then names the exception)."""
+    argv = [sys.executable, "-c", _PROBE, json.dumps(sys.path), name, value, group]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, errors="replace", timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return f"importing {value} took over {PROBE_TIMEOUT_S:.0f} s in a probe process"
+    except OSError as exc:
+        return f"a probe process could not import {value} ({exception_text(exc)})"
+    said = [ln for ln in done.stdout.splitlines() if ln.startswith(_PROBED)]
+    if said:
+        alive = json.loads(said[-1][len(_PROBED) :])
+        if alive:
+            return (
+                f"importing {value} left {len(alive)} thread(s) running "
+                f"({', '.join(map(str, alive))[:80]}); a kind's declaration may start none"
+            )
+        return None
+    return f"importing {value} ended the process (exit status {done.returncode})"
 
 
 def exception_text(exc: BaseException) -> str:

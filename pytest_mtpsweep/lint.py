@@ -9,7 +9,6 @@ their own, so one file can report several problems.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,25 +17,12 @@ from . import registry
 from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, ladder_plan, read_toml
 from .ladder.load import field_errors
+from .ladder.serverargs import argument_problems
 from .ladder.stop import early_look_warning
 from .loader import kind_spec_of, load_ladder
 from .protocol import looks
 from .request import AnalysisRequest, RunRequest
 from .rig import models
-
-PLACEHOLDERS = {"model": "the session's model path"}
-# Flags the harness puts on every server's command line itself, from these ladder fields.
-HARNESS_FLAGS = {
-    "-m": "model.path (or --model)",  # -md (a draft model) is the ladder's to pass
-    "--model": "model.path (or --model)",
-    "--host": "server.host",
-    "--port": "server.port",
-    "-a": "model.id (the alias is <model.id>-<treatment>)",
-    "--alias": "model.id (the alias is <model.id>-<treatment>)",
-    "-c": "server.ctx_size",
-    "--ctx-size": "server.ctx_size",
-}
-_BRACES = re.compile(r"\{([^{}]*)\}")
 
 
 @dataclass(frozen=True)
@@ -71,32 +57,6 @@ def ladder_files(args: Sequence[str], search_dirs: list[Path]) -> tuple[list[Pat
 
 def _line(path: Path, message: str) -> str:
     return message if message.startswith(str(path)) else f"{path}: {message}"
-
-
-def argument_problems(ladder: Ladder) -> list[str]:
-    """Server arguments with a placeholder nothing replaces, or a flag the harness sets."""
-    groups = [("server.args", ladder.server_args)]
-    groups += [(f"treatment {t.key!r} args", t.args) for t in ladder.treatments]
-    out: list[str] = []
-    for where, args in groups:
-        for arg in args:
-            for name in _BRACES.findall(arg):
-                if name not in PLACEHOLDERS:
-                    known = ", ".join(f"{{{k}}} ({v})" for k, v in PLACEHOLDERS.items())
-                    out.append(
-                        f"{ladder.path}: {where}: {arg!r} names {{{name}}}, which nothing "
-                        f"replaces; only {known} is replaced."
-                    )
-            flag = arg.split("=", 1)[0]
-            if flag in HARNESS_FLAGS:
-                hint = (
-                    " (a draft model is -md {model} or a path)" if flag in ("-m", "--model") else ""
-                )
-                out.append(
-                    f"{ladder.path}: {where}: {flag} is set by the harness from "
-                    f"{HARNESS_FLAGS[flag]}; remove it from the arguments{hint}."
-                )
-    return out
 
 
 def _model_problems(ladder: Ladder) -> list[str]:

@@ -47,6 +47,13 @@ def load_ladder(
             f"{path}: {spec.name} takes no [stop] (the kind cannot look at its results between "
             "cycles); remove [stop] and set the cycles to run."
         )
+    if "sweep" in raw and not registry.kind(spec.name, str(path)).sweeps:
+        # before the arms are made: they would become whatever this kind's treatments are
+        raise LadderError(
+            f"{path}: the {spec.name} kind takes no [sweep] (its arms would become "
+            f"{spec.name} treatments nothing sweeps along); remove [sweep] and declare each "
+            "setting as its own entry."
+        )
     ladder = build(raw, path, spec.treatments(raw, path), where)
     validate(ladder, where)
     settings = spec.settings(ladder, where)  # parsed once: validate and prepare get these

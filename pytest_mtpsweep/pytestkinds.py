@@ -11,6 +11,7 @@ when a ladder names it, and every other test runs as it would without it.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -37,6 +38,29 @@ def every_kind_wanted(config: pytest.Config) -> bool:
     return any(getattr(ns, dest, None) for dest in ("mtpsweep_ladder", *_LISTING))
 
 
+def _wanted(config: pytest.Config) -> tuple[Kind, ...]:
+    """The kinds this invocation reads: every one to list them (`--help`, `--fixtures`); for a
+    `--ladder`, the shipped ones and the third party's kind the ladder names (no other third
+    party's is imported, so none can slow or end a run of another kind)."""
+    ns = getattr(config, "known_args_namespace", None)
+    if any(getattr(ns, dest, None) for dest in _LISTING):
+        return registry.kinds()
+    ladder = getattr(ns, "mtpsweep_ladder", None)
+    if not isinstance(ladder, str) or not ladder:
+        return registry.shipped()
+    from .errors import LadderError
+    from .ladder.find import find_ladder, named_kind, search_dirs
+
+    paths = [Path(str(a).split("::")[0]) for a in getattr(ns, "file_or_dir", None) or ()]
+    here = config.invocation_params.dir
+    try:
+        path = find_ladder(ladder, search_dirs(paths, config.rootpath, here))
+    except LadderError:
+        return registry.shipped()  # the run refuses the ladder itself, in one line
+    name = named_kind(path)
+    return registry.shipped() if name is None else registry.with_kind(name)
+
+
 def _taken(parser: pytest.Parser) -> set[str]:
     """Every option string pytest's parser has so far, of pytest, plugins and conftests."""
     known = getattr(parser, "_opt2dest", None)
@@ -53,7 +77,7 @@ def _set_aside(kind: Kind, why: str) -> str:
 def register_options(config: pytest.Config, parser: pytest.Parser) -> None:
     """Each usable kind's options on pytest's `mtpsweep` group; who they clash with is set
     aside whole (the shared options are registered already)."""
-    candidates = registry.kinds() if every_kind_wanted(config) else registry.shipped()
+    candidates = _wanted(config)
     group = parser.getgroup("mtpsweep")
     taken = _taken(parser)
     accepted: list[Kind] = []

@@ -6,10 +6,14 @@ point names a `kindapi.Kind` in a module that imports next to nothing; the parts
 as `"module:attribute"` are imported when first asked for (inspect_ai's providers: by name,
 lazily), so an installed kind that no ladder uses costs its declaration and nothing more.
 
-Each kind is imported on its own when first asked for, and only then (`shipped()` imports no
-third party's). One that does not load, is malformed, shares its name with another
-distribution's kind, or takes an option another already has, is set aside: the others keep
-working, and a ladder naming it gets the reason in one line (`mtpsweep kinds` lists them all).
+Each kind is imported on its own when first asked for, and only then: a ladder of a shipped
+kind imports no third party's (`shipped()`, `kind(name)`), one of a third party's kind imports
+that kind alone beside the shipped ones. A third party's declaration is first imported in a
+probe process (`kindcheck.probe_problem`, bounded): one that ends the process, hangs or leaves
+threads is set aside before it can touch this one. One that does not load, is malformed,
+shares its name with another distribution's kind, or takes an option another already has, is
+set aside: the others keep working, and a ladder naming it gets the reason in one line
+(`mtpsweep kinds` lists them all).
 """
 
 from __future__ import annotations
@@ -110,6 +114,10 @@ def _import(entry: Entry) -> Kind | str:
     """The entry's Kind, or why it cannot be one."""
     from importlib.metadata import EntryPoint
 
+    if not entry.shipped:
+        problem = kindcheck.probe_problem(entry.name, entry.value, GROUP)
+        if problem is not None:
+            return f"{problem}, so it is set aside"
     ep = EntryPoint(entry.name, entry.value, GROUP)
     loaded, failed = kindcheck.guarded(ep.load)
     if failed is not None:
@@ -126,13 +134,7 @@ def _declared(name: str) -> Kind | str:
     """Kind `name`, imported now, or the one-line reason it is set aside."""
     found = entries().get(name, ())
     if len(found) > 1:
-        said = " and ".join(f"{e.label} ({e.value})" for e in found)
-        others = [e for e in found if not e.shipped and e.distribution]
-        fixes = " or ".join(f"pip uninstall {e.distribution}" for e in others) or "reinstall one"
-        return (
-            f"kind {name!r} is provided by {len(found)} installed distributions, {said}, and "
-            f"none is chosen silently; keep one of them ({fixes})."
-        )
+        return clash(name)
     entry = found[0]
     got = _import(entry)
     if isinstance(got, str):
@@ -140,17 +142,42 @@ def _declared(name: str) -> Kind | str:
     return got
 
 
+def clash(name: str) -> str:
+    """The one sentence for a kind name two distributions declare (nothing imported)."""
+    found = entries().get(name, ())
+    said = " and ".join(f"{e.label} ({e.value})" for e in found)
+    others = [e for e in found if not e.shipped and e.distribution]
+    fixes = " or ".join(f"pip uninstall {e.distribution}" for e in others) or "reinstall one"
+    own = (
+        " (one is a shipped kind: a third party may not take its name)"
+        if any(e.shipped for e in found)
+        else ""
+    )
+    return (
+        f"kind {name!r} is declared by {len(found)} installed distributions, {said}{own}, and "
+        f"none is chosen silently; keep one of them ({fixes})."
+    )
+
+
+def is_shipped(name: str) -> bool:
+    """Kind `name` is declared by the shipped distribution alone (nothing imported)."""
+    found = entries().get(name, ())
+    return bool(found) and all(e.shipped for e in found)
+
+
 @cache
-def _catalogue(every: bool) -> tuple[tuple[Kind, ...], Mapping[str, str]]:
-    """The usable kinds (the shipped ones, or every installed one) and each set-aside kind's
-    reason. Options are claimed in this order: the shared ones, the shipped kinds', the rest
-    by name; a kind that takes a flag or a name already taken is set aside whole."""
-    order = sorted(entries(), key=lambda n: (not all(e.shipped for e in entries()[n]), n))
+def _catalogue(extra: tuple[str, ...] | None) -> tuple[tuple[Kind, ...], Mapping[str, str]]:
+    """The usable kinds (the shipped ones and the third parties' named in `extra`, or every
+    installed one when it is None) and each set-aside kind's reason. Options are claimed in
+    this order: the shared ones, the shipped kinds', the rest by name; a kind that takes a flag
+    or a name already taken is set aside whole."""
+    _EXTRAS.append(extra)
+    order = sorted(entries(), key=lambda n: (not is_shipped(n), n))
     taken = {key: "the shared options" for o in OPTIONS for key in (o.flag, o.name)}
     usable: list[Kind] = []
     problems: dict[str, str] = {}
     for name in order:
-        if not every and not all(e.shipped for e in entries()[name]):
+        if extra is not None and not is_shipped(name) and name not in extra:
             continue
         got = _declared(name)
         if isinstance(got, str):
@@ -170,6 +197,7 @@ def _catalogue(every: bool) -> tuple[tuple[Kind, ...], Mapping[str, str]]:
 
 
 _SET_ASIDE: dict[str, str] = {}  # by the edge that found it (pytest: an option pytest has)
+_EXTRAS: list[tuple[str, ...] | None] = []  # the catalogues made so far (what was imported)
 
 
 def set_aside(problems: Mapping[str, str], *, fresh: bool = False) -> None:
@@ -184,21 +212,44 @@ def reset() -> None:
     for cached in (entries, _declared, _catalogue):
         cached.cache_clear()
     _SET_ASIDE.clear()
+    _EXTRAS.clear()
 
 
 def kinds() -> tuple[Kind, ...]:
-    """Every installed kind that is usable, by name (shipped first)."""
-    return tuple(k for k in _catalogue(True)[0] if k.name not in _SET_ASIDE)
+    """Every installed kind that is usable, by name (shipped first): every one is imported."""
+    return tuple(k for k in _catalogue(None)[0] if k.name not in _SET_ASIDE)
 
 
 def shipped() -> tuple[Kind, ...]:
     """The shipped kinds that are usable; no third party's kind is imported."""
-    return _catalogue(False)[0]
+    return _catalogue(())[0]
+
+
+def with_kind(name: str) -> tuple[Kind, ...]:
+    """The usable shipped kinds and kind `name` (a third party's: it alone is imported)."""
+    return tuple(k for k in _catalogue(_extra(name))[0] if k.name not in _SET_ASIDE)
 
 
 def problems() -> dict[str, str]:
-    """Each set-aside installed kind's one-line reason, by name."""
-    return {**_catalogue(True)[1], **_SET_ASIDE}
+    """Each set-aside installed kind's one-line reason, by name (every kind is imported)."""
+    return {**_catalogue(None)[1], **_SET_ASIDE}
+
+
+def _problem(name: str) -> str | None:
+    """Kind `name`'s reason to be set aside, importing no third party's kind but its own."""
+    if name in entries() and not is_shipped(name) and len(entries()[name]) > 1:
+        return clash(name)
+    if name in _SET_ASIDE:
+        return _SET_ASIDE[name]
+    return _catalogue(_extra(name))[1].get(name)
+
+
+def _extra(name: str) -> tuple[str, ...] | None:
+    """The catalogue that speaks for kind `name`: every kind's once every kind was read (a
+    kind it sets aside stays aside), else the shipped ones and `name` alone."""
+    if None in _EXTRAS:
+        return None
+    return () if is_shipped(name) else (name,)
 
 
 def refusal(name: str, why: str) -> str:
@@ -209,16 +260,18 @@ def refusal(name: str, why: str) -> str:
 
 
 def names() -> tuple[str, ...]:
+    """The usable kinds' names (every kind is imported)."""
     return tuple(k.name for k in kinds())
 
 
 def kind(name: str, where: str = "") -> Kind:
-    """The kind called `name`, or a one-line error naming the installed ones and the fix."""
+    """The kind called `name`, or a one-line error naming the installed ones and the fix; no
+    third party's kind but `name` itself is imported."""
     prefix = f"{where}: " if where else ""
-    why = problems().get(name)
+    why = _problem(name)
     if why is not None:
         raise KindError(f"{prefix}{why}")
-    for k in kinds():
+    for k in with_kind(name):
         if k.name == name:
             return k
     raise LadderError(
@@ -231,9 +284,15 @@ def kind(name: str, where: str = "") -> Kind:
 def default() -> Kind:
     """The kind a ladder without a `kind` field is: the one installed kind that says so (a
     shipped kind that says so wins over a third party's)."""
+    own = [k for k in shipped() if k.default]
+    if len(own) == 1:
+        return own[0]  # no third party's kind imported to find it
+    for name, found in entries().items():
+        if len(found) > 1 and any(e.shipped for e in found):
+            declared = _import(next(e for e in found if e.shipped))
+            if isinstance(declared, Kind) and declared.default:
+                raise KindError(f"{clash(name)[:-1]}; a ladder without a 'kind' field is {name}.")
     chosen = [k for k in kinds() if k.default]
-    own = [k for k in chosen if all(e.shipped for e in entries().get(k.name, ()))]
-    chosen = own if len(own) == 1 else chosen
     if len(chosen) != 1:
         said = ", ".join(k.name for k in chosen) or "none"
         raise LadderError(
@@ -296,22 +355,35 @@ def prepare(ladder: Ladder, request: RunRequest) -> KindRun:
     return checked
 
 
+def _known() -> tuple[Kind, ...]:
+    """The usable kinds imported so far (the shipped ones at least): a kind's option can only
+    have been given if its kind was imported to register it."""
+    seen: dict[str, Kind] = {k.name: k for k in shipped()}
+    for extra in _EXTRAS:
+        seen.update({k.name: k for k in _catalogue(extra)[0]})
+    return tuple(k for k in seen.values() if k.name not in _SET_ASIDE)
+
+
 def options() -> tuple[Opt, ...]:
-    """Every usable kind's own options, in the order of the kinds."""
-    return tuple(opt for k in kinds() for opt in k.options)
+    """Every usable kind's own options, in the order of the kinds (of those imported)."""
+    return tuple(opt for k in _known() for opt in k.options)
 
 
 def owner_of(option: str) -> Kind | None:
     """The kind that declares the option named `option` (its domain name), if one does."""
-    return next((k for k in kinds() if any(o.name == option for o in k.options)), None)
+    return next((k for k in _known() if any(o.name == option for o in k.options)), None)
 
 
-def command_registrars() -> tuple[list[tuple[Kind, Callable[[Any], None]]], dict[str, str]]:
-    """Each kind's own `mtpsweep` subcommands, `register(subparsers)` per kind that has some,
+def command_registrars(
+    scope: str = "all",
+) -> tuple[list[tuple[Kind, Callable[[Any], None]]], dict[str, str]]:
+    """Each kind's own `mtpsweep` subcommands (`scope`: every installed kind's, the shipped
+    kinds' alone, or the third parties' alone), `register(subparsers)` per kind that has some,
     and the one-line reason for each kind whose commands do not load."""
     out: list[tuple[Kind, Callable[[Any], None]]] = []
     broken: dict[str, str] = {}
-    for k in kinds():
+    pool = shipped() if scope == "shipped" else kinds()
+    for k in (k for k in pool if scope != "third" or not is_shipped(k.name)):
         if k.commands:
             try:
                 out.append((k, part(k, "commands")))

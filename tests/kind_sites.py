@@ -63,6 +63,11 @@ BROKEN: dict[str, str] = {
     "nocommands": DECLARATION.format(
         name="nocommands", fixture="nocommands", fields=', commands="no_such_commands:register"'
     ),
+    # round six (issue 50): what no guard in the process can catch, found by the probe
+    "oexit": "import os\nos._exit(0)\n",
+    "threads": "import threading, time\n"
+    "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+    + DECLARATION.format(name="threads", fixture="threads", fields=""),
     # a second kind named `load`, beside the shipped one
     "load": DECLARATION.format(name="load", fixture="load_level2", fields=""),
 }

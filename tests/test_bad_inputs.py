@@ -144,6 +144,29 @@ CASES: dict[str, tuple[Setup, int, str]] = {
     "base_url port abc": (attached("http://127.0.0.1:abc"), USAGE, "not a valid URL"),
     "base_url port 99999": (attached("http://127.0.0.1:99999"), USAGE, "Port out of range"),
     "max_tokens 2**63": (args(f"--max-tokens={2**63}"), USAGE, "max_tokens"),
+    # round six (issue 50): a sweep lint refused ran under pytest
+    "sweep on --ctx-size": (
+        ladder_text(
+            lambda s: s + '[sweep]\nflag = "--ctx-size"\nvalues = [512, 1024]\nfrom = "low"\n'
+        ),
+        USAGE,
+        "harness sets",
+    ),
+    "sweep value nan": (
+        ladder_text(lambda s: s + '[sweep]\nflag = "--x-y"\nvalues = [1.0, nan]\nfrom = "low"\n'),
+        USAGE,
+        "finite numbers",
+    ),
+    "treatment args --port": (
+        ladder_text(lambda s: s.replace('key = "a"', 'key = "a"\nargs = ["--port", "9"]', 1)),
+        USAGE,
+        "--port is set by the harness from server.port",
+    ),
+    "server args {modle}": (
+        ladder_text(lambda s: s.replace("[server]", '[server]\nargs = ["-md", "{modle}"]', 1)),
+        USAGE,
+        "names {modle}, which nothing replaces",
+    ),
     "run dir exists, waived": (
         lambda root, few: [f"--run-dir={existing(root)}", "--waive=run_dir"],
         USAGE,

@@ -82,7 +82,39 @@ def test_an_unrelated_project_runs_as_it_would_without_them(
     healthy = pytest_run(project, env, "-q", "--ladder=ladders/good.toml", "-m", "not mtpsweep")
     assert healthy.returncode == 0 and outcome(healthy) == "3 passed", healthy.stdout
     assert "Traceback" not in healthy.stdout + healthy.stderr
-    assert spy.exists()  # --ladder reads every installed kind: the spy shows it can tell
+    assert not spy.exists()  # --ladder imports the third party's kind it names, no other
+    (project / "ladders" / "spy.toml").write_text(LADDER.format(name="spy"))
+    named = pytest_run(project, env, "-q", "--ladder=ladders/spy.toml", "-m", "not mtpsweep")
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert spy.exists()  # ... and that one it does: the spy shows it can tell
+
+
+def test_a_shipped_ladder_imports_no_third_partys_kind(
+    world: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    # round six (issue 50): a kind that ends the process at import (`oexit`) killed decode's
+    # lint, run and analyse with no output; a slow one or a thread delayed them all
+    project, env = world
+    env = {**env, "KIND_SPY": str(tmp_path / "spy-imported")}
+    demo = str(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    done = run(project, env, "-m", "pytest_mtpsweep.cli", "lint", demo)
+    assert done.returncode == 0 and done.stdout.endswith("192 cases)\n"), done.stdout + done.stderr
+    # (in a folder of its own: the world's conftest takes decode's fixture name)
+    collected = pytest_run(tmp_path, env, "-q", "--co", f"--ladder={demo}", "-m", "not mtpsweep")
+    assert collected.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, collected.stdout
+    assert "Traceback" not in collected.stdout + collected.stderr
+    assert not Path(env["KIND_SPY"]).exists()
+
+
+def test_a_kind_that_ends_or_outlives_its_import_is_set_aside_in_one_line(
+    world: tuple[Path, dict[str, str]],
+) -> None:
+    project, env = world
+    done = run(project, env, "-m", "pytest_mtpsweep.cli", "kinds")
+    lines = {line.split(":", 1)[0]: line for line in done.stdout.splitlines()}
+    assert "importing oexit_kind:KIND ended the process (exit status 0)" in lines["oexit"]
+    assert "importing threads_kind:KIND left 1 thread(s) running" in lines["threads"]
+    assert lines["good"].startswith("good: ok")  # the probe let the healthy one through
 
 
 @pytest.mark.parametrize("name", sorted(n for n in BROKEN if n != "nocommands"))
@@ -160,3 +192,16 @@ def test_kind_sites_install_as_pip_would(tmp_path: Path) -> None:
         assert found.dist.name == "demo-kind" and os.path.isfile(tmp_path / "demo_kind.py")
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_a_kind_named_like_a_shipped_one_is_named_as_the_clash(tmp_path: Path) -> None:
+    # round six (issue 50): a decode ladder (no `kind` field) was refused with "none say so"
+    install(tmp_path / "site", "decode", DECLARATION.format(name="decode", fixture="d2", fields=""))
+    env = environment(tmp_path / "site", REPO)
+    demo = str(REPO / "experiments" / "ladders" / "cpu-demo.toml")
+    done = run(tmp_path, env, "-m", "pytest_mtpsweep.cli", "lint", demo)
+    said = done.stdout.strip().splitlines()
+    assert done.returncode == 1 and len(said) == 1, done.stdout + done.stderr
+    assert "kind 'decode' is declared by 2 installed distributions" in said[0]
+    assert "decode-kind 0.1" in said[0] and "pip uninstall decode-kind" in said[0]
+    assert "a shipped kind" in said[0] and "Traceback" not in done.stderr

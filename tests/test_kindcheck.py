@@ -7,9 +7,11 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from pytest_mtpsweep import kindcheck
 from pytest_mtpsweep.kindapi import Kind
 from pytest_mtpsweep.kindcheck import declaration_problem, exception_text, guarded
 from pytest_mtpsweep.options import Opt
@@ -82,3 +84,30 @@ def test_a_malformed_declaration_is_named(changes: dict[str, object], said: str)
 
 def test_what_is_not_a_kind_is_named() -> None:
     assert declaration_problem(None, "k") == "it is NoneType, not a kindapi.Kind"
+
+
+@pytest.mark.parametrize(
+    ("module", "says"),
+    [
+        ("import os\nos._exit(7)\n", "ended the process (exit status 7)"),
+        ("import time\ntime.sleep(60)\n", "took over 1 s in a probe process"),
+        (
+            "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\n",
+            "left 1 thread(s) running",
+        ),
+        ("KIND = 1\n", None),  # imports cleanly: the declaration check comes next
+        ("raise RuntimeError('x')\n", None),  # raises: the guarded import names it
+    ],
+)
+def test_a_probe_process_finds_what_no_guard_here_can_catch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, says: str | None
+) -> None:
+    # round six (issue 50): os._exit, a hang or a thread at import took every command down
+    (tmp_path / "probed_kind.py").write_text(module)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(kindcheck, "PROBE_TIMEOUT_S", 1.0)
+    problem = kindcheck.probe_problem("probed", "probed_kind:KIND", "pytest_mtpsweep.kinds")
+    if says is None:
+        assert problem is None
+    else:
+        assert problem is not None and says in problem and "probed_kind:KIND" in problem

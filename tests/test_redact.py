@@ -30,6 +30,11 @@ SECRET = "hunter2SECRET"
         ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
         ("mail me@example.org", "mail me@example.org"),
         ("http://host/v1/@me", "http://host/v1/@me"),
+        # round six (issue 50): a token outside the user:pass@ form
+        ("https://gl.com/a.git?private_token=T0K", "https://gl.com/a.git?private_token=***"),
+        ("git+https://T0K@github.com/a/b", "git+https://***@github.com/a/b"),
+        ("'https://h/a?x=1&flag#T0K'", "'https://h/a?x=***&***#***'"),
+        ("https://h/a?private_token=T0K/: 404", "https://h/a?private_token=*** 404"),
     ],
 )
 def test_redact_url(text: str, shown: str) -> None:

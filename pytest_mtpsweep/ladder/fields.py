@@ -12,6 +12,20 @@ from ..errors import LadderError
 from ..redact import redact_url
 
 # field name -> (allowed type(s), required)
+MAX_KEY_CHARS = 80  # a key names files (<key>.jsonl, a server log) and test ids; NAME_MAX is 255
+# Flags the harness puts on every server's command line itself, from these ladder fields: a
+# ladder that sets one (its args, a sweep) is refused at load, so lint, collection and analyse
+# all refuse it before any session.
+HARNESS_FLAGS = {
+    "-m": "model.path (or --model)",  # -md (a draft model) is the ladder's to pass
+    "--model": "model.path (or --model)",
+    "--host": "server.host",
+    "--port": "server.port",
+    "-a": "model.id (the alias is <model.id>-<treatment>)",
+    "--alias": "model.id (the alias is <model.id>-<treatment>)",
+    "-c": "server.ctx_size",
+    "--ctx-size": "server.ctx_size",
+}
 Spec = dict[str, tuple[type | tuple[type, ...], bool]]
 
 
@@ -70,7 +84,12 @@ def str_list(value: list[Any], where: str, path: Path | str) -> tuple[str, ...]:
 
 
 def check_key(key: str, where: str, path: Path | str) -> None:
-    """A key that names files and test ids: letters, digits, '.', '_' or '-'."""
+    """A key that names files and test ids: letters, digits, '.', '_' or '-', bounded."""
+    if len(key) > MAX_KEY_CHARS:
+        raise LadderError(
+            f"{path}: field {where} {key[:40]!r}... is {len(key)} characters, over the "
+            f"{MAX_KEY_CHARS} a key may have (it names files and test ids); shorten it."
+        )
     if not key or not all(c.isascii() and (c.isalnum() or c in "._-") for c in key):
         raise LadderError(
             f"{path}: field {where} {key!r} must be non-empty letters, digits, '.', '_' or '-' "

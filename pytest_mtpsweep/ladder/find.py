@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import LadderError
+from ..errors import LadderError, UserError
 
 
 def search_dirs(test_paths: Iterable[Path], rootdir: Path, cwd: Path) -> list[Path]:
@@ -42,3 +42,15 @@ def find_ladder(name_or_path: str, dirs: list[Path]) -> Path:
         f"{', '.join(str(t.parent) for t in tried) or 'any ladders/ directory'}; "
         f"available: {', '.join(available) or 'none'}."
     )
+
+
+def named_kind(path: Path) -> str | None:
+    """The kind a ladder file names in its `kind` field, read cheaply: None when it names none
+    (the default kind) or cannot be read (the loader says why later)."""
+    from .load import read_toml  # the TOML reader, bounded; not at import: find is light
+
+    try:
+        name = read_toml(path).get("kind")
+    except (UserError, OSError):
+        return None
+    return name if isinstance(name, str) else None

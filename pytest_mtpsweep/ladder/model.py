@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..redact import redact_url
+
 # The longest silence a streamed answer may hold between its first token and its end; longer
 # is a stall (a paused or stuck server), and the measurement is invalid.
 DEFAULT_STALL_S = 10.0
@@ -56,7 +58,7 @@ class Treatment:
     def own_server(self) -> str | None:
         """The server this treatment names for itself (a path, a requirement, `repo@commit`)."""
         if self.server_commit:
-            return f"{self.server_repo}@{self.server_commit}"
+            return f"{redact_url(self.server_repo or '')}@{self.server_commit}"
         return self.server_bin or self.server_pip
 
 

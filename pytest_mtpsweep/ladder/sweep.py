@@ -10,12 +10,14 @@ flag varying slowest. A sweep's cycles run in mirrored Williams order (`ladder/p
 
 from __future__ import annotations
 
+import math
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from ..errors import LadderError
-from .fields import Spec, check_key, check_table, str_list
+from .fields import HARNESS_FLAGS, Spec, check_key, check_table, str_list
 from .model import Sweep, SweepAxis, Treatment
 
 SWEEP: Spec = {
@@ -34,6 +36,9 @@ SWEEP: Spec = {
 MAX_SWEEP_ARMS = 12
 MIN_VALUES = 2  # one value is a treatment, not a sweep
 ENDS = ("high", "low")
+MAX_VALUE_CHARS = 32  # a value is part of its arm's key, which names files and test ids
+# What a value may be as text: a number or a plain word (it goes into the arm's key as it is).
+VALUE_TEXT = re.compile(r"-?[A-Za-z0-9][A-Za-z0-9._+]*(-[A-Za-z0-9._+]+)*")
 
 
 def value_text(value: Any) -> str | None:
@@ -43,6 +48,8 @@ def value_text(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
         return f"{value:.2f}" if round(value, 2) == value else repr(value)
     if isinstance(value, str) and value and not value.startswith("-"):
         return value
@@ -63,6 +70,11 @@ def _axis(table: dict[str, Any], prefix: str, path: Path, taken: set[str]) -> Sw
             f"{path}: field {field} is {flag!r}; name one server flag, e.g. "
             '"--spec-draft-p-min" (its values go in the values list).'
         )
+    if flag in HARNESS_FLAGS:
+        raise LadderError(
+            f"{path}: field {field} is {flag!r}, which the harness sets itself from "
+            f"{HARNESS_FLAGS[flag]}; sweep another server flag."
+        )
     if flag in taken:
         raise LadderError(
             f"{path}: field {field} {flag!r} is also set in sweep.args or server.args; remove it "
@@ -76,9 +88,11 @@ def _axis(table: dict[str, Any], prefix: str, path: Path, taken: set[str]) -> Sw
     if any(t is None for t in texts):
         bad = raw[texts.index(None)]
         raise LadderError(
-            f"{path}: field {where} holds {bad!r}; list numbers (or plain words) the server "
-            "reads after the flag."
+            f"{path}: field {where} holds {bad!r}; list finite numbers (or plain words) the "
+            "server reads after the flag."
         )
+    for text in texts:
+        _check_value(str(text), where, path)
     values = tuple(t for t in texts if t is not None)
     if len(values) < MIN_VALUES:
         raise LadderError(
@@ -96,6 +110,20 @@ def _axis(table: dict[str, Any], prefix: str, path: Path, taken: set[str]) -> Sw
     name = table.get(f"{prefix}name", default_name(flag))
     check_key(name, f"sweep.{prefix}name", path)
     return SweepAxis(flag, values, name)
+
+
+def _check_value(text: str, where: str, path: Path) -> None:
+    """A value's text is bounded and a plain word: it is the tail of its arm's key."""
+    if len(text) > MAX_VALUE_CHARS:
+        raise LadderError(
+            f"{path}: field {where} holds {text[:40]!r}..., {len(text)} characters; a value "
+            f"has at most {MAX_VALUE_CHARS} (it names its arm's files), so shorten it."
+        )
+    if VALUE_TEXT.fullmatch(text) is None:
+        raise LadderError(
+            f"{path}: field {where} holds {text!r}; a value is a number or one plain word "
+            "(letters, digits, '.', '_', '+', '-'; no spaces), as the server reads it."
+        )
 
 
 def parse(raw: dict[str, Any], path: Path) -> Sweep | None:
@@ -117,6 +145,13 @@ def parse(raw: dict[str, Any], path: Path) -> Sweep | None:
             "two settings) or neither."
         )
     shared = str_list(table.get("args", []), "sweep.args", path)
+    for arg in shared:
+        flag = arg.split("=", 1)[0]
+        if flag in HARNESS_FLAGS:
+            raise LadderError(
+                f"{path}: field sweep.args sets {flag}, which the harness sets itself from "
+                f"{HARNESS_FLAGS[flag]}; remove it from sweep.args."
+            )
     server = raw.get("server", {}).get("args", [])
     taken = {a.split("=", 1)[0] for a in (*shared, *server) if isinstance(a, str)}
     axes = [_axis(table, "", path, taken)]

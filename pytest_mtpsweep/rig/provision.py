@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProvisionError
+from ..redact import redact_url
 from . import models
 from .models import EmbeddedModel
 from .version import build_id, version_line
@@ -84,7 +85,8 @@ def treatment_server(
 
         repo = local_repo(server_repo or "", base)
         binary = ensure_commit(server_commit, repo)
-        return ServerBinary(binary, f"treatment server_commit {server_commit} from {repo}")
+        where = redact_url(repo)  # printed and recorded: no token in it
+        return ServerBinary(binary, f"treatment server_commit {server_commit} from {where}")
     assert server_pip, "a treatment's own server is a binary, a requirement or a commit"
     from .prefix import ensure_prefix
 

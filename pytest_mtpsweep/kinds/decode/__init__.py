@@ -10,6 +10,7 @@ from ...kindapi import SUBSETS, Kind, Opt
 
 KIND = Kind(
     name="decode",
+    sweeps=True,  # a [sweep]'s arms are treatments like the declared ones
     fixture="measurement",
     summary="One streamed measurement (decode kind), already recorded; assert `.valid` in the test.",
     ladder=f"{__name__}.ladder:SPEC",

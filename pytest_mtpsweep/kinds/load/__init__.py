@@ -25,6 +25,7 @@ def _seconds(text: str) -> float:
 
 KIND = Kind(
     name="load",
+    sweeps=True,  # a [sweep]'s arms are treatments like the declared ones
     fixture="load_level",
     summary="One level block of concurrent streamed requests (load kind), recorded; assert "
     "`.valid` in the test.",

@@ -197,3 +197,11 @@ def test_checkers_of_a_test_class_or_a_plain_function_load(tmp_path: Path) -> No
         (task / "statement.md").write_text("Do it.")
         (task / "checker.py").write_text(checker)
     assert [t.id for t in load_tasks(tmp_path)] == ["t0", "t1"]
+
+
+def test_a_sweep_on_an_authoring_ladder_is_refused_before_its_arms_exist(tmp_path: Path) -> None:
+    # round six (issue 50): its arms became extra subjects, and nothing was said
+    sweep = '[sweep]\nflag = "--spec-draft-n-max"\nvalues = [2, 4]\nfrom = "low"\n'
+    with pytest.raises(LadderError, match=r"authoring kind takes no \[sweep\]") as err:
+        load_ladder(ladder(tmp_path, extra=sweep))
+    assert "\n" not in str(err.value)
