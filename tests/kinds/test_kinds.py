@@ -98,7 +98,9 @@ def test_a_kind_without_its_own_takes_the_defaults() -> None:
 def test_a_kind_without_a_gate_grammar_refuses_gates() -> None:
     """Without its own gates every --expect would read as met: a kind that declares no
     grammar is refused --expect as the gates are parsed."""
-    with pytest.raises(ExpectationError, match=r"^--expect b:prose:faster: the bare kind judges no"):
+    with pytest.raises(
+        ExpectationError, match=r"^--expect b:prose:faster: the bare kind judges no"
+    ):
         parse_gates(("b:prose:faster",), None, "bare")
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR
 from pytest_mtpsweep.errors import ExpectationError
+from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.load.analysis import analyse_at_end, interim
 from pytest_mtpsweep.kinds.load.analysis.contrast import Row
-from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.load.analysis.gates import judge_row
 from tests.gatetexts import request
 from tests.kinds.load.run_fixture import write_run
@@ -68,3 +68,20 @@ def test_a_gate_decides_its_cell_for_the_stop_rule(tmp_path: Path) -> None:
     got = {c.cell: c.decision for c in cells}
     assert got["ngram:conc1"] == NONINFERIOR
     assert got["ngram:conc4"] in ("faster", "slower", "undecided")
+
+
+def test_mtpsweep_analyse_judges_the_gates_pytest_judges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 50 (11): `mtpsweep analyse` refused the load gates the session-end analysis judged.
+    from pytest_mtpsweep.cli import main
+
+    run = str(write_run(tmp_path, cycles=2))
+    assert main(["analyse", run, "--boot", "1000", "--expect", "ngram:conc1:not-slower:5"]) == 0
+    out = capsys.readouterr().out
+    assert "gate met: ngram:conc1:not-slower:5 met: " in out and "non-inferior" in out
+    argv = ["analyse", run, "--boot", "1000", "--baseline", "ngram"]
+    assert main([*argv, "--expect", "none:conc1:not-slower:5"]) == 1
+    assert "gate FAILED:" in capsys.readouterr().err
+    assert main([*argv, "--expect", "ngram:conc1:not-slower:5"]) == 2
+    assert "is the baseline itself" in capsys.readouterr().err

@@ -17,7 +17,7 @@ its sentence names what resolves it, more tasks or repeats, or a wider margin.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -43,7 +43,7 @@ def margin_pp(gate: Gate) -> float:
     return gate.margin
 
 
-def check_names(gate: Gate, cohorts: Sequence[str], subjects: Sequence[str]) -> None:
+def check_names(gate: Gate, cohorts: Collection[str], subjects: Collection[str]) -> None:
     """ExpectationError naming the fix when a gate names a cohort or subject the run lacks."""
     for what, name, known in (("cohort", gate.treatment, cohorts),
                               ("subject", gate.cell, subjects)):  # fmt: skip

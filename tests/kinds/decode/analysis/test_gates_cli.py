@@ -237,3 +237,13 @@ class TestCli:
         assert (args.boot, args.boot_seed, args.baseline) == (2000, 42, None)
         args = parser.parse_args(["compare", "A", "B"])
         assert callable(args.func) and (args.run_a, args.run_b) == ("A", "B")
+
+
+def test_an_unknown_treatment_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 50 (11): the whole analysis was written before the gate was refused.
+    run = make_run(tmp_path)
+    code = run_cli(["analyse", str(run), "--boot", "1000", "--expect", "turbo:prose:faster"])
+    assert code == 2 and "unknown treatment 'turbo'" in capsys.readouterr().err
+    assert not (run / "analysis").exists()

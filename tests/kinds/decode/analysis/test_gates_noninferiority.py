@@ -14,8 +14,8 @@ from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
 from pytest_mtpsweep.analysis.sequential import CellState, Design, rule_met
 from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.kinds.decode.analysis import judge
 from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.kinds.decode.analysis import judge
 from pytest_mtpsweep.kinds.decode.analysis.gates import stop_cells
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import headline_cells
