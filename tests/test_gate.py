@@ -41,13 +41,13 @@ def test_a_gate_never_judged_fails_the_run(pytester: pytest.Pytester) -> None:
     result = run_stub(pytester, few, "--no-calibration", "--no-analysis", f"--junitxml={xml}",
                       "--expect=b:prose:not-slower:3")  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAILED mtpsweep::expect[[]b:prose:not-slower:3[]]*not judged*"])
+    result.stdout.fnmatch_lines(["FAILED mtpsweep::expect[[]b:prose:not-slower:3[]] - Failed: *"])
     (case,) = [c for c in ET.parse(xml).getroot().iter("testcase")
                if c.attrib["name"].startswith("expect[")]  # fmt: skip
     failure = case.find("failure")
     assert failure is not None
     assert failure.attrib["message"] == (
-        "b:prose:not-slower:3 not judged: --no-analysis; drop it, or drop --expect"
+        "Failed: b:prose:not-slower:3 not judged: --no-analysis; drop it, or drop --expect"
     )
 
 

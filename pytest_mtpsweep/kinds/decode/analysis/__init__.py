@@ -250,11 +250,11 @@ def analyse_command(
     from .gates import judge as judged
 
     gates: tuple[Gate, ...] = getattr(args, "gates", ())
-    known = tuple(dict.fromkeys(k for p in plans for k in p.treatment_keys))
-    if known:  # a gate that can never be judged is refused before anything is written
-        baseline = args.baseline or next((p.analysis.baseline for p in plans), "")
+
+    def judgeable(result: DecodeAnalysis) -> None:  # refused before anything is written
         for gate in gates:
-            check_treatment(gate, known, baseline)
+            check_treatment(gate, result.known_treatments, result.settings.baseline)
+
     result = analyse_run(
         list(runs),
         baseline=args.baseline,
@@ -263,6 +263,7 @@ def analyse_command(
         out=Path(args.out) if args.out else None,
         pool=args.pool,
         endpoint=args.endpoint,
+        check=judgeable,
     )
     print(headline_table(result))
     if result.unreadable:
