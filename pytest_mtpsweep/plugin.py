@@ -466,7 +466,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         else:
             tr.write_line(end.table)
             tr.write_line(f"report: {end.report}")
-        for v in end.gates if not end.error else ():
+        for v in () if end.error else end.verdicts(gates):
             if not v.passed:
                 tr.write_line(f"--expect not met: {v.sentence}", red=True)
         if end.error and gates:
