@@ -16,6 +16,7 @@ from . import registry, schema
 from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
+from .gate import parse_gates
 from .kindbase import EXIT_ERROR, Kind
 from .state.plandoc import PlanDoc
 from .state.runread import RunReader
@@ -62,6 +63,8 @@ def _analyse(args: argparse.Namespace) -> int:
             f"the {kind.name} kind has no `mtpsweep analyse`; its session-end analysis is in "
             "RUN/analysis"
         )
+    # each gate parsed once, by the kind's grammar, as the session-end analysis parses it
+    args.gates = parse_gates(args.expect or (), kind.gates, kind.name)
     status: int = registry.part(kind, "analyse")(args, runs, plans)
     return status
 

@@ -25,8 +25,7 @@ only when a ladder of that kind is run:
   sweep, the arms surely not the best and whether the sweep is settled (optional: without it a
   sweep's looks drop no arm).
 
-Nothing here imports the rest of the package at run time (but `errors`, when a default refuses
-an option); the names below TYPE_CHECKING are the layers beneath this one (ARCHITECTURE.md,
+Nothing here imports the rest of the package at run time (but `gate`, the gates' typed values); the names below TYPE_CHECKING are the layers beneath this one (ARCHITECTURE.md,
 "Layers").
 """
 
@@ -37,9 +36,9 @@ from argparse import Namespace
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import ExpectationError
+from .gate import Gate, GateGrammar, GateVerdict
 
 if TYPE_CHECKING:
     from .analysis.sequential import CellState
@@ -80,14 +79,12 @@ class Kind:
     # takes a `[sweep]` (its arms run as treatments); a kind whose treatments are something
     # else (authoring's subjects) leaves it False, and the loader refuses the table in one line
     sweeps: bool = False
+    gates: GateGrammar | None = None  # what its --expect gates may say; None: it judges none
     default: bool = False  # a ladder without a `kind` field is this kind (one kind says so)
     distributable: bool = False  # may run over pytest-xdist workers (-n)
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
     # same run (`--resume` refuses one that differs in them); the keyed fields always count
     resume_fields: tuple[str, ...] = ()
-
-
-_Gate = TypeVar("_Gate")  # a kind's parsed gate
 
 
 def raw_settings(ladder: Ladder, where: Path | str) -> Mapping[str, Any]:
@@ -144,67 +141,26 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class GateFigures:
-    """A judged gate's numbers, what a gate history records. Signed as a gain: positive is
-    better (a rate's rise, a latency's fall), so a loss reads negative for every metric."""
-
-    metric: str  # what was compared (decode's endpoint, load's latency percentile)
-    estimate_pct: float
-    lower_pct: float
-    upper_pct: float
-    confidence: float  # the interval's two-sided level
-    margin_pct: float | None = None  # a not-slower gate's margin
-
-
-@dataclass(frozen=True)
-class GateVerdict:
-    """One `--expect` gate, judged: it becomes the test item `mtpsweep::expect[<expectation>]`."""
-
-    expectation: str
-    met: bool | None  # None: not judged (no analysis)
-    detail: str
-    figures: GateFigures | None = None  # its estimate and interval, where it has them
-
-
-def judge_each(
-    expect: Sequence[str],
-    parse: Callable[[str], _Gate],
-    judge: Callable[[str, _Gate], GateVerdict],
-) -> tuple[GateVerdict, ...]:
-    """Each `--expect` gate at the end of a run, in the order given: one that does not parse
-    fails with the sentence why, the others are the kind's `judge(text, gate)`."""
-    out = []
-    for text in expect:
-        try:
-            gate = parse(text)
-        except ExpectationError as exc:
-            out.append(GateVerdict(text, False, f"{text} not met: {exc}"))
-            continue
-        out.append(judge(text, gate))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
 class EndAnalysis:
     """What the session-end analysis produced, for the terminal summary and the exit status."""
 
     table: str = ""
     report: Path | None = None
     error: str | None = None
-    gate_failures: tuple[str, ...] = ()
     headline: Mapping[str, str] | None = None  # for JUnit <properties>: name -> one line
-    gates: tuple[GateVerdict, ...] = ()  # one per --expect, in the order given
+    gates: tuple[GateVerdict, ...] = ()  # one per gate, in the order given
 
-    def verdicts(self, expect: Sequence[str]) -> list[GateVerdict]:
-        """One verdict per `--expect`: the kind's own, else read off `error` and
-        `gate_failures` (each failure line starts with its expectation)."""
-        if self.gates:
-            return list(self.gates)
+    def verdicts(self, gates: Sequence[Gate]) -> list[GateVerdict]:
+        """One verdict per gate: the kind's own; each not judged when the analysis did not
+        run, or when the kind gave none for it (a gate nobody judged fails)."""
         if self.error:
-            why = f"not judged: the analysis did not run ({self.error})"
-            return [GateVerdict(e, False, f"{e} {why}") for e in expect]
-        failed = {f.split(" not met", 1)[0]: f for f in self.gate_failures}
-        return [GateVerdict(e, e not in failed, failed.get(e, f"{e} met")) for e in expect]
+            return [
+                GateVerdict.unjudged(g, f"the analysis did not run ({self.error})") for g in gates
+            ]
+        mine = {v.gate: v for v in self.gates}
+        return [
+            mine.get(g) or GateVerdict.unjudged(g, "the analysis gave it no verdict") for g in gates
+        ]
 
 
 class KindRun(ABC):
@@ -281,14 +237,9 @@ class KindRun(ABC):
         return {"valid": result.valid, **({} if result.valid else {"reason": result.reason})}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
-        """Analysis options checked before the first server starts. The default refuses
-        `--expect`: a kind that judges no gates would otherwise pass every one unjudged."""
-        if request.expect:
-            from .errors import OptionError
-
-            raise OptionError(
-                f"--expect {request.expect[0]}: this kind judges no gates; drop --expect."
-            )
+        """Analysis options checked before the first server starts (the gates are parsed by
+        the kind's `GateGrammar` before this; a kind without one is refused `--expect`)."""
+        return None
 
     def finish(self, run_dir: Path, selected: Sequence[Any]) -> list[str]:
         """After the last session, analysis or not: the kind's own end files (e.g. a run
@@ -298,6 +249,11 @@ class KindRun(ABC):
     def lint_warnings(self) -> list[str]:
         """What `mtpsweep lint` says of the ladder without failing it."""
         return []
+
+    def gate_cells(self, cases: Sequence[Case]) -> frozenset[str] | None:
+        """The cells (`treatment:cell`) a gate may name when these cases run: the headline
+        cells by default (None: not checked before the run)."""
+        return self.stop_cells(cases)
 
     def stop_cells(self, cases: Sequence[Case]) -> frozenset[str] | None:
         """The headline cells (`treatment:cell`) the kind's interim analysis can give when these

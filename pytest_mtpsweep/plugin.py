@@ -458,7 +458,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if summary is not None and summary.rows:
         tr.write_line(summary.table(width=config.get_terminal_writer().fullwidth))
     end: EndAnalysis | None = run.analysis
-    expect = run.request.analysis.expect
+    gates = run.request.analysis.gates
     if end is not None:
         tr.section("mtpsweep analysis")
         if end.error:
@@ -466,9 +466,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         else:
             tr.write_line(end.table)
             tr.write_line(f"report: {end.report}")
-        for failure in end.gate_failures:
-            tr.write_line(f"--expect not met: {failure}", red=True)
-        if end.error and expect:
+        for v in () if end.error else end.verdicts(gates):
+            if not v.passed:
+                tr.write_line(f"--expect not met: {v.sentence}", red=True)
+        if end.error and gates:
             tr.write_line("--expect not met: the analysis did not run", red=True)
     for line in summary.kind_lines if summary else []:
         tr.write_line(line)

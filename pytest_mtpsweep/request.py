@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from .gate import Gate
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class AnalysisRequest:
     baseline: str | None = None
     boot: int = DEFAULT_BOOT
     seed: int = DEFAULT_BOOT_SEED
-    expect: tuple[str, ...] = ()
+    expect: tuple[str, ...] = ()  # --expect as typed: parsed into `gates`, read by nothing else
+    gates: tuple[Gate, ...] = ()  # each --expect parsed by the kind's grammar (protocol.run)
     history: Path | None = None  # --history: each gate's verdict appended there
 
 

@@ -21,7 +21,8 @@ import pytest
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .kindbase import Case, GateVerdict
+    from .gate import GateVerdict
+    from .kindbase import Case
     from .preflight import PreflightItem
     from .protocol.progress import Progress
     from .protocol.run import Run
@@ -93,18 +94,21 @@ def preflight_items(session: pytest.Session, checks: Iterable[PreflightItem]) ->
 
 
 def gate_items(session: pytest.Session, verdicts: Sequence[GateVerdict]) -> list[CheckItem]:
-    """One item per `--expect` gate: passed when met, failed with the reason when not."""
+    """One item per `--expect` gate: passed when it passed, failed with the reason when it
+    failed or was never judged (a gate nobody judged must not pass CI)."""
     out = []
     for v in verdicts:
-        outcome = "skipped" if v.met is None else "passed" if v.met else "failed"
-        props: dict[str, Any] = {"expectation": v.expectation, "met": v.met, "detail": v.detail}
+        outcome = "passed" if v.passed else "failed"
+        met = v.passed if v.judged else None
+        props: dict[str, Any] = {"expectation": v.gate.text, "met": met, "detail": v.sentence,
+                                 "decided": v.decided}  # fmt: skip
         if v.figures is not None:  # the JUnit case carries the numbers a CI dashboard reads
             f = v.figures
             props |= {"metric": f.metric, "estimate_pct": f.estimate_pct,
                       "lower_pct": f.lower_pct, "upper_pct": f.upper_pct,
                       "confidence": f.confidence, "margin_pct": f.margin_pct}  # fmt: skip
         out.append(
-            _item(session, f"{EXPECT}[{v.expectation}]", outcome=outcome, message=v.detail,
+            _item(session, f"{EXPECT}[{v.gate.text}]", outcome=outcome, message=v.sentence,
                   properties=props)
         )  # fmt: skip
     return out
@@ -262,15 +266,15 @@ def end(config: pytest.Config, run: Run) -> None:
 
 def gates(session: pytest.Session, run: Run) -> None:
     """Each --expect gate as a test item `mtpsweep::expect[...]`, judged on the analysis."""
-    expect = run.request.analysis.expect
-    if not expect:
+    gates = run.request.analysis.gates
+    if not gates:
         return
-    from .kindbase import GateVerdict
+    from .gate import GateVerdict
 
     verdicts = (
-        run.analysis.verdicts(expect)
+        run.analysis.verdicts(gates)
         if run.analysis is not None
-        else [GateVerdict(e, None, f"{e} not judged: --no-analysis") for e in expect]
+        else [GateVerdict.unjudged(g, "--no-analysis; drop it, or drop --expect") for g in gates]
     )
     items = gate_items(session, verdicts)
     session.testscollected += len(items)
@@ -297,21 +301,20 @@ def record_history(
     try:
         entries = []
         for v in verdicts:
-            treatment, subset, margin = history.split_gate(v.expectation)
-            f = v.figures  # a gate whose interval could not be formed records none
+            gate, f = v.gate, v.figures  # a gate whose interval could not be formed records none
             if f and not all(map(math.isfinite, (f.estimate_pct, f.lower_pct, f.upper_pct))):
                 f = None
             entries.append(
                 history.GateEntry(
-                    time=now, run=ctx.run_id if ctx else "", gate=v.expectation,
-                    treatment=treatment, baseline=baseline, subset=subset,
+                    time=now, run=ctx.run_id if ctx else "", gate=gate.text,
+                    treatment=gate.treatment, baseline=baseline, subset=gate.cell,
                     metric=f.metric if f else "",
-                    margin_pct=f.margin_pct if f and f.margin_pct is not None else margin,
+                    margin_pct=f.margin_pct if f and f.margin_pct is not None else gate.margin,
                     estimate_pct=f.estimate_pct if f else None,
                     lower_pct=f.lower_pct if f else None, upper_pct=f.upper_pct if f else None,
                     confidence=f.confidence if f else 0.95,
-                    decision=history.decision(v.met), host=host, model=model,
-                    treatment_build=arms.get(treatment, build),
+                    decision=v.decided, host=host, model=model,
+                    treatment_build=arms.get(gate.treatment, build),
                     baseline_build=arms.get(baseline, build),
                 )
             )  # fmt: skip

@@ -27,8 +27,9 @@ from pytest_mtpsweep.analysis.calibration import Rate, wilson
 from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.noninferiority import NONINFERIOR
 from pytest_mtpsweep.analysis.sequential import CellState, Design, rule_met
+from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.gates import Expectation, judge_margin, stop_cells
+from pytest_mtpsweep.kinds.decode.analysis.gates import judge_margin, stop_cells
 from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 
@@ -58,7 +59,8 @@ def _look(records: pd.DataFrame, cycles: int, levels: tuple[float, float],
 def _gated(rows: pd.DataFrame, margin: float, level: float,
            final: bool) -> dict[str, tuple[bool, bool]]:  # fmt: skip
     """Per treatment: (stopped here, passed) by the shipped composition."""
-    gates = [Expectation(t, SUBSET, "not-slower", margin) for t in rows["treatment"]]
+    gates = [Gate(f"{t}:{SUBSET}:not-slower:{margin:g}", t, SUBSET, "not-slower", margin)
+             for t in rows["treatment"]]  # fmt: skip
     cells = [
         CellState(f"{r.treatment}:{SUBSET}", Decision.of(str(r.decision)), 1.0)
         for r in rows.itertuples()

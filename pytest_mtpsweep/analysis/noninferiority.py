@@ -22,64 +22,17 @@ Pure: no I/O, no heavy import. Nothing here names a kind.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ..errors import ExpectationError
+from ..gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 
 # The outcomes as a headline cell's decision (the words the stop rule reads): `pass` and `fail`
 # are decided, `undecided` is not.
 NONINFERIOR: Final = "pass"
 INFERIOR: Final = "fail"
 UNDECIDED: Final = "undecided"
-MIN_MARGIN_PCT = 0.0  # exclusive: a margin of 0 is a superiority test, not this one
-MAX_MARGIN_PCT = 50.0  # inclusive: beyond, "not slower" says nothing a user would gate on
-WORD = "not-slower"  # the gate's word in `--expect TREATMENT:CELL:not-slower:M`
-
 Outcome = Literal["pass", "fail", "undecided"]
-
-
-def check_margin(text: str, where: str, *, unit: str = "a percent", like: str = "3 %") -> float:
-    """The margin M from its text (a percent; a kind may say its unit), bounded 0 < M ≤ 50;
-    ValueError in one sentence."""
-    try:
-        margin = float(text)
-    except ValueError:
-        margin = math.nan
-    if not (math.isfinite(margin) and MIN_MARGIN_PCT < margin <= MAX_MARGIN_PCT):
-        raise ValueError(
-            f"{where}: the margin {text!r} is not {unit} in (0, {MAX_MARGIN_PCT:g}]; write "
-            f"it like {WORD}:3 (no more than {like} worse)"
-        )
-    return margin
-
-
-def parse_gate(
-    text: str, syntax: str, example: str, *, unit: str = "a percent", like: str = "3 %"
-) -> tuple[str, str, float]:
-    """A gate `KEY:CELL:not-slower:M` split from the right (a key may hold colons): the key,
-    the cell and the margin; ExpectationError naming the syntax and an example else."""
-    parts = [p.strip() for p in text.strip().rsplit(":", 3)]
-    if len(parts) != 4 or parts[2] != WORD or not all(parts):
-        raise ExpectationError(f"expectation {text!r} is not {syntax}; write it like {example}")
-    try:
-        return (
-            parts[0],
-            parts[1],
-            check_margin(parts[3], f"expectation {text!r}", unit=unit, like=like),
-        )
-    except ValueError as exc:
-        raise ExpectationError(str(exc)) from None
-
-
-def check_known(text: str, what: str, name: str, known: Collection[str] | None) -> None:
-    """ExpectationError when a gate names a `what` the run does not have (None: not checked)."""
-    if known is not None and name not in known:
-        raise ExpectationError(
-            f"expectation {text!r} names unknown {what} {name!r}; use one of "
-            f"{', '.join(sorted(known))}"
-        )
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from ..errors import (
     StopRun,
     UserError,
 )
+from ..gate import DIRECTIONS, WORD, Gate, GateFigures, GateGrammar, GateVerdict
 from ..kindbase import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
@@ -64,8 +65,6 @@ from ..kindbase import (
     CommandsFn,
     CompareFn,
     EndAnalysis,
-    GateFigures,
-    GateVerdict,
     InterimFn,
     Kind,
     KindRun,
@@ -77,7 +76,6 @@ from ..kindbase import (
     SweepLookAt,
     SweepLookFn,
     SweepVerdict,
-    judge_each,
     raw_settings,
 )
 from ..options import Opt
@@ -86,8 +84,9 @@ from ..request import AnalysisRequest, RunRequest
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the declaration and the run side
     "GROUP", "Kind", "KindSpec", "KindRun", "Case", "Result", "Outcome", "EndAnalysis",
-    "GateVerdict", "GateFigures", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings",
-    "judge_each",
+    "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings",
+    # a gate: what a kind's gates may say, one parsed, one judged
+    "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
     "Opt",
     # the optional parts, typed
     "PART_TYPES", "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",

@@ -18,14 +18,7 @@ from ..analysis.calibration import (
     staleness,
 )
 from ..analysis.decision import Decision, interval_decision
-from ..analysis.noninferiority import (
-    WORD,
-    NonInferiority,
-    check_known,
-    check_margin,
-    decide,
-    parse_gate,
-)
+from ..analysis.noninferiority import NonInferiority, decide
 from ..analysis.planning import (
     CellPlan,
     cell_matrix,
@@ -79,6 +72,7 @@ from ..analysis.sweep import (
     where_gain_starts,
 )
 from ..analysis.sweep_planning import ArmEstimate, plan_sweep
+from ..gate import WORD, check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the published interval and its pieces
@@ -91,7 +85,7 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # a [stop] design's looks, and what a headline cell decides
     "Decision", "interval_decision", "CellState",
     # a not-slower gate and its A/A calibration
-    "WORD", "NonInferiority", "check_margin", "check_known", "decide", "parse_gate", "Design", "DEFAULT_AGE_DAYS",
+    "WORD", "NonInferiority", "check_margin", "decide", "Design", "DEFAULT_AGE_DAYS",
     "DEFAULT_REPS", "MAX_REPS", "MIN_REPS", "Calibration", "CellCalibration", "Noise",
     "cycles_to_resolve", "false_alarms", "noise_floor_pct", "staleness", "LookState", "look_state",
     # a sweep

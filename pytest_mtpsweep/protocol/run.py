@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import options, registry, schema
-from ..errors import LadderError, OptionError, ProvisionError
+from ..errors import ExpectationError, LadderError, OptionError, ProvisionError
+from ..gate import Gate, parse_gates
 from ..ladder import Ladder, SessionSlot, find_ladder, ladder_plan
 from ..ladder.attach import one_server
 from ..ladder.serverargs import argument_problems
@@ -74,13 +75,19 @@ class Run:
                 f"ladder {ladder.name} ({ladder.path}) needs --model: "
                 f"{ladder.requires_model or 'a GGUF model file'}."
             )
+        gates = parse_gates(request.analysis.expect, declared.gates, declared.name)
+        request = dataclasses.replace(
+            request, analysis=dataclasses.replace(request.analysis, gates=gates)
+        )
         kind = registry.prepare(ladder, request)
         looks.check_supported(ladder, declared)
         if request.resume is not None and ladder.stop is not None:
             resume.check_stop_file(request.resume)  # before preflight: it starts nothing
         kind.validate_analysis(request.analysis)
         plan = ladder_plan(ladder)
-        looks.check_cells(ladder, kind, kind.cases(plan), selected=False)
+        cases = kind.cases(plan)
+        looks.check_cells(ladder, kind, cases, selected=False)
+        check_gate_cells(ladder, gates, kind.gate_cells(cases))
         return cls(request, ladder, declared, kind, plan)
 
     @property
@@ -189,3 +196,15 @@ class Run:
             return None
         self.analysis = self.kind.analyse(self.sessions.ctx.run_dir.path, self.request.analysis)
         return self.analysis
+
+
+def check_gate_cells(ladder: Ladder, gates: Sequence[Gate], cells: frozenset[str] | None) -> None:
+    """Each gate names a cell the ladder measures (`KindRun.gate_cells`; None: the kind cannot
+    say before the run): refused before any session, not judged unmeasured at the end."""
+    for gate in gates:
+        if cells is not None and gate.key not in cells:
+            have = ", ".join(sorted(cells)) or "none"
+            raise ExpectationError(
+                f"--expect {gate}: ladder {ladder.name} never measures {gate.key} (the cells "
+                f"it measures against its baseline: {have}); gate a cell it measures."
+            )

@@ -162,25 +162,6 @@ def _problem(e: GateEntry) -> str | None:
     return None
 
 
-def split_gate(text: str) -> tuple[str, str, float | None]:
-    """(treatment, subset, margin %) of a gate `TREATMENT:SUBSET:DIRECTION[:MARGIN]`; a treatment
-    may hold colons, so the parts are taken from the right."""
-    parts = text.strip().split(":")
-    margin: float | None = None
-    if len(parts) >= 4:
-        try:
-            margin = float(parts[-1])
-        except ValueError:
-            margin = None
-    if margin is not None and math.isfinite(margin):
-        parts = parts[:-1]
-    else:
-        margin = None
-    if len(parts) < 3:
-        return text.strip(), "", margin
-    return ":".join(parts[:-2]), parts[-2], margin
-
-
 def decision(met: bool | None) -> Decision:
     """A verdict's `met` as the history's decision."""
     return "undecided" if met is None else "pass" if met else "fail"

@@ -8,14 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.noninferiority import (
-    INFERIOR,
-    MAX_MARGIN_PCT,
-    NONINFERIOR,
-    UNDECIDED,
-    check_margin,
-    decide,
-)
+from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED, decide
+from pytest_mtpsweep.gate import MAX_MARGIN_PCT, check_margin
 
 pct = st.floats(min_value=-60.0, max_value=60.0, allow_nan=False)
 margins = st.floats(min_value=0.01, max_value=MAX_MARGIN_PCT)

@@ -10,13 +10,15 @@ from typing import Any, cast
 import pytest
 
 from pytest_mtpsweep import kindcheck
-from pytest_mtpsweep.errors import OptionError
+from pytest_mtpsweep.errors import ExpectationError
+from pytest_mtpsweep.gate import parse_gates
 from pytest_mtpsweep.kindapi import Case, EndAnalysis, GateVerdict, KindRun, Outcome
 from pytest_mtpsweep.ladder.model import Preregistration
 from pytest_mtpsweep.ladder.plan import SessionSlot
 from pytest_mtpsweep.request import AnalysisRequest
 from pytest_mtpsweep.schema import WarmupFacts
 from pytest_mtpsweep.state.live import LiveSession
+from tests.gatetexts import gate
 
 
 @dataclass(frozen=True)
@@ -56,22 +58,26 @@ class OwnKind(BareKind):
 
 
 def test_a_kinds_own_gates_are_used_as_they_are() -> None:
-    gates = (GateVerdict("x:prose:faster", True, "x:prose:faster met: +5 %"),)
-    assert EndAnalysis(gates=gates).verdicts(["x:prose:faster"]) == list(gates)
+    x = gate("x:prose:faster")
+    gates = (GateVerdict.of(x, True, "x:prose:faster met: +5 %"),)
+    assert EndAnalysis(gates=gates).verdicts([x]) == list(gates)
 
 
-def test_gates_read_off_failures_when_a_kind_gives_only_those() -> None:
-    end = EndAnalysis(gate_failures=("b:prose:slower not met: decision is faster",))
-    assert end.verdicts(["b:prose:faster", "b:prose:slower"]) == [
-        GateVerdict("b:prose:faster", True, "b:prose:faster met"),
-        GateVerdict("b:prose:slower", False, "b:prose:slower not met: decision is faster"),
-    ]
+def test_a_gate_the_kind_gave_no_verdict_fails_unjudged() -> None:
+    # The kind's verdicts are read by their gate, never parsed back from sentences: one the
+    # kind left out is not judged, and fails.
+    met, left = gate("b:prose:faster"), gate("b:prose:slower")
+    end = EndAnalysis(gates=(GateVerdict.of(met, True, "b:prose:faster met"),))
+    got = end.verdicts([met, left])
+    assert [v.decided for v in got] == ["pass", "undecided"]
+    assert got[1].sentence == "b:prose:slower not judged: the analysis gave it no verdict"
+    assert not got[1].passed
 
 
 def test_no_analysis_fails_every_gate_with_the_reason() -> None:
-    (verdict,) = EndAnalysis(error="no records were written").verdicts(["b:prose:faster"])
-    assert verdict.met is False
-    assert verdict.detail == (
+    (verdict,) = EndAnalysis(error="no records were written").verdicts([gate("b:prose:faster")])
+    assert verdict.passed is False and verdict.decided == "undecided"
+    assert verdict.sentence == (
         "b:prose:faster not judged: the analysis did not run (no records were written)"
     )
 
@@ -89,10 +95,13 @@ def test_a_kind_without_its_own_takes_the_defaults() -> None:
     bare.validate_analysis(AnalysisRequest())  # nothing to refuse
 
 
-def test_the_default_refuses_gates_it_cannot_judge() -> None:
-    """Without its own gates every --expect would read as met: the default says no."""
-    with pytest.raises(OptionError, match=r"^--expect b:prose:faster: this kind judges no gates"):
-        BareKind().validate_analysis(AnalysisRequest(expect=("b:prose:faster",)))
+def test_a_kind_without_a_gate_grammar_refuses_gates() -> None:
+    """Without its own gates every --expect would read as met: a kind that declares no
+    grammar is refused --expect as the gates are parsed."""
+    with pytest.raises(
+        ExpectationError, match=r"^--expect b:prose:faster: the bare kind judges no"
+    ):
+        parse_gates(("b:prose:faster",), None, "bare")
 
 
 def test_a_kind_overrides_only_what_it_has() -> None:

@@ -17,7 +17,6 @@ from pytest_mtpsweep.state.history import (
     append,
     decision,
     read,
-    split_gate,
 )
 
 texts = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
@@ -137,9 +136,5 @@ def test_a_failed_write_is_one_sentence(tmp_path: Path) -> None:
         append(tmp_path / "missing" / "h.jsonl", [entry()])
 
 
-def test_a_gate_splits_into_its_parts() -> None:
-    assert split_gate("b:prose:not-slower:3") == ("b", "prose", 3.0)
-    assert split_gate("ns:b:structured:faster") == ("ns:b", "structured", None)
-    assert split_gate("b:prose:faster") == ("b", "prose", None)
-    assert split_gate("odd") == ("odd", "", None)
+def test_a_verdict_s_met_is_the_history_s_decision() -> None:
     assert [decision(m) for m in (True, False, None)] == ["pass", "fail", "undecided"]

@@ -7,7 +7,7 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import Kind, Opt
+from ...kindapi import WORD, GateGrammar, Kind, Opt
 
 KIND = Kind(
     name="authoring",
@@ -18,6 +18,14 @@ KIND = Kind(
     run=f"{__name__}.run.authoringrun:prepare",
     commands=f"{__name__}.cli:register",
     analyse=f"{__name__}.cli:analyse",
+    gates=GateGrammar(  # --expect COHORT:SUBJECT:not-slower:M, M in percentage points
+        syntax=f"COHORT:SUBJECT:{WORD}:M, the one gate an authoring run has",
+        example=f"doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)",
+        cell_word="subject",
+        unit="pp",
+        unit_words="a number of percentage points",
+        like="3 percentage points",
+    ),
     options=(
         Opt(
             "--token-budget",

@@ -15,7 +15,7 @@ from ...kindapi import (
     EXIT_GATE_FAILED,
     EXIT_OK,
     AnalysisError,
-    ExpectationError,
+    Gate,
 )
 from ...kindapi.records import recordlines as rl
 
@@ -41,13 +41,9 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             "--out and the other runs"
         )
     from .analysis import analyse_dir
-    from .analysis.gates import parse, verdicts
+    from .analysis.gates import verdicts
 
-    for text in args.expect:  # the syntax refused before the analysis runs
-        try:
-            parse(text)
-        except ExpectationError as exc:
-            raise AnalysisError(f"--expect {text}: {exc}") from None
+    gates: tuple[Gate, ...] = getattr(args, "gates", ())  # parsed before the analysis runs
 
     plan = plans[0]
     registered = plan.kind_fields.get("contrast") or {}
@@ -78,15 +74,20 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             file=sys.stderr,
         )
         return EXIT_ERROR
-    if not args.expect or result.cells is None:
+    if not gates:
         return EXIT_OK
-    gates = verdicts(args.expect, result.cells, baseline)
-    for gate in gates:
-        if gate.met:
-            print(f"gate met: {gate.detail}")
+    if result.cells is None:
+        for gate in gates:
+            print(f"gate FAILED: {gate} not judged: the run has no cells to judge it on",
+                  file=sys.stderr)  # fmt: skip
+        return EXIT_GATE_FAILED
+    judged = verdicts(gates, result.cells, baseline)
+    for v in judged:
+        if v.passed:
+            print(f"gate met: {v.sentence}")
         else:
-            print(f"gate FAILED: {gate.detail}", file=sys.stderr)
-    return EXIT_OK if all(g.met for g in gates) else EXIT_GATE_FAILED
+            print(f"gate FAILED: {v.sentence}", file=sys.stderr)
+    return EXIT_OK if all(v.passed for v in judged) else EXIT_GATE_FAILED
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door

@@ -6,7 +6,15 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import SUBSETS, Kind, Opt
+from ...kindapi import DIRECTIONS, POOLED, SUBSET_NAMES, SUBSETS, WORD, GateGrammar, Kind, Opt
+
+GATES = GateGrammar(
+    syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{WORD}:M",
+    example="gate_0.10:structured:faster",
+    rules=DIRECTIONS,
+    cells=(*SUBSET_NAMES, POOLED),
+    cell_word="subset",
+)
 
 KIND = Kind(
     name="decode",
@@ -44,6 +52,7 @@ KIND = Kind(
             metavar="FILE",
         ),
     ),
+    gates=GATES,  # --expect TREATMENT:SUBSET:faster|slower|equivalent|not-slower:M
     default=True,  # a ladder without a `kind` field is a decode ladder
     distributable=True,
     resume_fields=("prompts",),  # the prompt set and its subsets, as plan.json lists them

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ...kindapi import Kind, Opt
+from ...kindapi import WORD, GateGrammar, Kind, Opt
 
 
 def _seconds(text: str) -> float:
@@ -34,6 +34,11 @@ KIND = Kind(
     analyse=f"{__name__}.analysis:analyse_command",
     plan=f"{__name__}.analysis.plan:plan_command",
     interim=f"{__name__}.analysis:interim",  # the headline gains so far, for [stop]
+    gates=GateGrammar(  # --expect TREATMENT:LEVEL:not-slower:M (or TREATMENT:capacity:...)
+        syntax=f"TREATMENT:LEVEL:{WORD}:M, the one gate a load run has",
+        example=f"ngram:conc4:{WORD}:5",
+        cell_word="level",
+    ),
     options=(
         Opt(
             "--load-requests",

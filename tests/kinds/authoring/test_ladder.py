@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError, OptionError, PromptError
+from pytest_mtpsweep.errors import ExpectationError, LadderError, OptionError, PromptError
 from pytest_mtpsweep.kinds.authoring.cohorts import load_cohorts
 from pytest_mtpsweep.kinds.authoring.ladder import settings
 from pytest_mtpsweep.kinds.authoring.run.authoringrun import prepare
@@ -127,8 +127,10 @@ def test_analysis_options_are_checked_against_the_ladder(tmp_path: Path) -> None
         run.validate_analysis(AnalysisRequest(baseline="none"))
     with pytest.raises(OptionError, match=r"pre-registers contrast\.resamples = 3000"):
         run.validate_analysis(AnalysisRequest(boot=5000))
-    with pytest.raises(OptionError, match="is not COHORT:SUBJECT:not-slower:M"):
-        run.validate_analysis(AnalysisRequest(expect=("a:b:faster",)))
+    from tests.gatetexts import request as gates
+
+    with pytest.raises(ExpectationError, match="is not COHORT:SUBJECT:not-slower:M"):
+        gates("a:b:faster", kind_name="authoring")  # refused as it is parsed, before the run
     assert run.bootstrap(AnalysisRequest()) == ("plain", 3000, 42)
 
 

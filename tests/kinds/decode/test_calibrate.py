@@ -11,7 +11,7 @@ import pytest
 from pytest_mtpsweep.cli import main
 from pytest_mtpsweep.errors import OptionError
 from pytest_mtpsweep.kinds.decode.analysis import analyse_at_end, validate_request
-from pytest_mtpsweep.request import AnalysisRequest
+from tests.gatetexts import request as gates
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 AA = Design(
@@ -92,21 +92,23 @@ def test_a_gate_cites_a_fresh_calibration_and_refuses_a_stale_one(
     calibrated: tuple[Path, Path], tmp_path: Path
 ) -> None:
     run, path = calibrated
-    request = AnalysisRequest(boot=1000, expect=("aa:prose:not-slower:3",))
+    request = gates("aa:prose:not-slower:3", boot=1000)
     end = analyse_at_end(run, request, _ladder(run), path)
     (gate,) = end.gates
-    assert gate.met and "non-inferior" in gate.detail and f"calibrated by {path}" in gate.detail
+    assert gate.passed and "non-inferior" in gate.sentence
+    assert f"calibrated by {path}" in gate.sentence
     old = json.loads(path.read_text())
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps({**old, "created_at": "2020-01-01T00:00:00+00:00"}))
     (gate,) = analyse_at_end(run, request, _ladder(run), stale).gates
-    assert gate.met is False and "is stale: it is" in gate.detail and "days old" in gate.detail
+    assert gate.passed is False and "is stale: it is" in gate.sentence
+    assert "days old" in gate.sentence
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**old, "host": {**old["host"], "fingerprint": "0" * 32}}))
     with pytest.raises(OptionError, match="is stale: it was measured on another host"):
         validate_request(_ladder(run), request, other)
     with pytest.raises(OptionError, match=r"below the .* this host resolves"):
-        validate_request(_ladder(run), AnalysisRequest(expect=("aa:prose:not-slower:0.2",)), path)
+        validate_request(_ladder(run), gates("aa:prose:not-slower:0.2"), path)
     validate_request(_ladder(run), request, path)  # fresh: no error
 
 

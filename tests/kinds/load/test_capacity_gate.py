@@ -16,7 +16,8 @@ from pytest_mtpsweep.kinds.load.analysis.gates import judge_ratio, verdicts
 from pytest_mtpsweep.kinds.load.capacity import CapacitySettings
 from pytest_mtpsweep.kinds.load.run.loadrun import prepare
 from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import AnalysisRequest, RunRequest
+from pytest_mtpsweep.request import RunRequest
+from tests.gatetexts import request
 from tests.sandbox import REPO
 
 from . import capacity_sim as sim
@@ -46,12 +47,13 @@ def test_a_censored_capacity_is_undecided_and_names_the_bounds() -> None:
 
 
 def test_verdicts_read_the_capacity_ratio_not_the_level_rows() -> None:
-    met, missing = verdicts(["ngram:capacity:not-slower:15", "draft:capacity:not-slower:15"],
-                            (), "e2e", 0.95, (ratio(0.95, 0.90, 1.01),))  # fmt: skip
-    assert met.met and "SLO capacity vs none non-inferior" in met.detail
+    asked = request("ngram:capacity:not-slower:15", "draft:capacity:not-slower:15",
+                    kind_name="load")  # fmt: skip
+    met, missing = verdicts(asked.gates, (), "e2e", 0.95, (ratio(0.95, 0.90, 1.01),))
+    assert met.passed and "SLO capacity vs none non-inferior" in met.sentence
     assert met.figures is not None and met.figures.metric == "capacity"
     assert met.figures.lower_pct == pytest.approx(-10.0) and met.figures.confidence == 0.95
-    assert missing.met is False and "no capacity search ratio for draft" in missing.detail
+    assert missing.passed is False and "no capacity search ratio for draft" in missing.sentence
 
 
 @pytest.mark.parametrize(
@@ -68,9 +70,9 @@ def test_the_gate_fits_the_ladder_or_is_refused_in_one_line(
     lad = load_ladder(path)
     run = prepare(lad, lad.kind_settings,
                   RunRequest(ladder=str(path), search_dirs=(), cwd=REPO, invocation=()))  # fmt: skip
-    run.validate_analysis(AnalysisRequest(expect=(right,)))
+    run.validate_analysis(request(right, kind_name="load"))
     with pytest.raises(OptionError, match=said) as got:
-        run.validate_analysis(AnalysisRequest(expect=(wrong,)))
+        run.validate_analysis(request(wrong, kind_name="load"))
     assert "\n" not in str(got.value)
 
 

@@ -10,10 +10,11 @@ import pytest
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR
 from pytest_mtpsweep.errors import ExpectationError
+from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.load.analysis import analyse_at_end, interim
 from pytest_mtpsweep.kinds.load.analysis.contrast import Row
-from pytest_mtpsweep.kinds.load.analysis.gates import LoadGate, judge_row, parse
-from pytest_mtpsweep.request import AnalysisRequest
+from pytest_mtpsweep.kinds.load.analysis.gates import judge_row
+from tests.gatetexts import request
 from tests.kinds.load.run_fixture import write_run
 
 
@@ -35,29 +36,52 @@ def test_a_throughput_drop_is_judged_as_a_drop() -> None:
 
 
 def test_parsing_allows_colons_in_keys_and_bounds_the_margin() -> None:
-    assert parse("draft:mtp:conc4:not-slower:5") == LoadGate("draft:mtp", "conc4", 5.0)
+    text = "draft:mtp:conc4:not-slower:5"
+    assert parse(text) == Gate(text, "draft:mtp", "conc4", "not-slower", 5.0)
     with pytest.raises(ExpectationError, match="the one gate a load run has"):
         parse("ngram:conc4:faster")
     with pytest.raises(ExpectationError, match=r"not a percent in \(0, 50\]"):
         parse("ngram:conc4:not-slower:80")
 
 
+def parse(text: str) -> Gate:
+    (one,) = request(text, kind_name="load").gates
+    return one
+
+
 def test_the_gates_at_the_end_of_a_load_run(tmp_path: Path) -> None:
     run = write_run(tmp_path, cycles=2)
-    faster = analyse_at_end(run, AnalysisRequest(boot=1000, expect=("ngram:conc1:not-slower:5",)))
+    asked = request("ngram:conc1:not-slower:5", kind_name="load", boot=1000)
+    faster = analyse_at_end(run, asked)
     (gate,) = faster.gates
-    assert gate.met and "non-inferior" in gate.detail
-    slower = analyse_at_end(
-        run, AnalysisRequest(baseline="ngram", boot=1000, expect=("none:conc1:not-slower:5",))
-    )
+    assert gate.passed and "non-inferior" in gate.sentence
+    asked = request("none:conc1:not-slower:5", kind_name="load", baseline="ngram", boot=1000)
+    slower = analyse_at_end(run, asked)
     (gate,) = slower.gates
-    assert gate.met is False and "inferior" in gate.detail and slower.gate_failures
+    assert gate.passed is False and "inferior" in gate.sentence and gate.decided == "fail"
 
 
 def test_a_gate_decides_its_cell_for_the_stop_rule(tmp_path: Path) -> None:
     run = write_run(tmp_path, cycles=2)
-    looked = interim(run, AnalysisRequest(boot=1000, expect=("ngram:conc1:not-slower:5",)))
+    looked = interim(run, request("ngram:conc1:not-slower:5", kind_name="load", boot=1000))
     cells = looked if isinstance(looked, tuple) else looked.cells
     got = {c.cell: c.decision for c in cells}
     assert got["ngram:conc1"] == NONINFERIOR
     assert got["ngram:conc4"] in ("faster", "slower", "undecided")
+
+
+def test_mtpsweep_analyse_judges_the_gates_pytest_judges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 50 (11): `mtpsweep analyse` refused the load gates the session-end analysis judged.
+    from pytest_mtpsweep.cli import main
+
+    run = str(write_run(tmp_path, cycles=2))
+    assert main(["analyse", run, "--boot", "1000", "--expect", "ngram:conc1:not-slower:5"]) == 0
+    out = capsys.readouterr().out
+    assert "gate met: ngram:conc1:not-slower:5 met: " in out and "non-inferior" in out
+    argv = ["analyse", run, "--boot", "1000", "--baseline", "ngram"]
+    assert main([*argv, "--expect", "none:conc1:not-slower:5"]) == 1
+    assert "gate FAILED:" in capsys.readouterr().err
+    assert main([*argv, "--expect", "ngram:conc1:not-slower:5"]) == 2
+    assert "is the baseline itself" in capsys.readouterr().err

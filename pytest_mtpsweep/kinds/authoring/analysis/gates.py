@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ....kindapi import GateFigures, GateVerdict, judge_each
-from ....kindapi.analysis import WORD, NonInferiority, check_known, decide, parse_gate
+from ....kindapi import AnalysisError, ExpectationError, Gate, GateFigures, GateVerdict
+from ....kindapi.analysis import NonInferiority, decide
 from .contrast import cells_behind, paired_means, rate_interval
 
-SYNTAX = f"COHORT:SUBJECT:{WORD}:M"
 LEVEL = 0.90  # two-sided: each end a one-sided 95 % bound
 METRIC = "green"  # the pass rate the gate reads: green at any turn
 UNIT = "pp"
@@ -36,33 +35,23 @@ FIXES = (
 )
 
 
-@dataclass(frozen=True)
-class AuthoringGate:
-    """One gate: this cohort's pass rate in this subject no more than M pp below the baseline's."""
+def margin_pp(gate: Gate) -> float:
+    """An authoring gate's margin: every one is not-slower (its grammar's one rule)."""
+    if gate.margin is None:
+        raise AnalysisError(f"gate {gate} has no margin; an authoring gate is "
+                            f"{gate.treatment}:{gate.cell}:not-slower:M")  # fmt: skip
+    return gate.margin
 
-    cohort: str
-    subject: str
-    margin_pp: float
 
-
-def parse(
-    text: str,
-    *,
-    cohorts: Collection[str] | None = None,
-    subjects: Collection[str] | None = None,
-) -> AuthoringGate:
-    """Parse one gate (split from the right: a cohort key may hold colons); ExpectationError
-    naming the fix else. The names are checked when the run's cohorts and subjects are given."""
-    cohort, subject, margin = parse_gate(
-        text,
-        f"{SYNTAX}, the one gate an authoring run has",
-        f"doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)",
-        unit="a number of percentage points",
-        like="3 percentage points",
-    )
-    check_known(text, "cohort", cohort, cohorts)
-    check_known(text, "subject", subject, subjects)
-    return AuthoringGate(cohort, subject, margin)
+def check_names(gate: Gate, cohorts: Collection[str], subjects: Collection[str]) -> None:
+    """ExpectationError naming the fix when a gate names a cohort or subject the run lacks."""
+    for what, name, known in (("cohort", gate.treatment, cohorts),
+                              ("subject", gate.cell, subjects)):  # fmt: skip
+        if name not in known:
+            raise ExpectationError(
+                f"expectation {gate.text!r} names unknown {what} {name!r}; use one of "
+                f"{', '.join(sorted(known))}"
+            )
 
 
 @dataclass(frozen=True)
@@ -74,15 +63,16 @@ class Judged:
 
 
 def judge(
-    cells: pd.DataFrame, gate: AuthoringGate, baseline: str, *, final: bool = True,
+    cells: pd.DataFrame, gate: Gate, baseline: str, *, final: bool = True,
     level: float = LEVEL,
 ) -> Judged:  # fmt: skip
     """The gate on the run's informative cells: the paired difference of green rates, in pp."""
-    mine = cells[cells["subject"] == gate.subject]
-    pair = paired_means(mine, gate.cohort, baseline, METRIC)
-    behind = cells_behind(mine, pair, gate.cohort, baseline, METRIC)
-    est, low, high = rate_interval(pair, gate.cohort, baseline, behind, level)
-    return Judged(decide_rates(est, low, high, gate.margin_pp, final=final, level=level), len(pair))
+    mine = cells[cells["subject"] == gate.cell]
+    pair = paired_means(mine, gate.treatment, baseline, METRIC)
+    behind = cells_behind(mine, pair, gate.treatment, baseline, METRIC)
+    est, low, high = rate_interval(pair, gate.treatment, baseline, behind, level)
+    margin = margin_pp(gate)
+    return Judged(decide_rates(est, low, high, margin, final=final, level=level), len(pair))
 
 
 def decide_rates(
@@ -102,32 +92,32 @@ def figures(said: NonInferiority, level: float = LEVEL) -> GateFigures:
                        margin_pct=said.margin_pct)  # fmt: skip
 
 
-def _missing(cells: pd.DataFrame, gate: AuthoringGate, baseline: str) -> str | None:
+def _missing(cells: pd.DataFrame, gate: Gate, baseline: str) -> str | None:
     """Why the run has no contrast for this gate (None: it has one)."""
-    for what, column, name in (("subject", "subject", gate.subject),
-                               ("cohort", "cohort", gate.cohort)):  # fmt: skip
+    for what, column, name in (("subject", "subject", gate.cell),
+                               ("cohort", "cohort", gate.treatment)):  # fmt: skip
         if name not in set(cells[column]):
             return f"this run has no cells of {what} {name!r}"
-    if gate.cohort == baseline:
+    if gate.treatment == baseline:
         return f"{baseline} is the baseline cohort itself; name a cohort to compare with it"
     return None
 
 
 def verdicts(
-    expect: Sequence[str], cells: pd.DataFrame, baseline: str, level: float = LEVEL
+    gates: Sequence[Gate], cells: pd.DataFrame, baseline: str, level: float = LEVEL
 ) -> tuple[GateVerdict, ...]:
     """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
 
-    def one(text: str, gate: AuthoringGate) -> GateVerdict:
+    def one(gate: Gate) -> GateVerdict:
         why = _missing(cells, gate, baseline)
         if why is not None:
-            return GateVerdict(text, False, f"{text} not met: {why}")
+            return GateVerdict.of(gate, False, f"{gate} not met: {why}")
         got = judge(cells, gate, baseline, final=True, level=level)
         met = "met" if got.said.passed else "not met"
-        detail = (f"{text} {met}: green rate vs {baseline} in {gate.subject} over "
+        detail = (f"{gate} {met}: green rate vs {baseline} in {gate.cell} over "
                   f"{got.tasks} paired tasks, {got.said.sentence}")  # fmt: skip
         finite = all(map(math.isfinite, (got.said.low_pct, got.said.high_pct)))
-        return GateVerdict(text, got.said.passed, detail,
-                           figures(got.said, level) if finite else None)  # fmt: skip
+        return GateVerdict.of(gate, got.said.passed, detail,
+                              figures(got.said, level) if finite else None)  # fmt: skip
 
-    return judge_each(expect, parse, one)
+    return tuple(map(one, gates))

@@ -235,16 +235,16 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         """Each `--expect COHORT:SUBJECT:not-slower:M` parsed and its names checked, before
         anything runs."""
         from ....kindapi import ExpectationError
-        from ..analysis.gates import parse
+        from ..analysis.gates import check_names
 
         base = request.baseline or self.ladder.baseline
-        for text in request.expect:
+        for gate in request.gates:
             try:
-                gate = parse(text, cohorts=self.cohorts, subjects=self.ladder.treatment_keys)
+                check_names(gate, self.cohorts, self.ladder.treatment_keys)
             except ExpectationError as exc:
-                raise OptionError(f"--expect {text}: {exc}.") from None
-            if gate.cohort == base:
-                raise OptionError(f"--expect {text}: {base} is the baseline cohort itself; name "
+                raise OptionError(f"--expect {gate}: {exc}.") from None
+            if gate.treatment == base:
+                raise OptionError(f"--expect {gate}: {base} is the baseline cohort itself; name "
                                   "a cohort to compare with it.")  # fmt: skip
 
     def bootstrap(self, request: AnalysisRequest) -> tuple[str, int, int]:
@@ -268,13 +268,12 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         except AnalysisError as exc:
             return EndAnalysis(error=str(exc))
         gates: tuple[GateVerdict, ...] = ()
-        if request.expect and result.cells is not None:
+        if request.gates and result.cells is not None:
             from ..analysis.gates import verdicts
 
-            gates = verdicts(request.expect, result.cells, baseline)
+            gates = verdicts(request.gates, result.cells, baseline)
         return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD,
-                           gates=gates,
-                           gate_failures=tuple(g.detail for g in gates if not g.met))  # fmt: skip
+                           gates=gates)  # fmt: skip
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         from .status import finish_run

@@ -7,6 +7,7 @@ outputs); `pipeline.py` is the whole analysis as one pure function over the rest
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from ....kindapi import (
     AnalysisRequest,
     EndAnalysis,
     ExpectationError,
-    GateFigures,
+    Gate,
     GateVerdict,
     OptionError,
 )
@@ -40,8 +41,6 @@ def validate_request(
 ) -> None:
     """--baseline, --expect and --gate-calibration, checked against the ladder before the
     first server starts (the calibration's model is checked again at the end, on the run's)."""
-    from .gates import parse_expectation
-
     keys = ladder.treatment_keys
     baseline = request.baseline or ladder.baseline
     if baseline not in keys:
@@ -49,14 +48,15 @@ def validate_request(
             f"--baseline {baseline}: not a treatment of ladder {ladder.name}; use one of "
             f"{', '.join(keys)}."
         )
-    for text in request.expect:
-        try:
-            gate = parse_expectation(text, treatments=keys)
-        except ExpectationError as exc:
-            raise OptionError(f"--expect {text}: {exc}") from None
+    for gate in request.gates:
+        if gate.treatment not in keys:
+            raise OptionError(
+                f"--expect {gate}: expectation {gate.text!r} names unknown treatment "
+                f"{gate.treatment!r}; use one of {', '.join(sorted(keys))}."
+            )
         if gate.treatment == baseline:
             raise OptionError(
-                f"--expect {text}: {gate.treatment} is the baseline itself; name a treatment "
+                f"--expect {gate}: {gate.treatment} is the baseline itself; name a treatment "
                 "to compare with it."
             )
     _check_calibration(request, calibration)
@@ -68,9 +68,8 @@ def _check_calibration(request: AnalysisRequest, calibration: Path | None) -> No
     if calibration is None:
         return
     from ..calibrate import check_cited
-    from .gates import parse_expectation
 
-    margins = [g.margin_pct for g in map(parse_expectation, request.expect) if g.margin_pct]
+    margins = [g.margin for g in request.gates if g.margin is not None]
     if not margins:
         raise OptionError(
             f"--gate-calibration {calibration}: no --expect TREATMENT:SUBSET:not-slower:M gate "
@@ -115,7 +114,7 @@ def analyse_at_end(
         )
     except AnalysisError as exc:
         return EndAnalysis(error=str(exc))
-    gates = tuple(cite(judge(result, e), calibration, run) for e in request.expect)
+    gates = tuple(cite(judge(result, g), calibration, run) for g in request.gates)
     out = Path(result.out_dir) if result.out_dir else None
     also = beside_the_primary(run_dir, request, ladder, result.settings.baseline)
     also = [*terminal_lines(result.per_device, result.settings.primary_endpoint), *also]
@@ -128,7 +127,6 @@ def analyse_at_end(
     return EndAnalysis(
         table="\n".join([headline_table(result), *also]),
         report=out / "report.md" if out else None,
-        gate_failures=tuple(g.detail for g in gates if not g.met),
         headline=headline(result),
         gates=gates,
     )
@@ -141,16 +139,15 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     The pooled row is not a headline cell: a gain on one subset and none on the other is an
     answer, and their average would keep the rule from ever being met.
     """
-    from .gates import parse_expectation, stop_cells
+    from .gates import stop_cells
     from .io import load_run
     from .pipeline import analyse, headline_cells
 
     result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
                      seed=request.seed)  # fmt: skip
     # A not-slower gate decides its cell for the rule: stop once it passes or fails.
-    gates = [parse_expectation(e) for e in request.expect]
     level = result.settings.equivalence_confidence
-    return stop_cells(headline_cells(result), result.published, gates, level)
+    return stop_cells(headline_cells(result), result.published, request.gates, level)
 
 
 def beside_the_primary(
@@ -178,66 +175,23 @@ def beside_the_primary(
     return lines
 
 
-def judge(result: DecodeAnalysis, expectation: str) -> GateVerdict:
-    """One gate on the published decisions: met, or the line saying why not; with its
-    estimate and interval where the run has its row."""
-    import dataclasses
-
-    from .gates import evaluate_expectations
+def judge(result: DecodeAnalysis, gate: Gate) -> GateVerdict:
+    """One gate on the published decisions; one that cannot be judged at all (a treatment the
+    run never had) fails with the sentence why."""
+    from .gates import judge as judged
 
     try:
-        failures = evaluate_expectations(result, [expectation])
+        return judged(result, gate)
     except ExpectationError as exc:
-        return GateVerdict(expectation, False, f"{expectation} not met: {exc}")
-    figures = _figures(result, expectation)
-    if failures:
-        return GateVerdict(expectation, False, failures[0], figures)
-    from .gates import judge_margin, parse_expectation
-
-    gate = parse_expectation(expectation)
-    if gate.margin_pct is not None:  # its sentence holds the interval and the margin
-        row = result.published.set_index(["treatment", "subset"]).loc[(gate.treatment, gate.subset)]
-        level = result.settings.equivalence_confidence
-        said = judge_margin(row, gate.margin_pct, final=True, level=level).sentence
-        return GateVerdict(expectation, True, f"{expectation} met: {said}", figures)
-    line = _published(result).get((gate.treatment, gate.subset), "")
-    verdict = GateVerdict(expectation, True, f"{expectation} met: {line}".rstrip(": "))
-    return dataclasses.replace(verdict, figures=figures)
-
-
-def _figures(result: DecodeAnalysis, expectation: str) -> GateFigures | None:
-    """The published row's estimate and interval for a gate's cell: the 90 % one a not-slower
-    gate is judged on, the 95 % one for the others; None where the run has no such row."""
-    from .gates import parse_expectation
-
-    gate = parse_expectation(expectation)
-    rows = result.published.set_index(["treatment", "subset"])
-    if (gate.treatment, gate.subset) not in rows.index:
-        return None
-    row = rows.loc[(gate.treatment, gate.subset)]
-    s = result.settings
-    low, high, level = (
-        ("ci90_low", "ci90_high", s.equivalence_confidence)
-        if gate.margin_pct is not None
-        else ("ci_low", "ci_high", s.confidence)
-    )
-    return GateFigures(
-        metric=str(row["endpoint"]), estimate_pct=float(row["pct_change"]),
-        lower_pct=float(row[low]), upper_pct=float(row[high]), confidence=level,
-        margin_pct=gate.margin_pct,
-    )  # fmt: skip
+        return GateVerdict.of(gate, False, f"{gate} not met: {exc}")
 
 
 def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> GateVerdict:
     """A not-slower gate with the calibration it cites: failed when the calibration no longer
     speaks for this run (host, model, age, margin), else its noise floor and false alarms
     added to the message."""
-    from .gates import parse_expectation
-
-    if calibration is None:
-        return verdict
-    gate = parse_expectation(verdict.expectation)
-    if gate.margin_pct is None:
+    gate = verdict.gate
+    if calibration is None or gate.margin is None:
         return verdict
     import json
 
@@ -246,39 +200,31 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
 
     keyed = run.plan.keyed
     sha = keyed.get("model_sha256")
-    why = check_cited(calibration, margin_pct=gate.margin_pct,
+    why = check_cited(calibration, margin_pct=gate.margin,
                       model_sha256=str(sha) if sha else None)  # fmt: skip
     if why:
-        return GateVerdict(verdict.expectation, False, f"{verdict.expectation} not met: {why}",
-                           verdict.figures)  # fmt: skip
+        return GateVerdict.of(gate, False, f"{gate} not met: {why}", verdict.figures)
     # the typed file (check_cited has read and checked it), not raw keys that may be missing
     cal = Calibration.from_json(
         json.loads(calibration.read_text(encoding="utf-8")), str(calibration)
     )
-    rates = [c.false_alarm for c in cal.cells if c.cell.endswith(f":{gate.subset}")]
+    rates = [c.false_alarm for c in cal.cells if c.cell.endswith(f":{gate.cell}")]
     said = f"; calibrated by {calibration}: noise floor {cal.noise_floor_pct:.2f} %"
     if rates:
         r = rates[0]
         said += (f", A/A false alarms {100 * r.rate:.1f} % "
                  f"[{100 * r.low:.1f}, {100 * r.high:.1f}]")  # fmt: skip
-    return GateVerdict(verdict.expectation, verdict.met, verdict.detail + said, verdict.figures)
+    return dataclasses.replace(verdict, sentence=verdict.sentence + said)
 
 
 def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:
     """Each published contrast as one line: `+86.1 % [95% CI +54.0, +111.2] faster (...)`."""
-    out: dict[tuple[str, str], str] = {}
-    for r in result.published.to_dict(orient="records"):
-        change = "n/a" if pd_isna(r["pct_change"]) else f"{r['pct_change']:+.1f} %"
-        ci = (
-            ""
-            if pd_isna(r["ci_low"]) or pd_isna(r["ci_high"])
-            else f" [95% CI {r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
-        )
-        out[(str(r["treatment"]), str(r["subset"]))] = (
-            f"{change}{ci} {r['decision']} ({r['endpoint']} endpoint, "
-            f"{int(r['n_prompts'])} prompts, {int(r['n_pairs'])} pairs)"
-        )
-    return out
+    from .gates import published_line
+
+    return {
+        (str(r["treatment"]), str(r["subset"])): published_line(r)
+        for r in result.published.to_dict(orient="records")
+    }
 
 
 def headline(result: DecodeAnalysis) -> dict[str, str]:
@@ -300,9 +246,15 @@ def analyse_command(
     """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
     gate (exit 1 when one is not met)."""
     from ..report.sections import headline_table
-    from .gates import evaluate_expectations, parse_expectation
+    from .gates import check_treatment
+    from .gates import judge as judged
 
-    gates = [parse_expectation(text) for text in args.expect]
+    gates: tuple[Gate, ...] = getattr(args, "gates", ())
+
+    def judgeable(result: DecodeAnalysis) -> None:  # refused before anything is written
+        for gate in gates:
+            check_treatment(gate, result.known_treatments, result.settings.baseline)
+
     result = analyse_run(
         list(runs),
         baseline=args.baseline,
@@ -311,20 +263,20 @@ def analyse_command(
         out=Path(args.out) if args.out else None,
         pool=args.pool,
         endpoint=args.endpoint,
+        check=judgeable,
     )
     print(headline_table(result))
     if result.unreadable:
         print(terminal(result.unreadable))
     print(f"outputs: {result.out_dir}")
-    if not gates:
-        return EXIT_OK
-    failures = evaluate_expectations(result, gates)
-    for gate in gates:
-        if not any(f.startswith(f"{gate} ") for f in failures):
-            print(f"gate met: {gate}")
-    for failure in failures:
-        print(f"gate FAILED: {failure}", file=sys.stderr)
-    return EXIT_GATE_FAILED if failures else EXIT_OK
+    verdicts = [judged(result, gate) for gate in gates]
+    for v in verdicts:
+        if v.passed:
+            print(f"gate met: {v.gate}")
+    for v in verdicts:
+        if not v.passed:
+            print(f"gate FAILED: {v.sentence}", file=sys.stderr)
+    return EXIT_OK if all(v.passed for v in verdicts) else EXIT_GATE_FAILED
 
 
 def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:

@@ -5,139 +5,100 @@ one), which also decides the gated cell for the stop rule (`stop_cells`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ....kindapi import ExpectationError
-from ....kindapi.analysis import WORD, Decision, NonInferiority, check_margin, decide
-from .model import KNOWN_SUBSETS, DecodeAnalysis
+from ....kindapi import ExpectationError, Gate, GateFigures, GateVerdict
+from ....kindapi.analysis import Decision, NonInferiority, decide
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ....kindapi.analysis import CellState
-
-DIRECTIONS: tuple[str, ...] = ("faster", "slower", "equivalent", WORD)
-SYNTAX = f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{WORD}:M"
+    from .model import DecodeAnalysis
 
 
-@dataclass(frozen=True)
-class Expectation:
-    """One gate: this treatment is faster/slower/equivalent to the baseline on this subset."""
-
-    treatment: str
-    subset: str
-    direction: str
-    margin_pct: float | None = None  # not-slower's M; None for the other directions
-
-    def __str__(self) -> str:
-        tail = "" if self.margin_pct is None else f":{self.margin_pct:g}"
-        return f"{self.treatment}:{self.subset}:{self.direction}{tail}"
-
-    @property
-    def cell(self) -> str:
-        return f"{self.treatment}:{self.subset}"
-
-
-def parse_expectation(text: str, *, treatments: Collection[str] | None = None) -> Expectation:
-    """Parse one gate; `treatments`, when given, are the names the treatment must be among."""
-    # Treatment keys may themselves hold colons, so split from the right.
-    four = text.strip().rsplit(":", 3)
-    margin: float | None = None
-    if len(four) == 4 and four[2].strip() == WORD:
-        try:
-            margin = check_margin(four[3].strip(), f"expectation {text!r}")
-        except ValueError as exc:
-            raise ExpectationError(str(exc)) from None
-        text_parts = four[:3]
-    else:
-        text_parts = text.strip().rsplit(":", 2)
-    parts = text_parts
-    if len(parts) != 3 or not all(p.strip() for p in parts):
+def check_treatment(gate: Gate, known: Sequence[str], baseline: str) -> None:
+    """ExpectationError for a gate that cannot be judged at all: a treatment the run never
+    had, or the baseline itself."""
+    if gate.treatment not in known:
         raise ExpectationError(
-            f"expectation {text!r} is not {SYNTAX}; write it like gate_0.10:structured:faster"
+            f"expectation {gate} names unknown treatment {gate.treatment!r}; use one of "
+            f"{', '.join(sorted(known))}"
         )
-    treatment, subset, direction = (p.strip() for p in parts)
-    if direction not in DIRECTIONS:
+    if gate.treatment == baseline:
         raise ExpectationError(
-            f"expectation {text!r} ends in {direction!r}; use one of {', '.join(DIRECTIONS)}"
+            f"expectation {gate} names the baseline {gate.treatment!r} itself; name a "
+            "treatment to compare with it"
         )
-    if direction == WORD and margin is None:
-        raise ExpectationError(
-            f"expectation {text!r} gives {WORD} no margin; write it like "
-            f"{treatment}:{subset}:{WORD}:3 (no more than 3 % slower)"
-        )
-    if subset not in KNOWN_SUBSETS:
-        raise ExpectationError(
-            f"expectation {text!r} names unknown subset {subset!r}; use one of "
-            f"{', '.join(KNOWN_SUBSETS)}"
-        )
-    if treatments is not None and treatment not in treatments:
-        raise ExpectationError(
-            f"expectation {text!r} names unknown treatment {treatment!r}; use one of "
-            f"{', '.join(sorted(treatments))}"
-        )
-    return Expectation(treatment, subset, direction, margin)
 
 
-def evaluate_expectations(
-    result: DecodeAnalysis, expectations: Sequence[str | Expectation]
-) -> list[str]:
-    """One line per unmet gate (empty when all are met).
-
-    Raises ExpectationError for a gate that cannot be judged at all: bad syntax, a treatment
-    the run never had, or the baseline itself.
-    """
-    parsed = [
-        e
-        if isinstance(e, Expectation)
-        else parse_expectation(e, treatments=result.known_treatments)
-        for e in expectations
-    ]
-    failures: list[str] = []
+def judge(result: DecodeAnalysis, gate: Gate) -> GateVerdict:
+    """One gate on the published decisions: met, or the sentence why not, with its estimate
+    and interval where the run has its row. ExpectationError for one that cannot be judged."""
+    base = result.settings.baseline
+    check_treatment(gate, result.known_treatments, base)
     published = result.published.set_index(["treatment", "subset"])
-    for exp in parsed:
-        if exp.treatment not in result.known_treatments:
-            raise ExpectationError(
-                f"expectation {exp} names unknown treatment {exp.treatment!r}; use one of "
-                f"{', '.join(sorted(result.known_treatments))}"
-            )
-        if exp.treatment == result.settings.baseline:
-            raise ExpectationError(
-                f"expectation {exp} names the baseline {exp.treatment!r} itself; name a "
-                "treatment to compare with it"
-            )
-        key = (exp.treatment, exp.subset)
-        if key not in published.index:
-            failures.append(
-                f"{exp} not met: this run has no {exp.subset} contrast for {exp.treatment} "
-                f"vs {result.settings.baseline} (not selected or no records)"
-            )
-            continue
-        row = published.loc[key]
-        if exp.margin_pct is not None:
-            level = result.settings.equivalence_confidence
-            verdict = judge_margin(row, exp.margin_pct, final=True, level=level)
-            if not verdict.passed:
-                failures.append(f"{exp} not met: {verdict.sentence} ({row['endpoint']} endpoint, "
-                                f"{int(row['n_prompts'])} prompts)")  # fmt: skip
-            continue
-        if row["decision"] == exp.direction:
-            continue
-        if int(row["n_pairs"]) == 0:
-            failures.append(
-                f"{exp} not met: no {exp.treatment}/{result.settings.baseline} pairs on "
-                f"{exp.subset} prompts"
-            )
-            continue
-        failures.append(
-            f"{exp} not met: decision is {row['decision']} ({row['endpoint']} endpoint "
-            f"{row['pct_change']:+.2f}%, 95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}], "
-            f"90% CI [{row['ci90_low']:+.2f}, {row['ci90_high']:+.2f}], margin "
-            f"±{result.settings.margin_pct:g}%, {int(row['n_prompts'])} prompts)"
-        )
-    return failures
+    key = (gate.treatment, gate.cell)
+    if key not in published.index:
+        return GateVerdict.of(gate, False, f"{gate} not met: this run has no {gate.cell} "
+                              f"contrast for {gate.treatment} vs {base} (not selected or no "
+                              "records)")  # fmt: skip
+    row = published.loc[key]
+    numbers = figures(result, gate, row)
+    if gate.margin is not None:
+        level = result.settings.equivalence_confidence
+        said = judge_margin(row, gate.margin, final=True, level=level)
+        if said.passed:
+            return GateVerdict.of(gate, True, f"{gate} met: {said.sentence}", numbers)
+        return GateVerdict.of(gate, False, f"{gate} not met: {said.sentence} ({row['endpoint']} "
+                              f"endpoint, {int(row['n_prompts'])} prompts)", numbers)  # fmt: skip
+    if row["decision"] == gate.rule:
+        line = published_line(row)
+        return GateVerdict.of(gate, True, f"{gate} met: {line}".rstrip(": "), numbers)
+    if int(row["n_pairs"]) == 0:
+        return GateVerdict.of(gate, False, f"{gate} not met: no {gate.treatment}/{base} pairs "
+                              f"on {gate.cell} prompts", numbers)  # fmt: skip
+    return GateVerdict.of(gate, False, (
+        f"{gate} not met: decision is {row['decision']} ({row['endpoint']} endpoint "
+        f"{row['pct_change']:+.2f}%, 95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}], "
+        f"90% CI [{row['ci90_low']:+.2f}, {row['ci90_high']:+.2f}], margin "
+        f"±{result.settings.margin_pct:g}%, {int(row['n_prompts'])} prompts)"), numbers)  # fmt: skip
+
+
+def figures(result: DecodeAnalysis, gate: Gate, row: pd.Series) -> GateFigures:
+    """The published row's estimate and interval for a gate's cell: the 90 % one a not-slower
+    gate is judged on, the 95 % one for the others."""
+    s = result.settings
+    low, high, level = (
+        ("ci90_low", "ci90_high", s.equivalence_confidence)
+        if gate.margin is not None
+        else ("ci_low", "ci_high", s.confidence)
+    )
+    return GateFigures(
+        metric=str(row["endpoint"]), estimate_pct=float(row["pct_change"]),
+        lower_pct=float(row[low]), upper_pct=float(row[high]), confidence=level,
+        margin_pct=gate.margin,
+    )  # fmt: skip
+
+
+def published_line(r: Mapping[str, Any]) -> str:
+    """One published contrast as a line: `+86.1 % [95% CI +54.0, +111.2] faster (...)`."""
+
+    def na(value: object) -> bool:
+        return value is None or (isinstance(value, float) and math.isnan(value))
+
+    change = "n/a" if na(r["pct_change"]) else f"{r['pct_change']:+.1f} %"
+    ci = (
+        ""
+        if na(r["ci_low"]) or na(r["ci_high"])
+        else f" [95% CI {r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+    )
+    return (
+        f"{change}{ci} {r['decision']} ({r['endpoint']} endpoint, "
+        f"{int(r['n_prompts'])} prompts, {int(r['n_pairs'])} pairs)"
+    )
 
 
 def judge_margin(
@@ -159,7 +120,7 @@ def judge_margin(
 def stop_cells(
     cells: Sequence[CellState],
     published: pd.DataFrame,
-    gates: Sequence[Expectation],
+    gates: Sequence[Gate],
     level: float = 0.90,
 ) -> tuple[CellState, ...]:
     """The headline cells a stop rule looks at, each cell a not-slower gate names decided by
@@ -167,7 +128,7 @@ def stop_cells(
     until then): the gate is what the run waits for on that cell."""
     import dataclasses
 
-    margins = {g.cell: g.margin_pct for g in gates if g.margin_pct is not None}
+    margins = {g.key: g.margin for g in gates if g.margin is not None}
     if not margins:
         return tuple(cells)
     rows = published.set_index(["treatment", "subset"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,15 +302,19 @@ def analyse_run(
     pool: bool = False,
     endpoint: str | None = None,
     draw: bool = False,
+    check: Callable[[DecodeAnalysis], None] | None = None,
 ) -> DecodeAnalysis:
     """Load the runs, analyse them and write the outputs; baseline None uses plan.json's; with
-    `draw` report.html has the pictures drawn from the records.
+    `draw` report.html has the pictures drawn from the records; `check` may refuse the result
+    before anything is written.
 
     An `endpoint` named explicitly writes beside the pre-registered analysis, e.g. into
     analysis_interval_basis/, never over it."""
     result = load_and_analyse(
         run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool, endpoint=endpoint
     )
+    if check is not None:
+        check(result)
     if out is None:
         out = default_out_dir(result)
         if endpoint is not None:

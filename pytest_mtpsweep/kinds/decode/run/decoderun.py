@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi import AnalysisRequest, EndAnalysis, KindRun, Outcome, RunRequest
+from ....kindapi import POOLED, AnalysisRequest, EndAnalysis, KindRun, Outcome, RunRequest
 from ....kindapi.ladder import (
     Ladder,
     Preregistration,
@@ -92,6 +92,11 @@ class DecodeRun(KindRun):
         have = {(c.slot.treatment, c.prompt.subset) for c in cases if isinstance(c, DecodeCase)}
         base = self.ladder.baseline
         return frozenset(f"{t}:{s}" for t, s in have if t != base and (base, s) in have)
+
+    def gate_cells(self, cases: Sequence[Case]) -> frozenset[str]:
+        """The headline cells, and each such treatment's pooled row: what a gate may name."""
+        cells = self.stop_cells(cases)
+        return cells | {f"{c.rpartition(':')[0]}:{POOLED}" for c in cells}
 
     def registration(self, reg: Preregistration) -> Preregistration:
         """Every treatment against the baseline, in both subsets and on both endpoints."""

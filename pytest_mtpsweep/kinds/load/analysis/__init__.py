@@ -24,9 +24,12 @@ from ....kindapi import (
     DEFAULT_BOOT,
     DEFAULT_BOOT_SEED,
     EXIT_ERROR,
+    EXIT_GATE_FAILED,
     EXIT_OK,
+    AnalysisError,
     AnalysisRequest,
     EndAnalysis,
+    Gate,
 )
 from ....kindapi.records import RunReader, schema
 from ....kindapi.records import recordlines as rl
@@ -106,28 +109,24 @@ class _Read:
     keys: list[str]
 
 
-def _read(run_dir: Path, baseline: str | None) -> _Read | str:
-    """The plan, the records and their frames, the baseline and the contrasts to form; a
-    one-line reason when there is nothing to analyse."""
-    from ....kindapi import AnalysisError
+def _read(run_dir: Path, baseline: str | None) -> _Read:
+    """The plan, the records and their frames, the baseline and the contrasts to form;
+    AnalysisError in one line when there is nothing to analyse."""
     from . import frame
 
-    try:
-        plan = plan_of(run_dir)
-    except AnalysisError as exc:  # it names the file and the fix
-        return str(exc)
+    plan = plan_of(run_dir)  # its AnalysisError names the file and the fix
     records, unreadable = records_of(run_dir)
     requests, levels = frame.frames(records)
     if levels.empty and unreadable:
-        return (f"no level line in {run_dir / schema.RECORDS_DIR} can be read "
+        raise AnalysisError(f"no level line in {run_dir / schema.RECORDS_DIR} can be read "
                 f"({rl.summary(unreadable, 3)}); restore the records from a copy or run the "
                 "ladder again")  # fmt: skip
     if levels.empty:
-        return "no load records were written, so there is nothing to analyse"
+        raise AnalysisError("no load records were written, so there is nothing to analyse")
     base = baseline or plan.analysis.baseline
     present = set(levels["treatment"])
     if base not in present:
-        return (f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
+        raise AnalysisError(f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
                 f"{', '.join(sorted(present))}), so no contrast can be formed")  # fmt: skip
     order = frame.level_order(levels)
     modes: dict[str, list[str]] = {}
@@ -142,19 +141,16 @@ def _read(run_dir: Path, baseline: str | None) -> _Read | str:
 def compute(
     run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_BOOT_SEED,
-) -> AnalysisResult | str:  # fmt: skip
-    """The analysis of what the run directory holds now, as a result; it writes nothing (a
-    one-line reason when there is nothing to analyse). `report.save.save_result` saves it."""
-    done = _compute(run_dir, baseline=baseline, boot=boot, seed=seed)
-    return done if isinstance(done, str) else done.result
+) -> AnalysisResult:  # fmt: skip
+    """The analysis of what the run directory holds now, as a result; it writes nothing
+    (AnalysisError when there is nothing to analyse). `report.save.save_result` saves it."""
+    return _compute(run_dir, baseline=baseline, boot=boot, seed=seed).result
 
 
-def _compute(run_dir: Path, *, baseline: str | None, boot: int, seed: int) -> _Computed | str:
+def _compute(run_dir: Path, *, baseline: str | None, boot: int, seed: int) -> _Computed:
     from . import capacity_stats, contrast, crossover, frame, turns
 
     read = _read(run_dir, baseline)
-    if isinstance(read, str):
-        return read
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
     table = frame.percentile_table(requests, levels, read.keys)
     look = look_of(plan, levels)
@@ -233,20 +229,14 @@ def _result(
 def analyse(
     run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_BOOT_SEED,
-) -> LoadAnalysis | str:  # fmt: skip
-    """Analyse what the run directory holds now and save it into RUN/analysis/; a one-line
-    reason when there is nothing to analyse or it cannot be written."""
-    from ....kindapi import AnalysisError
+) -> LoadAnalysis:  # fmt: skip
+    """Analyse what the run directory holds now and save it into RUN/analysis/;
+    AnalysisError in one line when there is nothing to analyse or it cannot be written."""
     from ....kindapi.report import save_result
 
     got = _compute(run_dir, baseline=baseline, boot=boot, seed=seed)
-    if isinstance(got, str):
-        return got
     done = got.result
-    try:
-        saved = save_result(done, run_dir / OUT, run_dir)
-    except AnalysisError as exc:
-        return str(exc)
+    saved = save_result(done, run_dir / OUT, run_dir)
     return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report, got.rows,
                         got.endpoint, got.level, got.ratios)  # fmt: skip
 
@@ -296,11 +286,12 @@ def interim(run_dir: Path, request: AnalysisRequest) -> AnalysisResult | tuple[C
 
     from .gates import stop_cells
 
-    got = _compute(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
-    if isinstance(got, str):
+    try:
+        got = _compute(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
+    except AnalysisError:  # nothing to look at yet
         return ()
     # a not-slower gate decides its cell for the rule: stop once it passes or fails
-    cells = stop_cells(got.result.cells, got.rows, request.expect, got.endpoint, got.level)
+    cells = stop_cells(got.result.cells, got.rows, request.gates, got.endpoint, got.level)
     return dataclasses.replace(got.result, cells=cells)
 
 
@@ -337,31 +328,58 @@ def _figures(
 def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
     from .gates import verdicts
 
-    done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
-    if isinstance(done, str):
-        return EndAnalysis(error=done)
-    gates = verdicts(request.expect, done.rows, done.endpoint, done.level, done.ratios)
+    try:
+        done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)
+    except AnalysisError as exc:
+        return EndAnalysis(error=str(exc))
+    gates = verdicts(request.gates, done.rows, done.endpoint, done.level, done.ratios)
     return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline,
-                       gates=gates, gate_failures=tuple(g.detail for g in gates if not g.met))  # fmt: skip
+                       gates=gates)  # fmt: skip
 
 
 def analyse_command(
     args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[PlanDoc]
 ) -> int:
-    """`mtpsweep analyse RUN...` of load runs: each run's headline and report again."""
+    """`mtpsweep analyse RUN...` of load runs: each run's headline and report again, then each
+    --expect gate judged on it as the session-end analysis judges it (exit 1 when one is not
+    met)."""
+    from .gates import verdicts
+
+    gates: tuple[Gate, ...] = getattr(args, "gates", ())
+    for gate in gates:  # refused before anything is written
+        check_gate(gate, plans, args.baseline)
     status = EXIT_OK
-    if getattr(args, "expect", None):
-        print("mtpsweep analyse: error: a load run has no --expect gates; drop --expect",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_ERROR
     for run_dir in runs:
-        done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
-        if isinstance(done, str):
-            print(f"mtpsweep analyse: error: {run_dir}: {done}", file=sys.stderr)
+        try:
+            done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+        except AnalysisError as exc:
+            print(f"mtpsweep analyse: error: {run_dir}: {exc}", file=sys.stderr)
             status = EXIT_ERROR
             continue
         print("\n".join(done.lines))
+        for v in verdicts(gates, done.rows, done.endpoint, done.level, done.ratios):
+            if v.passed:
+                print(f"gate met: {v.sentence}")
+            else:
+                print(f"gate FAILED: {run_dir}: {v.sentence}", file=sys.stderr)
+                status = max(status, EXIT_GATE_FAILED)
     return status
+
+
+def check_gate(gate: Gate, plans: Sequence[PlanDoc], baseline: str | None) -> None:
+    """A gate every run can be judged on: a treatment of each, not its baseline; AnalysisError
+    naming the fix else (the session-end analysis refuses the same before a run starts)."""
+    for plan in plans:
+        keys = plan.treatment_keys
+        base = baseline or plan.analysis.baseline
+        if keys and gate.treatment not in keys:
+            raise AnalysisError(
+                f"--expect {gate}: expectation {gate.text!r} names unknown treatment "
+                f"{gate.treatment!r}; use one of {', '.join(sorted(keys))}"
+            )
+        if gate.treatment == base:
+            raise AnalysisError(f"--expect {gate}: {base} is the baseline itself; name a "
+                                "treatment to compare with it")  # fmt: skip
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ....kindapi import GateFigures, GateVerdict, judge_each
-from ....kindapi.analysis import WORD, Decision, NonInferiority, check_known, decide, parse_gate
+from ....kindapi import AnalysisError, Gate, GateFigures, GateVerdict
+from ....kindapi.analysis import Decision, NonInferiority, decide
 from .contrast import LOWER_IS_BETTER, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from .capacity_stats import Ratio
     from .contrast import Row
 
-SYNTAX = f"TREATMENT:LEVEL:{WORD}:M"
 CAPACITY = "capacity"  # the LEVEL a capacity search's gate names
 CAPACITY_LEVEL = 0.95  # the ratio's published interval (2.5 and 97.5 % of its resamples)
 CAPACITY_FIXES = "run more cycles or more requests a probe, or widen the margin"
@@ -40,28 +38,6 @@ CENSORED_FIXES = (
     "a capacity lies beyond the search's bounds, so the ratio is a bound without an interval; "
     "widen [capacity] low and high"
 )
-
-
-@dataclass(frozen=True)
-class LoadGate:
-    """One gate: this treatment at this level no more than M % worse than the baseline."""
-
-    treatment: str
-    level: str
-    margin_pct: float
-
-    @property
-    def cell(self) -> str:
-        return f"{self.treatment}:{self.level}"
-
-
-def parse(text: str, *, treatments: Collection[str] | None = None) -> LoadGate:
-    """Parse one gate (split from the right: keys may hold colons); ExpectationError else."""
-    treatment, level, margin = parse_gate(
-        text, f"{SYNTAX}, the one gate a load run has", f"ngram:conc4:{WORD}:5"
-    )
-    check_known(text, "treatment", treatment, treatments)
-    return LoadGate(treatment, level, margin)
 
 
 def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonInferiority:
@@ -88,22 +64,30 @@ def judge_ratio(ratio: Ratio, margin_pct: float) -> NonInferiority:
                   level=CAPACITY_LEVEL, fixes=fixes)  # fmt: skip
 
 
-def _capacity(gate: LoadGate, text: str, ratios: Sequence[Ratio]) -> GateVerdict:
+def _margin(gate: Gate) -> float:
+    """A load gate's margin: every gate a load run has is not-slower (its grammar's one rule)."""
+    if gate.margin is None:
+        raise AnalysisError(f"gate {gate} has no margin; a load gate is {gate.treatment}:"
+                         f"{gate.cell}:not-slower:M")  # fmt: skip
+    return gate.margin
+
+
+def _capacity(gate: Gate, ratios: Sequence[Ratio]) -> GateVerdict:
     """A capacity gate's verdict from the search's ratios."""
     ratio = next((r for r in ratios if r.treatment == gate.treatment), None)
     if ratio is None:
-        return GateVerdict(text, False, f"{text} not met: this run has no capacity search "
-                           f"ratio for {gate.treatment}")  # fmt: skip
-    said = judge_ratio(ratio, gate.margin_pct)
+        return GateVerdict.of(gate, False, f"{gate} not met: this run has no capacity search "
+                              f"ratio for {gate.treatment}")  # fmt: skip
+    said = judge_ratio(ratio, _margin(gate))
     met = "met" if said.passed else "not met"
     numbers = figures(said, CAPACITY, CAPACITY_LEVEL) if not ratio.bound else None
-    return GateVerdict(text, said.passed, f"{text} {met}: SLO capacity vs {ratio.baseline} "
-                       f"{said.sentence}", numbers)  # fmt: skip
+    return GateVerdict.of(gate, said.passed, f"{gate} {met}: SLO capacity vs {ratio.baseline} "
+                          f"{said.sentence}", numbers)  # fmt: skip
 
 
-def _row(rows: Sequence[Row], gate: LoadGate, endpoint: str) -> Row | None:
+def _row(rows: Sequence[Row], gate: Gate, endpoint: str) -> Row | None:
     return next(
-        (r for r in rows if (r.treatment, r.level, r.endpoint) == (gate.treatment, gate.level,
+        (r for r in rows if (r.treatment, r.level, r.endpoint) == (gate.treatment, gate.cell,
                                                                   endpoint)), None)  # fmt: skip
 
 
@@ -117,39 +101,39 @@ def figures(said: NonInferiority, endpoint: str, level: float) -> GateFigures:
 
 
 def verdicts(
-    expect: Sequence[str], rows: Sequence[Row], endpoint: str, level: float,
+    gates: Sequence[Gate], rows: Sequence[Row], endpoint: str, level: float,
     ratios: Sequence[Ratio] = (),
 ) -> tuple[GateVerdict, ...]:  # fmt: skip
     """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
 
-    def one(text: str, gate: LoadGate) -> GateVerdict:
-        if gate.level == CAPACITY:
-            return _capacity(gate, text, ratios)
+    def one(gate: Gate) -> GateVerdict:
+        if gate.cell == CAPACITY:
+            return _capacity(gate, ratios)
         row = _row(rows, gate, endpoint)
         if row is None:
-            return GateVerdict(text, False, f"{text} not met: this run has no {endpoint} "
-                               f"contrast for {gate.treatment} at {gate.level}")  # fmt: skip
-        said = judge_row(row, gate.margin_pct, final=True, level=level)
+            return GateVerdict.of(gate, False, f"{gate} not met: this run has no {endpoint} "
+                                  f"contrast for {gate.treatment} at {gate.cell}")  # fmt: skip
+        said = judge_row(row, _margin(gate), final=True, level=level)
         met = "met" if said.passed else "not met"
-        return GateVerdict(text, said.passed, f"{text} {met}: {endpoint} {said.sentence}",
-                           figures(said, endpoint, level))  # fmt: skip
+        return GateVerdict.of(gate, said.passed, f"{gate} {met}: {endpoint} {said.sentence}",
+                              figures(said, endpoint, level))  # fmt: skip
 
-    return judge_each(expect, parse, one)
+    return tuple(map(one, gates))
 
 
 def stop_cells(
-    cells: Sequence[CellState], rows: Sequence[Row], expect: Sequence[str], endpoint: str,
+    cells: Sequence[CellState], rows: Sequence[Row], gates: Sequence[Gate], endpoint: str,
     level: float,
 ) -> tuple[CellState, ...]:  # fmt: skip
     """The cells a stop rule looks at, each one a gate names decided by the gate."""
-    gates = {g.cell: g for g in map(parse, expect)}
+    by_cell = {g.key: g for g in gates}
     out = []
     for c in cells:
-        gate = gates.get(c.cell)
+        gate = by_cell.get(c.cell)
         row = _row(rows, gate, endpoint) if gate is not None else None
         if gate is None or row is None:
             out.append(c)
             continue
-        said = judge_row(row, gate.margin_pct, final=False, level=level)
+        said = judge_row(row, _margin(gate), final=False, level=level)
         out.append(dataclasses.replace(c, decision=Decision(said.outcome), gated=True))
     return tuple(out)

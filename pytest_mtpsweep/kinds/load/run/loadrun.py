@@ -265,23 +265,23 @@ class LoadRun(KindRun):
         return {"position": case.position, **out}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
-        from ....kindapi import ExpectationError
-        from ..analysis.gates import CAPACITY, parse
+        from ..analysis.gates import CAPACITY
 
         keys = self.ladder.treatment_keys
         base = request.baseline or self.ladder.baseline
         searched = self.settings.capacity is not None
-        for text in request.expect:  # a load run's one gate: TREATMENT:LEVEL:not-slower:M
-            try:
-                gate = parse(text, treatments=keys)
-            except ExpectationError as exc:
-                raise OptionError(f"--expect {text}: {exc}.") from None
-            if gate.treatment == base:
-                raise OptionError(f"--expect {text}: {base} is the baseline itself; name a "
-                                  "treatment to compare with it.")  # fmt: skip
-            if searched != (gate.level == CAPACITY):
+        for gate in request.gates:  # a load run's one gate: TREATMENT:LEVEL:not-slower:M
+            if gate.treatment not in keys:
                 raise OptionError(
-                    f"--expect {text}: a [capacity] search is gated as "
+                    f"--expect {gate}: expectation {gate.text!r} names unknown treatment "
+                    f"{gate.treatment!r}; use one of {', '.join(sorted(keys))}."
+                )
+            if gate.treatment == base:
+                raise OptionError(f"--expect {gate}: {base} is the baseline itself; name a "
+                                  "treatment to compare with it.")  # fmt: skip
+            if searched != (gate.cell == CAPACITY):
+                raise OptionError(
+                    f"--expect {gate}: a [capacity] search is gated as "
                     f"{gate.treatment}:{CAPACITY}:not-slower:M and a level ladder by its "
                     f"levels; name {CAPACITY if searched else 'a level'} in the gate."
                 )

@@ -9,13 +9,10 @@ import pytest
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
 from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.kinds.authoring.analysis.gates import (
-    AuthoringGate,
-    judge,
-    parse,
-    verdicts,
-)
+from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.kinds.authoring.analysis.gates import check_names, judge, verdicts
 from tests.authoring_gate_sim import SCENARIOS, GateScenario, simulate
+from tests.gatetexts import gate
 
 
 def frame(subject: str, greens: dict[str, list[int]]) -> pd.DataFrame:
@@ -31,8 +28,13 @@ def frame(subject: str, greens: dict[str, list[int]]) -> pd.DataFrame:
 ALL_GREEN = frame("alpha", {"plain": [1] * 40, "doctest": [1] * 40, "terse": [0] * 40})
 
 
+def parse(text: str) -> Gate:
+    return gate(text, "authoring")
+
+
 def test_parsing_allows_colons_in_a_cohort_and_bounds_the_margin() -> None:
-    assert parse("json:v2:alpha:not-slower:5") == AuthoringGate("json:v2", "alpha", 5.0)
+    text = "json:v2:alpha:not-slower:5"
+    assert parse(text) == Gate(text, "json:v2", "alpha", "not-slower", 5.0, "pp")
     with pytest.raises(ExpectationError, match="the one gate an authoring run has"):
         parse("doctest:alpha:faster")
     with pytest.raises(ExpectationError, match=r"not a number of percentage points in \(0, 50\]"):
@@ -46,40 +48,41 @@ def test_parsing_allows_colons_in_a_cohort_and_bounds_the_margin() -> None:
 )  # fmt: skip
 def test_unknown_names_are_one_sentence(text: str, said: str) -> None:
     with pytest.raises(ExpectationError, match=said) as got:
-        parse(text, cohorts=("plain", "doctest"), subjects=("alpha", "beta"))
+        check_names(parse(text), ("plain", "doctest"), ("alpha", "beta"))
     assert "\n" not in str(got.value)
 
 
 def test_equal_pass_rates_on_40_tasks_pass_a_10_pp_margin_not_a_5_pp_one() -> None:
-    wide = judge(ALL_GREEN, AuthoringGate("doctest", "alpha", 10.0), "plain")
+    wide = judge(ALL_GREEN, parse("doctest:alpha:not-slower:10"), "plain")
     assert wide.said.outcome == NONINFERIOR and wide.tasks == 40
     assert wide.said.sentence.startswith("non-inferior: +0.00 pp [90.00 % CI -6.3")
     assert "a drop beyond 10 pp is ruled out" in wide.said.sentence
-    narrow = judge(ALL_GREEN, AuthoringGate("doctest", "alpha", 5.0), "plain").said
+    narrow = judge(ALL_GREEN, parse("doctest:alpha:not-slower:5"), "plain").said
     assert narrow.outcome == UNDECIDED and not narrow.passed
     assert "so the gate fails" in narrow.sentence
     assert "more tasks or more repeats" in narrow.sentence and "widen the margin" in narrow.sentence
 
 
 def test_a_cohort_that_never_passes_is_shown_inferior() -> None:
-    said = judge(ALL_GREEN, AuthoringGate("terse", "alpha", 10.0), "plain").said
+    said = judge(ALL_GREEN, parse("terse:alpha:not-slower:10"), "plain").said
     assert said.outcome == INFERIOR and said.estimate_pct == pytest.approx(-100.0)
     assert "the drop is shown to exceed the 10 pp margin" in said.sentence
 
 
 def test_verdicts_carry_figures_in_pp_and_name_what_is_missing() -> None:
     met, inferior, no_subject, baseline = verdicts(
-        ["doctest:alpha:not-slower:10", "terse:alpha:not-slower:10",
-         "doctest:beta:not-slower:10", "plain:alpha:not-slower:10"], ALL_GREEN, "plain",
+        [parse("doctest:alpha:not-slower:10"), parse("terse:alpha:not-slower:10"),
+         parse("doctest:beta:not-slower:10"), parse("plain:alpha:not-slower:10")], ALL_GREEN,
+        "plain",
     )  # fmt: skip
-    assert met.met and met.figures is not None and met.figures.metric == "green_pp"
+    assert met.passed and met.figures is not None and met.figures.metric == "green_pp"
     assert met.figures.confidence == 0.90 and met.figures.margin_pct == 10.0
     assert met.figures.lower_pct < 0.0 < met.figures.upper_pct
-    assert "green rate vs plain in alpha over 40 paired tasks, non-inferior" in met.detail
-    assert inferior.met is False and inferior.figures is not None
+    assert "green rate vs plain in alpha over 40 paired tasks, non-inferior" in met.sentence
+    assert inferior.passed is False and inferior.figures is not None
     assert inferior.figures.upper_pct < -10.0
-    assert no_subject.met is False and "no cells of subject 'beta'" in no_subject.detail
-    assert baseline.met is False and "baseline cohort itself" in baseline.detail
+    assert no_subject.passed is False and "no cells of subject 'beta'" in no_subject.sentence
+    assert baseline.passed is False and "baseline cohort itself" in baseline.sentence
 
 
 def test_repeats_are_averaged_within_a_task() -> None:
@@ -88,7 +91,7 @@ def test_repeats_are_averaged_within_a_task() -> None:
         ALL_GREEN[ALL_GREEN["cohort"] == "doctest"],
         ALL_GREEN[ALL_GREEN["cohort"] == "terse"].assign(cohort="doctest"),
     ])  # fmt: skip
-    got = judge(two, AuthoringGate("doctest", "alpha", 10.0), "plain")
+    got = judge(two, parse("doctest:alpha:not-slower:10"), "plain")
     assert got.tasks == 40 and got.said.estimate_pct == pytest.approx(-50.0)
     assert got.said.outcome == INFERIOR
 

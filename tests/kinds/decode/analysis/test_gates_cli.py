@@ -10,12 +10,10 @@ import pytest
 
 from pytest_mtpsweep.analyse import register, run_cli
 from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.kinds.decode.analysis.gates import (
-    Expectation,
-    evaluate_expectations,
-    parse_expectation,
-)
+from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.kinds.decode.analysis.gates import judge
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from tests.gatetexts import failures, gate
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 DESIGN = Design(
@@ -44,12 +42,12 @@ def result(tmp_path: Path) -> Any:
 
 class TestParse:
     def test_parses_the_three_parts(self) -> None:
-        assert parse_expectation("ngram:structured:faster") == Expectation(
-            "ngram", "structured", "faster"
+        assert gate("ngram:structured:faster") == Gate(
+            "ngram:structured:faster", "ngram", "structured", "faster"
         )
 
     def test_a_treatment_key_may_contain_colons(self) -> None:
-        assert parse_expectation("draft:mtp:pooled:equivalent").treatment == "draft:mtp"
+        assert gate("draft:mtp:pooled:equivalent").treatment == "draft:mtp"
 
     @pytest.mark.parametrize(
         ("text", "fragment"),
@@ -62,13 +60,14 @@ class TestParse:
     )
     def test_bad_gates_raise_one_sentence(self, text: str, fragment: str) -> None:
         with pytest.raises(ExpectationError, match=fragment) as info:
-            parse_expectation(text)
+            gate(text)
         assert isinstance(info.value, ValueError)
         assert "\n" not in str(info.value)
 
-    def test_unknown_treatment_when_treatments_are_given(self) -> None:
-        with pytest.raises(ExpectationError, match="unknown treatment 'ngarm'"):
-            parse_expectation("ngarm:prose:faster", treatments={"none", "ngram"})
+
+def evaluate_expectations(result: Any, texts: list[str]) -> list[str]:
+    """The sentences of the gates this run does not meet (ExpectationError: not judgeable)."""
+    return failures([judge(result, gate(t)) for t in texts])
 
 
 class TestEvaluate:
@@ -238,3 +237,13 @@ class TestCli:
         assert (args.boot, args.boot_seed, args.baseline) == (2000, 42, None)
         args = parser.parse_args(["compare", "A", "B"])
         assert callable(args.func) and (args.run_a, args.run_b) == ("A", "B")
+
+
+def test_an_unknown_treatment_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 50 (11): the whole analysis was written before the gate was refused.
+    run = make_run(tmp_path)
+    code = run_cli(["analyse", str(run), "--boot", "1000", "--expect", "turbo:prose:faster"])
+    assert code == 2 and "unknown treatment 'turbo'" in capsys.readouterr().err
+    assert not (run / "analysis").exists()

@@ -14,15 +14,12 @@ from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
 from pytest_mtpsweep.analysis.sequential import CellState, Design, rule_met
 from pytest_mtpsweep.errors import ExpectationError
+from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.decode.analysis import judge
-from pytest_mtpsweep.kinds.decode.analysis.gates import (
-    Expectation,
-    evaluate_expectations,
-    parse_expectation,
-    stop_cells,
-)
+from pytest_mtpsweep.kinds.decode.analysis.gates import stop_cells
 from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import headline_cells
+from tests.gatetexts import failures, gate, request
 from tests.strategies import Design as RunDesign
 from tests.strategies import make_records, noisy, write_run
 
@@ -62,13 +59,15 @@ class TestGrammar:
     @given(keys, st.sampled_from(["prose", "structured", "pooled"]),
            st.floats(min_value=0.1, max_value=50.0).map(lambda m: round(m, 2)))  # fmt: skip
     def test_round_trips_with_colons_in_the_key(self, key: str, subset: str, m: float) -> None:
-        got = parse_expectation(f"{key}:{subset}:not-slower:{m:g}")
-        assert got == Expectation(key, subset, "not-slower", m)
-        assert parse_expectation(str(got)) == got
+        text = f"{key}:{subset}:not-slower:{m:g}"
+        got = gate(text)
+        assert got == Gate(text, key, subset, "not-slower", m)
+        assert gate(str(got)) == got
 
     @given(keys, st.sampled_from(["faster", "slower", "equivalent"]))
     def test_the_three_words_still_parse(self, key: str, word: str) -> None:
-        assert parse_expectation(f"{key}:prose:{word}") == Expectation(key, "prose", word)
+        text = f"{key}:prose:{word}"
+        assert gate(text) == Gate(text, key, "prose", word)
 
     @pytest.mark.parametrize(
         ("text", "fragment"),
@@ -82,33 +81,33 @@ class TestGrammar:
     )
     def test_bad_margins_raise_one_sentence(self, text: str, fragment: str) -> None:
         with pytest.raises(ExpectationError, match=fragment) as info:
-            parse_expectation(text)
+            gate(text)
         assert "\n" not in str(info.value)
 
 
 class TestJudge:
     def test_the_same_build_passes(self, result: Any) -> None:
-        assert evaluate_expectations(result, ["same:prose:not-slower:3"]) == []
-        verdict = judge(result, "same:structured:not-slower:3")
-        assert verdict.met and "non-inferior" in verdict.detail and "-3 %" in verdict.detail
+        assert failures([judge(result, gate("same:prose:not-slower:3"))]) == []
+        verdict = judge(result, gate("same:structured:not-slower:3"))
+        assert verdict.passed and "non-inferior" in verdict.sentence and "-3 %" in verdict.sentence
 
     def test_a_15_percent_loss_fails_at_a_3_percent_margin(self, result: Any) -> None:
-        verdict = judge(result, "slow:prose:not-slower:3")
-        assert verdict.met is False and "inferior:" in verdict.detail
+        verdict = judge(result, gate("slow:prose:not-slower:3"))
+        assert verdict.passed is False and "inferior:" in verdict.sentence
 
     def test_a_loss_inside_a_wide_margin_passes(self, result: Any) -> None:
-        assert judge(result, "slow:prose:not-slower:25").met
+        assert judge(result, gate("slow:prose:not-slower:25")).passed
 
     def test_an_unresolved_margin_fails_at_the_end_saying_what_to_do(self, result: Any) -> None:
-        verdict = judge(result, "noisy:prose:not-slower:1")
-        assert verdict.met is False
-        assert "undecided at the last look" in verdict.detail
-        assert "mtpsweep calibrate" in verdict.detail
+        verdict = judge(result, gate("noisy:prose:not-slower:1"))
+        assert verdict.passed is False
+        assert "undecided at the last look" in verdict.sentence
+        assert "mtpsweep calibrate" in verdict.sentence
 
 
 class TestStop:
     def cells(self, result: Any, gates: list[str]) -> dict[str, str]:
-        parsed = [parse_expectation(g) for g in gates]
+        parsed = [gate(g) for g in gates]
         got = stop_cells(headline_cells(result), result.published, parsed)
         return {c.cell: c.decision for c in got}
 
@@ -119,7 +118,7 @@ class TestStop:
         assert got["slow:prose"] == INFERIOR
         assert got["noisy:prose"] == UNDECIDED
         gated = {c.cell for c in stop_cells(headline_cells(result), result.published,
-                                            [parse_expectation("same:prose:not-slower:3")]) if c.gated}  # fmt: skip
+                                            [gate("same:prose:not-slower:3")]) if c.gated}  # fmt: skip
         assert gated == {"same:prose"}
         # The cells no gate names keep their own decision.
         ungated = {c.cell: c.decision for c in headline_cells(result)}
@@ -157,11 +156,10 @@ class TestStop:
 
     def test_the_interim_reads_the_gates_from_the_request(self, tmp_path: Path) -> None:
         from pytest_mtpsweep.kinds.decode.analysis import interim
-        from pytest_mtpsweep.request import AnalysisRequest
 
         run = write_run(tmp_path, RUN, make_records(RUN, noisy(RUN, {"slow": 0.85}, sd=0.004)))
-        request = AnalysisRequest(boot=1000, expect=("slow:prose:not-slower:3",))
-        got = {c.cell: c.decision for c in interim(run, request)}
+        asked = request("slow:prose:not-slower:3", boot=1000)
+        got = {c.cell: c.decision for c in interim(run, asked)}
         assert got["slow:prose"] == INFERIOR
 
 
@@ -171,17 +169,17 @@ class TestFigures:
     def test_a_not_slower_gate_carries_its_90_percent_interval_and_margin(
         self, result: Any
     ) -> None:
-        got = judge(result, "slow:prose:not-slower:3")
+        got = judge(result, gate("slow:prose:not-slower:3"))
         f = got.figures
-        assert not got.met and f is not None
+        assert not got.passed and f is not None
         assert f.margin_pct == 3.0 and f.confidence == pytest.approx(0.90)
         assert f.lower_pct <= f.estimate_pct <= f.upper_pct
         assert f.upper_pct < 0  # 15 % slower: a loss reads negative
         assert f.metric in ("primary", "interval")
 
     def test_a_directional_gate_carries_its_95_percent_interval(self, result: Any) -> None:
-        narrow = judge(result, "slow:prose:not-slower:3").figures
-        wide = judge(result, "slow:prose:slower").figures
+        narrow = judge(result, gate("slow:prose:not-slower:3")).figures
+        wide = judge(result, gate("slow:prose:slower")).figures
         assert narrow is not None and wide is not None
         assert wide.margin_pct is None and wide.confidence == pytest.approx(0.95)
         assert wide.estimate_pct == narrow.estimate_pct
