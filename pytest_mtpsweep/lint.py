@@ -17,6 +17,7 @@ from pathlib import Path
 from . import registry
 from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, ladder_plan, read_toml
+from .ladder.hostrule import busy_host_warning
 from .ladder.load import field_errors
 from .ladder.stop import early_look_warning
 from .loader import kind_spec_of, load_ladder
@@ -132,8 +133,8 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         f"{ladder.kind}, {len(ladder.treatments)} treatments x {looks.describe(ladder)}, "
         f"{len(cases)} cases"
     )
-    early = early_look_warning(ladder.stop)
-    return summary, [], [*run.lint_warnings(), *([early] if early else [])]
+    said = [early_look_warning(ladder.stop), busy_host_warning(ladder.host_rule)]
+    return summary, [], [*run.lint_warnings(), *(line for line in said if line)]
 
 
 def lint_file(path: Path) -> Linted:
