@@ -11,7 +11,8 @@ are kept (the attempts in quarantine/) and --resume runs the session again.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..ladder.model import HostRule
 from ..rig import busyhost, host
@@ -29,14 +30,24 @@ SLOW_RUN = 3
 FIRST = 3  # without a calibration, the session's first measurements are its reference
 
 
-def reference(calibration_tps: object, rates: Sequence[float]) -> float | None:
+def reference(
+    calibration_tps: object, rates: Sequence[float], earlier_tps: float | None = None
+) -> float | None:
     """The rate the session is held to: its start calibration (the same prompt each session,
-    measured before the first case), else the median of its first FIRST measured rates."""
+    measured before the first case), or the run's best earlier calibration if higher (a host
+    that turned busy before this session began slows its own calibration too); without one,
+    the median of its first FIRST measured rates."""
     if isinstance(calibration_tps, int | float) and calibration_tps > 0:
-        return float(calibration_tps)
+        return max(float(calibration_tps), earlier_tps or 0.0)
     if len(rates) < FIRST:
         return None
     return float(statistics.median(rates[:FIRST]))
+
+
+def calibration_of(info: Mapping[str, Any]) -> float | None:
+    """A session's start calibration rate, where it has one."""
+    tps = (info.get("calibration") or {}).get("start_tps")
+    return float(tps) if isinstance(tps, int | float) and tps > 0 else None
 
 
 def slow(rates: Sequence[float], ref: float | None, calibrated: bool) -> bool:
@@ -47,15 +58,18 @@ def slow(rates: Sequence[float], ref: float | None, calibrated: bool) -> bool:
     return all(r < ref / SLOW_FACTOR for r in rates[-SLOW_RUN:])
 
 
-def watch(live: LiveSession, rate: float | None, rule: HostRule) -> str | None:
+def watch(
+    live: LiveSession, rate: float | None, rule: HostRule, earlier_tps: float | None = None
+) -> str | None:
     """Add the measurement's rate; when the session has gone slow and the host rule's witnesses
-    so far say spoiled, the verdict (the host rule's sentence) with how far the session got."""
+    so far say spoiled, the verdict (the host rule's sentence) with how far the session got.
+    `earlier_tps`: the best start calibration of the run's earlier sessions the host left alone."""
     if rate is None or live.host_start is None or live.spoiled_early is not None:
         return None
     live.rates.append(rate)
-    cal = (live.info.get("calibration") or {}).get("start_tps")
-    ref = reference(cal, live.rates)
-    if not slow(live.rates, ref, isinstance(cal, int | float) and cal > 0):
+    cal = calibration_of(live.info)
+    ref = reference(cal, live.rates, earlier_tps)
+    if not slow(live.rates, ref, cal is not None):
         return None
     pids = [live.proc.pid] if live.proc else []
     roots = (live.ctx.run_root_pid,) if live.ctx.run_root_pid else ()

@@ -71,6 +71,7 @@ class Sessions:
         self.closed: set[str] = set()  # sessions closed for good (after their re-run, if any)
         self.recovered: set[str] = set()  # sessions whose re-run completed the census
         self.host_off = hostrule.off_reason(ctx.ladder.host_rule, os.environ)
+        self.calibrated_tps: float | None = None  # the best start calibration the host left alone
 
     # -- opening ------------------------------------------------------------------------
 
@@ -156,7 +157,9 @@ class Sessions:
         if interrupted is not None:
             raise interrupted
         if gone is None and self.host_off is None:
-            live.spoiled_early = busywatch.watch(live, outcome.rate, self.ctx.ladder.host_rule)
+            live.spoiled_early = busywatch.watch(
+                live, outcome.rate, self.ctx.ladder.host_rule, self.calibrated_tps
+            )
         if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
             code = live.proc.exit_code()
             how = ended(code) if code is not None else "died"
@@ -276,6 +279,8 @@ class Sessions:
         self.schedule.ran.append(live.slot.name)
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
+            if not info.get("host_spoiled") and (tps := busywatch.calibration_of(info)):
+                self.calibrated_tps = max(tps, self.calibrated_tps or 0.0)
         else:
             live.quarantined_at = run_dir.quarantine(live.slot.name, live.quarantine)
         if unwritten is not None:

@@ -41,3 +41,18 @@ def test_a_spread_within_2x_of_the_reference_never_asks(spread: list[float], ref
     assert not busywatch.slow(rates, ref * 2, True)  # the reference at the top of the spread
     own = busywatch.reference(None, rates)
     assert not busywatch.slow(rates, own, False)
+
+
+def test_an_earlier_session_s_calibration_raises_the_reference() -> None:
+    """A host that turned busy before this session began slows its calibration too."""
+    assert busywatch.reference(0.9, [], earlier_tps=35.0) == 35.0
+    assert busywatch.reference(40.0, [], earlier_tps=35.0) == 40.0
+    assert busywatch.reference(None, [1.0, 1.0], earlier_tps=35.0) is None  # needs its own
+    assert busywatch.slow([0.9, 0.9, 0.9], busywatch.reference(0.9, [], 35.0), True)
+
+
+def test_a_calibration_is_read_where_there_is_one() -> None:
+    assert busywatch.calibration_of({"calibration": {"start_tps": 35.5}}) == 35.5
+    assert busywatch.calibration_of({"calibration": {"start_tps": None}}) is None
+    assert busywatch.calibration_of({"calibration": {"start_tps": 0}}) is None
+    assert busywatch.calibration_of({}) is None
