@@ -78,7 +78,7 @@ def _preflight(args: argparse.Namespace) -> int:
     )
     run = Run.from_request(request)
     run.resolve()
-    checks = run.preflight()
+    checks = run.preflight(on_wait=lambda line: print(line, file=sys.stderr, flush=True))
     print(render_table(checks, width=shutil.get_terminal_size().columns))
     failed = failures(checks)
     if failed:

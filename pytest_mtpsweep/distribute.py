@@ -185,7 +185,7 @@ def before(session: pytest.Session, run: Run, state: Controller) -> None:
     try:
         if run.resolved is None:
             run.resolve()
-        checks = run.preflight(workers=state.workers)
+        checks = run.preflight(workers=state.workers, on_wait=runloop.wait_line(config))
     except UserError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     runloop.gate_preflight(session, checks, config.getoption("mtpsweep_preflight_only"), None)

@@ -138,6 +138,9 @@ class Outcome:
     skip: str | None = None  # the case was not run (its record says so): the test is skipped
     # valid and carrying what the analysis pairs (e.g. a primary rate); None: = valid
     usable: bool | None = None
+    # a rate the protocol watches for a host gone busy mid-session (higher is faster, e.g. a
+    # decode rate in tokens/s); None: the kind has no such rate for this case
+    rate: float | None = None
 
 
 @dataclass(frozen=True)

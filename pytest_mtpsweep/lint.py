@@ -16,6 +16,7 @@ from pathlib import Path
 from . import registry
 from .errors import LadderError, UserError
 from .ladder import Ladder, find_ladder, ladder_plan, read_toml
+from .ladder.hostrule import busy_host_warning
 from .ladder.load import field_errors
 from .ladder.serverargs import argument_problems
 from .ladder.stop import early_look_warning
@@ -93,8 +94,8 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         f"{len(cases)} cases"
     )
     beside = len(ladder.treatment_keys) - 1  # the arms a look can borrow the session level from
-    early = early_look_warning(ladder.stop, beside)
-    return summary, [], [*run.lint_warnings(), *([early] if early else [])]
+    said = [early_look_warning(ladder.stop, beside), busy_host_warning(ladder.host_rule)]
+    return summary, [], [*run.lint_warnings(), *(line for line in said if line)]
 
 
 def lint_file(path: Path) -> Linted:

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 # every pytest process of an environment where the package is installed, --ladder or not.
 
 
+MAX_WAIT_FOR_QUIET_S = 24 * 3600.0  # rig/busyhost.py's MAX_WAIT_S: a run may wait out a nightly job
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -95,11 +98,12 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--waive", "waive", "let this preflight item fail without stopping the run (recorded)", action="append", metavar="ITEM"),
     Opt("--against", "against", "say per preflight item whether it is identical to that earlier run's", metavar="RUN_DIR"),
     Opt("--verify-digests", "verify_digests", "re-hash model files instead of trusting the digest cache", action="store_true"),
+    Opt("--wait-for-quiet", "wait_for_quiet", f"when preflight finds the host busy (host_quiet), wait up to SECONDS for quiet (at most {MAX_WAIT_FOR_QUIET_S:g}), then run or stop", _finite_float, metavar="SECONDS"),
     Opt("--server-build", "server_build", "the server build this run must use, e.g. 515e85511 or b11434", metavar="BUILD"),
 )  # fmt: skip
 BY_NAME: dict[str, Opt] = {o.name: o for o in OPTIONS}
 # What `mtpsweep preflight` takes: the ladder, what decides the rig, and preflight's own.
-PREFLIGHT_CLI = ("ladder", "model", "server_bin", "base_url", "port", "server_build", "waive", "against", "verify_digests")  # fmt: skip
+PREFLIGHT_CLI = ("ladder", "model", "server_bin", "base_url", "port", "server_build", "waive", "against", "verify_digests", "wait_for_quiet")  # fmt: skip
 
 
 def table(kinds: Iterable[Opt] = ()) -> tuple[Opt, ...]:
@@ -183,6 +187,7 @@ def run_request(
         parse_deadline(str(v["deadline"]), dt.datetime.now())
     if v.get("time_budget"):
         parse_duration(str(v["time_budget"]))
+    wait = check_wait_for_quiet(v.get("wait_for_quiet"))
     history = _path(v.get("history"))
     if history is not None:
         check_history(history)
@@ -208,6 +213,7 @@ def run_request(
             against=_path(v.get("against")),
             verify_digests=bool(v.get("verify_digests")),
             server_build=v.get("server_build"),
+            wait_for_quiet_s=wait,
         ),
         analysis=AnalysisRequest(
             enabled=not v.get("no_analysis"),
@@ -218,6 +224,19 @@ def run_request(
             history=history,
         ),
     )
+
+
+def check_wait_for_quiet(value: Any) -> float:
+    """--wait-for-quiet's seconds (0 when not given), within its bound."""
+    if value is None:
+        return 0.0
+    seconds = float(value)
+    if not 0 <= seconds <= MAX_WAIT_FOR_QUIET_S:
+        raise OptionError(
+            f"--wait-for-quiet {value:g} is not a wait this run can make; give 0 to "
+            f"{MAX_WAIT_FOR_QUIET_S:g} seconds (a day)."
+        )
+    return seconds
 
 
 def describe_overrides(overrides: Mapping[str, Any], opts: Sequence[Opt] = OPTIONS) -> str:

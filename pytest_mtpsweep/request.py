@@ -23,6 +23,7 @@ class PreflightRequest:
     against: Path | None = None
     verify_digests: bool = False
     server_build: str | None = None
+    wait_for_quiet_s: float = 0.0  # host_quiet: how long to wait for a quiet host (0: no wait)
 
 
 @dataclass(frozen=True)

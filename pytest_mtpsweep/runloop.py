@@ -11,9 +11,10 @@ This module is pytest's edge, like plugin.py; it is imported only when a run use
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
@@ -183,7 +184,7 @@ def gate_preflight(
 ) -> None:
     """Print the preflight table, run each item as a test item, and stop the run (nothing
     started) on `--preflight-only` or when an item failed."""
-    from .preflight import SERVER_RUNS, failures, render_fixes, render_table
+    from .preflight import HOST_QUIET, SERVER_RUNS, failures, render_fixes, render_table
 
     config = session.config
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -200,13 +201,29 @@ def gate_preflight(
             returncode=pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK,
         )
     if failed:
-        # A server that cannot run here is the run's end, not a failed check among others:
-        # exit 2, as when the run stops on a server that crashes at load twice.
-        broken = any(item.name == SERVER_RUNS for item in failed)
+        # A server that cannot run here, or a host too busy to measure on, is the run's end,
+        # not a failed check among others: exit 2, as when the run stops on a server that
+        # crashes at load twice or a re-run meets the same busy host.
+        broken = any(item.name in (SERVER_RUNS, HOST_QUIET) for item in failed)
         pytest.exit(
             "preflight failed, so no server was started:\n" + render_fixes(failed),
             returncode=pytest.ExitCode.INTERRUPTED if broken else pytest.ExitCode.TESTS_FAILED,
         )
+
+
+def wait_line(config: pytest.Config) -> Callable[[str], None]:
+    """A line on pytest's terminal, capturing suspended, while preflight waits for quiet."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def say(line: str) -> None:
+        if reporter is None:
+            return
+        quiet = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        with quiet:
+            reporter.write_line(f"mtpsweep preflight: {line}")
+
+    return say
 
 
 def before(
@@ -219,7 +236,7 @@ def before(
     try:
         run.check_selection(cases)
         run.resolve()
-        checks: list[PreflightItem] = run.preflight()
+        checks: list[PreflightItem] = run.preflight(on_wait=wait_line(config))
     except UserError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     session.testscollected += len(checks)  # so the progress percentages count them

@@ -267,6 +267,8 @@ class SessionFile(TypedDict, total=False):
     host_rule: dict[str, Any]  # the rule's verdict on this session (protocol/hostrule.py)
     host_spoiled: str  # kept although the host spoiled it (its re-run was spoiled too, ...)
     host_spoiled_first: dict[str, Any]  # the first attempt's session file, kept beside this one
+    # the host rule's verdict that stopped it mid-session (protocol/busywatch.py)
+    host_stopped_early: str
     chat_template_first_line: str | None
     finish_reasons: dict[str, int]
     draft_n: int | None

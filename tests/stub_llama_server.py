@@ -18,7 +18,8 @@ SPEC is MODE or MODE@N: apply MODE to the N-th chat request counted from 1, warm
 (no @N: to every chat request). MTPSWEEP_STUB_FAULTS may hold more SPECs, comma-separated.
 Modes: exit-at-start, slow-start=S, http-400, reasoning, unknown-delta, no-usage, wrong-alias,
 disconnect, hang, stall=S, die, exit-after@N, the hostile ones that never end: endless,
-pings=S, huge-body, and the lying ones: predicted-ms=MS, nan-cache (see FAULT_MODES).
+pings=S, huge-body, the lying ones: predicted-ms=MS, nan-cache, and slow-from=MS@N (see
+FAULT_MODES).
 """
 
 from __future__ import annotations
@@ -69,11 +70,13 @@ FAULT_MODES: dict[str, str] = {
     # lying: numbers a server's timings cannot truly hold (issue 43)
     "predicted-ms": "=MS: claim timings.predicted_ms MS (1e-9: a decode no stream allows)",
     "nan-cache": "claim timings.cache_n NaN (written as JSON's non-standard NaN)",
+    # a stand-in for a host gone busy mid-session: the decode slows and stays slow
+    "slow-from": "=MS@N: from the N-th request on (no @N: from the first), MS per token",
 }
 STARTUP_MODES = frozenset({"exit-at-start", "slow-start", "sigill-at-start", "sigkill-at-start"})
 DEATHS = {"sigill-at-start": signal.SIGILL, "sigkill-at-start": signal.SIGKILL}
 NEEDS_N = frozenset({"exit-after"})
-TIMED_MODES = ("slow-start", "stall", "pings", "predicted-ms")  # MODE=SECONDS (or MS)
+TIMED_MODES = ("slow-start", "stall", "pings", "predicted-ms", "slow-from")  # MODE=SECONDS (or MS)
 PAD = b"x" * 65536  # huge-body's unending line, a write at a time
 
 
@@ -167,6 +170,13 @@ class StubState:
     def loading(self) -> bool:
         waits = [f.seconds for f in self.faults if f.mode == "slow-start"]
         return bool(waits) and time.monotonic() - self.started < max(waits)
+
+    def token_pause(self, request_no: int) -> float:
+        """Seconds between tokens: --stub-token-ms, or slow-from's once its request is reached."""
+        slow = [
+            f.seconds for f in self.faults if f.mode == "slow-from" and (f.nth or 1) <= request_no
+        ]
+        return max(slow) / 1000.0 if slow else self.token_s
 
     def modes_for(self, request_no: int) -> frozenset[str]:
         return frozenset(
@@ -362,12 +372,13 @@ class StubHandler(BaseHTTPRequestHandler):
         if "reasoning" in modes:
             event(choice({"reasoning_content": "thinking..."}))
         few = min(FEW_EVENTS, len(tokens))
+        pause = st.token_pause(n)
         first = last = time.monotonic()
         if few == 0 and self.fault_mid_stream(n, modes):
             return
         for i, tok in enumerate(tokens):
             if i:
-                time.sleep(st.token_s)
+                time.sleep(pause)
             delta: dict[str, Any] = {"content": tok}
             if i == 0 and "unknown-delta" in modes:
                 delta["secret_field"] = 1
@@ -380,7 +391,7 @@ class StubHandler(BaseHTTPRequestHandler):
             # An honest clock: llama-server's predicted_ms is the decode's wall time (a stall
             # and a busy host's late sleeps included), which the client checks its arrivals
             # against (rig/timings.py).
-            usage = usage_fields(body, len(tokens), st.token_s, 1000.0 * (last - first))
+            usage = usage_fields(body, len(tokens), pause, 1000.0 * (last - first))
             if "predicted-ms" in modes:
                 claim = max(
                     f.seconds for f in st.faults if f.mode == "predicted-ms" and f.applies(n)

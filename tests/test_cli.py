@@ -211,6 +211,29 @@ class TestLint:
         assert any(w.startswith("stop.allow_early_looks: the first look comes after cycle 2")
                    for w in warned), warned  # fmt: skip
 
+    @pytest.mark.parametrize(
+        ("table", "said"),
+        [
+            ("enabled = false", "[host_rule] enabled = false: a busy host is not refused before"),
+            ("cpu_noise_pct = 100\ncpu_stall_pct = 100",
+             "[host_rule] cpu_noise_pct and cpu_stall_pct are both 100: no CPU load can refuse"),
+            ("cpu_noise_pct = 30", None),
+        ],
+    )  # fmt: skip
+    def test_a_host_rule_that_lets_a_busy_host_through_is_said(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, said: str | None
+    ) -> None:
+        text = (REPO / "experiments" / "ladders" / "cpu-demo.toml").read_text()
+        demo = REPO / "experiments" / "prompts" / "demo"
+        text = text.replace('prompt_set = "demo"', f'prompt_set = "{demo}"')
+        ladder = tmp_path / "busy.toml"
+        ladder.write_text(f"{text}\n[host_rule]\n{table}\n")
+        assert main(["lint", str(ladder)]) == 0
+        warned = [ln.split(": warning: ", 1)[1] for ln in capsys.readouterr().out.splitlines()
+                  if ": warning: " in ln and "[host_rule]" in ln]  # fmt: skip
+        expected = [] if said is None else [said]
+        assert [w[: len(expected[0])] for w in warned] == expected, warned
+
     def test_a_broken_ladder_names_each_field_one_line_each(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -83,3 +83,17 @@ def test_an_authoring_plans_registered_resamples_are_bounded_too(
     assert main(["analyse", str(run)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"the resample count {HUGE} is above {MAX_BOOT}" in err
+
+
+@pytest.mark.parametrize(("seconds", "ok"), [(0.0, True), (86400.0, True), (86401.0, False),
+                                              (-1.0, False)])  # fmt: skip
+def test_wait_for_quiet_is_at_most_a_day(seconds: float, ok: bool) -> None:
+    if ok:
+        assert request(wait_for_quiet=seconds).preflight.wait_for_quiet_s == seconds  # type: ignore[attr-defined]
+        return
+    with pytest.raises(OptionError) as info:
+        request(wait_for_quiet=seconds)
+    assert str(info.value) == (
+        f"--wait-for-quiet {seconds:g} is not a wait this run can make; give 0 to 86400 "
+        "seconds (a day)."
+    )

@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from tests.sandbox import STUB_SERVER
-from tests.stub_llama_server import FAULT_ENV, FaultError, parse_fault
+from tests.stub_llama_server import FAULT_ENV, FaultError, StubState, parse_fault
 
 STUB = STUB_SERVER  # one copy per xdist worker
 HOST = "127.0.0.1"
@@ -455,6 +455,7 @@ class TestCommandLine:
             ("slow-start=2.5", "slow-start", None, 2.5),
             ("stall=1.5@2", "stall", 2, 1.5),
             ("exit-after@1", "exit-after", 1, 0.0),
+            ("slow-from=40@5", "slow-from", 5, 40.0),
         ],
     )
     def test_fault_specs(self, spec: str, mode: str, nth: int | None, seconds: float) -> None:
@@ -472,8 +473,16 @@ class TestCommandLine:
             "hang=3",
             "exit-after",
             "stall",
+            "slow-from@5",
         ],
     )
     def test_bad_fault_specs(self, spec: str) -> None:
         with pytest.raises(FaultError):
             parse_fault(spec)
+
+    def test_slow_from_slows_every_request_from_its_nth(self) -> None:
+        faults = (parse_fault("slow-from=40@5"),)
+        state = StubState("a", "m", 512, 1, 0.002, faults)
+        assert [state.token_pause(n) for n in (1, 4, 5, 9)] == [0.002, 0.002, 0.04, 0.04]
+        always = StubState("a", "m", 512, 1, 0.002, (parse_fault("slow-from=10"),))
+        assert always.token_pause(1) == 0.01

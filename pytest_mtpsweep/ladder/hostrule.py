@@ -50,3 +50,20 @@ def parse(raw: dict[str, Any], path: Path | str, cpu_noise_pct: float) -> HostRu
             values.get("calibration_drift_pct", defaults.calibration_drift_pct)
         ),
     )
+
+
+def busy_host_warning(rule: HostRule) -> str | None:
+    """Lint's line when the ladder's rule lets a busy host through: preflight's host_quiet, the
+    in-session stop and the re-run's check read these same thresholds."""
+    if not rule.enabled:
+        return (
+            "[host_rule] enabled = false: a busy host is not refused before the run (preflight "
+            "host_quiet is skipped), a session gone slow on one is not stopped, and none is set "
+            "aside after; every session is averaged in whatever the host did."
+        )
+    if rule.cpu_noise_pct >= BOUNDS["cpu_noise_pct"][0] and rule.cpu_stall_pct >= 100.0:
+        return (
+            "[host_rule] cpu_noise_pct and cpu_stall_pct are both 100: no CPU load can refuse a "
+            "busy host before the run or stop a session on one; lower either to have it refused."
+        )
+    return None

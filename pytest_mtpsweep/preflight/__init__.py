@@ -49,12 +49,15 @@ from .items import (
     waived,
     write_preflight_json,
 )
+from .quiet import ITEM as HOST_QUIET
+from .quiet import QuietCheck, check_host_quiet
 from .selftest import check_self_test
 from .serverrun import ITEM as SERVER_RUNS
 from .serverrun import check_server_runs
 
 __all__ = [
     "FAIL",
+    "HOST_QUIET",
     "PASS",
     "SERVER_RUNS",
     "SKIP",
@@ -62,6 +65,7 @@ __all__ = [
     "AttachedTarget",
     "PreflightInputs",
     "PreflightItem",
+    "QuietCheck",
     "check_prompt_set",
     "failures",
     "item_names",
@@ -102,6 +106,7 @@ class PreflightInputs:
     server_source: str | None = None  # where server_bin came from ("--server-bin", ...)
     # builds as treatments: (treatment, binary, source) of each other build the run launches
     other_servers: tuple[tuple[str, Path, str], ...] = ()
+    quiet: QuietCheck | None = None  # host_quiet: the host rule's thresholds (None: skipped)
 
 
 def run_preflight(
@@ -121,6 +126,7 @@ def run_preflight(
         check_gpu(load_nvml()),
         check_ram(inputs.ram_floor_gb),
         check_host_idle(inputs.host_idle_pct),
+        check_host_quiet(inputs.quiet),
         check_disk(inputs.run_dir, inputs.disk_floor_gb, inputs.run_bytes),
         check_ports(inputs.host, inputs.ports),
         check_server_processes(inputs.server_bin, inputs.leftover_servers),
@@ -166,6 +172,7 @@ def item_names(inputs: PreflightInputs) -> list[str]:
         "gpu",
         "ram",
         "host_idle",
+        HOST_QUIET,
         "disk",
         "ports",
         "server_processes",

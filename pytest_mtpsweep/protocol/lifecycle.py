@@ -235,7 +235,8 @@ def final_witnesses(live: LiveSession) -> None:
     try:
         alive = live.proc.alive() if live.proc is not None else True
         cal = info.get("calibration")
-        if cal is not None and alive and live.quarantine is None:
+        # a session the busy host stopped early would spend minutes on a slow calibration
+        if cal is not None and alive and live.quarantine is None and not live.spoiled_early:
             cal["end_tps"], why = calibrate(live)
             if why is not None:
                 cal["end_reason"] = why

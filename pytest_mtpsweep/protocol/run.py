@@ -4,7 +4,7 @@ request, the ladder, the kind and the plan, and hands each step to the module th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -112,9 +112,13 @@ class Run:
         return self.resolved
 
     def preflight(
-        self, opts: PreflightRequest | None = None, workers: int = 1
+        self,
+        opts: PreflightRequest | None = None,
+        workers: int = 1,
+        on_wait: Callable[[str], None] | None = None,
     ) -> list[PreflightItem]:
-        """Every preflight item for this run (every worker's port), before anything starts."""
+        """Every preflight item for this run (every worker's port), before anything starts;
+        `on_wait` hears about a wait for a quiet host (--wait-for-quiet)."""
         assert self.resolved is not None, "resolve() comes first"
         opts = opts or self.request.preflight
         return setup.preflight(
@@ -127,6 +131,7 @@ class Run:
             measurements=len(self.cases()),
             treatments=self.selected,
             workers=workers,
+            on_wait=on_wait,
         )
 
     def begin(

@@ -24,7 +24,7 @@ from ..ladder.plan import SessionSlot
 from ..rig.exits import describe_exit, ended, exit_of
 from ..state.context import RunContext
 from ..state.live import LiveSession
-from . import hostrule, interrupts, lifecycle
+from . import busywatch, hostrule, interrupts, lifecycle
 from .lifecycle import one_line
 from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
@@ -71,6 +71,7 @@ class Sessions:
         self.closed: set[str] = set()  # sessions closed for good (after their re-run, if any)
         self.recovered: set[str] = set()  # sessions whose re-run completed the census
         self.host_off = hostrule.off_reason(ctx.ladder.host_rule, os.environ)
+        self.calibrated_tps: float | None = None  # the best start calibration the host left alone
 
     # -- opening ------------------------------------------------------------------------
 
@@ -135,8 +136,9 @@ class Sessions:
         SkipCase when the kind did not run it (its record says why).
         """
         interrupted: BaseException | None = None
-        if live.dead is not None:
-            outcome = self.kind.unmeasured(live, case, live.dead)
+        gone = live.dead or live.spoiled_early
+        if gone is not None:
+            outcome = self.kind.unmeasured(live, case, gone)
         else:
             try:
                 outcome = self.kind.measure(live, case)
@@ -154,6 +156,10 @@ class Sessions:
         live.usable += outcome.result.valid if outcome.usable is None else outcome.usable
         if interrupted is not None:
             raise interrupted
+        if gone is None and self.host_off is None:
+            live.spoiled_early = busywatch.watch(
+                live, outcome.rate, self.ctx.ladder.host_rule, self.calibrated_tps
+            )
         if live.dead is None and not outcome.result.valid and live.proc and not live.proc.alive():
             code = live.proc.exit_code()
             how = ended(code) if code is not None else "died"
@@ -221,7 +227,8 @@ class Sessions:
         info = live.info
         planned = info.get("planned_measurements", 0)
         clean = live.quarantine is None and not info.get("error") and self.stopped is None
-        partial = clean and live.measured == planned and live.usable < planned
+        early = live.spoiled_early if clean else None
+        partial = clean and not early and live.measured == planned and live.usable < planned
         if partial:
             live.quarantine = (
                 f"partial census: {live.usable} of {planned} measurements usable "
@@ -232,9 +239,15 @@ class Sessions:
             facts = cast(Mapping[str, Any], info)
             info["host_rule"] = hostrule.judge(facts, self.ctx.ladder.host_rule, self.host_off)
             spoiled = info["host_rule"]["spoiled"] if clean and not partial else None
-        if spoiled is not None:
+        again = False  # to be re-run for the host
+        if early is not None:  # stopped mid-session: its census is cut short, never kept
+            info["host_stopped_early"] = early
+            info["host_rule"]["spoiled"] = live.quarantine = early
+            again = not live.rerun and self.schedule.time_for(live.slot)
+        elif spoiled is not None:
             if not live.rerun and self.schedule.time_for(live.slot):
                 live.quarantine = spoiled
+                again = True
             else:
                 why = "it was the one re-run" if live.rerun else "no time was left for a re-run"
                 info["host_spoiled"] = f"{spoiled} (kept: {why})"
@@ -266,19 +279,28 @@ class Sessions:
         self.schedule.ran.append(live.slot.name)
         if live.quarantine is None:
             self.schedule.record(info["duration_s"], live.measured)
+            if not info.get("host_spoiled") and (tps := busywatch.calibration_of(info)):
+                self.calibrated_tps = max(tps, self.calibrated_tps or 0.0)
         else:
             live.quarantined_at = run_dir.quarantine(live.slot.name, live.quarantine)
         if unwritten is not None:
             raise unwritten
         if partial:
             return "partial"
-        return "host" if spoiled is not None and live.quarantine == spoiled else None
+        return "host" if again else None
 
     def _rerun(self, first: LiveSession) -> None:
         """The one re-run of a session with a partial census or spoiled by the host, from a
         fresh server; when the host spoiled the first and the re-run fails too, the first is
-        kept (flagged host_spoiled) instead of leaving a gap."""
+        kept (flagged host_spoiled) instead of leaving a gap. A re-run for the host that meets
+        it busy again (before it starts, or stopped early) stops the run; both attempts stay
+        in quarantine/, and --resume runs the session again."""
         slot, live = first.slot, None
+        host = first.quarantine is not None and first.quarantine.startswith(schema.HOST_SPOILED)
+        if host and self.host_off is None:
+            busy = busywatch.busy_before_rerun(self.ctx.ladder.host_rule, self.ctx.run_root_pid)
+            if busy is not None:
+                self.stop_run(busywatch.busy_marker(slot.name, busy), mark=False)
         try:
             try:
                 live = self._start(slot, rerun=True)
@@ -292,17 +314,19 @@ class Sessions:
             finally:  # a stop marker in the re-run still releases and quarantines it first
                 self.close(live)
         finally:
-            host = first.quarantine is not None and first.quarantine.startswith(schema.HOST_SPOILED)
             clean = (
                 live is not None
                 and live.quarantine is None
                 and not live.info.get("error")  # the key may be there, holding None
                 and not live.info.get("host_spoiled")
             )
-            if host and first.quarantined_at is not None and not clean:
+            again = live is not None and live.spoiled_early is not None
+            if host and first.quarantined_at is not None and not clean and not again:
                 self._keep(first.quarantined_at, slot.name, first.quarantine or "", live)
             if clean and live is not None and live.usable == live.info.get("planned_measurements"):
                 self.recovered.add(slot.name)  # its census is complete: a failure was recovered
+        if live is not None and live.spoiled_early is not None:
+            self.stop_run(busywatch.busy_marker(slot.name, live.spoiled_early), mark=False)
 
     def _keep(self, held: Path, name: str, reason: str, rerun: LiveSession | None) -> None:
         """Bring a host-spoiled first attempt back from quarantine, flagged host_spoiled."""

@@ -3,6 +3,8 @@ and run preflight against it."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,15 +174,19 @@ def preflight(
     measurements: int = 0,
     treatments: tuple[str, ...] | None = None,
     workers: int = 1,
+    on_wait: Callable[[str], None] | None = None,
 ) -> list[PreflightItem]:
     """Every preflight item for this run, before anything starts; attached servers are checked
     for the `treatments` measured (None: all), a fixed port for each pytest-xdist worker
-    (server.port + worker index)."""
-    from ..preflight import AttachedTarget, PreflightInputs, run_preflight
+    (server.port + worker index); `on_wait` hears about a wait for a quiet host."""
+    from ..preflight import AttachedTarget, PreflightInputs, QuietCheck, run_preflight
+    from . import hostrule
 
     pre = ladder.preflight
     # the run's server, else (every launched treatment names its own) the first of theirs
     main = res.server_bin or next(iter(res.servers.values()), None)
+    off = hostrule.off_reason(ladder.host_rule, os.environ)
+    quiet = QuietCheck(None if off else ladder.host_rule, off or "", opts.wait_for_quiet_s, on_wait)
     inputs = PreflightInputs(
         run_dir=res.run_path,
         server_bin=main.path if main else None,
@@ -221,6 +227,7 @@ def preflight(
         leftover_servers=tuple(
             (run, server.describe()) for run, server in liveset.leftovers(res.run_path.parent)
         ),
+        quiet=quiet,
     )
     waive = opts.waive | ({"run_dir"} if request.resume else set())
     return run_preflight(

@@ -127,18 +127,28 @@ def sample(server_pids: Iterable[int] = (), run_roots: Iterable[int] = ()) -> Cp
     )
 
 
-def _stall_pct(start: CpuSample, end: CpuSample, resource: str, span: float) -> float | None:
+def stall_pct(start: CpuSample, end: CpuSample, resource: str) -> float | None:
+    """The % of the span between two samples some task stalled on `resource` (Linux PSI)."""
+    span = max(end.t - start.t, 1e-9)
     a, b = start.psi_us.get(resource), end.psi_us.get(resource)
     if a is None or b is None:
         return None
     return min(100.0 * max(b - a, 0) / (span * 1e6), 100.0)
 
 
-def noise(start: CpuSample, end: CpuSample) -> HostNoise:
-    """What others used between two samples: CPU seconds and % of all cores, load, throttling."""
+def others(start: CpuSample, end: CpuSample) -> tuple[float, float]:
+    """Other processes' CPU seconds between two samples, and their % of all cores."""
     span = max(end.t - start.t, 1e-9)
     cores = psutil.cpu_count() or 1
     other = max((end.busy_s - start.busy_s) - (end.ours_s - start.ours_s), 0.0)
+    # the samples themselves take a moment: clamp the share to what cores can give
+    return other, min(100.0 * other / (span * cores), 100.0)
+
+
+def noise(start: CpuSample, end: CpuSample) -> HostNoise:
+    """What others used between two samples: CPU seconds and % of all cores, load, throttling."""
+    span = max(end.t - start.t, 1e-9)
+    other, other_pct = others(start, end)
     throttled = {
         k: end.throttle[k] - start.throttle.get(k, 0)
         for k in end.throttle
@@ -147,7 +157,7 @@ def noise(start: CpuSample, end: CpuSample) -> HostNoise:
     not_available: dict[str, str] = {}
     stalls: dict[str, float | None] = {}
     for resource in PSI_RESOURCES:
-        stalls[resource] = _stall_pct(start, end, resource, span)
+        stalls[resource] = stall_pct(start, end, resource)
         if stalls[resource] is None:
             not_available[f"{resource}_stall_pct"] = (
                 f"not available: no Linux PSI here ({PRESSURE_ROOT / resource} cannot be read)"
@@ -162,8 +172,7 @@ def noise(start: CpuSample, end: CpuSample) -> HostNoise:
     return {
         "span_s": span,
         "other_cpu_s": other,
-        # the samples themselves take a moment: clamp the share to what cores can give
-        "other_cpu_pct": min(100.0 * other / (span * cores), 100.0),
+        "other_cpu_pct": other_pct,
         "load_avg_start": list(start.load),
         "load_avg_end": list(end.load),
         "throttled": throttled,

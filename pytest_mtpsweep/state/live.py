@@ -48,6 +48,8 @@ class LiveSession:
     spec_metrics: bool = False  # read its spec-decode counters around each request
     last_counters: SpecCounters | None = None  # as the last metered request left them
     host_start: host.CpuSample | None = None  # the machine's CPU use when measuring began
+    rates: list[float] = field(default_factory=list)  # the kind's watched rate, in order
+    spoiled_early: str | None = None  # the host rule's verdict that stopped it mid-session
 
     def request_spec(self, max_tokens: int | None = None) -> rig.RequestSpec:
         """One streamed request of this session; bounded in all by the ladder's timeouts."""

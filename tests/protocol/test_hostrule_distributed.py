@@ -13,6 +13,7 @@ import os
 
 import pytest
 
+from pytest_mtpsweep.rig import busyhost
 from tests.protocol.test_session import run_stub, stub_project
 from tests.sandbox import only_run
 
@@ -60,6 +61,9 @@ def test_two_workers_on_one_host_are_not_each_other_s_noise(
 ) -> None:
     monkeypatch.setenv("MTPSWEEP_HOST_RULE", "on")
     monkeypatch.setenv("MTPSWEEP_TEST_QUIET_PARENT", str(os.getpid()))
+    # preflight's host_quiet reads the host in the controller, this process: a quiet stand-in
+    quiet = busyhost.HostLoad(2.0, 0.0, 0.0, "PSI", ())
+    monkeypatch.setattr(busyhost, "measure", lambda *_: quiet)
     few = stub_project(pytester, [], prompts=4)
     ladder = pytester.path / "experiments" / "ladders" / "stub.toml"
     ladder.write_text(ladder.read_text() + RULE)

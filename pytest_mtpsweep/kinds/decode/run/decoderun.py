@@ -186,7 +186,8 @@ class DecodeRun(KindRun):
             live.extra.setdefault("degenerate_prompts", []).append(case.prompt.id)
         if m.valid and m.decode_rate_tps_primary is not None:
             live.extra.setdefault("rates", []).append(m.decode_rate_tps_primary)
-        return Outcome(m, marker, usable=m.valid and m.decode_rate_tps_primary is not None)
+        usable = m.valid and m.decode_rate_tps_primary is not None
+        return Outcome(m, marker, usable=usable, rate=m.decode_rate_tps_primary if usable else None)
 
     def session_facts(self, live: LiveSession) -> dict[str, Any]:
         """Finish reasons, draft acceptance, degenerate answers and the shakedown, from the
