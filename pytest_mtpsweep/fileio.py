@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,3 +77,116 @@ def write_new_text(path: Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+# Every file the tool reads back is read bounded: never more than this, never a FIFO or a
+# device (which could block forever or never end), never JSON nested past a depth any
+# document the tool writes reaches (the parser would recurse out of the stack).
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+
+
+class BadFile(ValueError):
+    """A file that cannot be read as asked; `str()` is the clause saying why ("is a FIFO, not
+    a regular file"), for the caller's one sentence naming the file and the fix."""
+
+
+class BadJson(BadFile):
+    """A file that was read but does not parse as JSON."""
+
+
+def special(mode: int) -> str:
+    """What a file that is no regular file is ("" for a regular file)."""
+    kinds = (
+        (stat.S_ISREG, ""),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def read_bounded(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """A regular file's bytes, at most `max_bytes`: checked with stat before it is opened and
+    opened non-blocking, so a FIFO, device or folder is refused, never waited on. BadFile
+    (its clause) when it is missing, no regular file, unreadable or too big."""
+    try:
+        before = os.stat(path)
+    except FileNotFoundError:
+        raise BadFile("is a link to nothing" if path.is_symlink() else "does not exist") from None
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    odd = special(before.st_mode)
+    if odd:
+        raise BadFile(f"is {odd}, not a regular file")
+    if before.st_size > max_bytes:
+        raise BadFile(f"is {before.st_size} bytes, over the {max_bytes} a read takes")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        odd = special(os.fstat(fd).st_mode)  # swapped for a FIFO between stat and open
+        if odd:
+            raise BadFile(f"is {odd}, not a regular file")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise BadFile(f"is over the {max_bytes} bytes a read takes")
+    return data
+
+
+def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """JSON as the tool writes it: BadFile (a ValueError) when it does not parse, holds NaN or
+    Infinity (the tool writes null), or nests deeper than `max_depth`."""
+
+    def no_constant(name: str) -> Any:
+        raise BadFile(f"holds {name}, which the tool never writes (it writes null)")
+
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise BadFile(f"nests deeper than the {max_depth} levels a document has") from None
+    except json.JSONDecodeError as exc:
+        raise BadJson(f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except BadFile:
+        raise
+    except ValueError:  # an integer of more digits than int() takes
+        raise BadFile("holds a number longer than any the tool writes") from None
+    if _depth(value) > max_depth:
+        raise BadFile(f"nests deeper than the {max_depth} levels a document has")
+    return value
+
+
+def load_json_bounded(
+    path: Path, max_bytes: int = MAX_DOCUMENT_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """`read_bounded` then `loads_bounded` (a torn UTF-8 character replaced)."""
+    return loads_bounded(read_bounded(path, max_bytes).decode("utf-8", errors="replace"), max_depth)
+
+
+def _depth(value: Any) -> int:
+    """How deep containers nest (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest

@@ -148,7 +148,7 @@ def read_lines(
             continue
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested past the stack: not JSON here
             bad.append(Unreadable(file, i + 1, TORN if i == last else NOT_JSON))
             continue
         if not isinstance(obj, dict):

@@ -23,6 +23,7 @@ from .fields import (
     str_list,
 )
 from .model import (
+    BOUNDS,
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
     MAX_CTX_SIZE,
@@ -447,8 +448,14 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (the longest "
             "silence allowed mid-answer)",
         ),
-        (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
-        (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),
+        *(
+            (
+                BOUNDS[name].holds(getattr(ladder.analysis, name.split(".")[1])),
+                name,
+                BOUNDS[name].fix,
+            )
+            for name in ("analysis.margin_pct", "analysis.tiebreak_pp")
+        ),
         (
             ladder.analysis.primary_endpoint in ("primary", "interval"),
             "analysis.primary_endpoint",
