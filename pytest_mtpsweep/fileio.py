@@ -7,9 +7,11 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from .schema import PLAN_FILE  # a folder holding one is a run directory
 
 
 def cache_dir() -> Path:
@@ -190,3 +192,58 @@ def _depth(value: Any) -> int:
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children)
     return deepest
+
+
+HEAD_BYTES = 4096  # what `output_problem` reads of a file it would overwrite or append to
+
+
+def output_problem(
+    path: Path, *, looks_right: Callable[[bytes], bool], what: str, run_file: str = ""
+) -> str | None:
+    """Why the tool may not write `path` (a clause for the caller's sentence), or None.
+
+    An output is new or a regular file that already holds `what` (`looks_right` of its first
+    `HEAD_BYTES`), never a link (it could point anywhere), a folder, FIFO or device, never a
+    run directory's own document (only `run_file` at a run's top level may be written
+    there), in a folder that exists and can be written. Checked before the work, so a bad
+    target never costs a run."""
+    if path.is_symlink():
+        return "is a link, which could point anywhere"
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if mode is not None and special(mode):
+        return f"is {special(mode)}, not a regular file"
+    run = next((p for p in path.absolute().parents if (p / PLAN_FILE).is_file()), None)
+    if run is not None and not (run_file and path.absolute() == run / run_file):
+        inside = f"only {run / run_file} may be written there" if run_file else "write elsewhere"
+        return f"is inside the run directory {run}, whose files are the run's own ({inside})"
+    if not path.parent.is_dir():
+        return f"is in {path.parent}, which is not a folder that exists"
+    if mode is not None:
+        try:
+            head = _head(path)
+        except BadFile as exc:
+            return str(exc)
+        if head and not looks_right(head):
+            return f"holds something other than {what}, which writing would destroy"
+    if not os.access(path if mode is not None else path.parent, os.W_OK):
+        return "cannot be written (permission denied)"
+    return None
+
+
+def _head(path: Path) -> bytes:
+    """A regular file's first `HEAD_BYTES`, opened non-blocking (BadFile when it cannot be)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        if special(os.fstat(fd).st_mode):
+            raise BadFile(f"is {special(os.fstat(fd).st_mode)}, not a regular file")
+        return os.read(fd, HEAD_BYTES)
+    finally:
+        os.close(fd)
