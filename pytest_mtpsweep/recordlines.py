@@ -164,6 +164,17 @@ def read_lines(
     return read, bad
 
 
+def first_has(head: bytes, required: Sequence[str]) -> bool:
+    """Whether a file's first bytes begin with a record holding `required` (a first line
+    longer than `head` counts when it starts as a JSON object): a file of such records."""
+    first = head.split(b"\n", 1)[0]
+    try:
+        record = json.loads(first.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return b"\n" not in head and head.startswith(b"{")
+    return isinstance(record, dict) and all(name in record for name in required)
+
+
 def text_lines(path: Path) -> list[str]:
     # A run killed mid-write can leave a torn multi-byte character: that line then fails to
     # parse and is named, rather than failing the whole file.
