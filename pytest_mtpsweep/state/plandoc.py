@@ -261,7 +261,7 @@ def _planned(s: Fields) -> PlannedSession:
         s.flag("selected", True),
         s.integer("measurements"),
     )
-    if not BOUNDS["cycles"].holds(session.cycle):
+    if "cycle" in s.raw and not BOUNDS["cycles"].holds(session.cycle):
         raise s.bad("cycle", session.cycle, f"a cycle from 1 to {MAX_CYCLES}")
     for name in ("ordinal", "measurements"):
         if getattr(session, name) < 0:
