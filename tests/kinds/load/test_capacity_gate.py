@@ -90,3 +90,12 @@ def test_a_capacity_truly_2m_lower_rarely_passes_an_equal_one_often_does() -> No
     # most of the time (53 of 60).
     assert _passes({"a": 6.0, "b": 4.8}, 10.0, 60, 5) <= 0.05
     assert _passes({"a": 6.0, "b": 6.0}, 30.0, 60, 5) >= 0.6
+
+
+def test_an_unknown_capacity_ratio_fails_the_gate_saying_so() -> None:
+    # issue 50: both capacities below `low` gave a ratio that meant nothing
+    (got,) = verdicts(["ngram:capacity:not-slower:15"], (), "e2e", 0.95,
+                      (ratio(np.nan, np.nan, np.nan, cs.UNKNOWN),))  # fmt: skip
+    assert got.met is False and got.figures is None
+    assert "SLO capacity vs none is unknown (both capacities lie beyond" in got.detail
+    assert "nan" not in got.detail
