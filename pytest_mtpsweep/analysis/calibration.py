@@ -261,11 +261,11 @@ class Calibration:
             )
         try:
             cal = _parsed(doc)
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            why = problem(cal)  # a value of the wrong type fails its comparison: malformed
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
             raise ValueError(
                 f"{where} is malformed ({exc!s}); run `mtpsweep calibrate` again"
             ) from None
-        why = problem(cal)
         if why is not None:
             raise ValueError(
                 f"{where}: {why}, which `mtpsweep calibrate` never writes; run it again"

@@ -142,3 +142,25 @@ def test_another_model_id_is_stale() -> None:
     got = staleness(calibration(), host_fingerprint="f" * 32, model_sha256=None, now=NOW,
                     model_id="other")  # fmt: skip
     assert got is not None and "another model (m, not other)" in got
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["cells"][0].update(prompts="8"),
+        lambda d: d["cells"][0].update(cycles_needed="5"),
+        lambda d: d["cells"][0]["false_alarm"].update(reps=None),
+        lambda d: d.update(host=[1]),
+        lambda d: d.update(cells=[[]]),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_malformed_never_a_traceback(edit: object) -> None:
+    import json
+
+    from pytest_mtpsweep.analysis.calibration import digest
+
+    doc = json.loads(json.dumps(calibration().to_json()))
+    edit(doc)  # type: ignore[operator]
+    doc["sha256"] = digest(doc)  # as if calibrate had written it
+    with pytest.raises(ValueError, match=r"^c.json is malformed \(.*\); run `mtpsweep calibrate`"):
+        Calibration.from_json(doc, "c.json")
