@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from .schema import PLAN_FILE  # a folder holding one is a run directory
 
 
 def cache_dir() -> Path:
@@ -19,6 +22,26 @@ def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
     return root / "pytest-mtpsweep"
+
+
+def cache_folder(*parts: str) -> Path:
+    """A folder of the cache, made if need be: a ProvisionError in one sentence when it cannot
+    be made or written (a file in its way, no permission), never a traceback mid-provision."""
+    from .errors import ProvisionError
+
+    where = cache_dir().joinpath(*parts)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    else:
+        if os.access(where, os.W_OK | os.X_OK):
+            return where
+        why = "permission denied"
+    raise ProvisionError(
+        f"the cache folder {where} cannot be made or written ({why}); set MTPSWEEP_CACHE to a "
+        "folder this user can write, or fix its permissions."
+    )
 
 
 def json_safe(value: Any) -> Any:
@@ -76,3 +99,171 @@ def write_new_text(path: Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+# Every file the tool reads back is read bounded: never more than this, never a FIFO or a
+# device (which could block forever or never end), never JSON nested past a depth any
+# document the tool writes reaches (the parser would recurse out of the stack).
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+
+
+class BadFile(ValueError):
+    """A file that cannot be read as asked; `str()` is the clause saying why ("is a FIFO, not
+    a regular file"), for the caller's one sentence naming the file and the fix."""
+
+
+class BadJson(BadFile):
+    """A file that was read but does not parse as JSON."""
+
+
+def special(mode: int) -> str:
+    """What a file that is no regular file is ("" for a regular file)."""
+    kinds = (
+        (stat.S_ISREG, ""),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def read_bounded(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """A regular file's bytes, at most `max_bytes`: checked with stat before it is opened and
+    opened non-blocking, so a FIFO, device or folder is refused, never waited on. BadFile
+    (its clause) when it is missing, no regular file, unreadable or too big."""
+    try:
+        before = os.stat(path)
+    except FileNotFoundError:
+        raise BadFile("is a link to nothing" if path.is_symlink() else "does not exist") from None
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    odd = special(before.st_mode)
+    if odd:
+        raise BadFile(f"is {odd}, not a regular file")
+    if before.st_size > max_bytes:
+        raise BadFile(f"is {before.st_size} bytes, over the {max_bytes} a read takes")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        odd = special(os.fstat(fd).st_mode)  # swapped for a FIFO between stat and open
+        if odd:
+            raise BadFile(f"is {odd}, not a regular file")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise BadFile(f"is over the {max_bytes} bytes a read takes")
+    return data
+
+
+def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """JSON as the tool writes it: BadFile (a ValueError) when it does not parse, holds NaN or
+    Infinity (the tool writes null), or nests deeper than `max_depth`."""
+
+    def no_constant(name: str) -> Any:
+        raise BadFile(f"holds {name}, which the tool never writes (it writes null)")
+
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise BadFile(f"nests deeper than the {max_depth} levels a document has") from None
+    except json.JSONDecodeError as exc:
+        raise BadJson(f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except BadFile:
+        raise
+    except ValueError:  # an integer of more digits than int() takes
+        raise BadFile("holds a number longer than any the tool writes") from None
+    if _depth(value) > max_depth:
+        raise BadFile(f"nests deeper than the {max_depth} levels a document has")
+    return value
+
+
+def load_json_bounded(
+    path: Path, max_bytes: int = MAX_DOCUMENT_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """`read_bounded` then `loads_bounded` (a torn UTF-8 character replaced)."""
+    return loads_bounded(read_bounded(path, max_bytes).decode("utf-8", errors="replace"), max_depth)
+
+
+def _depth(value: Any) -> int:
+    """How deep containers nest (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+HEAD_BYTES = 4096  # what `output_problem` reads of a file it would overwrite or append to
+
+
+def output_problem(
+    path: Path, *, looks_right: Callable[[bytes], bool], what: str, run_file: str = ""
+) -> str | None:
+    """Why the tool may not write `path` (a clause for the caller's sentence), or None.
+
+    An output is new or a regular file that already holds `what` (`looks_right` of its first
+    `HEAD_BYTES`), never a link (it could point anywhere), a folder, FIFO or device, never a
+    run directory's own document (only `run_file` at a run's top level may be written
+    there), in a folder that exists and can be written. Checked before the work, so a bad
+    target never costs a run."""
+    if path.is_symlink():
+        return "is a link, which could point anywhere"
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if mode is not None and special(mode):
+        return f"is {special(mode)}, not a regular file"
+    run = next((p for p in path.absolute().parents if (p / PLAN_FILE).is_file()), None)
+    if run is not None and not (run_file and path.absolute() == run / run_file):
+        inside = f"only {run / run_file} may be written there" if run_file else "write elsewhere"
+        return f"is inside the run directory {run}, whose files are the run's own ({inside})"
+    if not path.parent.is_dir():
+        return f"is in {path.parent}, which is not a folder that exists"
+    if mode is not None:
+        try:
+            head = _head(path)
+        except BadFile as exc:
+            return str(exc)
+        if head and not looks_right(head):
+            return f"holds something other than {what}, which writing would destroy"
+    if not os.access(path if mode is not None else path.parent, os.W_OK):
+        return "cannot be written (permission denied)"
+    return None
+
+
+def _head(path: Path) -> bytes:
+    """A regular file's first `HEAD_BYTES`, opened non-blocking (BadFile when it cannot be)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        if special(os.fstat(fd).st_mode):
+            raise BadFile(f"is {special(os.fstat(fd).st_mode)}, not a regular file")
+        return os.read(fd, HEAD_BYTES)
+    finally:
+        os.close(fd)

@@ -310,3 +310,17 @@ def check_history(path: Path) -> None:
             f"--history {path}: its folder {path.parent} does not exist; create it or name "
             "another file."
         )
+    from .fileio import output_problem
+    from .recordlines import first_has
+    from .schema import HISTORY_REQUIRED
+
+    # a new file, or one of gate entries: never a link (it could point at a system file), a
+    # FIFO, a ladder or a run's document, and one this process can write
+    why = output_problem(
+        path, looks_right=lambda head: first_has(head, HISTORY_REQUIRED), what="gate entries"
+    )
+    if why is not None:
+        raise OptionError(
+            f"--history {path} {why}; name a new file or one --history wrote (the run has not "
+            "started)."
+        )

@@ -148,7 +148,7 @@ def read_lines(
             continue
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested past the stack: not JSON here
             bad.append(Unreadable(file, i + 1, TORN if i == last else NOT_JSON))
             continue
         if not isinstance(obj, dict):
@@ -162,6 +162,17 @@ def read_lines(
             continue
         read.append(Line(file, i + 1, obj))
     return read, bad
+
+
+def first_has(head: bytes, required: Sequence[str]) -> bool:
+    """Whether a file's first bytes begin with a record holding `required` (a first line
+    longer than `head` counts when it starts as a JSON object): a file of such records."""
+    first = head.split(b"\n", 1)[0]
+    try:
+        record = json.loads(first.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return b"\n" not in head and head.startswith(b"{")
+    return isinstance(record, dict) and all(name in record for name in required)
 
 
 def text_lines(path: Path) -> list[str]:

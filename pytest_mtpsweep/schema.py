@@ -88,6 +88,10 @@ QUARANTINE_MEMBERS: dict[str, str] = {
     "launcher": "server",
 }
 
+# The fields every line of a gate history (`--history`, state/history.py) holds: how a file
+# about to be appended to is known for one before the run (options.check_history).
+HISTORY_REQUIRED = ("format", "time", "gate", "treatment", "decision")
+
 # --------------------------------------------------------------------------- record fields
 
 # Which session: a record of a kind that runs sessions of treatments starts with these.

@@ -198,3 +198,38 @@ def test_a_bad_input_is_one_line_before_anything_starts(
     if case != "run dir exists, waived":
         assert not (pytester.path / "runs").exists()
     assert stubs_running() == []
+
+
+# Round six (issue 50): what the tool wrote earlier is never trusted blindly when it is read back.
+
+
+@pytest.mark.parametrize(
+    ("analysis", "stop", "needle"),
+    [
+        ({"margin_pct": 1e308}, None, "`analysis.margin_pct` is 1e+308"),
+        ({}, {"looks": [10**18]}, "`stop.looks` is [1000000000000000000]"),
+    ],
+)
+def test_a_hand_edited_plan_is_refused_by_analyse_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    analysis: dict[str, object],
+    stop: dict[str, object] | None,
+    needle: str,
+) -> None:
+    import json
+
+    from pytest_mtpsweep.cli import main
+    from tests.strategies import Design, make_plan, make_records, noisy, write_run
+
+    design = Design(treatments=("none", "b"), cycles=4)
+    plan = make_plan(design, analysis=analysis)
+    if stop is not None:
+        plan["stop"] = {"rule": "decided", "spending": "pocock", "confidence": [0.95],
+                        "equivalence_confidence": [0.9], "width_pct": None, **stop}  # fmt: skip
+    run = write_run(tmp_path, design, make_records(design, noisy(design, {"b": 1.86})), plan=plan)
+    assert json.loads((run / "plan.json").read_text())["analysis"] or stop
+    assert main(["analyse", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (run / "analysis").exists()  # nothing published "equivalent"

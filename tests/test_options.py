@@ -6,6 +6,9 @@ and --cache-prompt, authoring's --token-budget), and a run reads them all."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,6 +97,40 @@ def test_bad_combinations_are_one_line(values: dict[str, object], needle: str) -
     with pytest.raises(OptionError) as info:
         request(**values)
     assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda p: p.symlink_to("/etc/hostname"), "is a link, which could point anywhere"),
+        (lambda p: os.mkfifo(p), "is a FIFO, not a regular file"),
+        (lambda p: p.write_text('question = "q"\n'), "holds something other than gate entries"),
+        (lambda p: p.write_text('{"run_id": "x"}\n'), "holds something other than gate entries"),
+    ],
+)
+def test_a_history_target_that_is_no_history_is_refused_before_the_run(
+    tmp_path: Path, make: Callable[[Path], object], needle: str
+) -> None:
+    # issue 50: --history appended to a ladder, through a link, and waited on a FIFO
+    path = tmp_path / "h.jsonl"
+    make(path)
+    with pytest.raises(OptionError) as info:
+        request(history=str(path))
+    assert f"--history {path} {needle}" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_history_inside_a_run_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "plan.json").write_text("{}")
+    (tmp_path / "records").mkdir()
+    with pytest.raises(OptionError, match="is inside the run directory"):
+        request(history=str(tmp_path / "records" / "h.jsonl"))
+
+
+def test_a_history_of_gate_entries_or_a_new_one_is_taken(tmp_path: Path) -> None:
+    old = tmp_path / "h.jsonl"
+    old.write_text(json.dumps({k: 1 for k in ("format", "time", "gate", "treatment", "decision")}))
+    assert request(history=str(old)).analysis.history == old
+    assert request(history=str(tmp_path / "new.jsonl")).analysis.history == tmp_path / "new.jsonl"
 
 
 def test_temperature_must_be_finite() -> None:

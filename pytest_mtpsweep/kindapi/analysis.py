@@ -15,6 +15,7 @@ from ..analysis.calibration import (
     cycles_to_resolve,
     false_alarms,
     noise_floor_pct,
+    read_calibration,
     staleness,
 )
 from ..analysis.decision import Decision, interval_decision
@@ -87,7 +88,7 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # a not-slower gate and its A/A calibration
     "WORD", "NonInferiority", "check_margin", "decide", "Design", "DEFAULT_AGE_DAYS",
     "DEFAULT_REPS", "MAX_REPS", "MIN_REPS", "Calibration", "CellCalibration", "Noise",
-    "cycles_to_resolve", "false_alarms", "noise_floor_pct", "staleness", "LookState", "look_state",
+    "cycles_to_resolve", "false_alarms", "noise_floor_pct", "read_calibration", "staleness", "LookState", "look_state",
     # a sweep
     "BestSet", "StepDown", "SweepData", "arms_to_drop", "best_set", "where_gain_starts",
     "ArmEstimate", "plan_sweep",

@@ -6,7 +6,7 @@ the run reader and atomic files."""
 from __future__ import annotations
 
 from .. import recordlines, schema
-from ..fileio import atomic_write_json, atomic_write_text, cache_dir
+from ..fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
 from ..recordlines import limitation, read_lines, terminal
 from ..redact import redact_url
 from ..schema import (
@@ -42,6 +42,7 @@ __all__ = [
     "atomic_write_text",
     "cache_dir",
     "limitation",
+    "output_problem",
     "read_lines",
     "recordlines",
     "records_file",

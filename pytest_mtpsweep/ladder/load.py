@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from .fields import (
     str_list,
 )
 from .model import (
+    BOUNDS,
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
     MAX_CTX_SIZE,
@@ -402,6 +403,17 @@ def _launchers(server: dict[str, Any], path: Path) -> ExternalLaunchers | None:
     )
 
 
+def _within(ladder: Ladder) -> Callable[[str], tuple[bool, str, str]]:
+    """A `validate` check of an analysis setting against `BOUNDS`, the table plan.json's
+    reader checks too."""
+
+    def check(name: str) -> tuple[bool, str, str]:
+        value = getattr(ladder.analysis, name.split(".")[1])
+        return BOUNDS[name].holds(value), name, BOUNDS[name].fix
+
+    return check
+
+
 def validate(ladder: Ladder, where: Path | str) -> None:
     """The numeric ranges and the pre-registered sessions, whatever kind the ladder is."""
     checks: list[tuple[bool, str, str]] = [
@@ -447,8 +459,7 @@ def validate(ladder: Ladder, where: Path | str) -> None:
             f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (the longest "
             "silence allowed mid-answer)",
         ),
-        (ladder.analysis.margin_pct > 0, "analysis.margin_pct", "use a positive margin in %"),
-        (ladder.analysis.tiebreak_pp >= 0, "analysis.tiebreak_pp", "use 0 or more pp"),
+        *map(_within(ladder), ("analysis.margin_pct", "analysis.tiebreak_pp")),
         (
             ladder.analysis.primary_endpoint in ("primary", "interval"),
             "analysis.primary_endpoint",

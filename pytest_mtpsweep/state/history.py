@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from .. import recordlines
 from ..errors import UserError
-from ..fileio import dumps_line
+from ..fileio import dumps_line, special
+from ..schema import HISTORY_REQUIRED
 
 FORMAT = 1
 DECISIONS: tuple[str, ...] = ("pass", "fail", "undecided")
@@ -52,7 +53,7 @@ TYPES: recordlines.Types = {
     "treatment_build": recordlines.STR,
     "baseline_build": recordlines.STR,
 }
-REQUIRED = ("format", "time", "gate", "treatment", "decision")
+REQUIRED = HISTORY_REQUIRED
 
 
 class HistoryError(UserError):
@@ -182,17 +183,28 @@ def host_fingerprint() -> str:
 
 def append(path: Path, entries: list[GateEntry]) -> None:
     """Append the entries, one line each, fsync'd; an existing torn last line stays its own
-    (unreadable) line. A failed write is a HistoryError."""
+    (unreadable) line. Never through a link, never to a FIFO or device; a failed write is a
+    HistoryError."""
     if not entries:
         return
     text = "".join(dumps_line(e.record()) + "\n" for e in entries)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
-        with path.open("ab") as f:
-            if f.tell() > 0 and _ends_torn(path):
-                f.write(b"\n")
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
+        fd = os.open(path, flags, 0o644)
+        try:
+            mode = os.fstat(fd).st_mode
+            if special(mode):
+                raise HistoryError(
+                    f"cannot append to the history {path}: it is {special(mode)}, not a "
+                    "regular file; name another --history file (the gates' verdicts stand)."
+                )
+            data = text.encode("utf-8")
+            if os.fstat(fd).st_size > 0 and _ends_torn(path):
+                data = b"\n" + data
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise HistoryError(
             f"cannot append to the history {path}: {exc.strerror or exc}; free the disk or "
@@ -201,9 +213,12 @@ def append(path: Path, entries: list[GateEntry]) -> None:
 
 
 def _ends_torn(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) != b"\n"
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        os.lseek(fd, -1, os.SEEK_END)
+        return os.read(fd, 1) != b"\n"
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -220,8 +235,15 @@ def read(path: Path, max_bytes: int = MAX_READ_BYTES, max_entries: int = MAX_ENT
     """The last `max_bytes` of the file, at most the last `max_entries` lines of it; a line that
     cannot be used is an `Unreadable` naming it (line numbers count from the part read)."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+        mode = os.stat(path).st_mode
+        if special(mode):  # a FIFO would block the read, a device never end it
+            raise HistoryError(
+                f"cannot read the history {path}: it is {special(mode)}, not a regular file; "
+                "name a file --history wrote."
+            )
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
             skipped = max(0, size - max_bytes)
             f.seek(skipped)
             data = f.read(max_bytes)

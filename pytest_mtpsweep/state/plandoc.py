@@ -8,12 +8,15 @@ decode's `prompts`) are `PlanDoc.kind_fields`, and its part of the analysis bloc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RunReadError
-from ..ladder.model import SPENDINGS, STOP_RULES
+from ..ladder.hostrule import BOUNDS as HOST_BOUNDS
+from ..ladder.model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES
+from ..ladder.stop import MAX_CELLS
 from .rundocs import FORMAT, FORMAT_FIELD, Fields, check_format
 
 # plan.json's own fields: everything else at its top level is the kind's (`kind_fields`)
@@ -223,7 +226,7 @@ class PlanDoc:
                 analysis.text("baseline"),
                 analysis.text("curtailment_sentence"),
                 analysis.text("multiplicity"),
-                {k: v for k, v in analysis.raw.items() if k not in ANALYSIS_FIELDS},
+                _bounded_settings(analysis),
             ),
             treatments=tuple(
                 Treatment(t.text("key"), t.texts("args"), t.optional_text("server"))
@@ -232,19 +235,38 @@ class PlanDoc:
             sweep=_sweep(f),
             stop=None if f.mapping("stop") is None else stop_design(raw["stop"], where),
             host_rule=_host_rule(f),
-            sessions=tuple(
-                PlannedSession(
-                    s.integer("ordinal"),
-                    s.text("treatment"),
-                    s.integer("cycle"),
-                    s.text("session"),
-                    s.flag("selected", True),
-                    s.integer("measurements"),
-                )
-                for s in f.objects("sessions")
-            ),
+            sessions=tuple(_planned(s) for s in f.objects("sessions")),
             kind_fields={k: v for k, v in raw.items() if k not in PLAN_FIELDS},
         )
+
+
+def _bounded_settings(analysis: Fields) -> dict[str, Any]:
+    """The kind's part of the analysis block; a setting the ladder bounds (`ladder.model.BOUNDS`)
+    outside those bounds is no value the tool wrote, and is refused naming the field."""
+    settings = {k: v for k, v in analysis.raw.items() if k not in ANALYSIS_FIELDS}
+    for name, value in settings.items():
+        bound = BOUNDS.get(f"analysis.{name}")
+        if bound is not None and not bound.holds(value):
+            raise analysis.bad(name, value, f"a value a ladder can set ({bound.fix})")
+    return settings
+
+
+def _planned(s: Fields) -> PlannedSession:
+    """One planned session; a cycle outside the ladder's bounds is refused naming the field."""
+    session = PlannedSession(
+        s.integer("ordinal"),
+        s.text("treatment"),
+        s.integer("cycle"),
+        s.text("session"),
+        s.flag("selected", True),
+        s.integer("measurements"),
+    )
+    if "cycle" in s.raw and not BOUNDS["cycles"].holds(session.cycle):
+        raise s.bad("cycle", session.cycle, f"a cycle from 1 to {MAX_CYCLES}")
+    for name in ("ordinal", "measurements"):
+        if getattr(session, name) < 0:
+            raise s.bad(name, getattr(session, name), "a whole number of 0 or more")
+    return session
 
 
 def stop_json(d: StopDesign) -> dict[str, Any]:
@@ -282,19 +304,26 @@ def stop_design(doc: Any, where: str = "plan.json") -> StopDesign:
     if (
         not isinstance(looks, list)
         or not looks
-        or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in looks)
+        or not all(BOUNDS["cycles"].holds(c) and isinstance(c, int) for c in looks)
+        or looks != sorted(set(looks))
     ):
-        raise bad("looks", looks, "a list of cycle counts")
+        raise bad("looks", looks, f"rising cycle counts from 1 to {MAX_CYCLES}")
     rule, spending, width = doc.get("rule"), doc.get("spending"), doc.get("width_pct")
     if rule not in STOP_RULES:
         raise bad("rule", rule, f"one of {', '.join(STOP_RULES)}")
     if spending not in SPENDINGS:
         raise bad("spending", spending, f"one of {', '.join(SPENDINGS)}")
-    if width is not None and (not isinstance(width, int | float) or isinstance(width, bool)):
-        raise bad("width_pct", width, "a number")
+    if width is not None and not BOUNDS["stop.width_pct"].holds(width):
+        raise bad(
+            "width_pct", width, f"a half-width a ladder can set ({BOUNDS['stop.width_pct'].fix})"
+        )
     cells = doc.get("cells", [])  # absent in a plan written before cells existed: every one
-    if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
-        raise bad("cells", cells, "a list of cell names")
+    if (
+        not isinstance(cells, list)
+        or len(cells) > MAX_CELLS
+        or not all(isinstance(c, str) for c in cells)
+    ):
+        raise bad("cells", cells, f"a list of at most {MAX_CELLS} cell names")
     design = StopDesign(
         str(rule),
         tuple(looks),
@@ -350,6 +379,7 @@ def _host_rule(f: Fields) -> HostRulePlan | None:
     h = Fields(raw, f.where, "host_rule.")
     limits = {k: v for k, v in raw.items() if k not in ("enabled", "applied", "why")}
     for name, value in limits.items():
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise h.bad(name, value, "a number")
+        top = HOST_BOUNDS.get(name, (math.inf, ""))[0]
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= top:
+            raise h.bad(name, value, f"a number from 0 to {top:g}")
     return HostRulePlan(h.flag("enabled", True), h.flag("applied", True), h.text("why"), limits)

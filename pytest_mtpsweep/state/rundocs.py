@@ -15,12 +15,14 @@ document of a later format than `FORMAT` is refused in one line naming both vers
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._version import __version__
 from ..errors import RunReadError
+from ..ladder.model import BOUNDS
 
 FORMAT = 1  # the run documents' format this version writes and reads (see the module)
 FORMAT_FIELD = "format"
@@ -52,6 +54,13 @@ class Fields:
         value = self.raw.get(name, default)
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.bad(name, value, "a whole number")
+        return value
+
+    def cycle(self, name: str, low: int = 1) -> int:
+        """A cycle count or a look's number: within what a ladder can run (`BOUNDS["cycles"]`)."""
+        value = self.integer(name, low)
+        if not low <= value <= BOUNDS["cycles"].high:
+            raise self.bad(name, value, f"a whole number from {low} to {BOUNDS['cycles'].high:g}")
         return value
 
     def flag(self, name: str, default: bool = False) -> bool:
@@ -124,7 +133,7 @@ class SessionDoc:
             f.text("preregistration_sha256"),
             f.integer("ordinal"),
             f.text("treatment"),
-            f.integer("cycle"),
+            f.cycle("cycle", 0),
             f.flag("complete", True),
             f.text("host_spoiled"),
             {"session": session, **raw},
@@ -195,11 +204,11 @@ class StopDoc:
         version = check_format(raw, where)
         stopped = raw.get("stopped_at")
         if stopped is not None:
-            stopped = f.integer("stopped_at")
+            stopped = f.cycle("stopped_at")
         looks = tuple(
             Look(
-                e.integer("look"),
-                e.integer("after_cycle"),
+                e.cycle("look"),
+                e.cycle("after_cycle"),
                 e.text("at"),
                 e.flag("met"),
                 e.text("why"),
@@ -222,6 +231,10 @@ class StopDoc:
 
 def _cell(c: Fields) -> LookCell:
     width = c.raw.get("half_width_pct")
-    if width is not None and (not isinstance(width, int | float) or isinstance(width, bool)):
-        raise c.bad("half_width_pct", width, "a number")
+    if width is not None and (
+        not isinstance(width, int | float)
+        or isinstance(width, bool)
+        or not 0 <= width <= sys.float_info.max
+    ):
+        raise c.bad("half_width_pct", width, "a finite number of 0 or more")
     return LookCell(c.text("cell"), c.text("decision"), None if width is None else float(width))

@@ -36,7 +36,6 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import json
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from typing import Any
 from .. import recordlines as rl
 from .. import schema
 from ..errors import RunReadError
+from ..fileio import BadFile, BadJson, load_json_bounded, read_bounded
 from .plandoc import PlanDoc
 from .rundocs import SessionDoc, StopDoc
 
@@ -143,29 +143,21 @@ class RunReader:
         path = self.path / relpath
         if not _regular(path):
             return ""
-        return path.read_bytes().decode("utf-8", errors="replace")
+        try:
+            return read_bounded(path).decode("utf-8", errors="replace")
+        except BadFile as exc:
+            raise RunReadError(f"{path} {exc}; restore it from the run") from None
 
     def document(self, relpath: str | Path, what: str) -> Mapping[str, Any]:
-        """A run-wide JSON object ({} when it is not there); RunReadError if it is not one."""
+        """A run-wide JSON object ({} when it is not there); RunReadError if it is not one, or
+        is no regular file, too big or nested too deep to be one the run wrote (`fileio`)."""
         path = self.path / relpath
-        if not _regular(path):
-            odd = _odd(path)
-            if odd:  # there, but nothing a run writes: never read as "no document"
-                raise RunReadError(
-                    f"{what} {path} is {odd}, not the file the run wrote; restore it from the run"
-                )
+        if not path.exists() and not path.is_symlink():
             return {}
         try:
-            loaded = json.loads(self.text(relpath))
-        except ValueError as exc:
-            where = (
-                f" ({exc.msg} at line {exc.lineno})"
-                if isinstance(exc, json.JSONDecodeError)
-                else ""
-            )
-            raise RunReadError(
-                f"{what} {path} is not valid JSON{where}; restore it from the run"
-            ) from None
+            loaded = load_json_bounded(path)
+        except BadFile as exc:  # there, but nothing a run writes: never read as "no document"
+            raise RunReadError(f"{what} {path} {exc}; restore it from the run") from None
         if not isinstance(loaded, Mapping):
             raise RunReadError(
                 f"{what} {path} does not hold a JSON object; restore it from the run"
@@ -255,9 +247,12 @@ class RunReader:
         for path in self._files(schema.SESSIONS_DIR, SESSION_SUFFIX):
             label = f"{schema.SESSIONS_DIR}/{shown(path.name)}"
             try:
-                loaded = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
-            except ValueError:
+                loaded = load_json_bounded(path)
+            except BadJson:
                 bad.append(f"{label}: {rl.NOT_JSON}")
+                continue
+            except BadFile as exc:  # too big, nested too deep, NaN: named as it is
+                bad.append(f"{label}: {exc}")
                 continue
             if not isinstance(loaded, dict):
                 bad.append(f"{label}: {rl.NOT_OBJECT}")
@@ -335,8 +330,8 @@ class RunReader:
         if not _regular(path):
             return None
         try:
-            loaded = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
-        except ValueError:
+            loaded = load_json_bounded(path)
+        except BadFile:
             return None
         return loaded if isinstance(loaded, Mapping) else None
 
@@ -356,18 +351,6 @@ def read_table(path: Path) -> Table:
     if not rows:
         return Table((), ())
     return Table(tuple(rows[0]), tuple(tuple(r) for r in rows[1:]))
-
-
-def _odd(path: Path) -> str:
-    """What a path that is there but is no regular file is ("" when it is not there)."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "a link to nothing" if path.is_symlink() else ""
-    except OSError as exc:
-        return f"unreadable ({exc.strerror or exc})"
-    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "a device")
 
 
 def _regular(path: Path) -> bool:

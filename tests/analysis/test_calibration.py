@@ -18,6 +18,7 @@ from pytest_mtpsweep.analysis.calibration import (
     cycles_to_resolve,
     false_alarms,
     noise_floor_pct,
+    problem,
     staleness,
     wilson,
 )
@@ -70,20 +71,24 @@ def test_wilson_holds_the_proportion(k: int, n: int) -> None:
 
 
 def calibration(**kw: object) -> Calibration:
-    cell = CellCalibration("aa:prose", 8, 4, 1e-4, 2e-4, 8e-4, 2.1, 12, Rate(3, 1000, 0.001, 0.009))
+    floor = noise_floor_pct(Noise(8, 1e-4, 2e-4, 8e-4), 12, 0.95)  # as calibrate computes it
+    cell = CellCalibration(
+        "aa:prose", 8, 4, 1e-4, 2e-4, 8e-4, floor, 12, Rate(3, 1000, 0.001, 0.009)
+    )
     base = dict(host={"fingerprint": "f" * 32, "hostname": "ci"}, model_id="m", model_sha256="a" * 64,
                 build="b1", created_at="2026-12-01T00:00:00+00:00", margin_pct=3.0, cycles=12,
-                looks=(4, 6, 8, 10, 12), levels=(0.95,) * 5, run_dir="runs/aa/1", cells=(cell,))  # fmt: skip
+                looks=(4, 6, 8, 10, 12), levels=(0.95,) * 5, run_dir="runs/aa/1", cells=(cell,),
+                cycles_run=4)  # fmt: skip
     return Calibration(**{**base, **kw})  # type: ignore[arg-type]
 
 
 def test_the_file_round_trips_and_names_its_format() -> None:
     cal = calibration()
     doc = cal.to_json()
-    assert doc["format"] == 1 and doc["noise_floor_pct"] == 2.1
+    assert doc["format"] == 2 and round(doc["noise_floor_pct"], 2) == 1.85
     assert doc["cells"][0]["false_alarm"]["rate"] == 0.003
     assert Calibration.from_json(doc, "c.json") == cal
-    with pytest.raises(ValueError, match="format 9, not 1"):
+    with pytest.raises(ValueError, match="format 9, not 2"):
         Calibration.from_json({**doc, "format": 9}, "c.json")
     with pytest.raises(ValueError, match="not an mtpsweep calibration"):
         Calibration.from_json({"x": 1}, "c.json")
@@ -93,7 +98,7 @@ def test_a_margin_below_the_floor_is_refused_in_one_sentence() -> None:
     assert calibration().refusal() is None
     said = calibration(margin_pct=1.5).refusal()
     assert said is not None and "below what this host can resolve" in said
-    assert "widen the margin to 2.1 %" in said and "12 cycles would reach it" in said
+    assert "widen the margin to 1.9 %" in said and "12 cycles would reach it" in said
 
 
 NOW = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
@@ -115,3 +120,47 @@ def test_a_stale_calibration_says_why(
     assert (
         staleness(calibration(), host_fingerprint="f" * 32, model_sha256="a" * 64, now=NOW) is None
     )
+
+
+def test_a_hand_edited_file_is_refused_by_its_digest() -> None:
+    # issue 50: hand-lowered floors were accepted
+    doc = calibration().to_json()
+    doc["cells"][0]["noise_floor_pct"] = 0.5
+    with pytest.raises(ValueError, match="was changed after `mtpsweep calibrate` wrote it"):
+        Calibration.from_json(doc, "c.json")
+
+
+def test_a_time_without_a_zone_is_stale_never_a_traceback() -> None:
+    # issue 50: a naive created_at raised TypeError against an aware now
+    cal = calibration(created_at="2026-12-01T00:00:00")
+    got = staleness(cal, host_fingerprint="f" * 32, model_sha256=None, now=NOW)
+    assert got is not None and "not a time with its zone" in got
+    assert problem(cal) is not None and "has no time zone" in str(problem(cal))
+
+
+def test_another_model_id_is_stale() -> None:
+    got = staleness(calibration(), host_fingerprint="f" * 32, model_sha256=None, now=NOW,
+                    model_id="other")  # fmt: skip
+    assert got is not None and "another model (m, not other)" in got
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["cells"][0].update(prompts="8"),
+        lambda d: d["cells"][0].update(cycles_needed="5"),
+        lambda d: d["cells"][0]["false_alarm"].update(reps=None),
+        lambda d: d.update(host=[1]),
+        lambda d: d.update(cells=[[]]),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_malformed_never_a_traceback(edit: object) -> None:
+    import json
+
+    from pytest_mtpsweep.analysis.calibration import digest
+
+    doc = json.loads(json.dumps(calibration().to_json()))
+    edit(doc)  # type: ignore[operator]
+    doc["sha256"] = digest(doc)  # as if calibrate had written it
+    with pytest.raises(ValueError, match=r"^c.json is malformed \(.*\); run `mtpsweep calibrate`"):
+        Calibration.from_json(doc, "c.json")

@@ -183,6 +183,9 @@ class TestKindsAndOverrides:
         [
             ('[analysis]\nprimary_endpoint = "speed"\n', "primary_endpoint"),
             ("[analysis]\nmargin_pct = -5\n", "margin_pct"),
+            # issue 50: a margin of 1e308 called a +86 % cell "equivalent"
+            ("[analysis]\nmargin_pct = 1e308\n", r"margin_pct is 1e\+308; use a positive margin"),
+            ("[analysis]\ntiebreak_pp = 1000\n", "tiebreak_pp is 1000"),
         ],
     )
     def test_analysis_settings_fail_before_the_run(

@@ -4,6 +4,7 @@ counted and named, and the read is bounded."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,32 @@ def test_a_failed_write_is_one_sentence(tmp_path: Path) -> None:
 
 def test_a_verdict_s_met_is_the_history_s_decision() -> None:
     assert [decision(m) for m in (True, False, None)] == ["pass", "fail", "undecided"]
+
+
+def test_an_append_never_follows_a_link(tmp_path: Path) -> None:
+    # issue 50: through a link the history appended to whatever file it named
+    target = tmp_path / "system.conf"
+    target.write_text("keep = 1\n")
+    link = tmp_path / "h.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(HistoryError, match=r"^cannot append to the history .*another --history"):
+        append(link, [entry()])
+    assert target.read_text() == "keep = 1\n"
+
+
+def test_a_history_that_is_a_fifo_is_one_sentence_never_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "h.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(HistoryError, match="is a FIFO, not a regular file"):
+        read(fifo)
+    with pytest.raises(HistoryError, match=r"^cannot append to the history .*(FIFO|No such dev)"):
+        append(fifo, [entry()])  # opened non-blocking: no reader is ENXIO, never a wait
+
+
+def test_a_deeply_nested_history_line_is_set_aside(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    append(path, [entry()])
+    with path.open("a") as f:
+        f.write("[" * 100_000 + "\n")
+    got = read(path)
+    assert len(got.entries) == 1 and len(got.unreadable) == 1

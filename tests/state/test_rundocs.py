@@ -5,6 +5,7 @@ format) read and analysed, and a later format refused in one line naming both ve
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import string
 from pathlib import Path
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from pytest_mtpsweep import schema
 from pytest_mtpsweep._version import __version__
 from pytest_mtpsweep.errors import RunReadError
+from pytest_mtpsweep.ladder.model import BOUNDS, MAX_CYCLES
 from pytest_mtpsweep.state.plandoc import (
     PLAN_FIELDS,
     AnalysisPlan,
@@ -44,6 +46,7 @@ FORMAT0 = Path(__file__).resolve().parent.parent / "data" / "run-format0"
 names = st.text(string.ascii_letters + string.digits + "_-:.", min_size=1, max_size=12)
 texts = st.text(max_size=20)
 counts = st.integers(min_value=0, max_value=10_000)
+cycles = st.integers(min_value=1, max_value=MAX_CYCLES)  # as a ladder bounds them
 levels = st.floats(min_value=0.5, max_value=0.999)
 # what a kind may put in its part of plan.json: JSON values under names the protocol leaves it
 json_values = st.recursive(
@@ -91,7 +94,12 @@ plans = st.builds(
         texts,
         texts,
         st.dictionaries(
-            names.filter(lambda n: n not in ("baseline", "curtailment_sentence", "multiplicity")),
+            names.filter(
+                lambda n: (
+                    n not in ("baseline", "curtailment_sentence", "multiplicity")
+                    and f"analysis.{n}" not in BOUNDS
+                )  # the bounded ones: see the test below
+            ),
             json_values,
             max_size=3,
         ),
@@ -124,7 +132,7 @@ plans = st.builds(
         ),
     ),
     sessions=st.lists(
-        st.builds(PlannedSession, counts, names, counts, names, st.booleans(), counts), max_size=4
+        st.builds(PlannedSession, counts, names, cycles, names, st.booleans(), counts), max_size=4
     ).map(tuple),
     kind_fields=st.dictionaries(kind_names, json_values, max_size=3),
 )
@@ -139,8 +147,8 @@ def test_a_plan_reads_back_as_it_was_written(plan: PlanDoc) -> None:
 
 looks = st.builds(
     Look,
-    counts,
-    counts,
+    cycles,
+    cycles,
     texts,
     st.booleans(),
     texts,
@@ -155,7 +163,7 @@ looks = st.builds(
         StopDoc,
         st.just(FORMAT),
         st.lists(looks, max_size=3).map(tuple),
-        st.none() | counts,
+        st.none() | cycles,
         st.none() | st.lists(st.builds(DroppedArm, names, counts, counts, texts)).map(tuple),
     )
 )
@@ -168,7 +176,7 @@ def test_a_stop_document_reads_back_as_it_was_written(doc: StopDoc) -> None:
 @given(
     session=names,
     info=st.fixed_dictionaries(
-        {"run_id": names, "ordinal": counts, "treatment": names, "cycle": counts},
+        {"run_id": names, "ordinal": counts, "treatment": names, "cycle": cycles},
         optional={"complete": st.booleans(), "host_spoiled": texts, "load_s": st.floats(0, 9)},
     ),
 )
@@ -283,3 +291,64 @@ def test_a_field_of_the_wrong_type_is_named(field: str, value: object, said: str
 def test_a_session_document_keeps_what_the_kind_wrote() -> None:
     doc = SessionDoc.from_json("01_a_c1", {"cycle": 1, "shakedown": {"summary": "ok"}}, "x")
     assert doc.facts["shakedown"] == {"summary": "ok"} and doc.format == 0
+
+
+def _plan_with(tmp_path: Path, edit: Any) -> Path:
+    """A run whose plan.json is a real one, edited by hand."""
+    plan = PlanDoc(
+        run_id="r1",
+        analysis=AnalysisPlan("a", kind_settings={"margin_pct": 5.0, "tiebreak_pp": 1.0}),
+        stop=StopDesign("decided", (4, 6), "pocock", (0.9, 0.95), (0.8, 0.9)),
+        host_rule=HostRulePlan(thresholds={"cpu_noise_pct": 20.0}),
+        sessions=(PlannedSession(1, "a", 1, "01_a_c1"),),
+    )
+    doc = plan.to_json()
+    edit(doc)
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps(doc))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d["analysis"].update(margin_pct=1e308), "analysis.margin_pct"),
+        (lambda d: d["analysis"].update(margin_pct=0), "analysis.margin_pct"),
+        (lambda d: d["analysis"].update(tiebreak_pp=-1), "analysis.tiebreak_pp"),
+        (lambda d: d["stop"].update(looks=[4, 10**18]), "stop.looks"),
+        (lambda d: d["stop"].update(looks=[6, 4]), "stop.looks"),
+        (lambda d: d["stop"].update(width_pct=1e308, rule="width"), "stop.width_pct"),
+        (lambda d: d["stop"].update(cells=["a:b"] * 10_000), "stop.cells"),
+        (lambda d: d["host_rule"].update(cpu_noise_pct=1e9), "host_rule.cpu_noise_pct"),
+        (lambda d: d["sessions"][0].update(cycle=10**18), "sessions[0].cycle"),
+        (lambda d: d["sessions"][0].update(ordinal=-1), "sessions[0].ordinal"),
+    ],
+)
+def test_a_plan_value_the_tool_could_not_have_written_is_refused_naming_it(
+    tmp_path: Path, edit: Any, field: str
+) -> None:
+    # issue 50: a margin of 1e308 made a +86 % cell "equivalent"; 10**18 looks were printed
+    run = _plan_with(tmp_path, edit)
+    with pytest.raises(RunReadError, match=rf"`{re.escape(field)}` is .*restore it") as got:
+        _ = RunReader(run).plan
+    assert "\n" not in str(got.value) and str(run / schema.PLAN_FILE) in str(got.value)
+
+
+def test_the_plan_reader_takes_what_the_ladder_takes(tmp_path: Path) -> None:
+    top = BOUNDS["analysis.margin_pct"].high
+    run = _plan_with(tmp_path, lambda d: d["analysis"].update(margin_pct=top))
+    assert RunReader(run).plan.analysis.kind_settings["margin_pct"] == top
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d["looks"][0].update(after_cycle=10**18), "looks[0].after_cycle"),
+        (lambda d: d.update(stopped_at=-3), "stopped_at"),
+        (lambda d: d["looks"][0]["cells"][0].update(half_width_pct=10**400), "half_width_pct"),
+    ],
+)
+def test_a_stop_document_value_out_of_bounds_is_refused(edit: Any, field: str) -> None:
+    doc = StopDoc(looks=(Look(1, 4, cells=(LookCell("a:b", "faster", 2.0),)),)).to_json()
+    edit(doc)
+    with pytest.raises(RunReadError, match=rf"{re.escape(field)}` is"):
+        StopDoc.from_json(doc)

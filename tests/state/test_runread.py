@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,7 +209,7 @@ def test_a_plan_that_is_no_regular_file_is_named_never_read_as_absent(
         _ = RunReader(tmp_path).plan
     what = "a FIFO" if odd == "fifo" else "a folder"
     assert str(info.value) == (
-        f"plan file {path} is {what}, not the file the run wrote; restore it from the run"
+        f"plan file {path} is {what}, not a regular file; restore it from the run"
     )
 
 
@@ -225,3 +226,35 @@ def test_another_runs_session_file_is_set_aside_and_named(tmp_path: Path) -> Non
         "sessions/03_b_c2.json: another run's session file: its run_id is 'r2', this run's is 'r1'",
     )
     assert read.foreign == {"03_b_c2"}
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda p: os.symlink("/dev/zero", p), "is a device, not a regular file"),
+        (lambda p: p.write_text("[" * 100_000), "nests deeper than"),
+        (lambda p: p.write_text('{"run_id": NaN}'), "holds NaN"),
+    ],
+)
+def test_a_run_document_no_run_wrote_is_one_line(tmp_path: Path, make: Any, why: str) -> None:
+    # issue 50: /dev/zero filled memory, deep nesting raised RecursionError
+    make(tmp_path / schema.PLAN_FILE)
+    with pytest.raises(RunReadError, match=f"plan file .* {why}.*; restore it from the run"):
+        _ = RunReader(tmp_path).plan
+
+
+@pytest.mark.parametrize("make", ["fifo", "deep", "zero"])
+def test_a_session_file_no_run_wrote_costs_itself_only(tmp_path: Path, make: str) -> None:
+    sessions = tmp_path / schema.SESSIONS_DIR
+    sessions.mkdir()
+    (sessions / "01_a_c1.json").write_text(json.dumps({"cycle": 1}))
+    bad = sessions / "02_b_c1.json"
+    if make == "fifo":
+        os.mkfifo(bad)  # passed over, as a folder named like one is
+    elif make == "zero":
+        os.symlink("/dev/zero", bad)
+    else:
+        bad.write_text("{" * 100_000)
+    read = RunReader(tmp_path).sessions()
+    assert [f["session"] for f in read.facts] == ["01_a_c1"]
+    assert all("\n" not in why for why in read.unreadable)

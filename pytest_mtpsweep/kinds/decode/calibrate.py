@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import math
 import os
 import platform
@@ -94,6 +93,23 @@ def _checked(args: argparse.Namespace) -> None:
         )
 
 
+def _out(args: argparse.Namespace) -> Path:
+    """The calibration's file, checked before any work: new, or a calibration (never the run's
+    own plan or records, a link, a folder or a FIFO), in a folder that can be written."""
+    from ...kindapi.records import output_problem
+
+    out = Path(args.out) if args.out else Path(args.run) / DEFAULT_FILE
+    why = output_problem(
+        out,
+        looks_right=lambda head: b'"mtpsweep-calibration"' in head,
+        what="a calibration",
+        run_file=DEFAULT_FILE,
+    )
+    if why is not None:
+        raise OptionError(f"--out {out} {why}; name a new file or a calibration to replace.")
+    return out
+
+
 def aa_arm(plan: PlanDoc, baseline: str, wanted: str | None, run: Path) -> str:
     """The A/A arm: a treatment with the baseline's server arguments (refused otherwise)."""
     args = {t.key: list(t.args) for t in plan.treatments}
@@ -126,9 +142,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from ...kindapi.records import atomic_write_json
 
     _checked(args)
+    out = _out(args)
     cal = calibrate(Path(args.run), args)
-    out = Path(args.out) if args.out else Path(args.run) / DEFAULT_FILE
-    atomic_write_json(out, {**cal.to_json(), "refusal": cal.refusal()})
+    try:
+        atomic_write_json(out, {**cal.to_json(), "refusal": cal.refusal()})
+    except OSError as exc:
+        raise OptionError(
+            f"--out {out} cannot be written ({exc.strerror or exc}); name another file."
+        ) from None
     for line in lines(cal):
         print(line)
     print(f"calibration: {out}")
@@ -136,7 +157,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
-    """The calibration of one A/A run for a gate of this margin, cycles and spending."""
+    """The calibration of one A/A run for a gate of this margin, cycles and spending: the
+    floors at the cycles the run has (or `--cycles`), refused when a cell has fewer complete
+    cycles than carry the session level, or when its arms differ beyond its own noise."""
     from ...kindapi import POOLED
     from ...kindapi.analysis import Calibration, Design
     from .analysis.io import load_run
@@ -145,16 +168,18 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     run = load_run(run_dir)
     result = analyse([run], boot=args.boot, seed=args.boot_seed)
     arm = aa_arm(run.plan, result.settings.baseline, args.aa, run_dir)
-    top = args.cycles or max((s.cycle for s in run.plan.sessions), default=0)
-    if top < 4:
-        raise OptionError(f"{run_dir} ran {top} cycles; pass --cycles (the gate's, 4 or more).")
-    design = Design.plan("decided", 4, top, args.spending, None)
     rows = [r for r in result.published.to_dict(orient="records")
             if r["treatment"] == arm and r["subset"] != POOLED and int(r["n_pairs"]) > 0]  # fmt: skip
     if not rows:
         raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
                             "calibrate from; run the A/A ladder first.")  # fmt: skip
-    cells = tuple(_cell(result, r, design, args) for r in rows)
+    noises = [_noise(result, r, run_dir) for r in rows]
+    present = min(n[1] for n in noises)
+    top = args.cycles or present
+    design = Design.plan("decided", 4, top, args.spending, None)
+    for row, (noise, _) in zip(rows, noises, strict=True):
+        _same_arms(row, noise, present, run_dir, result.settings.baseline)
+    cells = tuple(_cell(r, n, design, args) for r, n in zip(rows, noises, strict=True))
     keyed = run.plan.keyed
     return Calibration(
         host=host_identity(str(keyed.get("placement", ""))),
@@ -168,37 +193,69 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
         levels=design.equivalence_confidence,
         run_dir=str(run_dir),
         cells=cells,
+        cycles_run=present,
     )
 
 
-def _cell(result: Any, row: Mapping[str, Any], design: Any, args: argparse.Namespace) -> Any:
-    from ...kindapi.analysis import (
-        CellCalibration,
-        Noise,
-        cell_matrix,
-        components,
-        cycles_to_resolve,
-        false_alarms,
-        noise_floor_pct,
-        pilot_ratio,
-    )
-    from ...kindapi.ladder import MAX_CYCLES
+def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int]:
+    """A cell's noise and the complete cycles it was measured over (refused under the cycles
+    whose interval carries the session level: its session noise would be a guess)."""
+    from ...kindapi.analysis import MIN_CYCLES_FOR_SESSION as SESSION_LEVEL_CYCLES
+    from ...kindapi.analysis import Noise, cell_matrix, components, pilot_ratio
 
     cell = f"{row['treatment']}:{row['subset']}"
     matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),
                          str(row["subset"]))  # fmt: skip
     comp = components(matrix)
-    if comp is None:
+    if comp is None or comp.cycles < SESSION_LEVEL_CYCLES:
+        have = 0 if comp is None else comp.cycles
         raise AnalysisError(
-            f"{cell} has under 2 complete cycles of pairs, nothing to calibrate from; run the "
-            "A/A ladder for at least a cycle pair."
+            f"{run_dir}: {cell} has {have} complete cycles of A/A pairs, fewer than the "
+            f"{SESSION_LEVEL_CYCLES} whose spread carries the session noise; run the A/A "
+            f"ladder to {SESSION_LEVEL_CYCLES} cycles or more and calibrate that."
         )
-    noise = Noise.of(comp, pilot_ratio(row, comp.n, result.settings.confidence))
+    return Noise.of(comp, pilot_ratio(row, comp.n, result.settings.confidence)), comp.cycles
+
+
+# An A/A contrast beyond this many noise floors (at the cycles run) is no noise: ~4 standard
+# errors, which a true A/A pair passes about once in 30,000 calibrations.
+SAME_ARMS_FLOORS = 2.0
+
+
+def _same_arms(
+    row: Mapping[str, Any], noise: Any, cycles: int, run_dir: Path, baseline: str
+) -> None:
+    """Refuse an "A/A" run whose arms measured differently: its noise speaks for nothing."""
+    from ...kindapi.analysis import noise_floor_pct
+
+    est = float(row["pct_change"])
+    floor = noise_floor_pct(noise, cycles)
+    if not (math.isfinite(est) and abs(est) <= SAME_ARMS_FLOORS * floor):
+        raise AnalysisError(
+            f"{run_dir} is no A/A run: {row['treatment']} differs from {baseline} by "
+            f"{est:+.1f} % on {row['subset']}, over {SAME_ARMS_FLOORS:g} times the "
+            f"{floor:.2f} % its own noise resolves at {cycles} cycles; calibrate a run that "
+            "measures one build as both arms."
+        )
+
+
+def _cell(
+    row: Mapping[str, Any], measured: tuple[Any, int], design: Any, args: argparse.Namespace
+) -> Any:
+    from ...kindapi.analysis import (
+        CellCalibration,
+        cycles_to_resolve,
+        false_alarms,
+        noise_floor_pct,
+    )
+    from ...kindapi.ladder import MAX_CYCLES
+
+    noise, cycles_run = measured
     level = design.equivalence_confidence[-1]
     return CellCalibration(
-        cell=cell,
-        prompts=comp.n,
-        cycles_run=comp.cycles,
+        cell=f"{row['treatment']}:{row['subset']}",
+        prompts=noise.prompts,
+        cycles_run=cycles_run,
         prompt_var=noise.prompt_var,
         session_var=noise.session_var,
         noise_var=noise.noise_var,
@@ -212,6 +269,7 @@ def _cell(result: Any, row: Mapping[str, Any], design: Any, args: argparse.Names
             reps=args.reps,
             seed=args.boot_seed,
         ),
+        q_ratio=noise.q_ratio,
     )
 
 
@@ -225,7 +283,7 @@ def lines(cal: Calibration) -> list[str]:
         sd = [100.0 * math.sqrt(v) for v in (c.prompt_var, c.session_var, c.noise_var)]
         need = "beyond the bound" if c.cycles_needed is None else f"{c.cycles_needed} cycles"
         out.append(
-            f"  {c.cell}: noise floor {c.noise_floor_pct:.2f} % at {cal.cycles} cycles (80 % "
+            f"  {c.cell}: noise floor {c.noise_floor_pct:.2f} % at {cal.cycles} cycles{_from(cal)} (80 % "
             f"power), false alarms {100 * fa.count / fa.reps:.1f} % [{100 * fa.low:.1f}, "
             f"{100 * fa.high:.1f}] of {fa.reps} simulated A/A gates; the margin needs {need}; "
             f"sd prompt {sd[0]:.2f} %, session {sd[1]:.2f} %, noise {sd[2]:.2f} % "
@@ -242,26 +300,35 @@ def lines(cal: Calibration) -> list[str]:
     return out
 
 
+def _from(cal: Calibration) -> str:
+    """Where the floor's cycles are not the run's: what they were extrapolated from."""
+    return "" if cal.cycles == cal.cycles_run else f" (extrapolated from the {cal.cycles_run} run)"
+
+
 def check_cited(
-    path: Path, *, margin_pct: float, model_sha256: str | None, max_age_days: float | None = None
+    path: Path,
+    *,
+    margin_pct: float,
+    model_sha256: str | None,
+    max_age_days: float | None = None,
+    model_id: str | None = None,
 ) -> str | None:
-    """Why a gate cannot cite this calibration (one sentence), or None: unreadable, another
-    host or model, too old, or a margin below the host's noise floor."""
-    from ...kindapi.analysis import DEFAULT_AGE_DAYS, Calibration, staleness
+    """Why a gate cannot cite this calibration (one sentence), or None: unreadable or not as
+    calibrate wrote it, another host or model, too old, or a margin below the host's floor."""
+    from ...kindapi.analysis import DEFAULT_AGE_DAYS, read_calibration, staleness
 
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        cal = Calibration.from_json(doc, str(path))
-    except (OSError, ValueError) as exc:
-        return f"calibration {path} cannot be read ({exc}); run `mtpsweep calibrate` again"
+        cal = read_calibration(path)
+    except ValueError as exc:
+        return f"calibration {exc}"
     placement = str(cal.host.get("placement", ""))
     stale = staleness(cal, host_fingerprint=host_identity(placement)["fingerprint"],
                       model_sha256=model_sha256, now=dt.datetime.now(dt.UTC),
-                      max_age_days=max_age_days or DEFAULT_AGE_DAYS)  # fmt: skip
+                      max_age_days=max_age_days or DEFAULT_AGE_DAYS, model_id=model_id)  # fmt: skip
     if stale:
         return f"calibration {path} is stale: {stale}; run `mtpsweep calibrate` on an A/A run here"
     floor = cal.noise_floor_pct
-    if math.isfinite(floor) and margin_pct < floor:
+    if margin_pct < floor:
         return (
             f"the margin {margin_pct:g} % is below the {floor:.2f} % this host resolves with "
             f"{cal.cycles} cycles by calibration {path}; widen the margin or plan more cycles"

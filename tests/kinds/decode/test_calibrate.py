@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_mtpsweep.analysis.calibration import digest
 from pytest_mtpsweep.cli import main
 from pytest_mtpsweep.errors import OptionError
 from pytest_mtpsweep.kinds.decode.analysis import analyse_at_end, validate_request
@@ -49,8 +51,9 @@ def test_calibrate_writes_the_file_a_gate_cites(
 ) -> None:
     _, path = calibrated
     doc = json.loads(path.read_text())
-    assert doc["format"] == 1 and doc["kind"] == "mtpsweep-calibration"
+    assert doc["format"] == 2 and doc["kind"] == "mtpsweep-calibration"
     assert doc["refusal"] is None and doc["margin_pct"] == 3.0 and doc["cycles"] == 4
+    assert doc["cycles_run"] == 4 and doc["sha256"] == digest(doc)
     assert {c["cell"] for c in doc["cells"]} == {"aa:prose", "aa:structured"}
     assert doc["host"]["fingerprint"] and "model_sha256" in doc and doc["build"] is not None
     assert 0 < doc["noise_floor_pct"] < 3.0
@@ -99,17 +102,23 @@ def test_a_gate_cites_a_fresh_calibration_and_refuses_a_stale_one(
     assert f"calibrated by {path}" in gate.sentence
     old = json.loads(path.read_text())
     stale = tmp_path / "stale.json"
-    stale.write_text(json.dumps({**old, "created_at": "2020-01-01T00:00:00+00:00"}))
+    resigned(stale, {**old, "created_at": "2020-01-01T00:00:00+00:00"})
     (gate,) = analyse_at_end(run, request, _ladder(run), stale).gates
     assert gate.passed is False and "is stale: it is" in gate.sentence
     assert "days old" in gate.sentence
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({**old, "host": {**old["host"], "fingerprint": "0" * 32}}))
+    resigned(other, {**old, "host": {**old["host"], "fingerprint": "0" * 32}})
     with pytest.raises(OptionError, match="is stale: it was measured on another host"):
         validate_request(_ladder(run), request, other)
     with pytest.raises(OptionError, match=r"below the .* this host resolves"):
         validate_request(_ladder(run), gates("aa:prose:not-slower:0.2"), path)
     validate_request(_ladder(run), request, path)  # fresh: no error
+
+
+def resigned(path: Path, doc: dict[str, Any]) -> Path:
+    """A calibration edited and signed again, as only calibrate itself would write it."""
+    path.write_text(json.dumps({**doc, "sha256": digest(doc)}))
+    return path
 
 
 def _ladder(run: Path) -> Any:
@@ -124,3 +133,118 @@ def _ladder(run: Path) -> Any:
         prereg=SimpleNamespace(secondary_contrasts=()),
         analysis=SimpleNamespace(primary_endpoint="primary"),
     )
+
+
+# issue 50: calibrations that speak for nothing, and an --out that destroys a run's document
+
+
+def test_a_run_whose_arms_measured_apart_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = make_plan(AA)
+    plan["treatments"] = [{"key": "none", "args": ["-t", "2"]}, {"key": "aa", "args": ["-t", "2"]}]
+    rate = noisy(AA, {"aa": 1.86}, sd=0.01, seed=11)  # the same arguments, 86 % apart
+    run = write_run(tmp_path, AA, make_records(AA, rate), plan=plan)
+    assert main(["calibrate", str(run), "--margin", "3", "--reps", "200"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is no A/A run: aa differs from none by +86" in err and "\n" not in err
+    assert not (run / "calibration.json").exists()
+
+
+def test_a_run_cut_short_of_the_session_level_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = make_plan(AA)
+    plan["treatments"] = [{"key": "none", "args": ["-t", "2"]}, {"key": "aa", "args": ["-t", "2"]}]
+    records = [r for r in make_records(AA, noisy(AA, {"aa": 1.0}, sd=0.01, seed=11))
+               if r["cycle"] <= 2]  # fmt: skip
+    run = write_run(tmp_path, AA, records, plan=plan)
+    assert main(["calibrate", str(run), "--margin", "3", "--reps", "200"]) == 2
+    err = capsys.readouterr().err
+    assert "has 2 complete cycles of A/A pairs, fewer than the 4" in err
+
+
+@pytest.mark.parametrize(
+    "target", ["plan", "records", "folder", "ladder", "missing-folder", "link"]
+)
+def test_out_never_destroys_a_document_and_is_checked_before_work(
+    calibrated: tuple[Path, Path], tmp_path: Path, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = calibrated
+    plan_before = (run / "plan.json").read_bytes()
+    ladder = tmp_path / "l.toml"
+    ladder.write_text('question = "q"\n')
+    (tmp_path / "real.json").write_text("{}")
+    out = {
+        "plan": run / "plan.json",
+        "records": run / "records" / "x.jsonl",
+        "folder": tmp_path,
+        "ladder": ladder,
+        "missing-folder": tmp_path / "no" / "c.json",
+        "link": tmp_path / "link.json",
+    }[target]
+    if target == "link":
+        out.symlink_to(tmp_path / "real.json")
+    assert main(["calibrate", str(run), "--margin", "3", "--reps", "200", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mtpsweep: --out {out} ") and err.count("\n") == 1
+    assert (run / "plan.json").read_bytes() == plan_before
+    assert ladder.read_text() == 'question = "q"\n'
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda d: d["cells"][0].update(noise_floor_pct=0.01), "its own components give"),
+        (lambda d: d["cells"][0].update(noise_floor_pct=None), "noise_floor_pct out of bounds"),
+        (lambda d: d.update(cells=[]), "holds no cell"),
+        (lambda d: d.update(created_at="2026-12-01T00:00:00"), "has no time zone"),
+        (lambda d: d.update(margin_pct=1e308), r"margin_pct 1e\+308 is outside"),
+    ],
+)
+def test_a_calibration_calibrate_never_wrote_is_refused(
+    calibrated: tuple[Path, Path], tmp_path: Path, edit: Any, why: str
+) -> None:
+    run, path = calibrated
+    doc = json.loads(path.read_text())
+    edit(doc)
+    hand = tmp_path / "hand.json"
+    hand.write_text(json.dumps(doc))  # edited by hand: the digest no longer matches
+    request = gates("aa:prose:not-slower:1")
+    with pytest.raises(OptionError, match="was changed after `mtpsweep calibrate` wrote it"):
+        validate_request(_ladder(run), request, hand)
+    resigned(hand, doc)  # and signed again by hand: the values themselves are refused
+    with pytest.raises(OptionError, match=why) as got:
+        validate_request(_ladder(run), request, hand)
+    assert "\n" not in str(got.value)
+
+
+@pytest.mark.parametrize("odd", ["fifo", "zero", "deep", "folder"])
+def test_a_cited_calibration_that_is_no_file_is_one_sentence(
+    calibrated: tuple[Path, Path], tmp_path: Path, odd: str
+) -> None:
+    run, _ = calibrated
+    path = tmp_path / "c.json"
+    if odd == "fifo":
+        os.mkfifo(path)
+    elif odd == "zero":
+        path.symlink_to("/dev/zero")
+    elif odd == "folder":
+        path.mkdir()
+    else:
+        path.write_text("[" * 100_000)
+    request = gates("aa:prose:not-slower:3")
+    with pytest.raises(OptionError, match=f"--gate-calibration: calibration {path} ") as got:
+        validate_request(_ladder(run), request, path)
+    assert "\n" not in str(got.value)
+
+
+def test_a_calibration_of_another_model_is_refused(
+    calibrated: tuple[Path, Path], tmp_path: Path
+) -> None:
+    run, path = calibrated
+    request = gates("aa:prose:not-slower:3")
+    ladder = _ladder(run)
+    ladder.model_id = "another-model"
+    with pytest.raises(OptionError, match="measured on another model"):
+        validate_request(ladder, request, path)

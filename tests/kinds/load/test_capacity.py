@@ -186,3 +186,28 @@ class TestNoLevelWithinTheSlo:
         text = cs.lines(self._missed_everywhere())
         assert text[0].startswith("a: capacity within the SLOs")
         assert "below `low` (concurrency 1): no level probed met the target" in text[0]
+
+
+@pytest.mark.parametrize("caps", [{"a": 0.2, "b": 0.3}, {"a": 500.0, "b": 900.0}])
+def test_both_capacities_beyond_one_end_say_nothing_of_their_ratio(caps: dict[str, float]) -> None:
+    # issue 50: both below the search's `low` was reported as "capacity ratio >= 1"
+    req, _, _ = sim.run(np.random.default_rng(3), CONC, caps, requests=24)
+    (r,) = cs.ratios(CONC, req, sim.SLO, [("b", "a")], boot=200, seed=0)
+    assert r.bound == cs.UNKNOWN and math.isnan(r.ratio)
+    result = cs.CapacityResult(
+        CONC, sim.SLO, (), tuple(cs.capacities(CONC, cs.table(req, sim.SLO))), (r,)
+    )
+    said = cs.lines(result)[-1]
+    assert said.startswith("b vs a: capacity ratio unknown (both capacities lie")
+    assert ">=" not in said and "<=" not in said
+
+
+@pytest.mark.parametrize(
+    ("ct", "cb", "bound"),
+    [(0, 0, ""), (1, 0, ">="), (0, -1, ">="), (1, -1, ">="), (-1, 0, "<="), (0, 1, "<="),
+     (-1, 1, "<="), (-1, -1, cs.UNKNOWN), (1, 1, cs.UNKNOWN)],
+)  # fmt: skip
+def test_a_ratio_is_bounded_only_where_its_censoring_bounds_it(
+    ct: int, cb: int, bound: str
+) -> None:
+    assert cs.ratio_bound(ct, cb) == bound

@@ -17,7 +17,7 @@ from pytest_mtpsweep.kinds.load.capacity import CapacitySettings
 from pytest_mtpsweep.kinds.load.run.loadrun import prepare
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest
-from tests.gatetexts import request
+from tests.gatetexts import gate, request
 from tests.sandbox import REPO
 
 from . import capacity_sim as sim
@@ -92,3 +92,12 @@ def test_a_capacity_truly_2m_lower_rarely_passes_an_equal_one_often_does() -> No
     # most of the time (53 of 60).
     assert _passes({"a": 6.0, "b": 4.8}, 10.0, 60, 5) <= 0.05
     assert _passes({"a": 6.0, "b": 6.0}, 30.0, 60, 5) >= 0.6
+
+
+def test_an_unknown_capacity_ratio_fails_the_gate_saying_so() -> None:
+    # issue 50: both capacities below `low` gave a ratio that meant nothing
+    (got,) = verdicts([gate("ngram:capacity:not-slower:15", "load")], (), "e2e", 0.95,
+                      (ratio(np.nan, np.nan, np.nan, cs.UNKNOWN),))  # fmt: skip
+    assert got.passed is False and got.figures is None
+    assert "SLO capacity vs none is unknown (both capacities lie beyond" in got.sentence
+    assert "nan" not in got.sentence

@@ -59,10 +59,10 @@ def validate_request(
                 f"--expect {gate}: {gate.treatment} is the baseline itself; name a treatment "
                 "to compare with it."
             )
-    _check_calibration(request, calibration)
+    _check_calibration(request, calibration, ladder)
 
 
-def _check_calibration(request: AnalysisRequest, calibration: Path | None) -> None:
+def _check_calibration(request: AnalysisRequest, calibration: Path | None, ladder: Ladder) -> None:
     """A cited calibration speaks for this host, is fresh, and its floor is within each
     not-slower gate's margin: refused in one sentence before anything starts."""
     if calibration is None:
@@ -75,7 +75,9 @@ def _check_calibration(request: AnalysisRequest, calibration: Path | None) -> No
             f"--gate-calibration {calibration}: no --expect TREATMENT:SUBSET:not-slower:M gate "
             "cites it; add one or drop --gate-calibration."
         )
-    why = check_cited(calibration, margin_pct=min(margins), model_sha256=None)
+    model = getattr(ladder, "model_id", None)  # the run's model, checked again at the end
+    why = check_cited(calibration, margin_pct=min(margins), model_sha256=None,
+                      model_id=model if isinstance(model, str) and model else None)  # fmt: skip
     if why:
         raise OptionError(f"--gate-calibration: {why}.")
 
@@ -193,21 +195,18 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
     gate = verdict.gate
     if calibration is None or gate.margin is None:
         return verdict
-    import json
-
-    from ....kindapi.analysis import Calibration
+    from ....kindapi.analysis import read_calibration
     from ..calibrate import check_cited
 
     keyed = run.plan.keyed
-    sha = keyed.get("model_sha256")
+    sha, model = keyed.get("model_sha256"), keyed.get("model_id")
     why = check_cited(calibration, margin_pct=gate.margin,
-                      model_sha256=str(sha) if sha else None)  # fmt: skip
+                      model_sha256=str(sha) if sha else None,
+                      model_id=str(model) if model else None)  # fmt: skip
     if why:
         return GateVerdict.of(gate, False, f"{gate} not met: {why}", verdict.figures)
     # the typed file (check_cited has read and checked it), not raw keys that may be missing
-    cal = Calibration.from_json(
-        json.loads(calibration.read_text(encoding="utf-8")), str(calibration)
-    )
+    cal = read_calibration(calibration)
     rates = [c.false_alarm for c in cal.cells if c.cell.endswith(f":{gate.cell}")]
     said = f"; calibrated by {calibration}: noise floor {cal.noise_floor_pct:.2f} %"
     if rates:

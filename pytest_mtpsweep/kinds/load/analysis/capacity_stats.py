@@ -64,10 +64,13 @@ class Capacity:
     sure_hi: float | None = None
 
 
+UNKNOWN = "unknown"  # a Ratio's `bound` when both capacities lie beyond the same end
+
+
 @dataclass(frozen=True)
 class Ratio:
     """Treatment / baseline capacity, with its 95 % interval (NaN: no interval), `bound`
-    '>=' or '<=' when a capacity is censored."""
+    '>=' or '<=' when a capacity is censored, `UNKNOWN` when both are, the same way."""
 
     treatment: str
     baseline: str
@@ -177,8 +180,8 @@ def ratios(
     for t, b in pairs:
         mats = {k: _matrices(frame[frame["treatment"] == k], prompts) for k in (t, b)}
         (et, ct), (eb, cb) = (estimate(s, _point(*mats[k])) for k in (t, b))
-        point = et / eb if eb > 0 else math.nan
-        bound = ">=" if (ct > 0 or cb < 0) else "<=" if (ct < 0 or cb > 0) else ""
+        bound = ratio_bound(ct, cb)
+        point = et / eb if eb > 0 and bound != UNKNOWN else math.nan
         got: list[float] = []
         if not bound and prompts:
             per = {k: (lv, draws @ g.T, draws @ n.T) for k, (lv, g, n) in mats.items()}
@@ -192,6 +195,18 @@ def ratios(
         lo, hi = np.quantile(got, (0.025, 0.975)) if len(got) >= 20 else (math.nan, math.nan)
         out.append(Ratio(t, b, point, float(lo), float(hi), bound, len(got)))
     return out
+
+
+def ratio_bound(ct: int, cb: int) -> str:
+    """What a ratio of two capacities censored this way says (`censored` of each: -1 below
+    the search's `low`, +1 at or above its top, 0 found): "" a ratio, ">=" or "<=" a bound
+    (the treatment's held down and the baseline's held up, or the other way), `UNKNOWN` when
+    both lie beyond the same end: their ratio could be anything."""
+    if ct * cb > 0:
+        return UNKNOWN
+    if ct > 0 or cb < 0:
+        return ">="
+    return "<=" if (ct < 0 or cb > 0) else ""
 
 
 def _point(
@@ -279,7 +294,15 @@ def lines(r: CapacityResult) -> list[str]:
                        f"{_share(c.lo)}) and {c.hi.level:g} (missed: {_share(c.hi)}); 95 % "
                        f"bracket: {_sure(c)}")  # fmt: skip
     for q in r.ratios:
-        if q.bound:
+        if q.bound == UNKNOWN:
+            end = (
+                "below any level that met the target"
+                if _side(r, q.treatment) < 0
+                else "at or above the highest level probed"
+            )
+            out.append(f"{q.treatment} vs {q.baseline}: capacity ratio unknown (both capacities "
+                       f"lie {end}, so the search says nothing of their ratio; widen the search)")  # fmt: skip
+        elif q.bound:
             out.append(f"{q.treatment} vs {q.baseline}: capacity ratio {q.bound} {q.ratio:.3g} "
                        "(a capacity lies beyond the search's bounds)")  # fmt: skip
         elif math.isnan(q.low):
@@ -290,6 +313,10 @@ def lines(r: CapacityResult) -> list[str]:
                        f"[{q.low:.3g}, {q.high:.3g}] (95 %, the same prompts at the same levels "
                        f"resampled for both; {q.resamples} resamples)")  # fmt: skip
     return out
+
+
+def _side(r: CapacityResult, treatment: str) -> int:
+    return next((c.censored for c in r.capacities if c.treatment == treatment), 0)
 
 
 def frame(r: CapacityResult) -> pd.DataFrame:

@@ -78,6 +78,10 @@ def _capacity(gate: Gate, ratios: Sequence[Ratio]) -> GateVerdict:
     if ratio is None:
         return GateVerdict.of(gate, False, f"{gate} not met: this run has no capacity search "
                               f"ratio for {gate.treatment}")  # fmt: skip
+    if not math.isfinite(ratio.ratio):  # both capacities beyond one end: nothing is known
+        return GateVerdict.of(gate, False, f"{gate} not met: SLO capacity vs {ratio.baseline} is "
+                              "unknown (both capacities lie beyond the same end of the search); "
+                              "the gate fails: widen [capacity] low and high")  # fmt: skip
     said = judge_ratio(ratio, _margin(gate))
     met = "met" if said.passed else "not met"
     numbers = figures(said, CAPACITY, CAPACITY_LEVEL) if not ratio.bound else None
