@@ -23,7 +23,7 @@ import pandas as pd
 
 from pytest_mtpsweep.kindbase import SweepLookAt, SweepVerdict
 from pytest_mtpsweep.kinds.decode.analysis.sweep import SweepResult, analyse_sweep
-from pytest_mtpsweep.kinds.decode.analysis.sweeplook import look_on, replay_drops
+from pytest_mtpsweep.kinds.decode.analysis.sweepdrops import look_on, replay_drops
 from pytest_mtpsweep.ladder import Ladder
 from pytest_mtpsweep.ladder.plan import ladder_plan
 from pytest_mtpsweep.loader import load_ladder

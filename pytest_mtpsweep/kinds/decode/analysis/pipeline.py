@@ -38,7 +38,7 @@ from .model import (
 )
 from .pairing import cell_means, pair_cells
 from .sweep import SweepResult, analyse_sweep
-from .sweeplook import replay_drops
+from .sweepdrops import replay_drops
 
 _ENDPOINT_ALIASES = {
     **{v: k for k, v in ENDPOINT_COLUMNS.items()},
