@@ -9,7 +9,7 @@ neither crash a session nor become the published endpoint.
 
 The drafter's counts (`draft_n`, `draft_n_accepted`) are the mechanism's reading, not the
 rate's (issue 49): counts that cannot be (not whole, negative, more accepted than drafted, fewer
-than one verify step) make that reading invalid (`draft_problem`, both counts dropped) and
+than one verify step) make that reading invalid (`mechanism_invalid`, both counts dropped) and
 keep the rate reading.
 
 The arrival-time bound: token i cannot reach the client before the server made it, so a
@@ -56,13 +56,12 @@ class Timings:
     draft_n_accepted: int | None = None
     problem: str | None = None
     # why the drafter's counts are no mechanism reading (the rate reading stands)
-    draft_problem: str | None = None
+    mechanism_invalid: str | None = None
 
     def measured(self) -> dict[str, Any]:
         """The fields of the measurement they fill (`schema.Measurement`), each as checked."""
         fields = asdict(self)
         del fields["problem"]
-        fields["mechanism_invalid"] = fields.pop("draft_problem")
         return fields
 
 
@@ -118,7 +117,7 @@ def read_timings(
         cache_n=count("cache_n"),
         draft_n=drafted,
         draft_n_accepted=accepted,
-        draft_problem=draft_problem,
+        mechanism_invalid=draft_problem,
     )
 
 

@@ -1,0 +1,65 @@
+"""The drafting mechanism per treatment and subset from decode records (issue 49)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from pytest_mtpsweep.kinds.decode.analysis.mechanism import (
+    MECHANISM_COLUMNS,
+    drafter_of,
+    mechanism_table,
+)
+
+
+def _records() -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for p in range(6):
+        for c in (1, 2):
+            base = {"prompt_id": f"p{p}", "subset": "prose", "cycle": c, "valid": True,
+                    "mechanism_invalid": None}  # fmt: skip
+            rows.append({**base, "treatment": "none", "predicted_n": 40, "predicted_ms": 400.0,
+                         "draft_n": None, "draft_n_accepted": None})  # fmt: skip
+            # 20 steps of 2 tokens, 25 ms each against a 10 ms plain step: costs more
+            rows.append({**base, "treatment": "ngram", "predicted_n": 40, "predicted_ms": 500.0,
+                         "draft_n": 60, "draft_n_accepted": 20})  # fmt: skip
+            rows.append({**base, "treatment": "idle", "predicted_n": 40, "predicted_ms": 400.0,
+                         "draft_n": 0, "draft_n_accepted": 0})  # fmt: skip
+    rows.append({**rows[1], "draft_n": None, "draft_n_accepted": None,
+                 "mechanism_invalid": "timings.draft_n_accepted 5 is more than draft_n 2"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_each_drafting_arm_gets_its_tokens_per_step_and_sentence() -> None:
+    t = mechanism_table(_records(), "none", {"ngram": "ngram-simple", "idle": "ngram-simple"},
+                        boot=100, seed=1)  # fmt: skip
+    assert list(t.columns) == list(MECHANISM_COLUMNS)
+    ngram = t[t["treatment"] == "ngram"].iloc[0]
+    assert ngram["mean_len"] == pytest.approx(2.0)
+    assert ngram["k_bar"] == pytest.approx(3.0)
+    assert ngram["step_ratio"] == pytest.approx(2.5)
+    assert ngram["verdict"] == "costs"
+    assert ngram["sentence"].startswith("prose: 2.00 tokens per step [")
+    assert ngram["sentence"].endswith(
+        "against a break-even of 2.50: drafting costs more than it saves"
+    )
+    assert ngram["invalid"] == 1 and "more than draft_n" in ngram["invalid_reason"]
+    idle = t[t["treatment"] == "idle"].iloc[0]
+    assert idle["verdict"] == "drafted no tokens" and idle["sentence"] == "prose: drafted no tokens"
+
+
+def test_no_drafting_arm_is_an_empty_table() -> None:
+    plain = _records()
+    plain = plain[plain["treatment"] == "none"]
+    assert mechanism_table(plain, "none", {}, boot=50, seed=1).empty
+
+
+def test_the_drafter_is_read_from_the_server_arguments() -> None:
+    assert (
+        drafter_of(["--spec-type", "draft-simple", "-md", "q.gguf", "--spec-draft-n-max", "3"])
+        == "draft-simple q.gguf"
+    )
+    assert drafter_of(["--spec-type=ngram-simple"]) == "ngram-simple"
+    assert drafter_of(["-c", "4096"]) == ""
