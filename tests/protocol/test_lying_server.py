@@ -66,4 +66,8 @@ def test_impossible_draft_counts_are_no_mechanism_reading_and_keep_the_rate(
         rows = [r for r in csv.DictReader(f) if r["treatment"] == "b"]
     assert rows and all(int(r["invalid"]) == 1 for r in rows)
     assert "more than draft_n" in rows[0]["invalid_reason"]
+    report = (run / "analysis" / "report.md").read_text()
+    assert "## Why: the drafting mechanism" in report
+    assert rows[0]["sentence"] in report and " tokens per step " in rows[0]["sentence"]
+    assert "left out of the mechanism (rate kept)" in report
     assert stubs_running() == []

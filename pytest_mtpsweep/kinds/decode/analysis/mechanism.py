@@ -87,14 +87,13 @@ def sentence(subset: str, m: mech.ArmMechanism) -> str:
     if m.verdict == mech.DRAFTED_NONE:
         return f"{subset}: drafted no tokens"
     e, b = m.mean_len, m.step_ratio
-    head = (
-        f"{subset}: {e.value:.2f} tokens per step [{e.low:.2f}, {e.high:.2f}] against a "
-        f"break-even of {b.value:.2f}"
-    )
+    ci = f"[{e.low:.2f}, {e.high:.2f}]" if finite(e.low) and finite(e.high) else "(no interval)"
+    head = f"{subset}: {e.value:.2f} tokens per step {ci} against a break-even of {b.value:.2f}"
     tail = {
         mech.SAVES: "drafting saves more than it costs",
         mech.COSTS: "drafting costs more than it saves",
-        mech.CANNOT_TELL: "cannot tell whether drafting saves or costs (the interval straddles it)",
+        mech.CANNOT_TELL: "cannot tell whether drafting saves or costs"
+        + (" (the interval straddles it)" if finite(m.measured.low) else ""),
     }[m.verdict]
     return f"{head}: {tail}"
 
@@ -157,6 +156,22 @@ def _invalid(valid: pd.DataFrame, arm: str, subset: str) -> tuple[int, str]:
     if subset != POOLED:
         mine = mine[mine["subset"] == subset]
     return (len(mine), str(mine["mechanism_invalid"].iloc[0])) if len(mine) else (0, "")
+
+
+def sweep_cells(table: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(subset, arm) -> its mechanism in a few words, for a column of the sweep's table
+    (`sweep.section`): "2.10 [1.95, 2.25] / 1.60" (E[L] with its interval / break-even), or
+    "drafted no tokens"."""
+    out: dict[tuple[str, str], str] = {}
+    for r in table.to_dict(orient="records"):
+        key = (str(r["subset"]), str(r["treatment"]))
+        if r["verdict"] == mech.DRAFTED_NONE:
+            out[key] = mech.DRAFTED_NONE
+        elif finite(r["mean_len"]) and finite(r["step_ratio"]):
+            ci = (f" [{r['mean_len_low']:.2f}, {r['mean_len_high']:.2f}]"
+                  if finite(r["mean_len_low"]) and finite(r["mean_len_high"]) else "")  # fmt: skip
+            out[key] = f"{r['mean_len']:.2f}{ci} / {r['step_ratio']:.2f}"
+    return out
 
 
 def cost_note(table: pd.DataFrame) -> str:

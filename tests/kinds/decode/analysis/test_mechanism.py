@@ -11,6 +11,7 @@ from pytest_mtpsweep.kinds.decode.analysis.mechanism import (
     MECHANISM_COLUMNS,
     drafter_of,
     mechanism_table,
+    sweep_cells,
 )
 
 
@@ -63,3 +64,13 @@ def test_the_drafter_is_read_from_the_server_arguments() -> None:
     )
     assert drafter_of(["--spec-type=ngram-simple"]) == "ngram-simple"
     assert drafter_of(["-c", "4096"]) == ""
+
+
+def test_the_sweeps_column_reads_each_arm_against_its_break_even() -> None:
+    t = mechanism_table(_records(), "none", {"ngram": "ngram-simple", "idle": "ngram-simple"},
+                        boot=100, seed=1)  # fmt: skip
+    cells = sweep_cells(t)
+    assert cells[("prose", "idle")] == "drafted no tokens"
+    assert cells[("prose", "ngram")].startswith("2.00 [") and cells[("prose", "ngram")].endswith(
+        "/ 2.50"
+    )
