@@ -4,7 +4,8 @@ Per drafting treatment and subset: tokens per step E[L] and drafted tokens per s
 intervals, the break-even, the ceiling, the predicted and the measured speedup, and one sentence
 that says whether drafting saves more than it costs. An arm that drafted no tokens is named so,
 never shown as winning or losing by its mechanism. The picture: measured speedup against E[L],
-with the model's line (speedup = E[L] / break-even) and the break-even marked per arm.
+with the model's line (speedup = E[L] / break-even), the break-even (dotted) and the ceiling
+(a cross at E[L] = k-bar + 1) per arm.
 """
 
 from __future__ import annotations
@@ -90,12 +91,13 @@ def mechanism_figure(rows: Sequence[Mapping[str, Any]]) -> Any | None:
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     top = max(float(r.get("ceiling") or 0.0) if finite(r.get("ceiling")) else 0.0 for r in drawn)
-    hi_l = max(2.0, max(float(r["mean_len"]) for r in drawn) * 1.2)
+    tops = [float(r["k_bar"]) + 1.0 for r in drawn if finite(r.get("k_bar"))]
+    hi_l = max(2.0, max(float(r["mean_len"]) for r in drawn) * 1.2, *(t * 1.05 for t in tops))
     for i, r in enumerate(drawn):
         colour, be = f"C{i % 10}", float(r["step_ratio"])
         label = f"{r['treatment']} / {r['subset']}"
         x, y = float(r["mean_len"]), float(r["measured"])
-        xerr = [[x - float(r["tokens_per_step_low"])], [float(r["tokens_per_step_high"]) - x]]
+        xerr = [[x - float(r["mean_len_low"])], [float(r["mean_len_high"]) - x]]
         yerr = [[y - float(r["measured_low"])], [float(r["measured_high"]) - y]]
         if all(finite(v[0]) for v in (*xerr, *yerr)):
             ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", color=colour, label=label)
@@ -104,6 +106,8 @@ def mechanism_figure(rows: Sequence[Mapping[str, Any]]) -> Any | None:
         if finite(be) and be > 0:
             ax.plot([1.0, hi_l], [1.0 / be, hi_l / be], "-", color=colour, alpha=0.4, lw=1)
             ax.axvline(be, color=colour, ls=":", lw=1)
+        if finite(r.get("k_bar")) and finite(r.get("ceiling")):  # every draft accepted
+            ax.plot([float(r["k_bar"]) + 1.0], [float(r["ceiling"])], "x", color=colour)
     ax.axhline(1.0, color="grey", lw=1)
     ax.set_xlim(1.0, hi_l)
     if top > 0 and math.isfinite(top):

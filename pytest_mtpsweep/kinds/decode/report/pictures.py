@@ -117,8 +117,11 @@ def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
         "speedup against tokens per step",
         "Each drafting arm's measured speedup (server clock) against its tokens per step "
         "E[L], with 95 % intervals; the faint line is the cost model's speedup E[L] / "
-        "break-even for that arm's step cost, the dotted line its break-even E[L].",
+        "break-even for that arm's step cost, the dotted line its break-even E[L], the cross "
+        "its ceiling (every draft accepted).",
     )
+    if isinstance(why, Page) and not why.markup.html:
+        why = Page(el("p", "No treatment drafted tokens.", class_="note"))
     drawn = (("Each prompt, each cycle", paired), ("Session timeline", timeline),
              ("Draft acceptance", acceptance), ("Speedup against tokens per step", why))  # fmt: skip
     return tuple(Section(t, (b,), role="pictures", markdown=False) for t, b in drawn)

@@ -74,3 +74,18 @@ def test_the_sweeps_column_reads_each_arm_against_its_break_even() -> None:
     assert cells[("prose", "ngram")].startswith("2.00 [") and cells[("prose", "ngram")].endswith(
         "/ 2.50"
     )
+
+
+def test_the_picture_draws_each_drafting_arm_and_nothing_without_one() -> None:
+    pytest.importorskip("matplotlib", reason="the plots extra draws the pictures")
+    from pytest_mtpsweep.kinds.decode.report.mechanism import figure_png, mechanism_figure
+
+    t = mechanism_table(_records(), "none", {"ngram": "ngram-simple", "idle": "ngram-simple"},
+                        boot=100, seed=1)  # fmt: skip
+    rows = t.to_dict(orient="records")
+    fig = mechanism_figure(rows)
+    assert fig is not None
+    # one point for ngram (idle drafted nothing: not drawn), its break-even marked
+    assert [tx.get_text() for tx in fig.axes[0].get_legend().get_texts()] == ["ngram / prose"]
+    assert (figure_png(rows) or b"")[:4] == b"\x89PNG"
+    assert mechanism_figure([r for r in rows if r["treatment"] == "idle"]) is None
