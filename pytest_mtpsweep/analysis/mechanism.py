@@ -42,12 +42,12 @@ class CellCounts:
     """One drafting arm in one subset, paired with its baseline: sums per (prompt, cycle), each a
     (prompts, cycles) array, 0 where that pair has no valid measurement of both arms."""
 
-    tokens: FloatArray  # predicted_n
-    steps: FloatArray  # predicted_n - draft_n_accepted
+    tokens: FloatArray  # decoded after the first token: predicted_n - 1
+    steps: FloatArray  # tokens - draft_n_accepted
     drafted: FloatArray
     accepted: FloatArray
     ms: FloatArray  # predicted_ms
-    base_tokens: FloatArray  # the baseline's predicted_n on the same prompts and cycles
+    base_tokens: FloatArray  # the baseline's predicted_n - 1 on the same prompts and cycles
     base_ms: FloatArray
 
 
@@ -77,7 +77,11 @@ class ArmMechanism:
 
 
 def expected_length(rates: Sequence[float]) -> float:
-    """E[L] = 1 + sum_k prod_{i<=k} p_i for per-position acceptance rates p_1, p_2, ..."""
+    """E[L] = 1 + sum_k prod_{i<=k} p_i for conditional per-position acceptance rates p_1, ...
+
+    llama-server's `--spec-synth-rates` are not these: they are the chances of reaching each
+    position (already the products), so its planted E[L] is 1 + sum(rates) (it logs "mean
+    length = 2.8" for 0.9,0.6,0.3)."""
     return 1.0 + float(np.cumprod(np.asarray(rates, dtype=np.float64)).sum()) if rates else 1.0
 
 

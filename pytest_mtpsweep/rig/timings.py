@@ -125,8 +125,9 @@ def read_draft_counts(
     timings: Mapping[str, Any], predicted_n: int | None
 ) -> tuple[int | None, int | None, str | None]:
     """(drafted, accepted, why they are no mechanism reading): a count that is not a whole
-    non-negative number, more accepted than drafted, or fewer than one verify step
-    (predicted_n - accepted < 1) drops both counts, with the reason."""
+    non-negative number, more accepted than drafted, or fewer than one verify step for the
+    tokens decoded after the first (predicted_n - 1 - accepted < 1) drops both counts, with
+    the reason."""
     got: dict[str, float | None] = {}
     for key in DRAFT_KEYS:
         got[key], bad = _number(timings, key)
@@ -135,10 +136,13 @@ def read_draft_counts(
     drafts, accepted = got["draft_n"], got["draft_n_accepted"]
     if accepted is not None and drafts is not None and accepted > drafts:
         return None, None, f"timings.draft_n_accepted {accepted:g} is more than draft_n {drafts:g}"
-    if accepted is not None and predicted_n is not None and predicted_n - accepted < 1:
+    # The first token comes from the prompt's pass; each verify step after it yields one token
+    # of its own, so at most predicted_n - 2 of the tokens decoded after it were drafts.
+    if accepted is not None and predicted_n is not None and accepted > max(predicted_n - 2, 0):
         why = (
-            f"timings.draft_n_accepted {accepted:g} leaves {predicted_n - accepted:g} verify "
-            f"steps for predicted_n {predicted_n} (a step yields one token at least)"
+            f"timings.draft_n_accepted {accepted:g} leaves {predicted_n - 1 - accepted:g} verify "
+            f"steps for the {predicted_n - 1} tokens decoded after the first (predicted_n "
+            f"{predicted_n}; a step yields one token of its own)"
         )
         return None, None, why
     return (

@@ -75,7 +75,8 @@ class TestImpossibleDraftCounts:
             ({"draft_n": -4}, "timings.draft_n is -4 (negative)"),
             ({"draft_n_accepted": 1.5}, "not a plausible token count"),
             ({"draft_n_accepted": 5}, "draft_n_accepted 5 is more than draft_n 4"),
-            ({"draft_n": 40, "draft_n_accepted": 40}, "verify steps for predicted_n"),
+            ({"draft_n": 40, "draft_n_accepted": 40}, "verify steps for the 5 tokens decoded"),
+            ({"draft_n": 5, "draft_n_accepted": 5}, "leaves 0 verify steps"),
         ],
     )
     def test_drop_the_counts_and_keep_the_rate(self, changes: dict[str, Any], why: str) -> None:

@@ -27,8 +27,10 @@ ENDPOINT_FIELDS: dict[str, str] = {
 # measurement): analysis name -> record field. None in a record that drafted nothing, and in
 # one whose counts cannot be (`mechanism_invalid` says why; the rate reading stands).
 MECHANISM_FIELDS: dict[str, str] = {
-    "steps": "spec_steps",  # verify steps: predicted_n - draft_n_accepted
-    "tokens_per_step": "tokens_per_step",  # L: predicted_n / steps
+    # The decode clock (predicted_ms) starts at the first token, which the prompt's pass made:
+    # the steps it times made the other predicted_n - 1 tokens (as rig/stream.py's rate reads).
+    "steps": "spec_steps",  # verify steps: predicted_n - 1 - draft_n_accepted
+    "tokens_per_step": "tokens_per_step",  # L: (predicted_n - 1) / steps
     "drafted_per_step": "drafted_per_step",  # k-bar: draft_n / steps
     "step_ms": "step_ms",  # predicted_ms / steps
     # acceptance at draft position 1, 2, ...: only the server's trace-level log has it, which
@@ -48,15 +50,18 @@ def mechanism_fields(m: Measurement) -> dict[str, Any]:
     n = m.predicted_n if m.predicted_n is not None else m.completion_tokens
     if m.draft_n is None or m.draft_n_accepted is None or n is None or m.mechanism_invalid:
         return out
-    steps = n - m.draft_n_accepted
+    decoded = n - 1  # after the first token, which the prompt's pass made
+    if decoded < 1:
+        return out  # no decode step to read
+    steps = decoded - m.draft_n_accepted
     if steps < 1 or m.draft_n_accepted > m.draft_n or m.draft_n_accepted < 0:
         out["mechanism_invalid"] = (
-            f"{m.draft_n_accepted} accepted of {m.draft_n} drafted in {n} tokens leaves "
-            f"{steps} verify steps"
+            f"{m.draft_n_accepted} accepted of {m.draft_n} drafted in the {decoded} tokens "
+            f"decoded after the first leaves {steps} verify steps"
         )
         return out
     out[MECHANISM_FIELDS["steps"]] = steps
-    out[MECHANISM_FIELDS["tokens_per_step"]] = n / steps
+    out[MECHANISM_FIELDS["tokens_per_step"]] = decoded / steps
     out[MECHANISM_FIELDS["drafted_per_step"]] = m.draft_n / steps
     if m.predicted_ms is not None and m.predicted_n is not None:
         out[MECHANISM_FIELDS["step_ms"]] = m.predicted_ms / steps

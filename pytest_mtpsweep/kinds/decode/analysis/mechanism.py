@@ -2,8 +2,10 @@
 kind-neutral `analysis/mechanism.py`'s cells, one table row each, with the sentence that says why.
 
 A record counts when it is valid, carries the drafter's counts with no `mechanism_invalid`, and
-the server's decode count and clock; the baseline's plain step T1 is its predicted_ms /
-predicted_n on the same prompt and cycle (a pair lacking either arm is left out of both).
+the server's decode count and clock. The decode clock (predicted_ms) starts at the first token,
+which the prompt's pass made, so it times the other predicted_n - 1 tokens in predicted_n - 1 -
+accepted steps; the baseline's plain step T1 is its predicted_ms / (predicted_n - 1) on the
+same prompt and cycle (a pair lacking either arm is left out of both).
 Arms are grouped by drafter (the values of the flags below in the plan's treatment arguments):
 the step-cost line is fitted over the arms of one drafter only.
 """
@@ -48,7 +50,7 @@ def drafter_of(args: Sequence[str]) -> str:
 def _sums(rows: pd.DataFrame, prompts: list[str], cycles: list[int]) -> dict[str, Any]:
     """Per (prompt, cycle) sums of one arm's counts: (prompts, cycles) arrays."""
     keyed = rows.groupby(["prompt_id", "cycle"])[
-        ["predicted_n", "steps_", "draft_n", "draft_n_accepted", "predicted_ms"]
+        ["decoded_", "steps_", "draft_n", "draft_n_accepted", "predicted_ms"]
     ].sum()
     full = keyed.reindex(pd.MultiIndex.from_product([prompts, cycles]), fill_value=0.0)
     shape = (len(prompts), len(cycles))
@@ -75,9 +77,9 @@ def _cells(
     for arm in arms:
         s = _sums(mine[(mine["treatment"] == arm) & mine["draft_n"].notna()], prompts, cycles)
         cells[arm] = mech.CellCounts(
-            tokens=s["predicted_n"], steps=s["steps_"], drafted=s["draft_n"],
+            tokens=s["decoded_"], steps=s["steps_"], drafted=s["draft_n"],
             accepted=s["draft_n_accepted"], ms=s["predicted_ms"],
-            base_tokens=b["predicted_n"], base_ms=b["predicted_ms"],
+            base_tokens=b["decoded_"], base_ms=b["predicted_ms"],
         )  # fmt: skip
     return cells, len(prompts), len(cycles)
 
@@ -127,7 +129,10 @@ def mechanism_table(
         return pd.DataFrame(columns=list(MECHANISM_COLUMNS))
     valid = records[records["valid"]]
     counted = valid[valid["mechanism_invalid"].isna() & valid["predicted_n"].notna()]
-    counted = counted.assign(steps_=counted["predicted_n"] - counted["draft_n_accepted"])
+    # the decode clock starts at the first token (the prompt's pass made it): the steps it
+    # times made the other predicted_n - 1 (records.MECHANISM_FIELDS, rig/stream.py's rate)
+    decoded = (counted["predicted_n"] - 1).clip(lower=0)
+    counted = counted.assign(decoded_=decoded, steps_=decoded - counted["draft_n_accepted"])
     has_counts = set(counted.loc[counted["draft_n"].notna(), "treatment"])
     arms = [t for t in dict.fromkeys(valid["treatment"]) if t != baseline
             and (drafters.get(str(t)) or t in has_counts)]  # fmt: skip

@@ -21,12 +21,13 @@ def _records() -> pd.DataFrame:
         for c in (1, 2):
             base = {"prompt_id": f"p{p}", "subset": "prose", "cycle": c, "valid": True,
                     "mechanism_invalid": None}  # fmt: skip
-            rows.append({**base, "treatment": "none", "predicted_n": 40, "predicted_ms": 400.0,
+            rows.append({**base, "treatment": "none", "predicted_n": 41, "predicted_ms": 400.0,
                          "draft_n": None, "draft_n_accepted": None})  # fmt: skip
-            # 20 steps of 2 tokens, 25 ms each against a 10 ms plain step: costs more
-            rows.append({**base, "treatment": "ngram", "predicted_n": 40, "predicted_ms": 500.0,
+            # 41 tokens: the first from the prompt, then 20 steps of 2, 25 ms each against a
+            # 10 ms plain step: costs more
+            rows.append({**base, "treatment": "ngram", "predicted_n": 41, "predicted_ms": 500.0,
                          "draft_n": 60, "draft_n_accepted": 20})  # fmt: skip
-            rows.append({**base, "treatment": "idle", "predicted_n": 40, "predicted_ms": 400.0,
+            rows.append({**base, "treatment": "idle", "predicted_n": 41, "predicted_ms": 400.0,
                          "draft_n": 0, "draft_n_accepted": 0})  # fmt: skip
     rows.append({**rows[1], "draft_n": None, "draft_n_accepted": None,
                  "mechanism_invalid": "timings.draft_n_accepted 5 is more than draft_n 2"})  # fmt: skip
