@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import socket
 import statistics
 import subprocess
@@ -116,6 +117,8 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--plain", action="store_true", help="no drafter")
     args = ap.parse_args()
+    # A SIGTERM (`timeout`, a CI's cancel) unwinds like Ctrl-C, so no server outlives the bench.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not 2 <= args.pairs <= 100 or not 1 <= args.requests <= 200:
         ap.error("--pairs must be 2..100 and --requests 1..200")
     if not 1 <= args.max_tokens <= 4096:
