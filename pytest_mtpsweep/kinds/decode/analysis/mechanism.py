@@ -59,29 +59,35 @@ def _sums(rows: pd.DataFrame, prompts: list[str], cycles: list[int]) -> dict[str
 
 def _cells(
     records: pd.DataFrame, arms: Sequence[str], baseline: str, subset: str
-) -> tuple[dict[str, mech.CellCounts], int, int]:
-    """The cells of `arms` in `subset` over the (prompt, cycle) pairs every arm and the baseline
-    measured, with the number of prompts and cycles."""
+) -> tuple[dict[str, mech.CellCounts], dict[str, tuple[int, int, int]], int]:
+    """The cells of `arms` in `subset` on one (prompt, cycle) grid, the pairs the baseline
+    measured; each arm holds only the pairs it measured too, its baseline sums masked alike (an
+    arm a sweep's look dropped keeps its cycles, and the others keep theirs). With each arm's
+    (prompts, cycles, records) and the grid's prompts."""
     mine = records if subset == POOLED else records[records["subset"] == subset]
     base = mine[(mine["treatment"] == baseline) & mine["predicted_n"].notna()]
-    pairs = set(zip(base["prompt_id"], base["cycle"], strict=True))
+    grid = set(zip(base["prompt_id"], base["cycle"], strict=True))
+    prompts = sorted({str(p) for p, _ in grid})
+    cycles = sorted({int(c) for _, c in grid})
+    b = _sums(base, prompts, cycles)
+    cells, sizes = {}, {}
     for arm in arms:
         rows = mine[(mine["treatment"] == arm) & mine["draft_n"].notna()]
-        pairs &= set(zip(rows["prompt_id"], rows["cycle"], strict=True))
-    prompts = sorted({str(p) for p, _ in pairs})
-    cycles = sorted({int(c) for _, c in pairs})
-    keep = pd.Series(list(zip(mine["prompt_id"], mine["cycle"], strict=True)), index=mine.index)
-    mine = mine[keep.isin(pairs)]
-    b = _sums(mine[mine["treatment"] == baseline], prompts, cycles)
-    cells = {}
-    for arm in arms:
-        s = _sums(mine[(mine["treatment"] == arm) & mine["draft_n"].notna()], prompts, cycles)
+        pairs = grid & set(zip(rows["prompt_id"], rows["cycle"], strict=True))
+        mask = np.array([[(p, c) in pairs for c in cycles] for p in prompts], dtype=np.float64)
+        s = _sums(rows, prompts, cycles)
         cells[arm] = mech.CellCounts(
-            tokens=s["decoded_"], steps=s["steps_"], drafted=s["draft_n"],
-            accepted=s["draft_n_accepted"], ms=s["predicted_ms"],
-            base_tokens=b["decoded_"], base_ms=b["predicted_ms"],
+            tokens=s["decoded_"] * mask, steps=s["steps_"] * mask, drafted=s["draft_n"] * mask,
+            accepted=s["draft_n_accepted"] * mask, ms=s["predicted_ms"] * mask,
+            base_tokens=b["decoded_"] * mask, base_ms=b["predicted_ms"] * mask,
         )  # fmt: skip
-    return cells, len(prompts), len(cycles)
+        in_pairs = pd.Series(list(zip(rows["prompt_id"], rows["cycle"], strict=True)))
+        sizes[arm] = (
+            len({p for p, _ in pairs}),
+            len({c for _, c in pairs}),
+            int(in_pairs.isin(pairs).sum()),
+        )
+    return cells, sizes, len(prompts)
 
 
 def sentence(subset: str, m: mech.ArmMechanism) -> str:
@@ -141,16 +147,16 @@ def mechanism_table(
     for subset in [*subsets, *([POOLED] if len(subsets) > 1 else [])]:
         for drafter in dict.fromkeys(drafters.get(str(a), "") for a in arms):
             group = [a for a in arms if drafters.get(str(a), "") == drafter]
-            cells, n_prompts, n_cycles = _cells(counted, group, baseline, subset)
-            if not n_prompts:
+            cells, sizes, n_prompts = _cells(counted, group, baseline, subset)
+            cells = {a: c for a, c in cells.items() if sizes[a][0] > 0}
+            if not cells:
                 continue
             got = mech.subset_mechanism(
                 cells, boot=boot, seed=seed, subset=subset, df=float(n_prompts - 1)
             )
             for arm, m in got.items():
                 invalid = _invalid(valid, arm, subset)
-                n = int(((counted["treatment"] == arm) & (counted["subset"] == subset)).sum())
-                rows.append(_row(str(arm), subset, drafter, m, (n_prompts, n_cycles, n), invalid))
+                rows.append(_row(str(arm), subset, drafter, m, sizes[arm], invalid))
     return pd.DataFrame(rows, columns=list(MECHANISM_COLUMNS))
 
 

@@ -90,3 +90,20 @@ def test_the_picture_draws_each_drafting_arm_and_nothing_without_one() -> None:
     assert [tx.get_text() for tx in fig.axes[0].get_legend().get_texts()] == ["ngram / prose"]
     assert (figure_png(rows) or b"")[:4] == b"\x89PNG"
     assert mechanism_figure([r for r in rows if r["treatment"] == "idle"]) is None
+
+
+def test_an_arm_a_look_dropped_keeps_its_cycles_and_the_others_keep_theirs() -> None:
+    recs = _records()
+    # "short" ran cycle 1 only (a look dropped it): 41 tokens, 30 accepted of 40, 15 ms a step
+    short = recs[(recs["treatment"] == "ngram") & (recs["cycle"] == 1)].assign(
+        treatment="short", draft_n=40, draft_n_accepted=30, predicted_ms=150.0
+    )
+    t = mechanism_table(pd.concat([recs, short]), "none",
+                        {"ngram": "ngram-simple", "short": "ngram-simple"}, boot=100, seed=1)  # fmt: skip
+    by = {r["treatment"]: r for r in t.to_dict(orient="records")}
+    assert (by["ngram"]["n_prompts"], by["ngram"]["cycles"], by["ngram"]["records"]) == (6, 2, 12)
+    assert (by["short"]["n_prompts"], by["short"]["cycles"], by["short"]["records"]) == (6, 1, 6)
+    assert by["ngram"]["mean_len"] == pytest.approx(2.0)
+    assert by["short"]["mean_len"] == pytest.approx(4.0)  # 40 decoded in 10 steps
+    assert by["short"]["step_ratio"] == pytest.approx(1.5)
+    assert by["ngram"]["fitted"] and by["short"]["fitted"]  # one drafter, two k-bars: a line
