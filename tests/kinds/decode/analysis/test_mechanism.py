@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -107,3 +108,37 @@ def test_an_arm_a_look_dropped_keeps_its_cycles_and_the_others_keep_theirs() -> 
     assert by["short"]["mean_len"] == pytest.approx(4.0)  # 40 decoded in 10 steps
     assert by["short"]["step_ratio"] == pytest.approx(1.5)
     assert by["ngram"]["fitted"] and by["short"]["fitted"]  # one drafter, two k-bars: a line
+
+
+def test_report_md_and_the_junit_property_carry_the_same_sentence(tmp_path: Path) -> None:
+    from pytest_mtpsweep.constants import MIN_BOOT
+    from pytest_mtpsweep.kinds.decode.analysis import headline
+    from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse
+    from tests.strategies import Design, make_records, noisy, write_run
+
+    design = Design(
+        prompts={"prose": tuple(f"prose_{i}" for i in range(6)),
+                 "structured": tuple(f"structured_{i}" for i in range(6))},
+        cycles=3,
+    )  # fmt: skip
+    timed = []
+    for r in make_records(design, noisy(design, {"ngram": 1.2}, sd=0.02)):
+        if r["treatment"] == "none":  # 40 tokens after the first at 10 ms
+            timed.append({**r, "predicted_n": 41, "predicted_ms": 400.0 + r["cycle"]})
+        elif r["subset"] == "structured":  # 20 steps of 2 tokens at 15 ms: saves
+            timed.append({**r, "predicted_n": 41, "predicted_ms": 300.0 + r["cycle"],
+                          "draft_n": 60, "draft_n_accepted": 20})  # fmt: skip
+        else:  # 36 steps of 1.11 tokens at 15 ms: costs
+            timed.append({**r, "predicted_n": 41, "predicted_ms": 540.0 + r["cycle"],
+                          "draft_n": 108, "draft_n_accepted": 4})  # fmt: skip
+    result = load_and_analyse([write_run(tmp_path, design, timed)], boot=MIN_BOOT)
+    said = {(r["treatment"], r["subset"]): r["sentence"]
+            for r in result.mechanism.to_dict(orient="records")}  # fmt: skip
+    assert said[("ngram", "structured")].endswith("drafting saves more than it costs")
+    assert said[("ngram", "prose")].endswith("drafting costs more than it saves")
+    props = headline(result)
+    for (treatment, subset), sentence in said.items():
+        assert sentence in result.report_md
+        key = f"mtpsweep.{treatment}:{subset}"
+        assert key not in props or props[key].endswith(f"; {sentence}")
+    assert props["mtpsweep.ngram:prose"].endswith(said[("ngram", "prose")])
