@@ -142,6 +142,9 @@ class Measurement:
     draft_n_accepted: int | None = None
     # where draft_n came from: "server_timings" (llama-server) or "metrics" (Prometheus deltas)
     draft_source: str | None = None
+    # why the drafter's counts are no mechanism reading (rig/timings.py, kinds' records): the
+    # counts are dropped, the rate reading stands
+    mechanism_invalid: str | None = None
     # spec-decode tokens the counters gained between the harness's previous request and this
     # one (another client, or a late update): nonzero means the deltas are not this request's
     metrics_moved_between: int | None = None

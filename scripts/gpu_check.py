@@ -8,7 +8,8 @@
    all cores), kept under the cache keyed like rig/build.py's builds plus `cuda<cc>`.
 4. NVML against nvidia-smi: memory used per GPU, and the energy counter's delta over a window
    under load against nvidia-smi's power.draw samples integrated over the same window.
-5. A short decode ladder with a drafter of known acceptance (experiments/ladders/gpu-check.toml)
+5. A short decode ladder with a drafter of known acceptance (experiments/ladders/gpu-check.toml),
+   its records carrying the drafting mechanism's fields and the note its sentence (issue 49),
    and one load level with energy per token (gpu-check-load.toml), each with a time limit.
 6. A summary to paste into a note, also written as JSON (--out, default gpu-check.json).
 
@@ -578,6 +579,28 @@ def decided_cells(run_dir: Path) -> list[dict[str, Any]]:
     return list(looks[-1].get("cells", [])) if looks else []
 
 
+# contrasts.json of a short check is a few hundred KiB; a file past this is not read.
+MAX_ANALYSIS_BYTES = 64 * 1024 * 1024
+
+
+def mechanism_sentences(run_dir: Path) -> list[str]:
+    """Each drafting arm's mechanism sentence (tokens per step against its break-even, issue 49)
+    from the run's analysis/contrasts.json; none where the analysis is absent or unreadable."""
+    path = run_dir / "analysis" / "contrasts.json"
+    try:
+        if path.stat().st_size > MAX_ANALYSIS_BYTES:
+            return [f"{path} is over {MAX_ANALYSIS_BYTES} bytes: not read"]
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    rows = doc.get("mechanism") if isinstance(doc, dict) else None
+    return [
+        f"{r.get('treatment')}, {r.get('sentence')}"
+        for r in (rows if isinstance(rows, list) else [])
+        if isinstance(r, dict) and r.get("sentence")
+    ]
+
+
 def energy_levels(run_dir: Path) -> list[dict[str, Any]]:
     """The load run's level lines (records/, never quarantine/) with their energy fields."""
     out = []
@@ -722,7 +745,8 @@ def _check(args: argparse.Namespace) -> int:
     with contextlib.suppress(OSError, ValueError):
         summary["memory_check"] = json.loads((run_dir / "memory_check.json").read_text())
     summary["decode"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
-                         "cells": decided_cells(run_dir)}  # fmt: skip
+                         "cells": decided_cells(run_dir),
+                         "mechanism": mechanism_sentences(run_dir)}  # fmt: skip
     say(f"decode ladder: exit {rc} ({tail}); cells {summary['decode']['cells']}")
     rc, run_dir, tail = run_ladder("gpu-check-load", binary, runs, share(1))
     summary["load"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
@@ -764,6 +788,7 @@ def note(s: dict[str, Any]) -> str:
     )
     cells = ", ".join(f"{c['cell']} {c['decision']}" for c in s["decode"]["cells"]) or "none"
     lines.append(f"- decode ladder (exit {s['decode']['rc']}): {cells}")
+    lines += [f"- mechanism: {m}" for m in s["decode"].get("mechanism", [])]
     for lv in s["load"]["levels"]:
         jpt = lv["j_per_token"]
         lines.append(

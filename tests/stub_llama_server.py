@@ -18,8 +18,8 @@ SPEC is MODE or MODE@N: apply MODE to the N-th chat request counted from 1, warm
 (no @N: to every chat request). MTPSWEEP_STUB_FAULTS may hold more SPECs, comma-separated.
 Modes: exit-at-start, slow-start=S, http-400, reasoning, unknown-delta, no-usage, wrong-alias,
 disconnect, hang, stall=S, die, exit-after@N, the hostile ones that never end: endless,
-pings=S, huge-body, the lying ones: predicted-ms=MS, nan-cache, and slow-from=MS@N (see
-FAULT_MODES).
+pings=S, huge-body, and the lying ones: predicted-ms=MS, nan-cache, impossible-drafts and
+slow-from=MS@N (see FAULT_MODES); drafts makes an honest drafter's counts.
 """
 
 from __future__ import annotations
@@ -72,6 +72,9 @@ FAULT_MODES: dict[str, str] = {
     "nan-cache": "claim timings.cache_n NaN (written as JSON's non-standard NaN)",
     # a stand-in for a host gone busy mid-session: the decode slows and stays slow
     "slow-from": "=MS@N: from the N-th request on (no @N: from the first), MS per token",
+    # a drafter's counts (issue 49): honest ones, and ones that cannot be
+    "drafts": "report draft_n n-1 and draft_n_accepted (n-1)//2, as a drafting server does",
+    "impossible-drafts": "claim draft_n_accepted 5 of draft_n 2 (more accepted than drafted)",
 }
 STARTUP_MODES = frozenset({"exit-at-start", "slow-start", "sigill-at-start", "sigkill-at-start"})
 DEATHS = {"sigill-at-start": signal.SIGILL, "sigkill-at-start": signal.SIGKILL}
@@ -399,6 +402,12 @@ class StubHandler(BaseHTTPRequestHandler):
                 usage["timings"]["predicted_ms"] = claim
             if "nan-cache" in modes:
                 usage["timings"]["cache_n"] = math.nan
+            if "drafts" in modes:
+                usage["timings"].update(
+                    draft_n=len(tokens) - 1, draft_n_accepted=(len(tokens) - 1) // 2
+                )
+            if "impossible-drafts" in modes:
+                usage["timings"].update(draft_n=2, draft_n_accepted=5)
             event({"choices": [], **usage})
         event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")

@@ -133,7 +133,14 @@ def test_the_note_carries_every_figure() -> None:
             "tolerance_pct": 15.0,
             "ok": True,
         },
-        "decode": {"rc": 0, "cells": [{"cell": "synth:structured", "decision": "faster"}]},
+        "decode": {
+            "rc": 0,
+            "cells": [{"cell": "synth:structured", "decision": "faster"}],
+            "mechanism": [
+                "synth, structured: 2.90 tokens per step [2.80, 3.00] against a "
+                "break-even of 1.40: drafting saves more than it costs"
+            ],
+        },
         "load": {
             "levels": [
                 {
@@ -148,8 +155,17 @@ def test_the_note_carries_every_figure() -> None:
     }
     text = gpu_check.note(summary)
     for figure in ("201.3 s", "NVML 1201 MiB (v2 None) vs nvidia-smi 1199 MiB", "1.3 %",
-                   "synth:structured faster", "0.0421 J/token", "412.0 s"):  # fmt: skip
+                   "synth:structured faster", "0.0421 J/token", "412.0 s",
+                   "mechanism: synth, structured: 2.90 tokens per step"):  # fmt: skip
         assert figure in text
+
+
+def test_the_mechanism_sentences_come_from_the_runs_analysis(tmp_path: Path) -> None:
+    assert gpu_check.mechanism_sentences(tmp_path) == []  # no analysis: nothing to say
+    (tmp_path / "analysis").mkdir()
+    rows = [{"treatment": "synth", "sentence": "structured: drafted no tokens"}, {"x": 1}]
+    (tmp_path / "analysis" / "contrasts.json").write_text(json.dumps({"mechanism": rows}))
+    assert gpu_check.mechanism_sentences(tmp_path) == ["synth, structured: drafted no tokens"]
 
 
 def test_a_step_past_its_time_leaves_nothing_running(tmp_path: Path) -> None:

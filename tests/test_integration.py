@@ -114,6 +114,15 @@ class TestSmallLadder:
         assert {r["ordinal"] for r in records} == {1, 2, 3, 4}
         # the n-gram drafter really ran: the server reports drafted tokens only for that treatment
         assert all(r["draft_n"] is None for r in records if r["treatment"] == "none")
+        # the mechanism (issue 49): steps and tokens per step where it drafted, none where not
+        for r in records:
+            if r["draft_n"] is None:
+                assert r["tokens_per_step"] is None and r["spec_steps"] is None
+                continue
+            assert r["mechanism_invalid"] is None
+            assert r["spec_steps"] == r["predicted_n"] - 1 - r["draft_n_accepted"] >= 1
+            assert r["tokens_per_step"] == pytest.approx((r["predicted_n"] - 1) / r["spec_steps"])
+            assert r["step_ms"] == pytest.approx(r["predicted_ms"] / r["spec_steps"])
 
         sessions = sorted((run / "sessions").glob("*.json"))
         assert [s.stem for s in sessions] == [

@@ -1,9 +1,11 @@
 """The door's statistics: what a kind's analysis may call. The published interval and its
 pieces (`analysis/stats.py`), a `[stop]` design's looks, a sweep's step-down and best set,
-planning from a pilot and its table. Imports numpy (and scipy where the stats need it)."""
+planning from a pilot and its table, the drafting mechanism's cost model. Imports numpy (and
+scipy where the stats need it)."""
 
 from __future__ import annotations
 
+from ..analysis import mechanism
 from ..analysis.calibration import (
     DEFAULT_AGE_DAYS,
     DEFAULT_REPS,
@@ -92,6 +94,8 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # a sweep
     "BestSet", "StepDown", "SweepData", "arms_to_drop", "best_set", "where_gain_starts",
     "ArmEstimate", "plan_sweep",
+    # speculative decoding as a mechanism (its cost model, per arm and subset)
+    "mechanism",
     # planning from a pilot
     "CellPlan", "cell_matrix", "components", "pilot_ratio", "cycle_seconds", "plan_by_cycle", "plan_cell", "plan_cells", "render",
 ]  # fmt: skip

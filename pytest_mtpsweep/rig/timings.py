@@ -3,9 +3,14 @@ cross-checked against what the client saw.
 
 The server's numbers decide nothing unchecked: a count that is not a whole number, a NaN, an
 infinity, a negative or absurd value, more cached tokens than the prompt, more accepted drafts
-than drafts, or a decode interval the stream's own arrival times rule out makes the response
-malformed, with why. The measurement is then invalid (a record all the same): a lie in
-`timings` can neither crash a session nor become the published endpoint.
+or a decode interval the stream's own arrival times rule out makes the response malformed,
+with why. The measurement is then invalid (a record all the same): a lie in `timings` can
+neither crash a session nor become the published endpoint.
+
+The drafter's counts (`draft_n`, `draft_n_accepted`) are the mechanism's reading, not the
+rate's (issue 49): counts that cannot be (not whole, negative, more accepted than drafted, fewer
+than one verify step) make that reading invalid (`mechanism_invalid`, both counts dropped) and
+keep the rate reading.
 
 The arrival-time bound: token i cannot reach the client before the server made it, so a
 decode interval longer than the whole request (send to last byte) is impossible; and a server
@@ -24,7 +29,8 @@ from typing import Any
 from .usage import ABSURD_TOKENS
 
 # Counts and durations llama-server reports; any other key is passed over, unread.
-COUNT_KEYS = ("predicted_n", "prompt_n", "cache_n", "draft_n", "draft_n_accepted")
+COUNT_KEYS = ("predicted_n", "prompt_n", "cache_n")
+DRAFT_KEYS = ("draft_n", "draft_n_accepted")
 MS_KEYS = ("predicted_ms", "prompt_ms")
 RATE_KEYS = ("predicted_per_second", "prompt_per_second")
 # No request the harness sends lasts a day: a duration past it is absurd.
@@ -49,6 +55,8 @@ class Timings:
     draft_n: int | None = None
     draft_n_accepted: int | None = None
     problem: str | None = None
+    # why the drafter's counts are no mechanism reading (the rate reading stands)
+    mechanism_invalid: str | None = None
 
     def measured(self) -> dict[str, Any]:
         """The fields of the measurement they fill (`schema.Measurement`), each as checked."""
@@ -67,7 +75,7 @@ def _number(timings: Mapping[str, Any], key: str) -> tuple[float | None, str | N
         return None, f"timings.{key} is {value!r}"
     if value < 0:
         return None, f"timings.{key} is {value} (negative)"
-    if key in COUNT_KEYS and (value != int(value) or value > ABSURD_TOKENS):
+    if key in (*COUNT_KEYS, *DRAFT_KEYS) and (value != int(value) or value > ABSURD_TOKENS):
         return None, f"timings.{key} is {value!r}, not a plausible token count"
     if key in MS_KEYS and value > ABSURD_MS:
         return None, f"timings.{key} is {value!r} ms, longer than any request lasts"
@@ -93,7 +101,6 @@ def read_timings(
         got[key], bad = _number(timings, key)
         if bad is not None:
             return Timings(problem=f"malformed response: {bad}")
-    n, ms = got["predicted_n"], got["predicted_ms"]
     problem = _cross_check(got, content_stamps, t_send, t_end, prompt_tokens)
     if problem is not None:
         return Timings(problem=f"malformed response: {problem}")
@@ -102,13 +109,46 @@ def read_timings(
         v = got[key]
         return None if v is None else int(v)
 
+    drafted, accepted, draft_problem = read_draft_counts(timings, count("predicted_n"))
     return Timings(
-        predicted_n=None if n is None else int(n),
-        predicted_ms=ms,
+        predicted_n=count("predicted_n"),
+        predicted_ms=got["predicted_ms"],
         prompt_ms=got["prompt_ms"],
         cache_n=count("cache_n"),
-        draft_n=count("draft_n"),
-        draft_n_accepted=count("draft_n_accepted"),
+        draft_n=drafted,
+        draft_n_accepted=accepted,
+        mechanism_invalid=draft_problem,
+    )
+
+
+def read_draft_counts(
+    timings: Mapping[str, Any], predicted_n: int | None
+) -> tuple[int | None, int | None, str | None]:
+    """(drafted, accepted, why they are no mechanism reading): a count that is not a whole
+    non-negative number, more accepted than drafted, or fewer than one verify step for the
+    tokens decoded after the first (predicted_n - 1 - accepted < 1) drops both counts, with
+    the reason."""
+    got: dict[str, float | None] = {}
+    for key in DRAFT_KEYS:
+        got[key], bad = _number(timings, key)
+        if bad is not None:
+            return None, None, bad
+    drafts, accepted = got["draft_n"], got["draft_n_accepted"]
+    if accepted is not None and drafts is not None and accepted > drafts:
+        return None, None, f"timings.draft_n_accepted {accepted:g} is more than draft_n {drafts:g}"
+    # The first token comes from the prompt's pass; each verify step after it yields one token
+    # of its own, so at most predicted_n - 2 of the tokens decoded after it were drafts.
+    if accepted is not None and predicted_n is not None and accepted > max(predicted_n - 2, 0):
+        why = (
+            f"timings.draft_n_accepted {accepted:g} leaves {predicted_n - 1 - accepted:g} verify "
+            f"steps for the {predicted_n - 1} tokens decoded after the first (predicted_n "
+            f"{predicted_n}; a step yields one token of its own)"
+        )
+        return None, None, why
+    return (
+        None if drafts is None else int(drafts),
+        None if accepted is None else int(accepted),
+        None,
     )
 
 
@@ -119,11 +159,9 @@ def _cross_check(
     t_end: int,
     prompt_tokens: int | None,
 ) -> str | None:
-    cache, drafts, accepted = got["cache_n"], got["draft_n"], got["draft_n_accepted"]
+    cache = got["cache_n"]
     if cache is not None and prompt_tokens is not None and cache > prompt_tokens:
         return f"timings.cache_n {cache:g} is more than the prompt's {prompt_tokens} tokens"
-    if accepted is not None and drafts is not None and accepted > drafts:
-        return f"timings.draft_n_accepted {accepted:g} is more than draft_n {drafts:g}"
     n, ms = got["predicted_n"], got["predicted_ms"]
     if n is None or ms is None or n < 2:
         return None

@@ -1,7 +1,7 @@
 """Each record field a kind's analysis publishes is spelled in one module: its records module.
 
 A kind's `records.py` names its endpoint fields (`ENDPOINT_FIELDS`: analysis name -> record
-field); the writer and every reader use those names, so no other module of the kind, nor any
+field, and decode's `MECHANISM_FIELDS` likewise); the writer and every reader use those names, so no other module of the kind, nor any
 module outside kinds/, holds the field's name as a string literal (an AST check: comments and
 docstrings do not count, an attribute such as `m.decode_rate_tps_primary` is no spelling of the
 record's key). Another kind's modules are not searched: a kind imports no other kind, so the same
@@ -44,7 +44,8 @@ def spellings(source: str, names: frozenset[str]) -> list[str]:
 
 def fields_of(kind: str) -> frozenset[str]:
     module = importlib.import_module(f"pytest_mtpsweep.kinds.{kind}.records")
-    return frozenset(getattr(module, "ENDPOINT_FIELDS", {}).values())
+    named = {**getattr(module, "ENDPOINT_FIELDS", {}), **getattr(module, "MECHANISM_FIELDS", {})}
+    return frozenset(named.values())
 
 
 def searched(kind: str) -> list[tuple[str, Path]]:
@@ -72,7 +73,10 @@ def test_the_check_sees_a_field_spelled_as_a_key_and_not_as_an_attribute() -> No
 
 
 def test_decode_names_its_endpoint_fields() -> None:
-    assert fields_of("decode") == {"decode_rate_tps_primary", "decode_rate_tps_interval"}
+    assert fields_of("decode") == {
+        "decode_rate_tps_primary", "decode_rate_tps_interval", "spec_steps", "tokens_per_step",
+        "drafted_per_step", "step_ms", "acc_per_pos",
+    }  # fmt: skip
 
 
 def test_load_names_its_endpoint_fields() -> None:

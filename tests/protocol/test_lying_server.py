@@ -41,3 +41,33 @@ def test_lying_timings_are_invalid_records_and_never_the_headline(
         pct = float(row["pct_change"])
         assert math.isfinite(pct) and abs(pct) < 50.0, row
     assert stubs_running() == []
+
+
+def test_impossible_draft_counts_are_no_mechanism_reading_and_keep_the_rate(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    # Issue 49: b's server drafts honestly except on request 3, whose counts cannot be (5
+    # accepted of 2 drafted). That measurement keeps its rate; its mechanism is no reading, with
+    # why, and never a published tokens per step.
+    wrapper = staged_stub(tmp_path, "--fault drafts --fault impossible-drafts@3")
+    few = stub_project(pytester, [])
+    result = run_stub(pytester, few, "--no-calibration", "-k", "c1", server_bin=wrapper)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    run = only_run(pytester.path)
+    kept, _ = read_records(run / "records" / "02_b_c1.jsonl")
+    lying = [r for r in kept if r["mechanism_invalid"]]
+    assert len(lying) == 1 and lying[0]["valid"] is True
+    assert "draft_n_accepted 5 is more than draft_n 2" in lying[0]["mechanism_invalid"]
+    assert lying[0]["tokens_per_step"] is None and lying[0]["draft_n"] is None
+    assert lying[0]["decode_rate_tps_primary"] is not None
+    honest = [r for r in kept if not r["mechanism_invalid"]]
+    assert honest and all(r["tokens_per_step"] >= 1.0 for r in honest)
+    with (run / "analysis" / "mechanism.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r["treatment"] == "b"]
+    assert rows and all(int(r["invalid"]) == 1 for r in rows)
+    assert "more than draft_n" in rows[0]["invalid_reason"]
+    report = (run / "analysis" / "report.md").read_text()
+    assert "## Why: the drafting mechanism" in report
+    assert rows[0]["sentence"] in report and " tokens per step " in rows[0]["sentence"]
+    assert "left out of the mechanism (rate kept)" in report
+    assert stubs_running() == []

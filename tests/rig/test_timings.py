@@ -37,8 +37,6 @@ class TestHostileNumbers:
             ("cache_n", 2.5, "not a plausible token count"),
             ("cache_n", 10**12, "not a plausible token count"),
             ("cache_n", 13, "cache_n 13 is more than the prompt's 12 tokens"),
-            ("draft_n", math.nan, "timings.draft_n is nan"),
-            ("draft_n_accepted", 5, "draft_n_accepted 5 is more than draft_n 4"),
             ("predicted_n", math.nan, "timings.predicted_n is nan"),
             ("predicted_ms", math.nan, "timings.predicted_ms is nan"),
             ("predicted_ms", -50.0, "(negative)"),
@@ -64,6 +62,35 @@ class TestHostileNumbers:
         assert any("NaN" in line for line in lines)
         m = reduce(lines, stamps)
         assert not m.valid and m.cache_n is None
+
+
+class TestImpossibleDraftCounts:
+    """Issue 49: the drafter's counts are the mechanism's reading; counts that cannot be make
+    that reading invalid, with why, and keep the rate reading."""
+
+    @pytest.mark.parametrize(
+        ("changes", "why"),
+        [
+            ({"draft_n": math.nan}, "timings.draft_n is nan"),
+            ({"draft_n": -4}, "timings.draft_n is -4 (negative)"),
+            ({"draft_n_accepted": 1.5}, "not a plausible token count"),
+            ({"draft_n_accepted": 5}, "draft_n_accepted 5 is more than draft_n 4"),
+            ({"draft_n": 40, "draft_n_accepted": 40}, "verify steps for the 5 tokens decoded"),
+            ({"draft_n": 5, "draft_n_accepted": 5}, "leaves 0 verify steps"),
+        ],
+    )
+    def test_drop_the_counts_and_keep_the_rate(self, changes: dict[str, Any], why: str) -> None:
+        m = measured(with_timings(**changes))
+        assert m.valid and m.reason is None
+        assert m.decode_rate_tps_interval is not None
+        assert m.draft_n is None and m.draft_n_accepted is None
+        assert m.mechanism_invalid is not None and why in m.mechanism_invalid
+        json.dumps(m.fields(), allow_nan=False)
+
+    def test_possible_counts_are_kept(self) -> None:
+        m = measured(with_timings(draft_n=4, draft_n_accepted=4))
+        assert m.valid and (m.draft_n, m.draft_n_accepted) == (4, 4)
+        assert m.mechanism_invalid is None
 
 
 class TestServerClockAgainstTheStream:

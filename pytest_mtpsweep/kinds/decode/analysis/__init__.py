@@ -227,10 +227,14 @@ def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:
 
 
 def headline(result: DecodeAnalysis) -> dict[str, str]:
-    """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`."""
-    baseline = result.settings.baseline
+    """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`,
+    each with the drafting mechanism's sentence where the treatment drafted (report.md's)."""
+    from ..report.mechanism import sentences
+
+    baseline, why = result.settings.baseline, sentences(result)
     return {
         f"mtpsweep.{treatment}:{subset}": f"vs {baseline}: {line}"
+        + (f"; {why[(treatment, subset)]}" if (treatment, subset) in why else "")
         for (treatment, subset), line in _published(result).items()
     }
 

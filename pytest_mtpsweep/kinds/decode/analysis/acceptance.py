@@ -18,7 +18,8 @@ COLUMNS = ("treatment", "subset", "records", "with_draft", "draft_n", "draft_n_a
 
 
 def _row(treatment: str, subset: str, frame: pd.DataFrame) -> tuple[object, ...]:
-    drafted = frame[frame["draft_n"].notna()]
+    # counts that cannot be (`mechanism_invalid`) are no reading of the drafter
+    drafted = frame[frame["draft_n"].notna() & frame["mechanism_invalid"].isna()]
     n = int(drafted["draft_n"].sum()) if len(drafted) else 0
     acc = int(drafted["draft_n_accepted"].fillna(0).sum()) if len(drafted) else 0
     pct = 100.0 * acc / n if n > 0 else math.nan

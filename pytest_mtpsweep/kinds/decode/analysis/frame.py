@@ -11,6 +11,7 @@ import pandas as pd
 
 from ....kindapi.records import KEYED_FIELDS, records_file
 from ....kindapi.records import recordlines as rl
+from ..records import MECHANISM_FIELDS
 from .model import ENDPOINT_COLUMNS, RecordFile
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
@@ -23,11 +24,13 @@ RECORD_TYPES: dict[str, str] = {
     **dict.fromkeys(NAME_FIELDS, rl.NAME),
     "valid": rl.BOOL,
     **dict.fromkeys(("cycle", "ordinal", "position", "repeat", "completion_tokens",
-                     "content_chars", "draft_n", "draft_n_accepted"), rl.INT),
+                     "content_chars", "draft_n", "draft_n_accepted", "predicted_n",
+                     MECHANISM_FIELDS["steps"]), rl.INT),
     ENDPOINT_COLUMNS["primary"]: rl.NUMBER,
     ENDPOINT_COLUMNS["interval"]: rl.NUMBER,
+    "predicted_ms": rl.NUMBER,
     **dict.fromkeys(("session", "reason", "interval_basis", "finish_reason", "degenerate",
-                     "content_sha256", "device", "worker"), rl.STR),
+                     "content_sha256", "device", "worker", "mechanism_invalid"), rl.STR),
 }  # fmt: skip
 RECORD_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -51,6 +54,12 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "content_chars",
     "draft_n",
     "draft_n_accepted",
+    # the mechanism (issue 49): the server's decode count and clock, the verify steps of a
+    # drafting record, and why its counts are no reading (None: they are, or none drafted)
+    "predicted_n",
+    "predicted_ms",
+    "steps",
+    "mechanism_invalid",
     "group_key",
     "device",  # where a distributed run measured it: pairs never cross devices
     "worker",
@@ -78,6 +87,12 @@ def _rate(value: Any) -> float:
         return math.nan
     rate = float(value)
     return rate if math.isfinite(rate) and rate > 0 else math.nan
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    return float(value) if math.isfinite(value) else math.nan
 
 
 def _int(value: Any) -> int | None:
@@ -144,6 +159,9 @@ def parse_records(
             "content_chars": "Int64",
             "draft_n": "Int64",
             "draft_n_accepted": "Int64",
+            "predicted_n": "Int64",
+            "predicted_ms": "float64",
+            "steps": "Int64",
         }
     )
     return records, pd.DataFrame(excluded, columns=list(EXCLUSION_COLUMNS))
@@ -191,6 +209,10 @@ def _row(
         "content_chars": _int(obj.get("content_chars")),
         "draft_n": _int(obj.get("draft_n")),
         "draft_n_accepted": _int(obj.get("draft_n_accepted")),
+        "predicted_n": _int(obj.get("predicted_n")),
+        "predicted_ms": _number(obj.get("predicted_ms")),
+        "steps": _int(obj.get(MECHANISM_FIELDS["steps"])),
+        "mechanism_invalid": _str_or_none(obj.get("mechanism_invalid")),
         # absent in a run without -n: one device, as before
         "device": str(obj.get("device") or ""),
         "worker": str(obj.get("worker") or ""),

@@ -28,8 +28,8 @@ from .pipeline import analyse, headline_cells
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
-    "position_trend.csv", "equivalence.csv", "acceptance.csv", "truncated.csv", "per_cycle.csv",
-    "report.md", "report.html", "forest.png",
+    "position_trend.csv", "equivalence.csv", "acceptance.csv", "mechanism.csv", "truncated.csv",
+    "per_cycle.csv", "report.md", "report.html", "forest.png",
 )  # fmt: skip
 
 
@@ -229,6 +229,7 @@ def result_json(result: DecodeAnalysis) -> dict[str, Any]:
         },
         "equivalence": _equivalence_json(result),
         "acceptance": _frame(result.acceptance),
+        "mechanism": _frame(result.mechanism),
         "groups": [_jsonable(dataclasses.asdict(g)) for g in result.groups],
         "notes": list(result.notes),
     }
@@ -266,6 +267,7 @@ def saved_result(result: DecodeAnalysis, draw: bool = False) -> AnalysisResult:
         "position_trend.csv": result.position_trend,
         "equivalence.csv": pairs if pairs is not None else pd.DataFrame(columns=[*PAIR_COLUMNS]),
         "acceptance.csv": result.acceptance,
+        "mechanism.csv": result.mechanism,
         # report.md names how many rows these hold rather than listing them one by one.
         "truncated.csv": result.truncated,
         "per_cycle.csv": result.per_cycle,

@@ -206,6 +206,8 @@ class DecodeAnalysis:
     equivalence: Equivalence | None = None
     equivalence_skipped: str = ""
     acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the drafting mechanism per drafting treatment and subset (analysis/mechanism.py)
+    mechanism: pd.DataFrame = field(default_factory=pd.DataFrame)
     sequential: LookState | None = None  # a [stop] design: the look the intervals are at
     sweep: Any = None  # a [sweep]: sweep.SweepResult (where the gain starts, the best set)
     host_rule: HostRuleEffect = field(default_factory=HostRuleEffect)

@@ -27,6 +27,7 @@ from .contrasts import compute_contrasts
 from .devices import per_device_table, unit_of
 from .equivalence import Equivalence, content_equivalence
 from .frame import parse_records
+from .mechanism import drafter_of, mechanism_table
 from .model import (
     DEFAULT_MARGIN_PCT,
     DEFAULT_TIEBREAK_PP,
@@ -224,8 +225,11 @@ def _settings_at_look(
     return settings, look
 
 
-def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str, Any]:
-    """The result's parts read from the sessions and the analysed records (no contrast)."""
+def _sessions_parts(
+    runs: Sequence[RunData], analysed: pd.DataFrame, resampling: tuple[str, int, int]
+) -> dict[str, Any]:
+    """The result's parts read from the sessions and the analysed records (no contrast); the
+    mechanism's against the baseline, resampled at (baseline, boot, seed)."""
     sessions = [(run.run_id, s) for run in runs for s in run.sessions]
     return {
         "calibration": cen.calibration(sessions),
@@ -234,6 +238,7 @@ def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str
         "interval_basis": cen.interval_basis(analysed),
         "host": cen.host_noise(sessions),
         "acceptance": draft_acceptance(analysed),
+        "mechanism": _mechanism(runs, analysed, *resampling),
         "question": runs[0].plan.question.strip(),
         "scope": runs[0].plan.scope.strip(),
         "multiplicity": runs[0].analysis_plan.multiplicity.strip(),
@@ -241,6 +246,15 @@ def _sessions_parts(runs: Sequence[RunData], analysed: pd.DataFrame) -> dict[str
         "unselected": _plan_sessions(runs, selected=False),
         "record_files": tuple(f for run in runs for f in run.record_files),
     }
+
+
+def _mechanism(
+    runs: Sequence[RunData], analysed: pd.DataFrame, baseline: str, boot: int, seed: int
+) -> pd.DataFrame:
+    """The drafting mechanism per treatment and subset, arms grouped by the drafter their plan's
+    server arguments name (issue 49)."""
+    drafters = {t.key: drafter_of(t.args) for run in runs for t in run.plan.treatments}
+    return mechanism_table(analysed, baseline, drafters, boot=boot, seed=seed)
 
 
 def _sweep(
@@ -351,7 +365,7 @@ def analyse(
         sequential=look,
         host_rule=_host_rule(runs, host_sensitivity, settings.baseline, boot, seed, pool, endpoint),
         sweep=None if pool else _sweep(analysed, runs[0], subsets, settings, boot, seed),
-        **_sessions_parts(runs, analysed),
+        **_sessions_parts(runs, analysed, (settings.baseline, boot, seed)),
     )
     # The rule at the run's last look, from these records: what the run-time look saw
     judged = look.judged(headline_cells(result)) if look is not None else None

@@ -22,6 +22,7 @@ from typing import Any
 
 from ....kindapi.report import EMPTY, Block, Figure, Page, Section, el
 from ..analysis.model import ENDPOINT_COLUMNS, DecodeAnalysis
+from .mechanism import mechanism_figure
 from .textfmt import dict_rows
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -81,6 +82,10 @@ def _acceptance_rows(result: DecodeAnalysis) -> list[dict[str, Any]]:
     ]
 
 
+def _mechanism_rows(result: DecodeAnalysis) -> list[dict[str, Any]]:
+    return [] if result.mechanism is None else dict_rows(result.mechanism)
+
+
 def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
     """The Pictures sections drawn from the records (`frame`), in the page's order."""
     s = result.settings
@@ -107,8 +112,18 @@ def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
         "Every valid measurement's rate against wall time, coloured by treatment: a drift "
         "or a burst of host load shows as a slope or a dip shared across treatments.",
     )
+    why = _drawn(
+        lambda: mechanism_figure(_mechanism_rows(result)),
+        "speedup against tokens per step",
+        "Each drafting arm's measured speedup (server clock) against its tokens per step "
+        "E[L], with 95 % intervals; the faint line is the cost model's speedup E[L] / "
+        "break-even for that arm's step cost, the dotted line its break-even E[L], the cross "
+        "its ceiling (every draft accepted).",
+    )
+    if isinstance(why, Page) and not why.markup.html:
+        why = Page(el("p", "No treatment drafted tokens.", class_="note"))
     drawn = (("Each prompt, each cycle", paired), ("Session timeline", timeline),
-             ("Draft acceptance", acceptance))  # fmt: skip
+             ("Draft acceptance", acceptance), ("Speedup against tokens per step", why))  # fmt: skip
     return tuple(Section(t, (b,), role="pictures", markdown=False) for t, b in drawn)
 
 

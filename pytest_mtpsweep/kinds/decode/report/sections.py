@@ -48,6 +48,7 @@ from .findings import (
     section_limitations,
     section_question,
 )
+from .mechanism import section_mechanism
 from .method import section_crosschecks, section_method, section_tiebreak
 from .textfmt import (
     ci,
@@ -287,6 +288,7 @@ def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) ->
                    (section_crosschecks(result), False, None)]  # fmt: skip
     detail += [(section_equivalence(result), False, page.equivalence_cells(result)),
                (section_acceptance(result), True, None),
+               (section_mechanism(result), True, None),
                (section_census(result), True, page.gap_cells(result))]  # fmt: skip
     if paired:
         detail += [(section_drift(result), False, None), (section_position(result), False, None)]

@@ -21,7 +21,7 @@ from ....kindapi.records import RunReader, schema
 from ....kindapi.rig import stream_chat
 from ....kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
 from ..ladder import DecodeSettings
-from ..records import ENDPOINT_FIELDS, decode_record
+from ..records import ENDPOINT_FIELDS, decode_record, mechanism_fields
 from . import tallies
 from .cases import DecodeCase, decode_cases
 from .degeneracy import degenerate
@@ -226,6 +226,8 @@ class DecodeRun(KindRun):
             "completion_tokens": m.completion_tokens,
             "finish_reason": m.finish_reason,
             "degenerate": m.degenerate,
+            # a drafting arm's mechanism (issue 49): steps, tokens and drafts per step, why not
+            **mechanism_fields(m),
         }
         return {k: v for k, v in out.items() if v is not None}
 
