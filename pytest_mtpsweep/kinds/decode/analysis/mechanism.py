@@ -171,8 +171,8 @@ def _invalid(valid: pd.DataFrame, arm: str, subset: str) -> tuple[int, str]:
 
 def sweep_cells(table: pd.DataFrame) -> dict[tuple[str, str], str]:
     """(subset, arm) -> its mechanism in a few words, for a column of the sweep's table
-    (`sweep.section`): "2.10 [1.95, 2.25] / 1.60" (E[L] with its interval / break-even), or
-    "drafted no tokens"."""
+    (`sweep.section`): "E[L] 2.10 [1.95, 2.25], k 2.9; break-even 1.60, ceiling ×1.40,
+    predicted ×1.20", or "drafted no tokens"."""
     out: dict[tuple[str, str], str] = {}
     for r in table.to_dict(orient="records"):
         key = (str(r["subset"]), str(r["treatment"]))
@@ -181,7 +181,14 @@ def sweep_cells(table: pd.DataFrame) -> dict[tuple[str, str], str]:
         elif finite(r["mean_len"]) and finite(r["step_ratio"]):
             ci = (f" [{r['mean_len_low']:.2f}, {r['mean_len_high']:.2f}]"
                   if finite(r["mean_len_low"]) and finite(r["mean_len_high"]) else "")  # fmt: skip
-            out[key] = f"{r['mean_len']:.2f}{ci} / {r['step_ratio']:.2f}"
+            parts = [f"E[L] {r['mean_len']:.2f}{ci}"]
+            if finite(r["k_bar"]):
+                parts[0] += f", k {r['k_bar']:.1f}"
+            tail = [f"break-even {r['step_ratio']:.2f}"]
+            for name, col in (("ceiling", "ceiling"), ("predicted", "predicted")):
+                if finite(r[col]):
+                    tail.append(f"{name} ×{r[col]:.2f}")
+            out[key] = f"{parts[0]}; {', '.join(tail)}"
     return out
 
 

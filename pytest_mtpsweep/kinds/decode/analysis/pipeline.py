@@ -290,6 +290,15 @@ def _with_drops(run: RunData, valid: pd.DataFrame, baseline: str, boot: int, see
     )
 
 
+def _check_baseline(baseline: str, everything: Sequence[str], runs: Sequence[RunData]) -> None:
+    if baseline not in everything:
+        raise AnalysisError(
+            f"baseline {baseline!r} is not a treatment of run "
+            f"{', '.join(r.run_id for r in runs)} (treatments: {', '.join(everything)}); pass "
+            "--baseline with one of those"
+        )
+
+
 def analyse(
     runs: Sequence[RunData],
     *,
@@ -312,12 +321,7 @@ def analyse(
     settings, look = _settings_at_look(runs, baseline, boot, seed, endpoint)
     check_poolable(runs, [run_keyed(run, records) for run in runs], pool=pool)
     everything = _ordered(_plan_treatments(runs, selected_only=False), records)
-    if settings.baseline not in everything:
-        raise AnalysisError(
-            f"baseline {settings.baseline!r} is not a treatment of run "
-            f"{', '.join(r.run_id for r in runs)} (treatments: {', '.join(everything)}); pass "
-            "--baseline with one of those"
-        )
+    _check_baseline(settings.baseline, everything, runs)
     multi = len(runs) > 1
     # only the chosen comparability group is analysed; the others are counted out
     valid = records[records["valid"]]

@@ -10,7 +10,7 @@ endpoint's rate) and words the answers for the report.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,10 +279,15 @@ def terminal_lines(result: SweepResult) -> list[str]:
     return out
 
 
-def section(result: SweepResult | None) -> Section | None:
-    """The report's sweep section: the sentences, then each arm's intervals per subset."""
+def section(
+    result: SweepResult | None, mechanism: Mapping[tuple[str, str], str] | None = None
+) -> Section | None:
+    """The report's sweep section: the sentences, then each arm's intervals per subset, and
+    with `mechanism` ((subset, arm) -> words, `mechanism.sweep_cells`) why: each drafting
+    arm's tokens per step against its break-even, its ceiling and the model's prediction."""
     if result is None:
         return None
+    why = mechanism or {}
     rows: list[tuple[object, ...]] = []
     for s in result.subsets:
         faster = {iv.arm: iv for iv in (s.faster.intervals if s.faster else ())}
@@ -299,9 +304,10 @@ def section(result: SweepResult | None) -> Section | None:
                 "drafted nothing" if f.drafted_nothing else
                 f"{f.acceptance_pct:.0f} %" if f.drafted else "n/a",
                 f"look {f.dropped_look}" if f.dropped_look else "",
+                why.get((s.subset, f.arm), ""),
             ))  # fmt: skip
         if s.best and result.baseline in best:
-            rows.append((s.subset, result.baseline, "baseline", "", "", "", "yes", "n/a", ""))
+            rows.append((s.subset, result.baseline, "baseline", "", "", "", "yes", "n/a", "", ""))
     level = _level(result)
     lead = (
         f"{md_code(result.setting)} from {md_text(result.start)}: each arm against "
@@ -316,7 +322,7 @@ def section(result: SweepResult | None) -> Section | None:
         )
     table = Table(
         ("subset", "arm", "value", "vs baseline", f"{level} interval", "vs best of others",
-         "may be best", "draft acceptance", "dropped"),
+         "may be best", "draft acceptance", "dropped", "why: tokens per step (mechanism)"),
         tuple(rows),
         lead=lead,
     )  # fmt: skip

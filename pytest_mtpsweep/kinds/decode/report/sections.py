@@ -28,6 +28,7 @@ from ....kindapi.report import (
     text,
 )
 from ..analysis import devices, hostrule, sweep
+from ..analysis.mechanism import sweep_cells
 from ..analysis.model import ENDPOINT_LABELS, DecodeAnalysis
 from . import page as page
 from .diagnostics import (
@@ -275,7 +276,7 @@ def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) ->
     found: list[Section | None] = []
     if paired:
         found += [
-            sweep.section(result.sweep),
+            sweep.section(result.sweep, sweep_cells(result.mechanism)),
             _headline(result, parts.forest),
             _as(devices.render(result.per_device, result.settings.primary_endpoint), "headline"),
             _as(hostrule.section(result.host_rule, result.published), "headline",
