@@ -27,7 +27,8 @@ BORROWED_SESSION = "boot-t+pooled session"
 class PooledSession:
     """The run's session level, per cycle of a pair: the arms' (the arm × cycle interaction's
     mean square, `ms` with `df`) and the baseline's own (the spread of the fitted cycle
-    effects, `base` with `base_df`: the baseline's sessions may vary more than the arms')."""
+    effects, `base` with `base_df`: the baseline's sessions may vary more than the arms', never
+    less)."""
 
     ms: float
     df: float
@@ -37,6 +38,11 @@ class PooledSession:
     def of_pair(self, with_baseline: bool) -> tuple[float, float]:
         """The session variance one cycle adds to a pair's difference, and its df."""
         if not with_baseline:
+            return 2.0 * self.ms, self.df
+        if self.base <= self.ms:
+            # The baseline's sessions vary at least as the arms' (one server, one model): at 2-3
+            # cycles its own spread has 1-2 df, and a lucky small one would narrow every
+            # interval against it, just where Satterthwaite's df trusts it most.
             return 2.0 * self.ms, self.df
         total = self.ms + self.base
         den = self.ms**2 / self.df + self.base**2 / self.base_df

@@ -35,6 +35,10 @@ def test_the_pooled_level_reads_the_interaction_and_the_baselines_own_spread() -
     assert math.sqrt(got.base) == pytest.approx(math.sqrt(0.05**2 + 0.02**2 / 6), rel=0.15)
     assert got.of_pair(False)[0] == pytest.approx(2 * got.ms)
     assert got.of_pair(True)[0] == pytest.approx(got.ms + got.base)
+    # a baseline spread below the arms' is floored at theirs: it never narrows an interval
+    calm = pooled_session_level(arms + np.arange(6) * 0.1)
+    assert calm is not None and calm.base < calm.ms
+    assert calm.of_pair(True) == pytest.approx((2 * calm.ms, calm.df))
     # one arm beside the baseline at 2 cycles has no df to borrow from; a missing cell is skipped
     assert pooled_session_level(np.zeros((2, 1))) is None
     sparse = np.array([[0.0, 0.1, 0.2], [0.1, np.nan, 0.3]])
