@@ -45,7 +45,9 @@ def simulate(
             records,
             treatments=treatments,
             subsets=list(scenario.subsets),
-            settings=AnalysisSettings(baseline="none", boot=boot, seed=seed + i),
+            settings=AnalysisSettings(
+                baseline="none", boot=boot, seed=seed + i, pool_sessions=False
+            ),
         )
         contrasts.append(tables.contrasts[tables.contrasts["endpoint"] == "primary"])
         t = tables.position_trend

@@ -72,7 +72,7 @@ def factors(
     whole = Scenario(**{**scenario.__dict__, "cycles": full})
     for i, start in enumerate(range(0, reps, BATCH)):
         records, treatments = replication_records(whole, min(BATCH, reps - start), seed + i)
-        settings = AnalysisSettings(baseline="none", boot=boot, seed=seed + i)
+        settings = AnalysisSettings(baseline="none", boot=boot, seed=seed + i, pool_sessions=False)
         pairs, early = _published(records[records["cycle"] <= pilot], treatments, settings)
         _, final = _published(records, treatments, settings)
         for t in treatments:

@@ -99,7 +99,9 @@ def simulate(
     scenario: Scenario, design: Design, reps: int, boot: int, seed: int, margin_pct: float
 ) -> dict[str, Outcome]:
     """{rule: Outcome} on the same replications (RULES)."""
-    base = AnalysisSettings(baseline="none", boot=boot, seed=seed, margin_pct=margin_pct)
+    base = AnalysisSettings(
+        baseline="none", boot=boot, seed=seed, margin_pct=margin_pct, pool_sessions=False
+    )
     seq_levels = list(zip(design.confidence, design.equivalence_confidence, strict=True))
     fixed_levels = [(0.95, 0.90)] * len(design.looks)
     top = design.looks[-1]

@@ -81,7 +81,9 @@ def simulate(
     scenario: Scenario, design: Design, reps: int, boot: int, seed: int, margin_pct: float
 ) -> dict[str, Outcome]:
     """{sequential, naive, fixed} -> Outcome, on the same replications."""
-    base = AnalysisSettings(baseline="none", boot=boot, seed=seed, margin_pct=margin_pct)
+    base = AnalysisSettings(
+        baseline="none", boot=boot, seed=seed, margin_pct=margin_pct, pool_sessions=False
+    )
     fixed_levels = [(0.95, 0.90)] * len(design.looks)
     seq_levels = list(zip(design.confidence, design.equivalence_confidence, strict=True))
     parts: dict[str, list[tuple[pd.DataFrame, pd.Series]]] = {"sequential": [], "naive": []}

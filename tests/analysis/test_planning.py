@@ -37,7 +37,7 @@ def pilot(scenario: Scenario, seed: int = 1) -> tuple[pd.DataFrame, pd.DataFrame
         records,
         treatments=treatments,
         subsets=list(scenario.subsets),
-        settings=AnalysisSettings(baseline="none", boot=1000, seed=seed),
+        settings=AnalysisSettings(baseline="none", boot=1000, seed=seed, pool_sessions=False),
     )
     rows = tables.contrasts[tables.contrasts["endpoint"] == "primary"]
     return tables.pairs, rows[rows["subset"].isin(scenario.subsets)].reset_index(drop=True)
@@ -165,7 +165,8 @@ class TestPlan:
         s = Scenario(prompts=6, cycles=2)
         records, treatments = replication_records(s, 2, 3)
         tables = compute_contrasts(records, treatments=treatments, subsets=["prose", "structured"],
-                                   settings=AnalysisSettings(baseline="none", boot=1000))  # fmt: skip
+                                   settings=AnalysisSettings(baseline="none", boot=1000,
+                                                            pool_sessions=False))  # fmt: skip
         published = tables.contrasts[tables.contrasts["endpoint"] == "primary"]
         cells = plan_cells(tables.pairs, published, target=5.0, max_cycles=8,
                            skip_subsets=("pooled",))  # fmt: skip

@@ -59,7 +59,7 @@ def test_wilson_upper_end() -> None:
 def test_the_run_path_simulation_takes_the_ladders_looks_and_skips_dropped_sessions() -> None:
     from tests.sweep_run_sim import Truth, ladder, plan_doc, replicate
 
-    # sweep-demo: values 1, 6 and 48 of a drafting setting; the two short ones clearly lose
+    # sweep-demo: lookup lengths 4, 12 and 24 of a drafter; the two short ones clearly lose
     lad = ladder("sweep-demo")
     truth = Truth({"prose": (-30, -30, 0), "structured": (-30, -30, 15)}, session_sd=0.01)
     got = replicate(lad, plan_doc(lad), truth, seed=3, boot=1000)

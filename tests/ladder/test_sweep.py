@@ -127,7 +127,7 @@ def test_the_shipped_sweep_ladders_load_with_their_arms() -> None:
     from tests.ladder.test_load import LADDERS
 
     demo = load_ladder(LADDERS / "sweep-demo.toml")
-    assert demo.treatment_keys == ("none", "size_m_1", "size_m_6", "size_m_48")
+    assert demo.treatment_keys == ("none", "size_n_4", "size_n_12", "size_n_24")
     assert demo.stop is not None and demo.stop.min_cycles == 2
     gpu = load_ladder(LADDERS / "lowerarm-sweep.toml")
     assert gpu.treatment_keys[1:] == tuple(

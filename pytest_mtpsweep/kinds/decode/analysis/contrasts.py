@@ -281,6 +281,8 @@ def compute_contrasts(
         summaries[POOLED] = stats.summarise_resamples(pooled, point, levels)
     borrow = {
         (s, e): _borrowable(layouts[s], [k for k, key in enumerate(keys) if key[0] == e])
+        if settings.pool_sessions
+        else None
         for s in subsets
         for e in ENDPOINTS
     }

@@ -52,6 +52,11 @@ class AnalysisSettings:
     # look publishes repeated confidence intervals at its own (analysis/sequential.py).
     confidence: float = 0.95
     equivalence_confidence: float = 0.90
+    # Under 4 cycles a contrast borrows the session level its run's arms share
+    # (analysis/session_pool.py). False only for the simulations that pack independent
+    # replications as the treatments of one frame (tests/strategies.replication_records):
+    # borrowing across them would pool runs that never shared a host.
+    pool_sessions: bool = True
 
     def __post_init__(self) -> None:
         if not self.baseline:

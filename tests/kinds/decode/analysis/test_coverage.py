@@ -39,7 +39,7 @@ def measured(scenario: Scenario, replications: int, seed: int) -> tuple[pd.DataF
         records,
         treatments=treatments,
         subsets=list(scenario.subsets),
-        settings=AnalysisSettings(baseline="none", boot=1000, seed=seed),
+        settings=AnalysisSettings(baseline="none", boot=1000, seed=seed, pool_sessions=False),
     )
     contrasts = tables.contrasts[tables.contrasts["endpoint"] == "primary"]
     trend = tables.position_trend
@@ -101,7 +101,7 @@ class TestDegenerateBootstrapT:
             records,
             treatments=treatments,
             subsets=list(scenario.subsets),
-            settings=AnalysisSettings(baseline="none", boot=1000, seed=6),
+            settings=AnalysisSettings(baseline="none", boot=1000, seed=6, pool_sessions=False),
         )
         return tables.contrasts[tables.contrasts["endpoint"] == "primary"]
 
