@@ -15,8 +15,14 @@ FIELDS: Spec = {
     "repeats": (int, False),  # runs of each prompt per session, averaged before pairing
     "cache_prompt": (bool, False),  # llama-server's prompt cache (keyed; off by default)
     "degenerate": (str, False),  # flag (recorded) or stop (a stop rule)
+    "request_seeds": (str, False),  # "ladder" (every request the ladder's seed) or per-measurement
 }
 DEGENERATE_RULES = ("flag", "stop")
+# "per-measurement": each request's seed is drawn from (seed, prompt, cycle, repeat), the same for
+# every treatment at that cell so pairs stay paired. Greedy answers do not change; what does is
+# anything the server seeds by request (--spec-synth-rates' planted acceptance), which with one
+# seed for every request is one draw per run, whatever the prompts.
+REQUEST_SEEDS = ("ladder", "per-measurement")
 MAX_REPEATS = 100  # runs of each prompt per session: cases are prompts x repeats x sessions
 
 
@@ -29,6 +35,7 @@ class DecodeSettings:
     repeats: int = 1
     cache_prompt: bool = False
     degenerate: str = "flag"  # one of DEGENERATE_RULES
+    request_seeds: str = "ladder"  # one of REQUEST_SEEDS
 
 
 def settings(ladder: Ladder, where: Path | str) -> DecodeSettings:
@@ -40,6 +47,7 @@ def settings(ladder: Ladder, where: Path | str) -> DecodeSettings:
         repeats=int(f.get("repeats", 1)),
         cache_prompt=bool(f.get("cache_prompt", False)),
         degenerate=str(f.get("degenerate", "flag")),
+        request_seeds=str(f.get("request_seeds", "ladder")),
     )
 
 
@@ -65,6 +73,11 @@ def validate(ladder: Ladder, s: DecodeSettings, where: Path | str) -> None:
         raise LadderError(
             f"{where}: field 'degenerate' is {s.degenerate!r}; use flag (record it) or stop (a "
             "stop rule)."
+        )
+    if s.request_seeds not in REQUEST_SEEDS:
+        raise LadderError(
+            f"{where}: field 'request_seeds' is {s.request_seeds!r}; use ladder (every request "
+            "sends the ladder's seed) or per-measurement."
         )
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
         parse_contrast(text, keys, where)

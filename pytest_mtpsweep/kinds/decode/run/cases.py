@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from ....kindapi.ladder import Prompt, SessionSlot, session_order
@@ -39,3 +40,10 @@ def decode_cases(
             for i, p in enumerate(order)
         ]
     return out
+
+
+def measurement_seed(seed: int, case: DecodeCase) -> int:
+    """The request seed of `request_seeds = "per-measurement"`: fixed by the ladder's seed and
+    the case's prompt, cycle and repeat (not its treatment: the pair shares it)."""
+    cell = f"{case.prompt.id}:{case.slot.cycle}:{case.repeat}".encode()
+    return (seed * 1_000_003 + zlib.crc32(cell)) % (2**31 - 1)

@@ -23,7 +23,7 @@ from ....kindapi.run import PreflightItem, check_prompt_set, counted, counters_n
 from ..ladder import DecodeSettings
 from ..records import ENDPOINT_FIELDS, decode_record, mechanism_fields
 from . import tallies
-from .cases import DecodeCase, decode_cases
+from .cases import DecodeCase, decode_cases, measurement_seed
 from .degeneracy import degenerate
 from .markers import stop_marker
 
@@ -53,7 +53,12 @@ class DecodeRun(KindRun):
         return decode_cases(plan, self.prompts, self.repeats, self.ladder.seed)
 
     def keyed(self) -> dict[str, Any]:
-        return {"prompt_set_digest": self.digest, "cache_prompt": self.cache_prompt}
+        per = {"request_seeds": "per-measurement"} if self._per_measurement else {}
+        return {"prompt_set_digest": self.digest, "cache_prompt": self.cache_prompt, **per}
+
+    @property
+    def _per_measurement(self) -> bool:
+        return self.settings.request_seeds == "per-measurement"
 
     def plan_fields(self) -> dict[str, Any]:
         orders = {
@@ -142,6 +147,8 @@ class DecodeRun(KindRun):
     def measure(self, live: LiveSession, case: DecodeCase) -> Outcome:
         started_at = schema.utc_now_iso()
         spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
+        if self._per_measurement:
+            spec = replace(spec, seed=measurement_seed(self.ladder.seed, case))
         before = counters_now(live)  # an attached server's spec-decode totals, untimed
         m = stream_chat(live.http, live.base_url, case.prompt.text, spec)
         m = counted(live, before, m)
