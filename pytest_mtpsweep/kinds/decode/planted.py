@@ -19,8 +19,8 @@ accepted.
 
 A record's counters are not per step: its first token comes from the prompt pass (no draft),
 and near `max_tokens` the server drafts at most `remaining - 1` tokens (`get_n_draft_max`),
-the last token being a plain step. So `predicted_n / (predicted_n - draft_n_accepted)` sits
-below E[L] at short answers. `record_truth` gives the exact distribution of a record's
+the last token being a plain step. So a record's tokens per step,
+`(predicted_n - 1) / (predicted_n - 1 - draft_n_accepted)`, sits below E[L] at short answers. `record_truth` gives the exact distribution of a record's
 accepted count for a drafter that always drafts in full (draft-simple with p-min 0, the
 model as its own drafter), from which a check derives its tolerance.
 """
@@ -124,8 +124,14 @@ class RecordTruth:
 
     @property
     def steps_mean(self) -> float:
-        """E[predicted_n - draft_n_accepted]: the verify steps, the prompt's token among them."""
-        return self.tokens - self.accepted_mean
+        """E[predicted_n - 1 - draft_n_accepted]: the decode steps after the prompt's token."""
+        return self.tokens - 1 - self.accepted_mean
+
+    @property
+    def tokens_per_step(self) -> float:
+        """(predicted_n - 1) / E[steps]: the record's tokens per step, as the tool reads it
+        (the first token is the prompt pass's), at the planted law's mean accepted count."""
+        return (self.tokens - 1) / self.steps_mean if self.steps_mean > 0 else 1.0
 
 
 def _step_pmf(rates: Sequence[float], d: int) -> np.ndarray:

@@ -65,7 +65,8 @@ def test_the_self_drafters_measured_tokens_per_step_cover_the_planted_curve(
             counts = (int(r["draft_n"]), int(r["draft_n_accepted"]))
             assert draws.setdefault((r["seed"], int(r["predicted_n"])), counts) == counts, recs
         truths = [record_truth(rates, n) for _, n in draws]
-        tokens = sum(t.tokens for t in truths)
+        # the decode steps' tokens: the first is the prompt pass's
+        tokens = sum(t.tokens - 1 for t in truths)
         accepted = sum(a for _, a in draws.values())
         mean = sum(t.accepted_mean for t in truths)
         half = Z * math.sqrt(sum(t.accepted_var for t in truths))
