@@ -20,9 +20,11 @@ accepted.
 A record's counters are not per step: its first token comes from the prompt pass (no draft),
 and near `max_tokens` the server drafts at most `remaining - 1` tokens (`get_n_draft_max`),
 the last token being a plain step. So a record's tokens per step,
-`(predicted_n - 1) / (predicted_n - 1 - draft_n_accepted)`, sits below E[L] at short answers. `record_truth` gives the exact distribution of a record's
-accepted count for a drafter that always drafts in full (draft-simple with p-min 0, the
-model as its own drafter), from which a check derives its tolerance.
+`(predicted_n - 1) / (predicted_n - 1 - draft_n_accepted)`, sits below E[L] at short
+answers. `record_truth` gives the exact distribution of a record's accepted count for a
+drafter that always drafts in full (draft-simple with p-min 0, the model as its own drafter),
+from which a check derives its tolerance. The harness sends one seed with every request, so
+the records of one arm and one answer length replay one stream: they are one draw, not many.
 """
 
 from __future__ import annotations
