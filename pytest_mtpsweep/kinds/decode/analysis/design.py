@@ -28,7 +28,11 @@ def prompts_for_equivalence(
 
 
 def design_warnings(
-    prompts: Mapping[str, int], cycles: int, margin_pct: float, width_pct: float | None = None
+    prompts: Mapping[str, int],
+    cycles: int,
+    margin_pct: float,
+    width_pct: float | None = None,
+    arms: int = 1,
 ) -> list[str]:
     """One sentence with its fix for each way a decode design cannot reach what it registers:
     a subset too small to decide, too few cycles for the session level, a margin (or a `width`
@@ -40,7 +44,14 @@ def design_warnings(
         for s, n in prompts.items()
         if n < MIN_PROMPTS_FOR_DECISION
     ]
-    if cycles < MIN_CYCLES_FOR_SESSION:
+    if cycles < MIN_CYCLES_FOR_SESSION and arms >= 2 and cycles >= 2:
+        out.append(
+            f"{cycles} cycle(s) are fewer than the {MIN_CYCLES_FOR_SESSION} whose own spread gives "
+            f"a contrast its session level, so each borrows it from the run's {arms} treatments "
+            f"beside the baseline ({(cycles - 1) * (arms - 1)} df), assuming their sessions vary "
+            f"alike; set cycles = {MIN_CYCLES_FOR_SESSION} or more to see each arm's own."
+        )
+    elif cycles < MIN_CYCLES_FOR_SESSION:
         out.append(
             f"{cycles} cycle(s) are fewer than the {MIN_CYCLES_FOR_SESSION} the session level "
             "needs, so the intervals leave out the spread between sessions (they hold for the "

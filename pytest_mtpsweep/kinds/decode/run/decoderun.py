@@ -86,7 +86,10 @@ class DecodeRun(KindRun):
             counts[p.subset] = counts.get(p.subset, 0) + 1
         stop = self.ladder.stop
         width = stop.width_pct if stop is not None and stop.rule == "width" else None
-        return design_warnings(counts, self.ladder.cycles, self.ladder.analysis.margin_pct, width)
+        beside = len(self.ladder.treatment_keys) - 1
+        return design_warnings(
+            counts, self.ladder.cycles, self.ladder.analysis.margin_pct, width, beside
+        )
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
         return (check_prompt_set(self.digest),)
