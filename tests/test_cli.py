@@ -169,6 +169,7 @@ class TestLint:
             "best leave at the looks after 2, 4; it stops once one arm is left or the best set is "
             "within ±5 %), 256 cases",
         }
+        summaries["mechanism-cpu"] = "decode, 7 treatments x 2 cycles, 112 cases"
         default = "decode, 3 treatments x 2 cycles, 96 cases"
         assert [ln for ln in done.stdout.splitlines() if ": warning: " not in ln] == [
             f"{p}: ok ({summaries.get(p.stem, default)})" for p in shipped

@@ -177,7 +177,7 @@ class TestUsageErrors:
     def test_unknown_ladder_lists_available(self, experiments: pytest.Pytester) -> None:
         err = self.run_error(experiments, "--ladder=nope")
         assert (
-            "available: aa-cpu, authoring-cpu, cpu-demo, cpu-demo-fixed, drafters-cpu, gate-demo, gate-pip, gemma-control, gpu-check, gpu-check-load, load-capacity-cpu, load-conversation-cpu, load-cpu, load-trace-cpu, lowerarm, lowerarm-cpu, lowerarm-sweep, sweep-demo"
+            "available: aa-cpu, authoring-cpu, cpu-demo, cpu-demo-fixed, drafters-cpu, gate-demo, gate-pip, gemma-control, gpu-check, gpu-check-load, load-capacity-cpu, load-conversation-cpu, load-cpu, load-trace-cpu, lowerarm, lowerarm-cpu, lowerarm-sweep, mechanism-cpu, sweep-demo"
             in err
         )
 

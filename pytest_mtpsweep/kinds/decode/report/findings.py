@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import math
 
-from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION, PROMPTS_ONLY, WITH_SESSION
+from ....kindapi.analysis import (
+    BORROWED_SESSION,
+    MIN_CYCLES_FOR_SESSION,
+    PROMPTS_ONLY,
+    WITH_SESSION,
+)
 from ....kindapi.records import limitation
 from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
 from ..analysis import hostrule
@@ -114,6 +119,14 @@ def _sessions(result: DecodeAnalysis) -> str:
             "is not in them; the per-cycle contrasts show how far each figure moved."
         )
     methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
+    if BORROWED_SESSION in methods:
+        return (
+            f"**Sessions borrowed:** with {n} cycle(s), fewer than {MIN_CYCLES_FOR_SESSION}, "
+            "each interval borrows the session level from the run's treatments (their arm × "
+            f"cycle interaction, `{BORROWED_SESSION}`), assuming their sessions vary alike: a "
+            "whole-session offset widens them, and a treatment whose own sessions are unusually "
+            f"noisy is seen only from {MIN_CYCLES_FOR_SESSION} cycles."
+        )
     if WITH_SESSION in methods:
         return (
             f"**Sessions:** with {n} cycles the session level is in the intervals "
