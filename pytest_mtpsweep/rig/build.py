@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir
+from .buildprogress import BuildTimeout, host_load_warning, minutes, run_with_progress
 
 NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # These make the build identify itself (`--version` and /props name build and commit).
@@ -45,6 +46,7 @@ IDENTITY_ARGS = (
 KNOWN_COMMITS = {"11434": "515e85511"}
 BUILD_TIMEOUT_S = 3600.0  # a build on 2 idle cores takes ~8 min; an hour means it is stuck
 PIP_TIMEOUT_S = 600.0
+USUAL = "about 8 min on 2 idle cores"
 Say = Callable[[str], None]
 
 
@@ -208,9 +210,10 @@ def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
         if not rebuild:
             say(
                 f"{now.why}; building {package.requirement} from its sdist for this CPU "
-                "(about 8 min on 2 idle cores; kept for next time)."
+                f"({USUAL}; kept for next time)."
             )
-        wheel, seconds = _build(package, where)
+        wheel, seconds = _build(package, where, say)
+        say(f"built {package.requirement} in {minutes(seconds)}.")
         _install(package, wheel)
         stamp_extra = {"build_s": round(seconds, 1)}
         _write_stamp(package, where, stamp_extra)
@@ -234,10 +237,9 @@ def wheel_for(package: Package, say: Say = print) -> Path:
     if wheels:
         return wheels[-1]
     say(
-        f"building {package.requirement} from its sdist for this CPU (about 8 min on 2 idle cores; "
-        "kept for next time)."
+        f"building {package.requirement} from its sdist for this CPU ({USUAL}; kept for next time)."
     )
-    return _build(package, where)[0]
+    return _build(package, where, say)[0]
 
 
 def _write_stamp(package: Package, where: Path, extra: Mapping[str, object]) -> None:
@@ -258,11 +260,16 @@ def _write_stamp(package: Package, where: Path, extra: Mapping[str, object]) -> 
     )
 
 
-def _build(package: Package, where: Path) -> tuple[Path, float]:
+def _build(package: Package, where: Path, say: Say = print) -> tuple[Path, float]:
     t0 = time.monotonic()
+    warning = host_load_warning(USUAL)
+    if warning:
+        say(warning)
     with tempfile.TemporaryDirectory(prefix="mtpsweep-build-") as tmp:
+        # -v: pip passes the build's own output through (CMake's stages, make's percentages),
+        # which is what the progress lines are read from.
         argv = [
-            sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir",
+            sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir",
             "--disable-pip-version-check", "--no-binary", package.distribution,
             "-w", tmp, package.requirement,
         ]  # fmt: skip
@@ -274,19 +281,18 @@ def _build(package: Package, where: Path) -> tuple[Path, float]:
             "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", jobs),
         }
         log = Path(tmp) / "build.log"
-        with log.open("wb") as out:
-            try:
-                done = subprocess.run(
-                    argv, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=BUILD_TIMEOUT_S,
-                    stdin=subprocess.DEVNULL, check=False,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired:
-                raise ProvisionError(
-                    f"building {package.requirement} took over {BUILD_TIMEOUT_S:.0f} s and was "
-                    "stopped; check the compiler and cmake, then run `mtpsweep provision` again."
-                ) from None
+        try:
+            returncode = run_with_progress(
+                argv, env=env, log=log, what=f"building {package.distribution}",
+                timeout_s=BUILD_TIMEOUT_S, say=say,
+            )  # fmt: skip
+        except BuildTimeout:
+            raise ProvisionError(
+                f"building {package.requirement} took over {minutes(BUILD_TIMEOUT_S)} and was "
+                "stopped; check the compiler and cmake, then run `mtpsweep provision` again."
+            ) from None
         built = sorted(Path(tmp).glob("*.whl"))
-        if done.returncode != 0 or not built:
+        if returncode != 0 or not built:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
             kept = cache_dir() / "builds" / f"{package.distribution}-failed.log"
             kept.parent.mkdir(parents=True, exist_ok=True)
