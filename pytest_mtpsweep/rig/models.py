@@ -123,9 +123,12 @@ def synthetic(sha256: str) -> EmbeddedModel | None:
 
 def machinery_line(values: list[str]) -> str | None:
     """The line a run prints when a model it names is synthetic (its text is not language)."""
-    named = [v for v in dict.fromkeys(values) if v.startswith(PREFIX)]
-    for value in named:
-        model = MODELS.get(value[len(PREFIX) :])
+    for value in dict.fromkeys(v for v in values if v):
+        name = value[len(PREFIX) :] if value.startswith(PREFIX) else None
+        # a path to the written file (a GPU kit's copy, say) names it too
+        model = MODELS.get(name or "") or next(
+            (m for m in MODELS.values() if value.endswith("/" + m.file) or value == m.file), None
+        )
         if model is not None and model.role == "synthetic":
             return (
                 f"{value} has seeded random weights: this run measures the machinery (server, "

@@ -97,6 +97,7 @@ def test_the_pins_say_what_the_tiny_model_is() -> None:
     line = models.machinery_line(["embedded:qwen2.5-coder-0.5b", "embedded:tiny"])
     assert line is not None and "measures the machinery" in line
     assert models.machinery_line(["embedded:qwen2.5-coder-0.5b", "/a.gguf"]) is None
+    assert models.machinery_line(["/kit/models/" + models.TINY.file]) is not None
 
 
 @pytest.mark.server
