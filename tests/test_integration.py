@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from tests.sandbox import (
+    MACHINERY_MODEL,
     REPO,
     copy_experiments,
     only_run,
@@ -22,15 +23,15 @@ from tests.sandbox import (
     wait_for_record,
 )
 
-SMALL = """
+SMALL = f"""
 question = "Does ngram-simple decode faster than none on the small model?"
 baseline = "none"
 cycles = 2
 max_tokens = 16
 placement = "cpu"
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{MACHINERY_MODEL}"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0
@@ -72,7 +73,7 @@ RECORD_KEYS = {
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, server_bin: Path, model_path: Path) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, server_bin: Path, machinery_model: Path) -> pytest.Pytester:
     """The shipped experiments plus a small two-treatment ladder, in a sandbox."""
     copy_experiments(pytester, {"small": SMALL})
     prompt_dir(pytester, ["prose_01", "structured_01"])
@@ -107,7 +108,7 @@ class TestSmallLadder:
         for r in records:
             assert r.keys() >= RECORD_KEYS
             assert r["valid"] is True and r["reason"] is None
-            assert r["server_alias"] == f"qwen-{r['treatment']}"
+            assert r["server_alias"] == f"m-{r['treatment']}"
             assert r["completion_tokens"] == 16 and r["finish_reason"] == "length"
             assert r["decode_rate_tps_primary"] > 0 and r["interval_basis"] == "server_timings"
             assert r["started_at"].endswith("Z")
@@ -157,6 +158,7 @@ class TestSmallLadder:
         result = project.runpytest(
             "experiments/",
             "--ladder=drafters-cpu",
+            f"--model={MACHINERY_MODEL}",
             "-k",
             "ngram-mod and prose",
             "--max-tokens=8",

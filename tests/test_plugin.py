@@ -269,13 +269,13 @@ class TestPreflightGate:
         result.stdout.fnmatch_lines(["*server_version*deadbeef*waived*"])
 
     def test_against_reports_a_touched_model(
-        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path, tmp_path: Path
+        self, experiments: pytest.Pytester, server_bin: Path, machinery_model: Path, tmp_path: Path
     ) -> None:
         import json
         import os
 
         model = tmp_path / "copy.gguf"
-        shutil.copyfile(model_path, model)
+        shutil.copyfile(machinery_model, model)
         first = experiments.path / "first"
         result = experiments.runpytest(
             "experiments/",

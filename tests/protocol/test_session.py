@@ -255,7 +255,7 @@ class TestHang:
 
 class TestServerKilledMidSession:
     def test_quarantine_clean_next_session_no_lost_records(
-        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+        self, pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
     ) -> None:
         copy_experiments(pytester, {"small": SMALL})
         few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03", "prose_04"])
@@ -331,7 +331,7 @@ class TestCurtailment:
 
 class TestResume:
     def test_interrupted_run_resumes_where_it_stopped(
-        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+        self, pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
     ) -> None:
         copy_experiments(pytester, {"small": SMALL})
         few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03"])

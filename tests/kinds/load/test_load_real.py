@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.kinds.load.test_load_kind import lines
-from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir, servers_of
 
-SMALL = """
+SMALL = f"""
 kind = "load"
 question = "Does ngram-simple change latency at 1 and 2 requests in flight on the small model?"
 baseline = "none"
@@ -25,7 +25,7 @@ warmup_requests = 1
 lag_bound_ms = 50.0
 placement = "cpu"
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
+path = "{MACHINERY_MODEL}"
 id = "qwen"
 [server]
 args = ["--parallel", "2", "--kv-unified", "--metrics"]
@@ -41,7 +41,7 @@ args = ["--spec-type", "ngram-simple"]
 
 
 def test_a_small_load_ladder_on_the_real_server(
-    pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
 ) -> None:
     copy_experiments(pytester, {"small-load": SMALL})
     few = prompt_dir(pytester, ["structured_01", "structured_02"])
