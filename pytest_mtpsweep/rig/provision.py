@@ -173,7 +173,8 @@ def _write_tiny(model: EmbeddedModel, target: Path) -> None:
     from .tinymodel import write
 
     source = model_path(models.DEFAULT)
-    tmp = target.with_name(target.name + ".written")
+    # a name of this process's own: two test workers may write it at once, the same bytes
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.written")
     write(source, tmp)
     models.check_whole(model, tmp, file_digest(tmp, cache=None))
     os.replace(tmp, target)
