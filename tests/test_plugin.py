@@ -34,6 +34,17 @@ def sessions(item_ids: list[str]) -> list[str]:
 
 
 class TestCollection:
+    def test_a_ladder_on_the_tiny_model_says_it_measures_the_machinery(
+        self, experiments: pytest.Pytester
+    ) -> None:
+        said = "*embedded:tiny has seeded random weights: this run measures the machinery*"
+        tiny = experiments.runpytest(
+            "experiments/", "--ladder=drafters-cpu", "--model=embedded:tiny", "--collect-only"
+        )
+        tiny.stdout.fnmatch_lines([said])
+        real = experiments.runpytest("experiments/", "--ladder=drafters-cpu", "--collect-only")
+        real.stdout.no_fnmatch_line(said)
+
     def test_cpu_demo_collects_192_in_counterbalanced_order(
         self, experiments: pytest.Pytester
     ) -> None:
