@@ -661,6 +661,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--from-kit", metavar="DIR", help="the source, model and wheel of a gpu-kit")
     p.add_argument(
+        "--waive", action="append", default=[], metavar="ITEM",
+        help="pass --waive ITEM to the ladders (e.g. server_processes on a shared host)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ladder-arg", action="append", default=[], metavar="ARG",
+        help="pass ARG to both ladders' pytest, e.g. --ladder-arg=--max-tokens=8 (a smaller "
+        "rehearsal on a busy host)",
+    )  # fmt: skip
+    p.add_argument(
         "--cpu-rehearsal", action="store_true",
         help="the same path without a GPU: a CPU build, the same ladders, no NVML checks",
     )  # fmt: skip
@@ -812,6 +821,7 @@ def _ladders(
     when there is a kit, on the CPU in a rehearsal."""
     extra = [f"--model={model}"] if KIT else []
     extra += ["--placement=cpu"] if args.cpu_rehearsal else []
+    extra += [f"--waive={item}" for item in args.waive] + list(args.ladder_arg)
 
     def share(ladders_left: int) -> float:  # each ladder's part of what is left, at least 60 s
         return max(60.0, min(LADDER_TIMEOUT_S, (deadline - time.monotonic()) / ladders_left))
