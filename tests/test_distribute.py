@@ -172,7 +172,7 @@ max_tokens = 24
 placement = "cpu"
 [model]
 path = "{MACHINERY_MODEL}"
-id = "qwen"
+id = "m"
 [server]
 args = ["--parallel", "1", "--threads", "1"]
 port = 0

@@ -133,7 +133,8 @@ class TestSmallLadder:
             assert argv[argv.index("--alias") + 1] == info["alias"]
             assert ("--spec-type" in argv) == (info["treatment"] == "ngram-simple")
             assert info["n_ctx"] == 2048 and info["build_info"] == "b11434-515e85511"
-            assert info["load_s"] > 0 and info["rss_after_load_bytes"] > 100 * 2**20
+            # a live process read from /proc: the tiny model's server holds ~90 MiB
+            assert info["load_s"] > 0 and info["rss_after_load_bytes"] > 32 * 2**20
             assert info["released"] is True and info["warmup"]["valid"] is True
             assert info["measured"] == info["valid"] == 2
             assert info["props_stable"] is True and info["props_changed"] == []

@@ -21,7 +21,7 @@ max_tokens = 8
 placement = "cpu"
 [model]
 path = "{model}"
-id = "qwen"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0

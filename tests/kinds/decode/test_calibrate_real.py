@@ -20,7 +20,7 @@ max_tokens = 16
 placement = "cpu"
 [model]
 path = "{MACHINERY_MODEL}"
-id = "qwen"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0

@@ -30,7 +30,7 @@ conversations = 2
 system_prefix_tokens = 256
 [model]
 path = "{MACHINERY_MODEL}"
-id = "qwen"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0

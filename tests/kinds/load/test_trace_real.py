@@ -30,7 +30,7 @@ limit = 10
 input_scale = 0.02
 [model]
 path = "{MACHINERY_MODEL}"
-id = "qwen"
+id = "m"
 [server]
 args = ["--parallel", "2", "--kv-unified", "--metrics"]
 port = 0
