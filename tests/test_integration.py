@@ -252,7 +252,7 @@ class TestFailures:
             project.path,
             "experiments/",
             "--ladder=small",
-            "--max-tokens=64",
+            "--max-tokens=256",  # the kill lands mid-session on a fast (tiny) model too
             f"--prompts-dir={project.path / 'few'}",
         )
         try:

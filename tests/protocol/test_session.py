@@ -264,7 +264,8 @@ class TestServerKilledMidSession:
             "experiments/",
             "--ladder=small",
             f"--prompts-dir={few}",
-            "--max-tokens=48",
+            # long enough answers that the kill lands mid-session on a fast (tiny) model too
+            "--max-tokens=256",
             "--no-calibration",
             "--boot=1000",
         )
