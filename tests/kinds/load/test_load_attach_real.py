@@ -44,9 +44,11 @@ served_model = "{alias}"
 
 
 @pytest.fixture
-def one_slot(server_bin: Path, machinery_model: Path, tmp_path: Path) -> Iterator[str]:
+def one_slot(server_bin: Path, model_path: Path, tmp_path: Path) -> Iterator[str]:
+    # the 0.5B model, not the tiny one: the queue this test witnesses needs a slot slower than
+    # the arrivals (several tenths of a second per answer); the tiny model serves one in ~30 ms
     flags = ("--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--metrics")
-    with server_by_hand(server_bin, machinery_model, tmp_path / "by-hand.log", *flags) as (_, url):
+    with server_by_hand(server_bin, model_path, tmp_path / "by-hand.log", *flags) as (_, url):
         yield url
 
 
