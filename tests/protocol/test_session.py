@@ -340,6 +340,7 @@ class TestResume:
             "experiments/",
             "--ladder=small",
             f"--prompts-dir={few}",
+            "--max-tokens=128",  # the kill lands mid-session on a fast (tiny) model too
             "--no-calibration",
             "--boot=1000",
         ]
