@@ -22,6 +22,7 @@ from .kindbase import PARTS
 def _provision(args: argparse.Namespace) -> int:
     from .errors import ProvisionError
     from .rig import build, models, provision
+    from .rig.buildprogress import minutes
     from .rig.version import build_id
 
     t0 = time.monotonic()
@@ -59,7 +60,7 @@ def _provision(args: argparse.Namespace) -> int:
             )
     if smoke_model is not None and not args.no_smoke:
         print(f"smoke:   {provision.prove(binary, smoke_model)}")
-    print(f"ready in {time.monotonic() - t0:.2f} s")
+    print(f"ready in {minutes(time.monotonic() - t0)}")
     return 0
 
 

@@ -144,6 +144,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"mtpsweep: {lad.kind} ladder {lad.name} ({lad.path}): {len(lad.treatments)} "
         f"treatments x {lad.cycles} cycles, {len(cases)} cases, baseline {lad.baseline}"
     ]
+    from .rig.models import machinery_line
+
+    machinery = machinery_line(
+        [lad.model or "", *(lad.model_of(t.key) or "" for t in lad.treatments)]
+    )
+    if machinery:
+        lines.append(f"mtpsweep: {machinery}")
     limits = run.item_limits(cases)
     if limits:
         lines.append(

@@ -11,7 +11,13 @@
 5. A short decode ladder with a drafter of known acceptance (experiments/ladders/gpu-check.toml),
    its records carrying the drafting mechanism's fields and the note its sentence (issue 49),
    and one load level with energy per token (gpu-check-load.toml), each with a time limit.
-6. A summary to paste into a note, also written as JSON (--out, default gpu-check.json).
+6. A summary to paste into a note, also written as JSON (--out, default gpu-check.json) and
+   printed as one JSON line last.
+
+`--from-kit DIR` takes the source, the model and this project's wheel from a kit that
+`scripts/dev gpu-kit` made (scripts/gpu_kit.py: <= 60 MiB, carried to a machine without
+network): the ladders then run on the tiny model. `--cpu-rehearsal` walks the same path on a
+machine without a GPU: a CPU build, the same ladders (placement cpu), NVML's checks skipped.
 
 The device machine has no network: everything must already be there. `scripts/dev gpu-setup`
 gets the CUDA compiler wheels and the sdist on a machine with network. Run from the repo root
@@ -66,6 +72,10 @@ TOTAL_S = 570.0  # the whole check, build included: under 10 minutes
 ENERGY_WINDOW_S = 8.0
 MEMORY_TOLERANCE_MIB = 16
 ENERGY_TOLERANCE_PCT = 15.0  # nvidia-smi's power.draw is a 1 s average sampled ~5 times a second
+
+
+# --from-kit: the kit's files by role (scripts/gpu_kit.py's read), checked against its kit.json
+KIT: dict[str, Path] = {}
 
 
 class CheckError(Exception):
@@ -255,6 +265,8 @@ def nvcc_version(nvcc: Path) -> str:
 def sdist_path(given: str | None) -> Path | None:
     from pytest_mtpsweep.fileio import cache_dir
 
+    if KIT:
+        return KIT["source"]
     candidates = [Path(given)] if given else [cache_dir() / "sdists" / SDIST_FILE]
     return next((p for p in candidates if p.is_file()), None)
 
@@ -262,6 +274,8 @@ def sdist_path(given: str | None) -> Path | None:
 def model_path() -> Path | None:
     from pytest_mtpsweep.rig.models import DEFAULT, cached_path
 
+    if KIT:
+        return KIT["model"]
     path = cached_path(DEFAULT)
     return path if path.is_file() else None
 
@@ -272,11 +286,12 @@ def missing(args: argparse.Namespace) -> list[str]:
     try:
         import pynvml  # noqa: F401
     except ImportError:
-        lacks.append("pynvml (pip install nvidia-ml-py)")
+        if not args.cpu_rehearsal:
+            lacks.append("pynvml (pip install nvidia-ml-py)")
     if args.server_bin is None:
         if sdist_path(args.sdist) is None:
             lacks.append(f"the {SDIST} sdist (scripts/dev gpu-setup puts it in the cache)")
-        if find_nvcc(args.toolkit == "wheels") is None:
+        if not args.cpu_rehearsal and find_nvcc(args.toolkit == "wheels") is None:
             lacks.append("nvcc (a CUDA toolkit on PATH, or scripts/dev gpu-setup's wheels)")
         if shutil.which("cmake") is None:
             lacks.append("cmake")
@@ -303,9 +318,11 @@ def compute_capability() -> str:
 
 
 def build_key(cc: str) -> str:
+    """The cache folder's name: `cuda<cc>`, or `cpu` for a rehearsal's build (cc "")."""
     from pytest_mtpsweep.rig.build import LLAMA_SERVER, cpu_key
 
-    return f"{LLAMA_SERVER.distribution}-{LLAMA_SERVER.version}-{cpu_key()}-cuda{cc}"
+    device = f"cuda{cc}" if cc else "cpu"
+    return f"{LLAMA_SERVER.distribution}-{LLAMA_SERVER.version}-{cpu_key()}-{device}"
 
 
 def _source_root(tree: Path) -> Path:
@@ -316,9 +333,10 @@ def _source_root(tree: Path) -> Path:
 
 
 def build(
-    sdist: Path, nvcc: Path, cc: str, rebuild: bool, limit_s: float = BUILD_TIMEOUT_S
+    sdist: Path, nvcc: Path | None, cc: str, rebuild: bool, limit_s: float = BUILD_TIMEOUT_S
 ) -> dict[str, Any]:
-    """llama-server with CUDA for sm_<cc>, from the sdist's source; reused when already built."""
+    """llama-server with CUDA for sm_<cc> (without nvcc: for the CPU, a rehearsal), from the
+    sdist's source; reused when already built."""
     from pytest_mtpsweep.fileio import cache_dir
     from pytest_mtpsweep.rig.build import build_env
 
@@ -328,7 +346,7 @@ def build(
     if binary.is_file() and stamp.is_file() and not rebuild:
         done: dict[str, Any] = json.loads(stamp.read_text())
         return {**done, "reused": True}
-    toolkit = nvcc.parent.parent
+    toolkit = nvcc.parent.parent if nvcc else None
     jobs = str(os.cpu_count() or 2)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpu-check-build-") as tmp:
@@ -339,15 +357,18 @@ def build(
         defines = [
             *IDENTITY,
             "-DCMAKE_BUILD_TYPE=Release",
-            "-DGGML_CUDA=ON",
-            f"-DCMAKE_CUDA_ARCHITECTURES={cc}",
-            f"-DCMAKE_CUDA_COMPILER={nvcc}",
-            f"-DCUDAToolkit_ROOT={toolkit}",
             "-DBUILD_SHARED_LIBS=OFF",  # one file: libllama and ggml linked in
             "-DLLAMA_CURL=OFF",  # the device machine fetches nothing
         ]
-        if not (toolkit / "lib64" / "stubs" / "libcuda.so").exists() and not _driver_libcuda():
-            defines.append("-DGGML_CUDA_NO_VMM=ON")  # no libcuda.so to link the driver API with
+        if nvcc is not None and toolkit is not None:
+            defines += [
+                "-DGGML_CUDA=ON",
+                f"-DCMAKE_CUDA_ARCHITECTURES={cc}",
+                f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                f"-DCUDAToolkit_ROOT={toolkit}",
+            ]
+            if not (toolkit / "lib64" / "stubs" / "libcuda.so").exists() and not _driver_libcuda():
+                defines.append("-DGGML_CUDA_NO_VMM=ON")  # no libcuda.so to link the driver API
         gen = ["-G", "Ninja"] if shutil.which("ninja") else []
         env = {**os.environ, **build_env(), "CMAKE_BUILD_PARALLEL_LEVEL": jobs}
         log = Path(tmp) / "build.log"
@@ -369,7 +390,7 @@ def build(
                     )
                 except subprocess.TimeoutExpired:
                     raise CheckError(
-                        f"the CUDA build took over {limit_s:.0f} s and was stopped; build it once "
+                        f"the llama-server build took over {limit_s:.0f} s and was stopped; build it once "
                         "with a larger --build-timeout (it is kept for the next check)."
                     ) from None
                 if rc != 0:
@@ -378,12 +399,12 @@ def build(
                     shutil.copyfile(log, kept)
                     tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["-"]
                     raise CheckError(
-                        f"the CUDA build failed at `{' '.join(step[:3])}` ({tail[0][:160]}); the "
+                        f"the llama-server build failed at `{' '.join(step[:3])}` ({tail[0][:160]}); the "
                         f"whole log is {kept}: fix the toolkit, then run gpu-check again."
                     )
         built = out / "bin" / "llama-server"
         if not built.is_file():
-            raise CheckError(f"the CUDA build made no {built}; see the log and run again.")
+            raise CheckError(f"the llama-server build made no {built}; see the log and run again.")
         where.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built, binary)
     seconds = time.monotonic() - t0
@@ -391,7 +412,7 @@ def build(
         "binary": str(binary),
         "build_s": round(seconds, 1),
         "compute_cap": cc,
-        "nvcc": nvcc_version(nvcc),
+        "nvcc": nvcc_version(nvcc) if nvcc else None,
         "toolkit": str(toolkit),
         "jobs": int(jobs),
         "machine": platform.machine(),
@@ -661,9 +682,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--setup", action="store_true", help="get the CUDA wheels and the sdist (network)"
     )
+    p.add_argument("--from-kit", metavar="DIR", help="the source, model and wheel of a gpu-kit")
+    p.add_argument(
+        "--waive", action="append", default=[], metavar="ITEM",
+        help="pass --waive ITEM to the ladders (e.g. server_processes on a shared host)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ladder-arg", action="append", default=[], metavar="ARG",
+        help="pass ARG to both ladders' pytest, e.g. --ladder-arg=--max-tokens=8 (a smaller "
+        "rehearsal on a busy host)",
+    )  # fmt: skip
+    p.add_argument(
+        "--cpu-rehearsal", action="store_true",
+        help="the same path without a GPU: a CPU build, the same ladders, no NVML checks",
+    )  # fmt: skip
     args = p.parse_args(argv)
     if args.setup:
         return setup()
+    if args.from_kit:
+        try:
+            use_kit(Path(args.from_kit))
+        except Exception as exc:  # gpu_kit.KitError, said in one line
+            say(str(exc))
+            return 1
     if args.probe:  # what can be proven without a GPU: the toolkit compiles for that arch
         found = find_nvcc(args.toolkit == "wheels")
         if found is None:
@@ -677,7 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 say(str(exc))
                 return 1
         return 0
-    reason = no_gpu_reason()
+    reason = None if args.cpu_rehearsal else no_gpu_reason()
     if reason is not None:
         say(f"no NVIDIA GPU here ({reason}); nothing to check.")
         return 0
@@ -692,36 +733,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _check(args: argparse.Namespace) -> int:
+def use_kit(kit: Path) -> None:
+    """Take the source and model from the kit; where this project is not installed (no entry
+    points for its kinds), install the kit's wheel into a folder of its own for the ladders."""
+    import importlib.metadata as md
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gpu_kit
+
+    KIT.update(gpu_kit.read(kit))
+    if md.entry_points(group="pytest_mtpsweep.kinds"):
+        return
+    target = Path(tempfile.mkdtemp(prefix="gpu-check-site-"))
+    wheels = [str(p) for role, p in KIT.items() if role.startswith("wheel")]
+    done = run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                "--no-compile", "--target", str(target), *wheels], 300)  # fmt: skip
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise CheckError(f"the kit's wheel did not install ({tail[0][:160]}); make the kit again.")
+    # the working tree's code first, the wheel for its metadata (the kinds' entry points)
+    paths = [str(REPO), str(target), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+
+
+def _build_step(args: argparse.Namespace, cc: str) -> dict[str, Any]:
+    """The server the check runs: given, or built (CUDA for sm_<cc>; the CPU in a rehearsal)."""
+    if args.server_bin is not None:
+        return {"binary": str(args.server_bin), "given": True}
+    sdist = sdist_path(args.sdist)
+    assert sdist is not None  # missing() said so otherwise
+    if args.cpu_rehearsal:
+        say(f"building llama-server for the CPU (a rehearsal; at most {args.build_timeout:.0f} s)")
+        return build(sdist, None, "", args.rebuild, args.build_timeout) | {"nvcc_from": None}
+    found = find_nvcc(args.toolkit == "wheels")
+    assert found is not None
+    say(f"building llama-server with CUDA for sm_{cc} ({found[1]} nvcc, "
+        f"{os.cpu_count()} jobs; at most {args.build_timeout:.0f} s)")  # fmt: skip
+    return build(sdist, found[0], cc, args.rebuild, args.build_timeout) | {"nvcc_from": found[1]}
+
+
+def _nvml_step(summary: dict[str, Any], binary: Path, model: Path, runs: Path) -> None:
     import pynvml
 
-    t_all = time.monotonic()
-    summary: dict[str, Any] = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    gpus = smi("index", "name", "memory.total", "driver_version", "compute_cap")
-    summary["gpus"] = [
-        dict(zip(("index", "name", "mib", "driver", "cc"), g, strict=False)) for g in gpus
-    ]
-    cc = compute_capability()
-    if args.server_bin is not None:
-        binary = args.server_bin
-        summary["build"] = {"binary": str(binary), "given": True}
-    else:
-        found = find_nvcc(args.toolkit == "wheels")
-        assert found is not None  # missing() said so otherwise
-        sdist = sdist_path(args.sdist)
-        assert sdist is not None
-        say(f"building llama-server with CUDA for sm_{cc} ({found[1]} nvcc, "
-            f"{os.cpu_count()} jobs; at most {args.build_timeout:.0f} s)")  # fmt: skip
-        summary["build"] = build(sdist, found[0], cc, args.rebuild, args.build_timeout) | {
-            "nvcc_from": found[1]
-        }
-        binary = Path(summary["build"]["binary"])
-    summary["build"]["version"] = version_line(binary)
-    say(f"build: {summary['build'].get('build_s', '-')} s, {summary['build']['version']}")
-    model = model_path()
-    assert model is not None
-    runs = Path(tempfile.mkdtemp(prefix="gpu-check-runs-"))
-    summary["runs"] = str(runs)
     pynvml.nvmlInit()
     try:
         with served(binary, model, runs) as url:
@@ -736,32 +789,77 @@ def _check(args: argparse.Namespace) -> int:
     finally:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-    deadline = t_all + TOTAL_S
+
+
+def _check(args: argparse.Namespace) -> int:
+    t_all = time.monotonic()
+    summary: dict[str, Any] = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "rehearsal": bool(args.cpu_rehearsal),
+                               "kit": str(args.from_kit) if args.from_kit else None}  # fmt: skip
+    gpus = [] if args.cpu_rehearsal else smi("index", "name", "memory.total", "driver_version",
+                                             "compute_cap")  # fmt: skip
+    summary["gpus"] = [
+        dict(zip(("index", "name", "mib", "driver", "cc"), g, strict=False)) for g in gpus
+    ]
+    cc = "" if args.cpu_rehearsal else compute_capability()
+    summary["build"] = _build_step(args, cc)
+    binary = Path(summary["build"]["binary"])
+    summary["build"]["version"] = version_line(binary)
+    say(f"build: {summary['build'].get('build_s', '-')} s, {summary['build']['version']}")
+    model = model_path()
+    assert model is not None
+    runs = Path(tempfile.mkdtemp(prefix="gpu-check-runs-"))
+    summary["runs"] = str(runs)
+    if args.cpu_rehearsal:
+        skipped = "a CPU rehearsal: no GPU to read"
+        summary["memory"] = [{"gpu": None, "skipped": skipped, "ok": True}]
+        summary["energy"] = {"skipped": skipped, "ok": True}
+    else:
+        _nvml_step(summary, binary, model, runs)
+    _ladders(summary, args, binary, model, runs, t_all + TOTAL_S)
+    summary["total_s"] = round(time.monotonic() - t_all, 1)
+    ok = (
+        all(m["ok"] for m in summary["memory"])
+        and summary["energy"]["ok"]
+        and summary["decode"]["rc"] == 0
+        and summary["load"]["rc"] == 0
+        and summary["total_s"] <= TOTAL_S
+    )
+    summary["ok"] = ok
+    Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    print(note(summary))
+    print(json.dumps(summary, separators=(",", ":")))
+    return 0 if ok else 1
+
+
+def _ladders(
+    summary: dict[str, Any],
+    args: argparse.Namespace,
+    binary: Path,
+    model: Path,
+    runs: Path,
+    deadline: float,
+) -> None:
+    """The decode ladder with its planted acceptance, then the load level: on the kit's model
+    when there is a kit, on the CPU in a rehearsal."""
+    extra = [f"--model={model}"] if KIT else []
+    extra += ["--placement=cpu"] if args.cpu_rehearsal else []
+    extra += [f"--waive={item}" for item in args.waive] + list(args.ladder_arg)
 
     def share(ladders_left: int) -> float:  # each ladder's part of what is left, at least 60 s
         return max(60.0, min(LADDER_TIMEOUT_S, (deadline - time.monotonic()) / ladders_left))
 
-    rc, run_dir, tail = run_ladder("gpu-check", binary, runs, share(2))
+    rc, run_dir, tail = run_ladder("gpu-check", binary, runs, share(2), extra)
     with contextlib.suppress(OSError, ValueError):
         summary["memory_check"] = json.loads((run_dir / "memory_check.json").read_text())
     summary["decode"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
                          "cells": decided_cells(run_dir),
                          "mechanism": mechanism_sentences(run_dir)}  # fmt: skip
     say(f"decode ladder: exit {rc} ({tail}); cells {summary['decode']['cells']}")
-    rc, run_dir, tail = run_ladder("gpu-check-load", binary, runs, share(1))
+    rc, run_dir, tail = run_ladder("gpu-check-load", binary, runs, share(1), extra)
     summary["load"] = {"rc": rc, "run_dir": str(run_dir), "pytest": tail,
                        "levels": energy_levels(run_dir)}  # fmt: skip
     say(f"load level: exit {rc} ({tail}); {summary['load']['levels']}")
-    summary["total_s"] = round(time.monotonic() - t_all, 1)
-    Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
-    print(note(summary))
-    ok = (
-        all(m["ok"] for m in summary["memory"])
-        and summary["energy"]["ok"]
-        and summary["decode"]["rc"] == 0
-        and summary["load"]["rc"] == 0
-    )
-    return 0 if ok else 1
 
 
 def note(s: dict[str, Any]) -> str:
@@ -774,17 +872,23 @@ def note(s: dict[str, Any]) -> str:
         f"- build: {b.get('build_s', 'given')} s{' (reused)' if b.get('reused') else ''}, "
         f"nvcc {b.get('nvcc', '-')} from {b.get('nvcc_from', '-')}, {b['version']}",
     ]
-    for m in s["memory"]:
+    if s.get("rehearsal"):
+        lines.append(f"- a CPU rehearsal (kit {s.get('kit')}): NVML and nvidia-smi not read")
+    for m in [m for m in s["memory"] if "skipped" not in m]:
         lines.append(
             f"- memory GPU {m['gpu']}: NVML {m['nvml_used_mib']} MiB (v2 "
             f"{m.get('nvml_v2_used_mib')}) vs nvidia-smi {m['smi_used_mib']} MiB "
             f"({'ok' if m['ok'] else 'DIFFERS'}, ±{MEMORY_TOLERANCE_MIB})"
         )
     e = s["energy"]
-    lines.append(
-        f"- energy over {e['window_s']} s under load: NVML {e['nvml_j']} J ({e['nvml_mean_w']} W) "
-        f"vs nvidia-smi {e['smi_j']} J: {e['diff_pct']} % ({'ok' if e['ok'] else 'DIFFERS'}, "
-        f"±{e['tolerance_pct']} %)"
+    lines += (
+        []
+        if "skipped" in e
+        else [
+            f"- energy over {e['window_s']} s under load: NVML {e['nvml_j']} J ({e['nvml_mean_w']} W) "
+            f"vs nvidia-smi {e['smi_j']} J: {e['diff_pct']} % ({'ok' if e['ok'] else 'DIFFERS'}, "
+            f"±{e['tolerance_pct']} %)"
+        ]
     )
     cells = ", ".join(f"{c['cell']} {c['decision']}" for c in s["decode"]["cells"]) or "none"
     lines.append(f"- decode ladder (exit {s['decode']['rc']}): {cells}")

@@ -53,8 +53,17 @@ def model_path() -> Path:
     return provision.default_model_path()
 
 
+@pytest.fixture(scope="session")
+def machinery_model() -> Path:
+    """The model the machinery's real-server tests run on: tests/sandbox.py's MACHINERY_MODEL
+    (the tiny model, written and sha256-checked once)."""
+    from tests.sandbox import MACHINERY_MODEL
+
+    return provision.resolve_model(MACHINERY_MODEL)
+
+
 # Fixtures that mean a real model server: a test using one is in the full suite only.
-SERVER_FIXTURES = frozenset({"server_bin", "model_path"})
+SERVER_FIXTURES = frozenset({"server_bin", "model_path", "machinery_model"})
 
 
 def node_ids(name: str) -> tuple[str, ...]:

@@ -37,6 +37,13 @@ def _stub_server() -> Path:
 
 
 STUB_SERVER = _stub_server()
+# The model of the real-server tests of the machinery (protocol, timing, records, crashes, load,
+# the gates): they need a real llama-server, not a model's answers, and the tiny model
+# (rig/tinymodel.py) decodes many times faster than the 0.5B one. One switch: REAL_MODEL here
+# runs them all on the 0.5B model. The tests of what a model says (authoring verdicts, the
+# degeneracy witness, cpu-demo's decision) name REAL_MODEL or the shipped ladders.
+MACHINERY_MODEL = "embedded:tiny"
+REAL_MODEL = "embedded:qwen2.5-coder-0.5b"
 # A model file for the STUB server: a GGUF header with an empty metadata table, then filler.
 FAKE_GGUF = b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + b"stub model"
 CANONICAL = REPO / "experiments" / "prompts" / "canonical"

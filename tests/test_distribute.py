@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pytest_mtpsweep.distribute import case_id
 from pytest_mtpsweep.ladder.plan import run_plan
 from tests.protocol.test_session import all_records, run_stub, stub_project, stubs_running
-from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir, servers_of
 
 # A conftest for the sandbox: the worker running session 06 (cycle 3) kills itself with
 # SIGKILL in the middle of it, once (a file marks that it happened).
@@ -164,15 +164,15 @@ class TestRefusals:
 
 
 # The CPU demo cut small: two treatments, one thread per server, a free port per session.
-CPU_SLICE = """
+CPU_SLICE = f"""
 question = "Does ngram-simple decode faster than none, with the ladder over two workers?"
 baseline = "none"
 cycles = 4
 max_tokens = 24
 placement = "cpu"
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{MACHINERY_MODEL}"
+id = "m"
 [server]
 args = ["--parallel", "1", "--threads", "1"]
 port = 0
@@ -187,7 +187,9 @@ args = ["--spec-type", "ngram-simple"]
 
 
 @pytest.mark.server
-def test_cpu_slice_on_two_workers(pytester: pytest.Pytester, server_bin: Path) -> None:
+def test_cpu_slice_on_two_workers(
+    pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
+) -> None:
     """The real llama-server and the real model, -n 2: two workers, one cycle pair each."""
     copy_experiments(pytester, {"slice": CPU_SLICE})
     few = prompt_dir(pytester, ["prose_01", "structured_01"])

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sandbox import MACHINERY_MODEL
+
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "ci.md"
 
@@ -110,7 +112,7 @@ def test_the_ladder_run_collects_what_the_page_says(project: Path) -> None:
 
 @pytest.mark.server
 def test_the_workflow_runs_on_the_real_server(
-    project: Path, server_bin: Path, model_path: Path
+    project: Path, server_bin: Path, machinery_model: Path
 ) -> None:
     runs = github_runs()
     done = shell(the(runs, "mtpsweep provision"), project)
@@ -118,7 +120,8 @@ def test_the_workflow_runs_on_the_real_server(
     # the page's run, plus one gate this run cannot meet (it measures no prose): the XML and
     # the exit status must both say failed; the page's own gate is judged as the analysis
     # decided (whether n-gram drafting is faster here is the machine's to say, not the test's)
-    run = the(runs, "pytest experiments/") + " --expect=ngram-simple:prose:faster"
+    run = the(runs, "pytest experiments/") + f" --model={MACHINERY_MODEL}"
+    run += " --expect=ngram-simple:prose:faster"
     done = shell(run, project)
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr
     root = ET.parse(project / "mtpsweep-junit.xml").getroot()

@@ -34,6 +34,17 @@ def sessions(item_ids: list[str]) -> list[str]:
 
 
 class TestCollection:
+    def test_a_ladder_on_the_tiny_model_says_it_measures_the_machinery(
+        self, experiments: pytest.Pytester
+    ) -> None:
+        said = "*embedded:tiny has seeded random weights: this run measures the machinery*"
+        tiny = experiments.runpytest(
+            "experiments/", "--ladder=drafters-cpu", "--model=embedded:tiny", "--collect-only"
+        )
+        tiny.stdout.fnmatch_lines([said])
+        real = experiments.runpytest("experiments/", "--ladder=drafters-cpu", "--collect-only")
+        real.stdout.no_fnmatch_line(said)
+
     def test_cpu_demo_collects_192_in_counterbalanced_order(
         self, experiments: pytest.Pytester
     ) -> None:
@@ -269,13 +280,13 @@ class TestPreflightGate:
         result.stdout.fnmatch_lines(["*server_version*deadbeef*waived*"])
 
     def test_against_reports_a_touched_model(
-        self, experiments: pytest.Pytester, server_bin: Path, model_path: Path, tmp_path: Path
+        self, experiments: pytest.Pytester, server_bin: Path, machinery_model: Path, tmp_path: Path
     ) -> None:
         import json
         import os
 
         model = tmp_path / "copy.gguf"
-        shutil.copyfile(model_path, model)
+        shutil.copyfile(machinery_model, model)
         first = experiments.path / "first"
         result = experiments.runpytest(
             "experiments/",

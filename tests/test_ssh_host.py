@@ -89,7 +89,7 @@ def host(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.server
 def test_a_ladder_over_a_local_worker_and_one_over_ssh(
-    pytester: pytest.Pytester, host: Path, server_bin: Path
+    pytester: pytest.Pytester, host: Path, server_bin: Path, machinery_model: Path
 ) -> None:
     copy_experiments(pytester, {"slice": CPU_SLICE})
     few = prompt_dir(pytester, ["prose_01", "structured_01"])

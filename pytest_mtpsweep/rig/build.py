@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir, cache_folder
+from .buildprogress import BuildTimeout, host_load_warning, minutes, run_with_progress
 from .cachefiles import locked, read_stamp
 from .digests import sha256_file
 
@@ -45,6 +46,7 @@ KNOWN_COMMITS = {"11434": "515e85511"}
 BUILD_TIMEOUT_S = 3600.0  # a build on 2 idle cores takes ~8 min; an hour means it is stuck
 PIP_TIMEOUT_S = 600.0
 STAMP = "build.json"
+USUAL = "about 8 min on 2 idle cores"
 Say = Callable[[str], None]
 
 
@@ -209,9 +211,9 @@ def _ensure(package: Package, rebuild: bool, say: Say) -> BuildState:
         if not rebuild:
             say(
                 f"{now.why}; building {package.requirement} from its sdist for this CPU "
-                "(about 8 min on 2 idle cores; kept for next time)."
+                f"({USUAL}; kept for next time)."
             )
-        wheel = _build_stamped(package, where)
+        wheel = _build_stamped(package, where, say)
     _install(package, wheel)
     _write_stamp(package, where)  # the installed digest of a wheel its stamp vouches for
     after = state(package)
@@ -231,10 +233,9 @@ def wheel_for(package: Package, say: Say = print) -> Path:
     if wheel is not None:
         return wheel
     say(
-        f"building {package.requirement} from its sdist for this CPU (about 8 min on 2 idle cores; "
-        "kept for next time)."
+        f"building {package.requirement} from its sdist for this CPU ({USUAL}; kept for next time)."
     )
-    return _build_stamped(package, build_dir(package))
+    return _build_stamped(package, build_dir(package), say)
 
 
 def trusted_wheel(package: Package, say: Say = print) -> Path | None:
@@ -262,9 +263,10 @@ def trusted_wheel(package: Package, say: Say = print) -> Path | None:
     return None
 
 
-def _build_stamped(package: Package, where: Path) -> Path:
+def _build_stamped(package: Package, where: Path, say: Say = print) -> Path:
     """Build the wheel and stamp it at once: this CPU's key and the wheel's own sha256."""
-    wheel, seconds = _build(package, where)
+    wheel, seconds = _build(package, where, say)
+    say(f"built {package.requirement} in {minutes(seconds)}.")
     flags = cpu_flags()
     atomic_write_json(
         where / STAMP,
@@ -296,11 +298,16 @@ def _write_stamp(package: Package, where: Path) -> None:
     )
 
 
-def _build(package: Package, where: Path) -> tuple[Path, float]:
+def _build(package: Package, where: Path, say: Say = print) -> tuple[Path, float]:
     t0 = time.monotonic()
+    warning = host_load_warning(USUAL)
+    if warning:
+        say(warning)
     with tempfile.TemporaryDirectory(prefix="mtpsweep-build-") as tmp:
+        # -v: pip passes the build's own output through (CMake's stages, make's percentages),
+        # which is what the progress lines are read from.
         argv = [
-            sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir",
+            sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir",
             "--disable-pip-version-check", "--no-binary", package.distribution,
             "-w", tmp, package.requirement,
         ]  # fmt: skip
@@ -312,19 +319,18 @@ def _build(package: Package, where: Path) -> tuple[Path, float]:
             "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", jobs),
         }
         log = Path(tmp) / "build.log"
-        with log.open("wb") as out:
-            try:
-                done = subprocess.run(
-                    argv, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=BUILD_TIMEOUT_S,
-                    stdin=subprocess.DEVNULL, check=False,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired:
-                raise ProvisionError(
-                    f"building {package.requirement} took over {BUILD_TIMEOUT_S:.0f} s and was "
-                    "stopped; check the compiler and cmake, then run `mtpsweep provision` again."
-                ) from None
+        try:
+            returncode = run_with_progress(
+                argv, env=env, log=log, what=f"building {package.distribution}",
+                timeout_s=BUILD_TIMEOUT_S, say=say,
+            )  # fmt: skip
+        except BuildTimeout:
+            raise ProvisionError(
+                f"building {package.requirement} took over {minutes(BUILD_TIMEOUT_S)} and was "
+                "stopped; check the compiler and cmake, then run `mtpsweep provision` again."
+            ) from None
         built = sorted(Path(tmp).glob("*.whl"))
-        if done.returncode != 0 or not built:
+        if returncode != 0 or not built:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
             kept = cache_dir() / "builds" / f"{package.distribution}-failed.log"
             kept.parent.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,7 @@ class EmbeddedModel:
     chunks: tuple[Chunk, ...]
     upstream: str
     licence: str
-    role: str  # "default" or "control"
+    role: str  # "default", "control" or "synthetic" (written from code: rig/tinymodel.py)
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -96,8 +96,45 @@ GEMMA = EmbeddedModel(
     role="control",
 )
 
-MODELS: dict[str, EmbeddedModel] = {m.name: m for m in (QWEN, GEMMA)}
+TINY = EmbeddedModel(
+    name="tiny",
+    file="mtpsweep-tiny-f16.gguf",
+    size=25_577_984,
+    sha256="37439ae365db588957a01e85e37ff54fd70d3c669881c803eb61cdc2604bb0c8",
+    chunks=(),  # written by rig/tinymodel.py, its tokenizer read from the assembled QWEN
+    upstream="written by mtpsweep from code: llama architecture, seeded random weights, the "
+    "Qwen2.5-Coder tokenizer and chat template",
+    licence="MIT (this project); the tokenizer is Qwen2.5-Coder's, Apache-2.0",
+    role="synthetic",
+)
+
+MODELS: dict[str, EmbeddedModel] = {m.name: m for m in (QWEN, GEMMA, TINY)}
 DEFAULT = QWEN
+
+
+def synthetic(sha256: str) -> EmbeddedModel | None:
+    """The synthetic embedded model whose file has this sha256 (or that a per-treatment
+    `key=sha,…` field names), if any: its text is not language."""
+    for model in MODELS.values():
+        if model.role == "synthetic" and model.sha256 in sha256:
+            return model
+    return None
+
+
+def machinery_line(values: list[str]) -> str | None:
+    """The line a run prints when a model it names is synthetic (its text is not language)."""
+    for value in dict.fromkeys(v for v in values if v):
+        name = value[len(PREFIX) :] if value.startswith(PREFIX) else None
+        # a path to the written file (a GPU kit's copy, say) names it too
+        model = MODELS.get(name or "") or next(
+            (m for m in MODELS.values() if value.endswith("/" + m.file) or value == m.file), None
+        )
+        if model is not None and model.role == "synthetic":
+            return (
+                f"{value} has seeded random weights: this run measures the machinery (server, "
+                "protocol, timing, records), not a model; its text is not language."
+            )
+    return None
 
 
 def lookup(value: str) -> EmbeddedModel | None:

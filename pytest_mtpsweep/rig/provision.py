@@ -155,6 +155,8 @@ def model_path(model: EmbeddedModel = models.DEFAULT, *, assemble: bool = True) 
         )
     if model.chunks:
         models.assemble(model, target)
+    elif model.role == "synthetic":
+        _write_tiny(model, target)
     else:
         _assemble_gemma(target)
     models.mark_verified(target)
@@ -164,6 +166,20 @@ def model_path(model: EmbeddedModel = models.DEFAULT, *, assemble: bool = True) 
 def default_model_path(*, assemble: bool = True) -> Path:
     """The embedded default model (see `rig.models.DEFAULT`)."""
     return model_path(models.DEFAULT, assemble=assemble)
+
+
+def _write_tiny(model: EmbeddedModel, target: Path) -> None:
+    """Write the tiny model from code (its tokenizer from the embedded default) and check it
+    like an assembled one: a writer that changed its bytes is refused, not trusted."""
+    from .digests import file_digest
+    from .tinymodel import write
+
+    source = model_path(models.DEFAULT)
+    # a name of this process's own: two test workers may write it at once, the same bytes
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.written")
+    write(source, tmp)
+    models.check_whole(model, tmp, file_digest(tmp, cache=None))
+    os.replace(tmp, target)
 
 
 def _assemble_gemma(target: Path) -> None:

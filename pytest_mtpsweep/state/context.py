@@ -12,6 +12,7 @@ from ..ladder.plan import SessionSlot
 from ..rig.buildid import BuildIdentity
 from ..rig.provision import ServerBinary
 from ..rig.server import Launcher, LaunchSpec
+from ..rig.tinymodel import NOT_LANGUAGE
 from .rundir import RunDir
 
 WARMUP_PROMPT = "Say hello in one short sentence."
@@ -54,6 +55,15 @@ class RunContext:
     def server_for(self, treatment: str) -> ServerBinary | None:
         """The server a treatment's sessions run: its own, else the run's."""
         return self.servers.get(treatment, self.server_bin)
+
+    @property
+    def not_language(self) -> str | None:
+        """Why this run's text is no model's answer (a synthetic model: rig/tinymodel.py), or
+        None: every decode record says it, as a degenerate answer's record does."""
+        from ..rig.models import synthetic
+
+        model = synthetic(str(self.keyed.get("model_sha256") or ""))
+        return None if model is None else NOT_LANGUAGE
 
     @property
     def cpus(self) -> frozenset[int] | None:

@@ -44,11 +44,14 @@ ready_url = "/health"
 
 @pytest.fixture
 def by_hand(
-    server_bin: Path, model_path: Path, tmp_path: Path
+    server_bin: Path, machinery_model: Path, tmp_path: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A llama-server the test starts and stops itself; the plugin only attaches to it."""
     flags = ("--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--threads", "1")
-    with server_by_hand(server_bin, model_path, tmp_path / "by-hand.log", *flags) as (proc, url):
+    with server_by_hand(server_bin, machinery_model, tmp_path / "by-hand.log", *flags) as (
+        proc,
+        url,
+    ):
         proc.url = url  # type: ignore[attr-defined]
         yield proc
 

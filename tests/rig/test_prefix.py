@@ -65,7 +65,7 @@ def test_a_pinned_build_is_built_once_and_lives_in_its_own_prefix(
 ) -> None:
     builds: list[str] = []
 
-    def fake_build(package: build.Package, where: Path) -> tuple[Path, float]:
+    def fake_build(package: build.Package, where: Path, say: object = None) -> tuple[Path, float]:
         builds.append(package.requirement)
         assert build.build_env(package=package)["CMAKE_ARGS"].endswith(
             "-DLLAMA_BUILD_NUMBER=11401 -DLLAMA_BUILD_COMMIT=unknown"
@@ -98,7 +98,7 @@ def test_a_pinned_build_is_built_once_and_lives_in_its_own_prefix(
 
 
 def test_a_failed_build_is_one_sentence(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing(package: build.Package, where: Path) -> tuple[Path, float]:
+    def failing(package: build.Package, where: Path, say: object = None) -> tuple[Path, float]:
         raise ProvisionError(
             f"building {package.requirement} took over 3600 s and was stopped; check the "
             "compiler and cmake, then run `mtpsweep provision` again."

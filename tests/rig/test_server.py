@@ -38,9 +38,11 @@ def spec(tmp_path: Path, binary: Path, *tail: str, timeout: float = 60.0) -> ser
 
 @pytest.mark.server
 def test_real_server_starts_answers_and_is_released(
-    tmp_path: Path, server_bin: Path, model_path: Path
+    tmp_path: Path, server_bin: Path, machinery_model: Path
 ) -> None:
-    s = spec(tmp_path, server_bin, "-m", str(model_path), "--ctx-size", "512", "--parallel", "1")
+    s = spec(
+        tmp_path, server_bin, "-m", str(machinery_model), "--ctx-size", "512", "--parallel", "1"
+    )
     proc = server.start(s)
     try:
         assert proc.alive() and proc.load_s > 0 and not port_is_free(s.host, s.port)

@@ -34,11 +34,11 @@ def draft_counts(base_url: str, extra: Mapping[str, object]) -> tuple[int, int]:
 
 
 def test_this_build_ignores_per_request_speculative_parameters(
-    tmp_path: Path, server_bin: Path, model_path: Path
+    tmp_path: Path, server_bin: Path, machinery_model: Path
 ) -> None:
     spec = server.LaunchSpec(
         server_bin=server_bin,
-        argv_tail=("-m", str(model_path), "-md", str(model_path), "--ctx-size", "1024",
+        argv_tail=("-m", str(machinery_model), "-md", str(machinery_model), "--ctx-size", "1024",
                    "--parallel", "1", "--spec-type", "draft-simple", "--spec-draft-n-max", "6"),
         host="127.0.0.1",
         port=free_port(),

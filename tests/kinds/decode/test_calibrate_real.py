@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.cli import main
-from tests.sandbox import copy_experiments, only_run, prompt_dir
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir
 
-AA = """
+AA = f"""
 question = "How much does the same build differ from itself here?"
 baseline = "none"
 cycles = 4
 max_tokens = 16
 placement = "cpu"
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{MACHINERY_MODEL}"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0
@@ -36,7 +36,7 @@ key = "aa"
 def test_calibrate_reads_a_real_a_a_run(
     pytester: pytest.Pytester,
     server_bin: Path,
-    model_path: Path,
+    machinery_model: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     copy_experiments(pytester, {"aa": AA})

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.kinds.load.test_load_kind import lines
-from tests.sandbox import copy_experiments, only_run, servers_of
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, servers_of
 
-SMALL = """
+SMALL = f"""
 kind = "load"
 question = "Does the prompt cache bring a conversation's later turns their first token sooner?"
 baseline = "none"
@@ -29,8 +29,8 @@ turns = 3
 conversations = 2
 system_prefix_tokens = 256
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{MACHINERY_MODEL}"
+id = "m"
 [server]
 args = ["--parallel", "1"]
 port = 0
@@ -42,7 +42,7 @@ key = "none"
 
 
 def test_a_conversation_on_the_real_server_reuses_its_prompt(
-    pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
 ) -> None:
     copy_experiments(pytester, {"small-talk": SMALL})
     result = pytester.runpytest("experiments/", "--ladder=small-talk", "--no-calibration")

@@ -45,6 +45,8 @@ served_model = "{alias}"
 
 @pytest.fixture
 def one_slot(server_bin: Path, model_path: Path, tmp_path: Path) -> Iterator[str]:
+    # the 0.5B model, not the tiny one: the queue this test witnesses needs a slot slower than
+    # the arrivals (several tenths of a second per answer); the tiny model serves one in ~30 ms
     flags = ("--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--metrics")
     with server_by_hand(server_bin, model_path, tmp_path / "by-hand.log", *flags) as (_, url):
         yield url
@@ -100,8 +102,11 @@ def test_load_attached_to_a_server_started_by_hand_shows_the_queue_it_cannot_ser
 
 
 def test_by_hand_helper_stops_its_server(
-    server_bin: Path, model_path: Path, tmp_path: Path
+    server_bin: Path, machinery_model: Path, tmp_path: Path
 ) -> None:
-    with server_by_hand(server_bin, model_path, tmp_path / "log", "--ctx-size", "512") as (p, _):
+    with server_by_hand(server_bin, machinery_model, tmp_path / "log", "--ctx-size", "512") as (
+        p,
+        _,
+    ):
         assert p.poll() is None
     assert isinstance(p, subprocess.Popen) and p.poll() is not None

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.kinds.load.test_load_kind import lines
-from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir, servers_of
 
-SMALL = """
+SMALL = f"""
 kind = "load"
 question = "Does ngram-simple change latency at 1 and 2 requests in flight on the small model?"
 baseline = "none"
@@ -25,8 +25,8 @@ warmup_requests = 1
 lag_bound_ms = 50.0
 placement = "cpu"
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{MACHINERY_MODEL}"
+id = "m"
 [server]
 args = ["--parallel", "2", "--kv-unified", "--metrics"]
 port = 0
@@ -41,7 +41,7 @@ args = ["--spec-type", "ngram-simple"]
 
 
 def test_a_small_load_ladder_on_the_real_server(
-    pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
 ) -> None:
     copy_experiments(pytester, {"small-load": SMALL})
     few = prompt_dir(pytester, ["structured_01", "structured_02"])
@@ -58,11 +58,13 @@ def test_a_small_load_ladder_on_the_real_server(
     # llama-server sends `timings` in every chunk when asked: each chunk's tokens are known
     assert {r["token_basis"] for r in reqs} == {"timings"}
     assert all(sum(r["chunk_tokens"]) <= r["output_tokens"] for r in reqs)
-    assert all(0 < r["ttft_ms"] < r["e2e_ms"] for r in reqs)
+    # <=: a fast model's chunks can all arrive in one read on a busy host (the tiny one did)
+    assert all(0 < r["ttft_ms"] <= r["e2e_ms"] for r in reqs)
     for level in levels:
         assert level["total_slots"] == 2 and level["queued"] == 0  # 2 in flight on 2 slots
         assert level["occupancy"]["source"] == "/slots and /metrics"
-        assert level["occupancy"]["busy_slots_max"] <= 2
+        # None: no 0.25 s sample fell inside the level (the tiny model's levels can be shorter)
+        assert (level["occupancy"]["busy_slots_max"] or 0) <= 2
     conc2 = [r for r in levels if r["level"] == "conc2"]
     assert all(r["max_in_flight"] == 2 for r in conc2)
     rows = (run_dir / "analysis" / "load_contrasts.csv").read_text().splitlines()

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.kinds.load.test_load_kind import lines
-from tests.sandbox import copy_experiments, only_run, servers_of
+from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, servers_of
 
-SMALL = """
+SMALL = f"""
 kind = "load"
 question = "Does ngram-simple change latency on ten records of Azure's code trace?"
 baseline = "none"
@@ -29,8 +29,8 @@ format = "azure"
 limit = 10
 input_scale = 0.02
 [model]
-path = "embedded:qwen2.5-coder-0.5b"
-id = "qwen"
+path = "{MACHINERY_MODEL}"
+id = "m"
 [server]
 args = ["--parallel", "2", "--kv-unified", "--metrics"]
 port = 0
@@ -46,7 +46,7 @@ args = ["--spec-type", "ngram-simple"]
 
 @pytest.mark.server
 def test_a_trace_replay_on_the_real_server(
-    pytester: pytest.Pytester, server_bin: Path, model_path: Path
+    pytester: pytest.Pytester, server_bin: Path, machinery_model: Path
 ) -> None:
     copy_experiments(pytester, {"small-trace": SMALL})
     result = pytester.runpytest("experiments/", "--ladder=small-trace", "--no-calibration")

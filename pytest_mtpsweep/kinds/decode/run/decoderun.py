@@ -157,7 +157,10 @@ class DecodeRun(KindRun):
         m = counted(live, before, m)
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
-            m = replace(m, degenerate=degenerate(case.prompt.text, m.content))
+            found = degenerate(case.prompt.text, m.content)
+            # a synthetic model's text is never an answer, whatever the witness finds in it
+            said = "; ".join(x for x in (live.ctx.not_language, found) if x) or None
+            m = replace(m, degenerate=said)
         stops = self.settings.degenerate == "stop"
         return self._record(live, case, m, started_at, stop_marker(case, m, self.ladder, stops))
 
