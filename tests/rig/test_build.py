@@ -126,7 +126,7 @@ def test_a_failed_build_is_one_sentence_naming_its_log(monkeypatch: pytest.Monke
 
 
 def fake_builds(monkeypatch: pytest.MonkeyPatch, built: list[Path]) -> None:
-    def fake_build(package: build.Package, where: Path) -> tuple[Path, float]:
+    def fake_build(package: build.Package, where: Path, say: object = None) -> tuple[Path, float]:
         where.mkdir(parents=True, exist_ok=True)
         for old in where.glob("*.whl"):
             old.unlink()
