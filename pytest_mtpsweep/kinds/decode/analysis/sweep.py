@@ -146,7 +146,7 @@ def analyse_sweep(
     arms = doc.arms
     if baseline in arms or not arms:  # another baseline's analysis (a secondary contrast)
         return None
-    values = _values(doc.axes, len(arms))
+    values = arm_values(doc.axes, len(arms))
     setting, start = doc.setting, doc.start
     speculative = _drafts(doc.shared_args, tuple(a.flag for a in doc.axes))
     dropped = tuple(dropped)
@@ -212,7 +212,7 @@ def silent_arms(result: SweepResult) -> list[str]:
     return out
 
 
-def _values(axes: Sequence[SweepAxis], n: int) -> tuple[str, ...]:
+def arm_values(axes: Sequence[SweepAxis], n: int) -> tuple[str, ...]:
     """Each arm's value(s) in words (a grid's as a/b), in arm order."""
     if not axes:
         return tuple("" for _ in range(n))

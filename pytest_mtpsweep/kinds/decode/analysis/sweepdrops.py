@@ -13,7 +13,7 @@ import pandas as pd
 from ....kindapi import AnalysisError, SweepLookAt, SweepVerdict
 from ....kindapi.analysis import arms_to_drop, best_set
 from ....kindapi.records import DroppedArm, PlanDoc
-from .sweep import sweep_data
+from .sweep import arm_values, sweep_data
 
 
 def look_on(
@@ -34,12 +34,15 @@ def look_on(
     if records.empty or not arms:
         return SweepVerdict()
     subsets = at.subsets or tuple(sorted(set(records["subset"])))
+    # the reasons name the other arms by their values, as the report's sentences do
+    value = dict(zip(doc.arms, arm_values(doc.axes, len(doc.arms)), strict=True)) if doc else {}
+    labels = [value.get(a, a) for a in arms] if value else []
     drops: dict[str, list[str]] = {}
     settled_on = 0
     for subset in subsets:
         try:
             data = sweep_data(records, subset, arms, baseline, endpoint,
-                              setting=doc.setting if doc else "",
+                              setting=doc.setting if doc else "", labels=labels,
                               start=doc.start if doc else "high")  # fmt: skip
             found = arms_to_drop(data, alpha_look=at.alpha, margin_pct=at.margin_pct,
                                  boot=boot, seed=seed)  # fmt: skip
