@@ -94,7 +94,8 @@ def _kind_problems(ladder: Ladder) -> tuple[str, list[str], list[str]]:
         f"{len(cases)} cases"
     )
     beside = len(ladder.treatment_keys) - 1  # the arms a look can borrow the session level from
-    said = [early_look_warning(ladder.stop, beside), busy_host_warning(ladder.host_rule)]
+    early = early_look_warning(ladder.stop, beside, sweep=ladder.sweep is not None)
+    said = [early, busy_host_warning(ladder.host_rule)]
     return summary, [], [*run.lint_warnings(), *(line for line in said if line)]
 
 

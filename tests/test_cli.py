@@ -183,9 +183,9 @@ class TestLint:
         lines = capsys.readouterr().out.splitlines()
         warned = [ln.split(": warning: ", 1)[1] for ln in lines if ": warning: " in ln]
         assert len(warned) == 2 and lines[0].startswith(f"{ladder}: ok (decode, ")
-        assert warned[0].startswith("2 cycle(s) are fewer than the 4 whose own spread gives")
-        assert "borrows it from the run's 2 treatments beside the baseline (1 df)" in warned[0]
-        assert warned[0].endswith("set cycles = 4 or more to see each arm's own.")
+        # 2 treatments beside the baseline at 2 cycles: 1 df, too few to borrow the session level
+        assert warned[0].startswith("2 cycle(s) are fewer than the 4 the session level needs")
+        assert warned[0].endswith("set cycles = 4 or more.")
         assert "at ±1 % needs about 13 prompts per subset" in warned[1]
         assert warned[1].endswith("add prompts or widen analysis.margin_pct.")
 

@@ -36,6 +36,7 @@ from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
 from ..analysis.session_pool import (
     BORROWED_SESSION,
+    MIN_BORROWED_DF,
     PooledSession,
     borrow_session,
     pooled_session_level,
@@ -79,7 +80,7 @@ from ..gate import WORD, check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the published interval and its pieces
-    "BORROWED_SESSION", "PooledSession", "borrow_session", "pooled_session_level",
+    "BORROWED_SESSION", "MIN_BORROWED_DF", "PooledSession", "borrow_session", "pooled_session_level",
     "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
     "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
     "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",

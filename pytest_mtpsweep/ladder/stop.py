@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..constants import SESSION_LEVEL_CYCLES
+from ..constants import MIN_BORROWED_DF, SESSION_LEVEL_CYCLES
 from ..errors import LadderError
 from .fields import Spec
 from .model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
@@ -78,25 +78,27 @@ def parse(
     return StopRule(rule, low, top, spending, None if width is None else float(width), cells, early)
 
 
-def early_look_warning(stop: StopRule | None, arms: int = 1) -> str | None:
+def early_look_warning(stop: StopRule | None, arms: int = 1, sweep: bool = False) -> str | None:
     """What `mtpsweep lint` says of a design that opted in to looks before the session level:
-    what those looks may claim. `arms`: the treatments beside the baseline (a sweep's values)."""
+    what those looks may claim. `arms`: the treatments beside the baseline (a sweep's values);
+    a sweep borrows the session level from 1 df, a contrast table from MIN_BORROWED_DF."""
     if stop is None or stop.min_cycles >= SESSION_LEVEL_CYCLES:
         return None
     head = (
         f"stop.allow_early_looks: the first look comes after cycle {stop.min_cycles}, before the "
         f"{SESSION_LEVEL_CYCLES} cycles whose own interval carries the session level"
     )
-    if arms < 2:
+    df = (stop.min_cycles - 1) * (arms - 1)
+    if df < (1 if sweep else MIN_BORROWED_DF):
         return (
-            f"{head}, and with one treatment beside the baseline there is no other arm to borrow "
-            "it from, so a look there speaks for its sessions only and a session offset can "
+            f"{head}, and with {arms} treatment(s) beside the baseline the run's arms give it "
+            f"{df} df, too few to borrow, so a look there speaks for its sessions only and a session offset can "
             f"stop the run on a false call; set stop.min_cycles = {SESSION_LEVEL_CYCLES} unless "
             "the sessions are known alike."
         )
     return (
         f"{head}; there every contrast borrows the session level from the run's {arms} arms "
-        f"(their arm × cycle interaction, {(stop.min_cycles - 1) * (arms - 1)} df at the first "
+        f"(their arm × cycle interaction, {df} df at the first "
         'look), so its drops ("surely not the best") and any statement a report there makes '
         "hold at that look's repeated level as long as the arms' sessions vary alike; an arm "
         f"whose own sessions are unusually noisy is seen only from cycle {SESSION_LEVEL_CYCLES}."

@@ -136,7 +136,10 @@ def test_an_early_first_look_needs_its_opt_in_and_lint_says_so(tmp_path: Path) -
     assert warning is not None and "\n" not in warning
     assert warning.startswith("stop.allow_early_looks: the first look comes after cycle 2")
     assert "speaks for its sessions only" in warning  # one treatment: nothing to borrow
-    # Issue 48: with arms to borrow from, lint says what the early looks may claim and on what
+    # Issue 48: with arms to borrow from, lint says what the early looks may claim and on what;
+    # a sweep borrows from 1 df, a contrast table from 3
+    assert "speaks for its sessions only" in (early_look_warning(lad.stop, arms=3) or "")
+    assert "borrows the session level" in (early_look_warning(lad.stop, arms=3, sweep=True) or "")
     borrowed = early_look_warning(lad.stop, arms=6)
     assert borrowed is not None and "borrows the session level from the run's 6 arms" in borrowed
     assert "5 df at the first look" in borrowed and "arms' sessions vary alike" in borrowed

@@ -62,7 +62,8 @@ def test_a_process_outside_the_run_is_counted_and_named(monkeypatch: pytest.Monk
     assert hog is not None, load.describe()
     assert hog.cpu_pct > 5 and hog.name.startswith("python")
     cores = psutil.cpu_count() or 1
-    assert load.other_cpu_pct >= hog.cpu_pct / cores - 1.0  # its CPU is in the others' share
+    # its CPU is in the others' share (two reads of one window: a few points apart on a busy host)
+    assert load.other_cpu_pct >= hog.cpu_pct / cores - 5.0
     assert f"pid {pid} " in load.describe()
 
 

@@ -107,7 +107,7 @@ def _spread(
     return spread, ""
 
 
-def _borrowable(layout: Layout, rows: Sequence[int]) -> Borrow:
+def _borrowable(layout: Layout, rows: Sequence[int], min_df: float) -> Borrow:
     """One cycle's session variance and df for a contrast against the baseline, pooled over
     these series' (one endpoint's treatments') per-session mean log ratios."""
     if len(rows) < 2:
@@ -116,7 +116,9 @@ def _borrowable(layout: Layout, rows: Sequence[int]) -> Borrow:
         np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0
     )  # (sessions, rows)
     pooled = stats.pooled_session_level(means)
-    return None if pooled is None else pooled.of_pair(with_baseline=True)
+    if pooled is None or pooled.df < min_df:
+        return None
+    return pooled.of_pair(with_baseline=True)
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,9 @@ def compute_contrasts(
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
         summaries[POOLED] = stats.summarise_resamples(pooled, point, levels)
     borrow = {
-        (s, e): _borrowable(layouts[s], [k for k, key in enumerate(keys) if key[0] == e])
+        (s, e): _borrowable(
+            layouts[s], [k for k, key in enumerate(keys) if key[0] == e], settings.borrow_min_df
+        )
         if settings.pool_sessions
         else None
         for s in subsets

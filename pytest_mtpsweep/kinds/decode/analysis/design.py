@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
+from ....kindapi.analysis import MIN_BORROWED_DF, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
 
 # The spread of prompts' gains (sd, percent) a ladder's equivalence margin is checked against by
 # lint: the low end of what bench/coverage.py simulates (prompt sd 0.02-0.10 on the log scale).
@@ -44,11 +44,12 @@ def design_warnings(
         for s, n in prompts.items()
         if n < MIN_PROMPTS_FOR_DECISION
     ]
-    if cycles < MIN_CYCLES_FOR_SESSION and arms >= 2 and cycles >= 2:
+    borrowed_df = (cycles - 1) * (arms - 1)
+    if cycles < MIN_CYCLES_FOR_SESSION and cycles >= 2 and borrowed_df >= MIN_BORROWED_DF:
         out.append(
             f"{cycles} cycle(s) are fewer than the {MIN_CYCLES_FOR_SESSION} whose own spread gives "
             f"a contrast its session level, so each borrows it from the run's {arms} treatments "
-            f"beside the baseline ({(cycles - 1) * (arms - 1)} df), assuming their sessions vary "
+            f"beside the baseline ({borrowed_df} df), assuming their sessions vary "
             f"alike; set cycles = {MIN_CYCLES_FOR_SESSION} or more to see each arm's own."
         )
     elif cycles < MIN_CYCLES_FOR_SESSION:

@@ -16,7 +16,7 @@ from ....kindapi import (
     SUBSET_NAMES,
     AnalysisError,
 )
-from ....kindapi.analysis import LookState, check_resampling
+from ....kindapi.analysis import MIN_BORROWED_DF, LookState, check_resampling
 from ....kindapi.records import AnalysisPlan, DroppedArm, PlanDoc
 from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
@@ -57,6 +57,9 @@ class AnalysisSettings:
     # replications as the treatments of one frame (tests/strategies.replication_records):
     # borrowing across them would pool runs that never shared a host.
     pool_sessions: bool = True
+    # the fewest df a borrowed session level may have: a contrast table's 3, a sweep's run 1 (its
+    # looks judged on the borrowed level, and its table must say what they saw)
+    borrow_min_df: float = float(MIN_BORROWED_DF)
 
     def __post_init__(self) -> None:
         if not self.baseline:

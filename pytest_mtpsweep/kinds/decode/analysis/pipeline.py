@@ -215,6 +215,8 @@ def _settings_at_look(
 ) -> tuple[AnalysisSettings, LookState | None]:
     """The analysis settings, at the confidence levels of the look the records reached."""
     settings = settings_for(runs[0], baseline=baseline, boot=boot, seed=seed, endpoint=endpoint)
+    if runs[0].plan.sweep is not None:  # its looks borrowed the session level from 1 df
+        settings = dataclasses.replace(settings, borrow_min_df=1.0)
     look = _look(runs[0], runs)
     if look is not None:
         settings = dataclasses.replace(

@@ -194,6 +194,6 @@ def test_a_demo_sized_report_stays_within_its_bound(tmp_path: Path) -> None:
     assert len(report.splitlines()) <= REPORT_MAX_LINES, len(report.splitlines())
     bullets = limitations(report)
     for label in ("Multiplicity:", "Truncation:", "Curtailment and stops:",
-                  "Sessions borrowed:", "Content equivalence:", "Degenerate output:",
+                  "Conditional on sessions:", "Content equivalence:", "Degenerate output:",
                   "Host noise:", "Drift:", "Position trend:", "Cross-checks"):  # fmt: skip
         assert sum(b.startswith(f"**{label}") for b in bullets) == 1, (label, bullets)
