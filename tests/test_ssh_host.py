@@ -95,7 +95,12 @@ def test_a_ladder_over_a_local_worker_and_one_over_ssh(
     few = prompt_dir(pytester, ["prose_01", "structured_01"])
     remote = pytester.path / "remote-host"
     remote.mkdir()
-    ssh = f"ssh=mtpsweep-loopback//ssh_config={host}//python={sys.executable}//chdir={remote}"
+    # the suite's host rule is off (tests/conftest.py); an ssh worker starts with a fresh
+    # environment, so it is told too: the local worker beside it is no busy host to refuse
+    ssh = (
+        f"ssh=mtpsweep-loopback//ssh_config={host}//python={sys.executable}//chdir={remote}"
+        "//env:MTPSWEEP_HOST_RULE=off"
+    )
     # xdist maps the test path onto the rsync root only when both are absolute
     experiments = str(pytester.path / "experiments")
     result = pytester.runpytest(
