@@ -369,17 +369,12 @@ def analyse_command(
 def check_gate(gate: Gate, plans: Sequence[PlanDoc], baseline: str | None) -> None:
     """A gate every run can be judged on: a treatment of each, not its baseline; AnalysisError
     naming the fix else (the session-end analysis refuses the same before a run starts)."""
+    from .gates import treatment_problem
+
     for plan in plans:
-        keys = plan.treatment_keys
-        base = baseline or plan.analysis.baseline
-        if keys and gate.treatment not in keys:
-            raise AnalysisError(
-                f"--expect {gate}: expectation {gate.text!r} names unknown treatment "
-                f"{gate.treatment!r}; use one of {', '.join(sorted(keys))}"
-            )
-        if gate.treatment == base:
-            raise AnalysisError(f"--expect {gate}: {base} is the baseline itself; name a "
-                                "treatment to compare with it")  # fmt: skip
+        problem = treatment_problem(gate, plan.treatment_keys, baseline or plan.analysis.baseline)
+        if problem is not None:
+            raise AnalysisError(problem)
 
 
 if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door

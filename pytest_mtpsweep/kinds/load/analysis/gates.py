@@ -141,3 +141,18 @@ def stop_cells(
         said = judge_row(row, _margin(gate), final=False, level=level)
         out.append(dataclasses.replace(c, decision=Decision(said.outcome), gated=True))
     return tuple(out)
+
+
+def treatment_problem(gate: Gate, keys: Sequence[str], base: str) -> str | None:
+    """Why a gate cannot be judged against these treatments and this baseline (no full stop:
+    the run's refusal adds one, the analysis' does not), or None."""
+    if keys and gate.treatment not in keys:
+        return (
+            f"--expect {gate}: expectation {gate.text!r} names unknown treatment "
+            f"{gate.treatment!r}; use one of {', '.join(sorted(keys))}"
+        )
+    if gate.treatment == base:
+        return (
+            f"--expect {gate}: {base} is the baseline itself; name a treatment to compare with it"
+        )
+    return None

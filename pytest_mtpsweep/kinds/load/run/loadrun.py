@@ -265,20 +265,15 @@ class LoadRun(KindRun):
         return {"position": case.position, **out}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
-        from ..analysis.gates import CAPACITY
+        from ..analysis.gates import CAPACITY, treatment_problem
 
         keys = self.ladder.treatment_keys
         base = request.baseline or self.ladder.baseline
         searched = self.settings.capacity is not None
         for gate in request.gates:  # a load run's one gate: TREATMENT:LEVEL:not-slower:M
-            if gate.treatment not in keys:
-                raise OptionError(
-                    f"--expect {gate}: expectation {gate.text!r} names unknown treatment "
-                    f"{gate.treatment!r}; use one of {', '.join(sorted(keys))}."
-                )
-            if gate.treatment == base:
-                raise OptionError(f"--expect {gate}: {base} is the baseline itself; name a "
-                                  "treatment to compare with it.")  # fmt: skip
+            problem = treatment_problem(gate, keys, base)
+            if problem is not None:
+                raise OptionError(f"{problem}.")
             if searched != (gate.cell == CAPACITY):
                 raise OptionError(
                     f"--expect {gate}: a [capacity] search is gated as "
