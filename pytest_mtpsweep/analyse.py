@@ -16,6 +16,7 @@ from . import registry, schema
 from .analysis.stats import check_resampling
 from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
+from .fileio import output_dir_problem
 from .gate import parse_gates
 from .kindbase import EXIT_ERROR, Kind
 from .state.plandoc import PlanDoc
@@ -49,6 +50,10 @@ def _plan(run: Path) -> PlanDoc:
 def _analyse(args: argparse.Namespace) -> int:
     # Check options before reading the run or spending time on the bootstrap.
     check_resampling(args.boot, args.boot_seed)
+    if args.out is not None:  # before any run is read: a bad target never costs an analysis
+        why = output_dir_problem(Path(args.out))
+        if why is not None:
+            raise AnalysisError(f"--out {args.out} {why}; name a new folder or one of yours")
     runs = [Path(p) for p in args.runs]
     plans = [_plan(run) for run in runs]
     names = list(dict.fromkeys(p.kind or registry.default_name() for p in plans))

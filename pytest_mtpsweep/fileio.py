@@ -106,6 +106,11 @@ def write_new_text(path: Path, text: str) -> None:
 # document the tool writes reaches (the parser would recurse out of the stack).
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 64
+# A record file (records/*.jsonl and the like) is read whole up to this; a line of it longer
+# than MAX_RECORD_LINE_BYTES is no record the tool writes (its longest, an authoring turn's
+# reply, is a few hundred KiB) and is named unreadable without being parsed.
+MAX_RECORD_FILE_BYTES = 512 * 1024 * 1024
+MAX_RECORD_LINE_BYTES = 8 * 1024 * 1024
 
 
 class BadFile(ValueError):
@@ -172,13 +177,20 @@ def read_bounded(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
 
 def loads_bounded(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """JSON as the tool writes it: BadFile (a ValueError) when it does not parse, holds NaN or
-    Infinity (the tool writes null), or nests deeper than `max_depth`."""
+    Infinity (the tool writes null) or a number past a float's range, or nests deeper than
+    `max_depth`."""
 
     def no_constant(name: str) -> Any:
         raise BadFile(f"holds {name}, which the tool never writes (it writes null)")
 
+    def finite(digits: str) -> float:
+        value = float(digits)  # 1e400 parses as inf: no number the tool writes
+        if not math.isfinite(value):
+            raise BadFile(f"holds {digits[:20]}, a number past any float the tool writes")
+        return value
+
     try:
-        value = json.loads(text, parse_constant=no_constant)
+        value = json.loads(text, parse_constant=no_constant, parse_float=finite)
     except RecursionError:
         raise BadFile(f"nests deeper than the {max_depth} levels a document has") from None
     except json.JSONDecodeError as exc:
@@ -267,3 +279,41 @@ def _head(path: Path) -> bytes:
         return os.read(fd, HEAD_BYTES)
     finally:
         os.close(fd)
+
+
+ANALYSIS_FOLDER = "analysis"  # the one folder of a run an output folder may be (or be under)
+
+
+def output_dir_problem(path: Path, *, new: bool = False) -> str | None:
+    """Why the tool may not write its files into the folder `path` (a clause), or None.
+
+    An output folder is new or a folder, never a link (it could point anywhere), a regular
+    file, a FIFO or a device; inside a run directory it is that run's `analysis` folder or
+    under it, never the run itself or its records, sessions or quarantine (a table written
+    there would be read back as the run's own); with `new`, it must not exist yet. Checked
+    before the work, so a bad target never costs an analysis or a run."""
+    if path.is_symlink():
+        return "is a link, which could point anywhere"
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if mode is not None and not stat.S_ISDIR(mode):
+        return f"is {special(mode) or 'a file'}, not a folder"
+    if mode is not None and new:
+        return "already exists"
+    absolute = Path(os.path.abspath(path))
+    for run in (absolute, *absolute.parents):
+        if (run / PLAN_FILE).is_file() and not absolute.is_relative_to(run / ANALYSIS_FOLDER):
+            return (
+                f"is inside the run directory {run}, whose folders are the run's own (write "
+                f"into {run / ANALYSIS_FOLDER} or outside the run)"
+            )
+    existing = next((p for p in (absolute, *absolute.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        return f"is under {existing}, which is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot be made or written in {existing} (permission denied)"
+    return None

@@ -191,6 +191,9 @@ def run_request(
     history = _path(v.get("history"))
     if history is not None:
         check_history(history)
+    run_dir = _path(v.get("run_dir"))
+    if run_dir is not None:
+        check_run_dir(run_dir if run_dir.is_absolute() else cwd / run_dir)
     return RunRequest(
         ladder=str(v["ladder"]),
         search_dirs=tuple(search_dirs),
@@ -297,6 +300,16 @@ def check_bootstrap(boot: int, seed: int) -> None:
         raise OptionError(
             f"--boot-seed {seed} is negative; use a seed of 0 or more (default {DEFAULT_BOOT_SEED})."
         )
+
+
+def check_run_dir(path: Path) -> None:
+    """--run-dir, before any work: a folder to make, never a link, a file, a FIFO or a folder
+    inside another run (whose readers would take the new run's files for its own)."""
+    from .fileio import output_dir_problem
+
+    why = output_dir_problem(path)
+    if why is not None:
+        raise OptionError(f"--run-dir {path} {why}; name a new folder outside any run.")
 
 
 def check_history(path: Path) -> None:

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .fileio import MAX_RECORD_FILE_BYTES, MAX_RECORD_LINE_BYTES, BadFile, BadJson, read_bounded
+from .fileio import loads_bounded as _loads
+
 # What a field may hold (None, or the field absent, is always allowed unless it is required).
 NAME = "a name"  # a non-empty string: a value naming a cell, a session, a level
 STR = "a string"
@@ -27,6 +30,10 @@ OBJECT = "an object"
 NOT_JSON = "not JSON"
 TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
 NOT_OBJECT = "not a JSON object"
+# A line (or a whole file) no run writes, set aside unparsed: `text_lines` marks it with
+# UNREAD (a NUL, which no JSON line holds) and its clause, `read_lines` names it.
+UNREAD = "\x00"
+NO_RECORD = "no record the tool writes"
 # The fields that say which run wrote a record, as plan.json holds them: a line whose value
 # differs was written by another run (copied or appended in) and is never pooled with this one's.
 IDENTITY_FIELDS = ("run_id", "preregistration_sha256")
@@ -52,7 +59,7 @@ class Unreadable:
     @property
     def unparsed(self) -> bool:
         """The line is no JSON object at all (torn, garbage), not a record with a bad field."""
-        return self.why in (NOT_JSON, TORN, NOT_OBJECT)
+        return self.why in (NOT_JSON, TORN, NOT_OBJECT) or self.why.startswith(NO_RECORD)
 
 
 @dataclass(frozen=True)
@@ -146,10 +153,16 @@ def read_lines(
     for i, text in enumerate(lines):
         if not text.strip():
             continue
+        if text.startswith(UNREAD):  # too long, or the file itself unreadable (`text_lines`)
+            bad.append(Unreadable(file, i + 1, f"{NO_RECORD}: {text[1:]}"))
+            continue
         try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError):  # a line nested past the stack: not JSON here
+            obj = _loads(text)
+        except BadJson:
             bad.append(Unreadable(file, i + 1, TORN if i == last else NOT_JSON))
+            continue
+        except BadFile as exc:  # NaN, a float past range, nested past any record's depth
+            bad.append(Unreadable(file, i + 1, f"{NO_RECORD}: it {exc}"))
             continue
         if not isinstance(obj, dict):
             bad.append(Unreadable(file, i + 1, NOT_OBJECT))
@@ -176,9 +189,22 @@ def first_has(head: bytes, required: Sequence[str]) -> bool:
 
 
 def text_lines(path: Path) -> list[str]:
+    """A record file's lines, read bounded (`fileio.MAX_RECORD_FILE_BYTES`): a file that cannot
+    be read (a FIFO, a device, too big) is one line, and a line past MAX_RECORD_LINE_BYTES is
+    one, each marked UNREAD with its clause, for `read_lines` to name: never a hang, a crash
+    or a line dropped without a word."""
+    try:
+        data = read_bounded(path, MAX_RECORD_FILE_BYTES)
+    except BadFile as exc:
+        return [f"{UNREAD}the file {exc}"]
     # A run killed mid-write can leave a torn multi-byte character: that line then fails to
     # parse and is named, rather than failing the whole file.
-    return path.read_bytes().decode("utf-8", errors="replace").splitlines()
+    return [
+        f"{UNREAD}{len(line)} bytes long, over the {MAX_RECORD_LINE_BYTES} a record line takes"
+        if len(line) > MAX_RECORD_LINE_BYTES
+        else line.decode("utf-8", errors="replace")
+        for line in data.splitlines()
+    ]
 
 
 def read_file(

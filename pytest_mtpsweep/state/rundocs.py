@@ -205,6 +205,10 @@ class StopDoc:
         stopped = raw.get("stopped_at")
         if stopped is not None:
             stopped = f.cycle("stopped_at")
+        top = int(BOUNDS["cycles"].high)  # a look at most after every cycle
+        for name in ("looks", "dropped"):
+            if isinstance(raw.get(name), list) and len(raw[name]) > top:
+                raise f.bad(name, f"a list of {len(raw[name])}", f"a list of at most {top}")
         looks = tuple(
             Look(
                 e.cycle("look"),
@@ -219,7 +223,7 @@ class StopDoc:
         dropped = (
             tuple(
                 DroppedArm(
-                    d.text("arm"), d.integer("look"), d.integer("after_cycle"), d.text("why")
+                    d.text("arm"), d.cycle("look", 0), d.cycle("after_cycle", 0), d.text("why")
                 )
                 for d in f.objects("dropped")
             )

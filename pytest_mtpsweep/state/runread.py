@@ -203,8 +203,16 @@ class RunReader:
 
     @property
     def curtailment(self) -> Mapping[str, Any]:
-        """curtailment.json, the sessions a deadline dropped ({} without one)."""
-        return self.document(schema.CURTAILMENT_FILE, "curtailment file")
+        """curtailment.json, the sessions a deadline dropped ({} without one); a RunReadError
+        when it names what the plan does not hold (`curtailment_problem`)."""
+        raw = self.document(schema.CURTAILMENT_FILE, "curtailment file")
+        why = curtailment_problem(raw, self.plan) if raw and self.plan != PlanDoc() else None
+        if why is not None:
+            raise RunReadError(
+                f"curtailment file {self.path / schema.CURTAILMENT_FILE}: {why}, which the run "
+                "never writes; restore it from the run"
+            )
+        return raw
 
     @property
     def stopped(self) -> str:
@@ -334,6 +342,46 @@ class RunReader:
         except BadFile:
             return None
         return loaded if isinstance(loaded, Mapping) else None
+
+
+MAX_REASON_CHARS = 4096  # a drop's reason, or the deadline's words: one sentence of the run's
+
+
+def curtailment_problem(raw: Mapping[str, Any], plan: PlanDoc) -> str | None:
+    """Why curtailment.json is no document the run wrote from this plan (None: it may be):
+    each drop a planned session with its own treatment and cycle, the treatments those of the
+    drops, the sentence the plan registered, the deadline's sessions planned ones."""
+    planned = {s.session: s for s in plan.sessions}
+    dropped = raw.get("dropped", [])
+    if not isinstance(dropped, list) or len(dropped) > len(planned):
+        return f"`dropped` is not a list of at most the plan's {len(planned)} sessions"
+    for i, d in enumerate(dropped):
+        s = planned.get(str(d.get("session"))) if isinstance(d, Mapping) else None
+        if s is None or d.get("treatment") != s.treatment or d.get("cycle") != s.cycle:
+            return f"`dropped[{i}]` is not a planned session with its treatment and cycle"
+        reason = d.get("reason", "")
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+            return (
+                f"`dropped[{i}].reason` is not a sentence of at most {MAX_REASON_CHARS} characters"
+            )
+    affected = sorted({str(d["treatment"]) for d in dropped})
+    if "affected_treatments" in raw and raw["affected_treatments"] != affected:
+        return f"`affected_treatments` is not {affected}, the treatments of its drops"
+    if "sentence" in raw and raw["sentence"] != plan.analysis.curtailment_sentence:
+        return "`sentence` is not the curtailment sentence plan.json registered"
+    stop = raw.get("deadline_stop")
+    if stop is None:
+        return None
+    not_run = stop.get("not_run") if isinstance(stop, Mapping) else None
+    if (
+        not isinstance(not_run, list)
+        or not all(n in planned for n in not_run)
+        or not isinstance(stop.get("deadline"), str)
+        or len(stop["deadline"]) > MAX_REASON_CHARS
+        or stop.get("after") not in (None, *planned)
+    ):
+        return "`deadline_stop` does not name the plan's sessions (deadline, after, not_run)"
+    return None
 
 
 def read_table(path: Path) -> Table:

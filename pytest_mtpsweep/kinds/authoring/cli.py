@@ -45,7 +45,10 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
 
     gates: tuple[Gate, ...] = getattr(args, "gates", ())  # parsed before the analysis runs
 
+    from .planfields import check_plan
+
     plan = plans[0]
+    check_plan(plan, f"plan file {runs[0] / 'plan.json'}")
     registered = plan.kind_fields.get("contrast") or {}
     boot = args.boot if args.boot != DEFAULT_BOOT else registered.get("resamples", args.boot)
     seed = (

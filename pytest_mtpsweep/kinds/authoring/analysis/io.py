@@ -14,6 +14,7 @@ from ....kindapi import AnalysisError, RunReadError
 from ....kindapi.records import PlanDoc, RunReader, schema
 from ....kindapi.records import recordlines as rl
 from ....kindapi.report import AnalysisResult, Report, md_text, save_result
+from ..planfields import check_plan
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from ..report import conversations, findings
 from ..report import sections as report
@@ -122,6 +123,8 @@ def analyse_dir(
 ) -> AuthoringResult:
     """Analyse an authoring run directory; save contrasts, table, census, report.md and
     report.html through the one writer (`report.save.save_result`)."""
+    plan = RunReader(run_dir).plan
+    check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
     records, bad_cells = _read(run_dir, CELLS_DIR)
     turn_records, bad_turns = _read(run_dir, TURNS_DIR)
     if not records:
@@ -155,7 +158,6 @@ def analyse_dir(
     }
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
-    plan = RunReader(run_dir).plan
     notes, run_limits = _notes(run_dir, plan)
     run_limits = [*_forgeable(records), *_unreadable(bad_cells, bad_turns),
                   *_unknown_tokens(cells), *run_limits]  # fmt: skip

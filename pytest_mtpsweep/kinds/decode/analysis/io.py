@@ -16,6 +16,7 @@ from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError
 from ....kindapi.records import RunReader, read_lines, schema
 from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
+from ..planfields import check_plan
 from ..report import pictures
 from ..report.page import PageParts
 from ..report.pictures import COLUMNS
@@ -85,6 +86,7 @@ def load_run(run_dir: Path) -> RunData:
             f"{run_dir / schema.PLAN_FILE} is missing: default analysis settings were used"
         )
     plan, run_id = run.plan, run.run_id
+    check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
     sha = plan.preregistration_sha256
     if sha:
         notes.append(f"pre-registration (preregistration.md) sha256 {sha}")

@@ -84,8 +84,13 @@ def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]
 
 
 def plan_of(run_dir: Path) -> PlanDoc:
-    """plan.json ({} without one; RunReadError, an AnalysisError, when it is malformed)."""
-    return RunReader(run_dir).plan
+    """plan.json ({} without one; RunReadError, an AnalysisError, when it is malformed or its
+    load block holds what no load ladder could set)."""
+    from ..planfields import check_plan
+
+    plan = RunReader(run_dir).plan
+    check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
+    return plan
 
 
 def contrast_pairs(plan: PlanDoc, baseline: str) -> list[tuple[str, str]]:
@@ -228,15 +233,15 @@ def _result(
 
 def analyse(
     run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
+    seed: int = DEFAULT_BOOT_SEED, out: Path | None = None,
 ) -> LoadAnalysis:  # fmt: skip
-    """Analyse what the run directory holds now and save it into RUN/analysis/;
+    """Analyse what the run directory holds now and save it into `out` (RUN/analysis/);
     AnalysisError in one line when there is nothing to analyse or it cannot be written."""
     from ....kindapi.report import save_result
 
     got = _compute(run_dir, baseline=baseline, boot=boot, seed=seed)
     done = got.result
-    saved = save_result(done, run_dir / OUT, run_dir)
+    saved = save_result(done, out or run_dir / OUT, run_dir)
     return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report, got.rows,
                         got.endpoint, got.level, got.ratios)  # fmt: skip
 
@@ -343,15 +348,25 @@ def analyse_command(
     """`mtpsweep analyse RUN...` of load runs: each run's headline and report again, then each
     --expect gate judged on it as the session-end analysis judges it (exit 1 when one is not
     met)."""
+    from ..planfields import check_plan
     from .gates import verdicts
 
+    for run_dir, plan in zip(runs, plans, strict=True):  # every run's, before any is analysed
+        check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
     gates: tuple[Gate, ...] = getattr(args, "gates", ())
     for gate in gates:  # refused before anything is written
         check_gate(gate, plans, args.baseline)
+    out = getattr(args, "out", None)
+    if out is not None and len(runs) > 1:
+        raise AnalysisError(
+            "load runs are analysed each into its own folder, so --out takes one run; analyse "
+            "each run on its own, or drop --out (each run's analysis/)"
+        )
     status = EXIT_OK
     for run_dir in runs:
         try:
-            done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
+            done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed,
+                           out=Path(out) if out is not None else None)  # fmt: skip
         except AnalysisError as exc:
             print(f"mtpsweep analyse: error: {run_dir}: {exc}", file=sys.stderr)
             status = EXIT_ERROR

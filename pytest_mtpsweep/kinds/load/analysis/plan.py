@@ -94,8 +94,10 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     from ....kindapi import AnalysisError
     from ....kindapi.analysis import render
     from ....kindapi.records import RunReader, terminal
+    from ..planfields import check_plan
     from . import contrast, contrast_pairs, frame, records_of
 
+    check_plan(plan, f"plan file {run_dir / 'plan.json'}")
     records, unreadable = records_of(run_dir)
     requests, blocks = frame.frames(records)
     if blocks.empty:
