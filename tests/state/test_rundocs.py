@@ -164,7 +164,8 @@ looks = st.builds(
         st.just(FORMAT),
         st.lists(looks, max_size=3).map(tuple),
         st.none() | cycles,
-        st.none() | st.lists(st.builds(DroppedArm, names, counts, counts, texts)).map(tuple),
+        st.none()
+        | st.lists(st.builds(DroppedArm, names, cycles, cycles, texts), max_size=8).map(tuple),
     )
 )
 def test_a_stop_document_reads_back_as_it_was_written(doc: StopDoc) -> None:
