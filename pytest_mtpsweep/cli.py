@@ -225,7 +225,8 @@ def _cleanup(args: argparse.Namespace) -> int:
         raise RunDirError(
             f"{run} is not a run directory (no {PLAN_FILE}); name one like runs/<ladder>/<id>."
         )
-    if not (run / LIVE_SERVERS_FILE).is_file():
+    live = run / LIVE_SERVERS_FILE
+    if not live.exists() and not live.is_symlink():  # anything else there: read, or refused
         print(f"{run}: no {LIVE_SERVERS_FILE}, so no server of this run is listed")
         return 0
     lines = liveset.cleanup(run)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
+import math
 import os
 import signal
 import subprocess
@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from ..errors import RunDirError
-from ..fileio import atomic_write_json
+from ..fileio import atomic_write_json, load_json_bounded
 from ..schema import LIVE_SERVERS_FILE
 
 STOP_TIMEOUT_S = 120.0
@@ -65,25 +65,76 @@ def started_at(pid: int) -> float:
 def read(path: Path) -> list[LiveServer]:
     """The servers a live.json lists (an unreadable or foreign file lists none)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return [LiveServer(**entry) for entry in data.get("servers", [])]
-    except (OSError, ValueError, TypeError, AttributeError):
+        return _servers(path)
+    except ValueError:
         return []
+
+
+MAX_SERVERS = 4096  # a run's sessions at most (cycles x treatments, each one server)
+
+
+def _servers(path: Path) -> list[LiveServer]:
+    """live.json read bounded (`fileio.load_json_bounded`: no FIFO, device, huge or deep file)
+    and each entry checked to be one the run wrote: ValueError (its clause) otherwise."""
+    if path.is_symlink():  # the run replaces the file whole, never through a link
+        raise ValueError("is a link, which the run never writes")
+    data = load_json_bounded(path)
+    listed = data.get("servers") if isinstance(data, dict) else None
+    if not isinstance(listed, list) or len(listed) > MAX_SERVERS:
+        raise ValueError(f"does not list at most {MAX_SERVERS} servers")
+    out = []
+    for i, entry in enumerate(listed):
+        try:
+            server = LiveServer(**entry)
+        except TypeError:
+            raise ValueError(f"entry {i} is not a server the run listed") from None
+        why = _wrong(server, path.parent.parent)
+        if why is not None:
+            raise ValueError(f"entry {i}: {why}")
+        out.append(server)
+    return out
+
+
+def _wrong(s: LiveServer, run_dir: Path) -> str | None:
+    """Why an entry is none the run wrote (None: it may be): a pid no server has, a port
+    past 65535, a launcher's session folder outside the run or a stop script no file."""
+    typed = (
+        type(s.pid) is int and 1 < s.pid < 1 << 31
+        and type(s.port) is int and 0 < s.port < 65536
+        and isinstance(s.started, int | float) and not isinstance(s.started, bool)
+        and math.isfinite(s.started)
+        and all(isinstance(v, str) for v in (s.session, s.treatment, s.host, s.argv0))
+    )  # fmt: skip
+    if not typed:
+        return "a pid, port or start time of the wrong type or out of range"
+    if s.launcher is None:
+        return None
+    if not isinstance(s.launcher, dict) or not all(
+        isinstance(s.launcher.get(k), str) for k in ("stop", "session_dir")
+    ):
+        return "a launcher without its stop script and session folder"
+    inside = Path(os.path.abspath(s.launcher["session_dir"])).is_relative_to(
+        Path(os.path.abspath(run_dir))
+    )
+    if not inside:
+        return f"its session folder {s.launcher['session_dir']} is outside the run"
+    if not os.path.isfile(s.launcher["stop"]):
+        return f"its stop script {s.launcher['stop']} is no regular file"
+    return None
 
 
 def read_strict(path: Path) -> list[LiveServer]:
     """The servers a live.json lists; RunDirError when it exists but cannot be read (a damaged
     list must not read as "nothing is running")."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return [LiveServer(**entry) for entry in data["servers"]]
-    except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        return _servers(path)
+    except ValueError as exc:
         raise RunDirError(
-            f"{path} cannot be read ({type(exc).__name__}), so which servers this run left "
-            "running is unknown; stop them by hand (look for llama-server in `ps -ef`) and then "
-            "delete the file."
+            f"{path} cannot be read ({exc}), so which servers this run left running is "
+            "unknown; stop them by hand (look for llama-server in `ps -ef`) and then delete the "
+            "file."
         ) from None
 
 

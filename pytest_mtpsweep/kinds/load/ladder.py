@@ -229,9 +229,10 @@ def _slo(raw: Any, where: Path | str) -> Slos | None:
         return None
     check_table(raw, SLO, "slo.", where)
     for key, value in raw.items():
-        if value <= 0:
+        if not 0 < value <= MAX_TIMEOUT_S * 1000:  # NaN fails too; past a day is no target
             raise LadderError(
-                f"{where}: field slo.{key} is {value!r}; use a positive target in ms."
+                f"{where}: field slo.{key} is {value!r}; use a positive target in ms, at most "
+                f"{MAX_TIMEOUT_S * 1000:g} (a day)."
             )
     if not raw:
         raise LadderError(f"{where}: table [slo] is empty; give ttft_ms, itl_ms or e2e_ms.")

@@ -1,0 +1,320 @@
+"""Every document the tool writes and later reads, swapped for a hostile form (issue 50): a
+FIFO, a folder, a link out of the run, /dev/zero, a 100 MiB file, JSON 10,000 deep, NaN, 1e308,
+1e400, a negative, a wrong type, an integer of 10**18. `mtpsweep analyse` (a subprocess, under
+a timeout, so a hang fails the test) answers each in one sentence naming the file, or, for one
+of many (a record line, a session file), names it and analyses the rest: never a traceback,
+never a hang, never a value no run could have written taken as the run's.
+
+Stand-in data only: synthetic decode and load runs (tests/strategies.py,
+tests/kinds/load/run_fixture.py); MTPSWEEP_SERVER_BIN names no server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kinds.load import run_fixture
+from tests.strategies import Design, make_records, noisy, write_run
+
+REPO = Path(__file__).resolve().parents[1]
+BOUND_S = 60  # far past any answer here (about a second): a hang fails, never blocks the suite
+DESIGN = Design(
+    treatments=("none", "ngram"),
+    prompts={"prose": ("prose_01", "prose_02", "prose_03"),
+             "structured": ("structured_01", "structured_02", "structured_03")},
+)  # fmt: skip
+SESSION = "01_none_c1"
+SESSION_FILE = f"sessions/{SESSION}.json"
+
+
+def decode_run(root: Path) -> Path:
+    records = make_records(DESIGN, noisy(DESIGN, {"ngram": 1.2}))
+    return write_run(root, DESIGN, records, session_facts={SESSION: {"cycle": 1}})
+
+
+def load_run(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    run = run_fixture.write_run(root, lagged=False)
+    (run / "sessions").mkdir()
+    (run / SESSION_FILE).write_text(json.dumps({"session": SESSION, "cycle": 1}))
+    return run
+
+
+def cli(*args: str) -> tuple[int, str]:
+    env = {**os.environ, "MTPSWEEP_SERVER_BIN": "/nonexistent/llama-server", "MPLBACKEND": "Agg",
+           "PYTHONPATH": str(REPO)}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_mtpsweep.cli", *args],
+        capture_output=True, text=True, timeout=BOUND_S, env=env, cwd=REPO,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def analyse(run: Path, *extra: str) -> tuple[int, str]:
+    return cli("analyse", str(run), "--boot", "1000", *extra)
+
+
+def one_sentence(rc: int, out: str, *named: str) -> str:
+    """The refusal: exit 2, one `error:` line naming each of `named`, no traceback."""
+    assert "Traceback" not in out, out
+    errors = [line for line in out.splitlines() if "error:" in line or line.startswith("mtpsweep:")]
+    assert rc == 2 and len(errors) == 1, out
+    assert all(n in errors[0] for n in named), out
+    return errors[0]
+
+
+# --- the forms a file can take -----------------------------------------------------------------
+
+Form = Callable[[Path], None]
+
+
+def _replace(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+
+
+def fifo(path: Path) -> None:
+    _replace(path)
+    os.mkfifo(path)
+
+
+def folder(path: Path) -> None:
+    _replace(path)
+    path.mkdir()
+
+
+def link_out(path: Path) -> None:
+    run = next(p for p in path.parents if (p / "plan.json").is_file())
+    outside = run.parent / "outside.json"  # a valid-looking document outside the run
+    outside.write_text(path.read_text() if path.is_file() else "{}")
+    _replace(path)
+    path.symlink_to(outside)
+
+
+def dev_zero(path: Path) -> None:
+    _replace(path)
+    path.symlink_to("/dev/zero")
+
+
+def huge(path: Path) -> None:
+    path.write_bytes(b'{"pad": "' + b"x" * (100 << 20) + b'"}\n')
+
+
+def deep(path: Path) -> None:
+    path.write_text("[" * 10_000 + "]" * 10_000 + "\n")
+
+
+FORMS: dict[str, Form] = {
+    "fifo": fifo, "folder": folder, "link out": link_out, "/dev/zero": dev_zero,
+    "100 MiB": huge, "10k deep": deep,
+}  # fmt: skip
+
+
+def _run(kind: str, tmp_path: Path) -> Path:
+    return decode_run(tmp_path) if kind == "decode" else load_run(tmp_path)
+
+
+# A run-wide document: a hostile form is refused in one sentence naming it (a link out of the
+# run is followed, but must hold what the run wrote; here the plan's own text, so it is read).
+RUN_WIDE = {"plan.json": "plan file", "curtailment.json": "curtailment file"}
+
+
+@pytest.mark.parametrize("form", [f for f in FORMS if f != "link out"])
+@pytest.mark.parametrize("doc", RUN_WIDE)
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_a_run_wide_document_in_a_hostile_form_is_one_sentence(
+    tmp_path: Path, kind: str, doc: str, form: str
+) -> None:
+    run = _run(kind, tmp_path)
+    if kind == "load" and doc == "curtailment.json":
+        pytest.skip("the load analysis reads no curtailment.json")
+    FORMS[form](run / doc)
+    one_sentence(*analyse(run), RUN_WIDE[doc], doc)
+
+
+# One of many: a record file or a session file. A hostile line is named unreadable and the rest
+# are analysed; a file that is no regular file inside the run is passed over (runread's rule).
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("doc", ["records", "session"])
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_one_of_many_in_a_hostile_form_costs_itself_only(
+    tmp_path: Path, kind: str, doc: str, form: str
+) -> None:
+    run = _run(kind, tmp_path)
+    path = run / SESSION_FILE if doc == "session" else sorted((run / "records").iterdir())[0]
+    FORMS[form](path)
+    rc, out = analyse(run)
+    assert "Traceback" not in out and rc == 0, out
+    if doc == "records" and form in ("100 MiB", "10k deep"):  # read, and named unreadable
+        told = out + (run / "analysis" / "report.md").read_text()
+        assert f"records/{path.name}:1: no record the tool writes" in told, told
+
+
+# --- values no run could have written ---------------------------------------------------------
+
+
+def edit(path: Path, where: str, value: str) -> None:
+    """Set the dotted field `where` of a JSON document to the raw JSON text `value`."""
+    doc = json.loads(path.read_text())
+    *parents, last = where.split(".")
+    at: Any = doc
+    for part in parents:
+        at = at[int(part)] if isinstance(at, list) else at.setdefault(part, {})
+    if isinstance(at, list):
+        at[int(last)] = "__VALUE__"
+    else:
+        at[last] = "__VALUE__"
+    path.write_text(json.dumps(doc).replace('"__VALUE__"', value))
+
+
+VALUES = {"NaN": "NaN", "1e308": "1e308", "1e400": "1e400", "negative": "-1",
+          "wrong type": '"x"', "10**18": str(10**18)}  # fmt: skip
+
+CAPACITY = {"slo_attainment": 0.9, "mode": "closed", "low": 1.0, "high": 8.0, "tolerance": 0.25}
+PLAN_FIELDS = {
+    "decode": ["analysis.margin_pct", "analysis.tiebreak_pp", "repeats", "sessions.0.cycle"],
+    "load": ["load.requests", "load.lag_bound_ms", "load.levels.0.value",
+             "load.capacity.tolerance", "load.capacity.low", "load.capacity.slo_attainment",
+             "load.slo.e2e_ms", "analysis.margin_pct"],
+}  # fmt: skip
+
+
+def _load_with_capacity(run: Path) -> None:
+    plan = json.loads((run / "plan.json").read_text())
+    plan["load"] |= {"capacity": CAPACITY, "slo": {"e2e_ms": 500.0}, "requests": 6}
+    plan["analysis"]["margin_pct"] = 5.0
+    (run / "plan.json").write_text(json.dumps(plan))
+
+
+def _plan_cases() -> list[tuple[str, str, str]]:
+    return [(k, f, v) for k, fields in PLAN_FIELDS.items() for f in fields for v in VALUES]
+
+
+@pytest.mark.parametrize(("kind", "field", "value"), _plan_cases())
+def test_a_plan_value_no_ladder_could_set_is_refused_naming_the_field(
+    tmp_path: Path, kind: str, field: str, value: str
+) -> None:
+    run = _run(kind, tmp_path)
+    if kind == "load":
+        _load_with_capacity(run)
+    if kind == "decode" and field == "repeats":
+        edit(run / "plan.json", "repeats", "2")  # a decode plan carries it
+    edit(run / "plan.json", field, VALUES[value])
+    line = one_sentence(*analyse(run), "plan.json")
+    if value not in ("NaN", "1e400"):  # the parser refuses those before any field is read
+        assert field.split(".")[-1] in line, line
+    assert not (run / "analysis").exists(), "the analysis ran before the plan was refused"
+
+
+CURTAILMENT = {
+    "unplanned session": {"dropped": [{"session": "09_x_c9", "treatment": "x", "cycle": 9}]},
+    "cycle 1e308": {"dropped": [{"session": SESSION, "treatment": "none", "cycle": 1e308}]},
+    "forged treatments": {"dropped": [], "affected_treatments": ["ngram"]},
+    "forged sentence": {"dropped": [], "sentence": "all is well"},
+    "deadline names no session": {"dropped": [], "deadline_stop": {
+        "deadline": "04:00", "after": None, "not_run": ["99_gone_c1"]}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("doc", list(CURTAILMENT))
+def test_a_curtailment_no_run_wrote_is_refused(tmp_path: Path, doc: str) -> None:
+    run = decode_run(tmp_path)
+    (run / "curtailment.json").write_text(json.dumps(CURTAILMENT[doc]))
+    one_sentence(*analyse(run), "curtailment file", "restore it from the run")
+
+
+@pytest.mark.parametrize("value", list(VALUES))
+def test_a_record_value_no_run_wrote_is_named_unreadable(tmp_path: Path, value: str) -> None:
+    run = load_run(tmp_path)
+    path = sorted((run / "records").iterdir())[0]
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["e2e_ms"] = "__VALUE__"
+    lines[0] = json.dumps(first).replace('"__VALUE__"', VALUES[value])
+    path.write_text("\n".join(lines) + "\n")
+    rc, out = analyse(run)
+    assert "Traceback" not in out and rc == 0, out
+    if value in ("NaN", "1e400", "wrong type"):
+        assert f"records/{path.name}:1:" in out + (run / "analysis" / "report.md").read_text()
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+
+def _out_cases(run: Path, tmp_path: Path) -> dict[str, Path]:
+    (tmp_path / "afile").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "alink").symlink_to(tmp_path)
+    return {
+        "the run itself": run, "its records": run / "records", "its sessions": run / "sessions",
+        "a folder new in the run": run / "new", "a file": tmp_path / "afile",
+        "a FIFO": tmp_path / "fifo", "a link": tmp_path / "alink", "/dev/null": Path("/dev/null"),
+        "under a file": tmp_path / "afile" / "out",
+    }  # fmt: skip
+
+
+OUTS = ["the run itself", "its records", "its sessions", "a folder new in the run", "a file",
+        "a FIFO", "a link", "/dev/null", "under a file"]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", OUTS)
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_analyse_out_is_a_folder_of_the_users_never_the_runs(
+    tmp_path: Path, kind: str, target: str
+) -> None:
+    run = _run(kind, tmp_path)
+    out = _out_cases(run, tmp_path)[target]
+    before = sorted(p.name for p in run.rglob("*"))
+    one_sentence(*analyse(run, "--out", str(out)), "--out")
+    assert sorted(p.name for p in run.rglob("*")) == before  # nothing written, in the run or out
+
+
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_analyse_out_elsewhere_or_in_the_runs_analysis_is_written(
+    tmp_path: Path, kind: str
+) -> None:
+    run = _run(kind, tmp_path)
+    for out in (tmp_path / "mine", run / "analysis" / "again"):
+        rc, text = analyse(run, "--out", str(out))
+        assert rc == 0 and "Traceback" not in text, text
+        assert (out / "report.md").is_file()
+
+
+# --- servers/live.json: what `mtpsweep cleanup` stops ------------------------------------------
+
+LIVE = {"session": SESSION, "treatment": "none", "pid": 4242, "started": 1.0,
+        "host": "127.0.0.1", "port": 8080, "launcher": None, "argv0": "llama-server"}  # fmt: skip
+FORGED = {
+    "pid 1": {"pid": 1}, "pid 10**18": {"pid": 10**18}, "port -1": {"port": -1},
+    "started NaN": {"started": "NaN"}, "pid a string": {"pid": "4242"},
+    "stop script outside, session folder outside": {
+        "launcher": {"stop": "/bin/true", "session_dir": "/tmp"}},
+    "stop script a FIFO": {"launcher": {"stop": "FIFO", "session_dir": "servers/x"}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("form", [*FORMS, *FORGED])
+def test_cleanup_of_a_hostile_live_list_is_one_sentence(tmp_path: Path, form: str) -> None:
+    run = decode_run(tmp_path)
+    live = run / "servers" / "live.json"
+    live.parent.mkdir()
+    if form in FORMS:
+        live.write_text(json.dumps({"servers": [LIVE]}))
+        FORMS[form](live)
+    else:
+        entry = {**LIVE, **FORGED[form]}
+        if entry["launcher"] is not None:
+            os.mkfifo(run / "FIFO")
+            entry["launcher"] = {k: str(run / v) if not v.startswith("/") else v
+                                 for k, v in entry["launcher"].items()}  # fmt: skip
+        live.write_text(json.dumps({"servers": [entry]}).replace('"NaN"', "NaN"))
+    line = one_sentence(*cli("cleanup", str(run)), "live.json", "stop them by hand")
+    assert "cannot be read" in line
