@@ -292,7 +292,7 @@ def test_analyse_out_elsewhere_or_in_the_runs_analysis_is_written(
 
 LIVE = {"session": SESSION, "treatment": "none", "pid": 4242, "started": 1.0,
         "host": "127.0.0.1", "port": 8080, "launcher": None, "argv0": "llama-server"}  # fmt: skip
-FORGED = {
+FORGED: dict[str, dict[str, Any]] = {
     "pid 1": {"pid": 1}, "pid 10**18": {"pid": 10**18}, "port -1": {"port": -1},
     "started NaN": {"started": "NaN"}, "pid a string": {"pid": "4242"},
     "stop script outside, session folder outside": {

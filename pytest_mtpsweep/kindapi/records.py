@@ -6,7 +6,14 @@ the run reader and atomic files."""
 from __future__ import annotations
 
 from .. import recordlines, schema
-from ..fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
+from ..fileio import (
+    atomic_write_json,
+    atomic_write_text,
+    cache_dir,
+    load_json_bounded,
+    output_problem,
+    read_bounded,
+)
 from ..recordlines import limitation, read_lines, terminal
 from ..redact import redact_url
 from ..schema import (
@@ -42,7 +49,9 @@ __all__ = [
     "atomic_write_text",
     "cache_dir",
     "limitation",
+    "load_json_bounded",
     "output_problem",
+    "read_bounded",
     "read_lines",
     "recordlines",
     "records_file",

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import textwidth
 from ..errors import PreflightError
+from ..fileio import BadFile, BadJson, load_json_bounded
 
 PASS = "pass"
 FAIL = "fail"
@@ -143,10 +144,12 @@ def write_preflight_json(items: Sequence[PreflightItem], path: Path) -> None:
 def load_preflight_json(path: Path) -> list[PreflightItem]:
     """Read a preflight.json written by ``write_preflight_json``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        data = load_json_bounded(path)
+    except BadJson as exc:
+        raise PreflightError(f"{path} {exc}; name another run.") from None
+    except BadFile as exc:
         raise PreflightError(
-            f"cannot read {path} ({exc.strerror}); name a run directory that holds preflight.json."
+            f"cannot read {path} ({exc}); name a run directory that holds preflight.json."
         ) from None
     except ValueError as exc:
         raise PreflightError(f"{path} is not valid JSON ({exc}); name another run.") from None

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import schema
 from ..errors import RunDirError
+from ..fileio import read_bounded
 from ..ladder import Ladder
 from ..state.rundir import RunDir
 from . import rowtable, witnesses
@@ -40,18 +41,21 @@ class Summary:
 def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
     """The facts of every quarantined attempt; one killed before it was filed (a kill -9, set
     aside on --resume) is a row too, from its directory name and reason."""
-    import json
+    from ..fileio import load_json_bounded
 
     out: list[dict[str, Any]] = []
     member = schema.QUARANTINE_MEMBERS["session"]
     for qdir in sorted(p for p in (run_dir.path / schema.QUARANTINE_DIR).glob("*") if p.is_dir()):
         try:
-            facts = json.loads((qdir / member).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            facts = load_json_bounded(qdir / member)  # a FIFO or deep file: read as unfiled
+        except ValueError:
             facts = _unfiled(qdir)
         if isinstance(facts, dict):
             out.append(facts)
     return out
+
+
+MAX_REASON_BYTES = 1 << 16  # a quarantine's reason.txt: a few lines the run wrote
 
 
 def _unfiled(qdir: Path) -> dict[str, Any] | None:
@@ -62,8 +66,9 @@ def _unfiled(qdir: Path) -> dict[str, Any] | None:
     ordinal, treatment, cycle = m.groups()
     name = f"{ordinal}_{treatment}_c{cycle}"
     try:
-        reason = (qdir / schema.QUARANTINE_REASON).read_text(encoding="utf-8").strip()
-    except OSError:
+        raw = read_bounded(qdir / schema.QUARANTINE_REASON, MAX_REASON_BYTES)
+        reason = raw.decode("utf-8", errors="replace").strip()
+    except ValueError:
         reason = "set aside without a session file"
     return {"session": name, "ordinal": int(ordinal), "treatment": treatment,
             "cycle": int(cycle), "quarantined": reason or "set aside"}  # fmt: skip

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProvisionError
-from ..fileio import cache_dir, cache_folder
+from ..fileio import cache_dir, cache_folder, load_json_bounded
 
 PREFIX = "embedded:"
 
@@ -158,11 +158,13 @@ def verified(target: Path) -> bool:
     """True when the file is the one a sha256 check passed (same size and mtime since)."""
     marker = target.with_name(target.name + ".verified")
     try:
-        seen = json.loads(marker.read_text())
+        seen = load_json_bounded(marker, 1 << 16)
         st = target.stat()
     except (OSError, ValueError):
         return False
-    return bool(seen.get("size") == st.st_size and seen.get("mtime_ns") == st.st_mtime_ns)
+    return isinstance(seen, dict) and bool(
+        seen.get("size") == st.st_size and seen.get("mtime_ns") == st.st_mtime_ns
+    )
 
 
 def mark_verified(target: Path) -> None:

@@ -35,7 +35,7 @@ def test_add_and_remove_keep_the_list_current(
 ) -> None:
     path = tmp_path / "servers" / "live.json"
     liveset.add(path, entry(sleeper))
-    liveset.add(path, liveset.LiveServer("02_b_c1", "b", 1, 0.0, "h", 1, None))
+    liveset.add(path, liveset.LiveServer("02_b_c1", "b", 2, 0.0, "h", 1, None))
     assert [s.session for s in liveset.read(path)] == ["01_a_c1", "02_b_c1"]
     liveset.remove(path, "01_a_c1")
     assert [s.session for s in liveset.read(path)] == ["02_b_c1"]

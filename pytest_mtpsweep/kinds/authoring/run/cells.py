@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ....kindapi.records import RecordWriter, RunReader, schema
+from ....kindapi import RunReadError
+from ....kindapi.records import RecordWriter, RunReader, read_bounded, schema
 from ..records import (
     CELLS_DIR,
     COMPLETION_TOKENS,
@@ -74,7 +75,11 @@ def attempt(run_dir: Path) -> int:
     log = run_dir / schema.RESUME_LOG
     if not log.is_file():
         return 0
-    return sum(1 for line in log.read_text(encoding="utf-8").splitlines() if line.strip())
+    try:  # a line a --resume: bounded, so a huge or special file planted there is refused
+        text = read_bounded(log).decode("utf-8", errors="replace")
+    except ValueError as exc:
+        raise RunReadError(f"{log} {exc}; restore it from the run") from None
+    return sum(1 for line in text.splitlines() if line.strip())
 
 
 def result_of(record: Mapping[str, Any]) -> CellResult:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ....kindapi.records import atomic_write_json, cache_dir
+from ....kindapi.records import atomic_write_json, cache_dir, load_json_bounded
 from ....kindapi.rig import ChatReply, ChatSpec
 
 Messages = list[dict[str, str]]  # as the conversation holds them
@@ -47,7 +47,7 @@ def load(root: Path, digest: str) -> ChatReply | None:
     """The cached reply, or None (missing, unreadable or not a reply: asked again)."""
     path = root / digest[:2] / f"{digest}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_bounded(path)  # a FIFO, device or deep file planted here: asked again
         fields = {f.name for f in dataclasses.fields(ChatReply)}
         reply = ChatReply(**{k: v for k, v in data.items() if k in fields})
     except (OSError, ValueError, TypeError):
