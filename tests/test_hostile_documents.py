@@ -318,3 +318,52 @@ def test_cleanup_of_a_hostile_live_list_is_one_sentence(tmp_path: Path, form: st
         live.write_text(json.dumps({"servers": [entry]}).replace('"NaN"', "NaN"))
     line = one_sentence(*cli("cleanup", str(run)), "live.json", "stop them by hand")
     assert "cannot be read" in line
+
+
+# --- a gate history (`mtpsweep history FILE`) and a calibration (`--gate-calibration`) ------
+
+
+def _history(tmp_path: Path) -> Path:
+    from tests.test_historycli import gate, history
+
+    return history(tmp_path, [gate(i, 1.0) for i in range(3)])
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_a_hostile_history_file_is_one_sentence(tmp_path: Path, form: str) -> None:
+    path = _history(tmp_path)
+    if form == "link out":
+        pytest.skip("a history may be any file the user names, a link included")
+    FORMS[form](path)
+    rc, out = cli("history", str(path))
+    if form == "100 MiB":  # a history is read from its end: what is left out is said
+        assert rc == 0 and "Traceback" not in out and "left out" in out, out
+    else:  # the deep line is the file's only one: no entry to show
+        one_sentence(rc, out, str(path))
+
+
+@pytest.mark.parametrize("value", list(VALUES))
+def test_a_history_line_no_run_wrote_is_named(tmp_path: Path, value: str) -> None:
+    path = _history(tmp_path)
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["estimate_pct"] = "__VALUE__"
+    lines[0] = json.dumps(first).replace('"__VALUE__"', VALUES[value])
+    path.write_text("\n".join(lines) + "\n")
+    rc, out = cli("history", str(path))
+    assert rc == 0 and "Traceback" not in out, out
+    if value != "negative":  # -1 % lies inside its interval: a loss a gate can record
+        assert "gates.jsonl:1:" in out, out
+
+
+@pytest.mark.parametrize("form", [f for f in FORMS if f != "link out"])
+def test_a_hostile_calibration_file_is_one_sentence(tmp_path: Path, form: str) -> None:
+    from pytest_mtpsweep.analysis.calibration import read_calibration
+    from tests.analysis.test_calibration import calibration
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(calibration().to_json()))
+    FORMS[form](path)
+    with pytest.raises(ValueError) as info:
+        read_calibration(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
