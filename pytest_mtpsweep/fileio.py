@@ -296,7 +296,7 @@ def output_dir_problem(path: Path, *, new: bool = False) -> str | None:
         return "is a link, which could point anywhere"
     try:
         mode: int | None = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # new, or under a file (said below)
         mode = None
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"

@@ -308,7 +308,8 @@ def check_run_dir(path: Path) -> None:
     from .fileio import output_dir_problem
 
     why = output_dir_problem(path)
-    if why is not None:
+    # a folder that cannot be made (under a file, /proc) is the run directory's writer's to say
+    if why is not None and not why.startswith(("is under", "cannot be made")):
         raise OptionError(f"--run-dir {path} {why}; name a new folder outside any run.")
 
 

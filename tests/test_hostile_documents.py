@@ -367,3 +367,30 @@ def test_a_hostile_calibration_file_is_one_sentence(tmp_path: Path, form: str) -
     with pytest.raises(ValueError) as info:
         read_calibration(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+# --- refused before any session starts ----------------------------------------------------------
+
+
+def test_resume_refuses_a_forged_curtailment_before_preflight(tmp_path: Path) -> None:
+    from pytest_mtpsweep.errors import RunDirError
+    from pytest_mtpsweep.protocol.resume import check_stop_file
+
+    run = decode_run(tmp_path)
+    (run / "curtailment.json").write_text(json.dumps(CURTAILMENT["unplanned session"]))
+    with pytest.raises(RunDirError, match=r"^--resume .*curtailment file .*move it aside"):
+        check_stop_file(run)
+
+
+@pytest.mark.parametrize("target", ["its records", "a file", "a FIFO", "a link"])
+def test_run_dir_inside_a_run_or_no_folder_is_refused_before_any_work(
+    tmp_path: Path, target: str
+) -> None:
+    from pytest_mtpsweep.errors import OptionError
+    from pytest_mtpsweep.options import check_run_dir
+
+    run = decode_run(tmp_path)
+    where = _out_cases(run, tmp_path)[target]
+    path = where / "new" if target == "its records" else where
+    with pytest.raises(OptionError, match=r"^--run-dir .*; name a new folder outside any run\.$"):
+        check_run_dir(path)

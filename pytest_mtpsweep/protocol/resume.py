@@ -50,7 +50,7 @@ def read_plan(run_path: Path) -> PlanDoc:
 
 
 def check_stop_file(run_path: Path) -> None:
-    """A damaged stop.json refused before preflight: the looks are taken again from the
+    """A damaged stop.json (or curtailment.json) refused before preflight: the looks are taken again from the
     records, but a file that is not the protocol's means someone or something changed the run."""
     try:
         _ = RunReader(run_path).stop
@@ -64,6 +64,10 @@ def check_stop_file(run_path: Path) -> None:
             f"--resume {run_path}: stop.json cannot be read ({exc.strerror or exc}); restore it "
             "or move it aside (the looks are taken again from the records), then resume."
         ) from None
+    try:  # a forged curtailment.json would be refused by the analysis after every session
+        _ = RunReader(run_path).curtailment
+    except RunReadError as exc:
+        raise RunDirError(f"--resume {run_path}: {exc}, or move it aside, then resume.") from None
 
 
 def finished_sessions(run_path: Path, plan: PlanDoc) -> set[str]:
