@@ -168,3 +168,38 @@ def test_a_run_with_no_readable_record_is_one_sentence(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "no level line" in done.stderr and "records/01_none_c1.jsonl:1: not JSON" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"x": NaN}', "holds NaN"),
+        ('{"x": 1e400}', "a number past any float"),
+        ('{"x": ' + "[" * 200 + "]" * 200 + "}", "nests deeper than"),
+    ],
+)
+def test_a_line_no_run_wrote_is_named_never_parsed_as_a_record(line: str, why: str) -> None:
+    # issue 50: NaN and 1e400 (inf) were read as numbers, a deep line as a record
+    read, bad = rl.read_lines([line, '{"x": 1}'], "records/a.jsonl")
+    assert [r.record for r in read] == [{"x": 1}]
+    (u,) = bad
+    assert str(u).startswith(f"records/a.jsonl:1: {rl.NO_RECORD}: it ") and why in u.why
+    assert u.unparsed
+
+
+def test_a_record_file_is_read_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(rl, "MAX_RECORD_LINE_BYTES", 100)
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"x": "' + "y" * 200 + '"}\n{"x": 1}\n')
+    read, bad = rl.read_file(path, "records/a.jsonl")
+    assert [r.record for r in read] == [{"x": 1}]
+    assert [str(u) for u in bad] == [
+        f"records/a.jsonl:1: {rl.NO_RECORD}: 209 bytes long, over the 100 a record line takes"
+    ]
+    os.mkfifo(tmp_path / "f.jsonl")  # opened as a file it would block the read
+    read, bad = rl.read_file(tmp_path / "f.jsonl", "records/f.jsonl")
+    assert read == [] and [str(u) for u in bad] == [
+        f"records/f.jsonl:1: {rl.NO_RECORD}: the file is a FIFO, not a regular file"
+    ]
