@@ -394,3 +394,20 @@ def test_run_dir_inside_a_run_or_no_folder_is_refused_before_any_work(
     path = where / "new" if target == "its records" else where
     with pytest.raises(OptionError, match=r"^--run-dir .*; name a new folder outside any run\.$"):
         check_run_dir(path)
+
+
+@pytest.mark.parametrize("form", ["fifo", "10k deep", "/dev/zero"])
+def test_restoring_a_kept_attempt_reads_its_files_bounded(tmp_path: Path, form: str) -> None:
+    # the host rule's restore read a quarantined session file with read_text: a FIFO hung it
+    from pytest_mtpsweep import schema
+    from pytest_mtpsweep.state.rundir import RunDir
+
+    rd = RunDir.create(tmp_path / "run")
+    name = "02_b_c1"
+    rd.write_json(schema.session_file(name), {"session": name, "measured": 2})
+    (rd.path / schema.records_file(name)).write_text('{"n": 1}\n')
+    held = rd.quarantine(name, "host spoiled: x")
+    FORMS[form](held / schema.QUARANTINE_MEMBERS["session"])
+    rd.restore(held, name, "host spoiled: x (kept)")
+    facts = json.loads((rd.path / schema.session_file(name)).read_text())
+    assert facts["host_spoiled"] == "host spoiled: x (kept)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -13,7 +12,17 @@ from typing import IO, Any
 
 from .. import schema
 from ..errors import RunDirError
-from ..fileio import atomic_write_json, atomic_write_text, dumps_line, write_new_text
+from ..fileio import (
+    MAX_RECORD_FILE_BYTES,
+    BadFile,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    dumps_line,
+    load_json_bounded,
+    read_bounded,
+    write_new_text,
+)
 from .plandoc import PlanDoc
 from .rundocs import FORMAT, FORMAT_FIELD, StopDoc
 from .runread import RunReader
@@ -155,24 +164,29 @@ class RunDir:
         the quarantine's reason, which the session file now carries."""
         m = schema.QUARANTINE_MEMBERS
         try:
-            first = json.loads((held / m["session"]).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            first = load_json_bounded(held / m["session"])  # bounded: a FIFO reads as none
+        except ValueError:
+            first = {}
+        if not isinstance(first, dict):
             first = {}
         first.update({"quarantined": None, "host_spoiled": flag})
         records = self.path / schema.records_file(session)
         held_records = held / m["records"]
         if held_records.exists():
             if records.exists():  # the re-run's: the first attempt's lines go before them
-                text = held_records.read_text(encoding="utf-8") + records.read_text(
-                    encoding="utf-8"
-                )
-                atomic_write_text(records, text)
+                try:
+                    both = [read_bounded(p, MAX_RECORD_FILE_BYTES) for p in (held_records, records)]
+                except BadFile as exc:
+                    raise RunDirError(f"{held_records} or {records} {exc}; restore it") from None
+                atomic_write_bytes(records, b"".join(both))
                 held_records.unlink()
             else:
                 os.replace(held_records, records)
         now = self.path / schema.session_file(session)
         if now.exists():
-            later = json.loads(now.read_text(encoding="utf-8"))
+            later = load_json_bounded(now)
+            if not isinstance(later, dict):
+                raise RunDirError(f"{now} does not hold a session's facts; restore it from the run")
             later["host_spoiled_first"] = first
             self.write_session(session, later)
         else:
