@@ -411,3 +411,24 @@ def test_restoring_a_kept_attempt_reads_its_files_bounded(tmp_path: Path, form: 
     rd.restore(held, name, "host spoiled: x (kept)")
     facts = json.loads((rd.path / schema.session_file(name)).read_text())
     assert facts["host_spoiled"] == "host spoiled: x (kept)"
+
+
+@pytest.mark.parametrize(
+    ("sweep", "field"),
+    [
+        ({"arms": [f"a{i}" for i in range(13)], "axes": [{"flag": "--x", "values": ["1"]}]},
+         "sweep.arms"),
+        ({"arms": ["none"], "axes": [{"flag": f"--x{i}", "values": ["1"]} for i in range(3)]},
+         "sweep.axes"),
+        ({"arms": ["none"], "axes": [{"flag": "--x", "values": ["1"]}], "from": "middle"},
+         "sweep.axes"),
+    ],
+)  # fmt: skip
+def test_a_sweep_no_ladder_could_make_is_refused(
+    tmp_path: Path, sweep: dict[str, Any], field: str
+) -> None:
+    run = decode_run(tmp_path)
+    plan = json.loads((run / "plan.json").read_text())
+    plan["sweep"] = {"setting": "--x", "shared_args": [], "order": "mirrored Williams", **sweep}
+    (run / "plan.json").write_text(json.dumps(plan))
+    one_sentence(*analyse(run), "plan.json", field)

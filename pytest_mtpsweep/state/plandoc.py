@@ -17,6 +17,7 @@ from ..errors import RunReadError
 from ..ladder.hostrule import BOUNDS as HOST_BOUNDS
 from ..ladder.model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES
 from ..ladder.stop import MAX_CELLS
+from ..ladder.sweep import MAX_SWEEP_ARMS
 from .rundocs import FORMAT, FORMAT_FIELD, Fields, check_format
 
 # plan.json's own fields: everything else at its top level is the kind's (`kind_fields`)
@@ -358,7 +359,7 @@ def _sweep(f: Fields) -> SweepPlan | None:
         return None
     s = Fields(raw, f.where, "sweep.")
     axes = tuple(SweepAxis(a.text("flag"), a.texts("values")) for a in s.objects("axes"))
-    return SweepPlan(
+    plan = SweepPlan(
         s.text("setting"),
         axes,
         s.texts("shared_args"),
@@ -366,6 +367,13 @@ def _sweep(f: Fields) -> SweepPlan | None:
         s.texts("arms"),
         s.text("order") or "mirrored Williams",
     )
+    # the arms a [sweep] makes: at most MAX_SWEEP_ARMS, along at most two axes, stepped down
+    # from one end; anything else no ladder could have written
+    if len(plan.arms) > MAX_SWEEP_ARMS:
+        raise s.bad("arms", f"a list of {len(plan.arms)}", f"at most {MAX_SWEEP_ARMS} arms")
+    if len(axes) > 2 or plan.start not in ("high", "low"):
+        raise s.bad("axes", len(axes), "one or two axes, stepped down from high or low")
+    return plan
 
 
 def host_json(h: HostRulePlan) -> dict[str, Any]:
