@@ -38,19 +38,13 @@ from ..constants import (
 from ..errors import (
     AnalysisError,
     ExpectationError,
-    KindError,
     LadderError,
-    MtpsweepError,
     OptionError,
     OutOfBudget,
     PromptError,
-    ProtocolSignal,
     ReplyCut,
     RunReadError,
-    ServerError,
-    SkipCase,
     SkipSession,
-    StopRun,
     UserError,
 )
 from ..gate import DIRECTIONS, WORD, Gate, GateFigures, GateGrammar, GateVerdict
@@ -58,8 +52,6 @@ from ..kindbase import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
     EXIT_OK,
-    GROUP,
-    PART_TYPES,
     AnalyseFn,
     Case,
     CommandsFn,
@@ -72,24 +64,21 @@ from ..kindbase import (
     Outcome,
     PlanFn,
     PrepareFn,
-    Result,
     SweepLookAt,
     SweepLookFn,
     SweepVerdict,
-    raw_settings,
 )
 from ..options import Opt
 from ..request import AnalysisRequest, RunRequest
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the declaration and the run side
-    "GROUP", "Kind", "KindSpec", "KindRun", "Case", "Result", "Outcome", "EndAnalysis",
-    "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings",
-    # a gate: what a kind's gates may say, one parsed, one judged
+    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis",
+    "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR",     # a gate: what a kind's gates may say, one parsed, one judged
     "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
     "Opt",
     # the optional parts, typed
-    "PART_TYPES", "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",
+    "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",
     "SweepLookFn", "SweepLookAt", "SweepVerdict",
     # one invocation's wishes
     "RunRequest", "AnalysisRequest",
@@ -97,7 +86,6 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     "BOTH", "POOLED", "SUBSETS", "SUBSET_NAMES", "DEFAULT_BOOT", "DEFAULT_BOOT_SEED",
     "MIN_BOOT", "MAX_BOOT",
     # the errors
-    "MtpsweepError", "UserError", "LadderError", "KindError", "PromptError", "OptionError",
-    "AnalysisError", "RunReadError", "ExpectationError", "ServerError", "ReplyCut",
-    "ProtocolSignal", "StopRun", "SkipSession", "OutOfBudget", "SkipCase",
-]  # fmt: skip
+    "UserError", "LadderError", "PromptError", "OptionError",
+    "AnalysisError", "RunReadError", "ExpectationError", "ReplyCut",
+    "SkipSession", "OutOfBudget", ]  # fmt: skip

@@ -26,7 +26,6 @@ from ..analysis.planning import (
     CellPlan,
     cell_matrix,
     components,
-    cycle_seconds,
     pilot_ratio,
     plan_by_cycle,
     plan_cell,
@@ -37,7 +36,6 @@ from ..analysis.sequential import CellState, Design, LookState, look_state
 from ..analysis.session_pool import (
     BORROWED_SESSION,
     MIN_BORROWED_DF,
-    PooledSession,
     borrow_session,
     pooled_session_level,
 )
@@ -76,11 +74,11 @@ from ..analysis.sweep import (
     where_gain_starts,
 )
 from ..analysis.sweep_planning import ArmEstimate, plan_sweep
-from ..gate import WORD, check_margin
+from ..gate import check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the published interval and its pieces
-    "BORROWED_SESSION", "MIN_BORROWED_DF", "PooledSession", "borrow_session", "pooled_session_level",
+    "BORROWED_SESSION", "MIN_BORROWED_DF", "borrow_session", "pooled_session_level",
     "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
     "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
     "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",
@@ -89,7 +87,7 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # a [stop] design's looks, and what a headline cell decides
     "Decision", "interval_decision", "CellState",
     # a not-slower gate and its A/A calibration
-    "WORD", "NonInferiority", "check_margin", "decide", "Design", "DEFAULT_AGE_DAYS",
+    "NonInferiority", "check_margin", "decide", "Design", "DEFAULT_AGE_DAYS",
     "DEFAULT_REPS", "MAX_REPS", "MIN_REPS", "Calibration", "CellCalibration", "Noise",
     "cycles_to_resolve", "false_alarms", "noise_floor_pct", "read_calibration", "staleness", "LookState", "look_state",
     # a sweep
@@ -98,5 +96,5 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # speculative decoding as a mechanism (its cost model, per arm and subset)
     "mechanism",
     # planning from a pilot
-    "CellPlan", "cell_matrix", "components", "pilot_ratio", "cycle_seconds", "plan_by_cycle", "plan_cell", "plan_cells", "render",
+    "CellPlan", "cell_matrix", "components", "pilot_ratio", "plan_by_cycle", "plan_cell", "plan_cells", "render",
 ]  # fmt: skip

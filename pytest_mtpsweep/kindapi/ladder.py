@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..ladder import Prompt, SessionSlot, load_prompt_set, prompt_digest, select
+from ..ladder import Prompt, SessionSlot, prompt_digest
 from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
 from ..ladder.load import parse_treatments
 from ..ladder.model import (
@@ -29,12 +29,10 @@ __all__ = [
     "check_key",
     "check_table",
     "ladder_prompts",
-    "load_prompt_set",
-    "parse_contrast",
+        "parse_contrast",
     "parse_treatments",
     "prompt_digest",
     "read_text_file",
-    "select",
-    "session_order",
+        "session_order",
     "str_list",
 ]  # fmt: skip

@@ -18,9 +18,9 @@ from ..schema import (
     records_file,
     utc_now_iso,
 )
-from ..state.plandoc import AnalysisPlan, PlanDoc, StopDesign, SweepAxis
+from ..state.plandoc import AnalysisPlan, PlanDoc, SweepAxis
 from ..state.rundir import RecordWriter
-from ..state.rundocs import DroppedArm, SessionDoc, StopDoc
+from ..state.rundocs import DroppedArm
 from ..state.runread import RunReader
 
 __all__ = [
@@ -33,10 +33,7 @@ __all__ = [
     "PlanDoc",
     "RecordWriter",
     "RunReader",
-    "SessionDoc",
-    "StopDesign",
-    "StopDoc",
-    "SweepAxis",
+                "SweepAxis",
     "WarmupFacts",
     "atomic_write_json",
     "atomic_write_text",

@@ -142,14 +142,14 @@ def blocks(markdown: str) -> list[str]:
 def test_a_hostile_run_has_the_benign_runs_structure_and_headline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_mtpsweep.kinds.decode.analysis import analyse_run
+    from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 
     monkeypatch.setattr(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
-    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], boot=MIN_BOOT)
-    result = analyse_run([hostile_run(tmp_path / "hostile", NAME)], boot=MIN_BOOT)
+    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=MIN_BOOT))
+    result = analyse_run([hostile_run(tmp_path / "hostile", NAME)], AnalyseOptions(boot=MIN_BOOT))
     report = (Path(str(result.out_dir)) / "report.md").read_text(encoding="utf-8")
     assert result.report_md == report
     heads = [x for x in report.splitlines() if x.startswith("#")]

@@ -94,7 +94,8 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     from ....kindapi import AnalysisError
     from ....kindapi.analysis import render
     from ....kindapi.records import RunReader, terminal
-    from . import contrast, contrast_pairs, frame, records_of
+    from . import contrast, frame
+    from .compute import contrast_pairs, records_of
 
     records, unreadable = records_of(run_dir)
     requests, blocks = frame.frames(records)

@@ -287,7 +287,7 @@ class LoadRun(KindRun):
             )
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from ..analysis import analyse_at_end
+        from ..analysis.atend import analyse_at_end
 
         return analyse_at_end(run_dir, request)
 

@@ -10,7 +10,12 @@ import pytest
 
 from pytest_mtpsweep.analyse import run_cli
 from pytest_mtpsweep.errors import AnalysisError
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run, curtailment_notes, load_run
+from pytest_mtpsweep.kinds.decode.analysis.io import (
+    AnalyseOptions,
+    analyse_run,
+    curtailment_notes,
+    load_run,
+)
 from tests.strategies import Design, make_records, write_run
 
 DESIGN = Design()
@@ -67,7 +72,7 @@ def test_an_empty_directory_says_there_are_no_records(
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(AnalysisError, match="no records"):
-        analyse_run([empty], boot=1000)
+        analyse_run([empty], AnalyseOptions(boot=1000))
     assert run_cli(["analyse", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "no records" in err and "baseline" not in err
