@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ....kindapi.records import atomic_write_json, cache_dir
-from ....kindapi.rig import ChatReply, ChatSpec
+from ..chat import ChatReply, ChatSpec
 
 Messages = list[dict[str, str]]  # as the conversation holds them
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.loadgen.chatlevel import (
+from pytest_mtpsweep.kinds.load.loadgen.chatlevel import (
     CACHE_N,
     CACHED_TOKENS,
     WARMUP_TEXT,
@@ -27,9 +27,9 @@ from pytest_mtpsweep.rig.loadgen.chatlevel import (
     reply_of,
     run_conversations,
 )
-from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt, LoadSpec
-from pytest_mtpsweep.rig.loadgen.reads import RawRequest
-from tests.rig.loadgen.test_level import StandIn, stand_in  # noqa: F401  (the fixture)
+from pytest_mtpsweep.kinds.load.loadgen.payload import LoadPrompt, LoadSpec
+from pytest_mtpsweep.kinds.load.loadgen.reads import RawRequest
+from tests.kinds.load.loadgen.test_level import StandIn, stand_in  # noqa: F401  (the fixture)
 
 SYSTEM = "You edit text exactly as asked."
 

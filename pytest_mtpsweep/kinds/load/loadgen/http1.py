@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..bounds import ReadBound
+from ....kindapi.rig import ReadBound
 
 now = time.monotonic_ns
 MAX_HEAD = 64 * 1024  # a response head larger than this is not an inference server's

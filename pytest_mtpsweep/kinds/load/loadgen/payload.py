@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ...redact import redact_url
-from ..bearer import bearer
+from ....kindapi.records import redact_url
+from ....kindapi.rig import bearer
 
 
 @dataclass(frozen=True)

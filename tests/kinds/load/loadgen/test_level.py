@@ -16,11 +16,20 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.rig.loadgen.arrivals import poisson_schedule, poisson_until, prompt_order
-from pytest_mtpsweep.rig.loadgen.level import ClosedLoop, OpenLoop, run_level
-from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt, LoadSpec, LoadTarget, check_target
-from pytest_mtpsweep.rig.loadgen.reads import sse_lines
-from pytest_mtpsweep.rig.loadgen.summary import summarise
+from pytest_mtpsweep.kinds.load.loadgen.arrivals import (
+    poisson_schedule,
+    poisson_until,
+    prompt_order,
+)
+from pytest_mtpsweep.kinds.load.loadgen.level import ClosedLoop, OpenLoop, run_level
+from pytest_mtpsweep.kinds.load.loadgen.payload import (
+    LoadPrompt,
+    LoadSpec,
+    LoadTarget,
+    check_target,
+)
+from pytest_mtpsweep.kinds.load.loadgen.reads import sse_lines
+from pytest_mtpsweep.kinds.load.loadgen.summary import summarise
 from pytest_mtpsweep.rig.net import free_port
 
 STAND_IN = Path(__file__).resolve().parents[2] / "stub_stream_schedule_server.py"

@@ -12,12 +12,11 @@ import bisect
 import hashlib
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..bounds import CHUNK_SLACK, excess_chunks
-from ..served import model_reason, shown
+from ....kindapi.rig import CHUNK_SLACK, excess_chunks, model_reason
 
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
 ERROR_EXCERPT = 300
@@ -309,3 +308,8 @@ def _stream_error(raw: RawRequest, done: bool, finish: str | None, bad_json: boo
     if bad_json:
         return "an event of the stream was not JSON"
     return None
+
+
+def shown(models: Collection[str]) -> str | None:
+    """The record's `model`: the one name, or every name seen (comma-joined), or None."""
+    return ",".join(sorted(models)) or None

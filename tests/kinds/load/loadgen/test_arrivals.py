@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.loadgen.arrivals import (
+from pytest_mtpsweep.kinds.load.loadgen.arrivals import (
     MAX_RATE,
     MAX_SCHEDULE,
     MIN_RATE,

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.loadgen.http1 import Exchange, Wire
+from pytest_mtpsweep.kinds.load.loadgen.http1 import Exchange, Wire
 
 SSE = [b'data: {"a": 1}\n\n', b'data: {"b": 22}\n\n', b"data: [DONE]\n\n"]
 

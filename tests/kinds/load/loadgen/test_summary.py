@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.loadgen.level import ClosedLoop, LevelRun, OpenLoop
-from pytest_mtpsweep.rig.loadgen.reads import Chunk, StreamRecord, Usage
-from pytest_mtpsweep.rig.loadgen.summary import Slo, error_kind, percentile, summarise
+from pytest_mtpsweep.kinds.load.loadgen.level import ClosedLoop, LevelRun, OpenLoop
+from pytest_mtpsweep.kinds.load.loadgen.reads import Chunk, StreamRecord, Usage
+from pytest_mtpsweep.kinds.load.loadgen.summary import Slo, error_kind, percentile, summarise
 
 MS = 1_000_000
 

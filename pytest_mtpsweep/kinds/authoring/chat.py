@@ -22,10 +22,9 @@ from typing import Any
 
 import httpx
 
-from ..errors import ReplyCut
-from ..redact import redact_url
-from .bounds import ReadBound, fetch
-from .usage import read_usage
+from ...kindapi import ReplyCut
+from ...kindapi.records import redact_url
+from ...kindapi.rig import ReadBound, fetch, read_usage
 
 RETRIED_ERRORS = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 ERROR_EXCERPT = 300  # characters of an error body kept

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.rig.loadgen.reads import (
+from pytest_mtpsweep.kinds.load.loadgen.reads import (
     RawRequest,
     check_usage,
     lag_at,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.rig.chat import ChatSpec, RetryPolicy, chat, redact
+from pytest_mtpsweep.kinds.authoring.chat import ChatSpec, RetryPolicy, chat, redact
 from tests.stub_openai_server import OMIT, Script, serve
 
 KEY = "sk-test-0123456789abcdef"

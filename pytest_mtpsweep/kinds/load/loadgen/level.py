@@ -34,8 +34,8 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...redact import redact_url
-from ..bounds import ReadBound
+from ....kindapi.records import redact_url
+from ....kindapi.rig import ReadBound
 from .arrivals import poisson_schedule, poisson_until
 from .http1 import Exchange, Pool, Wire
 from .payload import (
