@@ -5,7 +5,6 @@ scipy where the stats need it)."""
 
 from __future__ import annotations
 
-from ..analysis import mechanism
 from ..analysis.calibration import (
     DEFAULT_AGE_DAYS,
     DEFAULT_REPS,
@@ -33,12 +32,6 @@ from ..analysis.planning import (
 )
 from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
-from ..analysis.session_pool import (
-    BORROWED_SESSION,
-    MIN_BORROWED_DF,
-    borrow_session,
-    pooled_session_level,
-)
 from ..analysis.stats import (
     BOOT_T_MAX_FACTOR,
     MDE_POWER,
@@ -59,30 +52,22 @@ from ..analysis.stats import (
     prompt_spread,
     published_interval,
     resample,
+    row_quantiles,
     session_spread,
     sign_flip_pvalue,
     summarise_resamples,
     t_quantile,
     to_pct,
 )
-from ..analysis.sweep import (
-    BestSet,
-    StepDown,
-    SweepData,
-    arms_to_drop,
-    best_set,
-    where_gain_starts,
-)
-from ..analysis.sweep_planning import ArmEstimate, plan_sweep
+from ..constants import MIN_BORROWED_DF
 from ..gate import check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the published interval and its pieces
-    "BORROWED_SESSION", "MIN_BORROWED_DF", "borrow_session", "pooled_session_level",
-    "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
+    "MIN_BORROWED_DF",     "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
     "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
     "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",
-    "prompt_spread", "published_interval", "resample", "session_spread", "sign_flip_pvalue",
+    "prompt_spread", "published_interval", "resample", "row_quantiles", "session_spread", "sign_flip_pvalue",
     "summarise_resamples", "t_quantile", "to_pct",
     # a [stop] design's looks, and what a headline cell decides
     "Decision", "interval_decision", "CellState",
@@ -91,10 +76,7 @@ __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     "DEFAULT_REPS", "MAX_REPS", "MIN_REPS", "Calibration", "CellCalibration", "Noise",
     "cycles_to_resolve", "false_alarms", "noise_floor_pct", "read_calibration", "staleness", "LookState", "look_state",
     # a sweep
-    "BestSet", "StepDown", "SweepData", "arms_to_drop", "best_set", "where_gain_starts",
-    "ArmEstimate", "plan_sweep",
-    # speculative decoding as a mechanism (its cost model, per arm and subset)
-    "mechanism",
-    # planning from a pilot
+            # speculative decoding as a mechanism (its cost model, per arm and subset)
+        # planning from a pilot
     "CellPlan", "cell_matrix", "components", "pilot_ratio", "plan_by_cycle", "plan_cell", "plan_cells", "render",
 ]  # fmt: skip

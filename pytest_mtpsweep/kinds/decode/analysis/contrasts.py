@@ -24,6 +24,7 @@ from .pairing import (
     pair_cells,
 )
 from .position import position_trend_table
+from .sessionpool import BORROWED_SESSION, borrow_session, pooled_session_level
 from .tiebreak import apply_tiebreak
 
 # one cycle's session variance and its df, borrowed from the run's arms (None: none to borrow)
@@ -88,17 +89,17 @@ def _spread(
     parts: Sequence[Series], finite: Sequence[stats.FloatArray], borrow: Borrow = None
 ) -> tuple[stats.Spread, str]:
     """The published SE: with the session level from 4 shared cycles; under 4, the session
-    level the run's arms share (`borrow`, `analysis/session_pool.py`) where there is one to
+    level the run's arms share (`borrow`, `kinds/decode/analysis/sessionpool.py`) where there is one to
     borrow, else prompts only."""
     shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
     cycles = int(shared.sum())
     if cycles < stats.MIN_CYCLES_FOR_SESSION:
         base = stats.prompt_spread(finite)
-        got = stats.borrow_session(base.se, base.df, cycles, borrow)
+        got = borrow_session(base.se, base.df, cycles, borrow)
         if got is None:
             return base, ""
         se, df = got
-        return stats.Spread(se, df, stats.BORROWED_SESSION, se**2 - base.se**2), (
+        return stats.Spread(se, df, BORROWED_SESSION, se**2 - base.se**2), (
             f"session level borrowed from the run's arms ({cycles} cycle(s) of its own)"
         )
     spread = stats.session_spread(finite, [p.matrix[:, shared] for p in parts])
@@ -115,7 +116,7 @@ def _borrowable(layout: Layout, rows: Sequence[int], min_df: float) -> Borrow:
     means = stats.nan_mean(
         np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0
     )  # (sessions, rows)
-    pooled = stats.pooled_session_level(means)
+    pooled = pooled_session_level(means)
     if pooled is None or pooled.df < min_df:
         return None
     return pooled.of_pair(with_baseline=True)
@@ -154,7 +155,7 @@ def _interval_columns(
     spread, note = _spread(parts, finite, borrow)
     lo95, hi95 = stats.published_interval(point, spread, boot.q95, settings.confidence)
     lo90, hi90 = stats.published_interval(point, spread, boot.q90, settings.equivalence_confidence)
-    with_session = spread.method in (stats.WITH_SESSION, stats.BORROWED_SESSION)
+    with_session = spread.method in (stats.WITH_SESSION, BORROWED_SESSION)
     session_se = math.sqrt(spread.session_var) if with_session else math.nan
     columns = {
         "ci_low": stats.to_pct(lo95),

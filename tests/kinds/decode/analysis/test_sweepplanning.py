@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.analysis.sweep_planning import ArmEstimate, plan_sweep
+from pytest_mtpsweep.kinds.decode.analysis.sweepplanning import ArmEstimate, plan_sweep
 
 LOOKS, LEVELS = [2, 4, 6], [0.977, 0.975, 0.974]
 

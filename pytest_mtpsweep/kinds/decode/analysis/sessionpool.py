@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constants import MIN_BORROWED_DF as MIN_BORROWED_DF
-from .stats import FloatArray
+from ....kindapi.analysis import FloatArray
 
 # The published interval's method where the session level was borrowed (decode's contrasts).
 BORROWED_SESSION = "boot-t+pooled session"

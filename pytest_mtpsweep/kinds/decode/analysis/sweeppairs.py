@@ -17,7 +17,7 @@ all the same; a pair with no session level to borrow has no spread (no claim is 
 matrix over prompts (`index_matrix`, seeded by the seed and the subset, the draw decode's
 contrasts make) resamples every pair at once (`resample`), so the pairs' joint distribution,
 which the max statistic needs, is kept, and an arm's interval against the baseline is decode's
-published one (tests/analysis/test_sweep.py checks it).
+published one (tests/kinds/decode/analysis/test_sweepstats.py checks it).
 Without prompt labels each cycle is the cluster (one value per cycle: a load ladder's per-block
 endpoint), and the bootstrap resamples cycles.
 """
@@ -30,9 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import AnalysisError
-from .session_pool import PooledSession, borrow_session, pooled_session_level
-from .stats import (
+from ....kindapi import AnalysisError
+from ....kindapi.analysis import (
     MIN_CYCLES_FOR_SESSION,
     FloatArray,
     IntArray,
@@ -43,6 +42,7 @@ from .stats import (
     resample,
     session_spread,
 )
+from .sessionpool import PooledSession, borrow_session, pooled_session_level
 
 # A sweep is a handful of values along a setting (the issue's ladders: 6 values and a baseline;
 # a two-setting grid: a few dozen). Past this the pairs (k²/2) and their resamples stop being a

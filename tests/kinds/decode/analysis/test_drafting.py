@@ -1,4 +1,4 @@
-"""The drafting mechanism's cost model and intervals (analysis/mechanism.py, issue 49)."""
+"""The drafting mechanism's cost model and intervals (kinds/decode/analysis/drafting.py, issue 49)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis import mechanism as mech
+from pytest_mtpsweep.kinds.decode.analysis import drafting as mech
 from tests.mechanism_sim import Scenario, coverage
 
 

@@ -1,4 +1,4 @@
-"""Sweeps along a setting (analysis/sweep.py): the step-down, the best set and the arms dropped on
+"""Sweeps along a setting (kinds/decode/analysis/sweepstats.py): the step-down, the best set and the arms dropped on
 data whose answer is known, the refusals before any work, and a fast version of
 bench/sweep_coverage.py that fails if the error rates leave their bounds or the naive rules stop
 failing."""
@@ -14,16 +14,16 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.analysis.sequential import Design
-from pytest_mtpsweep.analysis.sweep import (
+from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
+from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.sweeppairs import MAX_SWEEP_ARMS, cell_cube
+from pytest_mtpsweep.kinds.decode.analysis.sweepstats import (
     SweepData,
     arms_to_drop,
     best_set,
     where_gain_starts,
 )
-from pytest_mtpsweep.analysis.sweep_pairs import MAX_SWEEP_ARMS, cell_cube
-from pytest_mtpsweep.errors import AnalysisError
-from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 from tests.sweep_sim import FLAT, INSIDE, LOSERS, run_sequential, simulate, true_mcb
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import FloatArray, index_matrix, t_quantile
+from ....kindapi.analysis import FloatArray, index_matrix, t_quantile
 
 SAVES, COSTS, CANNOT_TELL, DRAFTED_NONE = "saves", "costs", "cannot tell", "drafted no tokens"
 

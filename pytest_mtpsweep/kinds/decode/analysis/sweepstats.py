@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AnalysisError
-from .stats import (
+from ....kindapi import AnalysisError
+from ....kindapi.analysis import (
     BOOT_T_MAX_FACTOR,
     FloatArray,
     Spread,
@@ -47,7 +47,7 @@ from .stats import (
     t_quantile,
     to_pct,
 )
-from .sweep_pairs import Pairs, SweepData, check_data, pair_statistics
+from .sweeppairs import Pairs, SweepData, check_data, pair_statistics
 
 __all__ = [
     "ArmInterval",
