@@ -34,7 +34,6 @@ from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
 from ..analysis.stats import (
     BOOT_T_MAX_FACTOR,
-    MDE_POWER,
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
     PROMPTS_ONLY,
@@ -45,16 +44,12 @@ from ..analysis.stats import (
     Resamples,
     Spread,
     check_resampling,
-    fixed_effects_slope,
     index_matrix,
-    mde_pct,
-    nan_mean,
     prompt_spread,
     published_interval,
     resample,
     row_quantiles,
     session_spread,
-    sign_flip_pvalue,
     summarise_resamples,
     t_quantile,
     to_pct,
@@ -64,11 +59,9 @@ from ..gate import check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
     # the published interval and its pieces
-    "MIN_BORROWED_DF",     "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
+    "MIN_BORROWED_DF",     "BOOT_T_MAX_FACTOR", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
     "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
-    "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",
-    "prompt_spread", "published_interval", "resample", "row_quantiles", "session_spread", "sign_flip_pvalue",
-    "summarise_resamples", "t_quantile", "to_pct",
+    "Spread", "check_resampling", "index_matrix",     "prompt_spread", "published_interval", "resample", "row_quantiles", "session_spread",     "summarise_resamples", "t_quantile", "to_pct",
     # a [stop] design's looks, and what a headline cell decides
     "Decision", "interval_decision", "CellState",
     # a not-slower gate and its A/A calibration

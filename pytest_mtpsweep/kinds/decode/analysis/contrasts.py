@@ -13,6 +13,7 @@ import pandas as pd
 
 from ....kindapi import POOLED
 from ....kindapi import analysis as stats
+from .contraststats import mde_pct, nan_mean, sign_flip_pvalue
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
 from .model import ENDPOINTS, AnalysisSettings
@@ -113,9 +114,7 @@ def _borrowable(layout: Layout, rows: Sequence[int], min_df: float) -> Borrow:
     these series' (one endpoint's treatments') per-session mean log ratios."""
     if len(rows) < 2:
         return None
-    means = stats.nan_mean(
-        np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0
-    )  # (sessions, rows)
+    means = nan_mean(np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0)  # (sessions, rows)
     pooled = pooled_session_level(means)
     if pooled is None or pooled.df < min_df:
         return None
@@ -166,7 +165,7 @@ def _interval_columns(
         "se_pct": 100.0 * spread.se,
         "df": spread.df,
         "session_se_pct": 100.0 * session_se,
-        "mde_pct": stats.mde_pct(spread),
+        "mde_pct": mde_pct(spread),
     }
     return columns, spread, note
 
@@ -177,7 +176,7 @@ def _crosscheck_columns(
     """The percentile-bootstrap interval and the sign-flip p-value."""
     if finite and all(v.size for v in finite):
         weights = np.concatenate([np.full(v.size, 1.0 / (len(finite) * v.size)) for v in finite])
-        perm_p, perm_method = stats.sign_flip_pvalue(
+        perm_p, perm_method = sign_flip_pvalue(
             np.concatenate(finite), weights, seed=settings.seed, n_mc=settings.boot
         )
     else:

@@ -37,11 +37,11 @@ from ....kindapi.analysis import (
     IntArray,
     check_resampling,
     index_matrix,
-    nan_mean,
     prompt_spread,
     resample,
     session_spread,
 )
+from .contraststats import nan_mean
 from .sessionpool import PooledSession, borrow_session, pooled_session_level
 
 # A sweep is a handful of values along a setting (the ladders: 6 values and a baseline;
