@@ -14,7 +14,7 @@ from ..rig.served import model_reason
 from ..rig.specmetrics import parse_samples
 from ..rig.usage import read_usage
 
-__all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
+__all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # one request and its checks
     "stream_chat", "ReadBound", "fetch", "CHUNK_SLACK", "excess_chunks", "model_reason",
     "read_usage", "bearer",
