@@ -32,7 +32,7 @@ from pytest_mtpsweep.kinds.load.loadgen.reads import sse_lines
 from pytest_mtpsweep.kinds.load.loadgen.summary import summarise
 from pytest_mtpsweep.rig.net import free_port
 
-STAND_IN = Path(__file__).resolve().parents[2] / "stub_stream_schedule_server.py"
+STAND_IN = Path(__file__).resolve().parents[3] / "stub_stream_schedule_server.py"
 MS = 1_000_000
 HI = [LoadPrompt("p0", "hello"), LoadPrompt("p1", "again")]
 
