@@ -10,9 +10,14 @@ import importlib
 import shutil
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from pytest_mtpsweep import newkind
 
@@ -45,3 +50,31 @@ def module(name: str = "") -> ModuleType:
     """A module of the rendered probe kind (`""`: the package), imported."""
     root()
     return importlib.import_module(f"{PACKAGE}.{name}" if name else PACKAGE)
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """A STAND-IN server: `GET /health` answers 200, every other path 404."""
+
+    def do_GET(self) -> None:
+        body = b'{"status": "ok"}' if self.path == "/health" else b"{}"
+        self.send_response(200 if self.path == "/health" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the test's output is the inner run's
+
+
+@contextmanager
+def stand_in() -> Iterator[str]:
+    """A STAND-IN server on a free port of 127.0.0.1, for the block: its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

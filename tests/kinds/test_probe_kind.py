@@ -15,10 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -46,33 +43,6 @@ ready_url = "/health"
 """
 
 
-class StandIn(BaseHTTPRequestHandler):
-    """A STAND-IN server: `GET /health` answers 200, every other path 404."""
-
-    def do_GET(self) -> None:
-        body = b'{"status": "ok"}' if self.path == "/health" else b"{}"
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: the test's output is the inner run's
-
-
-@contextmanager
-def stand_in() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A project with a probe ladder and its test, the kind installed by entry point only."""
@@ -84,7 +54,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Itera
     parts = [str(site), probe.path_entry(), str(REPO), os.environ.get("PYTHONPATH")]
     path = os.pathsep.join(filter(None, parts))
     monkeypatch.setenv("PYTHONPATH", path)
-    with stand_in() as a, stand_in() as b:
+    with probe.stand_in() as a, probe.stand_in() as b:
         ladders = pytester.path / "experiments" / "ladders"
         ladders.mkdir(parents=True)
         (ladders / "probe.toml").write_text(LADDER.format(a=a, b=b))
