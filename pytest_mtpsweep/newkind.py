@@ -84,9 +84,16 @@ def render(name: str) -> dict[Path, str]:
     """The new package's files (path relative to its folder -> text), from the template."""
     tokens = spellings(name)
     root = resources.files("pytest_mtpsweep").joinpath(TEMPLATE)
+    sources = _template_files(root, Path()) if root.is_dir() else []
+    if not sources:  # a wheel built without its package data
+        raise ScaffoldError(
+            f"this installation of pytest-mtpsweep has no template ({TEMPLATE}/ beside "
+            f"{__name__}); reinstall it from a wheel or sdist that carries its package data."
+        )
     out: dict[Path, str] = {}
-    for source in _template_files(root, Path()):
-        data = root.joinpath(*source.parts).read_bytes()[: MAX_TEMPLATE_BYTES + 1]
+    for source in sources:
+        with root.joinpath(*source.parts).open("rb") as f:
+            data = f.read(MAX_TEMPLATE_BYTES + 1)
         if len(data) > MAX_TEMPLATE_BYTES:
             raise ScaffoldError(f"template {source} is over {MAX_TEMPLATE_BYTES} bytes; reinstall.")
         text = data.decode("utf-8")

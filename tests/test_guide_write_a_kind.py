@@ -17,6 +17,7 @@ import site
 import stat
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 from tests.kinds import probe
@@ -66,6 +67,10 @@ def throwaway_venv(folder: Path) -> Path:
 
 
 def test_the_guide_writes_installs_and_runs_a_kind_as_it_says(tmp_path: Path) -> None:
+    assert find_spec("wheel") is not None, (
+        "pip cannot build the kind offline without the wheel package, a dev dependency: "
+        "pip install -e '.[dev]'"
+    )
     page = PAGE.read_text(encoding="utf-8")
     blocks = marked_blocks(page)
     assert len(blocks) == 4, blocks  # write, install, run, analyse
@@ -73,7 +78,7 @@ def test_the_guide_writes_installs_and_runs_a_kind_as_it_says(tmp_path: Path) ->
     work = tmp_path / "work"
     work.mkdir()
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},  # a new shell's
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "PYTHONPATH": str(REPO),
         "PIP_NO_BUILD_ISOLATION": "0",

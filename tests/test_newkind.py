@@ -60,6 +60,15 @@ def test_every_template_file_is_package_data_the_wheel_carries() -> None:
     assert tokens == set(spellings("x")), tokens  # every spelling used, none missing
 
 
+def test_an_installation_without_the_template_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(newkind, "TEMPLATE", "no_such_template")
+    with pytest.raises(ScaffoldError, match=re.escape("has no template (no_such_template/ beside")):
+        write("ttft", tmp_path / "out", SHIPPED)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_kind_modules_import_the_package_through_the_door_alone() -> None:
     for path, text in render("ttft").items():
         if path.suffix == ".py" and path.parts[0] == "ttft_kind":
