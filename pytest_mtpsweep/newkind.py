@@ -70,7 +70,11 @@ def target_problem(target: Path) -> str | None:
     from .fileio import output_problem
 
     if target.is_dir() and not target.is_symlink():
-        if any(target.iterdir()):
+        try:
+            full = any(target.iterdir())
+        except OSError as exc:
+            return f"{target} cannot be read ({exc.strerror or exc}); name a new folder with --dir."
+        if full:
             return (
                 f"{target} already exists and is not empty; name a new folder with --dir, or "
                 "empty that one first."
