@@ -1,5 +1,5 @@
 """The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup, kinds,
-history.
+history, new-kind.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -237,7 +237,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The `mtpsweep` parser; given the command line, a command of the package or a shipped
     kind imports no third party's kind."""
     from . import analyse as analysis_cli
-    from . import historycli
+    from . import historycli, newkind
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
@@ -310,6 +310,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_kinds)
     historycli.register(sub)
+    newkind.register(sub)
     parser.set_defaults(kind_commands=_all_kind_commands(sub, argv))  # each kind's own
     return parser
 

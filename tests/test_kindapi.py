@@ -15,18 +15,18 @@ import pytest
 
 from pytest_mtpsweep import kindapi
 from pytest_mtpsweep.kindbase import PART_TYPES, Kind
+from tests.kinds import probe
 
 REPO = Path(__file__).resolve().parent.parent
 TOP = "pytest_mtpsweep"
 DOOR = f"{TOP}.kindapi"
-PROBE = REPO / "tests" / "kinds" / "probe_kind"
 
 
 def kind_packages() -> list[tuple[Path, str]]:
     """(folder, dotted name) of every kind held to the door: the shipped ones and the probe
-    kind, the template a third party's kind follows."""
+    kind, the `mtpsweep new-kind` template a third party's kind starts from."""
     shipped = sorted(p for p in (REPO / TOP / "kinds").iterdir() if (p / "__init__.py").is_file())
-    return [*((p, f"{TOP}.kinds.{p.name}") for p in shipped), (PROBE, "tests.kinds.probe_kind")]
+    return [*((p, f"{TOP}.kinds.{p.name}") for p in shipped), (probe.package_dir(), probe.PACKAGE)]
 
 
 def imported(path: Path, module: str, is_pkg: bool) -> Iterator[tuple[int, str]]:
