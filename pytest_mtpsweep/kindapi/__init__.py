@@ -1,11 +1,11 @@
 """The front door for kind authors: everything an experiment kind may import, and nothing else.
 
 A kind (a shipped one under `kinds/`, or a third party's) imports the package only through
-this door; `tests/test_kindapi.py` holds `kinds/*` and the probe kind (`tests/kinds/probe_kind/`,
-the template for a third party's kind) to it, and docs/architecture/10-front-door.md lists each
-name with one line. Every other module of the package is private to
-it by that test, whatever its name: the layout underneath may change, the door's names do not
-without a CHANGELOG entry.
+this door; `tests/test_kindapi.py` holds `kinds/*` and the `mtpsweep new-kind` template
+(`kindtemplate/`, a third party's kind's start) to it, and docs/architecture/10-front-door.md
+lists each name with one line. Every other module of the package is private to it by that
+test, whatever its name: the layout underneath may change, the door's names do not without a
+CHANGELOG entry.
 
 This module is cheap (every pytest run with `--ladder` imports each kind's declaration, which
 imports it): the kind's declaration and run interface, the typed parts, the errors, the option
