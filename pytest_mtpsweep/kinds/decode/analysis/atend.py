@@ -40,8 +40,10 @@ def analyse_at_end(
             )
         return EndAnalysis(error="no records were written, so there is nothing to analyse")
     try:
-        options = AnalyseOptions(request.baseline, request.boot, request.seed, draw=True)
-        result = analyse_run([run_dir], options)
+        asked = AnalyseOptions(
+            baseline=request.baseline, boot=request.boot, seed=request.seed, draw=True
+        )
+        result = analyse_run([run_dir], asked)
     except AnalysisError as exc:
         return EndAnalysis(error=str(exc))
     gates = tuple(cite(judge(result, g), calibration, run) for g in request.gates)

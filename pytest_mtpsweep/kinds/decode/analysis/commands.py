@@ -35,8 +35,15 @@ def analyse_command(
             check_treatment(gate, result.known_treatments, result.settings.baseline)
 
     out = Path(args.out) if args.out else None
-    asked = AnalyseOptions(args.baseline, args.boot, args.boot_seed, out, args.pool, args.endpoint,
-                           draw=True)  # fmt: skip
+    asked = AnalyseOptions(
+        baseline=args.baseline,
+        boot=args.boot,
+        seed=args.boot_seed,
+        out=out,
+        pool=args.pool,
+        endpoint=args.endpoint,
+        draw=True,
+    )
     result = analyse_run(list(runs), asked, check=judgeable)
     print(headline_table(result))
     if result.unreadable:
@@ -58,7 +65,7 @@ def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
     from .compare import compare_table
     from .io import load_and_analyse
 
-    asked = AnalyseOptions(args.baseline, args.boot, args.boot_seed)
+    asked = AnalyseOptions(baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
     results = [load_and_analyse([run], asked) for run in runs]
     print(compare_table(results))
     for run, result in zip(runs, results, strict=True):
