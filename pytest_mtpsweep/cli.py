@@ -238,10 +238,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     kind imports no third party's kind."""
     from . import analyse as analysis_cli
     from . import historycli
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
     )
+    # the same words as preflight's `harness` item and the report's, so a user can match them
+    parser.add_argument("--version", action="version", version=f"pytest-mtpsweep {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("provision", help="locate llama-server and assemble the default model")
     p.add_argument("--server-bin", help="an explicit llama-server executable")

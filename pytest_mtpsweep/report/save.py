@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import AnalysisError
 from ..fileio import atomic_write_bytes, atomic_write_text, json_safe
-from .document import REPORT_HTML, page_title
+from .document import REPORT_HTML, page_title, versions
 from .model import Report
 from .render_html import page
 from .render_md import REPORT_MD, markdown
@@ -29,13 +29,15 @@ def _cannot(out_dir: Path, exc: OSError) -> AnalysisError:
 
 def write_report(report: Report, out_dir: Path, run_dir: Path | None = None) -> tuple[Path, Path]:
     """Write <out_dir>/report.md and report.html from one model; returns their paths. The
-    page's title and subtitle come from `run_dir`'s plan when the model leaves them empty."""
+    page's title and subtitle come from `run_dir`'s plan when the model leaves them empty, and
+    so does the closing line naming the versions that recorded and analysed the run."""
     if run_dir is not None:
         report = dataclasses.replace(
             report,
             page_title=report.page_title or page_title(run_dir),
             subtitle=report.subtitle or str(run_dir),
         )
+    report = dataclasses.replace(report, colophon=report.colophon or versions(run_dir))
     md, html = out_dir / REPORT_MD, out_dir / REPORT_HTML
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
