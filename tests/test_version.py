@@ -4,6 +4,7 @@ records it (plan.json's harness_version, preflight's `harness` item) and its rep
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -78,11 +79,16 @@ def release_files(tmp_path: Path) -> tuple[Path, Path]:
     given = os.environ.get("MTPSWEEP_DIST")
     out = Path(given) if given else tmp_path / "dist"
     if not given:
+        if importlib.util.find_spec("build") is None:
+            pytest.fail(
+                "python -m build is not installed; install the dev extra: pip install -e '.[dev]'"
+            )
         clone = tmp_path / "clone"
         for rel in tracked("."):
             (clone / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, clone / rel)
-        argv = [sys.executable, "-m", "build", "-q", "-o", str(out), str(clone)]
+        # -P: a `build/` folder of the working directory must not shadow the frontend
+        argv = [sys.executable, "-P", "-m", "build", "-q", "-o", str(out), str(clone)]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (wheel,) = out.glob(f"pytest_mtpsweep-{__version__}-py3-none-any.whl")
