@@ -1,11 +1,10 @@
 """The door's report: the model a kind's report is made of (`Report`, its sections and
 blocks), the Markdown and page helpers its text is written with, and `write_report`, which
-writes report.md and report.html from one model (closing with `versions`: which
-pytest-mtpsweep recorded and analysed the run)."""
+writes report.md and report.html from one model."""
 
 from __future__ import annotations
 
-from ..report.document import EMPTY, Markup, anchor, el, join, versions
+from ..report.document import EMPTY, Markup, anchor, el, join
 from ..report.images import available
 from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text, table_or_count
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
@@ -42,6 +41,5 @@ __all__ = [
     "save_result",
     "table_or_count",
     "text",
-    "versions",
     "write_report",
 ]  # fmt: skip

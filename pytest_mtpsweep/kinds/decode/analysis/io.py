@@ -14,14 +14,7 @@ import pandas as pd
 
 from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError
 from ....kindapi.records import RunReader, read_lines, schema
-from ....kindapi.report import (
-    AnalysisResult,
-    FigureData,
-    Section,
-    markdown,
-    save_result,
-    versions,
-)
+from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
 from ..report import pictures
 from ..report.page import PageParts
@@ -294,17 +287,10 @@ def write_outputs(result: DecodeAnalysis, out: Path, draw: bool = False) -> Deco
     """Save every output into `out` through the one writer; returns the result with out_dir,
     files and the report model set."""
     saved = saved_result(result, draw)
-    run_dir = Path(result.run_dirs[0])
-    save_result(saved, out, run_dir)
+    save_result(saved, out, Path(result.run_dirs[0]))
     written = [name for name in OUTPUT_FILES if name != FOREST_PNG or saved.figures]
-    # the report as written: closed by the versions that recorded and analysed the run
-    report = dataclasses.replace(saved.report, colophon=versions(run_dir))
     return dataclasses.replace(
-        result,
-        out_dir=str(out),
-        written=tuple(str(out / n) for n in written),
-        report=report,
-        report_md=markdown(report),
+        result, out_dir=str(out), written=tuple(str(out / n) for n in written), report=saved.report
     )
 
 
