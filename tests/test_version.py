@@ -19,7 +19,7 @@ import pytest
 
 from pytest_mtpsweep._version import __version__
 from pytest_mtpsweep.cli import main
-from tests.protocol.test_session import run_stub, stub_project
+from tests.protocol.test_session import STUB, stub_project
 from tests.sandbox import only_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +34,11 @@ def test_mtpsweep_version_prints_the_package_version(capsys: pytest.CaptureFixtu
 
 def test_a_run_records_the_version_and_its_report_names_it(pytester: pytest.Pytester) -> None:
     few = stub_project(pytester, [], prompts=1)
-    run_stub(pytester, few, "-k", "c1", "--no-calibration").assert_outcomes(passed=2)
+    # in a process of its own: an in-process run drops the modules it imported first, and a
+    # later test of this worker that patches one of them would patch a copy no one calls
+    argv = [f"--server-bin={STUB}", f"--prompts-dir={few}", "--boot=1000", "--no-calibration"]
+    done = pytester.runpytest_subprocess("experiments/", "--ladder=stub", *argv, "-k", "c1")
+    done.assert_outcomes(passed=2)
     run = only_run(pytester.path)
     assert json.loads((run / "plan.json").read_text())["harness_version"] == __version__
     items = {i["name"]: i for i in json.loads((run / "preflight.json").read_text())}
