@@ -80,7 +80,11 @@ def test_the_door_check_fails_on_a_kind_that_imports_a_private_module(tmp_path: 
     assert past_the_door(shipped, f"{TOP}.kinds.x") == [f"x/__init__.py:1: {TOP}.state.live"]
 
 
-@pytest.mark.parametrize(("folder", "package"), kind_packages(), ids=lambda v: str(v))
+# ids by package: the probe kind is rendered into a temp folder per process, and xdist's
+# workers must collect the same ids
+@pytest.mark.parametrize(
+    ("folder", "package"), [pytest.param(f, p, id=p) for f, p in kind_packages()]
+)
 def test_every_kind_imports_the_package_through_the_door_alone(folder: Path, package: str) -> None:
     assert past_the_door(folder, package) == []
 

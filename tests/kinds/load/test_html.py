@@ -18,6 +18,7 @@ from pytest_mtpsweep.kinds.load.report.witnesses import LAG
 from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
+from pytest_mtpsweep.report.save import finished
 from pytest_mtpsweep.request import AnalysisRequest
 from pytest_mtpsweep.state.plandoc import PlanDoc
 from tests.kinds.load.run_fixture import (
@@ -173,7 +174,7 @@ def test_report_md_and_the_page_are_rendered_from_one_model(tmp_path: Path) -> N
     assert not isinstance(done, str) and done.model is not None, done
     model, out = done.model, run / "analysis"
     text = (out / "report.md").read_text(encoding="utf-8")
-    assert render_md.markdown(model) == text
+    assert render_md.markdown(finished(model, run)) == text  # with the writer's versions line
     dom = parse((out / "report.html").read_text(encoding="utf-8"))
 
     def cells(node: Node) -> list[list[str]]:
