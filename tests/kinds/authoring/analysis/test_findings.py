@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
-from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
+from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
 from pytest_mtpsweep.kinds.authoring.report.findings import LIMITATIONS
 from pytest_mtpsweep.kinds.authoring.report.sections import COHORT_HEADERS
 from pytest_mtpsweep.report.document import REPORT_HTML
