@@ -29,10 +29,21 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pytest_mtpsweep.rig.loadgen.level import ClosedLoop, LevelRun, OpenLoop, new_loop, run_level
-from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt, LoadSpec, LoadTarget, request_body
-from pytest_mtpsweep.rig.loadgen.reads import sse_lines
-from pytest_mtpsweep.rig.loadgen.summary import percentile, summarise
+from pytest_mtpsweep.kinds.load.loadgen.level import (
+    ClosedLoop,
+    LevelRun,
+    OpenLoop,
+    new_loop,
+    run_level,
+)
+from pytest_mtpsweep.kinds.load.loadgen.payload import (
+    LoadPrompt,
+    LoadSpec,
+    LoadTarget,
+    request_body,
+)
+from pytest_mtpsweep.kinds.load.loadgen.reads import sse_lines
+from pytest_mtpsweep.kinds.load.loadgen.summary import percentile, summarise
 
 STAND_IN = Path(__file__).resolve().parent.parent / "tests" / "stub_stream_schedule_server.py"
 MS = 1e6

@@ -6,7 +6,7 @@
 Each replication is three drafting arms (n_max 2, 3, 4) of one drafter and a baseline, their
 acceptance drawn from a planted per-position curve and their steps timed with a planted cost
 (t3 noise, session offsets, a noisy baseline; tests/mechanism_sim.py), through
-`analysis/mechanism.py`: coverage is the share of 95 % intervals holding the planted E[L] and
+`kinds/decode/analysis/drafting.py`: coverage is the share of 95 % intervals holding the planted E[L] and
 the planted speedup E[L] / (fixed + per_draft * k). The naive variant (each request's tokens /
 steps averaged, requests taken as independent) is printed beside it, and fails.
 """

@@ -1,4 +1,4 @@
-"""Sweeps along a setting by simulation, through the package's own `analysis/sweep.py`: where
+"""Sweeps along a setting by simulation, through the package's own `kinds/decode/analysis/sweepstats.py`: where
 the gain starts (fixed-sequence step-down), which settings may be best (MCB), and arms dropped at
 looks, on known curves (tests/sweep_sim.py: a flat null, a knee, a best arm inside the range, a
 reversal on one subset; per-prompt responses and cell noise t3, session offsets per arm-cycle).
@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_mtpsweep.analysis.sequential import Design
-from pytest_mtpsweep.analysis.sweep import best_set, where_gain_starts
+from pytest_mtpsweep.kinds.decode.analysis.sweepstats import best_set, where_gain_starts
 from tests.sweep_sim import CURVES, FLAT, Fixed, analyse_fixed, run_sequential, simulate
 
 

@@ -1,5 +1,5 @@
 """The `mtpsweep` command: provision, preflight, lint, analyse, compare, view, cleanup, kinds,
-history.
+history, new-kind.
 
 Each subcommand imports what it needs when it runs, so `mtpsweep analyse` pays for the
 analysis and nothing else.
@@ -234,15 +234,25 @@ def _cleanup(args: argparse.Namespace) -> int:
     return 1 if any("STILL RUNNING" in line for line in lines) else 0
 
 
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The `mtpsweep` parser; given the command line, a command of the package or a shipped
-    kind imports no third party's kind."""
-    from . import analyse as analysis_cli
-    from . import historycli
+def _root_parser() -> argparse.ArgumentParser:
+    """`mtpsweep` itself: its description and `--version`, in the words preflight's `harness`
+    item and the report use, so a user can match them."""
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
     )
+    parser.add_argument("--version", action="version", version=f"pytest-mtpsweep {__version__}")
+    return parser
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `mtpsweep` parser; given the command line, a command of the package or a shipped
+    kind imports no third party's kind."""
+    from . import analyse as analysis_cli
+    from . import historycli, newkind
+
+    parser = _root_parser()
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("provision", help="locate llama-server and assemble the default model")
     p.add_argument("--server-bin", help="an explicit llama-server executable")
@@ -311,6 +321,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_kinds)
     historycli.register(sub)
+    newkind.register(sub)
     parser.set_defaults(kind_commands=_all_kind_commands(sub, argv))  # each kind's own
     return parser
 

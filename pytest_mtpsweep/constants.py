@@ -17,7 +17,7 @@ DEFAULT_BOOT = 2000
 # From this many cycles the published interval carries the session level (analysis/stats.py):
 # the smallest look a `[stop]` design may take without opting in to an earlier one.
 SESSION_LEVEL_CYCLES = 4
-# A contrast table borrows the session level its run's arms share (analysis/session_pool.py) only
+# A contrast table borrows the session level its run's arms share (a kind's session pool) only
 # with this many df, the own estimate's at 4 cycles; a sweep's looks borrow from 1 df.
 MIN_BORROWED_DF = 3
 DEFAULT_BOOT_SEED = 42

@@ -7,19 +7,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# A declaration as a third party writes it, the probe kind's parts under its own name (its
+from tests.kinds import probe
+
+# A declaration as a third party writes it, the probe kind's parts (tests/kinds/probe.py: the
+# new-kind scaffold's) under its own name (its
 # ladder side, `<module>_ladder.py`, is the probe's renamed); {fields} go into the Kind.
 DECLARATION = """\
 from pytest_mtpsweep.kindapi import Kind
 from pytest_mtpsweep.options import Opt
 
 KIND = Kind(name={name!r}, fixture={fixture!r}, ladder=__name__ + "_ladder:SPEC",
-            run="tests.kinds.probe_kind.run:prepare"{fields})
+            run="probe_kind.run:prepare"{fields})
 """
 LADDER_SIDE = """\
 import dataclasses
 
-from tests.kinds.probe_kind.ladder import SPEC as PROBE
+from probe_kind.ladder import SPEC as PROBE
 
 SPEC = dataclasses.replace(PROBE, name={name!r})
 """
@@ -30,10 +33,10 @@ question = "How long does GET /health take?"
 baseline = "a"
 cycles = 2
 requests = 3
-[[targets]]
+[[treatments]]
 key = "a"
 base_url = "http://127.0.0.1:9"
-[[targets]]
+[[treatments]]
 key = "b"
 base_url = "http://127.0.0.1:9"
 """
@@ -88,5 +91,6 @@ def install(site: Path, name: str, module: str, kind: str | None = None) -> None
 
 def environment(site: Path, repo: Path) -> dict[str, str]:
     """The environment of a subprocess that sees the kinds of `site` as installed."""
-    path = os.pathsep.join(filter(None, [str(site), str(repo), os.environ.get("PYTHONPATH")]))
+    parts = [str(site), probe.path_entry(), str(repo), os.environ.get("PYTHONPATH")]
+    path = os.pathsep.join(filter(None, parts))
     return {**os.environ, "PYTHONPATH": path}

@@ -1,6 +1,6 @@
 """The mechanism simulation behind bench/mechanism_coverage.py and its fast test: drafting arms
 whose acceptance is a planted per-position curve, timed with a planted step cost, analysed
-through the package's own `analysis/mechanism.py`.
+through the package's own `kinds/decode/analysis/drafting.py`.
 
 Each request of prompt p decodes until it has n_p tokens (n_p drawn per prompt, 8 to 96); a
 step drafts k tokens (the arm's n_max) and accepts the first a of them, position i with the
@@ -24,7 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pytest_mtpsweep.analysis.mechanism import CellCounts, expected_length, subset_mechanism
+from pytest_mtpsweep.kinds.decode.analysis.drafting import (
+    CellCounts,
+    expected_length,
+    subset_mechanism,
+)
 
 FloatArray = npt.NDArray[np.float64]
 CURVE = (0.8, 0.6, 0.45, 0.3)

@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pytest_mtpsweep.analysis.sequential import Design
-from pytest_mtpsweep.analysis.sweep import SweepData, arms_to_drop, best_set, where_gain_starts
+from pytest_mtpsweep.kinds.decode.analysis.sweepstats import (
+    SweepData,
+    arms_to_drop,
+    best_set,
+    where_gain_starts,
+)
 
 ARMS = ("none", "v1", "v2", "v3", "v4", "v5", "v6")
 SUBSETS = ("prose", "structured")

@@ -1,5 +1,5 @@
 """The sweep simulation behind bench/sweep_coverage.py and its fast test: known curves along one
-setting, analysed through the package's own `analysis/sweep.py`, fixed and with arms dropped at
+setting, analysed through the package's own `kinds/decode/analysis/sweepstats.py`, fixed and with arms dropped at
 looks (`analysis/sequential.py`'s levels).
 
 Log rate of arm a on prompt p in cycle c = base_p + mu_a + prompt_sd·u_pa + s_ca + e_pca: u_pa
@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_mtpsweep.analysis.sequential import Design
-from pytest_mtpsweep.analysis.sweep import (
+from pytest_mtpsweep.kinds.decode.analysis.sweepstats import (
     SweepData,
     arms_to_drop,
     best_set,

@@ -58,8 +58,10 @@ def test_a_pytest_run_without_ladder_loads_nothing_heavy_for_the_plugin(tmp_path
     # the options, and the kind registry with each shipped kind's declaration (a kind's
     # options are registered with pytest's parser; a third party's kind is imported only with
     # --ladder, tests/test_kind_isolation.py) and the light front door it imports (the kind
-    # interface, the errors, `Opt`, the requests, the gate values): nothing else
+    # interface, the errors, `Opt`, the requests, the gate values) and the option types a
+    # declaration parses with (`kinds/load/optiontypes.py`: argparse and math): nothing else
     light = {"", "._version", ".plugin", ".pytestkinds", ".options", ".constants", ".errors",
              ".kindbase", ".kindapi", ".request", ".gate", ".kindcheck", ".registry", ".kinds",
-             ".kinds.decode", ".kinds.authoring", ".kinds.load"}  # fmt: skip
+             ".kinds.decode", ".kinds.authoring", ".kinds.load",
+             ".kinds.load.optiontypes"}  # fmt: skip
     assert ours <= {f"pytest_mtpsweep{m}" for m in light}, sorted(ours)

@@ -40,6 +40,30 @@ def _resolve(name: str, known: Iterable[str]) -> str | None:
     return name or (ROOT if ROOT in names else None)
 
 
+def _entered(target: str, importer: str, mods: Mapping[str, tuple[Path, bool]]) -> set[str]:
+    """The packages an import of `target` runs the `__init__` of: its enclosing packages, but
+    those that enclose the importer too (they are already running when it runs), and those whose
+    `__init__` imports nothing (a docstring alone runs nothing). Without them a cycle through a
+    package's re-export (a -> pkg/__init__ -> b -> a) went unseen."""
+    mine = importer.split(".")
+    parts = target.split(".")
+    out = set()
+    for i in range(1, len(parts)):
+        pkg = ".".join(parts[:i])
+        if pkg in mods and mods[pkg][1] and parts[:i] != mine[:i] and _runs(mods[pkg][0]):
+            out.add(pkg)
+    return out
+
+
+def _runs(init: Path) -> bool:
+    """Whether a package's `__init__` imports anything when it is entered."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    return any(
+        isinstance(n, ast.Import) or (isinstance(n, ast.ImportFrom) and n.module != "__future__")
+        for n in tree.body
+    )
+
+
 def imports(package: Path) -> dict[str, set[str]]:
     """The package's import graph: module -> the package's modules it imports."""
     mods = modules(package)
@@ -68,6 +92,7 @@ def imports(package: Path) -> dict[str, set[str]]:
                 resolved = _resolve(inner, mods) if inner else ROOT
                 if resolved is not None and resolved != mod:
                     found.add(resolved)
+                    found.update(_entered(resolved, mod, mods))
         graph[mod] = found
     return graph
 
@@ -170,6 +195,25 @@ def test_the_graph_resolves_relative_lazy_and_type_only_imports(tmp_path: Path) 
     assert graph["sub"] == {"base"}
     assert graph["sub.lazy"] == {"base", "sub.other"}
     assert graph["sub.other"] == set()
+
+
+def test_an_import_enters_the_packages_around_its_target(tmp_path: Path) -> None:
+    """kinds/authoring once had report/sections -> analysis/__init__ (a re-export of io) -> io
+    -> report/findings -> report/sections: importing sections first failed at run time."""
+    pkg = tmp_path / "pytest_mtpsweep"
+    for sub in ("report", "analysis"):
+        (pkg / sub).mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "report" / "__init__.py").write_text("")
+    (pkg / "analysis" / "__init__.py").write_text("from .io import run\n")
+    (pkg / "analysis" / "io.py").write_text("from ..report.findings import F\nrun = 1\n")
+    (pkg / "analysis" / "devices.py").write_text("D = 1\n")
+    (pkg / "report" / "findings.py").write_text("from .sections import LABELS\nF = 1\n")
+    (pkg / "report" / "sections.py").write_text("from ..analysis import devices\nLABELS = 1\n")
+    graph = imports(pkg)
+    assert graph["report.sections"] == {"analysis.devices", "analysis"}
+    assert graph["report.findings"] == {"report.sections"}  # its own package: already entered
+    assert cycles(graph) == [["analysis", "analysis.io", "report.findings", "report.sections"]]
 
 
 def test_the_package_has_no_cycle_and_no_import_up_a_layer() -> None:

@@ -138,9 +138,9 @@ def test_a_damaged_run_of_each_kind_is_analysed_with_its_bad_lines_named(
 
 
 def _analyse_json(run: Path) -> dict[str, Any]:
-    from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+    from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 
-    analyse_run([run], boot=1000)
+    analyse_run([run], AnalyseOptions(boot=1000))
     doc: dict[str, Any] = json.loads((run / "analysis" / "contrasts.json").read_text())
     return doc
 

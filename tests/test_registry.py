@@ -10,7 +10,8 @@ import pytest
 
 from pytest_mtpsweep import registry
 from pytest_mtpsweep.errors import KindError, LadderError
-from pytest_mtpsweep.kindapi import GROUP, Kind
+from pytest_mtpsweep.kindapi import Kind
+from pytest_mtpsweep.kindbase import GROUP
 from pytest_mtpsweep.options import Opt
 
 FAKE = Kind(name="fake", fixture="fake", ladder="x:y", run="x:z")

@@ -1,10 +1,11 @@
 """The front door for kind authors: everything an experiment kind may import, and nothing else.
 
 A kind (a shipped one under `kinds/`, or a third party's) imports the package only through
-this door; `tests/test_kindapi.py` holds `kinds/*` and the probe kind (`tests/kinds/probe_kind/`,
-the template for a third party's kind) to it. Every other module of the package is private to
-it by that test, whatever its name: the layout underneath may change, the door's names do not
-without a CHANGELOG entry.
+this door; `tests/test_kindapi.py` holds `kinds/*` and the `mtpsweep new-kind` template
+(`kindtemplate/`, a third party's kind's start) to it, and docs/architecture/10-front-door.md
+lists each name with one line. Every other module of the package is private to it by that
+test, whatever its name: the layout underneath may change, the door's names do not without a
+CHANGELOG entry.
 
 This module is cheap (every pytest run with `--ladder` imports each kind's declaration, which
 imports it): the kind's declaration and run interface, the typed parts, the errors, the option
@@ -13,7 +14,7 @@ submodules, imported by the kind's modules that need them:
 
 - `kindapi.ladder` — the ladder side: `Ladder`, `Treatment`, field specs and checks, prompts;
 - `kindapi.run` — a live session, the run's context, preflight items, attached counters;
-- `kindapi.rig` — requests to a server: one streamed request, a chat turn, the load client;
+- `kindapi.rig` — requests to a server: one streamed request, bounded reads and their checks;
 - `kindapi.records` — the run directory's names (`schema`), record lines (`recordlines`), the
   record writer, the run reader, atomic files;
 - `kindapi.analysis` — the statistics a kind may call (pandas and numpy come with it);
@@ -38,19 +39,13 @@ from ..constants import (
 from ..errors import (
     AnalysisError,
     ExpectationError,
-    KindError,
     LadderError,
-    MtpsweepError,
     OptionError,
     OutOfBudget,
     PromptError,
-    ProtocolSignal,
     ReplyCut,
     RunReadError,
-    ServerError,
-    SkipCase,
     SkipSession,
-    StopRun,
     UserError,
 )
 from ..gate import DIRECTIONS, WORD, Gate, GateFigures, GateGrammar, GateVerdict
@@ -58,8 +53,6 @@ from ..kindbase import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
     EXIT_OK,
-    GROUP,
-    PART_TYPES,
     AnalyseFn,
     Case,
     CommandsFn,
@@ -72,32 +65,28 @@ from ..kindbase import (
     Outcome,
     PlanFn,
     PrepareFn,
-    Result,
     SweepLookAt,
     SweepLookFn,
     SweepVerdict,
-    raw_settings,
 )
 from ..options import Opt
 from ..request import AnalysisRequest, RunRequest
 
-__all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
+__all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the declaration and the run side
-    "GROUP", "Kind", "KindSpec", "KindRun", "Case", "Result", "Outcome", "EndAnalysis",
-    "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_ERROR", "raw_settings",
+    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "EXIT_OK", "EXIT_GATE_FAILED",
+    "EXIT_ERROR", "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
     "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
-    "Opt",
-    # the optional parts, typed
-    "PART_TYPES", "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn",
-    "SweepLookFn", "SweepLookAt", "SweepVerdict",
+    # the optional parts, typed (`_x: AnalyseFn = x` under TYPE_CHECKING)
+    "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn", "SweepLookFn",
+    "SweepLookAt", "SweepVerdict",
     # one invocation's wishes
     "RunRequest", "AnalysisRequest",
     # shared numbers and names
-    "BOTH", "POOLED", "SUBSETS", "SUBSET_NAMES", "DEFAULT_BOOT", "DEFAULT_BOOT_SEED",
-    "MIN_BOOT", "MAX_BOOT",
-    # the errors
-    "MtpsweepError", "UserError", "LadderError", "KindError", "PromptError", "OptionError",
-    "AnalysisError", "RunReadError", "ExpectationError", "ServerError", "ReplyCut",
-    "ProtocolSignal", "StopRun", "SkipSession", "OutOfBudget", "SkipCase",
+    "BOTH", "POOLED", "SUBSETS", "SUBSET_NAMES", "DEFAULT_BOOT", "DEFAULT_BOOT_SEED", "MIN_BOOT",
+    "MAX_BOOT",
+    # the errors (each one sentence: what, where, the fix)
+    "UserError", "LadderError", "PromptError", "OptionError", "AnalysisError", "RunReadError",
+    "ExpectationError", "ReplyCut", "SkipSession", "OutOfBudget",
 ]  # fmt: skip

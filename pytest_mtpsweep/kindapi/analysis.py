@@ -1,11 +1,10 @@
 """The door's statistics: what a kind's analysis may call. The published interval and its
-pieces (`analysis/stats.py`), a `[stop]` design's looks, a sweep's step-down and best set,
-planning from a pilot and its table, the drafting mechanism's cost model. Imports numpy (and
-scipy where the stats need it)."""
+pieces (`analysis/stats.py`), decisions, a not-slower gate and a `[stop]` design's looks, a
+gate's A/A calibration, planning from a pilot and its table. Imports numpy (and scipy where the
+stats need it)."""
 
 from __future__ import annotations
 
-from ..analysis import mechanism
 from ..analysis.calibration import (
     DEFAULT_AGE_DAYS,
     DEFAULT_REPS,
@@ -26,7 +25,6 @@ from ..analysis.planning import (
     CellPlan,
     cell_matrix,
     components,
-    cycle_seconds,
     pilot_ratio,
     plan_by_cycle,
     plan_cell,
@@ -34,16 +32,8 @@ from ..analysis.planning import (
 )
 from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
-from ..analysis.session_pool import (
-    BORROWED_SESSION,
-    MIN_BORROWED_DF,
-    PooledSession,
-    borrow_session,
-    pooled_session_level,
-)
 from ..analysis.stats import (
     BOOT_T_MAX_FACTOR,
-    MDE_POWER,
     MIN_CYCLES_FOR_SESSION,
     MIN_PROMPTS_FOR_DECISION,
     PROMPTS_ONLY,
@@ -54,49 +44,33 @@ from ..analysis.stats import (
     Resamples,
     Spread,
     check_resampling,
-    fixed_effects_slope,
     index_matrix,
-    mde_pct,
-    nan_mean,
     prompt_spread,
     published_interval,
     resample,
+    row_quantiles,
     session_spread,
-    sign_flip_pvalue,
     summarise_resamples,
     t_quantile,
     to_pct,
 )
-from ..analysis.sweep import (
-    BestSet,
-    StepDown,
-    SweepData,
-    arms_to_drop,
-    best_set,
-    where_gain_starts,
-)
-from ..analysis.sweep_planning import ArmEstimate, plan_sweep
-from ..gate import WORD, check_margin
+from ..constants import MIN_BORROWED_DF
+from ..gate import check_margin
 
-__all__ = [  # noqa: RUF022 -- grouped by what a kind does, not sorted
+__all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the published interval and its pieces
-    "BORROWED_SESSION", "MIN_BORROWED_DF", "PooledSession", "borrow_session", "pooled_session_level",
-    "BOOT_T_MAX_FACTOR", "MDE_POWER", "MIN_CYCLES_FOR_SESSION", "MIN_PROMPTS_FOR_DECISION",
-    "PROMPTS_ONLY", "WITH_SESSION", "BootSummary", "FloatArray", "IntArray", "Resamples",
-    "Spread", "check_resampling", "fixed_effects_slope", "index_matrix", "mde_pct", "nan_mean",
-    "prompt_spread", "published_interval", "resample", "session_spread", "sign_flip_pvalue",
-    "summarise_resamples", "t_quantile", "to_pct",
-    # a [stop] design's looks, and what a headline cell decides
-    "Decision", "interval_decision", "CellState",
-    # a not-slower gate and its A/A calibration
-    "WORD", "NonInferiority", "check_margin", "decide", "Design", "DEFAULT_AGE_DAYS",
-    "DEFAULT_REPS", "MAX_REPS", "MIN_REPS", "Calibration", "CellCalibration", "Noise",
-    "cycles_to_resolve", "false_alarms", "noise_floor_pct", "read_calibration", "staleness", "LookState", "look_state",
-    # a sweep
-    "BestSet", "StepDown", "SweepData", "arms_to_drop", "best_set", "where_gain_starts",
-    "ArmEstimate", "plan_sweep",
-    # speculative decoding as a mechanism (its cost model, per arm and subset)
-    "mechanism",
+    "FloatArray", "IntArray", "Spread", "PROMPTS_ONLY", "WITH_SESSION", "MIN_CYCLES_FOR_SESSION",
+    "MIN_PROMPTS_FOR_DECISION", "MIN_BORROWED_DF", "BOOT_T_MAX_FACTOR", "check_resampling",
+    "index_matrix", "Resamples", "BootSummary", "resample", "summarise_resamples", "row_quantiles",
+    "prompt_spread", "session_spread", "published_interval", "t_quantile", "to_pct",
+    # decisions, gates and looks
+    "Decision", "interval_decision", "NonInferiority", "decide", "check_margin", "Design",
+    "CellState", "LookState", "look_state",
+    # a not-slower gate's A/A calibration
+    "Calibration", "CellCalibration", "Noise", "DEFAULT_AGE_DAYS", "DEFAULT_REPS", "MIN_REPS",
+    "MAX_REPS", "noise_floor_pct", "cycles_to_resolve", "false_alarms", "read_calibration",
+    "staleness",
     # planning from a pilot
-    "CellPlan", "cell_matrix", "components", "pilot_ratio", "cycle_seconds", "plan_by_cycle", "plan_cell", "plan_cells", "render",
+    "CellPlan", "cell_matrix", "components", "pilot_ratio", "plan_cell", "plan_cells",
+    "plan_by_cycle", "render",
 ]  # fmt: skip

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..ladder import Prompt, SessionSlot, load_prompt_set, prompt_digest, select
+from ..ladder import Prompt, SessionSlot, prompt_digest
 from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
 from ..ladder.load import parse_treatments
 from ..ladder.model import (
@@ -16,25 +16,12 @@ from ..ladder.model import (
 )
 from ..ladder.prompts import ladder_prompts, read_text_file, session_order
 
-__all__ = [
-    "MAX_CYCLES",
+__all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
+    # a ladder as frozen values
+    "Ladder", "Treatment", "Preregistration", "AnalysisConfig", "SessionSlot", "MAX_CYCLES",
     "MAX_TIMEOUT_S",
-    "AnalysisConfig",
-    "Ladder",
-    "Preregistration",
-    "Prompt",
-    "SessionSlot",
-    "Spec",
-    "Treatment",
-    "check_key",
-    "check_table",
-    "ladder_prompts",
-    "load_prompt_set",
-    "parse_contrast",
-    "parse_treatments",
-    "prompt_digest",
-    "read_text_file",
-    "select",
-    "session_order",
-    "str_list",
+    # fields and their checks
+    "Spec", "check_table", "check_key", "str_list", "parse_treatments", "parse_contrast",
+    # prompts
+    "Prompt", "ladder_prompts", "prompt_digest", "session_order", "read_text_file",
 ]  # fmt: skip

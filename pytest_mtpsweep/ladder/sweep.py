@@ -32,7 +32,7 @@ SWEEP: Spec = {
     "memory_step_mib": ((int, float), False),
 }
 # Each arm is a model load per cycle: past a dozen a night's run is a week's, and the best set's
-# pairs (k²/2) stop being a handful. The analysis holds 32 (analysis/sweep_pairs.py).
+# pairs (k²/2) stop being a handful. The analysis holds 32 (a kind's sweep analysis).
 MAX_SWEEP_ARMS = 12
 MIN_VALUES = 2  # one value is a treatment, not a sweep
 ENDS = ("high", "low")

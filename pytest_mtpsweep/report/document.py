@@ -134,7 +134,9 @@ CSP = (
 )
 
 
-def render_page(title: str, sections: Sequence[PageSection], subtitle: str = "") -> str:
+def render_page(
+    title: str, sections: Sequence[PageSection], subtitle: str = "", colophon: str = ""
+) -> str:
     """The whole page: head (policy, style), the error box, contents, sections, script."""
     contents = join((el("a", s.title, href=f"#{s.id}") for s in sections), Markup(" · "))
     body = join(
@@ -151,11 +153,9 @@ def render_page(title: str, sections: Sequence[PageSection], subtitle: str = "")
     header = el(
         "header", el("h1", title), el("p", subtitle) if subtitle else None, el("nav", contents)
     )
-    from .._version import __version__
-
     footer = el(
         "footer",
-        f"pytest-mtpsweep {__version__}: one self-contained file; it loads nothing from the "
+        f"{colophon or versions(None)} One self-contained file; it loads nothing from the "
         "network and runs no code but its own.",
     )
     return (
@@ -169,6 +169,23 @@ def render_page(title: str, sections: Sequence[PageSection], subtitle: str = "")
         f"{header.html}\n<main>{body.html}</main>\n{footer.html}\n"
         f"<script>{PAGE_JS}</script></body></html>\n"
     )
+
+
+def versions(run_dir: Path | None) -> str:
+    """The sentence naming the pytest-mtpsweep that recorded the run (plan.json's
+    harness_version) and the one that analysed it, for a reader to match against
+    `mtpsweep --version`."""
+    from .._version import __version__
+
+    analysed = f"pytest-mtpsweep {__version__}"
+    if run_dir is None:
+        return f"Analysed by {analysed}."
+    recorded = RunReader(run_dir).plan.harness_version
+    if not recorded:
+        return f"Analysed by {analysed}; the run's plan names no harness version."
+    if recorded == __version__:
+        return f"Recorded and analysed by {analysed}."
+    return f"Recorded by pytest-mtpsweep {recorded}; analysed by {analysed}."
 
 
 def page_title(run_dir: Path) -> str:

@@ -96,6 +96,7 @@ class Report:
     page_title: str = ""  # the page's <title>/<h1> (the title when empty)
     subtitle: str = ""  # the page's line under its title (the run directory)
     empty_pictures: str = ""  # the page's note when its pictures sections hold no figure
+    colophon: str = ""  # the closing line: which pytest-mtpsweep recorded and analysed the run
 
     def of(self, role: Role) -> tuple[Section, ...]:
         return tuple(s for s in self.sections if s.role == role)

@@ -111,4 +111,6 @@ def sections(report: Report, out_dir: Path) -> list[PageSection]:
 def page(report: Report, out_dir: Path) -> str:
     """report.html's text; PNG files are read from `out_dir`."""
     title = report.page_title or report.title
-    return render_page(title, sections(report, out_dir), subtitle=report.subtitle)
+    return render_page(
+        title, sections(report, out_dir), subtitle=report.subtitle, colophon=report.colophon
+    )

@@ -48,4 +48,6 @@ def markdown(report: Report) -> str:
     """report.md's text."""
     parts = [f"# {report.title}", *_blocks(report.opening)]
     parts += [section(s) for s in report.sections if s.markdown]
+    if report.colophon:  # plan.json's version string is the run's: escaped as free text
+        parts.append(md_text(report.colophon))
     return "\n\n".join(parts) + "\n"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import AnalysisError
 from ..fileio import atomic_write_bytes, atomic_write_text, json_safe
-from .document import REPORT_HTML, page_title
+from .document import REPORT_HTML, page_title, versions
 from .model import Report
 from .render_html import page
 from .render_md import REPORT_MD, markdown
@@ -27,15 +27,23 @@ def _cannot(out_dir: Path, exc: OSError) -> AnalysisError:
     )
 
 
-def write_report(report: Report, out_dir: Path, run_dir: Path | None = None) -> tuple[Path, Path]:
-    """Write <out_dir>/report.md and report.html from one model; returns their paths. The
-    page's title and subtitle come from `run_dir`'s plan when the model leaves them empty."""
+def finished(report: Report, run_dir: Path | None = None) -> Report:
+    """A kind's model as `write_report` writes it: the page's title and subtitle from
+    `run_dir`'s plan where the model leaves them empty, and the closing line naming the
+    versions that recorded and analysed the run (the writer's to add, as no kind knows them)."""
     if run_dir is not None:
         report = dataclasses.replace(
             report,
             page_title=report.page_title or page_title(run_dir),
             subtitle=report.subtitle or str(run_dir),
         )
+    return dataclasses.replace(report, colophon=report.colophon or versions(run_dir))
+
+
+def write_report(report: Report, out_dir: Path, run_dir: Path | None = None) -> tuple[Path, Path]:
+    """Write <out_dir>/report.md and report.html from one model, `finished`; returns their
+    paths."""
+    report = finished(report, run_dir)
     md, html = out_dir / REPORT_MD, out_dir / REPORT_HTML
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

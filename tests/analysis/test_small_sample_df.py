@@ -23,7 +23,7 @@ from pytest_mtpsweep.analysis.stats import (
     session_spread,
     t_quantile,
 )
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from tests.strategies import Design, make_records, noisy, write_run
 
 Cell = tuple[list[np.ndarray], list[np.ndarray]]
@@ -91,7 +91,9 @@ def test_a_server_halving_its_rate_every_other_session_gets_an_honest_finite_int
     def rate(t: str, c: int, o: int, p: str, r: int) -> float:
         return inner(t, c, o, p, r) * (0.5 if o % 2 == 0 else 1.0)
 
-    result = analyse_run([write_run(tmp_path, design, make_records(design, rate))], boot=1000)
+    result = analyse_run(
+        [write_run(tmp_path, design, make_records(design, rate))], AnalyseOptions(boot=1000)
+    )
     rows = result.contrasts
     assert not rows.empty
     assert (rows["df"] >= 3.0 - 1e-9).all(), rows[["subset", "endpoint", "df"]]

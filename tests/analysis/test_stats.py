@@ -15,12 +15,14 @@ from scipy import stats as sps
 from pytest_mtpsweep.analysis.stats import (
     BOOT_T_MAX_FACTOR,
     MIN_PROMPTS_FOR_DECISION,
-    fixed_effects_slope,
     index_matrix,
     prompt_spread,
     published_interval,
     row_quantiles,
     session_spread,
+)
+from pytest_mtpsweep.kinds.decode.analysis.contraststats import (
+    fixed_effects_slope,
     sign_flip_pvalue,
 )
 from pytest_mtpsweep.kinds.decode.analysis.model import DecodeAnalysis

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_mtpsweep.analysis.session_pool import borrow_session, pooled_session_level
+from pytest_mtpsweep.kinds.decode.analysis.sessionpool import borrow_session, pooled_session_level
 from tests.sweep_looks_sim import KNEE, Plan, World, rates, wilson_upper
 
 

@@ -1,6 +1,7 @@
-"""A kind from outside the package runs through the whole protocol: `tests/kinds/probe_kind`,
-registered through the entry-point group as any third party's kind would be (a `*.dist-info`
-on PYTHONPATH, found by importlib.metadata), against STAND-IN HTTP servers on 127.0.0.1.
+"""A kind from outside the package runs through the whole protocol: the probe kind, which is
+`mtpsweep new-kind probe`'s package as written (tests/kinds/probe.py renders it), with its own
+test file, registered through the entry-point group as any third party's kind would be (a
+`*.dist-info` on PYTHONPATH, found by importlib.metadata), against STAND-IN HTTP servers.
 
 Preflight (its own item among the protocol's), the sessions (attached, warmed up, closed),
 its records, `-k`, `--resume` (and its refusal when the kind's plan fields change), its option,
@@ -11,20 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_mtpsweep import registry
-from tests.kinds.probe_kind.analysis import SUMMARY_CSV
-from tests.kinds.probe_kind.run import PROBE_FIELDS
+from tests.kinds import probe
 from tests.report.dom import parse
 from tests.sandbox import REPO, only_run
 
@@ -34,43 +32,15 @@ question = "How long does GET /health take on each stand-in?"
 baseline = "a"
 cycles = 2
 requests = 3
-[[targets]]
+[[treatments]]
 key = "a"
 base_url = "{a}"
 ready_url = "/health"
-[[targets]]
+[[treatments]]
 key = "b"
 base_url = "{b}"
 ready_url = "/health"
 """
-TEST = "def test_probe(probe):\n    assert probe.valid, probe.reason\n"
-
-
-class StandIn(BaseHTTPRequestHandler):
-    """A STAND-IN server: `GET /health` answers 200, every other path 404."""
-
-    def do_GET(self) -> None:
-        body = b'{"status": "ok"}' if self.path == "/health" else b"{}"
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: the test's output is the inner run's
-
-
-@contextmanager
-def stand_in() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
@@ -80,17 +50,16 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Itera
     info = site / "probe_kind-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-kind\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[pytest_mtpsweep.kinds]\nprobe = tests.kinds.probe_kind:KIND\n"
-    )
-    path = os.pathsep.join(filter(None, [str(site), str(REPO), os.environ.get("PYTHONPATH")]))
+    (info / "entry_points.txt").write_text(f"[pytest_mtpsweep.kinds]\n{probe.ENTRY_POINT}\n")
+    parts = [str(site), probe.path_entry(), str(REPO), os.environ.get("PYTHONPATH")]
+    path = os.pathsep.join(filter(None, parts))
     monkeypatch.setenv("PYTHONPATH", path)
-    with stand_in() as a, stand_in() as b:
+    with probe.stand_in() as a, probe.stand_in() as b:
         ladders = pytester.path / "experiments" / "ladders"
         ladders.mkdir(parents=True)
         (ladders / "probe.toml").write_text(LADDER.format(a=a, b=b))
         (ladders / "nope.toml").write_text(LADDER.format(a=a, b=b).replace("probe", "nope", 1))
-        (pytester.path / "experiments" / "test_probe.py").write_text(TEST)
+        shutil.copy(probe.root() / "experiments" / "test_probe.py", pytester.path / "experiments")
         yield pytester.path
 
 
@@ -120,7 +89,8 @@ def test_a_kind_from_its_own_package_runs_through_the_whole_protocol(
     assert "the latency of GET /health, 3 per session" in prereg
     records = lines(run_dir / "records" / "01_a_c1.jsonl")
     assert [r["request"] for r in records] == [1, 2, 3]
-    assert list(records[0])[: len(PROBE_FIELDS)] == list(PROBE_FIELDS)
+    fields = probe.module("run").RECORD_FIELDS
+    assert list(records[0])[: len(fields)] == list(fields)
     assert all(r["valid"] and r["http_status"] == 200 and r["latency_s"] > 0 for r in records)
     session = json.loads((run_dir / "sessions" / "01_a_c1.json").read_text())
     assert session["released"] == "not applicable: attached" and session["probe_median_s"] > 0
@@ -134,7 +104,7 @@ def test_a_kind_from_its_own_package_runs_through_the_whole_protocol(
     resumed = run(pytester, "--ladder=probe", "--resume", str(run_dir))
     resumed.assert_outcomes(passed=9, skipped=3)  # the done session is not run again
     assert len(lines(run_dir / "records" / "01_a_c1.jsonl")) == 3
-    summary = (run_dir / "analysis" / SUMMARY_CSV).read_text().splitlines()
+    summary = (run_dir / "analysis" / probe.module("analysis").SUMMARY_CSV).read_text().splitlines()
     assert [row.split(",")[:2] for row in summary[1:]] == [["a", "6"], ["b", "6"]]
 
     again = subprocess.run(
@@ -149,20 +119,20 @@ def test_a_kind_from_its_own_package_runs_through_the_whole_protocol(
 def assert_the_report_is_the_probes_model(run_dir: Path) -> None:
     """report.md and report.html, both rendered from the probe's one report model: the page
     opens with its question and headline, then its limitations, its record table collapsed
-    and filterable by target; report.md carries the headline but not the page's table."""
+    and filterable by treatment; report.md carries the headline but not the page's table."""
     md = (run_dir / "analysis" / "report.md").read_text(encoding="utf-8")
     assert md.startswith("# Probe report: ")
     assert "Question: How long does GET /health take on each stand-in?" in md
-    assert "## Headline" in md and "| a | 6 |" in md and "## Every target" not in md
+    assert "## Headline" in md and "| a | 6 |" in md and "## Every treatment" not in md
     page = parse((run_dir / "analysis" / "report.html").read_text(encoding="utf-8"))
     ids = [n.attrs["id"] for n in page.find("details")]
-    assert ids == ["question", "limitations", "every-target"]
+    assert ids == ["question", "limitations", "every-treatment"]
     assert "How long does GET /health" in page.by_id("headline").words()
-    assert [c.words() for c in page.by_id("probe-medians").find("td")][:2] == ["a", "6"]
+    assert [c.words() for c in page.by_id("medians").find("td")][:2] == ["a", "6"]
     assert "not a load test" in page.by_id("limitations").words()
-    assert "open" not in page.by_id("every-target").attrs  # the detail starts collapsed
-    facets = page.by_id("every-target").find("script", class_="facets")
-    assert json.loads(facets[0].text())["keys"] == ["target"]
+    assert "open" not in page.by_id("every-treatment").attrs  # the detail starts collapsed
+    facets = page.by_id("every-treatment").find("script", class_="facets")
+    assert json.loads(facets[0].text())["keys"] == ["treatment"]
 
 
 def test_the_probe_kind_draws_its_page_with_nothing_of_analysis() -> None:
@@ -170,7 +140,7 @@ def test_the_probe_kind_draws_its_page_with_nothing_of_analysis() -> None:
     import ast
 
     named = set()
-    for path in (REPO / "tests" / "kinds" / "probe_kind").glob("*.py"):
+    for path in probe.package_dir().glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 named.add(node.module)

@@ -25,9 +25,9 @@ _SLO = "a [slo] key of the load ladder: the user's name for a target, not the re
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("prompt_tokens", "rig/usage.py"): _USAGE,
     ("completion_tokens", "rig/usage.py"): _USAGE,
-    ("prompt_tokens", "rig/loadgen/reads.py"): _USAGE,
-    ("completion_tokens", "rig/loadgen/reads.py"): _USAGE,
-    ("prompt_tokens", "rig/loadgen/chatlevel.py"): _USAGE,
+    ("prompt_tokens", "kinds/load/loadgen/reads.py"): _USAGE,
+    ("completion_tokens", "kinds/load/loadgen/reads.py"): _USAGE,
+    ("prompt_tokens", "kinds/load/loadgen/chatlevel.py"): _USAGE,
     ("ttft_ms", "kinds/load/ladder.py"): _SLO,
     ("e2e_ms", "kinds/load/ladder.py"): _SLO,
 }

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_mtpsweep.preflight as preflight
-from pytest_mtpsweep.preflight import PreflightInputs
+from pytest_mtpsweep.preflight import PreflightInputs, checklist
 from tests.fake_pynvml import FakeGpu, FakeNvml
 from tests.preflight.helpers import free_port, sha256_of, version_printer, write_script
 
@@ -51,7 +50,7 @@ def inputs(tmp_path: Path) -> PreflightInputs:
 def idle_gpu(monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
     """run_preflight sees one idle fake GPU, so results do not depend on this machine's GPU."""
     fake = FakeNvml([FakeGpu()])
-    monkeypatch.setattr(preflight, "load_nvml", lambda: fake)
+    monkeypatch.setattr(checklist, "load_nvml", lambda: fake)
     return fake
 
 

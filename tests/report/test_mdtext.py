@@ -14,6 +14,8 @@ from pytest_mtpsweep.constants import MIN_BOOT
 from pytest_mtpsweep.kinds.decode.report.sections import render_full
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
+from pytest_mtpsweep.report.render_md import markdown
+from pytest_mtpsweep.report.save import finished
 from tests.report import mdsplit
 from tests.report.dom import Node, parse
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
@@ -142,16 +144,18 @@ def blocks(markdown: str) -> list[str]:
 def test_a_hostile_run_has_the_benign_runs_structure_and_headline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_mtpsweep.kinds.decode.analysis import analyse_run
+    from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 
     monkeypatch.setattr(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
-    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], boot=MIN_BOOT)
-    result = analyse_run([hostile_run(tmp_path / "hostile", NAME)], boot=MIN_BOOT)
+    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=MIN_BOOT))
+    run = hostile_run(tmp_path / "hostile", NAME)
+    result = analyse_run([run], AnalyseOptions(boot=MIN_BOOT))
     report = (Path(str(result.out_dir)) / "report.md").read_text(encoding="utf-8")
-    assert result.report_md == report
+    assert result.report is not None and markdown(finished(result.report, run)) == report
+    assert report.startswith(result.report_md)  # then the writer's line naming the versions
     heads = [x for x in report.splitlines() if x.startswith("#")]
     assert heads == [x for x in benign.report_md.splitlines() if x.startswith("#")]
     assert blocks(report) == blocks(benign.report_md)

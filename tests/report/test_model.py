@@ -3,6 +3,7 @@ page's order fixed by each section's role, free text in a cell text on both."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_mtpsweep._version import __version__
 from pytest_mtpsweep.errors import AnalysisError
 from pytest_mtpsweep.report import render_html, render_md
 from pytest_mtpsweep.report.document import el
@@ -140,8 +142,9 @@ def test_write_report_writes_both_from_one_model_and_names_an_unwritable_place(
     tmp_path: Path,
 ) -> None:
     md, html = write_report(sample(), tmp_path / "analysis")
-    assert md.read_text(encoding="utf-8") == render_md.markdown(sample())
-    assert html.read_text(encoding="utf-8") == render_html.page(sample(), tmp_path / "analysis")
+    closed = dataclasses.replace(sample(), colophon=f"Analysed by pytest-mtpsweep {__version__}.")
+    assert md.read_text(encoding="utf-8") == render_md.markdown(closed)
+    assert html.read_text(encoding="utf-8") == render_html.page(closed, tmp_path / "analysis")
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     with pytest.raises(AnalysisError, match=r"cannot write the report into .*; make it writable"):

@@ -270,7 +270,7 @@ def test_strings_that_look_like_markup_stay_text_through_the_pages_script(
 
 
 def test_a_load_report_opens_with_its_headline_and_no_server(tmp_path: Path) -> None:
-    from pytest_mtpsweep.kinds.load.analysis import analyse
+    from pytest_mtpsweep.kinds.load.analysis.compute import analyse
     from tests.kinds.load.run_fixture import HOSTILE_PROMPT, write_run
 
     run = write_run(tmp_path)  # records as the load kind writes them; the analysis needs no server
@@ -297,7 +297,7 @@ def test_a_load_report_opens_with_its_headline_and_no_server(tmp_path: Path) -> 
 def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_mtpsweep.kinds.decode.analysis import analyse_run
+    from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
     from tests.strategies import Design, make_records, noisy, write_run
 
     monkeypatch.setattr(
@@ -306,7 +306,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
     design = Design()
     run = write_run(tmp_path, design, make_records(design, noisy(design, {"ngram": 1.1})))
-    result = analyse_run([run], boot=1000)
+    result = analyse_run([run], AnalyseOptions(boot=1000))
     assert str(run / "analysis" / "report.html") in result.written
     page = parse((run / "analysis" / "report.html").read_text(encoding="utf-8"))
     assert not page.find("img") and not (run / "analysis" / "forest.png").exists()
@@ -316,7 +316,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
 
 def test_the_forest_plot_shares_one_x_axis_across_its_panels(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the plots extra draws the forest plot")
-    from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse
+    from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, load_and_analyse
     from pytest_mtpsweep.kinds.decode.report.plot import forest_figure
     from tests.strategies import Design, make_records, noisy, write_run
 
@@ -327,7 +327,7 @@ def test_the_forest_plot_shares_one_x_axis_across_its_panels(tmp_path: Path) -> 
     for r in records:
         if r["subset"] == "structured" and r["treatment"] == "ngram":
             r["decode_rate_tps_primary"] *= 1.6
-    result = load_and_analyse([write_run(tmp_path, design, records)], boot=1000)
+    result = load_and_analyse([write_run(tmp_path, design, records)], AnalyseOptions(boot=1000))
     figure = forest_figure(result)
     assert figure is not None
     axes = figure.axes

@@ -3,16 +3,19 @@ report last; a directory it cannot write is one sentence."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from pytest_mtpsweep._version import __version__
 from pytest_mtpsweep.errors import AnalysisError
 from pytest_mtpsweep.report.model import Report, Section, Text
 from pytest_mtpsweep.report.result import AnalysisResult, FigureData
 from pytest_mtpsweep.report.save import save_result
+from tests.report.dom import parse
 
 
 class _Drawn:
@@ -60,3 +63,35 @@ def test_a_directory_it_cannot_write_is_one_sentence(tmp_path: Path) -> None:
     blocker.write_text("a file where the directory should be")
     with pytest.raises(AnalysisError, match=r"cannot write the report into .*; make it writable"):
         save_result(_result(tables={"t.csv": pd.DataFrame({"a": [1]})}), blocker)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "line"),
+    [
+        ("0.2.0", f"Recorded by pytest-mtpsweep 0.2.0; analysed by pytest-mtpsweep {__version__}."),
+        (__version__, f"Recorded and analysed by pytest-mtpsweep {__version__}."),
+        (
+            "",
+            f"Analysed by pytest-mtpsweep {__version__}; the run's plan names no harness version.",
+        ),
+    ],
+)
+def test_both_reports_name_the_version_that_recorded_the_run_and_the_one_that_analysed_it(
+    tmp_path: Path, recorded: str, line: str
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    plan = {"run_id": "r1", "ladder": "demo", "harness_version": recorded}
+    (run / "plan.json").write_text(json.dumps({k: v for k, v in plan.items() if v}))
+    md = save_result(_result(), run / "analysis", run)
+    assert md.read_text(encoding="utf-8").endswith(f"\n\n{line}\n")
+    footer = parse((run / "analysis" / "report.html").read_text(encoding="utf-8")).find("footer")
+    assert footer[0].words().startswith(line)
+
+
+def test_a_hostile_harness_version_reaches_report_md_as_text(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "plan.json").write_text(json.dumps({"harness_version": "[x](http://e.vil) *b*"}))
+    text = save_result(_result(), run / "analysis", run).read_text(encoding="utf-8")
+    assert "pytest-mtpsweep [x\\](http://e.vil) \\*b\\*; analysed by" in text  # no link

@@ -18,14 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import ReplyCut
+from pytest_mtpsweep.kinds.authoring.chat import ChatSpec, RetryPolicy, chat
+from pytest_mtpsweep.kinds.load.loadgen.level import ClosedLoop, run_level
+from pytest_mtpsweep.kinds.load.loadgen.payload import LoadPrompt, LoadSpec, LoadTarget
+from pytest_mtpsweep.kinds.load.loadgen.reads import RawRequest, reduce_request
 from pytest_mtpsweep.rig import bounds
 from pytest_mtpsweep.rig.bounds import ReadBound
-from pytest_mtpsweep.rig.chat import ChatSpec, RetryPolicy, chat
 from pytest_mtpsweep.rig.client import RequestSpec, new_http_client, stream_chat
 from pytest_mtpsweep.rig.endpoint import Endpoint
-from pytest_mtpsweep.rig.loadgen.level import ClosedLoop, run_level
-from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt, LoadSpec, LoadTarget
-from pytest_mtpsweep.rig.loadgen.reads import RawRequest, reduce_request
 from pytest_mtpsweep.rig.stream import RawStream, reduce_stream
 from tests.stub_openai_server import Script, serve
 from tests.test_stub_llama_server import ALIAS, launched

@@ -40,8 +40,8 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
             "--out and the other runs"
         )
-    from .analysis import analyse_dir
     from .analysis.gates import verdicts
+    from .analysis.io import analyse_dir
 
     gates: tuple[Gate, ...] = getattr(args, "gates", ())  # parsed before the analysis runs
 

@@ -23,11 +23,11 @@ KIND = Kind(
     summary="One streamed measurement (decode kind), already recorded; assert `.valid` in the test.",
     ladder=f"{__name__}.ladder:SPEC",
     run=f"{__name__}.run.decoderun:prepare",
-    analyse=f"{__name__}.analysis:analyse_command",
+    analyse=f"{__name__}.analysis.commands:analyse_command",
     plan=f"{__name__}.analysis.plan:plan_command",
-    interim=f"{__name__}.analysis:interim",  # the published cells so far, for [stop]
+    interim=f"{__name__}.analysis.atend:interim",  # the published cells so far, for [stop]
     sweep=f"{__name__}.analysis.sweeplook:sweep_look",  # a [stop] sweep's arms to drop
-    compare=f"{__name__}.analysis:compare_command",
+    compare=f"{__name__}.analysis.commands:compare_command",
     commands=f"{__name__}.calibrate:register",  # `mtpsweep calibrate RUN --margin M`
     options=(
         Opt(

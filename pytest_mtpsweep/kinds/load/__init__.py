@@ -10,18 +10,8 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-import argparse
-import math
-
 from ...kindapi import WORD, GateGrammar, Kind, Opt
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
-    return value
-
+from .optiontypes import seconds
 
 KIND = Kind(
     name="load",
@@ -31,9 +21,9 @@ KIND = Kind(
     "`.valid` in the test.",
     ladder=f"{__name__}.ladder:SPEC",
     run=f"{__name__}.run.loadrun:prepare",
-    analyse=f"{__name__}.analysis:analyse_command",
+    analyse=f"{__name__}.analysis.commands:analyse_command",
     plan=f"{__name__}.analysis.plan:plan_command",
-    interim=f"{__name__}.analysis:interim",  # the headline gains so far, for [stop]
+    interim=f"{__name__}.analysis.atend:interim",  # the headline gains so far, for [stop]
     gates=GateGrammar(  # --expect TREATMENT:LEVEL:not-slower:M (or TREATMENT:capacity:...)
         syntax=f"TREATMENT:LEVEL:{WORD}:M, the one gate a load run has",
         example=f"ngram:conc4:{WORD}:5",
@@ -53,7 +43,7 @@ KIND = Kind(
             "load_duration",
             "load: seconds per level block instead of a count of requests (overrides the "
             "ladder's requests or duration_s)",
-            _seconds,
+            seconds,
             metavar="S",
             overrides="command_line.duration_s",
         ),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...kindapi import LadderError
-from ...kindapi.rig import MAX_RATE, MIN_RATE
+from .loadgen.arrivals import MAX_RATE, MIN_RATE
 
 MODES = {"concurrency": "closed", "rate": "open"}
 MAX_CONCURRENCY = 4096  # as a level ladder's requests in flight (ladder.MAX_LANES)

@@ -3,7 +3,7 @@ and the prompt cache on (pure; no heavy imports: the ladder side reads it).
 
 A conversation ladder's block runs `conversations` conversations of `turns` turns, closed loop:
 a level's `concurrency` is the conversations in flight. Turn k carries the conversation so far
-(`rig.loadgen.chatlevel.messages`), so llama-server's prompt cache can reuse it; every
+(`loadgen.chatlevel.messages`), so llama-server's prompt cache can reuse it; every
 conversation starts from one system text of about `system_prefix_tokens` tokens, the same in
 every session.
 
@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...kindapi import LadderError
 from ...kindapi.ladder import Spec, check_table
-from ...kindapi.rig import MAX_SCHEDULE, PromptLike, prompt_order
+from .loadgen.arrivals import MAX_SCHEDULE, prompt_order
+from .loadgen.payload import PromptLike
 
 if TYPE_CHECKING:
     from ...kindapi.ladder import Ladder

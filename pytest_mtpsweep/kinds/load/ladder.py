@@ -24,10 +24,11 @@ from ...kindapi.ladder import (
     parse_contrast,
     parse_treatments,
 )
-from ...kindapi.rig import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns, is_loopback
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings
+from .loadgen.arrivals import MAX_RATE, MAX_SCHEDULE, MIN_RATE, NS_PER_S, first_arrival_ns
+from .loadgen.payload import is_loopback
 from .records import GOODPUT_REQ_S, OUTPUT_TOK_S, REQ_S
 from .trace import TraceSettings
 

@@ -16,7 +16,6 @@ from typing import Any
 from ...kindapi import LadderError, RunReadError
 from ...kindapi.ladder import MAX_TIMEOUT_S
 from ...kindapi.records import PlanDoc
-from ...kindapi.rig import MAX_SCHEDULE
 from . import capacity, conversation, trace
 from .ladder import (
     LEVEL_BOUNDS,
@@ -28,6 +27,7 @@ from .ladder import (
     Level,
     _slo,
 )
+from .loadgen.arrivals import MAX_SCHEDULE
 
 RESTORE = "restore plan.json from the run (no ladder could have set it)"
 

@@ -1,7 +1,7 @@
 """A level block's records: one JSON line per request, then one for the level (pure).
 
 Times are milliseconds from the level's start (its `t_start_ns`); latencies count from each
-request's intended send time, as `rig.loadgen.reads.StreamRecord` defines them. A request is
+request's intended send time, as `loadgen.reads.StreamRecord` defines them. A request is
 counted as queued when it was sent while at least `slots` others were in flight: with every
 slot taken it had to wait for one (by the client's count; the server's own, where it has one,
 is in the level's `occupancy`).
@@ -14,7 +14,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...kindapi.rig import LevelRun, LevelSummary, Percentiles, StreamRecord, TurnFacts
+from .loadgen.chatlevel import TurnFacts
+from .loadgen.level import LevelRun
+from .loadgen.reads import StreamRecord
+from .loadgen.summary import LevelSummary, Percentiles
 
 MS = 1e6
 REQUEST, LEVEL = "request", "level"  # the `record` field of each line
@@ -31,7 +34,7 @@ ENDPOINT_FIELDS: dict[str, str] = {
     REQ_S: REQ_S, GOODPUT_REQ_S: GOODPUT_REQ_S, J_PER_TOKEN: J_PER_TOKEN,
 }  # fmt: skip
 # A conversation block's request line adds its (conversation, turn) slot and the cached prompt
-# tokens the server reported, judged (`rig.loadgen.chatlevel.read_cache`); None elsewhere.
+# tokens the server reported, judged (`loadgen.chatlevel.read_cache`); None elsewhere.
 CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", "cache_source",
                        "cache_reason", "prompt_tokens_total")  # fmt: skip
 # A request line, in the order its JSON holds the fields (then keyed fields and provenance).

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.kinds.authoring import records
+from pytest_mtpsweep.kinds.authoring.chat import ChatReply
 from pytest_mtpsweep.kinds.authoring.run.budget import TEMPLATE_TOKENS, Budget, turn_bound
 from pytest_mtpsweep.kinds.authoring.run.conversation import Messages, Settings, converse
 from pytest_mtpsweep.kinds.authoring.sandbox import Check
-from pytest_mtpsweep.rig.chat import ChatReply
 
 SETTINGS = Settings(max_turns=3, max_tokens=100, extract="fenced:python", feedback_chars=300)
 CODE = "```python\nx = 1\n```"

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.errors import LadderError
@@ -45,6 +45,7 @@ curves = st.integers(1, 5).flatmap(
 
 @settings(max_examples=15, deadline=None)
 @given(rates=curves, tokens=st.integers(1, 40), seed=st.integers(0, 2**31 - 1))
+@example(rates=(1.19e-7,), tokens=40, seed=0)
 def test_the_law_matches_the_servers_rule(rates: tuple[float, ...], tokens: int, seed: int) -> None:
     truth = record_truth(rates, tokens)
     assert math.isclose(sum(truth.accepted_pmf), 1.0, abs_tol=1e-9)
@@ -56,7 +57,9 @@ def test_the_law_matches_the_servers_rule(rates: tuple[float, ...], tokens: int,
     se = math.sqrt(truth.accepted_var / len(runs)) + 1e-9
     assert abs(acc.mean() - truth.accepted_mean) <= 5 * se
     se_d = dra.std() / math.sqrt(len(runs)) + 1e-9
-    assert abs(dra.mean() - truth.drafted_mean) <= 5 * se_d + 1e-9
+    # a rate near 0 (hypothesis found 1.19e-7) moves the true mean by ~1e-7 through an event
+    # 2000 draws never see: their spread is 0, so the bound allows that much, relative
+    assert abs(dra.mean() - truth.drafted_mean) <= 5 * se_d + 1e-6 * truth.drafted_mean
 
 
 def test_long_answers_converge_on_the_per_step_mean_length() -> None:

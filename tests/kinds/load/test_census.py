@@ -7,7 +7,7 @@ import csv
 import json
 from pathlib import Path
 
-from pytest_mtpsweep.kinds.load.analysis import LoadAnalysis, analyse
+from pytest_mtpsweep.kinds.load.analysis.compute import LoadAnalysis, analyse
 from tests.kinds.load.run_fixture import write_run
 
 

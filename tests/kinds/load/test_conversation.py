@@ -21,10 +21,10 @@ from pytest_mtpsweep.kinds.load.conversation import (
     system_prefix,
 )
 from pytest_mtpsweep.kinds.load.ladder import settings
+from pytest_mtpsweep.kinds.load.loadgen.payload import LoadPrompt
 from pytest_mtpsweep.kinds.load.run.loadrun import prepare
 from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.request import RunRequest
-from pytest_mtpsweep.rig.loadgen.payload import LoadPrompt
 from tests.kinds.load.test_ladder import ladder_file
 from tests.kinds.load.test_ladder_bounds import run_limited, write_ladder
 

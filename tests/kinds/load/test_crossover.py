@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.kinds.load import analysis
+from pytest_mtpsweep.kinds.load.analysis import compute as analysis
 from pytest_mtpsweep.kinds.load.analysis.crossover import (
     Crossover,
     crossover,

@@ -91,7 +91,7 @@ def test_a_load_run_reports_energy_per_token_and_its_paired_gain(
 
 
 def test_a_run_without_nvml_says_so_once(tmp_path: Path) -> None:
-    from pytest_mtpsweep.kinds.load import analysis
+    from pytest_mtpsweep.kinds.load.analysis import compute as analysis
     from tests.kinds.load.run_fixture import write_run
 
     run_dir = write_run(tmp_path)

@@ -11,7 +11,7 @@ import pytest
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR
 from pytest_mtpsweep.errors import ExpectationError
 from pytest_mtpsweep.gate import Gate
-from pytest_mtpsweep.kinds.load.analysis import analyse_at_end, interim
+from pytest_mtpsweep.kinds.load.analysis.atend import analyse_at_end, interim
 from pytest_mtpsweep.kinds.load.analysis.contrast import Row
 from pytest_mtpsweep.kinds.load.analysis.gates import judge_row
 from tests.gatetexts import request

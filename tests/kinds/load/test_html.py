@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.kinds.load import analysis
+from pytest_mtpsweep.kinds.load.analysis import atend, commands, compute
 from pytest_mtpsweep.kinds.load.report.witnesses import LAG
 from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
+from pytest_mtpsweep.report.save import finished
 from pytest_mtpsweep.request import AnalysisRequest
 from pytest_mtpsweep.state.plandoc import PlanDoc
 from tests.kinds.load.run_fixture import (
@@ -36,7 +37,7 @@ BOOT = 200
 
 def analysed(tmp_path: Path, **kwargs: bool) -> tuple[Path, Node, str]:
     run = write_run(tmp_path, **kwargs)
-    done = analysis.analyse(run, boot=BOOT, seed=1)
+    done = compute.analyse(run, boot=BOOT, seed=1)
     assert not isinstance(done, str), done
     page = (run / "analysis" / "report.html").read_text(encoding="utf-8")
     return run, parse(page), page
@@ -59,12 +60,12 @@ def test_the_session_end_analysis_and_mtpsweep_analyse_both_write_it(
     monkeypatch.setattr("pytest_mtpsweep.kindapi.report.available", lambda: False)  # the kind's
     run = write_run(tmp_path)  # two analyses: the plots are another test's
     page = run / "analysis" / "report.html"
-    end = analysis.analyse_at_end(run, AnalysisRequest(boot=BOOT, seed=1))
+    end = atend.analyse_at_end(run, AnalysisRequest(boot=BOOT, seed=1))
     assert end.error is None and end.report == run / "analysis" / "report.md"
     assert page.is_file()
     page.unlink()
     args = argparse.Namespace(expect=None, baseline=None, boot=BOOT, boot_seed=1)
-    assert analysis.analyse_command(args, [run], [PlanDoc()]) == 0
+    assert commands.analyse_command(args, [run], [PlanDoc()]) == 0
     assert page.is_file()
 
 
@@ -158,7 +159,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
     stale.write_bytes(b"\x89PNG an earlier analysis' plot")  # drawn when matplotlib was there
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
     monkeypatch.setattr("pytest_mtpsweep.kindapi.report.available", lambda: False)  # the kind's
-    done = analysis.analyse(run, boot=BOOT, seed=1)
+    done = compute.analyse(run, boot=BOOT, seed=1)
     assert not isinstance(done, str), done
     dom = parse((run / "analysis" / "report.html").read_text(encoding="utf-8"))
     assert not dom.find("img")  # the earlier analysis' plot is not this one's
@@ -169,11 +170,11 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
 
 def test_report_md_and_the_page_are_rendered_from_one_model(tmp_path: Path) -> None:
     run = write_run(tmp_path)
-    done = analysis.analyse(run, boot=BOOT, seed=1)
+    done = compute.analyse(run, boot=BOOT, seed=1)
     assert not isinstance(done, str) and done.model is not None, done
     model, out = done.model, run / "analysis"
     text = (out / "report.md").read_text(encoding="utf-8")
-    assert render_md.markdown(model) == text
+    assert render_md.markdown(finished(model, run)) == text  # with the writer's versions line
     dom = parse((out / "report.html").read_text(encoding="utf-8"))
 
     def cells(node: Node) -> list[list[str]]:
@@ -206,7 +207,7 @@ def test_a_forged_heading_in_the_question_or_scope_is_text(tmp_path: Path) -> No
     plan = json.loads((run / "plan.json").read_text(encoding="utf-8"))
     plan |= {"question": plan["question"] + FORGED, "scope": FORGED}
     (run / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    assert not isinstance(analysis.analyse(run, boot=BOOT, seed=1), str)
+    assert not isinstance(compute.analyse(run, boot=BOOT, seed=1), str)
 
     def heads(r: Path) -> list[str]:
         return [t for t, _ in report_md(r).sections]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.kindapi import GROUP
+from pytest_mtpsweep.kindbase import GROUP
 from pytest_mtpsweep.kinds.load.records import REQUEST_FIELDS
 from tests.sandbox import REPO, copy_experiments, only_run
 

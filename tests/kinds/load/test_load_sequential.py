@@ -14,7 +14,8 @@ import pytest
 
 from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import Design, rule_met
-from pytest_mtpsweep.kinds.load.analysis import LoadAnalysis, analyse, interim
+from pytest_mtpsweep.kinds.load.analysis.atend import interim
+from pytest_mtpsweep.kinds.load.analysis.compute import LoadAnalysis, analyse
 from pytest_mtpsweep.request import AnalysisRequest
 from tests.kinds.load.run_fixture import write_run
 
@@ -105,7 +106,7 @@ def test_the_stop_sentence_is_from_the_records_whatever_stop_json_says(tmp_path:
 
 def test_a_gain_within_the_margin_is_equivalent_and_the_decided_rule_counts_it() -> None:
     from pytest_mtpsweep.analysis.decision import Decision
-    from pytest_mtpsweep.kinds.load.analysis import cells, margin_of
+    from pytest_mtpsweep.kinds.load.analysis.compute import cells, margin_of
     from pytest_mtpsweep.kinds.load.analysis.contrast import Row
     from pytest_mtpsweep.state.plandoc import PlanDoc
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_mtpsweep.kinds.load.loadgen.reads import Chunk, StreamRecord, Usage
 from pytest_mtpsweep.kinds.load.records import (
     in_flight_at_send,
     max_in_flight,
     mean_itl_ms,
     request_line,
 )
-from pytest_mtpsweep.rig.loadgen.reads import Chunk, StreamRecord, Usage
 
 MS = 1_000_000
 

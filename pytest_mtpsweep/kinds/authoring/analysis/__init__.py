@@ -3,9 +3,7 @@ with Newcombe's paired score interval, token ratios with t/bootstrap-t over task
 side by side, never pooled unless the ladder asks.
 
 `frame`, `tables`, `contrast` and `report` are pure functions over DataFrames; `io` is the
-only edge that reads a run directory and writes the outputs.
+only edge that reads a run directory and writes the outputs (`analysis.io.analyse_dir`). Nothing
+is re-exported here: importing a report module first would otherwise run `io` half-way (an
+import cycle through this package's `__init__`).
 """
-
-from .io import AuthoringResult, analyse_dir
-
-__all__ = ["AuthoringResult", "analyse_dir"]

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi import AnalysisError, RunReadError
-from ....kindapi.records import PlanDoc, RunReader, read_bounded, schema
+from ....kindapi.records import PlanDoc, RunReader, schema
 from ....kindapi.records import recordlines as rl
 from ....kindapi.report import AnalysisResult, Report, md_text, save_result
 from ..planfields import check_plan
@@ -95,10 +95,7 @@ def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
     for name in (schema.RUN_STATUS_FILE, schema.STOPPED_FILE):
         path = run_dir / name
         if path.is_file():
-            try:  # bounded: a huge file planted there is named, never read whole
-                text = read_bounded(path, 1 << 20).decode("utf-8", errors="replace")
-            except ValueError as exc:
-                raise RunReadError(f"{path} {exc}; restore it from the run") from None
+            text = RunReader(run_dir).text(name)  # bounded: a huge file there is named
             notes.append(f"{name}: {' / '.join(text.strip().splitlines())}")
             limits += findings.status_limits(name, text)
     return notes, limits

@@ -259,7 +259,7 @@ class AuthoringKindRun(AuthoringRun, KindRun):
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         """The session-end analysis; a refusal is a line, never a traceback."""
         from ....kindapi import AnalysisError
-        from ..analysis import analyse_dir
+        from ..analysis.io import analyse_dir
 
         baseline, boot, seed = self.bootstrap(request)
         try:

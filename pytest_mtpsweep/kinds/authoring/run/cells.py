@@ -13,8 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ....kindapi import RunReadError
-from ....kindapi.records import RecordWriter, RunReader, read_bounded, schema
+from ....kindapi.records import RecordWriter, RunReader, schema
 from ..records import (
     CELLS_DIR,
     COMPLETION_TOKENS,
@@ -75,10 +74,7 @@ def attempt(run_dir: Path) -> int:
     log = run_dir / schema.RESUME_LOG
     if not log.is_file():
         return 0
-    try:  # a line a --resume: bounded, so a huge or special file planted there is refused
-        text = read_bounded(log).decode("utf-8", errors="replace")
-    except ValueError as exc:
-        raise RunReadError(f"{log} {exc}; restore it from the run") from None
+    text = RunReader(run_dir).text(schema.RESUME_LOG)  # bounded: one line a --resume
     return sum(1 for line in text.splitlines() if line.strip())
 
 

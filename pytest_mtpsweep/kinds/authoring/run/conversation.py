@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ....kindapi.rig import ChatReply
 from .. import records
+from ..chat import ChatReply
 from ..sandbox import Check
 from . import feedback
 from .budget import Budget, turn_bound

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.records import schema
-from ....kindapi.rig import ChatReply, ChatSpec, RetryPolicy, chat, redact
 from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
 from .. import records
+from ..chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
 from ..ladder import repeat_seed
 from ..sandbox import Check, run_check
 from ..tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS

@@ -17,8 +17,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ....kindapi.records import atomic_write_json, cache_dir, load_json_bounded
-from ....kindapi.rig import ChatReply, ChatSpec
+from ....kindapi import RunReadError
+from ....kindapi.records import RunReader, atomic_write_json, cache_dir
+from ..chat import ChatReply, ChatSpec
 
 Messages = list[dict[str, str]]  # as the conversation holds them
 
@@ -47,10 +48,11 @@ def load(root: Path, digest: str) -> ChatReply | None:
     """The cached reply, or None (missing, unreadable or not a reply: asked again)."""
     path = root / digest[:2] / f"{digest}.json"
     try:
-        data = load_json_bounded(path)  # a FIFO, device or deep file planted here: asked again
+        # read bounded (a FIFO, device or deep file planted here is asked again, never waited on)
+        data = RunReader(path.parent).document(path.name, "cached reply")
         fields = {f.name for f in dataclasses.fields(ChatReply)}
         reply = ChatReply(**{k: v for k, v in data.items() if k in fields})
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RunReadError):
         return None
     if not reply.ok:
         return None

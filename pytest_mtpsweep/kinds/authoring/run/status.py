@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ....kindapi.records import atomic_write_text, read_bounded, schema
+from ....kindapi import RunReadError
+from ....kindapi.records import RunReader, atomic_write_text, schema
 from .. import records
 from . import cells
 
@@ -82,12 +83,12 @@ def finish_run(run_dir: Path, planned: Sequence[Mapping[str, Any]]) -> list[str]
     order = list(dict.fromkeys([*selected, *latest]))
     rows = [latest.get(c) or by_id[c] for c in order]
     atomic_write_text(run_dir / records.SCORES_CSV, scores_csv(rows))
-    marker = run_dir / schema.STOPPED_FILE
+    read = RunReader(run_dir)
     stopped: str | None
-    try:  # bounded: a FIFO or a huge file planted there is read as no marker's text
-        stopped = read_bounded(marker, 1 << 16).decode("utf-8", "replace").strip()
-    except ValueError:
-        stopped = None if not marker.exists() else "(the STOPPED marker cannot be read)"
+    try:  # read bounded: a FIFO or a huge file planted there is no marker's text
+        stopped = read.stopped if read.has(schema.STOPPED_FILE) else None
+    except RunReadError:
+        stopped = "(the STOPPED marker cannot be read)"
     lines = status(selected, latest, stopped)
     atomic_write_text(run_dir / schema.RUN_STATUS_FILE, "\n".join(lines) + "\n")
     return [f"RUN_STATUS: {lines[0]}", *(f"  {line}" for line in lines[1:]),

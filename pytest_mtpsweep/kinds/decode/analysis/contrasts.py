@@ -13,6 +13,7 @@ import pandas as pd
 
 from ....kindapi import POOLED
 from ....kindapi import analysis as stats
+from .contraststats import mde_pct, nan_mean, sign_flip_pvalue
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
 from .model import ENDPOINTS, AnalysisSettings
@@ -24,6 +25,7 @@ from .pairing import (
     pair_cells,
 )
 from .position import position_trend_table
+from .sessionpool import BORROWED_SESSION, borrow_session, pooled_session_level
 from .tiebreak import apply_tiebreak
 
 # one cycle's session variance and its df, borrowed from the run's arms (None: none to borrow)
@@ -88,17 +90,17 @@ def _spread(
     parts: Sequence[Series], finite: Sequence[stats.FloatArray], borrow: Borrow = None
 ) -> tuple[stats.Spread, str]:
     """The published SE: with the session level from 4 shared cycles; under 4, the session
-    level the run's arms share (`borrow`, `analysis/session_pool.py`) where there is one to
+    level the run's arms share (`borrow`, `kinds/decode/analysis/sessionpool.py`) where there is one to
     borrow, else prompts only."""
     shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
     cycles = int(shared.sum())
     if cycles < stats.MIN_CYCLES_FOR_SESSION:
         base = stats.prompt_spread(finite)
-        got = stats.borrow_session(base.se, base.df, cycles, borrow)
+        got = borrow_session(base.se, base.df, cycles, borrow)
         if got is None:
             return base, ""
         se, df = got
-        return stats.Spread(se, df, stats.BORROWED_SESSION, se**2 - base.se**2), (
+        return stats.Spread(se, df, BORROWED_SESSION, se**2 - base.se**2), (
             f"session level borrowed from the run's arms ({cycles} cycle(s) of its own)"
         )
     spread = stats.session_spread(finite, [p.matrix[:, shared] for p in parts])
@@ -112,10 +114,8 @@ def _borrowable(layout: Layout, rows: Sequence[int], min_df: float) -> Borrow:
     these series' (one endpoint's treatments') per-session mean log ratios."""
     if len(rows) < 2:
         return None
-    means = stats.nan_mean(
-        np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0
-    )  # (sessions, rows)
-    pooled = stats.pooled_session_level(means)
+    means = nan_mean(np.moveaxis(layout.matrix[list(rows)], 0, -1), axis=0)  # (sessions, rows)
+    pooled = pooled_session_level(means)
     if pooled is None or pooled.df < min_df:
         return None
     return pooled.of_pair(with_baseline=True)
@@ -154,7 +154,7 @@ def _interval_columns(
     spread, note = _spread(parts, finite, borrow)
     lo95, hi95 = stats.published_interval(point, spread, boot.q95, settings.confidence)
     lo90, hi90 = stats.published_interval(point, spread, boot.q90, settings.equivalence_confidence)
-    with_session = spread.method in (stats.WITH_SESSION, stats.BORROWED_SESSION)
+    with_session = spread.method in (stats.WITH_SESSION, BORROWED_SESSION)
     session_se = math.sqrt(spread.session_var) if with_session else math.nan
     columns = {
         "ci_low": stats.to_pct(lo95),
@@ -165,7 +165,7 @@ def _interval_columns(
         "se_pct": 100.0 * spread.se,
         "df": spread.df,
         "session_se_pct": 100.0 * session_se,
-        "mde_pct": stats.mde_pct(spread),
+        "mde_pct": mde_pct(spread),
     }
     return columns, spread, note
 
@@ -176,7 +176,7 @@ def _crosscheck_columns(
     """The percentile-bootstrap interval and the sign-flip p-value."""
     if finite and all(v.size for v in finite):
         weights = np.concatenate([np.full(v.size, 1.0 / (len(finite) * v.size)) for v in finite])
-        perm_p, perm_method = stats.sign_flip_pvalue(
+        perm_p, perm_method = sign_flip_pvalue(
             np.concatenate(finite), weights, seed=settings.seed, n_mc=settings.boot
         )
     else:

@@ -9,10 +9,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from ....kindapi import POOLED
-from ....kindapi.analysis import (
-    FloatArray,
-    nan_mean,
-)
+from ....kindapi.analysis import FloatArray
+from .contraststats import nan_mean
 from .layout import Layout
 
 PER_CYCLE_COLUMNS: tuple[str, ...] = (

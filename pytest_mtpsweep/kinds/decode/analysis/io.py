@@ -6,6 +6,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -296,53 +297,49 @@ def write_outputs(result: DecodeAnalysis, out: Path, draw: bool = False) -> Deco
     )
 
 
+@dataclass(frozen=True)
+class AnalyseOptions:
+    """What one analysis of decode runs is asked for: `baseline` None uses plan.json's; an
+    `endpoint` named explicitly writes beside the pre-registered analysis (e.g. into
+    analysis_interval_basis/), never over it; `out` None is the run's own folder; with `draw`
+    report.html has the pictures drawn from the records."""
+
+    baseline: str | None = None
+    boot: int = DEFAULT_BOOT
+    seed: int = DEFAULT_BOOT_SEED
+    out: Path | None = None
+    pool: bool = False
+    endpoint: str | None = None
+    draw: bool = False
+
+
 def analyse_run(
     run_dirs: Sequence[Path],
-    *,
-    baseline: str | None = None,
-    boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
-    out: Path | None = None,
-    pool: bool = False,
-    endpoint: str | None = None,
-    draw: bool = False,
+    options: AnalyseOptions,
     check: Callable[[DecodeAnalysis], None] | None = None,
 ) -> DecodeAnalysis:
-    """Load the runs, analyse them and write the outputs; baseline None uses plan.json's; with
-    `draw` report.html has the pictures drawn from the records; `check` may refuse the result
-    before anything is written.
-
-    An `endpoint` named explicitly writes beside the pre-registered analysis, e.g. into
-    analysis_interval_basis/, never over it."""
-    result = load_and_analyse(
-        run_dirs, baseline=baseline, boot=boot, seed=seed, pool=pool, endpoint=endpoint
-    )
+    """The decode analysis, the one entry: load the runs, analyse them and write the outputs;
+    `check` may refuse the result before anything is written."""
+    result = load_and_analyse(run_dirs, options)
     if check is not None:
         check(result)
+    out = options.out
     if out is None:
         out = default_out_dir(result)
-        if endpoint is not None:
-            out = out.with_name(f"{out.name}_{endpoint}_basis")
-    return write_outputs(result, out, draw)
+        if options.endpoint is not None:
+            out = out.with_name(f"{out.name}_{options.endpoint}_basis")
+    return write_outputs(result, out, options.draw)
 
 
-def load_and_analyse(
-    run_dirs: Sequence[Path],
-    *,
-    baseline: str | None = None,
-    boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
-    pool: bool = False,
-    endpoint: str | None = None,
-) -> DecodeAnalysis:
-    """Load and analyse without writing anything (used by `compare`)."""
+def load_and_analyse(run_dirs: Sequence[Path], options: AnalyseOptions) -> DecodeAnalysis:
+    """Load and analyse without writing anything (`compare`'s; `out` and `draw` unused)."""
     runs = [load_run(Path(d)) for d in run_dirs]
     return analyse(
         runs,
-        baseline=baseline,
-        boot=boot,
-        seed=seed,
-        pool=pool,
+        baseline=options.baseline,
+        boot=options.boot,
+        seed=options.seed,
+        pool=options.pool,
         plot_available=plotting_available(),
-        endpoint=endpoint,
+        endpoint=options.endpoint,
     )

@@ -8,10 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....kindapi.analysis import (
-    FloatArray,
-    nan_mean,
-)
+from ....kindapi.analysis import FloatArray
+from .contraststats import nan_mean
 from .pairing import SERIES_KEYS
 
 

@@ -1,5 +1,5 @@
 """The drafting mechanism per treatment and subset (issue 49): the decode records turned into the
-kind-neutral `analysis/mechanism.py`'s cells, one table row each, with the sentence that says why.
+kind-neutral `kinds/decode/analysis/drafting.py`'s cells, one table row each, with the sentence that says why.
 
 A record counts when it is valid, carries the drafter's counts with no `mechanism_invalid`, and
 the server's decode count and clock. The decode clock (predicted_ms) starts at the first token,
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import POOLED
-from ....kindapi.analysis import mechanism as mech
+from . import drafting as mech
 
 # The flags that name a drafter: arms that differ only elsewhere (n_max, p_min, synthetic
 # rates) share one step-cost line.

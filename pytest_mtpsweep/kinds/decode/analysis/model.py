@@ -53,7 +53,7 @@ class AnalysisSettings:
     confidence: float = 0.95
     equivalence_confidence: float = 0.90
     # Under 4 cycles a contrast borrows the session level its run's arms share
-    # (analysis/session_pool.py). False only for the simulations that pack independent
+    # (kinds/decode/analysis/sessionpool.py). False only for the simulations that pack independent
     # replications as the treatments of one frame (tests/strategies.replication_records):
     # borrowing across them would pool runs that never shared a host.
     pool_sessions: bool = True
@@ -214,7 +214,7 @@ class DecodeAnalysis:
     equivalence: Equivalence | None = None
     equivalence_skipped: str = ""
     acceptance: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # the drafting mechanism per drafting treatment and subset (analysis/mechanism.py)
+    # the drafting mechanism per drafting treatment and subset (kinds/decode/analysis/drafting.py)
     mechanism: pd.DataFrame = field(default_factory=pd.DataFrame)
     sequential: LookState | None = None  # a [stop] design: the look the intervals are at
     sweep: Any = None  # a [sweep]: sweep.SweepResult (where the gain starts, the best set)

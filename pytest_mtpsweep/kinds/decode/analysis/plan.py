@@ -49,7 +49,7 @@ def sweep_lines(
     sweep: Any, plan: PlanDoc, cycles_run: int, measured: list[Any], top: int
 ) -> list[str]:
     """A sweep's projected sessions and hours against the full grid (`analysis.sweep_planning`)."""
-    from ....kindapi.analysis import ArmEstimate, plan_sweep
+    from .sweepplanning import ArmEstimate, plan_sweep
 
     estimates = [
         ArmEstimate(iv.arm, s.subset, iv.estimate_pct, (iv.high_pct - iv.low_pct) / 2.0)

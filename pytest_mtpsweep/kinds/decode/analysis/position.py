@@ -9,13 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi.analysis import (
-    FloatArray,
-    IntArray,
-    fixed_effects_slope,
-    t_quantile,
-    to_pct,
-)
+from ....kindapi.analysis import FloatArray, IntArray, t_quantile, to_pct
+from .contraststats import fixed_effects_slope
 from .model import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
 
 POSITION_COLUMNS: tuple[str, ...] = (

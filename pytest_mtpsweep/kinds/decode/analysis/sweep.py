@@ -2,7 +2,7 @@
 settings may be best, from the records paired by prompt and cycle; the arms a `[stop]` sweep
 dropped and at which look; the report's section and its picture.
 
-The statistics are `analysis/sweep.py`'s (kind-neutral); this module builds its `SweepData` from
+The statistics are `kinds/decode/analysis/sweepstats.py`'s (kind-neutral); this module builds its `SweepData` from
 the decode records (`pairing.cell_means`: repeats averaged per prompt and cycle, the published
 endpoint's rate) and words the answers for the report.
 """
@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import AnalysisError
-from ....kindapi.analysis import BestSet, StepDown, SweepData, best_set, where_gain_starts
 from ....kindapi.records import DroppedArm, PlanDoc, SweepAxis
 from ....kindapi.report import Figure, FigureData, Section, Table, md_code, md_text, text
 from .pairing import cell_means
+from .sweepstats import BestSet, StepDown, SweepData, best_set, where_gain_starts
 
 TITLE = "Along the setting"
 OTHER_END = {"first": "last", "last": "first"}

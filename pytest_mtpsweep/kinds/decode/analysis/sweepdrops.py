@@ -11,9 +11,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ....kindapi import AnalysisError, SweepLookAt, SweepVerdict
-from ....kindapi.analysis import arms_to_drop, best_set
 from ....kindapi.records import DroppedArm, PlanDoc
 from .sweep import arm_values, sweep_data
+from .sweepstats import arms_to_drop, best_set
 
 
 def look_on(

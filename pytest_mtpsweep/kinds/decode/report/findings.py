@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 from ....kindapi.analysis import (
-    BORROWED_SESSION,
     MIN_CYCLES_FOR_SESSION,
     PROMPTS_ONLY,
     WITH_SESSION,
@@ -21,6 +20,7 @@ from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
 from ..analysis import hostrule
 from ..analysis.equivalence import DIFFERENT, describe
 from ..analysis.model import ENDPOINTS, DecodeAnalysis
+from ..analysis.sessionpool import BORROWED_SESSION
 from . import limits as limits
 from .diagnostics import degenerate_warning, interval_fallback_warning
 from .textfmt import dict_rows, num, texts, titled

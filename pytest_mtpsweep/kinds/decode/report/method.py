@@ -10,6 +10,7 @@ from typing import Any
 from ....kindapi import MIN_BOOT
 from ....kindapi import analysis as stats
 from ....kindapi.report import Md
+from ..analysis.contraststats import MDE_POWER
 from ..analysis.model import ENDPOINTS, DecodeAnalysis
 from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, texts, titled
@@ -151,8 +152,8 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         f"{stats.MIN_PROMPTS_FOR_DECISION} prompts (pooled: when any subset has), where neither "
         "the exact sign-flip test nor the interval can be trusted. `underpowered` marks a cell "
         "without a decision whose MDE exceeds the margin: MDE = 100·expm1((t(0.975, df) + "
-        f"t({stats.MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
-        f"{stats.MDE_POWER:.0%} power.",
+        f"t({MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
+        f"{MDE_POWER:.0%} power.",
         "",
         "Columns: `interval_method`, `se_pct` (100·SE), `df`, `session_se_pct` "
         "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "

@@ -246,12 +246,12 @@ class DecodeRun(KindRun):
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
-        from ..analysis import validate_request
+        from ..analysis.request import validate_request
 
         validate_request(self.ladder, request, self.gate_calibration)
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from ..analysis import analyse_at_end
+        from ..analysis.atend import analyse_at_end
 
         return analyse_at_end(run_dir, request, self.ladder, self.gate_calibration)
 

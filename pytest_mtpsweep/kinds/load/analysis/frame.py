@@ -3,7 +3,7 @@ figures of each treatment, pooled over cycles.
 
 Percentiles pool the requests of every cycle of a (treatment, level): TTFT and e2e one sample
 per completed request, ITL one per chunk gap (over its tokens where known), as
-`rig.loadgen.summary` does per block. Throughput is the mean over cycles of each block's figure.
+`loadgen.summary` does per block. Throughput is the mean over cycles of each block's figure.
 """
 
 from __future__ import annotations

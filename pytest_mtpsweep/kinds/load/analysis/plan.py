@@ -95,7 +95,8 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     from ....kindapi.analysis import render
     from ....kindapi.records import RunReader, terminal
     from ..planfields import check_plan
-    from . import contrast, contrast_pairs, frame, records_of
+    from . import contrast, frame
+    from .compute import contrast_pairs, records_of
 
     check_plan(plan, f"plan file {run_dir / 'plan.json'}")
     records, unreadable = records_of(run_dir)

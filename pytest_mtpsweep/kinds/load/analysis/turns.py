@@ -9,7 +9,7 @@ counts the session. The gain per turn is the per-level contrast's own estimate
 (`contrast.clustered`) on the pairs of that turn alone: request i of a treatment's block with
 request i of the baseline's, prompts as the clusters.
 
-The cached tokens are the records' judged `cached_tokens` (`rig.loadgen.chatlevel.read_cache`):
+The cached tokens are the records' judged `cached_tokens` (`loadgen.chatlevel.read_cache`):
 a request whose server said none counts as unknown, never as 0, and one whose count could not
 be true as invalid; both are counted per treatment under the report's Limitations.
 """

@@ -35,10 +35,12 @@ from ....kindapi.ladder import (
     prompt_digest,
 )
 from ....kindapi.records import schema
-from ....kindapi.rig import PromptLike, prompt_order, stream_chat
+from ....kindapi.rig import stream_chat
 from ....kindapi.run import PASS, PreflightItem, check_prompt_set
 from .. import conversation
 from ..ladder import Level, LoadSettings
+from ..loadgen.arrivals import prompt_order
+from ..loadgen.payload import PromptLike
 from ..records import E2E_MS, OUTPUT_TOK_S, TTFT_MS
 from ..result import LevelResult
 from . import prereg, probe, replay
@@ -127,7 +129,7 @@ class LoadRun(KindRun):
         return out | ({"trace_sha256": self.replay.trace.sha256} if self.replay else {})
 
     def plan_fields(self) -> dict[str, Any]:
-        from ....kindapi.rig import poisson_schedule, poisson_until
+        from ..loadgen.arrivals import poisson_schedule, poisson_until
 
         s = self.settings
 
@@ -287,7 +289,7 @@ class LoadRun(KindRun):
             )
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from ..analysis import analyse_at_end
+        from ..analysis.atend import analyse_at_end
 
         return analyse_at_end(run_dir, request)
 

@@ -8,21 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.records import schema
-from ....kindapi.rig import (
-    ClosedLoop,
-    Conversations,
-    LevelRun,
-    LoadSpec,
-    LoadTarget,
-    OpenLoop,
-    PromptLike,
-    Slo,
-    is_loopback,
-    run_conversations,
-    run_level,
-    summarise,
-)
 from .. import conversation
+from ..loadgen.chatlevel import Conversations, run_conversations
+from ..loadgen.level import ClosedLoop, LevelRun, OpenLoop, run_level
+from ..loadgen.payload import LoadSpec, LoadTarget, PromptLike, is_loopback
+from ..loadgen.summary import Slo, summarise
 from ..records import (
     E2E_MS,
     LEVEL,

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....kindapi.ladder import Prompt
-from ....kindapi.rig import LoadPrompt, OpenLoop, prompt_order
+from ..loadgen.arrivals import prompt_order
+from ..loadgen.level import OpenLoop
+from ..loadgen.payload import LoadPrompt
 from ..trace import Trace, TraceSettings
 
 SEPARATOR = "\n\n"  # between the prompts of the corpus, and before the task

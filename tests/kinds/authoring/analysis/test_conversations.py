@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
-from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
+from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from tests.kinds.authoring.analysis.test_findings import write
 from tests.report.dom import parse

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
-from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame, turn_frame
+from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.repeats import (
     identical_repeats,
     pass_at_k,

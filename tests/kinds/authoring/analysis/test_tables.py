@@ -9,8 +9,8 @@ import pytest
 
 from pytest_mtpsweep import schema
 from pytest_mtpsweep.kinds.authoring import records
-from pytest_mtpsweep.kinds.authoring.analysis import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame
+from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
 from pytest_mtpsweep.kinds.authoring.analysis.tables import census, cohort_table
 from tests.kinds.authoring.analysis.test_contrast import cell
 

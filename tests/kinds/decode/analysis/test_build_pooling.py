@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.errors import AnalysisError
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from pytest_mtpsweep.protocol.setup import server_build_keyed
 from pytest_mtpsweep.rig.buildid import BuildIdentity
 from pytest_mtpsweep.rig.provision import ServerBinary
@@ -45,7 +45,7 @@ def run(tmp_path: Path, run_id: str, server_build: str) -> Path:
 
 
 def analyse(runs: list[Path], **kwargs: Any) -> Any:
-    return analyse_run(runs, baseline="old", boot=1000, **kwargs)
+    return analyse_run(runs, AnalyseOptions(baseline="old", boot=1000, **kwargs))
 
 
 def test_the_keyed_build_names_every_treatments_build() -> None:

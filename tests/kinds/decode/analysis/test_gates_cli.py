@@ -12,7 +12,7 @@ from pytest_mtpsweep.analyse import register, run_cli
 from pytest_mtpsweep.errors import ExpectationError
 from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.decode.analysis.gates import judge
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from tests.gatetexts import failures, gate
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
@@ -37,7 +37,7 @@ def make_run(tmp_path: Path, *, design: Design = DESIGN, **kwargs: Any) -> Path:
 
 @pytest.fixture
 def result(tmp_path: Path) -> Any:
-    return analyse_run([make_run(tmp_path)], boot=1000)
+    return analyse_run([make_run(tmp_path)], AnalyseOptions(boot=1000))
 
 
 class TestParse:
@@ -96,7 +96,7 @@ class TestEvaluate:
         plan = make_plan(DESIGN, selected=["none", "ngram"])
         recs = [r for r in make_records(DESIGN, noisy(DESIGN, {})) if r["treatment"] != "gate"]
         run = write_run(tmp_path, DESIGN, recs, plan=plan)
-        result = analyse_run([run], boot=1000)
+        result = analyse_run([run], AnalyseOptions(boot=1000))
         failures = evaluate_expectations(result, ["gate:prose:equivalent"])
         assert len(failures) == 1 and "no prose contrast for gate" in failures[0]
 
@@ -110,7 +110,7 @@ class TestEvaluate:
             lambda t, c, o, p, r: base(t, c, o, p, r) * (1.05 if t == "ngram" else 1.0),
             lambda t, c, o, p, r: base(t, c, o, p, r),
         )
-        result = analyse_run([write_run(tmp_path, design, recs)], boot=1000)
+        result = analyse_run([write_run(tmp_path, design, recs)], AnalyseOptions(boot=1000))
         rows = result.contrasts.query("treatment == 'ngram' and subset == 'prose'")
         assert set(rows["decision"]) == {"faster", "equivalent"}
         assert evaluate_expectations(result, ["ngram:prose:equivalent"]) == []
@@ -134,7 +134,7 @@ class TestCli:
     ) -> None:
         run = make_run(tmp_path)
         assert run_cli(["analyse", str(run), "--boot", "1000", "--out", str(tmp_path / "c")]) == 0
-        analyse_run([run], boot=1000, seed=42, out=tmp_path / "d")
+        analyse_run([run], AnalyseOptions(boot=1000, seed=42, out=tmp_path / "d"))
         for name in ("contrasts.csv", "census.csv", "contrasts.json"):
             assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "d" / name).read_bytes()
 
@@ -192,7 +192,7 @@ class TestCli:
         assert code == 0
         assert "secondary, descriptive: different runs" in out.lower()
         assert "run-1 (vs none)" in out and "run-b (vs none)" in out
-        alone = analyse_run([b], boot=1000, out=tmp_path / "alone")
+        alone = analyse_run([b], AnalyseOptions(boot=1000, out=tmp_path / "alone"))
         pct = alone.published.query("treatment == 'ngram' and subset == 'prose'")["pct_change"]
         assert f"{pct.iloc[0]:+.2f}%" in out
         assert not (a / "analysis").exists()  # compare writes nothing into the runs

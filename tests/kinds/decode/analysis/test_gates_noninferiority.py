@@ -15,10 +15,10 @@ from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDEC
 from pytest_mtpsweep.analysis.sequential import CellState, Design, rule_met
 from pytest_mtpsweep.errors import ExpectationError
 from pytest_mtpsweep.gate import Gate
-from pytest_mtpsweep.kinds.decode.analysis import judge
 from pytest_mtpsweep.kinds.decode.analysis.gates import stop_cells
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import headline_cells
+from pytest_mtpsweep.kinds.decode.analysis.verdicts import judge
 from tests.gatetexts import failures, gate, request
 from tests.strategies import Design as RunDesign
 from tests.strategies import make_records, noisy, write_run
@@ -52,7 +52,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> Any:
         return wild(t, c, o, p, r) if t == "noisy" else rate(t, c, o, p, r)
 
     run = write_run(root, RUN, make_records(RUN, mixed))
-    return analyse_run([run], boot=1000)
+    return analyse_run([run], AnalyseOptions(boot=1000))
 
 
 class TestGrammar:
@@ -155,7 +155,7 @@ class TestStop:
         assert rule_met(design, done)[0]
 
     def test_the_interim_reads_the_gates_from_the_request(self, tmp_path: Path) -> None:
-        from pytest_mtpsweep.kinds.decode.analysis import interim
+        from pytest_mtpsweep.kinds.decode.analysis.atend import interim
 
         run = write_run(tmp_path, RUN, make_records(RUN, noisy(RUN, {"slow": 0.85}, sd=0.004)))
         asked = request("slow:prose:not-slower:3", boot=1000)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,13 @@ import pytest
 
 from pytest_mtpsweep.analyse import run_cli
 from pytest_mtpsweep.errors import AnalysisError
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run, curtailment_notes, load_run
+from pytest_mtpsweep.kinds.decode.analysis import io as analysis_io
+from pytest_mtpsweep.kinds.decode.analysis.io import (
+    AnalyseOptions,
+    analyse_run,
+    curtailment_notes,
+    load_run,
+)
 from tests.strategies import Design, make_records, write_run
 
 DESIGN = Design()
@@ -67,7 +75,22 @@ def test_an_empty_directory_says_there_are_no_records(
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(AnalysisError, match="no records"):
-        analyse_run([empty], boot=1000)
+        analyse_run([empty], AnalyseOptions(boot=1000))
     assert run_cli(["analyse", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "no records" in err and "baseline" not in err
+
+
+def test_the_analysis_has_one_entry_and_it_takes_typed_options() -> None:
+    """One `analyse_run` in the decode analysis, its options one typed value (no **settings)."""
+    package = Path(analysis_io.__file__).parent
+    defined = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted(package.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name == "analyse_run"
+    ]
+    assert defined == [f"io.py:{analyse_run.__code__.co_firstlineno}"]
+    kinds = {p.kind for p in inspect.signature(analyse_run).parameters.values()}
+    assert inspect.Parameter.VAR_KEYWORD not in kinds
+    assert inspect.signature(analyse_run).parameters["options"].annotation == "AnalyseOptions"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from pytest_mtpsweep.kinds.decode.analysis.equivalence import content_equivalence
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
 from pytest_mtpsweep.kinds.decode.report.findings import LIMITATIONS
 from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, render_full
@@ -54,7 +54,7 @@ def plan(**extra: Any) -> dict[str, Any]:
 
 def run(tmp_path: Path, recs: list[Any], **plan_extra: Any) -> Any:
     path = write_run(tmp_path, DESIGN, recs, plan=plan(**plan_extra))
-    return analyse_run([path], boot=1000)
+    return analyse_run([path], AnalyseOptions(boot=1000))
 
 
 def section(report: str, heading: str) -> str:
@@ -70,7 +70,7 @@ class TestFindingsDocument:
 
     def test_a_run_without_a_recorded_question_says_so(self, tmp_path: Path) -> None:
         path = write_run(tmp_path, DESIGN, records())  # make_plan has no question
-        report = analyse_run([path], boot=1000).report_md
+        report = analyse_run([path], AnalyseOptions(boot=1000)).report_md
         assert report.splitlines()[2].startswith("**Question (pre-registered):** not recorded")
         assert "**Scope:**" not in report
 
@@ -114,7 +114,7 @@ class TestFindingsDocument:
         doc = plan()
         doc["analysis"]["multiplicity"] = "two arms, no correction."
         path = write_run(tmp_path, DESIGN, records(), plan=doc)
-        limits = section(analyse_run([path], boot=1000).report_md, LIMITATIONS)
+        limits = section(analyse_run([path], AnalyseOptions(boot=1000)).report_md, LIMITATIONS)
         assert "Pre-registered: two arms, no correction." in limits
 
     def test_a_deadline_stop_and_unselected_sessions_are_limitations(self, tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ class TestFindingsDocument:
                 }
             )
         )
-        limits = section(analyse_run([path], boot=1000).report_md, LIMITATIONS)
+        limits = section(analyse_run([path], AnalyseOptions(boot=1000)).report_md, LIMITATIONS)
         assert "**Curtailment and stops:** the run was stopped by its deadline (04:00)" in limits
         assert "did not run 06_none_c3" in limits
         assert "**Not selected:** 1 planned session(s) were not selected" in limits

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from pytest_mtpsweep.kinds.decode.report.findings import LIMITATIONS
 from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, render_full
 from pytest_mtpsweep.report.document import anchor
@@ -77,7 +77,7 @@ class TestLimitations:
         noise = {busy: host(23.5, True), hot: host(1.0, False, {"cgroup_nr_throttled": 4})}
         run = write_run(tmp_path, DESIGN, records(),
                         session_facts=facts(DESIGN, noise, {drifted: -31.0}))  # fmt: skip
-        line = bullet(analyse_run([run], boot=1000).report_md, "Host noise")
+        line = bullet(analyse_run([run], AnalyseOptions(boot=1000)).report_md, "Host noise")
         assert "1 of 6 sessions ran while other processes used more of the CPU" in line
         assert f"({busy} 23.5 %)" in line
         assert f"1 session(s) were throttled ({hot} (cgroup_nr_throttled 4))" in line
@@ -86,11 +86,11 @@ class TestLimitations:
 
     def test_a_quiet_host_is_none_seen_and_an_unrecorded_one_says_so(self, tmp_path: Path) -> None:
         run = write_run(tmp_path, DESIGN, records(), session_facts=facts(DESIGN, {}))
-        line = bullet(analyse_run([run], boot=1000).report_md, "Host noise")
+        line = bullet(analyse_run([run], AnalyseOptions(boot=1000)).report_md, "Host noise")
         assert line.startswith("**Host noise:** none seen: no session's other processes")
         assert "every calibration stayed within ±10%" in line
         bare = write_run(tmp_path / "bare", DESIGN, records())
-        line = bullet(analyse_run([bare], boot=1000).report_md, "Host noise")
+        line = bullet(analyse_run([bare], AnalyseOptions(boot=1000)).report_md, "Host noise")
         assert line.startswith("**Host noise:** not recorded")
 
     def test_a_step_between_cycles_is_named_and_steady_cycles_are_none_seen(
@@ -104,16 +104,18 @@ class TestLimitations:
             return at
 
         steady = write_run(tmp_path, DESIGN, make_records(DESIGN, rate(1.0)))
-        line = bullet(analyse_run([steady], boot=1000).report_md, "Drift")
+        line = bullet(analyse_run([steady], AnalyseOptions(boot=1000)).report_md, "Drift")
         assert line.startswith("**Drift:** none seen: half the odd- minus even-cycle contrast")
         stepped = write_run(tmp_path / "step", DESIGN, make_records(DESIGN, rate(1.1)))
-        line = bullet(analyse_run([stepped], boot=1000).report_md, "Drift")
+        line = bullet(analyse_run([stepped], AnalyseOptions(boot=1000)).report_md, "Drift")
         assert "exceeds the ±1% margin in 2 of 4 published cells" in line  # ngram's subsets
         assert "largest ngram" in line and "`report.html#drift`" in line
 
     def test_every_limitation_is_one_bullet_even_with_no_pairs(self, tmp_path: Path) -> None:
         only = [r for r in records() if r["treatment"] == "none"]
-        report = analyse_run([write_run(tmp_path, DESIGN, only)], boot=1000).report_md
+        report = analyse_run(
+            [write_run(tmp_path, DESIGN, only)], AnalyseOptions(boot=1000)
+        ).report_md
         labels = [b.split(":**")[0] for b in limitations(report)]
         assert "**Host noise" in labels and "**Drift" not in labels  # nothing to drift
 
@@ -121,7 +123,7 @@ class TestLimitations:
 class TestLongLists:
     def test_gaps_past_twenty_are_a_count_and_the_csv_that_holds_them(self, tmp_path: Path) -> None:
         recs = [r for r in records() if not (r["treatment"] == "none" and r["cycle"] == 1)]
-        result = analyse_run([write_run(tmp_path, DESIGN, recs)], boot=1000)
+        result = analyse_run([write_run(tmp_path, DESIGN, recs)], AnalyseOptions(boot=1000))
         census = result.report_md.split("## Census", 1)[1].split("\n## ", 1)[0]
         # ngram and gate lost their partner for all 12 prompts of cycle 1: 24 gaps
         assert "24 gaps: too many to list here; one row each in `gaps.csv` beside this report." in (
@@ -135,7 +137,7 @@ class TestLongLists:
     ) -> None:
         design = Design(prompts={"prose": tuple(f"prose_{i:02d}" for i in range(1, 25))})
         recs = [{**r, "finish_reason": "length"} for r in records(design)]
-        result = analyse_run([write_run(tmp_path, design, recs)], boot=1000)
+        result = analyse_run([write_run(tmp_path, design, recs)], AnalyseOptions(boot=1000))
         line = bullet(result.report_md, "Truncation")
         assert "96 analysed measurement(s) of 24 prompt(s)" in line
         assert "prose_20 and 4 more)" in line and "prose_21" not in line
@@ -150,12 +152,13 @@ class TestTheDetailIsOnReportHtml:
     def test_every_section_report_md_leaves_out_is_a_section_of_report_html(
         self, tmp_path: Path
     ) -> None:
-        from pytest_mtpsweep.kinds.decode.analysis import analyse_run as with_html
+        from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions
+        from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run as with_html
 
         recs = [{**r, "finish_reason": "length"} if r["prompt_id"] == "prose_01" else r
                 for r in records()]  # fmt: skip
         run = write_run(tmp_path, DESIGN, recs, session_facts=facts(DESIGN, {}))
-        result = with_html([run], boot=1000)
+        result = with_html([run], AnalyseOptions(boot=1000, draw=True))
         report, full = result.report_md, render_full(result)
         left_out = [t for t in every_heading(full) if t not in every_heading(report)]
         assert left_out == [
@@ -190,7 +193,7 @@ def test_a_demo_sized_report_stays_within_its_bound(tmp_path: Path) -> None:
     recs = [r for r in recs if not (r["treatment"] == "gate" and r["prompt_id"] == "prose_02")]
     busy = {session_name(*s): host(30.0, True) for s in DESIGN.sessions()[:2]}
     run = write_run(tmp_path, DESIGN, recs, session_facts=facts(DESIGN, busy))
-    report = analyse_run([run], boot=1000).report_md
+    report = analyse_run([run], AnalyseOptions(boot=1000)).report_md
     assert len(report.splitlines()) <= REPORT_MAX_LINES, len(report.splitlines())
     bullets = limitations(report)
     for label in ("Multiplicity:", "Truncation:", "Curtailment and stops:",

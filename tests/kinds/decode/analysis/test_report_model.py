@@ -11,14 +11,19 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.constants import MIN_BOOT
-from pytest_mtpsweep.kinds.decode.analysis import analyse_run
-from pytest_mtpsweep.kinds.decode.analysis.io import load_and_analyse, picture_records
+from pytest_mtpsweep.kinds.decode.analysis.io import (
+    AnalyseOptions,
+    analyse_run,
+    load_and_analyse,
+    picture_records,
+)
 from pytest_mtpsweep.kinds.decode.report import pictures
 from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, report_model
 from pytest_mtpsweep.report.mdtext import md_table
 from pytest_mtpsweep.report.model import Figure, Report, Table
 from pytest_mtpsweep.report.render_html import page
 from pytest_mtpsweep.report.render_md import markdown
+from pytest_mtpsweep.report.save import finished
 from tests.report.dom import Node, parse
 from tests.report.test_mdtext import NAME, hostile_run, words
 from tests.strategies import Design, make_records, noisy, write_run
@@ -58,11 +63,13 @@ def body_rows(node: Node) -> list[list[str]]:
 
 
 def test_report_md_and_report_html_are_the_same_models(tmp_path: Path) -> None:
-    result = analyse_run([write_run(tmp_path, DESIGN, records())], boot=MIN_BOOT)
+    run = write_run(tmp_path, DESIGN, records())
+    result = analyse_run([run], AnalyseOptions(boot=MIN_BOOT))
     report, out = result.report, Path(str(result.out_dir))
     assert report is not None
     on_disk = (out / "report.md").read_text(encoding="utf-8")
-    assert markdown(report) == on_disk == result.report_md
+    assert markdown(finished(report, run)) == on_disk  # the writer adds the versions' line
+    assert markdown(report) == result.report_md
     dom = parse((out / "report.html").read_text(encoding="utf-8"))
     # the page's sections: the three every kind opens with, then the model's detail in order
     shown = [s.id for s in report.of("detail") if s.page]
@@ -90,7 +97,7 @@ def test_report_md_and_report_html_are_the_same_models(tmp_path: Path) -> None:
 def test_the_model_is_built_from_the_result_alone(tmp_path: Path) -> None:
     # no analysis folder, no CSV: the page still has every record table the model holds
     run = write_run(tmp_path, DESIGN, records())
-    report = report_model(load_and_analyse([run], boot=MIN_BOOT))
+    report = report_model(load_and_analyse([run], AnalyseOptions(boot=MIN_BOOT)))
     assert not (run / "analysis").exists()
     dom = parse(page(report, tmp_path / "nowhere"))
     for table_id in ("equivalence-cells", "gap-cells", "truncated-cells"):
@@ -101,7 +108,7 @@ def test_the_model_is_built_from_the_result_alone(tmp_path: Path) -> None:
 
 
 def test_a_hostile_prompt_id_is_text_in_the_pages_record_tables(tmp_path: Path) -> None:
-    result = analyse_run([hostile_run(tmp_path, NAME)], boot=MIN_BOOT)
+    result = analyse_run([hostile_run(tmp_path, NAME)], AnalyseOptions(boot=MIN_BOOT))
     dom = parse((Path(str(result.out_dir)) / "report.html").read_text(encoding="utf-8"))
     prompt = words(f"prose_01 {NAME}")
     for table_id, column in (("truncated-cells", 0), ("equivalence-cells", 3)):
@@ -114,7 +121,7 @@ def test_a_hostile_prompt_id_is_text_in_the_pages_record_tables(tmp_path: Path) 
 def test_the_pictures_are_drawn_from_the_lines_the_analysis_read(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the plots extra draws the pictures")
     run = write_run(tmp_path, DESIGN, records())
-    result = load_and_analyse([run], boot=MIN_BOOT)
+    result = load_and_analyse([run], AnalyseOptions(boot=MIN_BOOT))
     assert sum(len(f.lines) for f in result.record_files) == len(records())
     # The record files gone after the analysis read them: the pictures are still the records'.
     shutil.rmtree(run / "records")

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from pytest_mtpsweep.errors import AnalysisError
-from pytest_mtpsweep.kinds.decode.analysis.io import OUTPUT_FILES, analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import OUTPUT_FILES, AnalyseOptions, analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from pytest_mtpsweep.kinds.decode.report.sections import headline_table, render_full
 from tests.strategies import KEYED, Design, make_plan, make_records, noisy, session_name, write_run
@@ -50,7 +50,7 @@ def records(design: Design = DESIGN, **effects: float) -> list[dict[str, Any]]:
 
 def analyse(run: Path | list[Path], **kwargs: Any) -> Any:
     runs = run if isinstance(run, list) else [run]
-    return analyse_run(runs, boot=kwargs.pop("boot", 1000), **kwargs)
+    return analyse_run(runs, AnalyseOptions(boot=kwargs.pop("boot", 1000), **kwargs))
 
 
 def exclusions(result: Any) -> dict[str, int]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.kinds.decode.analysis.io import analyse_run
+from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
 ARMS = ("size_n_1", "size_n_3", "size_n_12")
@@ -55,7 +55,7 @@ def _dropped_after_2() -> list[dict[str, object]]:
 
 def test_the_report_says_where_the_gain_starts_and_the_best_set(tmp_path: Path) -> None:
     run = write_run(tmp_path, DESIGN, _dropped_after_2(), plan=_plan(stop=True))
-    result = analyse_run([run], boot=1000, seed=1, out=tmp_path / "out")
+    result = analyse_run([run], AnalyseOptions(boot=1000, seed=1, out=tmp_path / "out"))
     sweep = result.sweep
     assert sweep is not None and sweep.arms == ARMS
     edits = next(s for s in sweep.subsets if s.subset == "structured")
@@ -80,7 +80,7 @@ def test_a_forged_stop_json_cannot_drop_an_arm_or_steer_the_report(tmp_path: Pat
         '"dropped": [{"arm": "size_n_12", "look": 1, "after_cycle": 2, "why": "forged"}, '
         '{"arm": "none", "look": 1, "after_cycle": 2, "why": "forged"}]}'
     )
-    result = analyse_run([run], boot=1000, seed=1, out=tmp_path / "out")
+    result = analyse_run([run], AnalyseOptions(boot=1000, seed=1, out=tmp_path / "out"))
     assert result.sweep is not None
     assert [d.arm for d in result.sweep.dropped] == ["size_n_1"]
     report = (tmp_path / "out" / "report.md").read_text()
@@ -93,7 +93,7 @@ def test_a_run_without_a_stop_rule_names_no_dropped_arm(tmp_path: Path) -> None:
         '{"looks": [], "dropped": [{"arm": "size_n_3", "look": 1, "after_cycle": 2, '
         '"why": "forged"}]}'
     )
-    result = analyse_run([run], boot=1000, seed=1, out=tmp_path / "out")
+    result = analyse_run([run], AnalyseOptions(boot=1000, seed=1, out=tmp_path / "out"))
     assert result.sweep is not None and result.sweep.dropped == ()
     assert "left the run" not in (tmp_path / "out" / "report.md").read_text()
 
@@ -116,7 +116,7 @@ def test_plan_projects_the_sweep_against_the_full_grid(
 
 def test_a_dropped_arm_s_later_sessions_are_not_missing(tmp_path: Path) -> None:
     run = write_run(tmp_path, DESIGN, _dropped_after_2(), plan=_plan(stop=True))
-    result = analyse_run([run], boot=1000, seed=1, out=tmp_path / "out")
+    result = analyse_run([run], AnalyseOptions(boot=1000, seed=1, out=tmp_path / "out"))
     assert result.not_run == ()
     assert result.sweep is not None and result.sweep.sessions_run == 14
     assert (
