@@ -1,7 +1,7 @@
 """Every document the tool writes and later reads, swapped for a hostile form (issue 50): a
 FIFO, a folder, a link out of the run, /dev/zero, a 100 MiB file, JSON 10,000 deep, NaN, 1e308,
-1e400, a negative, a wrong type, an integer of 10**18. `mtpsweep analyse` (a subprocess, under
-a timeout, so a hang fails the test) answers each in one sentence naming the file, or, for one
+1e400, a negative, a wrong type, an integer of 10**18. `mtpsweep analyse` (in this process, under
+pytest-timeout's bound, so a hang fails the test) answers each in one sentence naming the file, or, for one
 of many (a record line, a session file), names it and analyses the rest: never a traceback,
 never a hang, never a value no run could have written taken as the run's.
 
@@ -11,21 +11,24 @@ tests/kinds/load/run_fixture.py); MTPSWEEP_SERVER_BIN names no server.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
-import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_mtpsweep.cli import main as cli_main
 from tests.kinds.load import run_fixture
 from tests.strategies import Design, make_records, noisy, write_run
 
 REPO = Path(__file__).resolve().parents[1]
 BOUND_S = 60  # far past any answer here (about a second): a hang fails, never blocks the suite
+pytestmark = pytest.mark.timeout(BOUND_S)
 DESIGN = Design(
     treatments=("none", "ngram"),
     prompts={"prose": ("prose_01", "prose_02", "prose_03"),
@@ -49,13 +52,25 @@ def load_run(root: Path) -> Path:
 
 
 def cli(*args: str) -> tuple[int, str]:
-    env = {**os.environ, "MTPSWEEP_SERVER_BIN": "/nonexistent/llama-server", "MPLBACKEND": "Agg",
-           "PYTHONPATH": str(REPO)}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", *args],
-        capture_output=True, text=True, timeout=BOUND_S, env=env, cwd=REPO,
-    )  # fmt: skip
-    return done.returncode, done.stdout + done.stderr
+    """`mtpsweep ARGS` in this process (a subprocess per case cost ~1 s of start-up each):
+    its exit code and output; an exception that escapes is the traceback a user would see."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli_main(list(args))
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            rc, text = 1, "Traceback (most recent call last):\n" + traceback.format_exc()
+            return rc, out.getvalue() + err.getvalue() + text
+    return rc, out.getvalue() + err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def _no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MTPSWEEP_SERVER_BIN", "/nonexistent/llama-server")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(REPO)
 
 
 def analyse(run: Path, *extra: str) -> tuple[int, str]:
