@@ -298,6 +298,8 @@ FORGED: dict[str, dict[str, Any]] = {
     "stop script outside, session folder outside": {
         "launcher": {"stop": "/bin/true", "session_dir": "/tmp"}},
     "stop script a FIFO": {"launcher": {"stop": "FIFO", "session_dir": "servers/x"}},
+    "stop script any file of the run, session folder inside": {
+        "launcher": {"stop": "plan.json", "session_dir": f"servers/{SESSION}"}},
 }  # fmt: skip
 
 
