@@ -158,6 +158,44 @@ def test_one_of_many_in_a_hostile_form_costs_itself_only(
         assert f"records/{path.name}:1: no record the tool writes" in told, told
 
 
+# A session file's facts hold a value no run writes: the file is set aside and named, the
+# records analysed; the fact never reaches a table.
+ABSURD_FACTS = {
+    "load_s -1": ("load_s", "-1.0", "load_s is -1.0, not seconds"),
+    "calibration 1e308 tok/s": ("calibration.end_tps", "1e308", "calibration.end_tps is 1e+308"),
+    "duration_s 10**12": ("duration_s", "1000000000000", "duration_s is 1000000000000, not"),
+}
+
+
+@pytest.mark.parametrize("fact", list(ABSURD_FACTS))
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_a_session_fact_no_run_writes_sets_the_file_aside_named(
+    tmp_path: Path, kind: str, fact: str
+) -> None:
+    where, value, named = ABSURD_FACTS[fact]
+    if kind == "load" and where.startswith("calibration"):
+        pytest.skip("the load analysis reads no calibration")
+    run = _run(kind, tmp_path)
+    edit(run / SESSION_FILE, where, value)
+    rc, out = analyse(run)
+    assert "Traceback" not in out and rc == 0, out
+    told = out + (run / "analysis" / "report.md").read_text()
+    assert f"{SESSION_FILE}: malformed field: {named}" in told, told
+
+
+def test_an_authoring_session_fact_no_run_writes_is_a_limitation(tmp_path: Path) -> None:
+    from pytest_mtpsweep.kindapi.records import PlanDoc
+    from pytest_mtpsweep.kinds.authoring.analysis.io import _notes
+
+    (tmp_path / "sessions").mkdir()
+    (tmp_path / SESSION_FILE).write_text(json.dumps({"concurrency": 4, "concurrency_lowest": -3}))
+    _, limits = _notes(tmp_path, PlanDoc())
+    assert limits == [
+        f"**Session file set aside:** {SESSION_FILE}: malformed field: concurrency_lowest is -3, "
+        "not a count (an integer from 0 to 1000000000)"
+    ]
+
+
 # --- values no run could have written ---------------------------------------------------------
 
 
@@ -447,7 +485,7 @@ def stamp_link_out(path: Path) -> None:
     path.symlink_to(outside)
 
 
-STAMP_FORMS: dict[str, Callable[[Path], None]] = {
+STAMP_FORMS: dict[str, Callable[[Path], object]] = {
     "fifo": fifo, "folder": folder, "/dev/zero": dev_zero, "100 MiB": huge, "10k deep": deep,
     "link out": stamp_link_out,
     "NaN": lambda p: p.write_text(p.read_text().replace('"build_s": 1.0', '"build_s": NaN')),

@@ -71,6 +71,13 @@ SEARCH_TYPES = {  # a capacity search's line after each probe (`probe.SEARCH`): 
     "level": rl.NAME, "probe": rl.COUNT, "level_value": rl.AMOUNT, "attainment": rl.FRACTION,
     "met": rl.BOOL, "good": rl.COUNT, "requests": rl.COUNT,
 }  # fmt: skip
+# The session facts the report reads, bounded: a file holding a value no run writes is set aside
+# and named with the unreadable lines.
+SESSION_TYPES: rl.Types = {
+    "ordinal": rl.COUNT, "cycle": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
+    "host": rl.OBJECT, "host.span_s": rl.SECONDS,
+    "host.flagged": rl.BOOL,
+}  # fmt: skip
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "itl", "e2e")
 
