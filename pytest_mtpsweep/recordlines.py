@@ -27,6 +27,33 @@ LIST = "a list"
 NUMBERS = "a list of numbers"
 OBJECT = "an object"
 
+# Bounded types: a finite value no run writes (1e308 ms, a negative latency, more tokens than
+# any ladder's max_tokens) makes its line unreadable, named by file and line as a wrong type
+# does, never analysed. The bounds, in one place (docs/run-directory.md states them too):
+MAX_SECONDS = 7 * 86400  # any span or latency: a week, past every timeout a ladder sets (a day)
+MAX_MS = MAX_SECONDS * 1000
+MAX_TOKENS = 1 << 20  # one request's tokens: the ladder's max_tokens cap (MAX_TOKENS_CAP)
+MAX_CONTEXT_TOKENS = 1 << 24  # one prompt's tokens: the ladder's ctx_size cap (MAX_CTX_SIZE)
+MAX_COUNT = 10**9  # any other count or level: cycles, ordinals, requests, characters, turns
+MAX_RATE = 10**7  # per second, tokens or requests: past any server by orders of magnitude
+SECONDS = f"seconds (a number from 0 to {MAX_SECONDS})"
+MS = f"milliseconds (a number from 0 to {MAX_MS})"
+LAG_MS = f"milliseconds (a number from -{MAX_MS} to {MAX_MS})"
+MS_LIST = f"a list of milliseconds (each from 0 to {MAX_MS})"
+TOKENS = f"a token count (an integer from 0 to {MAX_TOKENS})"
+CONTEXT_TOKENS = f"a token count (an integer from 0 to {MAX_CONTEXT_TOKENS})"
+COUNT = f"a count (an integer from 0 to {MAX_COUNT})"
+AMOUNT = f"a number from 0 to {MAX_COUNT}"
+RATE = f"a rate (a number from 0 to {MAX_RATE})"
+FRACTION = "a fraction (a number from 0 to 1)"
+# bounded type -> (lowest, highest, whether it is an integer)
+RANGES: dict[str, tuple[float, float, bool]] = {
+    SECONDS: (0, MAX_SECONDS, False), MS: (0, MAX_MS, False), LAG_MS: (-MAX_MS, MAX_MS, False),
+    TOKENS: (0, MAX_TOKENS, True), CONTEXT_TOKENS: (0, MAX_CONTEXT_TOKENS, True),
+    COUNT: (0, MAX_COUNT, True), AMOUNT: (0, MAX_COUNT, False), RATE: (0, MAX_RATE, False),
+    FRACTION: (0, 1, False),
+}  # fmt: skip
+
 NOT_JSON = "not JSON"
 TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
 NOT_OBJECT = "not a JSON object"
@@ -74,6 +101,11 @@ class Line:
 def _is(value: Any, kind: Kind) -> bool:
     if isinstance(kind, tuple):
         return isinstance(value, str) and value in kind
+    if kind in RANGES:
+        low, high, integral = RANGES[kind]
+        return _is(value, INT if integral else NUMBER) and low <= value <= high
+    if kind == MS_LIST:
+        return isinstance(value, list) and all(_is(v, MS) for v in value)
     if kind == NAME:
         return isinstance(value, str) and bool(value.strip())
     if kind == STR:

@@ -667,6 +667,18 @@ def setup() -> int:
 # ---- main ------------------------------------------------------------------------------------
 
 
+def _out_problem(out: Path) -> str | None:
+    """Why --out may not be written (fileio.output_problem: a link, folder, FIFO, another
+    file's contents, a run's own document), or None; without the package, only a folder."""
+    try:
+        from pytest_mtpsweep.fileio import output_problem
+    except ImportError:  # the setup checks name a missing package themselves
+        return "is a folder" if out.is_dir() else None
+    return output_problem(
+        out, looks_right=lambda head: head.lstrip().startswith(b"{"), what="a gpu-check summary"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--out", default="gpu-check.json", help="the summary's JSON file")
@@ -697,6 +709,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the same path without a GPU: a CPU build, the same ladders, no NVML checks",
     )  # fmt: skip
     args = p.parse_args(argv)
+    problem = _out_problem(Path(args.out))
+    if problem is not None:  # before any build or ladder: a bad target never costs the check
+        say(f"--out {args.out} {problem}; give a new .json file or an earlier summary.")
+        return 2
     if args.setup:
         return setup()
     if args.from_kit:

@@ -41,6 +41,30 @@ def _run(tmp_path: Path, path: str, pythonpath: str = "") -> subprocess.Complete
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("target", ["a folder", "a link", "a FIFO", "another file", "a run's"])
+def test_a_bad_out_is_refused_before_any_check(tmp_path: Path, target: str) -> None:
+    out = tmp_path / "out.json"
+    if target == "a folder":
+        out.mkdir()
+    elif target == "a link":
+        out.symlink_to(tmp_path / "elsewhere.json")
+    elif target == "a FIFO":
+        os.mkfifo(out)
+    elif target == "another file":
+        out.write_text("[tool.pytest]\n")
+    else:
+        (tmp_path / "plan.json").write_text("{}")
+    smi = tmp_path / "bin" / "nvidia-smi"  # would be run by the first check: it must not be
+    smi.parent.mkdir()
+    smi.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
+    smi.chmod(0o755)
+    done = _run(tmp_path, str(smi.parent), pythonpath=str(REPO))
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stdout.splitlines()
+    assert line.startswith(f"gpu-check: --out {out} ") and "Traceback" not in done.stderr
+    assert not (tmp_path / "ran").exists()
+
+
 def test_without_nvidia_smi_it_says_so_in_one_line_and_exits_0(tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()

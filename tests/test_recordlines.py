@@ -91,19 +91,19 @@ def _authoring(root: Path) -> tuple[Path, str, str]:
     return run, records.CELLS_DIR, "turns_used"
 
 
-def _damage(run: Path, folder: str, field: str) -> list[str]:
+def _damage(run: Path, folder: str, field: str, value: Any = "fast") -> list[str]:
     """A wrong-typed field on line 2 and a garbage line 4 of the first file, its last line
     torn; what the report must name."""
     path = sorted((run / folder).glob("*.jsonl"))[0]
     lines = path.read_text().splitlines()
     second = json.loads(lines[1])
-    second[field] = "fast"
+    second[field] = value
     lines[1] = json.dumps(second)
     lines.insert(3, "garbage {")
     path.write_text("\n".join(lines)[:-25])  # the last record cut short, no newline
     name = f"{folder}/{path.name}"
     return [
-        f"{name}:2: malformed field: {field} is 'fast', not ",
+        f"{name}:2: malformed field: {field} is {value!r}, not ",
         f"{name}:4: not JSON",
         f"{name}:{len(lines)}: {TORN}",
     ]
@@ -135,6 +135,52 @@ def test_a_damaged_run_of_each_kind_is_analysed_with_its_bad_lines_named(
     assert "3 line(s) could not be read" in limits
     html = (run / schema.ANALYSIS_DIR / "report.html").read_text()
     assert named[1] in html  # report.html (`mtpsweep view`) shows the same Limitations
+
+
+# A finite value no run writes, each kind: a rate of 1e308, a negative latency, more tokens
+# than any ladder's max_tokens, a count past any run's; named as the wrong type is.
+ABSURD = [
+    (_decode, "decode_rate_tps_primary", 1e308, 0),
+    (_load, "e2e_ms", -5.0, 0),
+    (_load, "output_tokens", (1 << 20) + 1, 0),  # the ladder's max_tokens cap, + 1
+    (_authoring, "turns_used", 10**12, 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "field", "value", "status"), ABSURD, ids=[f"{f}={v}" for _, f, v, _ in ABSURD]
+)
+def test_a_finite_value_no_run_writes_is_an_unreadable_line(
+    tmp_path: Path, make: Callable[[Path], tuple[Path, str, str]], field: str, value: Any,
+    status: int,
+) -> None:  # fmt: skip
+    run, folder, _ = make(tmp_path)
+    named = _damage(run, folder, field, value)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run), "--boot", "1000"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == status, done.stderr
+    limits = (run / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text().split("## Limitations")[1]
+    assert named[0] in limits and "3 line(s) could not be read" in limits, limits
+
+
+def test_the_bounded_types_refuse_what_lies_outside_and_state_the_ladders_caps() -> None:
+    from pytest_mtpsweep.ladder.load import MAX_TOKENS_CAP
+    from pytest_mtpsweep.ladder.model import MAX_CTX_SIZE
+
+    assert (rl.MAX_TOKENS, rl.MAX_CONTEXT_TOKENS) == (MAX_TOKENS_CAP, MAX_CTX_SIZE)
+    for kind, (low, high, integral) in rl.RANGES.items():
+        assert rl.check({"x": low}, {"x": kind}) is None
+        assert rl.check({"x": high}, {"x": kind}) is None
+        for out in (low - 1, high + 1, high * 2 + 1e300):
+            assert rl.check({"x": out}, {"x": kind}) == (
+                f"malformed field: x is {out!r}, not {kind}"
+            )
+        if integral:
+            assert rl.check({"x": 1.5}, {"x": kind}) is not None
+    assert rl.check({"x": [1.0, -2.0]}, {"x": rl.MS_LIST}) is not None
+    assert rl.check({"x": [1.0, 2.0]}, {"x": rl.MS_LIST}) is None
 
 
 def _analyse_json(run: Path) -> dict[str, Any]:

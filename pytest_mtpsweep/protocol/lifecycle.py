@@ -92,7 +92,7 @@ def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
     """servers/live.json names the server from the moment it exists (mtpsweep cleanup)."""
     spec, slot = proc.spec, live.slot
     lau = spec.launcher
-    launcher = {"stop": str(lau.stop), "session_dir": str(lau.session_dir)} if lau else None
+    launcher = liveset.keep_stop(lau.stop, lau.session_dir) if lau else None
     entry = liveset.entry(
         slot.name, slot.treatment, proc.pid, spec.host, spec.port, str(spec.server_bin), launcher
     )

@@ -31,7 +31,7 @@ from pathlib import Path
 from ..errors import ProvisionError
 from ..fileio import atomic_write_json, cache_dir, cache_folder
 from .buildprogress import BuildTimeout, host_load_warning, minutes, run_with_progress
-from .cachefiles import locked, read_stamp
+from .cachefiles import last_line, locked, read_stamp
 from .digests import sha256_file
 
 NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
@@ -331,7 +331,7 @@ def _build(package: Package, where: Path, say: Say = print) -> tuple[Path, float
             ) from None
         built = sorted(Path(tmp).glob("*.whl"))
         if returncode != 0 or not built:
-            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+            tail = [last_line(log) or "(no output)"]
             kept = cache_dir() / "builds" / f"{package.distribution}-failed.log"
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, kept)

@@ -30,7 +30,7 @@ from ..fileio import atomic_write_json, cache_dir
 from ..redact import redact_url, redact_urls
 from . import build
 from .build import Say
-from .cachefiles import locked, read_stamp
+from .cachefiles import last_line, locked, read_stamp
 from .prefix import STAMP, bin_digest
 
 PROJECT = "llama.cpp"
@@ -244,8 +244,7 @@ def _install(binary: Path, prefix: Path) -> None:
 
 def _failed(what: str, log: Path, fix: str) -> ProvisionError:
     """One sentence: what failed, the log's last line, where the whole log is, and the fix."""
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    last = lines[-1].strip()[:200] if lines else "no output"
+    last = last_line(log)[:200] or "no output"
     return ProvisionError(redact_url(f"{what} ({last}); the whole log is {log}: {fix}."))
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import math
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -23,7 +25,7 @@ import psutil
 
 from ..errors import RunDirError
 from ..fileio import atomic_write_json, load_json_bounded
-from ..schema import LIVE_SERVERS_FILE
+from ..schema import LIVE_SERVERS_FILE, launcher_dir
 
 STOP_TIMEOUT_S = 120.0
 
@@ -38,7 +40,9 @@ class LiveServer:
     started: float  # the process's create_time: a reused pid has another
     host: str
     port: int
-    launcher: dict[str, str] | None  # {"stop": path, "session_dir": path} when launched
+    # {"stop": path, "session_dir": path, "stop_sha256": hex} when launched: `stop` is the copy
+    # of the rig's stop script the run kept in the session's folder (`keep_stop`)
+    launcher: dict[str, str] | None
     argv0: str = ""
 
     def running(self) -> bool:
@@ -107,19 +111,65 @@ def _wrong(s: LiveServer, run_dir: Path) -> str | None:
     )  # fmt: skip
     if not typed:
         return "a pid, port or start time of the wrong type or out of range"
+    if s.session in ("", ".", "..") or "/" in s.session or "\0" in s.session:
+        return f"its session {s.session!r} is not a session's name"
     if s.launcher is None:
         return None
     if not isinstance(s.launcher, dict) or not all(
-        isinstance(s.launcher.get(k), str) for k in ("stop", "session_dir")
+        isinstance(s.launcher.get(k), str) for k in ("stop", "session_dir", "stop_sha256")
     ):
-        return "a launcher without its stop script and session folder"
-    inside = Path(os.path.abspath(s.launcher["session_dir"])).is_relative_to(
-        Path(os.path.abspath(run_dir))
-    )
-    if not inside:
-        return f"its session folder {s.launcher['session_dir']} is outside the run"
-    if not os.path.isfile(s.launcher["stop"]):
-        return f"its stop script {s.launcher['stop']} is no regular file"
+        return "a launcher without its stop script, its sha256 and session folder"
+    folder = Path(os.path.abspath(run_dir / launcher_dir(s.session)))
+    if Path(os.path.abspath(s.launcher["session_dir"])) != folder:
+        return f"its session folder {s.launcher['session_dir']} is not the run's {folder}"
+    if Path(os.path.abspath(s.launcher["stop"])) != folder / KEPT_STOP:
+        return f"its stop script {s.launcher['stop']} is not the copy the run keeps"
+    return None
+
+
+KEPT_STOP = "stop"  # the copy of the rig's stop script in a session's folder, the one cleanup runs
+
+
+def keep_stop(stop: Path, session_dir: Path) -> dict[str, str]:
+    """Copy the rig's stop script into the session's folder (mode 0700) and name it with its
+    sha256: the launcher entry of live.json. `cleanup` runs this copy and nothing else."""
+    session_dir.mkdir(parents=True, exist_ok=True)
+    kept = session_dir / KEPT_STOP
+    data = stop.read_bytes()
+    tmp = kept.with_name(f".{KEPT_STOP}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.chmod(tmp, 0o700)
+    os.replace(tmp, kept)
+    digest = hashlib.sha256(data).hexdigest()
+    return {"stop": str(kept), "session_dir": str(session_dir), "stop_sha256": digest}
+
+
+MAX_STOP_SCRIPT_BYTES = 16 * 1024 * 1024  # what cleanup hashes of a kept stop script
+
+
+def kept_stop_problem(launcher: dict[str, str]) -> str | None:
+    """Why the kept stop script is not the one the run wrote (None: it is): a link, a special
+    file, another owner's, writable by all, or bytes other than the sha256 recorded."""
+    path = launcher["stop"]
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"cannot be opened as a file ({exc.strerror})"
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return "is not a regular file"
+        if st.st_uid != os.getuid():
+            return "belongs to another user"
+        if st.st_mode & 0o002:
+            return "is writable by every user"
+        if st.st_size > MAX_STOP_SCRIPT_BYTES:
+            return f"is over {MAX_STOP_SCRIPT_BYTES} bytes"
+        digest = hashlib.sha256(f.read(MAX_STOP_SCRIPT_BYTES + 1)).hexdigest()
+    if digest != launcher["stop_sha256"]:
+        return "is not the copy the run wrote (its sha256 differs from the one recorded)"
     return None
 
 
@@ -199,7 +249,10 @@ def cleanup(run_dir: Path) -> list[str]:
 
 def _stop(server: LiveServer) -> str:
     how: list[str] = []
-    if server.launcher is not None:
+    problem = kept_stop_problem(server.launcher) if server.launcher is not None else None
+    if server.launcher is not None and problem is not None:
+        how.append(f"stop script {server.launcher['stop']} {problem}, so it was not run")
+    elif server.launcher is not None:
         stop = server.launcher["stop"]
         argv = [stop, server.treatment, str(server.port), server.launcher["session_dir"]]
         try:

@@ -247,8 +247,10 @@ class RunReader:
             bad += unreadable
         return Records(tuple(lines), tuple(bad))
 
-    def sessions(self) -> Sessions:
-        """Every session file, each read or set aside (see `Sessions`)."""
+    def sessions(self, types: rl.Types | None = None) -> Sessions:
+        """Every session file, each read or set aside (see `Sessions`); with `types` (a kind's
+        facts, recordlines' types, bounded ones among them) a file holding a value outside
+        them is set aside too, `sessions/<name>.json: malformed field: ...`."""
         docs: list[SessionDoc] = []
         bad: list[str] = []
         other: set[str] = set()
@@ -269,6 +271,10 @@ class RunReader:
             if why is not None:
                 bad.append(f"{label}: {why}")
                 other.add(path.stem)
+                continue
+            why = rl.check(loaded, types) if types is not None else None
+            if why is not None:
+                bad.append(f"{label}: {why}")
                 continue
             try:
                 docs.append(SessionDoc.from_json(path.stem, loaded, label))

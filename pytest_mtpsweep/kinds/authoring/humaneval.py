@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...kindapi import PromptError, UserError
+from ...kindapi.records import schema
 from .humaneval_data import Problem, entry_function, parse_ids, read_problems, statement_of
 from .tasks import CHECKER_FILE, STATEMENT_FILE, TASK_FILE, check_checker, load_task
 
@@ -114,7 +115,16 @@ def build(problem: Problem, dest: Path) -> dict[str, str]:
 
 
 def check_dest(dest: Path) -> None:
-    """DIR is a directory or can be made one; a one-line UserError if not."""
+    """DIR is a directory or can be made one, not a link, outside any run directory, and can be
+    written; a one-line UserError if not (checked before any task is converted)."""
+    if dest.is_symlink() and dest.is_dir():
+        raise UserError(f"{dest} is a link, which could point anywhere; give the directory itself.")
+    run = next((p for p in (dest, *dest.parents) if (p / schema.PLAN_FILE).is_file()), None)
+    if run is not None:
+        raise UserError(
+            f"{dest} is inside the run directory {run}, whose files are the run's own; import "
+            "the tasks into a directory elsewhere."
+        )
     if os.path.lexists(dest) and not dest.is_dir():
         what = "a broken symbolic link" if dest.is_symlink() else "a file"
         raise UserError(
@@ -128,6 +138,9 @@ def check_dest(dest: Path) -> None:
                     f"{parent} is a file, so {dest} cannot be a directory; give another DIR."
                 )
             break
+    nearest = dest if dest.is_dir() else next(p for p in dest.parents if os.path.lexists(p))
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise UserError(f"{nearest} cannot be written (permission denied); give another DIR.")
 
 
 def _make_parents(directory: Path) -> list[Path]:

@@ -131,6 +131,8 @@ PLACES = (
     "DIR is a file",
     "DIR under a file",
     "DIR a dangling link",
+    "DIR a link to a folder",
+    "DIR inside a run",
 )
 
 
@@ -140,6 +142,10 @@ def bad_place(tmp_path: Path) -> dict[str, tuple[list[str], str, Path]]:
     afile = tmp_path / "afile"
     afile.write_text("x")
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "plan.json").write_text("{}")
     tasks = ["tasks", "import", "humaneval"]
     return {
         "source is a directory": (
@@ -162,6 +168,16 @@ def bad_place(tmp_path: Path) -> dict[str, tuple[list[str], str, Path]]:
             [*tasks, str(tmp_path / "dangling"), "--from", str(src)],
             "broken symbolic link",
             tmp_path / "dangling",
+        ),
+        "DIR a link to a folder": (
+            [*tasks, str(tmp_path / "linked"), "--from", str(src)],
+            "is a link, which could point anywhere",
+            tmp_path / "linked",
+        ),
+        "DIR inside a run": (
+            [*tasks, str(tmp_path / "run" / "records"), "--from", str(src)],
+            "is inside the run directory",
+            tmp_path / "run" / "records",
         ),
     }
 

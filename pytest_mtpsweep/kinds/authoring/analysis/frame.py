@@ -27,16 +27,16 @@ COLUMNS: tuple[str, ...] = (
 # The fields the analysis reads, with their types (recordlines' one rule): a record holding
 # something else is named as unreadable by file and line, never coerced to a NaN.
 _CELL_NAMES = {k: rl.NAME for k in ("subject", "cohort", "task", "cell")}
-CELL_TYPES: rl.Types = _CELL_NAMES | {
-    "model_id": rl.STR, "repeat": rl.INT, OUTCOME: rl.STR, "green_turn": rl.INT,
-    "turns_used": rl.INT, PROMPT_TOKENS: rl.INT, COMPLETION_TOKENS: rl.INT,
-    "tokens_unknown_turns": rl.INT, "api_status": rl.INT, "api_error": rl.STR,
-    "checker_error": rl.STR, "reason": rl.STR, "valid": rl.BOOL, "attempt": rl.INT,
+CELL_TYPES: rl.Types = _CELL_NAMES | {  # numbers bounded (recordlines' RANGES)
+    "model_id": rl.STR, "repeat": rl.COUNT, OUTCOME: rl.STR, "green_turn": rl.COUNT,
+    "turns_used": rl.COUNT, PROMPT_TOKENS: rl.COUNT, COMPLETION_TOKENS: rl.COUNT,
+    "tokens_unknown_turns": rl.COUNT, "api_status": rl.COUNT, "api_error": rl.STR,
+    "checker_error": rl.STR, "reason": rl.STR, "valid": rl.BOOL, "attempt": rl.COUNT,
     "verdict_forgeable": rl.BOOL,
 }  # fmt: skip
 TURN_TYPES: rl.Types = _CELL_NAMES | {
-    "repeat": rl.INT, "turn": rl.INT, "attempt": rl.INT, "verdict": rl.STR,
-    "artefact_sha256": rl.STR, "error_first_line": rl.STR, "feedback_chars": rl.INT,
+    "repeat": rl.COUNT, "turn": rl.COUNT, "attempt": rl.COUNT, "verdict": rl.STR,
+    "artefact_sha256": rl.STR, "error_first_line": rl.STR, "feedback_chars": rl.COUNT,
 }  # fmt: skip
 REQUIRED = ("cell",)  # a record without its cell belongs to no row
 

@@ -86,7 +86,9 @@ def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
     notes, limits = [], []
     if plan != PlanDoc():  # the run has a plan.json
         notes.append(f"pre-registration sha256 {plan.preregistration_sha256 or 'not recorded'}")
-    for facts in RunReader(run_dir).sessions().facts:  # the session census names a bad one
+    read = RunReader(run_dir).sessions(SESSION_TYPES)
+    limits += [f"**Session file set aside:** {where}" for where in read.unreadable]
+    for facts in read.facts:  # the session census names a bad one
         flight = _flight(facts)
         if flight.startswith("**"):
             limits.append(flight)
@@ -99,6 +101,13 @@ def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
             notes.append(f"{name}: {' / '.join(text.strip().splitlines())}")
             limits += findings.status_limits(name, text)
     return notes, limits
+
+
+# The session facts read here, bounded: a file holding a value no run writes is set aside, named.
+SESSION_TYPES: rl.Types = {
+    "ordinal": rl.COUNT, "cycle": rl.COUNT, "concurrency_lowest": rl.COUNT,
+    "throttled_requests": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
+}  # fmt: skip
 
 
 def _flight(info: Mapping[str, Any]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ....kindapi.records import recordlines as rl
 from .model import ENDPOINTS, QuarantinedSession
 
 EXCLUSION_SUMMARY_COLUMNS: tuple[str, ...] = ("reason", "n", "sessions")
@@ -146,6 +147,16 @@ def _per_session(
             rows.append({"run_id": run_id, "session": session, **row(facts, part)})
     frame = pd.DataFrame(rows, columns=list(columns))
     return frame.sort_values(["run_id", "session"]).reset_index(drop=True)
+
+
+# The session facts these tables read, bounded (recordlines' RANGES): a session file holding a
+# value no run writes (a negative load time, a rate of 1e308) is set aside and named.
+SESSION_TYPES: rl.Types = {
+    "ordinal": rl.COUNT, "cycle": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
+    "calibration": rl.OBJECT, "calibration.start_tps": rl.RATE, "calibration.end_tps": rl.RATE,
+    "host": rl.OBJECT, "host.span_s": rl.SECONDS,
+    "host.flagged": rl.BOOL,
+}  # fmt: skip
 
 
 def calibration(sessions: SessionFacts) -> pd.DataFrame:

@@ -23,12 +23,13 @@ NAME_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset")
 RECORD_TYPES: dict[str, str] = {
     **dict.fromkeys(NAME_FIELDS, rl.NAME),
     "valid": rl.BOOL,
-    **dict.fromkeys(("cycle", "ordinal", "position", "repeat", "completion_tokens",
-                     "content_chars", "draft_n", "draft_n_accepted", "predicted_n",
-                     MECHANISM_FIELDS["steps"]), rl.INT),
-    ENDPOINT_COLUMNS["primary"]: rl.NUMBER,
-    ENDPOINT_COLUMNS["interval"]: rl.NUMBER,
-    "predicted_ms": rl.NUMBER,
+    # bounded (recordlines' RANGES): a finite value no run writes is set aside too
+    **dict.fromkeys(("cycle", "ordinal", "position", "repeat", "content_chars"), rl.COUNT),
+    **dict.fromkeys(("completion_tokens", "draft_n", "draft_n_accepted", "predicted_n",
+                     MECHANISM_FIELDS["steps"]), rl.TOKENS),
+    ENDPOINT_COLUMNS["primary"]: rl.RATE,
+    ENDPOINT_COLUMNS["interval"]: rl.RATE,
+    "predicted_ms": rl.MS,
     **dict.fromkeys(("session", "reason", "interval_basis", "finish_reason", "degenerate",
                      "content_sha256", "device", "worker", "mechanism_invalid"), rl.STR),
 }  # fmt: skip

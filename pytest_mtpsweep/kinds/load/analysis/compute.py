@@ -191,9 +191,13 @@ def _result(
 
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
     endpoint = str((plan.kind_fields.get("load") or {}).get("endpoint", "e2e"))
-    sessions = list(RunReader(run_dir).sessions().facts)
+    from .frame import SESSION_TYPES
+
+    read_sessions = RunReader(run_dir).sessions(SESSION_TYPES)
+    sessions = list(read_sessions.facts)
     found = capacity_stats.lines(searched) if searched is not None else []
-    where = [str(u) for u in read.unreadable]
+    # a session file set aside (a fact outside its bounds, not JSON) is named with the lines
+    where = [str(u) for u in read.unreadable] + list(read_sessions.unreadable)
     # where the stop rule stopped (or why it went on) opens the report, under the title
     model = report.report(plan, requests, table, levels, rows, inter,
                           [f.name for f in figures], read.base, sessions, crossings=crossings,

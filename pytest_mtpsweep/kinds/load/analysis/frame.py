@@ -45,30 +45,38 @@ LEVEL_COLUMNS = (
 # Every field the tables read, with its type (recordlines' one rule): a line holding something
 # else is named as unreadable by file and line, never coerced or met as a crash.
 REQUIRED = ("record", "treatment", "cycle", "session", "level")
-_BLOCK_TYPES = {
-    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.INT, "session": rl.NAME,
-    "level": rl.NAME, "mode": rl.STR, "level_value": rl.NUMBER, "block": rl.INT,
+_BLOCK_TYPES = {  # the numbers bounded (recordlines' RANGES): what no run writes is set aside
+    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.COUNT, "session": rl.NAME,
+    "level": rl.NAME, "mode": rl.STR, "level_value": rl.AMOUNT, "block": rl.COUNT,
     "valid": rl.BOOL, "reason": rl.STR,
 }  # fmt: skip
 REQUEST_TYPES = _BLOCK_TYPES | {
-    "request": rl.INT, "prompt_id": rl.NAME, TTFT_MS: rl.NUMBER, E2E_MS: rl.NUMBER,
-    ITL_MEAN_MS: rl.NUMBER, "itl_ms": rl.NUMBERS, "output_tokens": rl.INT,
-    "queued": rl.BOOL, "send_lag_ms": rl.NUMBER, "usage_status": rl.STR, "model": rl.STR,
-    "conversation": rl.INT, "turn": rl.INT, "cached_tokens": rl.INT, "cache_status": rl.STR,
-    "cache_source": rl.STR, "cache_reason": rl.STR, "prompt_tokens_total": rl.INT,
+    "request": rl.COUNT, "prompt_id": rl.NAME, TTFT_MS: rl.MS, E2E_MS: rl.MS,
+    ITL_MEAN_MS: rl.MS, "itl_ms": rl.MS_LIST, "output_tokens": rl.TOKENS,
+    "queued": rl.BOOL, "send_lag_ms": rl.LAG_MS, "usage_status": rl.STR, "model": rl.STR,
+    "conversation": rl.COUNT, "turn": rl.COUNT, "cached_tokens": rl.CONTEXT_TOKENS,
+    "cache_status": rl.STR, "cache_source": rl.STR, "cache_reason": rl.STR,
+    "prompt_tokens_total": rl.CONTEXT_TOKENS,
 }  # fmt: skip
 LEVEL_TYPES = _BLOCK_TYPES | {
-    "requests": rl.INT, "completed": rl.INT, OUTPUT_TOK_S: rl.NUMBER, REQ_S: rl.NUMBER,
-    GOODPUT_REQ_S: rl.NUMBER, "good": rl.INT, "queued": rl.INT, "total_slots": rl.INT,
-    "max_in_flight": rl.INT, "lag_flag": rl.STR, "timed_out": rl.BOOL, "span_s": rl.NUMBER,
-    "client_lag_ms": rl.OBJECT, "client_lag_ms.p99": rl.NUMBER, "occupancy": rl.OBJECT,
-    **{f"occupancy.{k}": rl.NUMBER for k in ("busy_slots_max", "waiting_max", "drafted",
+    "requests": rl.COUNT, "completed": rl.COUNT, OUTPUT_TOK_S: rl.RATE, REQ_S: rl.RATE,
+    GOODPUT_REQ_S: rl.RATE, "good": rl.COUNT, "queued": rl.COUNT, "total_slots": rl.COUNT,
+    "max_in_flight": rl.COUNT, "lag_flag": rl.STR, "timed_out": rl.BOOL, "span_s": rl.SECONDS,
+    "client_lag_ms": rl.OBJECT, "client_lag_ms.p99": rl.LAG_MS, "occupancy": rl.OBJECT,
+    **{f"occupancy.{k}": rl.AMOUNT for k in ("busy_slots_max", "waiting_max", "drafted",
                                              "accepted")},
 }  # fmt: skip
 SEARCH_TYPES = {  # a capacity search's line after each probe (`probe.SEARCH`): read, not tabled
-    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.INT, "session": rl.NAME,
-    "level": rl.NAME, "probe": rl.INT, "level_value": rl.NUMBER, "attainment": rl.NUMBER,
-    "met": rl.BOOL, "good": rl.INT, "requests": rl.INT,
+    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.COUNT, "session": rl.NAME,
+    "level": rl.NAME, "probe": rl.COUNT, "level_value": rl.AMOUNT, "attainment": rl.FRACTION,
+    "met": rl.BOOL, "good": rl.COUNT, "requests": rl.COUNT,
+}  # fmt: skip
+# The session facts the report reads, bounded: a file holding a value no run writes is set aside
+# and named with the unreadable lines.
+SESSION_TYPES: rl.Types = {
+    "ordinal": rl.COUNT, "cycle": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
+    "host": rl.OBJECT, "host.span_s": rl.SECONDS,
+    "host.flagged": rl.BOOL,
 }  # fmt: skip
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "itl", "e2e")

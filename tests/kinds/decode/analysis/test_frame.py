@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pytest_mtpsweep import recordlines as rl
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
 from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
 from tests.strategies import Design, make_record
@@ -43,15 +44,27 @@ def parse(*records: dict[str, Any]) -> tuple[Any, Any]:
         ("prompt_id", ["prose_01"], "malformed field: prompt_id is ['prose_01'], not a name"),
         ("subset", 1.5, "malformed field: subset is 1.5, not a name"),
         ("valid", "yes", "malformed field: valid is 'yes', not true or false"),
-        ("cycle", "one", "malformed field: cycle is 'one', not an integer"),
+        ("cycle", "one", f"malformed field: cycle is 'one', not {rl.COUNT}"),
         ("treatment", None, "missing or malformed field: treatment"),
         # a value of the wrong type is set aside by the same rule, never coerced to a NaN
         (
             "decode_rate_tps_primary",
             "fast",
-            "malformed field: decode_rate_tps_primary is 'fast', not a number",
+            f"malformed field: decode_rate_tps_primary is 'fast', not {rl.RATE}",
         ),
-        ("completion_tokens", [3], "malformed field: completion_tokens is [3], not an integer"),
+        # and a finite value no run writes, by the bounds recordlines states
+        (
+            "decode_rate_tps_primary",
+            1e308,
+            f"malformed field: decode_rate_tps_primary is 1e+308, not {rl.RATE}",
+        ),
+        (
+            "completion_tokens",
+            (1 << 20) + 1,
+            f"malformed field: completion_tokens is 1048577, not {rl.TOKENS}",
+        ),
+        ("predicted_ms", -1.0, f"malformed field: predicted_ms is -1.0, not {rl.MS}"),
+        ("completion_tokens", [3], f"malformed field: completion_tokens is [3], not {rl.TOKENS}"),
         ("reason", {"x": 1}, "malformed field: reason is {'x': 1}, not a string"),
     ],
 )
