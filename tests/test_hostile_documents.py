@@ -185,14 +185,17 @@ ABSURD_FACTS = {
 }
 
 
-@pytest.mark.parametrize("fact", list(ABSURD_FACTS))
-@pytest.mark.parametrize("kind", ["decode", "load"])
+# the load analysis reads no calibration: that pair is not a case
+FACT_CASES = [
+    (k, f) for k in ("decode", "load") for f in ABSURD_FACTS if not (k == "load" and "calib" in f)
+]
+
+
+@pytest.mark.parametrize(("kind", "fact"), FACT_CASES)
 def test_a_session_fact_no_run_writes_sets_the_file_aside_named(
     tmp_path: Path, kind: str, fact: str
 ) -> None:
     where, value, named = ABSURD_FACTS[fact]
-    if kind == "load" and where.startswith("calibration"):
-        pytest.skip("the load analysis reads no calibration")
     run = _run(kind, tmp_path)
     edit(run / SESSION_FILE, where, value)
     rc, out = analyse(run)
