@@ -86,6 +86,21 @@ class Kind:
     # same run (`--resume` refuses one that differs in them); the keyed fields always count
     resume_fields: tuple[str, ...] = ()
 
+    @staticmethod
+    def check_parts(
+        *,
+        run: PrepareFn,
+        commands: CommandsFn | None = None,
+        analyse: AnalyseFn | None = None,
+        plan: PlanFn | None = None,
+        interim: InterimFn | None = None,
+        compare: CompareFn | None = None,
+        sweep: SweepLookFn | None = None,
+    ) -> None:
+        """For mypy alone: a declaration calls it under TYPE_CHECKING with each part it names
+        (imported there), so each is checked against its signature (tests/test_kindapi.py
+        holds every named part to the call); it does nothing at run time."""
+
 
 def raw_settings(ladder: Ladder, where: Path | str) -> Mapping[str, Any]:
     """A kind's settings when it parses none of its own: its fields as the ladder gives them."""
@@ -291,9 +306,10 @@ class SweepVerdict:
 
 # -- the parts a `Kind` names as `"module:attribute"`, typed ---------------------------------
 # Each is a callback Protocol (positional-only, so a kind names its parameters as it likes).
-# The registry imports a part when first named, so the type cannot ride on the string: a kind
-# states it in the module that holds the part, `_: InterimFn = interim`, and mypy checks it
-# (tests/test_kindapi.py checks that every part a kind names carries such a line).
+# The registry imports a part when first named, so the type cannot ride on the string: a kind's
+# declaration hands each part, imported under TYPE_CHECKING, to `Kind.check_parts`, and mypy
+# checks it there (tests/test_kindapi.py checks that every part a kind names is handed over).
+# They stay here, off the door: a kind writes plain typed functions.
 
 
 class PrepareFn(Protocol):

@@ -53,20 +53,13 @@ from ..kindbase import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
     EXIT_OK,
-    AnalyseFn,
     Case,
-    CommandsFn,
-    CompareFn,
     EndAnalysis,
-    InterimFn,
     Kind,
     KindRun,
     KindSpec,
     Outcome,
-    PlanFn,
-    PrepareFn,
     SweepLookAt,
-    SweepLookFn,
     SweepVerdict,
 )
 from ..options import Opt
@@ -78,8 +71,7 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "EXIT_ERROR", "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
     "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
-    # the optional parts, typed (`_x: AnalyseFn = x` under TYPE_CHECKING)
-    "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn", "SweepLookFn",
+    # what a sweep's look is asked and answers (the parts' signatures: `Kind.check_parts`)
     "SweepLookAt", "SweepVerdict",
     # one invocation's wishes
     "RunRequest", "AnalysisRequest",

@@ -7,6 +7,8 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...kindapi import WORD, GateGrammar, Kind, Opt
 
 KIND = Kind(
@@ -38,3 +40,10 @@ KIND = Kind(
         ),
     ),
 )
+
+
+if TYPE_CHECKING:  # mypy checks each part named above against its signature
+    from .cli import analyse, register
+    from .run.authoringrun import prepare
+
+    Kind.check_parts(run=prepare, commands=register, analyse=analyse)

@@ -88,10 +88,3 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
         else:
             print(f"gate FAILED: {v.sentence}", file=sys.stderr)
     return EXIT_OK if all(v.passed for v in judged) else EXIT_GATE_FAILED
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import AnalyseFn, CommandsFn
-
-    _register: CommandsFn = register
-    _analyse: AnalyseFn = analyse

@@ -6,6 +6,8 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...kindapi import DIRECTIONS, POOLED, SUBSET_NAMES, SUBSETS, WORD, GateGrammar, Kind, Opt
 
 GATES = GateGrammar(
@@ -57,3 +59,22 @@ KIND = Kind(
     distributable=True,
     resume_fields=("prompts",),  # the prompt set and its subsets, as plan.json lists them
 )
+
+
+if TYPE_CHECKING:  # mypy checks each part named above against its signature
+    from .analysis.atend import interim
+    from .analysis.commands import analyse_command, compare_command
+    from .analysis.plan import plan_command
+    from .analysis.sweeplook import sweep_look
+    from .calibrate import register
+    from .run.decoderun import prepare
+
+    Kind.check_parts(
+        run=prepare,
+        analyse=analyse_command,
+        compare=compare_command,
+        plan=plan_command,
+        interim=interim,
+        sweep=sweep_look,
+        commands=register,
+    )

@@ -334,9 +334,3 @@ def check_cited(
             f"{cal.cycles} cycles by calibration {path}; widen the margin or plan more cycles"
         )
     return None
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ...kindapi import CommandsFn
-
-    _register: CommandsFn = register

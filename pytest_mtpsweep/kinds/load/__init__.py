@@ -10,6 +10,8 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...kindapi import WORD, GateGrammar, Kind, Opt
 from .optiontypes import seconds
 
@@ -51,3 +53,12 @@ KIND = Kind(
     # the levels, their order, the schedule, the SLOs: another value is another experiment
     resume_fields=("load",),
 )
+
+
+if TYPE_CHECKING:  # mypy checks each part named above against its signature
+    from .analysis.atend import interim
+    from .analysis.commands import analyse_command
+    from .analysis.plan import plan_command
+    from .run.loadrun import prepare
+
+    Kind.check_parts(run=prepare, analyse=analyse_command, plan=plan_command, interim=interim)

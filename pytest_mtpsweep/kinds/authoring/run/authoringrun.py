@@ -296,9 +296,3 @@ def prepare(ladder: Ladder, s: AuthoringSettings, request: RunRequest) -> Author
     tasks = load_tasks(s.authoring_dir / "tasks", s.tasks)
     cohorts = load_cohorts(s.authoring_dir / "cohorts", s.cohorts, tasks)
     return AuthoringKindRun(ladder, s, tasks, cohorts)
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PrepareFn
-
-    _prepare: PrepareFn = prepare

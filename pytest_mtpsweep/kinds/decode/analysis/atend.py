@@ -107,9 +107,3 @@ def beside_the_primary(
         except AnalysisError as exc:
             lines.append(f"{what}: not analysed ({exc})")
     return lines
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ....kindapi import InterimFn
-
-    _interim: InterimFn = interim

@@ -72,10 +72,3 @@ def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
         if result.unreadable:  # left out of that run's contrasts: say so beside the table
             print(f"{run}: {terminal(result.unreadable)}")
     return EXIT_OK
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import AnalyseFn, CompareFn
-
-    _analyse_command: AnalyseFn = analyse_command
-    _compare_command: CompareFn = compare_command

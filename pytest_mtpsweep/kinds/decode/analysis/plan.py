@@ -73,9 +73,3 @@ def sweep_lines(
         session_s=sum(durations) / len(durations) if durations else None,
     )
     return projected.lines(sweep.baseline)
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PlanFn
-
-    _plan_command: PlanFn = plan_command

@@ -263,9 +263,3 @@ def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun
     cited = request.kind_options.get("gate_calibration")
     run.gate_calibration = Path(cited) if cited else None
     return run
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PrepareFn
-
-    _prepare: PrepareFn = prepare

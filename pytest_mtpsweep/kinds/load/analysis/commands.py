@@ -61,9 +61,3 @@ def check_gate(gate: Gate, plans: Sequence[PlanDoc], baseline: str | None) -> No
         problem = treatment_problem(gate, plan.treatment_keys, baseline or plan.analysis.baseline)
         if problem is not None:
             raise AnalysisError(problem)
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ....kindapi import AnalyseFn
-
-    _analyse_command: AnalyseFn = analyse_command

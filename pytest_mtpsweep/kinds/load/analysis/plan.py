@@ -130,9 +130,3 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(terminal([str(u) for u in unreadable]))
     return EXIT_OK
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PlanFn
-
-    _plan_command: PlanFn = plan_command

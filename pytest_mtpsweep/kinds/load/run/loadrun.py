@@ -301,9 +301,3 @@ def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
     if s.conversation is not None:  # the longest conversation within the context
         conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
     return run
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PrepareFn
-
-    _prepare: PrepareFn = prepare
