@@ -35,6 +35,7 @@ from abc import ABC, abstractmethod
 from argparse import Namespace
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,8 +56,15 @@ if TYPE_CHECKING:
     from .state.plandoc import PlanDoc
 
 GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
-# What a kind's `analyse` returns: `mtpsweep analyse`'s exit status.
-EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+class Exit(IntEnum):
+    """What a kind's `analyse` (and its other commands) returns: `mtpsweep analyse`'s exit
+    status."""
+
+    OK = 0  # every gate met
+    GATE_FAILED = 1  # a gate not met
+    ERROR = 2  # the command could not do its work
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT, SESSION_LEVEL_CYCLES
+from ..constants import BOOT, SESSION_LEVEL_CYCLES
 from ..errors import AnalysisError
 
 FloatArray = npt.NDArray[np.float64]
@@ -52,22 +52,22 @@ BOOT_T_MAX_FACTOR = 2.0
 
 
 def check_resampling(boot: int, seed: int) -> None:
-    """Refuse a resample count outside MIN_BOOT to MAX_BOOT or a negative seed (the CLI
+    """Refuse a resample count outside BOOT.min to BOOT.max or a negative seed (the CLI
     checks early, before any run is read)."""
-    if boot < MIN_BOOT:
+    if boot < BOOT.min:
         raise AnalysisError(
-            f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
-            f"more (default {DEFAULT_BOOT})"
+            f"the resample count {boot} is below {BOOT.min}; pass --boot {BOOT.min} or "
+            f"more (default {BOOT.default})"
         )
-    if boot > MAX_BOOT:
+    if boot > BOOT.max:
         raise AnalysisError(
-            f"the resample count {boot} is above {MAX_BOOT}, more than the bootstrap holds "
-            f"in memory; pass --boot {MAX_BOOT} or fewer (default {DEFAULT_BOOT})"
+            f"the resample count {boot} is above {BOOT.max}, more than the bootstrap holds "
+            f"in memory; pass --boot {BOOT.max} or fewer (default {BOOT.default})"
         )
     if seed < 0:
         raise AnalysisError(
             f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
-            f"more (default {DEFAULT_BOOT_SEED})"
+            f"more (default {BOOT.seed})"
         )
 
 

@@ -26,16 +26,7 @@ re-exports it, so the protocol never imports the door and the door may stand abo
 
 from __future__ import annotations
 
-from ..constants import (
-    BOTH,
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
-    MAX_BOOT,
-    MIN_BOOT,
-    POOLED,
-    SUBSET_NAMES,
-    SUBSETS,
-)
+from ..constants import BOOT, SUBSETS
 from ..errors import (
     AnalysisError,
     ExpectationError,
@@ -50,11 +41,9 @@ from ..errors import (
 )
 from ..gate import DIRECTIONS, WORD, Gate, GateFigures, GateGrammar, GateVerdict
 from ..kindbase import (
-    EXIT_ERROR,
-    EXIT_GATE_FAILED,
-    EXIT_OK,
     Case,
     EndAnalysis,
+    Exit,
     Kind,
     KindRun,
     KindSpec,
@@ -67,8 +56,7 @@ from ..request import AnalysisRequest, RunRequest
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the declaration and the run side
-    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "EXIT_OK", "EXIT_GATE_FAILED",
-    "EXIT_ERROR", "Opt",
+    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "Exit", "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
     "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
     # what a sweep's look is asked and answers (the parts' signatures: `Kind.check_parts`)
@@ -76,8 +64,7 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # one invocation's wishes
     "RunRequest", "AnalysisRequest",
     # shared numbers and names
-    "BOTH", "POOLED", "SUBSETS", "SUBSET_NAMES", "DEFAULT_BOOT", "DEFAULT_BOOT_SEED", "MIN_BOOT",
-    "MAX_BOOT",
+    "SUBSETS", "BOOT",
     # the errors (each one sentence: what, where, the fix)
     "UserError", "LadderError", "PromptError", "OptionError", "AnalysisError", "RunReadError",
     "ExpectationError", "ReplyCut", "SkipSession", "OutOfBudget",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.constants import MIN_BOOT
+from pytest_mtpsweep.constants import BOOT
 from pytest_mtpsweep.kinds.decode.report.sections import render_full
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
@@ -148,8 +148,8 @@ def test_a_hostile_run_has_the_benign_runs_structure_and_headline(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
-    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=MIN_BOOT))
-    result = analyse_run([hostile_run(tmp_path / "hostile", NAME)], AnalyseOptions(boot=MIN_BOOT))
+    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=BOOT.min))
+    result = analyse_run([hostile_run(tmp_path / "hostile", NAME)], AnalyseOptions(boot=BOOT.min))
     report = (Path(str(result.out_dir)) / "report.md").read_text(encoding="utf-8")
     assert result.report_md == report
     heads = [x for x in report.splitlines() if x.startswith("#")]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...kindapi import DIRECTIONS, POOLED, SUBSET_NAMES, SUBSETS, WORD, GateGrammar, Kind, Opt
+from ...kindapi import DIRECTIONS, SUBSETS, WORD, GateGrammar, Kind, Opt
 
 GATES = GateGrammar(
     syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{WORD}:M",
     example="gate_0.10:structured:faster",
     rules=DIRECTIONS,
-    cells=(*SUBSET_NAMES, POOLED),
+    cells=(*SUBSETS.names, SUBSETS.pooled),
     cell_word="subset",
 )
 
@@ -36,7 +36,7 @@ KIND = Kind(
             "--subset",
             "subset",
             "which prompts: prose, structured or both",
-            choices=SUBSETS,
+            choices=SUBSETS.choices,
             overrides="subset",
         ),
         Opt(

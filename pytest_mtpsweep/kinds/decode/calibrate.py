@@ -21,7 +21,7 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, AnalysisError, OptionError
+from ...kindapi import AnalysisError, Exit, OptionError
 
 if TYPE_CHECKING:
     import argparse
@@ -50,7 +50,7 @@ def host_identity(placement: str) -> dict[str, str]:
 
 def register(sub: Any) -> None:
     """The `calibrate` subcommand on the `mtpsweep` parser."""
-    from ...kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+    from ...kindapi import BOOT
     from ...kindapi.analysis import DEFAULT_REPS, MAX_REPS, MIN_REPS
 
     p = sub.add_parser(
@@ -70,8 +70,8 @@ def register(sub: Any) -> None:
                    help="the gate's [stop] spending (looks after cycles 4, 6, …)")  # fmt: skip
     p.add_argument("--reps", type=int, default=DEFAULT_REPS,
                    help=f"A/A gates simulated ({MIN_REPS}-{MAX_REPS})")  # fmt: skip
-    p.add_argument("--boot", type=int, default=DEFAULT_BOOT)
-    p.add_argument("--boot-seed", type=int, default=DEFAULT_BOOT_SEED)
+    p.add_argument("--boot", type=int, default=BOOT.default)
+    p.add_argument("--boot-seed", type=int, default=BOOT.seed)
     p.add_argument("--out", default=None, help=f"the file (default: RUN/{DEFAULT_FILE})")
     p.set_defaults(func=calibrate_command, command="calibrate")
 
@@ -153,14 +153,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
     for line in lines(cal):
         print(line)
     print(f"calibration: {out}")
-    return EXIT_GATE_FAILED if cal.refusal() else EXIT_OK
+    return Exit.GATE_FAILED if cal.refusal() else Exit.OK
 
 
 def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     """The calibration of one A/A run for a gate of this margin, cycles and spending: the
     floors at the cycles the run has (or `--cycles`), refused when a cell has fewer complete
     cycles than carry the session level, or when its arms differ beyond its own noise."""
-    from ...kindapi import POOLED
+    from ...kindapi import SUBSETS
     from ...kindapi.analysis import Calibration, Design
     from .analysis.io import load_run
     from .analysis.pipeline import analyse
@@ -169,7 +169,7 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     result = analyse([run], boot=args.boot, seed=args.boot_seed)
     arm = aa_arm(run.plan, result.settings.baseline, args.aa, run_dir)
     rows = [r for r in result.published.to_dict(orient="records")
-            if r["treatment"] == arm and r["subset"] != POOLED and int(r["n_pairs"]) > 0]  # fmt: skip
+            if r["treatment"] == arm and r["subset"] != SUBSETS.pooled and int(r["n_pairs"]) > 0]  # fmt: skip
     if not rows:
         raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
                             "calibrate from; run the A/A ladder first.")  # fmt: skip

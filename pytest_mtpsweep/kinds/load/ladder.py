@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...kindapi import BOTH, SUBSETS, KindSpec, LadderError
+from ...kindapi import SUBSETS, KindSpec, LadderError
 from ...kindapi.ladder import (
     MAX_TIMEOUT_S,
     Ladder,
@@ -285,7 +285,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
     levels = () if "capacity" in f else one or _levels(f, where)
     return LoadSettings(
         prompt_set=str(f.get("prompt_set", "canonical")),
-        subset=str(f.get("subset", BOTH)),
+        subset=str(f.get("subset", SUBSETS.both)),
         levels=levels,
         requests=requests,
         warmup_requests=None if warm is None else int(warm),
@@ -387,7 +387,7 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
          f"use 1 to {MAX_LANES}"),
         (s.endpoint in REQUEST_ENDPOINTS, "endpoint", s.endpoint,
          f"use one of {', '.join(REQUEST_ENDPOINTS)}"),
-        (s.subset in SUBSETS, "subset", s.subset, f"use one of {', '.join(SUBSETS)}"),
+        (s.subset in SUBSETS.choices, "subset", s.subset, f"use one of {', '.join(SUBSETS.choices)}"),
     )  # fmt: skip
     for ok, name, value, fix in checks:
         if not ok:

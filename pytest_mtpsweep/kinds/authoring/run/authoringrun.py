@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ....kindapi import (
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
+    BOOT,
     AnalysisRequest,
     EndAnalysis,
     KindRun,
@@ -222,8 +221,8 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         self._validate_gates(request)
         s = self.settings
         for flag, given, default, field, stated in (
-            ("--boot", request.boot, DEFAULT_BOOT, "resamples", s.resamples),
-            ("--boot-seed", request.seed, DEFAULT_BOOT_SEED, "seed", s.boot_seed),
+            ("--boot", request.boot, BOOT.default, "resamples", s.resamples),
+            ("--boot-seed", request.seed, BOOT.seed, "seed", s.boot_seed),
         ):
             if field in s.contrast_stated and given not in (default, stated):
                 raise OptionError(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import POOLED
+from ....kindapi import SUBSETS
 from ....kindapi import analysis as stats
 from .contraststats import mde_pct, nan_mean, sign_flip_pvalue
 from .cycles import drift_table, per_cycle_table
@@ -280,7 +280,7 @@ def compute_contrasts(
             np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
-        summaries[POOLED] = stats.summarise_resamples(pooled, point, levels)
+        summaries[SUBSETS.pooled] = stats.summarise_resamples(pooled, point, levels)
     borrow = {
         (s, e): _borrowable(
             layouts[s], [k for k, key in enumerate(keys) if key[0] == e], settings.borrow_min_df
@@ -302,8 +302,8 @@ def compute_contrasts(
             # one session serves every subset: the pooled mean keeps its offset whole
             each = [b for s in subsets if (b := borrow[(s, endpoint)]) is not None]
             most = max(each, default=None)
-            row = _summarise(parts, _boot_row(summaries[POOLED], k), settings, most)
-            rows.append({**head, "subset": POOLED, **row})
+            row = _summarise(parts, _boot_row(summaries[SUBSETS.pooled], k), settings, most)
+            rows.append({**head, "subset": SUBSETS.pooled, **row})
     return replace(_tables(rows, layouts, keys, gaps, records, settings), pairs=pairs)
 
 
@@ -372,13 +372,15 @@ def census_table(contrasts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         else pd.DataFrame(columns=[*keys, "gaps_baseline_only", "gaps_treatment_only"])
     )
     counts.columns.name = None
-    per_subset = contrasts[contrasts["subset"] != POOLED][keys].merge(counts, on=keys, how="left")
+    per_subset = contrasts[contrasts["subset"] != SUBSETS.pooled][keys].merge(
+        counts, on=keys, how="left"
+    )
     pooled = (
         per_subset.groupby(["endpoint", "treatment"], as_index=False, sort=False)[
             ["gaps_baseline_only", "gaps_treatment_only"]
         ]
         .sum(min_count=0)
-        .assign(subset=POOLED)
+        .assign(subset=SUBSETS.pooled)
     )
     counts = pd.concat([per_subset, pooled], ignore_index=True)
     census = contrasts.merge(counts, on=keys, how="left")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError
+from ....kindapi import BOOT, AnalysisError
 from ....kindapi.records import RunReader, read_lines, schema
 from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
@@ -303,8 +303,8 @@ class AnalyseOptions:
     report.html has the pictures drawn from the records."""
 
     baseline: str | None = None
-    boot: int = DEFAULT_BOOT
-    seed: int = DEFAULT_BOOT_SEED
+    boot: int = BOOT.default
+    seed: int = BOOT.seed
     out: Path | None = None
     pool: bool = False
     endpoint: str | None = None

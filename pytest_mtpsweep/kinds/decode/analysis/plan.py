@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi import EXIT_OK
+from ....kindapi import Exit
 
 if TYPE_CHECKING:
     import argparse
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
-    from ....kindapi import POOLED
+    from ....kindapi import SUBSETS
     from ....kindapi.analysis import plan_cells, render
     from ....kindapi.records import terminal
     from .io import load_run
@@ -31,7 +31,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         max_cycles=args.max_cycles,
         pilot_confidence=result.settings.confidence,
         seed=args.boot_seed,
-        skip_subsets=(POOLED,),
+        skip_subsets=(SUBSETS.pooled,),
     )
     print(
         render(cells, run.sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles)
@@ -42,7 +42,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         cycles_run = max((c.pilot_cycles for c in cells), default=0)
         measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]
         print("\n".join(sweep_lines(result.sweep, run.plan, cycles_run, measured, args.max_cycles)))
-    return EXIT_OK
+    return Exit.OK
 
 
 def sweep_lines(

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ....kindapi import MIN_BOOT
+from ....kindapi import BOOT
 from ....kindapi import analysis as stats
 from ....kindapi.report import Md
 from ..analysis.contraststats import MDE_POWER
@@ -159,7 +159,7 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "
         "`boot_ci_high` (the percentile bootstrap, a cross-check now); `t_ci_low` / "
         "`t_ci_high` are gone (the published interval is t-based); `--boot` must be "
-        f"{MIN_BOOT} or more.",
+        f"{BOOT.min} or more.",
         "",
         f"Multiplicity: {n_t} treatment(s) × {n_s} subset cell(s) × {len(ENDPOINTS)} endpoints "
         f"= {total} intervals; no correction for multiplicity is applied, so each interval "

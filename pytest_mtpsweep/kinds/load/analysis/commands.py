@@ -7,13 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....kindapi import (
-    EXIT_ERROR,
-    EXIT_GATE_FAILED,
-    EXIT_OK,
-    AnalysisError,
-    Gate,
-)
+from ....kindapi import AnalysisError, Exit, Gate
 
 if TYPE_CHECKING:
     import argparse
@@ -34,13 +28,13 @@ def analyse_command(
     gates: tuple[Gate, ...] = getattr(args, "gates", ())
     for gate in gates:  # refused before anything is written
         check_gate(gate, plans, args.baseline)
-    status = EXIT_OK
+    status = Exit.OK
     for run_dir in runs:
         try:
             done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
         except AnalysisError as exc:
             print(f"mtpsweep analyse: error: {run_dir}: {exc}", file=sys.stderr)
-            status = EXIT_ERROR
+            status = Exit.ERROR
             continue
         print("\n".join(done.lines))
         for v in verdicts(gates, done.rows, done.endpoint, done.level, done.ratios):
@@ -48,7 +42,7 @@ def analyse_command(
                 print(f"gate met: {v.sentence}")
             else:
                 print(f"gate FAILED: {run_dir}: {v.sentence}", file=sys.stderr)
-                status = max(status, EXIT_GATE_FAILED)
+                status = max(status, Exit.GATE_FAILED)
     return status
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....kindapi import EXIT_OK
+from ....kindapi import Exit
 
 if TYPE_CHECKING:
     import argparse
@@ -129,4 +129,4 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(terminal([str(u) for u in unreadable]))
-    return EXIT_OK
+    return Exit.OK
