@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....kindapi import Exit, Gate
-from ....kindapi.records import terminal
+from ....kindapi.records import recordlines
 from .io import AnalyseOptions, analyse_run
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def analyse_command(
     result = analyse_run(list(runs), asked, check=judgeable)
     print(headline_table(result))
     if result.unreadable:
-        print(terminal(result.unreadable))
+        print(recordlines.terminal(result.unreadable))
     print(f"outputs: {result.out_dir}")
     verdicts = [judged(result, gate) for gate in gates]
     for v in verdicts:
@@ -70,5 +70,5 @@ def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
     print(compare_table(results))
     for run, result in zip(runs, results, strict=True):
         if result.unreadable:  # left out of that run's contrasts: say so beside the table
-            print(f"{run}: {terminal(result.unreadable)}")
+            print(f"{run}: {recordlines.terminal(result.unreadable)}")
     return Exit.OK

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import BOOT, AnalysisError
-from ....kindapi.records import RunReader, read_lines, schema
+from ....kindapi.records import RunReader, recordlines, schema
 from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
 from ..report import pictures
@@ -125,7 +125,9 @@ def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
     are skipped: the analysis names them)."""
     rows: list[dict[str, Any]] = []
     for file in files:
-        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl", identity=file.identity)
+        read, _ = recordlines.read_lines(
+            file.lines, f"records/{file.session}.jsonl", identity=file.identity
+        )
         rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.session}
                  for line in read]  # fmt: skip
     return rows

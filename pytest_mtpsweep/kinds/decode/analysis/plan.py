@@ -18,7 +18,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
     from ....kindapi import SUBSETS
     from ....kindapi.analysis import plan_cells, render
-    from ....kindapi.records import terminal
+    from ....kindapi.records import recordlines
     from .io import load_run
     from .pipeline import analyse
 
@@ -37,7 +37,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         render(cells, run.sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles)
     )
     if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
-        print(terminal(result.unreadable))
+        print(recordlines.terminal(result.unreadable))
     if result.sweep is not None:
         cycles_run = max((c.pilot_cycles for c in cells), default=0)
         measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]

@@ -15,7 +15,7 @@ from ....kindapi.analysis import (
     PROMPTS_ONLY,
     WITH_SESSION,
 )
-from ....kindapi.records import limitation
+from ....kindapi.records import recordlines
 from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
 from ..analysis import hostrule
 from ..analysis.equivalence import DIFFERENT, describe
@@ -190,7 +190,11 @@ def section_limitations(result: DecodeAnalysis) -> list[str]:
     degenerate = f"**{md_text(warning)}**" if warning else "**Degenerate output:** none detected."
     fallback = interval_fallback_warning(result)
     items = [
-        *([limitation([md_text(str(u)) for u in result.unreadable])] if result.unreadable else []),
+        *(
+            [recordlines.limitation([md_text(str(u)) for u in result.unreadable])]
+            if result.unreadable
+            else []
+        ),
         _multiplicity(result),
         _truncation(result),
         *_curtailment(result),

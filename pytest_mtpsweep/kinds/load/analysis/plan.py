@@ -93,7 +93,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
     from ....kindapi import AnalysisError
     from ....kindapi.analysis import render
-    from ....kindapi.records import RunReader, terminal
+    from ....kindapi.records import RunReader, recordlines
     from . import contrast, frame
     from .compute import contrast_pairs, records_of
 
@@ -128,5 +128,5 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     sessions = RunReader(run_dir).sessions().facts
     print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
-        print(terminal([str(u) for u in unreadable]))
+        print(recordlines.terminal([str(u) for u in unreadable]))
     return Exit.OK
