@@ -42,9 +42,28 @@ class Boot:
 
 
 BOOT = Boot()
-# From this many cycles the published interval carries the session level (analysis/stats.py):
-# the smallest look a `[stop]` design may take without opting in to an earlier one.
-SESSION_LEVEL_CYCLES = 4
-# A contrast table borrows the session level its run's arms share (a kind's session pool) only
-# with this many df, the own estimate's at 4 cycles; a sweep's looks borrow from 1 df.
-MIN_BORROWED_DF = 3
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The published interval's rules (analysis/stats.py): when it decides, when it carries
+    the session level, what it borrows, how far the bootstrap-t may widen it."""
+
+    # Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and
+    # the t-interval leans wholly on normality, so a subset this small gets no decision.
+    min_prompts: int = 6
+    # From this many cycles the published interval carries the session level (with fewer, the
+    # spread of per-cycle contrasts has under 3 df and its interval would be uselessly wide):
+    # the smallest look a `[stop]` design may take without opting in to an earlier one.
+    session_cycles: int = 4
+    # A contrast table borrows the session level its run's arms share (a kind's session pool)
+    # only with this many df, the own estimate's at 4 cycles; a sweep's looks borrow from 1 df.
+    min_borrowed_df: int = 3
+    # The bootstrap-t quantile may widen Student's t-interval at most this many times. Its
+    # resamples that repeat a few near-identical clusters have an SE near 0, so one outlying
+    # prompt among tight ones drove it to 100-4000 (a 2x speed-up published as [-89 %,
+    # +3492 %]); by bench/coverage.py the cap costs at most 0.003 of coverage in any cell.
+    boot_t_max_factor: float = 2.0
+
+
+INTERVAL = Interval()

@@ -173,7 +173,7 @@ class StopRule:
     spending: str = SPENDINGS[0]
     width_pct: float | None = None
     cells: tuple[str, ...] = ()  # the headline cells it waits for ("treatment:subset"; (): all)
-    # A first look before SESSION_LEVEL_CYCLES, asked for in so many words (ladder/stop.py).
+    # A first look before INTERVAL.session_cycles, asked for in so many words (ladder/stop.py).
     allow_early_looks: bool = False
 
 

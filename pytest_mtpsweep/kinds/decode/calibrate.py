@@ -51,7 +51,7 @@ def host_identity(placement: str) -> dict[str, str]:
 def register(sub: Any) -> None:
     """The `calibrate` subcommand on the `mtpsweep` parser."""
     from ...kindapi import BOOT
-    from ...kindapi.analysis import DEFAULT_REPS, MAX_REPS, MIN_REPS
+    from ...kindapi.analysis import Calibration
 
     p = sub.add_parser(
         "calibrate",
@@ -68,8 +68,8 @@ def register(sub: Any) -> None:
                    help="the gate's planned (maximum) cycles (default: the A/A run's)")  # fmt: skip
     p.add_argument("--spending", choices=("pocock", "obrien-fleming"), default="pocock",
                    help="the gate's [stop] spending (looks after cycles 4, 6, …)")  # fmt: skip
-    p.add_argument("--reps", type=int, default=DEFAULT_REPS,
-                   help=f"A/A gates simulated ({MIN_REPS}-{MAX_REPS})")  # fmt: skip
+    p.add_argument("--reps", type=int, default=Calibration.DEFAULT_REPS,
+                   help=f"A/A gates simulated ({Calibration.MIN_REPS}-{Calibration.MAX_REPS})")  # fmt: skip
     p.add_argument("--boot", type=int, default=BOOT.default)
     p.add_argument("--boot-seed", type=int, default=BOOT.seed)
     p.add_argument("--out", default=None, help=f"the file (default: RUN/{DEFAULT_FILE})")
@@ -77,15 +77,18 @@ def register(sub: Any) -> None:
 
 
 def _checked(args: argparse.Namespace) -> None:
-    from ...kindapi.analysis import MAX_REPS, MIN_REPS, check_margin
+    from ...kindapi.analysis import Calibration, check_margin
     from ...kindapi.ladder import MAX_CYCLES
 
     try:
         check_margin(str(args.margin), "--margin")
     except ValueError as exc:
         raise OptionError(f"{exc}.") from None
-    if not MIN_REPS <= args.reps <= MAX_REPS:
-        raise OptionError(f"--reps {args.reps} is outside {MIN_REPS}-{MAX_REPS}; pick one inside.")
+    if not Calibration.MIN_REPS <= args.reps <= Calibration.MAX_REPS:
+        raise OptionError(
+            f"--reps {args.reps} is outside {Calibration.MIN_REPS}-{Calibration.MAX_REPS}; "
+            "pick one inside."
+        )
     if args.cycles is not None and not 4 <= args.cycles <= MAX_CYCLES:
         raise OptionError(
             f"--cycles {args.cycles} is outside 4-{MAX_CYCLES} (a gate looks from cycle 4 on); "
@@ -200,19 +203,18 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
 def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int]:
     """A cell's noise and the complete cycles it was measured over (refused under the cycles
     whose interval carries the session level: its session noise would be a guess)."""
-    from ...kindapi.analysis import MIN_CYCLES_FOR_SESSION as SESSION_LEVEL_CYCLES
-    from ...kindapi.analysis import Noise, cell_matrix, components, pilot_ratio
+    from ...kindapi.analysis import INTERVAL, Noise, cell_matrix, components, pilot_ratio
 
     cell = f"{row['treatment']}:{row['subset']}"
     matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),
                          str(row["subset"]))  # fmt: skip
     comp = components(matrix)
-    if comp is None or comp.cycles < SESSION_LEVEL_CYCLES:
+    if comp is None or comp.cycles < INTERVAL.session_cycles:
         have = 0 if comp is None else comp.cycles
         raise AnalysisError(
             f"{run_dir}: {cell} has {have} complete cycles of A/A pairs, fewer than the "
-            f"{SESSION_LEVEL_CYCLES} whose spread carries the session noise; run the A/A "
-            f"ladder to {SESSION_LEVEL_CYCLES} cycles or more and calibrate that."
+            f"{INTERVAL.session_cycles} whose spread carries the session noise; run the A/A "
+            f"ladder to {INTERVAL.session_cycles} cycles or more and calibrate that."
         )
     return Noise.of(comp, pilot_ratio(row, comp.n, result.settings.confidence)), comp.cycles
 
@@ -315,7 +317,7 @@ def check_cited(
 ) -> str | None:
     """Why a gate cannot cite this calibration (one sentence), or None: unreadable or not as
     calibrate wrote it, another host or model, too old, or a margin below the host's floor."""
-    from ...kindapi.analysis import DEFAULT_AGE_DAYS, read_calibration, staleness
+    from ...kindapi.analysis import Calibration, read_calibration, staleness
 
     try:
         cal = read_calibration(path)
@@ -324,7 +326,8 @@ def check_cited(
     placement = str(cal.host.get("placement", ""))
     stale = staleness(cal, host_fingerprint=host_identity(placement)["fingerprint"],
                       model_sha256=model_sha256, now=dt.datetime.now(dt.UTC),
-                      max_age_days=max_age_days or DEFAULT_AGE_DAYS, model_id=model_id)  # fmt: skip
+                      max_age_days=max_age_days or Calibration.DEFAULT_AGE_DAYS,
+                      model_id=model_id)  # fmt: skip
     if stale:
         return f"calibration {path} is stale: {stale}; run `mtpsweep calibrate` on an A/A run here"
     floor = cal.noise_floor_pct

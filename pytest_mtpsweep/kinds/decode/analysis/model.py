@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi import BOOT, SUBSETS, AnalysisError
-from ....kindapi.analysis import MIN_BORROWED_DF, LookState, check_resampling
+from ....kindapi.analysis import INTERVAL, LookState, check_resampling
 from ....kindapi.records import AnalysisPlan, DroppedArm, PlanDoc
 from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
@@ -53,7 +53,7 @@ class AnalysisSettings:
     pool_sessions: bool = True
     # the fewest df a borrowed session level may have: a contrast table's 3, a sweep's run 1 (its
     # looks judged on the borrowed level, and its table must say what they saw)
-    borrow_min_df: float = float(MIN_BORROWED_DF)
+    borrow_min_df: float = float(INTERVAL.min_borrowed_df)
 
     def __post_init__(self) -> None:
         if not self.baseline:
