@@ -39,7 +39,7 @@ from ..errors import (
     SkipSession,
     UserError,
 )
-from ..gate import DIRECTIONS, WORD, Gate, GateFigures, GateGrammar, GateVerdict
+from ..gate import Gate, GateFigures, GateGrammar, GateVerdict
 from ..kindbase import (
     Case,
     EndAnalysis,
@@ -58,7 +58,7 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # the declaration and the run side
     "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "Exit", "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
-    "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
+    "GateGrammar", "Gate", "GateVerdict", "GateFigures",
     # what a sweep's look is asked and answers (the parts' signatures: `Kind.check_parts`)
     "SweepLookAt", "SweepVerdict",
     # one invocation's wishes

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..redact import redact_url
 
@@ -251,6 +251,10 @@ class Ladder:
     cohorts and tasks, ...); the kind parses them once into `kind_settings` and validates them
     (its `KindSpec`).
     """
+
+    # the bounds a ladder is held to, as `Ladder.MAX_CYCLES` (the module's names, too)
+    MAX_CYCLES: ClassVar[int] = MAX_CYCLES
+    MAX_TIMEOUT_S: ClassVar[float] = MAX_TIMEOUT_S
 
     name: str
     path: Path

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...kindapi import DIRECTIONS, SUBSETS, WORD, GateGrammar, Kind, Opt
+from ...kindapi import SUBSETS, GateGrammar, Kind, Opt
 
 GATES = GateGrammar(
-    syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{WORD}:M",
+    syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{GateGrammar.WORD}:M",
     example="gate_0.10:structured:faster",
-    rules=DIRECTIONS,
+    rules=GateGrammar.DIRECTIONS,
     cells=(*SUBSETS.names, SUBSETS.pooled),
     cell_word="subset",
 )

@@ -78,7 +78,7 @@ def register(sub: Any) -> None:
 
 def _checked(args: argparse.Namespace) -> None:
     from ...kindapi.analysis import Calibration, check_margin
-    from ...kindapi.ladder import MAX_CYCLES
+    from ...kindapi.ladder import Ladder
 
     try:
         check_margin(str(args.margin), "--margin")
@@ -89,9 +89,9 @@ def _checked(args: argparse.Namespace) -> None:
             f"--reps {args.reps} is outside {Calibration.MIN_REPS}-{Calibration.MAX_REPS}; "
             "pick one inside."
         )
-    if args.cycles is not None and not 4 <= args.cycles <= MAX_CYCLES:
+    if args.cycles is not None and not 4 <= args.cycles <= Ladder.MAX_CYCLES:
         raise OptionError(
-            f"--cycles {args.cycles} is outside 4-{MAX_CYCLES} (a gate looks from cycle 4 on); "
+            f"--cycles {args.cycles} is outside 4-{Ladder.MAX_CYCLES} (a gate looks from cycle 4 on); "
             "pick one inside."
         )
 
@@ -250,7 +250,7 @@ def _cell(
         false_alarms,
         noise_floor_pct,
     )
-    from ...kindapi.ladder import MAX_CYCLES
+    from ...kindapi.ladder import Ladder
 
     noise, cycles_run = measured
     level = design.equivalence_confidence[-1]
@@ -262,7 +262,7 @@ def _cell(
         session_var=noise.session_var,
         noise_var=noise.noise_var,
         noise_floor_pct=noise_floor_pct(noise, design.looks[-1], level),
-        cycles_needed=cycles_to_resolve(noise, args.margin, MAX_CYCLES, level),
+        cycles_needed=cycles_to_resolve(noise, args.margin, Ladder.MAX_CYCLES, level),
         false_alarm=false_alarms(
             noise,
             args.margin,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...kindapi import WORD, GateGrammar, Kind, Opt
+from ...kindapi import GateGrammar, Kind, Opt
 from .optiontypes import seconds
 
 KIND = Kind(
@@ -27,8 +27,8 @@ KIND = Kind(
     plan=f"{__name__}.analysis.plan:plan_command",
     interim=f"{__name__}.analysis.atend:interim",  # the headline gains so far, for [stop]
     gates=GateGrammar(  # --expect TREATMENT:LEVEL:not-slower:M (or TREATMENT:capacity:...)
-        syntax=f"TREATMENT:LEVEL:{WORD}:M, the one gate a load run has",
-        example=f"ngram:conc4:{WORD}:5",
+        syntax=f"TREATMENT:LEVEL:{GateGrammar.WORD}:M, the one gate a load run has",
+        example=f"ngram:conc4:{GateGrammar.WORD}:5",
         cell_word="level",
     ),
     options=(

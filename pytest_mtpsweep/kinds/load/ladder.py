@@ -15,15 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...kindapi import SUBSETS, KindSpec, LadderError
-from ...kindapi.ladder import (
-    MAX_TIMEOUT_S,
-    Ladder,
-    Spec,
-    Treatment,
-    check_table,
-    parse_contrast,
-    parse_treatments,
-)
+from ...kindapi.ladder import Ladder, Spec, Treatment, check_table, parse_contrast, parse_treatments
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings
@@ -380,8 +372,8 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
     checks = (
         (s.warmup_requests is None or 0 <= s.warmup_requests <= MAX_WARMUP, "warmup_requests",
          s.warmup_requests, f"use 0 to {MAX_WARMUP} (leave it out for one per lane)"),
-        (0 < s.level_timeout_s <= MAX_TIMEOUT_S, "level_timeout_s", s.level_timeout_s,
-         f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day)"),
+        (0 < s.level_timeout_s <= Ladder.MAX_TIMEOUT_S, "level_timeout_s", s.level_timeout_s,
+         f"use a number of seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g} (a day)"),
         (s.lag_bound_ms > 0, "lag_bound_ms", s.lag_bound_ms, "use a positive bound in ms"),
         (1 <= s.max_in_flight <= MAX_LANES, "max_in_flight", s.max_in_flight,
          f"use 1 to {MAX_LANES}"),
