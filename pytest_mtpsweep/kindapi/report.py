@@ -4,14 +4,14 @@ writes report.md and report.html from one model."""
 
 from __future__ import annotations
 
-from ..report.document import EMPTY, Markup, anchor, el, join
+from ..report.document import Markup, anchor, el, join
 from ..report.images import available
 from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text, table_or_count
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
 from ..report.render_md import markdown
 from ..report.result import AnalysisResult, FigureData
 from ..report.save import save_result, write_report
-from ..report.tables import facets, filterable
+from ..report.tables import facets
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the model
@@ -20,6 +20,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # writing it
     "save_result", "write_report", "markdown", "available",
     # Markdown and page helpers
-    "Md", "md_text", "md_code", "md_table", "table_or_count", "LONG_LIST_ROWS", "Markup", "EMPTY",
-    "el", "join", "anchor", "filterable", "facets",
+    "Md", "md_text", "md_code", "md_table", "table_or_count", "LONG_LIST_ROWS", "Markup",
+    "el", "join", "anchor", "facets",
 ]  # fmt: skip
