@@ -8,8 +8,9 @@ test, whatever its name: the layout underneath may change, the door's names do n
 CHANGELOG entry.
 
 This module is cheap (every pytest run with `--ladder` imports each kind's declaration, which
-imports it): the kind's declaration and run interface, the typed parts, the errors, the option
-type, the shared numbers and one invocation's wishes. What costs more lives in the door's
+imports it): the kind's declaration and run interface (its parts are plain typed functions,
+checked by `Kind.check_parts`), the gates, the errors, the option type, the exit status, the
+shared values (`SUBSETS`, `BOOT`) and one invocation's wishes. What costs more lives in the door's
 submodules, imported by the kind's modules that need them:
 
 - `kindapi.ladder` — the ladder side: `Ladder`, `Treatment`, field specs and checks, prompts;
