@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from ..constants import INTERVAL
 from ..ladder.model import MAX_CYCLES
@@ -341,57 +340,6 @@ def plan_by_cycle(
         width_at_max=float(point[0, -1]),
         floor=0.0,
     )
-
-
-def cell_matrix(pairs: pd.DataFrame, endpoint: str, treatment: str, subset: str) -> FloatArray:
-    """The prompts × cycles log ratios of one cell from the pairs table (NaN: no pair)."""
-    mine = pairs[
-        (pairs["endpoint"] == endpoint)
-        & (pairs["treatment"] == treatment)
-        & (pairs["subset"] == subset)
-    ]
-    if mine.empty:
-        return np.full((0, 0), np.nan)
-    wide = mine.pivot_table(
-        index="prompt_id", columns=["run_id", "cycle"], values="log_ratio", aggfunc="mean"
-    )
-    return np.asarray(wide.to_numpy(dtype=np.float64))
-
-
-def plan_cells(
-    pairs: pd.DataFrame,
-    published: pd.DataFrame,
-    *,
-    target: float,
-    max_cycles: int,
-    confidence: float = 0.95,
-    pilot_confidence: float = 0.95,
-    draws: int = DRAWS,
-    seed: int = 0,
-    skip_subsets: Sequence[str] = (),
-) -> tuple[CellPlan, ...]:
-    """Every published treatment × subset cell's plan (subsets in `skip_subsets` left out:
-    the pooled row is no headline cell)."""
-    out = []
-    for row in published.to_dict(orient="records"):
-        if row["subset"] in skip_subsets:
-            continue
-        matrix = cell_matrix(pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"]))
-        out.append(
-            plan_cell(
-                f"{row['treatment']}:{row['subset']}",
-                str(row["endpoint"]),
-                matrix,
-                row,
-                target=target,
-                max_cycles=max_cycles,
-                confidence=confidence,
-                pilot_confidence=pilot_confidence,
-                draws=draws,
-                seed=seed,
-            )
-        )
-    return tuple(out)
 
 
 def cycle_seconds(sessions: Sequence[Mapping[str, object]]) -> float | None:

@@ -19,12 +19,10 @@ from ..analysis.decision import Decision, interval_decision
 from ..analysis.noninferiority import NonInferiority, decide
 from ..analysis.planning import (
     CellPlan,
-    cell_matrix,
     components,
     pilot_ratio,
     plan_by_cycle,
     plan_cell,
-    plan_cells,
 )
 from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
@@ -60,6 +58,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "Calibration", "CellCalibration", "Noise", "noise_floor_pct", "cycles_to_resolve",
     "false_alarms", "read_calibration", "staleness",
     # planning from a pilot
-    "CellPlan", "cell_matrix", "components", "pilot_ratio", "plan_cell", "plan_cells",
+    "CellPlan", "components", "pilot_ratio", "plan_cell",
     "plan_by_cycle", "render",
 ]  # fmt: skip

@@ -203,7 +203,8 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
 def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int]:
     """A cell's noise and the complete cycles it was measured over (refused under the cycles
     whose interval carries the session level: its session noise would be a guess)."""
-    from ...kindapi.analysis import INTERVAL, Noise, cell_matrix, components, pilot_ratio
+    from ...kindapi.analysis import INTERVAL, Noise, components, pilot_ratio
+    from .analysis.plan import cell_matrix
 
     cell = f"{row['treatment']}:{row['subset']}"
     matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),

@@ -1,11 +1,17 @@
 """`mtpsweep plan RUN --target-width W` for decode runs: the run analysed as `analyse` would,
-each headline cell's plan from `analysis.planning`, printed as one table and a summary."""
+each headline cell's plan from `analysis.planning` (its prompts x cycles matrix from the pairs
+table), printed as one table and a summary."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
 from ....kindapi import Exit
+from ....kindapi.analysis import CellPlan, FloatArray, plan_cell
 
 if TYPE_CHECKING:
     import argparse
@@ -17,7 +23,7 @@ if TYPE_CHECKING:
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
     from ....kindapi import SUBSETS
-    from ....kindapi.analysis import plan_cells, render
+    from ....kindapi.analysis import render
     from ....kindapi.records import recordlines
     from .io import load_run
     from .pipeline import analyse
@@ -73,3 +79,52 @@ def sweep_lines(
         session_s=sum(durations) / len(durations) if durations else None,
     )
     return projected.lines(sweep.baseline)
+
+
+def cell_matrix(pairs: pd.DataFrame, endpoint: str, treatment: str, subset: str) -> FloatArray:
+    """The prompts × cycles log ratios of one cell from the pairs table (NaN: no pair)."""
+    mine = pairs[
+        (pairs["endpoint"] == endpoint)
+        & (pairs["treatment"] == treatment)
+        & (pairs["subset"] == subset)
+    ]
+    if mine.empty:
+        return np.full((0, 0), np.nan)
+    wide = mine.pivot_table(
+        index="prompt_id", columns=["run_id", "cycle"], values="log_ratio", aggfunc="mean"
+    )
+    return np.asarray(wide.to_numpy(dtype=np.float64))
+
+
+def plan_cells(
+    pairs: pd.DataFrame,
+    published: pd.DataFrame,
+    *,
+    target: float,
+    max_cycles: int,
+    confidence: float = 0.95,
+    pilot_confidence: float = 0.95,
+    seed: int = 0,
+    skip_subsets: Sequence[str] = (),
+) -> tuple[CellPlan, ...]:
+    """Every published treatment × subset cell's plan (subsets in `skip_subsets` left out:
+    the pooled row is no headline cell)."""
+    out = []
+    for row in published.to_dict(orient="records"):
+        if row["subset"] in skip_subsets:
+            continue
+        matrix = cell_matrix(pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"]))
+        out.append(
+            plan_cell(
+                f"{row['treatment']}:{row['subset']}",
+                str(row["endpoint"]),
+                matrix,
+                row,
+                target=target,
+                max_cycles=max_cycles,
+                confidence=confidence,
+                pilot_confidence=pilot_confidence,
+                seed=seed,
+            )
+        )
+    return tuple(out)
