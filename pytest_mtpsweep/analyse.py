@@ -17,7 +17,7 @@ from .analysis.stats import check_resampling
 from .constants import BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .gate import parse_gates
-from .kindbase import Exit, Kind
+from .kindbase import ExitStatus, Kind
 from .state.plandoc import PlanDoc
 from .state.runread import RunReader
 
@@ -35,7 +35,7 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
                 f"({exc.strerror}); check the path and its permissions",
                 file=sys.stderr,
             )
-        return Exit.ERROR
+        return ExitStatus.ERROR
 
     return run
 

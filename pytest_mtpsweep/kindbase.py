@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
 
 
-class Exit(IntEnum):
+class ExitStatus(IntEnum):
     """What a kind's `analyse` (and its other commands) returns: `mtpsweep analyse`'s exit
     status."""
 

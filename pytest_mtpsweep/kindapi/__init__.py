@@ -44,7 +44,7 @@ from ..gate import Gate, GateFigures, GateGrammar, GateVerdict
 from ..kindbase import (
     Case,
     EndAnalysis,
-    Exit,
+    ExitStatus,
     Kind,
     KindRun,
     KindSpec,
@@ -57,7 +57,7 @@ from ..request import AnalysisRequest, RunRequest
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the declaration and the run side
-    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "Exit", "Opt",
+    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "ExitStatus", "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
     "GateGrammar", "Gate", "GateVerdict", "GateFigures",
     # what a sweep's look is asked and answers (the parts' signatures: `Kind.check_parts`)

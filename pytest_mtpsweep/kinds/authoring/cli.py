@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import BOOT, AnalysisError, Exit, Gate
+from ...kindapi import BOOT, AnalysisError, ExitStatus, Gate
 from ...kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
@@ -61,18 +61,18 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             "--resume the run to measure that cell again)",
             file=sys.stderr,
         )
-        return Exit.ERROR
+        return ExitStatus.ERROR
     if not gates:
-        return Exit.OK
+        return ExitStatus.OK
     if result.cells is None:
         for gate in gates:
             print(f"gate FAILED: {gate} not judged: the run has no cells to judge it on",
                   file=sys.stderr)  # fmt: skip
-        return Exit.GATE_FAILED
+        return ExitStatus.GATE_FAILED
     judged = verdicts(gates, result.cells, baseline)
     for v in judged:
         if v.passed:
             print(f"gate met: {v.sentence}")
         else:
             print(f"gate FAILED: {v.sentence}", file=sys.stderr)
-    return Exit.OK if all(v.passed for v in judged) else Exit.GATE_FAILED
+    return ExitStatus.OK if all(v.passed for v in judged) else ExitStatus.GATE_FAILED

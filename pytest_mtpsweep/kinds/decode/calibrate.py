@@ -21,7 +21,7 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import AnalysisError, Exit, OptionError
+from ...kindapi import AnalysisError, ExitStatus, OptionError
 
 if TYPE_CHECKING:
     import argparse
@@ -156,7 +156,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     for line in lines(cal):
         print(line)
     print(f"calibration: {out}")
-    return Exit.GATE_FAILED if cal.refusal() else Exit.OK
+    return ExitStatus.GATE_FAILED if cal.refusal() else ExitStatus.OK
 
 
 def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:

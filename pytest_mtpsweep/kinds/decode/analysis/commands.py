@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....kindapi import Exit, Gate
+from ....kindapi import ExitStatus, Gate
 from ....kindapi.records import recordlines
 from .io import AnalyseOptions, analyse_run
 
@@ -56,7 +56,7 @@ def analyse_command(
     for v in verdicts:
         if not v.passed:
             print(f"gate FAILED: {v.sentence}", file=sys.stderr)
-    return Exit.OK if all(v.passed for v in verdicts) else Exit.GATE_FAILED
+    return ExitStatus.OK if all(v.passed for v in verdicts) else ExitStatus.GATE_FAILED
 
 
 def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
@@ -71,4 +71,4 @@ def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
     for run, result in zip(runs, results, strict=True):
         if result.unreadable:  # left out of that run's contrasts: say so beside the table
             print(f"{run}: {recordlines.terminal(result.unreadable)}")
-    return Exit.OK
+    return ExitStatus.OK

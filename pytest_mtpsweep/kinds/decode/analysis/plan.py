@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import Exit
+from ....kindapi import ExitStatus
 from ....kindapi.analysis import CellPlan, FloatArray, plan_cell
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         cycles_run = max((c.pilot_cycles for c in cells), default=0)
         measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]
         print("\n".join(sweep_lines(result.sweep, run.plan, cycles_run, measured, args.max_cycles)))
-    return Exit.OK
+    return ExitStatus.OK
 
 
 def sweep_lines(

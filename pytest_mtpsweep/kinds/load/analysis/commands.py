@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....kindapi import AnalysisError, Exit, Gate
+from ....kindapi import AnalysisError, ExitStatus, Gate
 
 if TYPE_CHECKING:
     import argparse
@@ -28,13 +28,13 @@ def analyse_command(
     gates: tuple[Gate, ...] = getattr(args, "gates", ())
     for gate in gates:  # refused before anything is written
         check_gate(gate, plans, args.baseline)
-    status = Exit.OK
+    status = ExitStatus.OK
     for run_dir in runs:
         try:
             done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
         except AnalysisError as exc:
             print(f"mtpsweep analyse: error: {run_dir}: {exc}", file=sys.stderr)
-            status = Exit.ERROR
+            status = ExitStatus.ERROR
             continue
         print("\n".join(done.lines))
         for v in verdicts(gates, done.rows, done.endpoint, done.level, done.ratios):
@@ -42,7 +42,7 @@ def analyse_command(
                 print(f"gate met: {v.sentence}")
             else:
                 print(f"gate FAILED: {run_dir}: {v.sentence}", file=sys.stderr)
-                status = max(status, Exit.GATE_FAILED)
+                status = max(status, ExitStatus.GATE_FAILED)
     return status
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....kindapi import Exit
+from ....kindapi import ExitStatus
 
 if TYPE_CHECKING:
     import argparse
@@ -129,4 +129,4 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(recordlines.terminal([str(u) for u in unreadable]))
-    return Exit.OK
+    return ExitStatus.OK
