@@ -1,6 +1,6 @@
 """The door's report: the model a kind's report is made of (`Report`, its sections and
-blocks), the Markdown and page helpers its text is written with, and `write_report`, which
-writes report.md and report.html from one model."""
+blocks), the Markdown and page helpers its text is written with, and `save_result`, which
+writes a result's files and report.md and report.html from its one model."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text, tabl
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
 from ..report.render_md import markdown
 from ..report.result import AnalysisResult, FigureData
-from ..report.save import save_result, write_report
+from ..report.save import save_result
 from ..report.tables import facets
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
@@ -18,7 +18,7 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "Report", "Section", "Block", "Text", "text", "Table", "Figure", "Page", "Role",
     "AnalysisResult", "FigureData",
     # writing it
-    "save_result", "write_report", "markdown", "available",
+    "save_result", "markdown", "available",
     # Markdown and page helpers
     "Md", "md_text", "md_code", "md_table", "table_or_count", "LONG_LIST_ROWS", "Markup",
     "el", "join", "anchor", "facets",
