@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_mtpsweep.analysis.planning import (
     RANGE,
-    cell_matrix,
     component_draws,
     components,
     half_width,
@@ -41,6 +40,7 @@ from pytest_mtpsweep.analysis.planning import (
 )
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.plan import cell_matrix
 from tests.strategies import Scenario, replication_records
 
 BATCH = 150

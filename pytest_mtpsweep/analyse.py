@@ -14,11 +14,11 @@ from pathlib import Path
 
 from . import registry, schema
 from .analysis.stats import check_resampling
-from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
+from .constants import BOOT
 from .errors import AnalysisError, ExpectationError, KindError, LadderError
 from .fileio import output_dir_problem
 from .gate import parse_gates
-from .kindbase import EXIT_ERROR, Kind
+from .kindbase import ExitStatus, Kind
 from .state.plandoc import PlanDoc
 from .state.runread import RunReader
 
@@ -36,7 +36,7 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
                 f"({exc.strerror}); check the path and its permissions",
                 file=sys.stderr,
             )
-        return EXIT_ERROR
+        return ExitStatus.ERROR
 
     return run
 
@@ -151,14 +151,14 @@ def _bootstrap_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--boot",
         type=int,
-        default=DEFAULT_BOOT,
-        help=f"resamples, {MIN_BOOT} to {MAX_BOOT} (default {DEFAULT_BOOT})",
+        default=BOOT.default,
+        help=f"resamples, {BOOT.min} to {BOOT.max} (default {BOOT.default})",
     )
     parser.add_argument(
         "--boot-seed",
         type=int,
-        default=DEFAULT_BOOT_SEED,
-        help=f"bootstrap seed, 0 or more (default {DEFAULT_BOOT_SEED})",
+        default=BOOT.seed,
+        help=f"bootstrap seed, 0 or more (default {BOOT.seed})",
     )
 
 

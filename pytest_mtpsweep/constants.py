@@ -3,26 +3,67 @@
 A prompt set's subsets: a prompt file is `<subset>_<nn>.txt`, a ladder's `subset` (and
 `--subset`) runs one of them or both, and the analysis reports each and the two pooled. The
 bootstrap's defaults: `--boot` and `--boot-seed` (pytest and `mtpsweep analyse`), the analysis
-settings a plan.json leaves out. Imports nothing: every pytest process loads it with the options.
+settings a plan.json leaves out. Imports nothing else: every pytest process loads it with the options.
 """
 
 from __future__ import annotations
 
-SUBSET_NAMES: tuple[str, ...] = ("prose", "structured")
-BOTH = "both"  # a ladder's subset that runs every prompt
-SUBSETS: tuple[str, ...] = (*SUBSET_NAMES, BOTH)
-POOLED = "pooled"  # the analysis' contrast over the subsets together
+from dataclasses import dataclass
 
-DEFAULT_BOOT = 2000
-# From this many cycles the published interval carries the session level (analysis/stats.py):
-# the smallest look a `[stop]` design may take without opting in to an earlier one.
-SESSION_LEVEL_CYCLES = 4
-# A contrast table borrows the session level its run's arms share (a kind's session pool) only
-# with this many df, the own estimate's at 4 cycles; a sweep's looks borrow from 1 df.
-MIN_BORROWED_DF = 3
-DEFAULT_BOOT_SEED = 42
-# Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
-MIN_BOOT = 1000
-# The resamples are a (resamples x clusters) matrix in memory: 50 times the default is past any
-# interval's need and within a laptop's memory at a few hundred prompts.
-MAX_BOOT = 100_000
+
+@dataclass(frozen=True)
+class Subsets:
+    """A prompt set's subsets, and the two words around them."""
+
+    names: tuple[str, ...] = ("prose", "structured")  # a prompt file's `<subset>_<nn>.txt`
+    both: str = "both"  # a ladder's subset that runs every prompt
+    pooled: str = "pooled"  # the analysis' contrast over the subsets together
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """What a ladder's `subset` (and `--subset`) may say: a subset, or both."""
+        return (*self.names, self.both)
+
+
+SUBSETS = Subsets()
+
+
+@dataclass(frozen=True)
+class Boot:
+    """The bootstrap's resamples: the default, the seed, and the bounds `--boot` is held to."""
+
+    default: int = 2000
+    seed: int = 42
+    # Fewer resamples make the studentized quantile and the percentile cross-check visibly noisy.
+    min: int = 1000
+    # The resamples are a (resamples x clusters) matrix in memory: 50 times the default is past
+    # any interval's need and within a laptop's memory at a few hundred prompts.
+    max: int = 100_000
+
+
+BOOT = Boot()
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The published interval's rules (analysis/stats.py): when it decides, when it carries
+    the session level, what it borrows, how far the bootstrap-t may widen it."""
+
+    # Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and
+    # the t-interval leans wholly on normality, so a subset this small gets no decision.
+    min_prompts: int = 6
+    # From this many cycles the published interval carries the session level (with fewer, the
+    # spread of per-cycle contrasts has under 3 df and its interval would be uselessly wide):
+    # the smallest look a `[stop]` design may take without opting in to an earlier one.
+    session_cycles: int = 4
+    # A contrast table borrows the session level its run's arms share (a kind's session pool)
+    # only with this many df, the own estimate's at 4 cycles; a sweep's looks borrow from 1 df.
+    min_borrowed_df: int = 3
+    # The bootstrap-t quantile may widen Student's t-interval at most this many times. Its
+    # resamples that repeat a few near-identical clusters have an SE near 0, so one outlying
+    # prompt among tight ones drove it to 100-4000 (a 2x speed-up published as [-89 %,
+    # +3492 %]); by bench/coverage.py the cap costs at most 0.003 of coverage in any cell.
+    boot_t_max_factor: float = 2.0
+
+
+INTERVAL = Interval()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 from .errors import ExpectationError
 
@@ -44,6 +44,10 @@ def check_margin(text: str, where: str, *, unit: str = "a percent", like: str = 
 @dataclass(frozen=True)
 class GateGrammar:
     """What a kind's gates may say, declared on its `Kind` (None there: it judges none)."""
+
+    # the margin rule's word (`not-slower`), and every word a gate may end in
+    WORD: ClassVar[str] = WORD
+    DIRECTIONS: ClassVar[tuple[str, ...]] = DIRECTIONS
 
     syntax: str  # the form, for a message: TREATMENT:LEVEL:not-slower:M
     example: str  # one written out, for a message

@@ -35,6 +35,7 @@ from abc import ABC, abstractmethod
 from argparse import Namespace
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,8 +56,15 @@ if TYPE_CHECKING:
     from .state.plandoc import PlanDoc
 
 GROUP = "pytest_mtpsweep.kinds"  # the entry-point group kinds register in
-# What a kind's `analyse` returns: `mtpsweep analyse`'s exit status.
-EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+class ExitStatus(IntEnum):
+    """What a kind's `analyse` (and its other commands) returns: `mtpsweep analyse`'s exit
+    status."""
+
+    OK = 0  # every gate met
+    GATE_FAILED = 1  # a gate not met
+    ERROR = 2  # the command could not do its work
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,21 @@ class Kind:
     # plan.json fields the kind writes (`KindRun.plan_fields`) that make a later invocation the
     # same run (`--resume` refuses one that differs in them); the keyed fields always count
     resume_fields: tuple[str, ...] = ()
+
+    @staticmethod
+    def check_parts(
+        *,
+        run: PrepareFn,
+        commands: CommandsFn | None = None,
+        analyse: AnalyseFn | None = None,
+        plan: PlanFn | None = None,
+        interim: InterimFn | None = None,
+        compare: CompareFn | None = None,
+        sweep: SweepLookFn | None = None,
+    ) -> None:
+        """For mypy alone: a declaration calls it under TYPE_CHECKING with each part it names
+        (imported there), so each is checked against its signature (tests/test_kindapi.py
+        holds every named part to the call); it does nothing at run time."""
 
 
 def raw_settings(ladder: Ladder, where: Path | str) -> Mapping[str, Any]:
@@ -291,9 +314,10 @@ class SweepVerdict:
 
 # -- the parts a `Kind` names as `"module:attribute"`, typed ---------------------------------
 # Each is a callback Protocol (positional-only, so a kind names its parameters as it likes).
-# The registry imports a part when first named, so the type cannot ride on the string: a kind
-# states it in the module that holds the part, `_: InterimFn = interim`, and mypy checks it
-# (tests/test_kindapi.py checks that every part a kind names carries such a line).
+# The registry imports a part when first named, so the type cannot ride on the string: a kind's
+# declaration hands each part, imported under TYPE_CHECKING, to `Kind.check_parts`, and mypy
+# checks it there (tests/test_kindapi.py checks that every part a kind names is handed over).
+# They stay here, off the door: a kind writes plain typed functions.
 
 
 class PrepareFn(Protocol):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT
+from .constants import BOOT
 from .errors import OptionError
 
 if TYPE_CHECKING:
@@ -89,8 +89,8 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--no-warmup", "no_warmup", "skip the warm-up request at session start", action="store_true"),
     Opt("--no-calibration", "no_calibration", "skip the calibration prompt at session start and end", action="store_true"),
     Opt("--baseline", "baseline", "contrast against this treatment (default: the ladder's baseline)", metavar="TREATMENT"),
-    Opt("--boot", "boot", f"bootstrap resamples (default {DEFAULT_BOOT}, {MIN_BOOT} to {MAX_BOOT})", int, DEFAULT_BOOT, metavar="N"),
-    Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {DEFAULT_BOOT_SEED})", int, DEFAULT_BOOT_SEED, metavar="N"),
+    Opt("--boot", "boot", f"bootstrap resamples (default {BOOT.default}, {BOOT.min} to {BOOT.max})", int, BOOT.default, metavar="N"),
+    Opt("--boot-seed", "boot_seed", f"bootstrap seed (default {BOOT.seed})", int, BOOT.seed, metavar="N"),
     Opt("--expect", "expect", "a gate: a test item that fails unless the analysis supports this (repeatable)", action="append", metavar="TREATMENT:SUBSET:faster|slower|equivalent|not-slower:M"),
     Opt("--history", "history", "append each gate's verdict to this JSON-lines file (read it with mtpsweep history FILE)", metavar="FILE"),
     Opt("--no-analysis", "no_analysis", "do not analyse at session end", action="store_true"),
@@ -178,9 +178,9 @@ def run_request(
     if v.get("resume") and v.get("run_dir"):
         raise OptionError("--resume continues its own run directory; drop --run-dir.")
     boot = v.get("boot")
-    boot = DEFAULT_BOOT if boot is None else boot
+    boot = BOOT.default if boot is None else boot
     seed = v.get("boot_seed")
-    seed = DEFAULT_BOOT_SEED if seed is None else seed
+    seed = BOOT.seed if seed is None else seed
     check_bootstrap(boot, seed)
     # A bad deadline is a usage error now, not a surprise an hour into the run.
     if v.get("deadline"):
@@ -286,19 +286,19 @@ def parse_deadline(text: str, now: dt.datetime) -> dt.datetime:
 
 def check_bootstrap(boot: int, seed: int) -> None:
     """--boot and --boot-seed, checked before anything runs."""
-    if boot < MIN_BOOT:
+    if boot < BOOT.min:
         raise OptionError(
-            f"--boot {boot} is too few resamples for a stable 95 % interval; use {MIN_BOOT} or "
-            f"more (default {DEFAULT_BOOT})."
+            f"--boot {boot} is too few resamples for a stable 95 % interval; use {BOOT.min} or "
+            f"more (default {BOOT.default})."
         )
-    if boot > MAX_BOOT:
+    if boot > BOOT.max:
         raise OptionError(
             f"--boot {boot} is more resamples than the analysis holds in memory; use at most "
-            f"{MAX_BOOT} (default {DEFAULT_BOOT})."
+            f"{BOOT.max} (default {BOOT.default})."
         )
     if seed < 0:
         raise OptionError(
-            f"--boot-seed {seed} is negative; use a seed of 0 or more (default {DEFAULT_BOOT_SEED})."
+            f"--boot-seed {seed} is negative; use a seed of 0 or more (default {BOOT.seed})."
         )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED
+from .constants import BOOT
 from .gate import Gate
 
 
@@ -32,8 +32,8 @@ class AnalysisRequest:
 
     enabled: bool = True
     baseline: str | None = None
-    boot: int = DEFAULT_BOOT
-    seed: int = DEFAULT_BOOT_SEED
+    boot: int = BOOT.default
+    seed: int = BOOT.seed
     expect: tuple[str, ...] = ()  # --expect as typed: parsed into `gates`, read by nothing else
     gates: tuple[Gate, ...] = ()  # each --expect parsed by the kind's grammar (protocol.run)
     history: Path | None = None  # --history: each gate's verdict appended there

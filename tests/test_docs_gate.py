@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.constants import SUBSET_NAMES
+from pytest_mtpsweep.constants import SUBSETS
 from pytest_mtpsweep.loader import load_ladder
 
 yaml = pytest.importorskip("yaml", reason="PyYAML comes with mkdocs, in the dev extra")
@@ -87,7 +87,7 @@ def test_its_ladder_lints_and_its_gates_name_its_treatments() -> None:
     for text in expects:
         treatment, subset, decision, margin = text.split(":")
         assert treatment in ladder.treatment_keys and treatment != ladder.baseline, text
-        assert subset in SUBSET_NAMES and decision == "not-slower" and float(margin) > 0
+        assert subset in SUBSETS.names and decision == "not-slower" and float(margin) > 0
 
 
 def test_its_pytest_options_are_ones_pytest_accepts(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_mtpsweep import options, registry
 from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.constants import MAX_BOOT
+from pytest_mtpsweep.constants import BOOT
 from pytest_mtpsweep.errors import AnalysisError, OptionError
 from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 
@@ -32,9 +32,9 @@ def test_pytest_boot_is_bounded_above() -> None:
         request(boot=HUGE)
     assert str(info.value) == (
         f"--boot {HUGE} is more resamples than the analysis holds in memory; use at most "
-        f"{MAX_BOOT} (default 2000)."
+        f"{BOOT.max} (default 2000)."
     )
-    request(boot=MAX_BOOT)  # the bound itself is allowed
+    request(boot=BOOT.max)  # the bound itself is allowed
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_a_time_budget_is_at_most_a_week(budget: str, ok: bool) -> None:
 
 
 def test_analysis_settings_refuse_resamples_past_the_bound() -> None:
-    with pytest.raises(AnalysisError, match=f"above {MAX_BOOT}"):
+    with pytest.raises(AnalysisError, match=f"above {BOOT.max}"):
         AnalysisSettings(baseline="a", boot=HUGE)
 
 
@@ -70,7 +70,7 @@ def test_the_cli_refuses_boot_past_the_bound_before_reading_a_run(
     argv = [str(tmp_path / a) if a in ("RUN", "OTHER") else a for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"the resample count {HUGE} is above {MAX_BOOT}" in err
+    assert err.count("\n") == 1 and f"the resample count {HUGE} is above {BOOT.max}" in err
 
 
 def test_an_authoring_plans_registered_resamples_are_bounded_too(
@@ -82,7 +82,7 @@ def test_an_authoring_plans_registered_resamples_are_bounded_too(
     (run / "plan.json").write_text(json.dumps(plan))
     assert main(["analyse", str(run)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"the resample count {HUGE} is above {MAX_BOOT}" in err
+    assert err.count("\n") == 1 and f"the resample count {HUGE} is above {BOOT.max}" in err
 
 
 @pytest.mark.parametrize(("seconds", "ok"), [(0.0, True), (86400.0, True), (86401.0, False),

@@ -26,22 +26,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..constants import INTERVAL
 from ..fileio import BadFile, json_safe, load_json_bounded
 from ..gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from ..ladder.model import MAX_CYCLES
 from .noninferiority import NONINFERIOR, decide
 from .planning import Components, expected_ms, point_variances, width_from_ms
-from .stats import (
-    MIN_CYCLES_FOR_SESSION,
-    prompt_spread,
-    published_interval,
-    session_spread,
-    t_quantile,
-)
+from .stats import prompt_spread, published_interval, session_spread, t_quantile
 
 FORMAT = 2  # 2: q_ratio per cell, the cycles the run had, and the file's sha256
 KIND = "mtpsweep-calibration"
@@ -135,7 +130,7 @@ def _interval(
     """The published estimator on one prompts × cycles matrix: (est, low, high) in percent,
     its bootstrap-t part carried as `q_ratio` times t at n - 1 df."""
     rows = matrix.mean(axis=1)
-    if matrix.shape[1] >= MIN_CYCLES_FOR_SESSION:
+    if matrix.shape[1] >= INTERVAL.session_cycles:
         spread = session_spread([rows], [matrix])
     else:
         spread = prompt_spread([rows])
@@ -200,6 +195,12 @@ class CellCalibration:
 @dataclass(frozen=True)
 class Calibration:
     """The calibration file a gate cites (JSON, `FORMAT` versioned)."""
+
+    # `mtpsweep calibrate`'s bounds, as `Calibration.DEFAULT_REPS` (the module's names, too)
+    DEFAULT_REPS: ClassVar[int] = DEFAULT_REPS
+    MIN_REPS: ClassVar[int] = MIN_REPS
+    MAX_REPS: ClassVar[int] = MAX_REPS
+    DEFAULT_AGE_DAYS: ClassVar[float] = DEFAULT_AGE_DAYS
 
     host: Mapping[str, str]  # fingerprint and what it is made of
     model_id: str
@@ -322,7 +323,7 @@ def problem(cal: Calibration) -> str | None:
     if not (MIN_MARGIN_PCT < cal.margin_pct <= MAX_MARGIN_PCT):
         return f"its margin_pct {cal.margin_pct!r} is outside (0, {MAX_MARGIN_PCT:g}]"
     if not (
-        MIN_CYCLES_FOR_SESSION <= cal.cycles_run <= MAX_CYCLES and 4 <= cal.cycles <= MAX_CYCLES
+        INTERVAL.session_cycles <= cal.cycles_run <= MAX_CYCLES and 4 <= cal.cycles <= MAX_CYCLES
     ):
         return f"its cycles {cal.cycles} (of {cal.cycles_run} run) are outside 4-{MAX_CYCLES}"
     looks = list(cal.looks)
@@ -339,7 +340,7 @@ def _cell_problem(c: CellCalibration, cal: Calibration) -> str | None:
     fa = c.false_alarm
     checks = (
         (2 <= c.prompts <= 1_000_000, "prompts"),
-        (MIN_CYCLES_FOR_SESSION <= c.cycles_run <= MAX_CYCLES, "cycles_run"),
+        (INTERVAL.session_cycles <= c.cycles_run <= MAX_CYCLES, "cycles_run"),
         (
             all(_number(v, 0.0, 1e6) for v in (c.prompt_var, c.session_var, c.noise_var)),
             "variances",

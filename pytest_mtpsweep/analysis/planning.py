@@ -10,7 +10,7 @@ expectations
     cycle term   C = var(cycle means)/k  = (σb² + σe²/n)/k        (df k - 1)
     residual     R = MS_E/(n k)          = σe²/(n k)              (df (n - 1)(k - 1))
 
-so, exactly as the estimator does, SE² = P below MIN_CYCLES_FOR_SESSION cycles (df n - 1) and
+so, exactly as the estimator does, SE² = P below INTERVAL.session_cycles cycles (df n - 1) and
 SE² = P + max(0, C - R) from there (Satterthwaite df over P, C and R, floored at
 min(n - 1, k - 1); n - 1 when the session share is 0), and the half-width is 100·e^est·sinh(q·SE) with q the larger of Student's t and
 the capped bootstrap-t quantile (the pilot's, carried as a multiple of t at n - 1 df: it
@@ -31,10 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from ..constants import INTERVAL
 from ..ladder.model import MAX_CYCLES
-from .stats import BOOT_T_MAX_FACTOR, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION, FloatArray
+from .stats import FloatArray
 
 MAX_PLAN_CYCLES = MAX_CYCLES  # what a ladder may plan
 RANGE = (0.10, 0.90)  # the central 80 % of the draws: the range printed beside the estimate
@@ -120,7 +120,7 @@ def width_from_ms(
 
     prompt = ms[0] / (k * n)
     df_p = float(n - 1)
-    if k < MIN_CYCLES_FOR_SESSION:
+    if k < INTERVAL.session_cycles:
         total, df = prompt, np.full_like(prompt, df_p)
     else:
         cycle, resid = ms[1] / (n * k), ms[2] / (n * k)
@@ -132,7 +132,7 @@ def width_from_ms(
             df = np.where(session > 0, np.maximum(total**2 / den, min(df_p, k - 1.0)), df_p)
     q_t = stdtrit(df, 0.5 + confidence / 2.0)
     q = np.maximum(q_t, np.minimum(q_ratio * stdtrit(df_p, 0.5 + confidence / 2.0),
-                                   BOOT_T_MAX_FACTOR * q_t))  # fmt: skip
+                                   INTERVAL.boot_t_max_factor * q_t))  # fmt: skip
     with np.errstate(over="ignore"):  # a hopeless draw's width is inf, which no target meets
         return np.asarray(100.0 * math.exp(est) * np.sinh(q * np.sqrt(total)))
 
@@ -245,8 +245,8 @@ def plan_cell(
         # cycles differs from it only where a component was truncated at 0.
         best, low = min(best, comp.cycles), min(low, comp.cycles)
         notes.append(f"reached: this run's interval is ±{now:.1f} %")
-    if n < MIN_PROMPTS_FOR_DECISION:
-        notes.append(f"{n} prompts: no decision below {MIN_PROMPTS_FOR_DECISION} at any cycles")
+    if n < INTERVAL.min_prompts:
+        notes.append(f"{n} prompts: no decision below {INTERVAL.min_prompts} at any cycles")
     if not math.isfinite(best) and floor > target:
         notes.append(f"the prompts' spread alone gives ±{floor:.1f} %: add prompts")
     return CellPlan(
@@ -340,57 +340,6 @@ def plan_by_cycle(
         width_at_max=float(point[0, -1]),
         floor=0.0,
     )
-
-
-def cell_matrix(pairs: pd.DataFrame, endpoint: str, treatment: str, subset: str) -> FloatArray:
-    """The prompts × cycles log ratios of one cell from the pairs table (NaN: no pair)."""
-    mine = pairs[
-        (pairs["endpoint"] == endpoint)
-        & (pairs["treatment"] == treatment)
-        & (pairs["subset"] == subset)
-    ]
-    if mine.empty:
-        return np.full((0, 0), np.nan)
-    wide = mine.pivot_table(
-        index="prompt_id", columns=["run_id", "cycle"], values="log_ratio", aggfunc="mean"
-    )
-    return np.asarray(wide.to_numpy(dtype=np.float64))
-
-
-def plan_cells(
-    pairs: pd.DataFrame,
-    published: pd.DataFrame,
-    *,
-    target: float,
-    max_cycles: int,
-    confidence: float = 0.95,
-    pilot_confidence: float = 0.95,
-    draws: int = DRAWS,
-    seed: int = 0,
-    skip_subsets: Sequence[str] = (),
-) -> tuple[CellPlan, ...]:
-    """Every published treatment × subset cell's plan (subsets in `skip_subsets` left out:
-    the pooled row is no headline cell)."""
-    out = []
-    for row in published.to_dict(orient="records"):
-        if row["subset"] in skip_subsets:
-            continue
-        matrix = cell_matrix(pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"]))
-        out.append(
-            plan_cell(
-                f"{row['treatment']}:{row['subset']}",
-                str(row["endpoint"]),
-                matrix,
-                row,
-                target=target,
-                max_cycles=max_cycles,
-                confidence=confidence,
-                pilot_confidence=pilot_confidence,
-                draws=draws,
-                seed=seed,
-            )
-        )
-    return tuple(out)
 
 
 def cycle_seconds(sessions: Sequence[Mapping[str, object]]) -> float | None:

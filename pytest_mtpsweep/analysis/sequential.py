@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..constants import SESSION_LEVEL_CYCLES
+from ..constants import INTERVAL
 from ..errors import RunReadError
 from ..ladder.model import SPENDINGS
 from ..state.plandoc import StopDesign, stop_design, stop_json
@@ -292,10 +292,10 @@ class LookState:
                 f" ({self.why})" if self.why else ""
             )
         early = ""
-        if d.looks[0] < SESSION_LEVEL_CYCLES:
+        if d.looks[0] < INTERVAL.session_cycles:
             early = (
                 f" Its first look came after cycle {d.looks[0]}, before the "
-                f"{SESSION_LEVEL_CYCLES} cycles whose own interval carries the session level, "
+                f"{INTERVAL.session_cycles} cycles whose own interval carries the session level, "
                 "as stop.allow_early_looks asked: a contrast there borrows the session level "
                 "from the run's other arms (their arm × cycle interaction, assuming their "
                 "sessions vary alike), and one with no other arm beside it speaks for its "

@@ -25,11 +25,12 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from ..constants import DEFAULT_BOOT, DEFAULT_BOOT_SEED, MAX_BOOT, MIN_BOOT, SESSION_LEVEL_CYCLES
+from ..constants import BOOT, INTERVAL
 from ..errors import AnalysisError
 
 FloatArray = npt.NDArray[np.float64]
@@ -38,36 +39,24 @@ IntArray = npt.NDArray[np.int64]
 PROMPTS_ONLY = "boot-t"
 WITH_SESSION = "boot-t+session"
 
-# Below 6 prompts the exact sign-flip test cannot reach p < 0.05 (2^(1-n) >= 0.0625) and the
-# t-interval leans wholly on normality, so a subset this small gets no decision.
-MIN_PROMPTS_FOR_DECISION = 6
-# The session (cycle) level is estimated from the spread of per-cycle contrasts; with fewer
-# cycles that spread has under 3 degrees of freedom and its interval would be uselessly wide.
-MIN_CYCLES_FOR_SESSION = SESSION_LEVEL_CYCLES
-# The bootstrap-t quantile may widen Student's t-interval at most this many times. Its resamples
-# that repeat a few near-identical clusters have an SE near 0, so one outlying prompt among tight
-# ones drove it to 100-4000 (a 2x speed-up published as [-89 %, +3492 %]); by bench/coverage.py
-# the cap costs at most 0.003 of coverage in any cell.
-BOOT_T_MAX_FACTOR = 2.0
-
 
 def check_resampling(boot: int, seed: int) -> None:
-    """Refuse a resample count outside MIN_BOOT to MAX_BOOT or a negative seed (the CLI
+    """Refuse a resample count outside BOOT.min to BOOT.max or a negative seed (the CLI
     checks early, before any run is read)."""
-    if boot < MIN_BOOT:
+    if boot < BOOT.min:
         raise AnalysisError(
-            f"the resample count {boot} is below {MIN_BOOT}; pass --boot {MIN_BOOT} or "
-            f"more (default {DEFAULT_BOOT})"
+            f"the resample count {boot} is below {BOOT.min}; pass --boot {BOOT.min} or "
+            f"more (default {BOOT.default})"
         )
-    if boot > MAX_BOOT:
+    if boot > BOOT.max:
         raise AnalysisError(
-            f"the resample count {boot} is above {MAX_BOOT}, more than the bootstrap holds "
-            f"in memory; pass --boot {MAX_BOOT} or fewer (default {DEFAULT_BOOT})"
+            f"the resample count {boot} is above {BOOT.max}, more than the bootstrap holds "
+            f"in memory; pass --boot {BOOT.max} or fewer (default {BOOT.default})"
         )
     if seed < 0:
         raise AnalysisError(
             f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
-            f"more (default {DEFAULT_BOOT_SEED})"
+            f"more (default {BOOT.seed})"
         )
 
 
@@ -181,6 +170,10 @@ def summarise_resamples(
 class Spread:
     """The standard error of an estimate (log scale), its degrees of freedom and the method."""
 
+    # the methods an interval is published by: prompts alone, or the session level too
+    PROMPTS_ONLY: ClassVar[str] = PROMPTS_ONLY
+    WITH_SESSION: ClassVar[str] = WITH_SESSION
+
     se: float
     df: float
     method: str
@@ -251,7 +244,7 @@ def published_interval(
     est: float, spread: Spread, q_boot: float, level: float
 ) -> tuple[float, float]:
     """est ± q·se with q = max(Student's t at the spread's df, the bootstrap-t quantile), the
-    latter capped at BOOT_T_MAX_FACTOR times t.
+    latter capped at INTERVAL.boot_t_max_factor times t.
 
     The t quantile alone under-covers a skewed prompt effect (0.91-0.95 at 4-16 prompts); the
     bootstrap-t quantile alone misses the session level's few degrees of freedom. The larger of
@@ -263,7 +256,7 @@ def published_interval(
         return math.nan, math.nan
     q = q_t
     if math.isfinite(q_boot):
-        q = max(q_t, min(q_boot, BOOT_T_MAX_FACTOR * q_t))
+        q = max(q_t, min(q_boot, INTERVAL.boot_t_max_factor * q_t))
     return est - q * spread.se, est + q * spread.se
 
 

@@ -8,8 +8,9 @@ test, whatever its name: the layout underneath may change, the door's names do n
 CHANGELOG entry.
 
 This module is cheap (every pytest run with `--ladder` imports each kind's declaration, which
-imports it): the kind's declaration and run interface, the typed parts, the errors, the option
-type, the shared numbers and one invocation's wishes. What costs more lives in the door's
+imports it): the kind's declaration and run interface (its parts are plain typed functions,
+checked by `Kind.check_parts`), the gates, the errors, the option type, the exit status, the
+shared values (`SUBSETS`, `BOOT`) and one invocation's wishes. What costs more lives in the door's
 submodules, imported by the kind's modules that need them:
 
 - `kindapi.ladder` — the ladder side: `Ladder`, `Treatment`, field specs and checks, prompts;
@@ -26,16 +27,7 @@ re-exports it, so the protocol never imports the door and the door may stand abo
 
 from __future__ import annotations
 
-from ..constants import (
-    BOTH,
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
-    MAX_BOOT,
-    MIN_BOOT,
-    POOLED,
-    SUBSET_NAMES,
-    SUBSETS,
-)
+from ..constants import BOOT, SUBSETS
 from ..errors import (
     AnalysisError,
     ExpectationError,
@@ -48,25 +40,16 @@ from ..errors import (
     SkipSession,
     UserError,
 )
-from ..gate import DIRECTIONS, WORD, Gate, GateFigures, GateGrammar, GateVerdict
+from ..gate import Gate, GateFigures, GateGrammar, GateVerdict
 from ..kindbase import (
-    EXIT_ERROR,
-    EXIT_GATE_FAILED,
-    EXIT_OK,
-    AnalyseFn,
     Case,
-    CommandsFn,
-    CompareFn,
     EndAnalysis,
-    InterimFn,
+    ExitStatus,
     Kind,
     KindRun,
     KindSpec,
     Outcome,
-    PlanFn,
-    PrepareFn,
     SweepLookAt,
-    SweepLookFn,
     SweepVerdict,
 )
 from ..options import Opt
@@ -74,18 +57,15 @@ from ..request import AnalysisRequest, RunRequest
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the declaration and the run side
-    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "EXIT_OK", "EXIT_GATE_FAILED",
-    "EXIT_ERROR", "Opt",
+    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "ExitStatus", "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
-    "GateGrammar", "Gate", "GateVerdict", "GateFigures", "WORD", "DIRECTIONS",
-    # the optional parts, typed (`_x: AnalyseFn = x` under TYPE_CHECKING)
-    "PrepareFn", "CommandsFn", "AnalyseFn", "PlanFn", "InterimFn", "CompareFn", "SweepLookFn",
+    "GateGrammar", "Gate", "GateVerdict", "GateFigures",
+    # what a sweep's look is asked and answers (the parts' signatures: `Kind.check_parts`)
     "SweepLookAt", "SweepVerdict",
     # one invocation's wishes
     "RunRequest", "AnalysisRequest",
     # shared numbers and names
-    "BOTH", "POOLED", "SUBSETS", "SUBSET_NAMES", "DEFAULT_BOOT", "DEFAULT_BOOT_SEED", "MIN_BOOT",
-    "MAX_BOOT",
+    "SUBSETS", "BOOT",
     # the errors (each one sentence: what, where, the fix)
     "UserError", "LadderError", "PromptError", "OptionError", "AnalysisError", "RunReadError",
     "ExpectationError", "ReplyCut", "SkipSession", "OutOfBudget",

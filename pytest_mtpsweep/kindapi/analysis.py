@@ -6,10 +6,6 @@ stats need it)."""
 from __future__ import annotations
 
 from ..analysis.calibration import (
-    DEFAULT_AGE_DAYS,
-    DEFAULT_REPS,
-    MAX_REPS,
-    MIN_REPS,
     Calibration,
     CellCalibration,
     Noise,
@@ -23,21 +19,14 @@ from ..analysis.decision import Decision, interval_decision
 from ..analysis.noninferiority import NonInferiority, decide
 from ..analysis.planning import (
     CellPlan,
-    cell_matrix,
     components,
     pilot_ratio,
     plan_by_cycle,
     plan_cell,
-    plan_cells,
 )
 from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
 from ..analysis.stats import (
-    BOOT_T_MAX_FACTOR,
-    MIN_CYCLES_FOR_SESSION,
-    MIN_PROMPTS_FOR_DECISION,
-    PROMPTS_ONLY,
-    WITH_SESSION,
     BootSummary,
     FloatArray,
     IntArray,
@@ -54,23 +43,21 @@ from ..analysis.stats import (
     t_quantile,
     to_pct,
 )
-from ..constants import MIN_BORROWED_DF
+from ..constants import INTERVAL
 from ..gate import check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the published interval and its pieces
-    "FloatArray", "IntArray", "Spread", "PROMPTS_ONLY", "WITH_SESSION", "MIN_CYCLES_FOR_SESSION",
-    "MIN_PROMPTS_FOR_DECISION", "MIN_BORROWED_DF", "BOOT_T_MAX_FACTOR", "check_resampling",
-    "index_matrix", "Resamples", "BootSummary", "resample", "summarise_resamples", "row_quantiles",
+    "FloatArray", "IntArray", "Spread", "INTERVAL", "check_resampling", "index_matrix",
+    "Resamples", "BootSummary", "resample", "summarise_resamples", "row_quantiles",
     "prompt_spread", "session_spread", "published_interval", "t_quantile", "to_pct",
     # decisions, gates and looks
     "Decision", "interval_decision", "NonInferiority", "decide", "check_margin", "Design",
     "CellState", "LookState", "look_state",
     # a not-slower gate's A/A calibration
-    "Calibration", "CellCalibration", "Noise", "DEFAULT_AGE_DAYS", "DEFAULT_REPS", "MIN_REPS",
-    "MAX_REPS", "noise_floor_pct", "cycles_to_resolve", "false_alarms", "read_calibration",
-    "staleness",
+    "Calibration", "CellCalibration", "Noise", "noise_floor_pct", "cycles_to_resolve",
+    "false_alarms", "read_calibration", "staleness",
     # planning from a pilot
-    "CellPlan", "cell_matrix", "components", "pilot_ratio", "plan_cell", "plan_cells",
+    "CellPlan", "components", "pilot_ratio", "plan_cell",
     "plan_by_cycle", "render",
 ]  # fmt: skip

@@ -7,8 +7,6 @@ from ..ladder import Prompt, SessionSlot, prompt_digest
 from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
 from ..ladder.load import parse_treatments
 from ..ladder.model import (
-    MAX_CYCLES,
-    MAX_TIMEOUT_S,
     AnalysisConfig,
     Ladder,
     Preregistration,
@@ -18,8 +16,7 @@ from ..ladder.prompts import ladder_prompts, read_text_file, session_order
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # a ladder as frozen values
-    "Ladder", "Treatment", "Preregistration", "AnalysisConfig", "SessionSlot", "MAX_CYCLES",
-    "MAX_TIMEOUT_S",
+    "Ladder", "Treatment", "Preregistration", "AnalysisConfig", "SessionSlot",
     # fields and their checks
     "Spec", "check_table", "check_key", "str_list", "parse_treatments", "parse_contrast",
     # prompts

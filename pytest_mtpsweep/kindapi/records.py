@@ -7,30 +7,18 @@ from __future__ import annotations
 
 from .. import recordlines, schema
 from ..fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
-from ..recordlines import limitation, read_lines, terminal
 from ..redact import redact_url
-from ..schema import (
-    KEYED_FIELDS,
-    RECORDS_DIR,
-    SESSION_IDENTITY_FIELDS,
-    Measurement,
-    WarmupFacts,
-    records_file,
-    utc_now_iso,
-)
 from ..state.plandoc import AnalysisPlan, PlanDoc, SweepAxis
 from ..state.rundir import RecordWriter
 from ..state.rundocs import DroppedArm
 from ..state.runread import RunReader
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
-    # its names (`schema`, `recordlines`: whole modules, see below)
-    "schema", "recordlines", "RECORDS_DIR", "records_file", "KEYED_FIELDS",
-    "SESSION_IDENTITY_FIELDS", "Measurement", "WarmupFacts", "utc_now_iso",
+    # its names (`schema`, `recordlines`: whole modules, read as `schema.RECORDS_DIR`)
+    "schema", "recordlines",
     # writing
     "RecordWriter", "atomic_write_json", "atomic_write_text", "cache_dir", "output_problem",
     "redact_url",
     # reading
-    "RunReader", "PlanDoc", "AnalysisPlan", "SweepAxis", "DroppedArm", "read_lines", "limitation",
-    "terminal",
+    "RunReader", "PlanDoc", "AnalysisPlan", "SweepAxis", "DroppedArm",
 ]  # fmt: skip

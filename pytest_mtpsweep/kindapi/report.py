@@ -1,25 +1,25 @@
 """The door's report: the model a kind's report is made of (`Report`, its sections and
-blocks), the Markdown and page helpers its text is written with, and `write_report`, which
-writes report.md and report.html from one model."""
+blocks), the Markdown and page helpers its text is written with, and `save_result`, which
+writes a result's files and report.md and report.html from its one model."""
 
 from __future__ import annotations
 
-from ..report.document import EMPTY, Markup, anchor, el, join
+from ..report.document import Markup, anchor, el, join
 from ..report.images import available
 from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text, table_or_count
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
 from ..report.render_md import markdown
 from ..report.result import AnalysisResult, FigureData
-from ..report.save import save_result, write_report
-from ..report.tables import facets, filterable
+from ..report.save import save_result
+from ..report.tables import facets
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the model
     "Report", "Section", "Block", "Text", "text", "Table", "Figure", "Page", "Role",
     "AnalysisResult", "FigureData",
     # writing it
-    "save_result", "write_report", "markdown", "available",
+    "save_result", "markdown", "available",
     # Markdown and page helpers
-    "Md", "md_text", "md_code", "md_table", "table_or_count", "LONG_LIST_ROWS", "Markup", "EMPTY",
-    "el", "join", "anchor", "filterable", "facets",
+    "Md", "md_text", "md_code", "md_table", "table_or_count", "LONG_LIST_ROWS", "Markup",
+    "el", "join", "anchor", "facets",
 ]  # fmt: skip

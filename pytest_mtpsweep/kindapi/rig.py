@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from ..rig import stream_chat
 from ..rig.bearer import bearer
-from ..rig.bounds import CHUNK_SLACK, ReadBound, excess_chunks, fetch
+from ..rig.bounds import ReadBound, excess_chunks, fetch
 from ..rig.build import cpu_key
-from ..rig.exits import describe_exit, exit_of, signal_words
+from ..rig.exits import exit_of
 from ..rig.gpu import Energy, energy_mj
 from ..rig.served import model_reason
 from ..rig.specmetrics import parse_samples
@@ -16,8 +16,8 @@ from ..rig.usage import read_usage
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # one request and its checks
-    "stream_chat", "ReadBound", "fetch", "CHUNK_SLACK", "excess_chunks", "model_reason",
+    "stream_chat", "ReadBound", "fetch", "excess_chunks", "model_reason",
     "read_usage", "bearer",
     # the host, the process, the counters
-    "cpu_key", "describe_exit", "exit_of", "signal_words", "Energy", "energy_mj", "parse_samples",
+    "cpu_key", "exit_of", "Energy", "energy_mj", "parse_samples",
 ]  # fmt: skip

@@ -4,14 +4,14 @@ prompt, the preflight rows a kind adds, and an attached server's counters around
 from __future__ import annotations
 
 from ..preflight import check_prompt_set
-from ..preflight.items import FAIL, PASS, PreflightItem
+from ..preflight.items import PreflightItem
 from ..protocol.attach import counted, counters_now
-from ..state.context import WARMUP_PROMPT, WARMUP_TOKENS, RunContext
+from ..state.context import WARMUP, RunContext
 from ..state.live import LiveSession
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the session and the run
-    "LiveSession", "RunContext", "WARMUP_PROMPT", "WARMUP_TOKENS", "counted", "counters_now",
+    "LiveSession", "RunContext", "WARMUP", "counted", "counters_now",
     # preflight rows a kind adds
-    "PreflightItem", "PASS", "FAIL", "check_prompt_set",
+    "PreflightItem", "check_prompt_set",
 ]  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..redact import redact_url
 
@@ -173,7 +173,7 @@ class StopRule:
     spending: str = SPENDINGS[0]
     width_pct: float | None = None
     cells: tuple[str, ...] = ()  # the headline cells it waits for ("treatment:subset"; (): all)
-    # A first look before SESSION_LEVEL_CYCLES, asked for in so many words (ladder/stop.py).
+    # A first look before INTERVAL.session_cycles, asked for in so many words (ladder/stop.py).
     allow_early_looks: bool = False
 
 
@@ -251,6 +251,10 @@ class Ladder:
     cohorts and tasks, ...); the kind parses them once into `kind_settings` and validates them
     (its `KindSpec`).
     """
+
+    # the bounds a ladder is held to, as `Ladder.MAX_CYCLES` (the module's names, too)
+    MAX_CYCLES: ClassVar[int] = MAX_CYCLES
+    MAX_TIMEOUT_S: ClassVar[float] = MAX_TIMEOUT_S
 
     name: str
     path: Path

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..constants import BOTH, SUBSET_NAMES
+from ..constants import SUBSETS
 from ..errors import PromptError
 
-_NAME = re.compile(rf"({'|'.join(SUBSET_NAMES)})_[0-9]+")
+_NAME = re.compile(rf"({'|'.join(SUBSETS.names)})_[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,8 @@ def load_prompt_set(directory: Path) -> tuple[Prompt, ...]:
 
 
 def select(prompts: tuple[Prompt, ...], subset: str) -> tuple[Prompt, ...]:
-    """One subset's prompts (`constants.SUBSET_NAMES`), or all of them (`both`)."""
-    if subset == BOTH:
+    """One subset's prompts (`constants.SUBSETS.names`), or all of them (`both`)."""
+    if subset == SUBSETS.both:
         return prompts
     return tuple(p for p in prompts if p.subset == subset)
 

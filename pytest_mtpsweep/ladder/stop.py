@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..constants import MIN_BORROWED_DF, SESSION_LEVEL_CYCLES
+from ..constants import INTERVAL
 from ..errors import LadderError
 from .fields import Spec
 from .model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
@@ -48,22 +48,22 @@ def parse(
     # The default first look is the smallest whose interval carries the session level: at 2
     # cycles it resamples prompts only, and with 5 % session offsets a null was called faster
     # or slower in 38.7 % of simulated runs (issue 43; bench/sequential_coverage.py).
-    low = table.get("min_cycles", min(SESSION_LEVEL_CYCLES, top))
+    low = table.get("min_cycles", min(INTERVAL.session_cycles, top))
     if not (2 <= low <= top <= MAX_CYCLES and low % 2 == 0 and top % 2 == 0):
         raise LadderError(_cycles_error(table, path, low, top, cycles is not None))
     early = bool(table.get("allow_early_looks", False))
-    if 2 <= low < SESSION_LEVEL_CYCLES and not early and "min_cycles" not in table:
+    if 2 <= low < INTERVAL.session_cycles and not early and "min_cycles" not in table:
         raise LadderError(
-            f"{path}: the stop rule may run {top} cycles, fewer than the {SESSION_LEVEL_CYCLES} "
+            f"{path}: the stop rule may run {top} cycles, fewer than the {INTERVAL.session_cycles} "
             "whose interval carries the session level (its default first look); set cycles "
-            f"(or --cycles) to {SESSION_LEVEL_CYCLES} or more, or set stop.allow_early_looks = "
+            f"(or --cycles) to {INTERVAL.session_cycles} or more, or set stop.allow_early_looks = "
             "true to accept looks that speak for their sessions only."
         )
-    if 2 <= low < SESSION_LEVEL_CYCLES and not early:
+    if 2 <= low < INTERVAL.session_cycles and not early:
         raise LadderError(
-            f"{path}: stop.min_cycles {low} looks before the {SESSION_LEVEL_CYCLES} cycles whose "
+            f"{path}: stop.min_cycles {low} looks before the {INTERVAL.session_cycles} cycles whose "
             "interval carries the session level, so a session offset can stop the run on a "
-            f"false call; raise stop.min_cycles (and max_cycles) to {SESSION_LEVEL_CYCLES}, or "
+            f"false call; raise stop.min_cycles (and max_cycles) to {INTERVAL.session_cycles}, or "
             "set stop.allow_early_looks = true to accept looks that speak for their sessions only."
         )
     width = table.get("width_pct")
@@ -81,19 +81,19 @@ def parse(
 def early_look_warning(stop: StopRule | None, arms: int = 1, sweep: bool = False) -> str | None:
     """What `mtpsweep lint` says of a design that opted in to looks before the session level:
     what those looks may claim. `arms`: the treatments beside the baseline (a sweep's values);
-    a sweep borrows the session level from 1 df, a contrast table from MIN_BORROWED_DF."""
-    if stop is None or stop.min_cycles >= SESSION_LEVEL_CYCLES:
+    a sweep borrows the session level from 1 df, a contrast table from INTERVAL.min_borrowed_df."""
+    if stop is None or stop.min_cycles >= INTERVAL.session_cycles:
         return None
     head = (
         f"stop.allow_early_looks: the first look comes after cycle {stop.min_cycles}, before the "
-        f"{SESSION_LEVEL_CYCLES} cycles whose own interval carries the session level"
+        f"{INTERVAL.session_cycles} cycles whose own interval carries the session level"
     )
     df = (stop.min_cycles - 1) * (arms - 1)
-    if df < (1 if sweep else MIN_BORROWED_DF):
+    if df < (1 if sweep else INTERVAL.min_borrowed_df):
         return (
             f"{head}, and with {arms} treatment(s) beside the baseline the run's arms give it "
             f"{df} df, too few to borrow, so a look there speaks for its sessions only and a session offset can "
-            f"stop the run on a false call; set stop.min_cycles = {SESSION_LEVEL_CYCLES} unless "
+            f"stop the run on a false call; set stop.min_cycles = {INTERVAL.session_cycles} unless "
             "the sessions are known alike."
         )
     return (
@@ -101,7 +101,7 @@ def early_look_warning(stop: StopRule | None, arms: int = 1, sweep: bool = False
         f"(their arm × cycle interaction, {df} df at the first "
         'look), so its drops ("surely not the best") and any statement a report there makes '
         "hold at that look's repeated level as long as the arms' sessions vary alike; an arm "
-        f"whose own sessions are unusually noisy is seen only from cycle {SESSION_LEVEL_CYCLES}."
+        f"whose own sessions are unusually noisy is seen only from cycle {INTERVAL.session_cycles}."
     )
 
 

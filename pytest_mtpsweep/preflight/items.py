@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import textwidth
 from ..errors import PreflightError
@@ -34,6 +34,10 @@ class PreflightItem:
 
     ``stable`` is the part of ``observed`` compared with an earlier run (None: all of it).
     """
+
+    # the verdicts a kind's rows give, as `PreflightItem.PASS` (the module's names, too)
+    PASS: ClassVar[str] = PASS
+    FAIL: ClassVar[str] = FAIL
 
     name: str
     expected: str

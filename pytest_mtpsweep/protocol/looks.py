@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import registry, schema
-from ..constants import POOLED
+from ..constants import SUBSETS
 from ..errors import LadderError, OptionError
 from ..ladder import Ladder, SessionSlot
 from ..state.rundocs import Look, LookCell, StopDoc
@@ -50,7 +50,7 @@ def check_cells(ladder: Ladder, kind: KindRun, cases: Sequence[Case], selected: 
     for cell in ladder.stop.cells:
         if cell in can:
             continue
-        if cell.rpartition(":")[2] == POOLED:
+        if cell.rpartition(":")[2] == SUBSETS.pooled:
             raise LadderError(
                 f"{ladder.path}: stop.cells names {cell!r}, the analysis' pooled row, which is no "
                 f"headline cell; name the cells themselves ({', '.join(sorted(can)) or 'none'})."

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .document import Markup
+from .document import EMPTY, Markup
 
 Role = Literal["headline", "limitations", "pictures", "detail"]
 
@@ -57,9 +57,9 @@ class Figure:
 @dataclass(frozen=True)
 class Page:
     """Page-only markup made with the escaping builder (a cell's turns, say); report.md shows
-    `markdown` in its place (nothing when empty)."""
+    `markdown` in its place (nothing when empty). `Page()` shows nothing on either."""
 
-    markup: Markup
+    markup: Markup = EMPTY
     markdown: str = ""
 
 

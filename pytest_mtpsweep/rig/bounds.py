@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ReplyCut
 
@@ -58,6 +58,9 @@ def request_s(max_tokens: int, measurement_timeout_s: float | None) -> float:
 @dataclass(frozen=True)
 class ReadBound:
     """What one reply may take: seconds in all, bytes, and for a stream its lines and events."""
+
+    # content chunks a finished stream may hold beyond max_tokens (`excess_chunks`)
+    CHUNK_SLACK: ClassVar[int] = CHUNK_SLACK
 
     total_s: float
     max_bytes: int

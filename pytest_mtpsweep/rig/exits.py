@@ -41,6 +41,11 @@ class Exit:
     def illegal_instruction(self) -> bool:
         return self.signal == signal.SIGILL
 
+    @property
+    def signal_words(self) -> str | None:
+        """`SIGILL (illegal instruction: …)` when a signal ended it (`signal_words`)."""
+        return signal_words(self.signal) if self.signal is not None else None
+
     def __str__(self) -> str:
         return describe_exit(self.status)
 

@@ -15,8 +15,17 @@ from ..rig.server import Launcher, LaunchSpec
 from ..rig.tinymodel import NOT_LANGUAGE
 from .rundir import RunDir
 
-WARMUP_PROMPT = "Say hello in one short sentence."
-WARMUP_TOKENS = 8
+
+@dataclass(frozen=True)
+class Warmup:
+    """The short request a kind sends before a session's first case: its prompt and its
+    max_tokens."""
+
+    prompt: str = "Say hello in one short sentence."
+    tokens: int = 8
+
+
+WARMUP = Warmup()
 CALIBRATION_PROMPT = "Count from one to forty in words, separated by commas."
 CALIBRATION_TOKENS = 32
 

@@ -13,18 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.analysis.planning import (
-    cell_matrix,
     components,
     cycle_seconds,
     half_width,
     plan_by_cycle,
     plan_cell,
-    plan_cells,
     variances,
 )
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.design import design_warnings, prompts_for_equivalence
 from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.plan import cell_matrix, plan_cells
 from tests.strategies import Scenario, replication_records
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

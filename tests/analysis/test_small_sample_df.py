@@ -17,12 +17,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.stats import (
-    WITH_SESSION,
-    published_interval,
-    session_spread,
-    t_quantile,
-)
+from pytest_mtpsweep.analysis.stats import Spread, published_interval, session_spread, t_quantile
 from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from tests.strategies import Design, make_records, noisy, write_run
 
@@ -68,7 +63,7 @@ def test_the_reported_four_cycle_case_has_a_finite_honest_interval() -> None:
     for seed in range(400):
         groups, matrices = _cell(seed, 6, 4, 1e-4, 0.0, 0.01)
         spread = session_spread(groups, matrices)
-        if spread.method == WITH_SESSION and (worst is None or spread.df < worst.df):
+        if spread.method == Spread.WITH_SESSION and (worst is None or spread.df < worst.df):
             worst = spread
     assert worst is not None
     assert worst.df >= 3.0
@@ -99,5 +94,5 @@ def test_a_server_halving_its_rate_every_other_session_gets_an_honest_finite_int
     assert (rows["df"] >= 3.0 - 1e-9).all(), rows[["subset", "endpoint", "df"]]
     assert np.isfinite(rows[["ci_low", "ci_high"]].to_numpy()).all()
     primary = rows.query("endpoint == 'primary' and subset == 'prose'").iloc[0]
-    assert primary["interval_method"] == WITH_SESSION
+    assert primary["interval_method"] == Spread.WITH_SESSION
     assert primary["ci_low"] <= 0.0 <= primary["ci_high"]

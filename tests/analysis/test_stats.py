@@ -13,14 +13,13 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from pytest_mtpsweep.analysis.stats import (
-    BOOT_T_MAX_FACTOR,
-    MIN_PROMPTS_FOR_DECISION,
     index_matrix,
     prompt_spread,
     published_interval,
     row_quantiles,
     session_spread,
 )
+from pytest_mtpsweep.constants import INTERVAL
 from pytest_mtpsweep.kinds.decode.analysis.contraststats import (
     fixed_effects_slope,
     sign_flip_pvalue,
@@ -79,7 +78,7 @@ class TestEffectRecovery:
                 assert row[column] == pytest.approx(expected, rel=1e-9, abs=1e-9), column
             assert row["boot_kept"] == 1000
             sizes = [len(p) for s, p in design.prompts.items() if row["subset"] in (s, "pooled")]
-            if min(sizes) < MIN_PROMPTS_FOR_DECISION:
+            if min(sizes) < INTERVAL.min_prompts:
                 assert row["decision"] == "insufficient"
             elif abs(expected) < 1.0 - 1e-6:
                 assert row["decision"] == "equivalent"
@@ -273,7 +272,7 @@ class TestSmallHelpers:
         spread = prompt_spread([x])
         lo, hi = published_interval(float(x.mean()), spread, math.nan, 0.95)
         capped = published_interval(float(x.mean()), spread, 500.0, 0.95)
-        assert capped[1] - capped[0] == pytest.approx(BOOT_T_MAX_FACTOR * (hi - lo))
+        assert capped[1] - capped[0] == pytest.approx(INTERVAL.boot_t_max_factor * (hi - lo))
         # Below the cap the bootstrap-t quantile is used as it is.
         q = 1.5 * sps.t.ppf(0.975, 3)
         inside = published_interval(float(x.mean()), spread, q, 0.95)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.constants import MIN_BOOT
+from pytest_mtpsweep.constants import BOOT
 from pytest_mtpsweep.kinds.decode.report.sections import render_full
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
@@ -150,9 +150,9 @@ def test_a_hostile_run_has_the_benign_runs_structure_and_headline(
         "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
     )
     monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
-    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=MIN_BOOT))
+    benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=BOOT.min))
     run = hostile_run(tmp_path / "hostile", NAME)
-    result = analyse_run([run], AnalyseOptions(boot=MIN_BOOT))
+    result = analyse_run([run], AnalyseOptions(boot=BOOT.min))
     report = (Path(str(result.out_dir)) / "report.md").read_text(encoding="utf-8")
     assert result.report is not None and markdown(finished(result.report, run)) == report
     assert report.startswith(result.report_md)  # then the writer's line naming the versions

@@ -217,3 +217,8 @@ def test_no_kind_builds_the_page_or_splits_report_md(tmp_path: Path) -> None:
     assert page_builders(fake) == [
         "kinds/x.py:1", "kinds/x.py:2", "kinds/x.py: splits Markdown at its headings"]  # fmt: skip
     assert page_builders(Path(__file__).resolve().parents[2] / "pytest_mtpsweep") == []
+
+
+def test_an_empty_page_block_shows_nothing_on_either(tmp_path: Path) -> None:
+    assert render_html.block(Page(), tmp_path).html == ""
+    assert render_md.block(Page()) == ""

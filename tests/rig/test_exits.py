@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_mtpsweep.rig.exits import describe_exit, exit_of, fault_site
+from pytest_mtpsweep.rig.exits import describe_exit, exit_of, fault_site, signal_words
 
 
 @pytest.mark.parametrize(
@@ -31,6 +31,14 @@ def test_an_end_is_said_in_words(status: int, said: str) -> None:
     words = describe_exit(status)
     assert words.startswith(said)
     assert "-" not in words.split("(")[0]  # never a bare negative status
+
+
+def test_an_end_gives_its_signal_in_words_or_none() -> None:
+    # what a kind reads through the door: `str(exit_of(s))` and `.signal_words`
+    assert exit_of(-signal.SIGILL).signal_words == signal_words(signal.SIGILL)
+    assert (exit_of(-signal.SIGILL).signal_words or "").startswith("SIGILL (")
+    assert exit_of(3).signal_words is None
+    assert str(exit_of(-signal.SIGKILL)) == describe_exit(-signal.SIGKILL)
 
 
 def test_a_shell_reports_a_signal_as_128_plus_its_number() -> None:

@@ -7,7 +7,9 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import WORD, GateGrammar, Kind, Opt
+from typing import TYPE_CHECKING
+
+from ...kindapi import GateGrammar, Kind, Opt
 
 KIND = Kind(
     name="authoring",
@@ -19,8 +21,8 @@ KIND = Kind(
     commands=f"{__name__}.cli:register",
     analyse=f"{__name__}.cli:analyse",
     gates=GateGrammar(  # --expect COHORT:SUBJECT:not-slower:M, M in percentage points
-        syntax=f"COHORT:SUBJECT:{WORD}:M, the one gate an authoring run has",
-        example=f"doctest:alpha:{WORD}:5 (no more than 5 percentage points less green)",
+        syntax=f"COHORT:SUBJECT:{GateGrammar.WORD}:M, the one gate an authoring run has",
+        example=f"doctest:alpha:{GateGrammar.WORD}:5 (no more than 5 percentage points less green)",
         cell_word="subject",
         unit="pp",
         unit_words="a number of percentage points",
@@ -38,3 +40,10 @@ KIND = Kind(
         ),
     ),
 )
+
+
+if TYPE_CHECKING:  # mypy checks each part named above against its signature
+    from .cli import analyse, register
+    from .run.authoringrun import prepare
+
+    Kind.check_parts(run=prepare, commands=register, analyse=analyse)

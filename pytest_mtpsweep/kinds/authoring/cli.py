@@ -8,15 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import (
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
-    EXIT_ERROR,
-    EXIT_GATE_FAILED,
-    EXIT_OK,
-    AnalysisError,
-    Gate,
-)
+from ...kindapi import BOOT, AnalysisError, ExitStatus, Gate
 from ...kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
@@ -50,12 +42,8 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
     plan = plans[0]
     check_plan(plan, f"plan file {runs[0] / 'plan.json'}")
     registered = plan.kind_fields.get("contrast") or {}
-    boot = args.boot if args.boot != DEFAULT_BOOT else registered.get("resamples", args.boot)
-    seed = (
-        args.boot_seed
-        if args.boot_seed != DEFAULT_BOOT_SEED
-        else registered.get("seed", args.boot_seed)
-    )
+    boot = args.boot if args.boot != BOOT.default else registered.get("resamples", args.boot)
+    seed = args.boot_seed if args.boot_seed != BOOT.seed else registered.get("seed", args.boot_seed)
     if type(boot) is not int or type(seed) is not int:
         raise AnalysisError(
             f"{runs[0]}: plan.json registers contrast resamples {boot!r} and seed {seed!r}, not "
@@ -76,25 +64,18 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             "--resume the run to measure that cell again)",
             file=sys.stderr,
         )
-        return EXIT_ERROR
+        return ExitStatus.ERROR
     if not gates:
-        return EXIT_OK
+        return ExitStatus.OK
     if result.cells is None:
         for gate in gates:
             print(f"gate FAILED: {gate} not judged: the run has no cells to judge it on",
                   file=sys.stderr)  # fmt: skip
-        return EXIT_GATE_FAILED
+        return ExitStatus.GATE_FAILED
     judged = verdicts(gates, result.cells, baseline)
     for v in judged:
         if v.passed:
             print(f"gate met: {v.sentence}")
         else:
             print(f"gate FAILED: {v.sentence}", file=sys.stderr)
-    return EXIT_OK if all(v.passed for v in judged) else EXIT_GATE_FAILED
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ...kindapi import AnalyseFn, CommandsFn
-
-    _register: CommandsFn = register
-    _analyse: AnalyseFn = analyse
+    return ExitStatus.OK if all(v.passed for v in judged) else ExitStatus.GATE_FAILED

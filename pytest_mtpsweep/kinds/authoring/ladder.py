@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...kindapi import MAX_BOOT, KindSpec, LadderError
+from ...kindapi import BOOT, KindSpec, LadderError
 from ...kindapi.ladder import (
     Ladder,
     Spec,
@@ -231,8 +231,8 @@ def validate(ladder: Ladder, s: AuthoringSettings, where: Path | str) -> None:
         (a.max_backoff_s <= MAX_SECONDS, "api.max_backoff_s", a.max_backoff_s,
          f"use at most {MAX_SECONDS} seconds"),
         (a.retries <= 100, "api.retries", a.retries, "use at most 100 retries"),
-        (1000 <= s.resamples <= MAX_BOOT, "contrast.resamples", s.resamples,
-         f"use 1000 to {MAX_BOOT}"),
+        (1000 <= s.resamples <= BOOT.max, "contrast.resamples", s.resamples,
+         f"use 1000 to {BOOT.max}"),
         (s.boot_seed >= 0, "contrast.seed", s.boot_seed, "use a non-negative seed"),
     ]  # fmt: skip
     for ok, name, value, fix in checks:

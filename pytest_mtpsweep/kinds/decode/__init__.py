@@ -6,13 +6,15 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import DIRECTIONS, POOLED, SUBSET_NAMES, SUBSETS, WORD, GateGrammar, Kind, Opt
+from typing import TYPE_CHECKING
+
+from ...kindapi import SUBSETS, GateGrammar, Kind, Opt
 
 GATES = GateGrammar(
-    syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{WORD}:M",
+    syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{GateGrammar.WORD}:M",
     example="gate_0.10:structured:faster",
-    rules=DIRECTIONS,
-    cells=(*SUBSET_NAMES, POOLED),
+    rules=GateGrammar.DIRECTIONS,
+    cells=(*SUBSETS.names, SUBSETS.pooled),
     cell_word="subset",
 )
 
@@ -34,7 +36,7 @@ KIND = Kind(
             "--subset",
             "subset",
             "which prompts: prose, structured or both",
-            choices=SUBSETS,
+            choices=SUBSETS.choices,
             overrides="subset",
         ),
         Opt(
@@ -57,3 +59,22 @@ KIND = Kind(
     distributable=True,
     resume_fields=("prompts",),  # the prompt set and its subsets, as plan.json lists them
 )
+
+
+if TYPE_CHECKING:  # mypy checks each part named above against its signature
+    from .analysis.atend import interim
+    from .analysis.commands import analyse_command, compare_command
+    from .analysis.plan import plan_command
+    from .analysis.sweeplook import sweep_look
+    from .calibrate import register
+    from .run.decoderun import prepare
+
+    Kind.check_parts(
+        run=prepare,
+        analyse=analyse_command,
+        compare=compare_command,
+        plan=plan_command,
+        interim=interim,
+        sweep=sweep_look,
+        commands=register,
+    )

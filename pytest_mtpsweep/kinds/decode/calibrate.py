@@ -21,7 +21,7 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import EXIT_GATE_FAILED, EXIT_OK, AnalysisError, OptionError
+from ...kindapi import AnalysisError, ExitStatus, OptionError
 
 if TYPE_CHECKING:
     import argparse
@@ -50,8 +50,8 @@ def host_identity(placement: str) -> dict[str, str]:
 
 def register(sub: Any) -> None:
     """The `calibrate` subcommand on the `mtpsweep` parser."""
-    from ...kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED
-    from ...kindapi.analysis import DEFAULT_REPS, MAX_REPS, MIN_REPS
+    from ...kindapi import BOOT
+    from ...kindapi.analysis import Calibration
 
     p = sub.add_parser(
         "calibrate",
@@ -68,27 +68,30 @@ def register(sub: Any) -> None:
                    help="the gate's planned (maximum) cycles (default: the A/A run's)")  # fmt: skip
     p.add_argument("--spending", choices=("pocock", "obrien-fleming"), default="pocock",
                    help="the gate's [stop] spending (looks after cycles 4, 6, …)")  # fmt: skip
-    p.add_argument("--reps", type=int, default=DEFAULT_REPS,
-                   help=f"A/A gates simulated ({MIN_REPS}-{MAX_REPS})")  # fmt: skip
-    p.add_argument("--boot", type=int, default=DEFAULT_BOOT)
-    p.add_argument("--boot-seed", type=int, default=DEFAULT_BOOT_SEED)
+    p.add_argument("--reps", type=int, default=Calibration.DEFAULT_REPS,
+                   help=f"A/A gates simulated ({Calibration.MIN_REPS}-{Calibration.MAX_REPS})")  # fmt: skip
+    p.add_argument("--boot", type=int, default=BOOT.default)
+    p.add_argument("--boot-seed", type=int, default=BOOT.seed)
     p.add_argument("--out", default=None, help=f"the file (default: RUN/{DEFAULT_FILE})")
     p.set_defaults(func=calibrate_command, command="calibrate")
 
 
 def _checked(args: argparse.Namespace) -> None:
-    from ...kindapi.analysis import MAX_REPS, MIN_REPS, check_margin
-    from ...kindapi.ladder import MAX_CYCLES
+    from ...kindapi.analysis import Calibration, check_margin
+    from ...kindapi.ladder import Ladder
 
     try:
         check_margin(str(args.margin), "--margin")
     except ValueError as exc:
         raise OptionError(f"{exc}.") from None
-    if not MIN_REPS <= args.reps <= MAX_REPS:
-        raise OptionError(f"--reps {args.reps} is outside {MIN_REPS}-{MAX_REPS}; pick one inside.")
-    if args.cycles is not None and not 4 <= args.cycles <= MAX_CYCLES:
+    if not Calibration.MIN_REPS <= args.reps <= Calibration.MAX_REPS:
         raise OptionError(
-            f"--cycles {args.cycles} is outside 4-{MAX_CYCLES} (a gate looks from cycle 4 on); "
+            f"--reps {args.reps} is outside {Calibration.MIN_REPS}-{Calibration.MAX_REPS}; "
+            "pick one inside."
+        )
+    if args.cycles is not None and not 4 <= args.cycles <= Ladder.MAX_CYCLES:
+        raise OptionError(
+            f"--cycles {args.cycles} is outside 4-{Ladder.MAX_CYCLES} (a gate looks from cycle 4 on); "
             "pick one inside."
         )
 
@@ -153,14 +156,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
     for line in lines(cal):
         print(line)
     print(f"calibration: {out}")
-    return EXIT_GATE_FAILED if cal.refusal() else EXIT_OK
+    return ExitStatus.GATE_FAILED if cal.refusal() else ExitStatus.OK
 
 
 def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     """The calibration of one A/A run for a gate of this margin, cycles and spending: the
     floors at the cycles the run has (or `--cycles`), refused when a cell has fewer complete
     cycles than carry the session level, or when its arms differ beyond its own noise."""
-    from ...kindapi import POOLED
+    from ...kindapi import SUBSETS
     from ...kindapi.analysis import Calibration, Design
     from .analysis.io import load_run
     from .analysis.pipeline import analyse
@@ -169,7 +172,7 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     result = analyse([run], boot=args.boot, seed=args.boot_seed)
     arm = aa_arm(run.plan, result.settings.baseline, args.aa, run_dir)
     rows = [r for r in result.published.to_dict(orient="records")
-            if r["treatment"] == arm and r["subset"] != POOLED and int(r["n_pairs"]) > 0]  # fmt: skip
+            if r["treatment"] == arm and r["subset"] != SUBSETS.pooled and int(r["n_pairs"]) > 0]  # fmt: skip
     if not rows:
         raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
                             "calibrate from; run the A/A ladder first.")  # fmt: skip
@@ -200,19 +203,19 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
 def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int]:
     """A cell's noise and the complete cycles it was measured over (refused under the cycles
     whose interval carries the session level: its session noise would be a guess)."""
-    from ...kindapi.analysis import MIN_CYCLES_FOR_SESSION as SESSION_LEVEL_CYCLES
-    from ...kindapi.analysis import Noise, cell_matrix, components, pilot_ratio
+    from ...kindapi.analysis import INTERVAL, Noise, components, pilot_ratio
+    from .analysis.plan import cell_matrix
 
     cell = f"{row['treatment']}:{row['subset']}"
     matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),
                          str(row["subset"]))  # fmt: skip
     comp = components(matrix)
-    if comp is None or comp.cycles < SESSION_LEVEL_CYCLES:
+    if comp is None or comp.cycles < INTERVAL.session_cycles:
         have = 0 if comp is None else comp.cycles
         raise AnalysisError(
             f"{run_dir}: {cell} has {have} complete cycles of A/A pairs, fewer than the "
-            f"{SESSION_LEVEL_CYCLES} whose spread carries the session noise; run the A/A "
-            f"ladder to {SESSION_LEVEL_CYCLES} cycles or more and calibrate that."
+            f"{INTERVAL.session_cycles} whose spread carries the session noise; run the A/A "
+            f"ladder to {INTERVAL.session_cycles} cycles or more and calibrate that."
         )
     return Noise.of(comp, pilot_ratio(row, comp.n, result.settings.confidence)), comp.cycles
 
@@ -248,7 +251,7 @@ def _cell(
         false_alarms,
         noise_floor_pct,
     )
-    from ...kindapi.ladder import MAX_CYCLES
+    from ...kindapi.ladder import Ladder
 
     noise, cycles_run = measured
     level = design.equivalence_confidence[-1]
@@ -260,7 +263,7 @@ def _cell(
         session_var=noise.session_var,
         noise_var=noise.noise_var,
         noise_floor_pct=noise_floor_pct(noise, design.looks[-1], level),
-        cycles_needed=cycles_to_resolve(noise, args.margin, MAX_CYCLES, level),
+        cycles_needed=cycles_to_resolve(noise, args.margin, Ladder.MAX_CYCLES, level),
         false_alarm=false_alarms(
             noise,
             args.margin,
@@ -315,7 +318,7 @@ def check_cited(
 ) -> str | None:
     """Why a gate cannot cite this calibration (one sentence), or None: unreadable or not as
     calibrate wrote it, another host or model, too old, or a margin below the host's floor."""
-    from ...kindapi.analysis import DEFAULT_AGE_DAYS, read_calibration, staleness
+    from ...kindapi.analysis import Calibration, read_calibration, staleness
 
     try:
         cal = read_calibration(path)
@@ -324,7 +327,8 @@ def check_cited(
     placement = str(cal.host.get("placement", ""))
     stale = staleness(cal, host_fingerprint=host_identity(placement)["fingerprint"],
                       model_sha256=model_sha256, now=dt.datetime.now(dt.UTC),
-                      max_age_days=max_age_days or DEFAULT_AGE_DAYS, model_id=model_id)  # fmt: skip
+                      max_age_days=max_age_days or Calibration.DEFAULT_AGE_DAYS,
+                      model_id=model_id)  # fmt: skip
     if stale:
         return f"calibration {path} is stale: {stale}; run `mtpsweep calibrate` on an A/A run here"
     floor = cal.noise_floor_pct
@@ -334,9 +338,3 @@ def check_cited(
             f"{cal.cycles} cycles by calibration {path}; widen the margin or plan more cycles"
         )
     return None
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ...kindapi import CommandsFn
-
-    _register: CommandsFn = register

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...kindapi import BOTH, SUBSETS, KindSpec, LadderError
+from ...kindapi import SUBSETS, KindSpec, LadderError
 from ...kindapi.ladder import Ladder, Spec, Treatment, parse_contrast, parse_treatments
 
 FIELDS: Spec = {
@@ -31,7 +31,7 @@ class DecodeSettings:
     """A decode ladder's own fields, defaulted (the loader parses them once)."""
 
     prompt_set: str = "canonical"
-    subset: str = BOTH
+    subset: str = SUBSETS.both
     repeats: int = 1
     cache_prompt: bool = False
     degenerate: str = "flag"  # one of DEGENERATE_RULES
@@ -43,7 +43,7 @@ def settings(ladder: Ladder, where: Path | str) -> DecodeSettings:
     f = ladder.kind_fields
     return DecodeSettings(
         prompt_set=str(f.get("prompt_set", "canonical")),
-        subset=str(f.get("subset", BOTH)),
+        subset=str(f.get("subset", SUBSETS.both)),
         repeats=int(f.get("repeats", 1)),
         cache_prompt=bool(f.get("cache_prompt", False)),
         degenerate=str(f.get("degenerate", "flag")),
@@ -83,9 +83,9 @@ def validate(ladder: Ladder, s: DecodeSettings, where: Path | str) -> None:
         parse_contrast(text, keys, where)
     if not 1 <= s.repeats <= MAX_REPEATS:
         raise LadderError(f"{where}: field 'repeats' is {s.repeats}; use 1 to {MAX_REPEATS}.")
-    if s.subset not in SUBSETS:
+    if s.subset not in SUBSETS.choices:
         raise LadderError(
-            f"{where}: field 'subset' is {s.subset!r}; use one of {', '.join(SUBSETS)}."
+            f"{where}: field 'subset' is {s.subset!r}; use one of {', '.join(SUBSETS.choices)}."
         )
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ...kindapi.records import SESSION_IDENTITY_FIELDS, Measurement
+from ...kindapi.records import schema
 
 # Which measurement of which session: every decode record starts with these.
 IDENTITY_FIELDS: tuple[str, ...] = (
-    *SESSION_IDENTITY_FIELDS, "prompt_id", "subset", "repeat", "position",
+    *schema.SESSION_IDENTITY_FIELDS, "prompt_id", "subset", "repeat", "position",
 )  # fmt: skip
-MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Measurement))
+MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(schema.Measurement))
 # The two decode-rate endpoints: analysis name -> record field.
 ENDPOINT_FIELDS: dict[str, str] = {
     "primary": "decode_rate_tps_primary",
@@ -42,7 +42,7 @@ RECORD_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def mechanism_fields(m: Measurement) -> dict[str, Any]:
+def mechanism_fields(m: schema.Measurement) -> dict[str, Any]:
     """The mechanism fields of one measurement (MECHANISM_FIELDS) and its `mechanism_invalid`:
     derived only from counts the rig passed (rig/timings.py), with steps >= 1 checked again."""
     out: dict[str, Any] = dict.fromkeys(MECHANISM_FIELDS.values())
@@ -70,7 +70,7 @@ def mechanism_fields(m: Measurement) -> dict[str, Any]:
 
 def decode_record(
     identity: dict[str, Any],
-    measurement: Measurement,
+    measurement: schema.Measurement,
     started_at: str,
     keyed: dict[str, Any],
     provenance: dict[str, Any],

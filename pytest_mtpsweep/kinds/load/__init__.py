@@ -10,7 +10,9 @@ process of the environment imports it for the kind's options, so it imports noth
 
 from __future__ import annotations
 
-from ...kindapi import WORD, GateGrammar, Kind, Opt
+from typing import TYPE_CHECKING
+
+from ...kindapi import GateGrammar, Kind, Opt
 from .optiontypes import seconds
 
 KIND = Kind(
@@ -25,8 +27,8 @@ KIND = Kind(
     plan=f"{__name__}.analysis.plan:plan_command",
     interim=f"{__name__}.analysis.atend:interim",  # the headline gains so far, for [stop]
     gates=GateGrammar(  # --expect TREATMENT:LEVEL:not-slower:M (or TREATMENT:capacity:...)
-        syntax=f"TREATMENT:LEVEL:{WORD}:M, the one gate a load run has",
-        example=f"ngram:conc4:{WORD}:5",
+        syntax=f"TREATMENT:LEVEL:{GateGrammar.WORD}:M, the one gate a load run has",
+        example=f"ngram:conc4:{GateGrammar.WORD}:5",
         cell_word="level",
     ),
     options=(
@@ -51,3 +53,12 @@ KIND = Kind(
     # the levels, their order, the schedule, the SLOs: another value is another experiment
     resume_fields=("load",),
 )
+
+
+if TYPE_CHECKING:  # mypy checks each part named above against its signature
+    from .analysis.atend import interim
+    from .analysis.commands import analyse_command
+    from .analysis.plan import plan_command
+    from .run.loadrun import prepare
+
+    Kind.check_parts(run=prepare, analyse=analyse_command, plan=plan_command, interim=interim)

@@ -14,16 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...kindapi import BOTH, SUBSETS, KindSpec, LadderError
-from ...kindapi.ladder import (
-    MAX_TIMEOUT_S,
-    Ladder,
-    Spec,
-    Treatment,
-    check_table,
-    parse_contrast,
-    parse_treatments,
-)
+from ...kindapi import SUBSETS, KindSpec, LadderError
+from ...kindapi.ladder import Ladder, Spec, Treatment, check_table, parse_contrast, parse_treatments
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings
@@ -230,10 +222,10 @@ def _slo(raw: Any, where: Path | str) -> Slos | None:
         return None
     check_table(raw, SLO, "slo.", where)
     for key, value in raw.items():
-        if not 0 < value <= MAX_TIMEOUT_S * 1000:  # NaN fails too; past a day is no target
+        if not 0 < value <= Ladder.MAX_TIMEOUT_S * 1000:  # NaN fails too; past a day is no target
             raise LadderError(
                 f"{where}: field slo.{key} is {value!r}; use a positive target in ms, at most "
-                f"{MAX_TIMEOUT_S * 1000:g} (a day)."
+                f"{Ladder.MAX_TIMEOUT_S * 1000:g} (a day)."
             )
     if not raw:
         raise LadderError(f"{where}: table [slo] is empty; give ttft_ms, itl_ms or e2e_ms.")
@@ -286,7 +278,7 @@ def settings(ladder: Ladder, where: Path | str | None = None) -> LoadSettings:
     levels = () if "capacity" in f else one or _levels(f, where)
     return LoadSettings(
         prompt_set=str(f.get("prompt_set", "canonical")),
-        subset=str(f.get("subset", BOTH)),
+        subset=str(f.get("subset", SUBSETS.both)),
         levels=levels,
         requests=requests,
         warmup_requests=None if warm is None else int(warm),
@@ -381,14 +373,14 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
     checks = (
         (s.warmup_requests is None or 0 <= s.warmup_requests <= MAX_WARMUP, "warmup_requests",
          s.warmup_requests, f"use 0 to {MAX_WARMUP} (leave it out for one per lane)"),
-        (0 < s.level_timeout_s <= MAX_TIMEOUT_S, "level_timeout_s", s.level_timeout_s,
-         f"use a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a day)"),
+        (0 < s.level_timeout_s <= Ladder.MAX_TIMEOUT_S, "level_timeout_s", s.level_timeout_s,
+         f"use a number of seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g} (a day)"),
         (s.lag_bound_ms > 0, "lag_bound_ms", s.lag_bound_ms, "use a positive bound in ms"),
         (1 <= s.max_in_flight <= MAX_LANES, "max_in_flight", s.max_in_flight,
          f"use 1 to {MAX_LANES}"),
         (s.endpoint in REQUEST_ENDPOINTS, "endpoint", s.endpoint,
          f"use one of {', '.join(REQUEST_ENDPOINTS)}"),
-        (s.subset in SUBSETS, "subset", s.subset, f"use one of {', '.join(SUBSETS)}"),
+        (s.subset in SUBSETS.choices, "subset", s.subset, f"use one of {', '.join(SUBSETS.choices)}"),
     )  # fmt: skip
     for ok, name, value, fix in checks:
         if not ok:

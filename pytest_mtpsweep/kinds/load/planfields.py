@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...kindapi import LadderError, RunReadError
-from ...kindapi.ladder import MAX_TIMEOUT_S
+from ...kindapi.ladder import Ladder
 from ...kindapi.records import PlanDoc
 from . import capacity, conversation, trace
 from .ladder import (
@@ -70,9 +70,9 @@ def _scalars(load: Mapping[str, Any], where: str) -> None:
         ("duration_s", lambda v: _within(v, 0, MAX_DURATION_S) and v > 0,
          f"seconds above 0 and at most {MAX_DURATION_S:g}"),
         ("warmup_requests", lambda v: _within(v, 0, MAX_WARMUP, True), f"0 to {MAX_WARMUP}"),
-        ("level_timeout_s", lambda v: _within(v, 0, MAX_TIMEOUT_S) and v > 0,
-         f"seconds above 0 and at most {MAX_TIMEOUT_S:g}"),
-        ("lag_bound_ms", lambda v: _within(v, 0, MAX_TIMEOUT_S * 1000) and v > 0,
+        ("level_timeout_s", lambda v: _within(v, 0, Ladder.MAX_TIMEOUT_S) and v > 0,
+         f"seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g}"),
+        ("lag_bound_ms", lambda v: _within(v, 0, Ladder.MAX_TIMEOUT_S * 1000) and v > 0,
          "a positive bound in ms"),
         ("max_in_flight", lambda v: _within(v, 1, MAX_LANES, True), f"1 to {MAX_LANES}"),
         ("endpoint", lambda v: v in REQUEST_ENDPOINTS, f"one of {', '.join(REQUEST_ENDPOINTS)}"),

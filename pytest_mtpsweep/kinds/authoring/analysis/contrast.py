@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....kindapi.analysis import PROMPTS_ONLY, Spread, index_matrix, published_interval
+from ....kindapi.analysis import Spread, index_matrix, published_interval
 from ..records import COMPLETION_TOKENS, PROMPT_TOKENS
 from .paired_binary import METHOD as PAIRED_METHOD
 from .paired_binary import paired_difference
@@ -41,7 +41,7 @@ ENDPOINTS: dict[str, tuple[str, str]] = {
 }
 LEVEL = 0.95
 POOLED = "pooled"
-RATIO_METHOD = PROMPTS_ONLY  # the decode kind's published interval: t or bootstrap-t
+RATIO_METHOD = Spread.PROMPTS_ONLY  # the decode kind's published interval: t or bootstrap-t
 METHODS = {"difference": PAIRED_METHOD, "ratio": RATIO_METHOD}
 
 
@@ -124,7 +124,7 @@ def mean_interval(
             ok = np.isfinite(t_star)  # a resample of identical values has no t
             if ok.any():
                 q_boot = float(np.quantile(t_star[ok], LEVEL))
-        spread = Spread(se, float(n - 1), PROMPTS_ONLY)
+        spread = Spread(se, float(n - 1), Spread.PROMPTS_ONLY)
         low, high = published_interval(est, spread, q_boot, LEVEL)
         if se == 0.0:
             low = high = est

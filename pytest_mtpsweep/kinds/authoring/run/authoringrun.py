@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ....kindapi import (
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
+    BOOT,
     AnalysisRequest,
     EndAnalysis,
     KindRun,
@@ -222,8 +221,8 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         self._validate_gates(request)
         s = self.settings
         for flag, given, default, field, stated in (
-            ("--boot", request.boot, DEFAULT_BOOT, "resamples", s.resamples),
-            ("--boot-seed", request.seed, DEFAULT_BOOT_SEED, "seed", s.boot_seed),
+            ("--boot", request.boot, BOOT.default, "resamples", s.resamples),
+            ("--boot-seed", request.seed, BOOT.seed, "seed", s.boot_seed),
         ):
             if field in s.contrast_stated and given not in (default, stated):
                 raise OptionError(
@@ -296,9 +295,3 @@ def prepare(ladder: Ladder, s: AuthoringSettings, request: RunRequest) -> Author
     tasks = load_tasks(s.authoring_dir / "tasks", s.tasks)
     cohorts = load_cohorts(s.authoring_dir / "cohorts", s.cohorts, tasks)
     return AuthoringKindRun(ladder, s, tasks, cohorts)
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PrepareFn
-
-    _prepare: PrepareFn = prepare

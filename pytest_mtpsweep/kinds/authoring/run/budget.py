@@ -92,6 +92,6 @@ class Budget:
 
 def warmup_bound() -> int:
     """The most tokens the protocol's warm-up request can cost."""
-    from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+    from ....kindapi.run import WARMUP
 
-    return len(WARMUP_PROMPT.encode("utf-8")) + TEMPLATE_TOKENS + WARMUP_TOKENS
+    return len(WARMUP.prompt.encode("utf-8")) + TEMPLATE_TOKENS + WARMUP.tokens

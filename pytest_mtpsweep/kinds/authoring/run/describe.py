@@ -7,7 +7,7 @@ from typing import Any
 
 from ....kindapi.ladder import Ladder, Preregistration
 from ....kindapi.records import redact_url
-from ....kindapi.run import FAIL, PASS, PreflightItem
+from ....kindapi.run import PreflightItem
 from ..cohorts import Cohort
 from ..ladder import AuthoringSettings, CheckerLimits
 from ..tasks import Task
@@ -117,7 +117,7 @@ def multiplicity(others: int, ladder: Ladder) -> str:
 
 
 def tasks_item(digest: str, n: int) -> PreflightItem:
-    return PreflightItem("tasks", "recorded", f"{n} tasks, digest {digest}", PASS)
+    return PreflightItem("tasks", "recorded", f"{n} tasks, digest {digest}", PreflightItem.PASS)
 
 
 def sandbox_item(verdict: str, reason: str | None, isolation: dict[str, Any]) -> PreflightItem:
@@ -128,11 +128,11 @@ def sandbox_item(verdict: str, reason: str | None, isolation: dict[str, Any]) ->
             "checker_sandbox",
             expected,
             f"{verdict}: {reason}",
-            FAIL,
+            PreflightItem.FAIL,
             fix="The checker cannot run pytest in the sandbox; see the reason and 'The checker "
             "sandbox' in docs/authoring.md.",
         )
-    return PreflightItem("checker_sandbox", expected, isolation_text(isolation), PASS)
+    return PreflightItem("checker_sandbox", expected, isolation_text(isolation), PreflightItem.PASS)
 
 
 def isolation_text(iso: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.records import schema
-from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+from ....kindapi.run import WARMUP
 from .. import records
 from ..chat import ChatReply, ChatSpec, RetryPolicy, chat, redact
 from ..ladder import repeat_seed
@@ -42,11 +42,11 @@ def chat_spec(kind: AuthoringRun, live: LiveSession) -> ChatSpec:
 
 def warm_up(kind: AuthoringRun, live: LiveSession, st: RunState) -> schema.WarmupFacts:
     """One short chat turn, as the cells will be asked (non-streamed); its tokens are spent."""
-    spec = dataclasses.replace(chat_spec(kind, live), max_tokens=WARMUP_TOKENS)
+    spec = dataclasses.replace(chat_spec(kind, live), max_tokens=WARMUP.tokens)
     api = kind.settings.api
     policy = RetryPolicy(api.retries, api.backoff_s, api.max_backoff_s)
     reply = chat(
-        live.http, live.base_url, [{"role": "user", "content": WARMUP_PROMPT}], spec, policy
+        live.http, live.base_url, [{"role": "user", "content": WARMUP.prompt}], spec, policy
     )
     # without (plausible) usage the warm-up cost is unknown: its bound is spent
     st.budget.spend(reply.tokens if reply.tokens_known else warmup_bound())

@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from ....kindapi.rig import describe_exit, exit_of, signal_words
+from ....kindapi.rig import exit_of
 from .. import records
 from ..ladder import CheckerLimits
 from . import views
@@ -347,16 +347,16 @@ def judge(
 
 
 def _ended(status: int | None) -> str:
-    return "no status" if status is None else describe_exit(status)
+    return "no status" if status is None else str(exit_of(status))
 
 
 def _signalled(status: int | None, words: str) -> str | None:
     if status is None or status >= 0:
         return None
-    sig = exit_of(status).signal
-    if sig is None:
+    end = exit_of(status)
+    if end.signal is None:
         return f"{words} signal {-status}"
-    return f"{words} {_SIGNALS.get(sig) or signal_words(sig)}"
+    return f"{words} {_SIGNALS.get(end.signal) or end.signal_words}"
 
 
 PROBE_ARTEFACT = "def answer():\n    return 42\n"

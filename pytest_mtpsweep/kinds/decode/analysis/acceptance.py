@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from ....kindapi import POOLED
+from ....kindapi import SUBSETS
 
 COLUMNS = ("treatment", "subset", "records", "with_draft", "draft_n", "draft_n_accepted",
            "acceptance_pct")  # fmt: skip
@@ -40,5 +40,5 @@ def draft_acceptance(records: pd.DataFrame) -> pd.DataFrame:
         for subset in subsets:
             rows.append(_row(str(treatment), subset, mine[mine["subset"] == subset]))
         if len(subsets) > 1:
-            rows.append(_row(str(treatment), POOLED, mine))
+            rows.append(_row(str(treatment), SUBSETS.pooled, mine))
     return pd.DataFrame(rows, columns=list(COLUMNS))

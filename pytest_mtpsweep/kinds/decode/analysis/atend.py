@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ....kindapi import AnalysisError, AnalysisRequest, EndAnalysis
 from ....kindapi.ladder import Ladder, parse_contrast
-from ....kindapi.records import RunReader, terminal
+from ....kindapi.records import RunReader, recordlines
 from .io import AnalyseOptions, analyse_run
 from .verdicts import cite, headline, judge
 
@@ -55,7 +55,7 @@ def analyse_at_end(
 
         also = [*sweep_lines(result.sweep), *also]
     if result.unreadable:
-        also.insert(0, terminal(result.unreadable))
+        also.insert(0, recordlines.terminal(result.unreadable))
     return EndAnalysis(
         table="\n".join([headline_table(result), *also]),
         report=out / "report.md" if out else None,
@@ -107,9 +107,3 @@ def beside_the_primary(
         except AnalysisError as exc:
             lines.append(f"{what}: not analysed ({exc})")
     return lines
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ....kindapi import InterimFn
-
-    _interim: InterimFn = interim

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....kindapi import EXIT_GATE_FAILED, EXIT_OK, Gate
-from ....kindapi.records import terminal
+from ....kindapi import ExitStatus, Gate
+from ....kindapi.records import recordlines
 from .io import AnalyseOptions, analyse_run
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def analyse_command(
     result = analyse_run(list(runs), asked, check=judgeable)
     print(headline_table(result))
     if result.unreadable:
-        print(terminal(result.unreadable))
+        print(recordlines.terminal(result.unreadable))
     print(f"outputs: {result.out_dir}")
     verdicts = [judged(result, gate) for gate in gates]
     for v in verdicts:
@@ -56,7 +56,7 @@ def analyse_command(
     for v in verdicts:
         if not v.passed:
             print(f"gate FAILED: {v.sentence}", file=sys.stderr)
-    return EXIT_OK if all(v.passed for v in verdicts) else EXIT_GATE_FAILED
+    return ExitStatus.OK if all(v.passed for v in verdicts) else ExitStatus.GATE_FAILED
 
 
 def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
@@ -70,12 +70,5 @@ def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
     print(compare_table(results))
     for run, result in zip(runs, results, strict=True):
         if result.unreadable:  # left out of that run's contrasts: say so beside the table
-            print(f"{run}: {terminal(result.unreadable)}")
-    return EXIT_OK
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import AnalyseFn, CompareFn
-
-    _analyse_command: AnalyseFn = analyse_command
-    _compare_command: CompareFn = compare_command
+            print(f"{run}: {recordlines.terminal(result.unreadable)}")
+    return ExitStatus.OK

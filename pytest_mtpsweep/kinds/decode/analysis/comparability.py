@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi import AnalysisError
-from ....kindapi.records import KEYED_FIELDS
+from ....kindapi.records import schema
 from .frame import canonical
 from .model import ComparabilityGroup, RunData
 
@@ -26,7 +26,7 @@ def run_keyed(run: RunData, records: pd.DataFrame) -> dict[str, str]:
     declared = plan_keyed(run)
     mine = records[records["run_id"] == run.run_id]
     out: dict[str, str] = {}
-    for name in KEYED_FIELDS:
+    for name in schema.KEYED_FIELDS:
         if declared.get(name) is not None:
             out[name] = canonical(declared[name])
             continue
@@ -50,7 +50,9 @@ def check_poolable(
         )
     first = keyed[0]
     differing = [
-        name for name in KEYED_FIELDS if any(first.get(name) != k.get(name) for k in keyed[1:])
+        name
+        for name in schema.KEYED_FIELDS
+        if any(first.get(name) != k.get(name) for k in keyed[1:])
     ]
     names = ", ".join(run.run_id for run in runs)
     if differing:
@@ -100,7 +102,7 @@ def comparability_groups(
             f"{r}/{s}" if qualify_sessions else str(s)
             for r, s in zip(sessions["run_id"], sessions["session"], strict=True)
         )
-        display = tuple((name, str(frame[f"keyed_{name}"].iloc[0])) for name in KEYED_FIELDS)
+        display = tuple((name, str(frame[f"keyed_{name}"].iloc[0])) for name in schema.KEYED_FIELDS)
         order = frame.sort_values("ordinal")["treatment"].drop_duplicates()
         groups.append(
             ComparabilityGroup(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....kindapi import POOLED, SUBSET_NAMES
+from ....kindapi import SUBSETS
 from ..report.textfmt import (
     ci,
     dict_rows,
@@ -28,7 +28,10 @@ def compare_table(results: Sequence[DecodeAnalysis]) -> str:
         for row in dict_rows(r.published):
             if (row["treatment"], row["subset"]) not in keys:
                 keys.append((str(row["treatment"]), str(row["subset"])))
-    order = {**{s: float(i) for i, s in enumerate(SUBSET_NAMES)}, POOLED: len(SUBSET_NAMES)}
+    order = {
+        **{s: float(i) for i, s in enumerate(SUBSETS.names)},
+        SUBSETS.pooled: len(SUBSETS.names),
+    }
     keys.sort(key=lambda k: (k[0], order.get(k[1], 1.5), k[1]))
     headers = ["treatment", "subset"] + [
         f"{r.run_ids[0]} (vs {r.settings.baseline})" for r in results

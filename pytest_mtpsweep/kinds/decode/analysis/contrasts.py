@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import POOLED
+from ....kindapi import SUBSETS
 from ....kindapi import analysis as stats
 from .contraststats import mde_pct, nan_mean, sign_flip_pvalue
 from .cycles import drift_table, per_cycle_table
@@ -64,14 +64,14 @@ DECIDED: tuple[str, ...] = ("faster", "slower", "equivalent")
 
 
 def _decision(row: dict[str, Any], parts: Sequence[Series], margin: float) -> tuple[str, str]:
-    """(decision, why not) for one row; `insufficient` below MIN_PROMPTS_FOR_DECISION."""
+    """(decision, why not) for one row; `insufficient` below INTERVAL.min_prompts."""
     sizes = {p.subset: int(np.isfinite(p.log).sum()) for p in parts}
     if not sizes or min(sizes.values()) == 0:
         return "inconclusive", ""
-    small = [f"{s} {n}" for s, n in sizes.items() if n < stats.MIN_PROMPTS_FOR_DECISION]
+    small = [f"{s} {n}" for s, n in sizes.items() if n < stats.INTERVAL.min_prompts]
     if small:
         return "insufficient", (
-            f"fewer than {stats.MIN_PROMPTS_FOR_DECISION} prompts ({', '.join(small)}): no decision"
+            f"fewer than {stats.INTERVAL.min_prompts} prompts ({', '.join(small)}): no decision"
         )
     bounds = [row["ci_low"], row["ci_high"], row["ci90_low"], row["ci90_high"]]
     if not all(math.isfinite(b) for b in bounds):
@@ -94,7 +94,7 @@ def _spread(
     borrow, else prompts only."""
     shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
     cycles = int(shared.sum())
-    if cycles < stats.MIN_CYCLES_FOR_SESSION:
+    if cycles < stats.INTERVAL.session_cycles:
         base = stats.prompt_spread(finite)
         got = borrow_session(base.se, base.df, cycles, borrow)
         if got is None:
@@ -104,7 +104,7 @@ def _spread(
             f"session level borrowed from the run's arms ({cycles} cycle(s) of its own)"
         )
     spread = stats.session_spread(finite, [p.matrix[:, shared] for p in parts])
-    if spread.method != stats.WITH_SESSION and math.isfinite(spread.se):
+    if spread.method != stats.Spread.WITH_SESSION and math.isfinite(spread.se):
         return spread, "session level not estimable: fewer than 2 prompts hold every cycle"
     return spread, ""
 
@@ -154,7 +154,7 @@ def _interval_columns(
     spread, note = _spread(parts, finite, borrow)
     lo95, hi95 = stats.published_interval(point, spread, boot.q95, settings.confidence)
     lo90, hi90 = stats.published_interval(point, spread, boot.q90, settings.equivalence_confidence)
-    with_session = spread.method in (stats.WITH_SESSION, BORROWED_SESSION)
+    with_session = spread.method in (stats.Spread.WITH_SESSION, BORROWED_SESSION)
     session_se = math.sqrt(spread.session_var) if with_session else math.nan
     columns = {
         "ci_low": stats.to_pct(lo95),
@@ -280,7 +280,7 @@ def compute_contrasts(
             np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
-        summaries[POOLED] = stats.summarise_resamples(pooled, point, levels)
+        summaries[SUBSETS.pooled] = stats.summarise_resamples(pooled, point, levels)
     borrow = {
         (s, e): _borrowable(
             layouts[s], [k for k, key in enumerate(keys) if key[0] == e], settings.borrow_min_df
@@ -302,8 +302,8 @@ def compute_contrasts(
             # one session serves every subset: the pooled mean keeps its offset whole
             each = [b for s in subsets if (b := borrow[(s, endpoint)]) is not None]
             most = max(each, default=None)
-            row = _summarise(parts, _boot_row(summaries[POOLED], k), settings, most)
-            rows.append({**head, "subset": POOLED, **row})
+            row = _summarise(parts, _boot_row(summaries[SUBSETS.pooled], k), settings, most)
+            rows.append({**head, "subset": SUBSETS.pooled, **row})
     return replace(_tables(rows, layouts, keys, gaps, records, settings), pairs=pairs)
 
 
@@ -372,13 +372,15 @@ def census_table(contrasts: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         else pd.DataFrame(columns=[*keys, "gaps_baseline_only", "gaps_treatment_only"])
     )
     counts.columns.name = None
-    per_subset = contrasts[contrasts["subset"] != POOLED][keys].merge(counts, on=keys, how="left")
+    per_subset = contrasts[contrasts["subset"] != SUBSETS.pooled][keys].merge(
+        counts, on=keys, how="left"
+    )
     pooled = (
         per_subset.groupby(["endpoint", "treatment"], as_index=False, sort=False)[
             ["gaps_baseline_only", "gaps_treatment_only"]
         ]
         .sum(min_count=0)
-        .assign(subset=POOLED)
+        .assign(subset=SUBSETS.pooled)
     )
     counts = pd.concat([per_subset, pooled], ignore_index=True)
     census = contrasts.merge(counts, on=keys, how="left")

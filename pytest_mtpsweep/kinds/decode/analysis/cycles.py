@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ....kindapi import POOLED
+from ....kindapi import SUBSETS
 from ....kindapi.analysis import FloatArray
 from .contraststats import nan_mean
 from .layout import Layout
@@ -63,7 +63,9 @@ def per_cycle_table(
         every = (np.stack(counts) > 0).all(axis=0)
         total = np.where(every, np.stack(counts).sum(axis=0), 0)
         sessions = next(iter(layouts.values())).sessions
-        frames.append(_cycle_rows(keys, POOLED, sessions, total, np.stack(means).mean(axis=0)))
+        frames.append(
+            _cycle_rows(keys, SUBSETS.pooled, sessions, total, np.stack(means).mean(axis=0))
+        )
     if not frames:
         return pd.DataFrame(columns=list(PER_CYCLE_COLUMNS))
     table = pd.concat(frames, ignore_index=True).assign(baseline=baseline)

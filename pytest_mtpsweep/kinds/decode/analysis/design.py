@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ....kindapi.analysis import MIN_BORROWED_DF, MIN_CYCLES_FOR_SESSION, MIN_PROMPTS_FOR_DECISION
+from ....kindapi.analysis import INTERVAL
 
 # The spread of prompts' gains (sd, percent) a ladder's equivalence margin is checked against by
 # lint: the low end of what bench/coverage.py simulates (prompt sd 0.02-0.10 on the log scale).
@@ -38,27 +38,27 @@ def design_warnings(
     a subset too small to decide, too few cycles for the session level, a margin (or a `width`
     stop rule's ±width_pct) too narrow for the prompts."""
     out = [
-        f"subset {s} has {n} prompt(s), fewer than the {MIN_PROMPTS_FOR_DECISION} a decision "
+        f"subset {s} has {n} prompt(s), fewer than the {INTERVAL.min_prompts} a decision "
         f"needs, so its cells will be `insufficient`; add prompts to reach "
-        f"{MIN_PROMPTS_FOR_DECISION}."
+        f"{INTERVAL.min_prompts}."
         for s, n in prompts.items()
-        if n < MIN_PROMPTS_FOR_DECISION
+        if n < INTERVAL.min_prompts
     ]
     borrowed_df = (cycles - 1) * (arms - 1)
-    if cycles < MIN_CYCLES_FOR_SESSION and cycles >= 2 and borrowed_df >= MIN_BORROWED_DF:
+    if cycles < INTERVAL.session_cycles and cycles >= 2 and borrowed_df >= INTERVAL.min_borrowed_df:
         out.append(
-            f"{cycles} cycle(s) are fewer than the {MIN_CYCLES_FOR_SESSION} whose own spread gives "
+            f"{cycles} cycle(s) are fewer than the {INTERVAL.session_cycles} whose own spread gives "
             f"a contrast its session level, so each borrows it from the run's {arms} treatments "
             f"beside the baseline ({borrowed_df} df), assuming their sessions vary "
-            f"alike; set cycles = {MIN_CYCLES_FOR_SESSION} or more to see each arm's own."
+            f"alike; set cycles = {INTERVAL.session_cycles} or more to see each arm's own."
         )
-    elif cycles < MIN_CYCLES_FOR_SESSION:
+    elif cycles < INTERVAL.session_cycles:
         out.append(
-            f"{cycles} cycle(s) are fewer than the {MIN_CYCLES_FOR_SESSION} the session level "
+            f"{cycles} cycle(s) are fewer than the {INTERVAL.session_cycles} the session level "
             "needs, so the intervals leave out the spread between sessions (they hold for the "
-            f"sessions run); set cycles = {MIN_CYCLES_FOR_SESSION} or more."
+            f"sessions run); set cycles = {INTERVAL.session_cycles} or more."
         )
-    decidable = [n for n in prompts.values() if n >= MIN_PROMPTS_FOR_DECISION]
+    decidable = [n for n in prompts.values() if n >= INTERVAL.min_prompts]
     need = prompts_for_equivalence(margin_pct)
     if decidable and min(decidable) < need:
         out.append(

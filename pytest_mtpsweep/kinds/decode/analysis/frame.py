@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from ....kindapi.records import KEYED_FIELDS, records_file
 from ....kindapi.records import recordlines as rl
+from ....kindapi.records import schema
 from ..records import MECHANISM_FIELDS
 from .model import ENDPOINT_COLUMNS, RecordFile
 
@@ -64,7 +64,7 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "group_key",
     "device",  # where a distributed run measured it: pairs never cross devices
     "worker",
-    *(f"keyed_{name}" for name in KEYED_FIELDS),
+    *(f"keyed_{name}" for name in schema.KEYED_FIELDS),
 )
 # `where`: for a line set aside as it was read, its file:line and why (recordlines.Unreadable)
 EXCLUSION_COLUMNS: tuple[str, ...] = ("run_id", "session", "reason", "where")
@@ -134,7 +134,7 @@ def parse_records(
     memo: dict[Any, dict[str, str]] = {}  # a run's records share a handful of keyed tuples
     for file in files:
         read, bad = rl.read_lines(
-            file.lines, records_file(file.session), _types, REQUIRED_FIELDS, file.identity
+            file.lines, schema.records_file(file.session), _types, REQUIRED_FIELDS, file.identity
         )
         for u in bad:
             why = UNPARSEABLE if u.unparsed else u.why
@@ -180,7 +180,7 @@ def _row(
     session = str(obj.get("session") or file.session)
     cycle = _int(obj.get("cycle"))
     assert cycle is not None
-    keyed = tuple(_keyed_value(name, obj, facts, planned) for name in KEYED_FIELDS)
+    keyed = tuple(_keyed_value(name, obj, facts, planned) for name in schema.KEYED_FIELDS)
     ordinal = _int(obj.get("ordinal"))
     # 0-based place within the server session; older records lack it (-1: unknown).
     position = _int(obj.get("position"))
@@ -235,7 +235,9 @@ def _keyed_columns(keyed: tuple[Any, ...], memo: dict[Any, dict[str, str]]) -> d
 def _keyed_uncached(keyed: tuple[Any, ...]) -> dict[str, str]:
     return {
         "group_key": json.dumps([canonical(v) for v in keyed]),
-        **{f"keyed_{name}": _display(v) for name, v in zip(KEYED_FIELDS, keyed, strict=True)},
+        **{
+            f"keyed_{name}": _display(v) for name, v in zip(schema.KEYED_FIELDS, keyed, strict=True)
+        },
     }
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, AnalysisError
-from ....kindapi.records import RunReader, read_lines, schema
+from ....kindapi import BOOT, AnalysisError
+from ....kindapi.records import RunReader, recordlines, schema
 from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
 from ....kindapi.report import available as plotting_available
 from ..planfields import check_plan
@@ -128,7 +128,9 @@ def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
     are skipped: the analysis names them)."""
     rows: list[dict[str, Any]] = []
     for file in files:
-        read, _ = read_lines(file.lines, f"records/{file.session}.jsonl", identity=file.identity)
+        read, _ = recordlines.read_lines(
+            file.lines, f"records/{file.session}.jsonl", identity=file.identity
+        )
         rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.session}
                  for line in read]  # fmt: skip
     return rows
@@ -306,8 +308,8 @@ class AnalyseOptions:
     report.html has the pictures drawn from the records."""
 
     baseline: str | None = None
-    boot: int = DEFAULT_BOOT
-    seed: int = DEFAULT_BOOT_SEED
+    boot: int = BOOT.default
+    seed: int = BOOT.seed
     out: Path | None = None
     pool: bool = False
     endpoint: str | None = None

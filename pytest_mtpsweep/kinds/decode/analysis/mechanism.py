@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import POOLED
+from ....kindapi import SUBSETS
 from . import drafting as mech
 
 # The flags that name a drafter: arms that differ only elsewhere (n_max, p_min, synthetic
@@ -64,7 +64,7 @@ def _cells(
     measured; each arm holds only the pairs it measured too, its baseline sums masked alike (an
     arm a sweep's look dropped keeps its cycles, and the others keep theirs). With each arm's
     (prompts, cycles, records) and the grid's prompts."""
-    mine = records if subset == POOLED else records[records["subset"] == subset]
+    mine = records if subset == SUBSETS.pooled else records[records["subset"] == subset]
     base = mine[(mine["treatment"] == baseline) & mine["predicted_n"].notna()]
     grid = set(zip(base["prompt_id"], base["cycle"], strict=True))
     prompts = sorted({str(p) for p, _ in grid})
@@ -144,7 +144,7 @@ def mechanism_table(
             and (drafters.get(str(t)) or t in has_counts)]  # fmt: skip
     subsets = sorted(set(valid["subset"]))
     rows = []
-    for subset in [*subsets, *([POOLED] if len(subsets) > 1 else [])]:
+    for subset in [*subsets, *([SUBSETS.pooled] if len(subsets) > 1 else [])]:
         for drafter in dict.fromkeys(drafters.get(str(a), "") for a in arms):
             group = [a for a in arms if drafters.get(str(a), "") == drafter]
             cells, sizes, n_prompts = _cells(counted, group, baseline, subset)
@@ -164,7 +164,7 @@ def _invalid(valid: pd.DataFrame, arm: str, subset: str) -> tuple[int, str]:
     """How many valid records of the arm (in the subset) had counts that cannot be, and the
     first one's reason."""
     mine = valid[(valid["treatment"] == arm) & valid["mechanism_invalid"].notna()]
-    if subset != POOLED:
+    if subset != SUBSETS.pooled:
         mine = mine[mine["subset"] == subset]
     return (len(mine), str(mine["mechanism_invalid"].iloc[0])) if len(mine) else (0, "")
 

@@ -9,14 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from ....kindapi import (
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
-    POOLED,
-    SUBSET_NAMES,
-    AnalysisError,
-)
-from ....kindapi.analysis import MIN_BORROWED_DF, LookState, check_resampling
+from ....kindapi import BOOT, SUBSETS, AnalysisError
+from ....kindapi.analysis import INTERVAL, LookState, check_resampling
 from ....kindapi.records import AnalysisPlan, DroppedArm, PlanDoc
 from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
@@ -28,7 +22,7 @@ ENDPOINT_LABELS: Mapping[str, str] = {
     "primary": "client-clock primary",
     "interval": "interval basis",
 }
-KNOWN_SUBSETS: tuple[str, ...] = (*SUBSET_NAMES, POOLED)
+KNOWN_SUBSETS: tuple[str, ...] = (*SUBSETS.names, SUBSETS.pooled)
 
 DEFAULT_MARGIN_PCT = 1.0
 DEFAULT_TIEBREAK_PP = 1.0
@@ -42,8 +36,8 @@ class AnalysisSettings:
     """Everything that changes the numbers; identical settings give identical output."""
 
     baseline: str
-    boot: int = DEFAULT_BOOT
-    seed: int = DEFAULT_BOOT_SEED
+    boot: int = BOOT.default
+    seed: int = BOOT.seed
     margin_pct: float = DEFAULT_MARGIN_PCT
     tiebreak_pp: float = DEFAULT_TIEBREAK_PP
     primary_endpoint: str = "primary"
@@ -59,7 +53,7 @@ class AnalysisSettings:
     pool_sessions: bool = True
     # the fewest df a borrowed session level may have: a contrast table's 3, a sweep's run 1 (its
     # looks judged on the borrowed level, and its table must say what they saw)
-    borrow_min_df: float = float(MIN_BORROWED_DF)
+    borrow_min_df: float = float(INTERVAL.min_borrowed_df)
 
     def __post_init__(self) -> None:
         if not self.baseline:

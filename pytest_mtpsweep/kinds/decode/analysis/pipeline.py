@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ....kindapi import DEFAULT_BOOT, DEFAULT_BOOT_SEED, POOLED, SUBSET_NAMES, AnalysisError
+from ....kindapi import BOOT, SUBSETS, AnalysisError
 from ....kindapi.analysis import CellState, Decision, LookState, look_state
 from ..report.sections import render_report
 from . import census as cen
@@ -94,7 +94,7 @@ def _ordered(first: Sequence[str], records: pd.DataFrame) -> list[str]:
 
 def _subsets(records: pd.DataFrame) -> list[str]:
     present = {str(s) for s in records["subset"].unique()}
-    return [s for s in SUBSET_NAMES if s in present] + sorted(present - set(SUBSET_NAMES))
+    return [s for s in SUBSETS.names if s in present] + sorted(present - set(SUBSETS.names))
 
 
 def _temperature(analysed: pd.DataFrame, runs: Sequence[RunData]) -> float | None:
@@ -305,8 +305,8 @@ def analyse(
     runs: Sequence[RunData],
     *,
     baseline: str | None = None,
-    boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
+    boot: int = BOOT.default,
+    seed: int = BOOT.seed,
     pool: bool = False,
     plot_available: bool = False,
     endpoint: str | None = None,
@@ -387,7 +387,7 @@ def headline_cells(result: DecodeAnalysis) -> tuple[CellState, ...]:
     answer, and their average would keep the rule from ever being met."""
     cells = []
     for r in result.published.to_dict(orient="records"):
-        if r["subset"] == POOLED:
+        if r["subset"] == SUBSETS.pooled:
             continue
         low, high = float(r["ci_low"]), float(r["ci_high"])
         half = (high - low) / 2.0 if math.isfinite(low) and math.isfinite(high) else math.inf

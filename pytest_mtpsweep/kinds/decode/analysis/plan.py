@@ -1,11 +1,17 @@
 """`mtpsweep plan RUN --target-width W` for decode runs: the run analysed as `analyse` would,
-each headline cell's plan from `analysis.planning`, printed as one table and a summary."""
+each headline cell's plan from `analysis.planning` (its prompts x cycles matrix from the pairs
+table), printed as one table and a summary."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi import EXIT_OK
+import numpy as np
+import pandas as pd
+
+from ....kindapi import ExitStatus
+from ....kindapi.analysis import CellPlan, FloatArray, plan_cell
 
 if TYPE_CHECKING:
     import argparse
@@ -16,9 +22,9 @@ if TYPE_CHECKING:
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
-    from ....kindapi import POOLED
-    from ....kindapi.analysis import plan_cells, render
-    from ....kindapi.records import terminal
+    from ....kindapi import SUBSETS
+    from ....kindapi.analysis import render
+    from ....kindapi.records import recordlines
     from .io import load_run
     from .pipeline import analyse
 
@@ -31,18 +37,18 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         max_cycles=args.max_cycles,
         pilot_confidence=result.settings.confidence,
         seed=args.boot_seed,
-        skip_subsets=(POOLED,),
+        skip_subsets=(SUBSETS.pooled,),
     )
     print(
         render(cells, run.sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles)
     )
     if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
-        print(terminal(result.unreadable))
+        print(recordlines.terminal(result.unreadable))
     if result.sweep is not None:
         cycles_run = max((c.pilot_cycles for c in cells), default=0)
         measured = [s for s in run.sessions if isinstance(s.get("duration_s"), int | float)]
         print("\n".join(sweep_lines(result.sweep, run.plan, cycles_run, measured, args.max_cycles)))
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def sweep_lines(
@@ -75,7 +81,50 @@ def sweep_lines(
     return projected.lines(sweep.baseline)
 
 
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PlanFn
+def cell_matrix(pairs: pd.DataFrame, endpoint: str, treatment: str, subset: str) -> FloatArray:
+    """The prompts × cycles log ratios of one cell from the pairs table (NaN: no pair)."""
+    mine = pairs[
+        (pairs["endpoint"] == endpoint)
+        & (pairs["treatment"] == treatment)
+        & (pairs["subset"] == subset)
+    ]
+    if mine.empty:
+        return np.full((0, 0), np.nan)
+    wide = mine.pivot_table(
+        index="prompt_id", columns=["run_id", "cycle"], values="log_ratio", aggfunc="mean"
+    )
+    return np.asarray(wide.to_numpy(dtype=np.float64))
 
-    _plan_command: PlanFn = plan_command
+
+def plan_cells(
+    pairs: pd.DataFrame,
+    published: pd.DataFrame,
+    *,
+    target: float,
+    max_cycles: int,
+    confidence: float = 0.95,
+    pilot_confidence: float = 0.95,
+    seed: int = 0,
+    skip_subsets: Sequence[str] = (),
+) -> tuple[CellPlan, ...]:
+    """Every published treatment × subset cell's plan (subsets in `skip_subsets` left out:
+    the pooled row is no headline cell)."""
+    out = []
+    for row in published.to_dict(orient="records"):
+        if row["subset"] in skip_subsets:
+            continue
+        matrix = cell_matrix(pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"]))
+        out.append(
+            plan_cell(
+                f"{row['treatment']}:{row['subset']}",
+                str(row["endpoint"]),
+                matrix,
+                row,
+                target=target,
+                max_cycles=max_cycles,
+                confidence=confidence,
+                pilot_confidence=pilot_confidence,
+                seed=seed,
+            )
+        )
+    return tuple(out)

@@ -22,7 +22,7 @@ from ....kindapi.analysis import FloatArray
 # The published interval's method where the session level was borrowed (decode's contrasts).
 BORROWED_SESSION = "boot-t+pooled session"
 # A contrast table borrows the level only with at least the df a pair's own estimate needs
-# (4 cycles: 3 df; constants.MIN_BORROWED_DF); a 1-2 df level has a t quantile of 4-13 and turns
+# (4 cycles: 3 df; constants.INTERVAL.min_borrowed_df); a 1-2 df level has a t quantile of 4-13 and turns
 # every interval of a small fixed design into "inconclusive". A sweep's looks borrow from 1 df:
 # they have no other way to see the session level, and their drops need it (docs/analysis.md).
 

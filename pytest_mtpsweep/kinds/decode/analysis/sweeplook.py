@@ -11,7 +11,7 @@ run, at the look's spent level. The sweep is settled when one arm is left beside
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ....kindapi import AnalysisRequest, SweepLookAt, SweepVerdict
 from ....kindapi.records import PlanDoc
@@ -37,9 +37,3 @@ def sweep_look(run_dir: Path, request: AnalysisRequest, at: SweepLookAt) -> Swee
     """The arms that leave at this look, and whether the sweep is settled (see the module)."""
     records, plan = _valid_records(run_dir)
     return look_on(records, plan, request.baseline, at, request.boot, request.seed)
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import SweepLookFn
-
-    _sweep_look: SweepLookFn = sweep_look

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from ....kindapi import AnalysisError
 from ....kindapi.analysis import (
-    MIN_CYCLES_FOR_SESSION,
+    INTERVAL,
     FloatArray,
     IntArray,
     check_resampling,
@@ -195,7 +195,7 @@ def _spread_of(
     base = prompt_spread([finite])
     cycles = int(shared.sum())
     borrowed = borrow_session(base.se, base.df, cycles, pooled)
-    if cycles < MIN_CYCLES_FOR_SESSION:
+    if cycles < INTERVAL.session_cycles:
         if not pool:
             return base.se, base.df
         return borrowed if borrowed is not None else (math.nan, math.nan)

@@ -39,7 +39,7 @@ import numpy as np
 
 from ....kindapi import AnalysisError
 from ....kindapi.analysis import (
-    BOOT_T_MAX_FACTOR,
+    INTERVAL,
     FloatArray,
     Spread,
     published_interval,
@@ -241,7 +241,9 @@ def _critical(pairs: Pairs, alpha: float) -> FloatArray:
             floor = t_quantile(1.0 - alpha / comparisons, float(pairs.df[r]))
             q = float(np.fmax(boot_q[i], boot_q[j]))
             d[i, j] = (
-                floor if not math.isfinite(q) else max(floor, min(q, BOOT_T_MAX_FACTOR * floor))
+                floor
+                if not math.isfinite(q)
+                else max(floor, min(q, INTERVAL.boot_t_max_factor * floor))
             )
     return d
 

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import math
 
-from ....kindapi.analysis import (
-    MIN_CYCLES_FOR_SESSION,
-    PROMPTS_ONLY,
-    WITH_SESSION,
-)
-from ....kindapi.records import limitation
+from ....kindapi.analysis import INTERVAL, Spread
+from ....kindapi.records import recordlines
 from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
 from ..analysis import hostrule
 from ..analysis.equivalence import DIFFERENT, describe
@@ -45,7 +41,7 @@ def section_question(result: DecodeAnalysis) -> list[str]:
 def conditional(result: DecodeAnalysis) -> bool:
     """True when some published interval leaves the session level out (too few cycles)."""
     methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
-    return PROMPTS_ONLY in methods
+    return Spread.PROMPTS_ONLY in methods
 
 
 def _multiplicity(result: DecodeAnalysis) -> str:
@@ -114,23 +110,23 @@ def _sessions(result: DecodeAnalysis) -> str:
     if conditional(result):
         return (
             f"**Conditional on sessions:** with {n} cycle(s), fewer than "
-            f"{MIN_CYCLES_FOR_SESSION}, the intervals are conditional on the server sessions "
+            f"{INTERVAL.session_cycles}, the intervals are conditional on the server sessions "
             "that were run: they resample prompts only, so an offset shared by a whole session "
             "is not in them; the per-cycle contrasts show how far each figure moved."
         )
     methods = set(result.published["interval_method"]) if not result.contrasts.empty else set()
     if BORROWED_SESSION in methods:
         return (
-            f"**Sessions borrowed:** with {n} cycle(s), fewer than {MIN_CYCLES_FOR_SESSION}, "
+            f"**Sessions borrowed:** with {n} cycle(s), fewer than {INTERVAL.session_cycles}, "
             "each interval borrows the session level from the run's treatments (their arm × "
             f"cycle interaction, `{BORROWED_SESSION}`), assuming their sessions vary alike: a "
             "whole-session offset widens them, and a treatment whose own sessions are unusually "
-            f"noisy is seen only from {MIN_CYCLES_FOR_SESSION} cycles."
+            f"noisy is seen only from {INTERVAL.session_cycles} cycles."
         )
-    if WITH_SESSION in methods:
+    if Spread.WITH_SESSION in methods:
         return (
             f"**Sessions:** with {n} cycles the session level is in the intervals "
-            f"(`{WITH_SESSION}`): a whole-session offset widens them, so they speak for further "
+            f"(`{Spread.WITH_SESSION}`): a whole-session offset widens them, so they speak for further "
             "sessions of this rig, not only the ones run."
         )
     return "**Sessions:** no interval was computed."
@@ -190,7 +186,11 @@ def section_limitations(result: DecodeAnalysis) -> list[str]:
     degenerate = f"**{md_text(warning)}**" if warning else "**Degenerate output:** none detected."
     fallback = interval_fallback_warning(result)
     items = [
-        *([limitation([md_text(str(u)) for u in result.unreadable])] if result.unreadable else []),
+        *(
+            [recordlines.limitation([md_text(str(u)) for u in result.unreadable])]
+            if result.unreadable
+            else []
+        ),
         _multiplicity(result),
         _truncation(result),
         *_curtailment(result),

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ....kindapi import MIN_BOOT
+from ....kindapi import BOOT
 from ....kindapi import analysis as stats
 from ....kindapi.report import Md
 from ..analysis.contraststats import MDE_POWER
@@ -127,7 +127,7 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "symmetric bootstrap-t quantile (the quantile of |mean* − mean| / SE* over "
         f"{s.boot} prompt resamples within each subset, seed {s.seed}, one index matrix per "
         "subset shared by every treatment and both endpoints), the latter capped at "
-        f"{stats.BOOT_T_MAX_FACTOR:g}× the t quantile. Why: the percentile bootstrap, published "
+        f"{stats.INTERVAL.boot_t_max_factor:g}× the t quantile. Why: the percentile bootstrap, published "
         "before, under-covers at these sizes; the t quantile alone under-covers a skewed prompt "
         "effect; the larger of the two held coverage in every case measured, and the interval "
         "is never narrower than the t-interval. The cap: resamples that repeat a few "
@@ -135,8 +135,8 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "bootstrap-t quantile into the hundreds; capped, it cost at most 0.003 of coverage in "
         f"any cell measured. {MEASURED_COVERAGE}",
         "",
-        f"Session level (`interval_method` {stats.WITH_SESSION}): with "
-        f"{stats.MIN_CYCLES_FOR_SESSION} or more cycles every (treatment, cycle) server session "
+        f"Session level (`interval_method` {stats.Spread.WITH_SESSION}): with "
+        f"{stats.INTERVAL.session_cycles} or more cycles every (treatment, cycle) server session "
         "may carry its own offset. The "
         "log ratios are then read as y[p,c] = μ + a_p + b_c + e_pc, b_c shared by the subsets "
         "of a cycle; the session variance of the mean (var of the cycle means over the cycles, "
@@ -144,12 +144,12 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "comes from Satterthwaite over every mean square used, floored at the fewest df of a "
         "positive term (prompts - 1, cycles - 1), so no interval is wider than its data allow. "
         "With fewer cycles "
-        f"(`{stats.PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
+        f"(`{stats.Spread.PROMPTS_ONLY}`) the intervals are conditional on the sessions that were run.",
         "",
         f"Decision (margin ±{s.margin_pct:g}%): `equivalent` when the 90% interval lies inside "
         "±margin; otherwise `faster` when the 95% interval is above 0, `slower` when below 0, "
         f"else `inconclusive`; `insufficient` when a subset has fewer than "
-        f"{stats.MIN_PROMPTS_FOR_DECISION} prompts (pooled: when any subset has), where neither "
+        f"{stats.INTERVAL.min_prompts} prompts (pooled: when any subset has), where neither "
         "the exact sign-flip test nor the interval can be trusted. `underpowered` marks a cell "
         "without a decision whose MDE exceeds the margin: MDE = 100·expm1((t(0.975, df) + "
         f"t({MDE_POWER:g}, df))·SE), the true change a two-sided 5% test detects with "
@@ -159,7 +159,7 @@ def section_method(result: DecodeAnalysis) -> list[str]:
         "(what the session level adds to SE in quadrature, percent), `boot_ci_low` / "
         "`boot_ci_high` (the percentile bootstrap, a cross-check now); `t_ci_low` / "
         "`t_ci_high` are gone (the published interval is t-based); `--boot` must be "
-        f"{MIN_BOOT} or more.",
+        f"{BOOT.min} or more.",
         "",
         f"Multiplicity: {n_t} treatment(s) × {n_s} subset cell(s) × {len(ENDPOINTS)} endpoints "
         f"= {total} intervals; no correction for multiplicity is applied, so each interval "

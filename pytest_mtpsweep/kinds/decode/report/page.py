@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ....kindapi.report import Page, Section, el, filterable, join
+from ....kindapi.report import Section, Table
 from ..analysis.model import DecodeAnalysis
 from .textfmt import dict_rows
 
@@ -39,32 +39,42 @@ def _as_csv(value: object) -> object:
 
 def _cells(
     what: str, table_id: str, frame: pd.DataFrame | None, facets: Sequence[str]
-) -> Page | None:
-    """Every row of `frame` as a table the page filters by `facets` (None when it has none)."""
+) -> Table | None:
+    """Every row of `frame` as a table the page filters by `facets` (None when it has none);
+    the page's alone (report.md points at the CSV)."""
     if frame is None or frame.empty:
         return None
     headers = [str(c) for c in frame.columns]
     rows = [[_as_csv(r[c]) for c in headers] for r in dict_rows(frame)]
     shown = [c for c in facets if c in headers]
-    lead = el("p", f"{what}, {len(rows)} rows:")
-    return Page(join([lead, filterable(table_id, headers, rows, shown)]))
+    return _page_table(f"{what}, {len(rows)} rows:", table_id, headers, rows, shown)
 
 
-def equivalence_cells(result: DecodeAnalysis) -> Page | None:
+def _page_table(
+    lead: str,
+    table_id: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    facets: Sequence[str],
+) -> Table:
+    return Table(tuple(headers), tuple(tuple(r) for r in rows), id=table_id, lead=lead,
+                 facets=tuple(facets), markdown=False)  # fmt: skip
+
+
+def equivalence_cells(result: DecodeAnalysis) -> Table | None:
     pairs = result.equivalence.pairs if result.equivalence is not None else None
     return _cells("Every compared (prompt, cycle) cell", "equivalence-cells", pairs,
                   ("treatment", "subset", "verdict", "truncated"))  # fmt: skip
 
 
-def gap_cells(result: DecodeAnalysis) -> Page | None:
+def gap_cells(result: DecodeAnalysis) -> Table | None:
     return _cells("Every gap", "gap-cells", result.gaps, ("endpoint", "treatment", "direction"))
 
 
-def truncated_cells(result: DecodeAnalysis) -> Page | None:
+def truncated_cells(result: DecodeAnalysis) -> Table | None:
     t = result.truncated
     if t.empty:
         return None
     rows = [[r.get(c) for c in TRUNCATED_HEADERS] for r in dict_rows(t)]
-    lead = el("p", f"Every truncated measurement, {len(rows)} rows:")
-    table = filterable("truncated-cells", TRUNCATED_HEADERS, rows, ("treatment", "subset"))
-    return Page(join([lead, table]))
+    lead = f"Every truncated measurement, {len(rows)} rows:"
+    return _page_table(lead, "truncated-cells", TRUNCATED_HEADERS, rows, ("treatment", "subset"))

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ....kindapi.report import EMPTY, Block, Figure, Page, Section, el
+from ....kindapi.report import Block, Figure, Page, Section, el
 from ..analysis.model import ENDPOINT_COLUMNS, DecodeAnalysis
 from .mechanism import mechanism_figure
 from .textfmt import dict_rows
@@ -50,7 +50,7 @@ def _drawn(draw: Callable[[], Any], alt: str, caption: str) -> Block:
     try:
         fig = draw()
         if fig is None:
-            return Page(EMPTY)
+            return Page()
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=100)
     except Exception as exc:  # a picture must never cost the report

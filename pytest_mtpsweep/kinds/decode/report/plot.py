@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ....kindapi import POOLED
+from ....kindapi import SUBSETS
 from ..analysis.model import DecodeAnalysis
 
 
@@ -22,8 +22,8 @@ def forest_figure(result: DecodeAnalysis) -> Any | None:
     if published.empty or not result.has_pairs:
         return None
     subsets = [s for s in result.subsets if s in set(published["subset"])]
-    if POOLED in set(published["subset"]):
-        subsets.append(POOLED)
+    if SUBSETS.pooled in set(published["subset"]):
+        subsets.append(SUBSETS.pooled)
     treatments = list(result.treatments)
     # at least wide enough for the title on one panel
     width = max(4.2 * len(subsets), 7.0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION
+from ....kindapi.analysis import INTERVAL
 from ....kindapi.report import (
     Block,
     Figure,
@@ -154,7 +154,7 @@ def _headline_lead(result: DecodeAnalysis) -> list[str]:
         n = len({int(c) for c in result.per_cycle["cycle"]}) if len(result.per_cycle) else 0
         out += [
             f"These figures speak only for the server sessions that were run ({n} cycle(s)): "
-            f"with fewer than {MIN_CYCLES_FOR_SESSION} cycles the intervals are conditional on "
+            f"with fewer than {INTERVAL.session_cycles} cycles the intervals are conditional on "
             "the server sessions that were run and leave a whole session's offset out (see "
             "Limitations); the per-cycle contrasts beside each figure show how far it moved "
             "between sessions.",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ....kindapi.analysis import MIN_PROMPTS_FOR_DECISION
+from ....kindapi.analysis import INTERVAL
 from ....kindapi.report import Section, Text
 from ....kindapi.report import md_table as md_table
 from ..analysis.model import DecodeAnalysis
@@ -69,7 +69,7 @@ def texts(row: Mapping[str, Any], *keys: str) -> list[str]:
 def flags(row: Mapping[str, Any]) -> str:
     flags = []
     if row["decision"] == "insufficient":
-        flags.append(f"fewer than {MIN_PROMPTS_FOR_DECISION} prompts")
+        flags.append(f"fewer than {INTERVAL.min_prompts} prompts")
     elif bool(row["underpowered"]):
         flags.append("underpowered")
     if int(row["n_pairs"]) > 0 and not bool(row["counterbalanced"]):

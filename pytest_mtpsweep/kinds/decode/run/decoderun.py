@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi import POOLED, AnalysisRequest, EndAnalysis, KindRun, Outcome, RunRequest
+from ....kindapi import SUBSETS, AnalysisRequest, EndAnalysis, KindRun, Outcome, RunRequest
 from ....kindapi.ladder import (
     Ladder,
     Preregistration,
@@ -104,7 +104,7 @@ class DecodeRun(KindRun):
     def gate_cells(self, cases: Sequence[Case]) -> frozenset[str]:
         """The headline cells, and each such treatment's pooled row: what a gate may name."""
         cells = self.stop_cells(cases)
-        return cells | {f"{c.rpartition(':')[0]}:{POOLED}" for c in cells}
+        return cells | {f"{c.rpartition(':')[0]}:{SUBSETS.pooled}" for c in cells}
 
     def registration(self, reg: Preregistration) -> Preregistration:
         """Every treatment against the baseline, in both subsets and on both endpoints."""
@@ -135,10 +135,10 @@ class DecodeRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as a measurement is."""
-        from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+        from ....kindapi.run import WARMUP
 
         warm = stream_chat(
-            live.http, live.base_url, WARMUP_PROMPT, live.request_spec(WARMUP_TOKENS)
+            live.http, live.base_url, WARMUP.prompt, live.request_spec(WARMUP.tokens)
         )
         return {
             "valid": warm.valid,
@@ -263,9 +263,3 @@ def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun
     cited = request.kind_options.get("gate_calibration")
     run.gate_calibration = Path(cited) if cited else None
     return run
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PrepareFn
-
-    _prepare: PrepareFn = prepare

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ....kindapi.ladder import Ladder
-from ....kindapi.records import Measurement
+from ....kindapi.records import schema
 from .cases import DecodeCase
 
 
 def stop_marker(
-    case: DecodeCase, m: Measurement, ladder: Ladder, degenerate_stops: bool
+    case: DecodeCase, m: schema.Measurement, ladder: Ladder, degenerate_stops: bool
 ) -> str | None:
     """A protocol stop marker for what this measurement showed, if any (a degenerate answer
     is one when the ladder says `degenerate = \"stop\"`)."""

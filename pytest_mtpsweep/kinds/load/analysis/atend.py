@@ -48,9 +48,3 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
     gates = verdicts(request.gates, done.rows, done.endpoint, done.level, done.ratios)
     return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline,
                        gates=gates)  # fmt: skip
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ....kindapi import InterimFn
-
-    _interim: InterimFn = interim

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ....kindapi.records import limitation, terminal
+from ....kindapi.records import recordlines
 from ....kindapi.report import md_text
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def limitation_lines(
     requests: pd.DataFrame, levels: pd.DataFrame, unreadable: Sequence[str]
 ) -> list[str]:
     """report.md's Limitations bullets for what the records lack (none when nothing is)."""
-    lines = [f"- {limitation([md_text(u) for u in unreadable])}"] if unreadable else []
+    lines = [f"- {recordlines.limitation([md_text(u) for u in unreadable])}"] if unreadable else []
     return [*lines, *missing_blocks(requests, levels), *usage_lines(requests)]
 
 
@@ -74,7 +74,7 @@ def terminal_notes(
     """What the terminal says beside the headline when lines or usage are missing."""
     out = []
     if unreadable:
-        out.append(terminal(unreadable))
+        out.append(recordlines.terminal(unreadable))
     out += [x.removeprefix("- ").split(". ")[0] for x in missing_blocks(requests, levels)]
     for status, said in USAGE.items():
         n = sum(c[2] for c in usage_counts(requests, status))

@@ -7,13 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....kindapi import (
-    EXIT_ERROR,
-    EXIT_GATE_FAILED,
-    EXIT_OK,
-    AnalysisError,
-    Gate,
-)
+from ....kindapi import AnalysisError, ExitStatus, Gate
 
 if TYPE_CHECKING:
     import argparse
@@ -44,14 +38,14 @@ def analyse_command(
             "load runs are analysed each into its own folder, so --out takes one run; analyse "
             "each run on its own, or drop --out (each run's analysis/)"
         )
-    status = EXIT_OK
+    status = ExitStatus.OK
     for run_dir in runs:
         try:
             done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed,
                            out=Path(out) if out is not None else None)  # fmt: skip
         except AnalysisError as exc:
             print(f"mtpsweep analyse: error: {run_dir}: {exc}", file=sys.stderr)
-            status = EXIT_ERROR
+            status = ExitStatus.ERROR
             continue
         print("\n".join(done.lines))
         for v in verdicts(gates, done.rows, done.endpoint, done.level, done.ratios):
@@ -59,7 +53,7 @@ def analyse_command(
                 print(f"gate met: {v.sentence}")
             else:
                 print(f"gate FAILED: {run_dir}: {v.sentence}", file=sys.stderr)
-                status = max(status, EXIT_GATE_FAILED)
+                status = max(status, ExitStatus.GATE_FAILED)
     return status
 
 
@@ -72,9 +66,3 @@ def check_gate(gate: Gate, plans: Sequence[PlanDoc], baseline: str | None) -> No
         problem = treatment_problem(gate, plan.treatment_keys, baseline or plan.analysis.baseline)
         if problem is not None:
             raise AnalysisError(problem)
-
-
-if TYPE_CHECKING:  # the part the kind's declaration names here, typed by the door
-    from ....kindapi import AnalyseFn
-
-    _analyse_command: AnalyseFn = analyse_command

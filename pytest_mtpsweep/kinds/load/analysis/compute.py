@@ -13,11 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi import (
-    DEFAULT_BOOT,
-    DEFAULT_BOOT_SEED,
-    AnalysisError,
-)
+from ....kindapi import BOOT, AnalysisError
 from ....kindapi.records import RunReader, schema
 from ....kindapi.records import recordlines as rl
 
@@ -129,8 +125,8 @@ def _read(run_dir: Path, baseline: str | None) -> _Read:
 
 
 def compute(
-    run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED,
+    run_dir: Path, *, baseline: str | None = None, boot: int = BOOT.default,
+    seed: int = BOOT.seed,
 ) -> AnalysisResult:  # fmt: skip
     """The analysis of what the run directory holds now, as a result; it writes nothing
     (AnalysisError when there is nothing to analyse). `report.save.save_result` saves it."""
@@ -221,8 +217,8 @@ def _result(
 
 
 def analyse(
-    run_dir: Path, *, baseline: str | None = None, boot: int = DEFAULT_BOOT,
-    seed: int = DEFAULT_BOOT_SEED, out: Path | None = None,
+    run_dir: Path, *, baseline: str | None = None, boot: int = BOOT.default,
+    seed: int = BOOT.seed, out: Path | None = None,
 ) -> LoadAnalysis:  # fmt: skip
     """Analyse what the run directory holds now and save it into `out` (RUN/analysis/);
     AnalysisError in one line when there is nothing to analyse or it cannot be written."""

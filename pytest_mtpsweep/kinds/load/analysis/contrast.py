@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ....kindapi.analysis import (
-    MIN_CYCLES_FOR_SESSION,
-    WITH_SESSION,
+    INTERVAL,
     FloatArray,
     Spread,
     index_matrix,
@@ -84,13 +83,13 @@ def clustered(
     est = float(per.mean())
     cycles = int(np.isfinite(m).any(axis=0).sum())
     spread: Spread = prompt_spread([per])
-    if cycles >= MIN_CYCLES_FOR_SESSION:
+    if cycles >= INTERVAL.session_cycles:
         shared = m[:, np.isfinite(m).any(axis=0)]
         spread = session_spread([per], [shared])
     idx = index_matrix(per.size, boot, seed, key)
     summary = summarise_resamples(resample(per[None, :], idx), np.array([est]), (confidence, 0.90))
     low, high = published_interval(est, spread, float(summary.q95[0]), confidence)
-    method = spread.method if spread.method == WITH_SESSION else "boot-t (prompts)"
+    method = spread.method if spread.method == Spread.WITH_SESSION else "boot-t (prompts)"
     return Estimate(est, low, high, spread.se, spread.df, method, int(per.size), n_pairs, cycles)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....kindapi import EXIT_OK
+from ....kindapi import ExitStatus
 
 if TYPE_CHECKING:
     import argparse
@@ -93,7 +93,7 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
     from ....kindapi import AnalysisError
     from ....kindapi.analysis import render
-    from ....kindapi.records import RunReader, terminal
+    from ....kindapi.records import RunReader, recordlines
     from ..planfields import check_plan
     from . import contrast, frame
     from .compute import contrast_pairs, records_of
@@ -130,11 +130,5 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     sessions = RunReader(run_dir).sessions().facts
     print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
-        print(terminal([str(u) for u in unreadable]))
-    return EXIT_OK
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PlanFn
-
-    _plan_command: PlanFn = plan_command
+        print(recordlines.terminal([str(u) for u in unreadable]))
+    return ExitStatus.OK

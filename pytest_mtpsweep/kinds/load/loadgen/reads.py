@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ....kindapi.rig import CHUNK_SLACK, excess_chunks, model_reason
+from ....kindapi.rig import ReadBound, excess_chunks, model_reason
 
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
 ERROR_EXCERPT = 300
@@ -255,7 +255,7 @@ def reduce_request(
     decode kind's rule too); another, or none, makes the request an error with its reason."""
     # A running predicted_n is a token count only while it grows within what max_tokens allows:
     # a lying server's 10**30 (or a count that goes back) is no chunk's size (issue 43).
-    top = ABSURD_TOKENS if max_tokens is None else max_tokens + CHUNK_SLACK
+    top = ABSURD_TOKENS if max_tokens is None else max_tokens + ReadBound.CHUNK_SLACK
     seen = _Events(top, monitor)
     for line, t in sse_lines(raw.pieces, raw.stamps) if raw.status == 200 else ():
         seen.line(line, t)

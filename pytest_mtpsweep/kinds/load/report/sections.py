@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi.analysis import MIN_CYCLES_FOR_SESSION
+from ....kindapi.analysis import INTERVAL
 from ....kindapi.report import Block, Report, Section, Table, Text, md_text, text
 from ..analysis import census, pairing
 from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
@@ -145,10 +145,10 @@ def _headline(
     short = (
         [
             f"- These figures speak only for the server sessions that were run ({n_cycles} "
-            f"cycle(s)): with fewer than {MIN_CYCLES_FOR_SESSION} cycles the intervals are "
+            f"cycle(s)): with fewer than {INTERVAL.session_cycles} cycles the intervals are "
             "conditional on them (see Limitations)."
         ]
-        if 0 < n_cycles < MIN_CYCLES_FOR_SESSION and contrasts
+        if 0 < n_cycles < INTERVAL.session_cycles and contrasts
         else []
     )
     said = [
@@ -316,11 +316,11 @@ def limitations(
             "contrasts carry that load as much as the treatments' difference (the gain per "
             "cycle above shows how much); run again on an idle host."
         )
-    if len(cycles) < MIN_CYCLES_FOR_SESSION:
+    if len(cycles) < INTERVAL.session_cycles:
         out.append(
             f"- {len(cycles)} cycle(s): the per-request intervals carry the prompts only, not "
             "the session-to-session level; they are conditional on the sessions run "
-            f"({MIN_CYCLES_FOR_SESSION} or more cycles add it)."
+            f"({INTERVAL.session_cycles} or more cycles add it)."
         )
     if any(r.method == BY_CYCLE for r in contrasts):
         out.append(

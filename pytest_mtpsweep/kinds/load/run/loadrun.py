@@ -36,7 +36,7 @@ from ....kindapi.ladder import (
 )
 from ....kindapi.records import schema
 from ....kindapi.rig import stream_chat
-from ....kindapi.run import PASS, PreflightItem, check_prompt_set
+from ....kindapi.run import PreflightItem, check_prompt_set
 from .. import conversation
 from ..ladder import Level, LoadSettings
 from ..loadgen.arrivals import prompt_order
@@ -177,7 +177,7 @@ class LoadRun(KindRun):
             f"slots >= highest concurrency {highest}, or queued requests counted"
             if highest is not None else "open loop: requests in flight counted against slots"
         )  # fmt: skip
-        return PreflightItem("load_slots", expected, "; ".join(seen), PASS)
+        return PreflightItem("load_slots", expected, "; ".join(seen), PreflightItem.PASS)
 
     def registration(self, reg: Preregistration) -> Preregistration:
         return replace(
@@ -193,12 +193,12 @@ class LoadRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
-        from ....kindapi.run import WARMUP_PROMPT, WARMUP_TOKENS
+        from ....kindapi.run import WARMUP
 
-        spec = live.request_spec(WARMUP_TOKENS)
+        spec = live.request_spec(WARMUP.tokens)
         # no longer than a block may take: the ladder's bound for this kind's requests
         spec = replace(spec, timeout_s=min(spec.timeout_s, self.settings.level_timeout_s))
-        warm = stream_chat(live.http, live.base_url, WARMUP_PROMPT, spec)
+        warm = stream_chat(live.http, live.base_url, WARMUP.prompt, spec)
         return {"valid": warm.valid, "reason": warm.reason, "http_status": warm.http_status,
                 "ttft_s": warm.ttft_s}  # fmt: skip
 
@@ -301,9 +301,3 @@ def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
     if s.conversation is not None:  # the longest conversation within the context
         conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
     return run
-
-
-if TYPE_CHECKING:  # the parts the kind's declaration names here, typed by the door
-    from ....kindapi import PrepareFn
-
-    _prepare: PrepareFn = prepare

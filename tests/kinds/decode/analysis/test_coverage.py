@@ -16,14 +16,13 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.analysis.stats import (
-    BOOT_T_MAX_FACTOR,
-    PROMPTS_ONLY,
-    WITH_SESSION,
+    Spread,
     index_matrix,
     resample,
     summarise_resamples,
     t_quantile,
 )
+from pytest_mtpsweep.constants import INTERVAL
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from tests.strategies import Scenario, replication_records
@@ -67,7 +66,7 @@ class TestPromptLevelCoverage:
         assert all(published[s] >= 0.92 for s in SUBSETS), published
         assert np.mean(list(percentile.values())) <= 0.88, percentile
         assert set(rows["decision"]) == {"insufficient"}
-        assert set(rows["interval_method"]) == {PROMPTS_ONLY}
+        assert set(rows["interval_method"]) == {Spread.PROMPTS_ONLY}
 
     def test_eight_skewed_prompts_hold_coverage(self) -> None:
         rows, _ = measured(Scenario(prompts=8, shape="skewed"), 600, 8)
@@ -121,7 +120,7 @@ class TestDegenerateBootstrapT:
         half = np.log1p(rows["ci_high"].to_numpy() / 100.0) - est
         t = np.array([t_quantile(0.975, df) for df in rows["df"]])
         se = rows["se_pct"].to_numpy() / 100.0
-        assert (half <= BOOT_T_MAX_FACTOR * t * se * (1 + 1e-9)).all()
+        assert (half <= INTERVAL.boot_t_max_factor * t * se * (1 + 1e-9)).all()
         assert (half >= t * se * (1 - 1e-9)).all()  # never narrower than the t-interval
         assert set(rows["decision"]) == {"faster"}, rows["decision"].value_counts()
 
@@ -131,7 +130,7 @@ class TestSessionLevel:
         rows, _ = measured(Scenario(prompts=8, cycles=4, session_sd=0.05), 300, 44)
         published = coverage(rows, "ci_low", "ci_high")
         percentile = coverage(rows, "boot_ci_low", "boot_ci_high")
-        assert set(rows["interval_method"]) == {WITH_SESSION}
+        assert set(rows["interval_method"]) == {Spread.WITH_SESSION}
         assert (rows["session_se_pct"] > 0).mean() > 0.9
         # Measured 0.96-0.98; resampling prompts only (percentile) covers 0.73-0.80 here.
         assert all(published[s] >= 0.92 for s in SUBSETS), published
@@ -139,7 +138,7 @@ class TestSessionLevel:
 
     def test_two_cycles_are_prompts_only_and_conditional(self) -> None:
         rows, _ = measured(Scenario(prompts=8, cycles=2, session_sd=0.05), 150, 22)
-        assert set(rows["interval_method"]) == {PROMPTS_ONLY}
+        assert set(rows["interval_method"]) == {Spread.PROMPTS_ONLY}
         assert rows["session_se_pct"].isna().all()
         # Conditional on the sessions run: coverage of the mean over sessions drops (0.77).
         assert coverage(rows, "ci_low", "ci_high")["pooled"] < 0.85

@@ -110,7 +110,7 @@ def test_an_arm_a_look_dropped_keeps_its_cycles_and_the_others_keep_theirs() -> 
 
 
 def test_report_md_and_the_junit_property_carry_the_same_sentence(tmp_path: Path) -> None:
-    from pytest_mtpsweep.constants import MIN_BOOT
+    from pytest_mtpsweep.constants import BOOT
     from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, load_and_analyse
     from pytest_mtpsweep.kinds.decode.analysis.verdicts import headline
     from tests.strategies import Design, make_records, noisy, write_run
@@ -130,7 +130,7 @@ def test_report_md_and_the_junit_property_carry_the_same_sentence(tmp_path: Path
         else:  # 36 steps of 1.11 tokens at 15 ms: costs
             timed.append({**r, "predicted_n": 41, "predicted_ms": 540.0 + r["cycle"],
                           "draft_n": 108, "draft_n_accepted": 4})  # fmt: skip
-    result = load_and_analyse([write_run(tmp_path, design, timed)], AnalyseOptions(boot=MIN_BOOT))
+    result = load_and_analyse([write_run(tmp_path, design, timed)], AnalyseOptions(boot=BOOT.min))
     said = {(r["treatment"], r["subset"]): r["sentence"]
             for r in result.mechanism.to_dict(orient="records")}  # fmt: skip
     assert said[("ngram", "structured")].endswith("drafting saves more than it costs")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.constants import MIN_BOOT
+from pytest_mtpsweep.constants import BOOT
 from pytest_mtpsweep.kinds.decode.analysis.io import (
     AnalyseOptions,
     analyse_run,
@@ -64,7 +64,7 @@ def body_rows(node: Node) -> list[list[str]]:
 
 def test_report_md_and_report_html_are_the_same_models(tmp_path: Path) -> None:
     run = write_run(tmp_path, DESIGN, records())
-    result = analyse_run([run], AnalyseOptions(boot=MIN_BOOT))
+    result = analyse_run([run], AnalyseOptions(boot=BOOT.min))
     report, out = result.report, Path(str(result.out_dir))
     assert report is not None
     on_disk = (out / "report.md").read_text(encoding="utf-8")
@@ -97,7 +97,7 @@ def test_report_md_and_report_html_are_the_same_models(tmp_path: Path) -> None:
 def test_the_model_is_built_from_the_result_alone(tmp_path: Path) -> None:
     # no analysis folder, no CSV: the page still has every record table the model holds
     run = write_run(tmp_path, DESIGN, records())
-    report = report_model(load_and_analyse([run], AnalyseOptions(boot=MIN_BOOT)))
+    report = report_model(load_and_analyse([run], AnalyseOptions(boot=BOOT.min)))
     assert not (run / "analysis").exists()
     dom = parse(page(report, tmp_path / "nowhere"))
     for table_id in ("equivalence-cells", "gap-cells", "truncated-cells"):
@@ -108,7 +108,7 @@ def test_the_model_is_built_from_the_result_alone(tmp_path: Path) -> None:
 
 
 def test_a_hostile_prompt_id_is_text_in_the_pages_record_tables(tmp_path: Path) -> None:
-    result = analyse_run([hostile_run(tmp_path, NAME)], AnalyseOptions(boot=MIN_BOOT))
+    result = analyse_run([hostile_run(tmp_path, NAME)], AnalyseOptions(boot=BOOT.min))
     dom = parse((Path(str(result.out_dir)) / "report.html").read_text(encoding="utf-8"))
     prompt = words(f"prose_01 {NAME}")
     for table_id, column in (("truncated-cells", 0), ("equivalence-cells", 3)):
@@ -121,7 +121,7 @@ def test_a_hostile_prompt_id_is_text_in_the_pages_record_tables(tmp_path: Path) 
 def test_the_pictures_are_drawn_from_the_lines_the_analysis_read(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the plots extra draws the pictures")
     run = write_run(tmp_path, DESIGN, records())
-    result = load_and_analyse([run], AnalyseOptions(boot=MIN_BOOT))
+    result = load_and_analyse([run], AnalyseOptions(boot=BOOT.min))
     assert sum(len(f.lines) for f in result.record_files) == len(records())
     # The record files gone after the analysis read them: the pictures are still the records'.
     shutil.rmtree(run / "records")
