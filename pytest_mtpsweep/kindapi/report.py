@@ -4,9 +4,9 @@ writes a result's files and report.md and report.html from its one model."""
 
 from __future__ import annotations
 
-from ..report.document import Markup, anchor, el, join
+from ..report.document import Markup, el, join
 from ..report.images import available
-from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text, table_or_count
+from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
 from ..report.render_md import markdown
 from ..report.result import AnalysisResult, FigureData
@@ -20,6 +20,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # writing it
     "save_result", "markdown", "available",
     # Markdown and page helpers
-    "Md", "md_text", "md_code", "md_table", "table_or_count", "LONG_LIST_ROWS", "Markup",
-    "el", "join", "anchor", "facets",
+    "Md", "md_text", "md_code", "md_table", "LONG_LIST_ROWS", "Markup",
+    "el", "join", "facets",
 ]  # fmt: skip

@@ -92,14 +92,3 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 
 LONG_LIST_ROWS = 20  # report.md lists no more rows than this; the rest is in the named file
-
-
-def table_or_count(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], where: str, what: str
-) -> str:
-    """The Markdown table, or, past LONG_LIST_ROWS, one line: how many rows and where they are."""
-    if len(rows) <= LONG_LIST_ROWS:
-        return md_table(headers, rows)
-    return (
-        f"{len(rows)} {what}: too many to list here; one row each in `{where}` beside this report."
-    )

@@ -12,14 +12,14 @@ import math
 
 from ....kindapi.analysis import INTERVAL, Spread
 from ....kindapi.records import recordlines
-from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text, table_or_count
+from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text
 from ..analysis import hostrule
 from ..analysis.equivalence import DIFFERENT, describe
 from ..analysis.model import ENDPOINTS, DecodeAnalysis
 from ..analysis.sessionpool import BORROWED_SESSION
 from . import limits as limits
 from .diagnostics import degenerate_warning, interval_fallback_warning
-from .textfmt import dict_rows, num, texts, titled
+from .textfmt import dict_rows, num, table_or_count, texts, titled
 
 LIMITATIONS = "## Limitations"
 EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",

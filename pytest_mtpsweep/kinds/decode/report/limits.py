@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....kindapi.report import anchor, md_text
+from ....kindapi.report import Section, md_text
 from ..analysis.model import DecodeAnalysis
 from .textfmt import dict_rows, finite, num, pct
 
@@ -19,6 +19,11 @@ HOST_NOISE = "Host noise"
 DRIFT = "Drift"
 POSITION = "Position within session"
 CROSS_CHECKS = "Small-sample cross-checks"
+
+
+def anchor(title: str) -> str:
+    """A section's element id on the page, from its title: the model's own rule (`Section.id`)."""
+    return Section(title, ()).id
 
 
 def see(title: str) -> str:

@@ -15,10 +15,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ....kindapi.report import table_or_count
 from ..analysis.mechanism import cost_note
 from ..analysis.model import DecodeAnalysis
-from .textfmt import dict_rows, finite, titled
+from .textfmt import dict_rows, finite, table_or_count, titled
 
 TITLE = "Why: the drafting mechanism"
 HEADERS = ["treatment", "subset", "tokens/step E[L]", "drafted/step k̄", "acceptance",

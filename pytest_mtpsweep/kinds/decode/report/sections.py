@@ -21,7 +21,6 @@ from ....kindapi.report import (
     Section,
     Table,
     Text,
-    anchor,
     markdown,
     md_code,
     md_text,
@@ -49,6 +48,7 @@ from .findings import (
     section_limitations,
     section_question,
 )
+from .limits import anchor
 from .mechanism import section_mechanism
 from .method import section_crosschecks, section_method, section_tiebreak
 from .textfmt import (

@@ -9,11 +9,22 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi.analysis import INTERVAL
-from ....kindapi.report import Section, Text
+from ....kindapi.report import LONG_LIST_ROWS, Section, Text
 from ....kindapi.report import md_table as md_table
 from ..analysis.model import DecodeAnalysis
 
 Writer = Callable[[DecodeAnalysis], list[str]]
+
+
+def table_or_count(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], where: str, what: str
+) -> str:
+    """The Markdown table, or, past LONG_LIST_ROWS, one line: how many rows and where they are."""
+    if len(rows) <= LONG_LIST_ROWS:
+        return md_table(headers, rows)
+    return (
+        f"{len(rows)} {what}: too many to list here; one row each in `{where}` beside this report."
+    )
 
 
 def md_section(title: str, lines: Sequence[str]) -> Section:
