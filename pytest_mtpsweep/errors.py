@@ -25,8 +25,8 @@ MtpsweepError
     ├── SkipSession      this session does not run
     │   ├── AlreadyDone  --resume: it completed in the run being resumed
     │   ├── Curtailed    dropped, in the pre-registered order, to meet the deadline
-    │   ├── Decided      not needed: the pre-registered stop rule was met at a look
-    │   └── OutOfBudget  the token budget is spent (its cases are recorded as not run)
+    │   └── Decided      not needed: the pre-registered stop rule was met at a look
+    │                    (a kind may raise its own: a token budget spent, say)
     └── SkipCase         this case was not run, and its record says so (the token budget)
 """
 
@@ -129,10 +129,6 @@ class Curtailed(SkipSession):
 
 class Decided(SkipSession):
     """The pre-registered stop rule was met at a look: this session is not needed."""
-
-
-class OutOfBudget(SkipSession):
-    """The run's token budget is spent: this session does not start; its cases are recorded."""
 
 
 class SkipCase(ProtocolSignal):

@@ -34,15 +34,3 @@ class Decision(StrEnum):
             return cls(text)
         except ValueError:
             return cls.UNDECIDED
-
-
-def interval_decision(low: float, high: float, margin: float | None = None) -> Decision:
-    """A gain's interval (percent) read as a decision: faster or slower when it excludes no
-    change, equivalent when it lies within ±margin (None: never), else undecided."""
-    if low > 0:
-        return Decision.FASTER
-    if high < 0:
-        return Decision.SLOWER
-    if margin is not None and -margin < low and high < margin:
-        return Decision.EQUIVALENT
-    return Decision.UNDECIDED

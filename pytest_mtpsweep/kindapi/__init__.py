@@ -33,7 +33,6 @@ from ..errors import (
     ExpectationError,
     LadderError,
     OptionError,
-    OutOfBudget,
     PromptError,
     ReplyCut,
     RunReadError,
@@ -68,5 +67,5 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "SUBSETS", "BOOT",
     # the errors (each one sentence: what, where, the fix)
     "UserError", "LadderError", "PromptError", "OptionError", "AnalysisError", "RunReadError",
-    "ExpectationError", "ReplyCut", "SkipSession", "OutOfBudget",
+    "ExpectationError", "ReplyCut", "SkipSession",
 ]  # fmt: skip

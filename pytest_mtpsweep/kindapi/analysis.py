@@ -15,7 +15,7 @@ from ..analysis.calibration import (
     read_calibration,
     staleness,
 )
-from ..analysis.decision import Decision, interval_decision
+from ..analysis.decision import Decision
 from ..analysis.noninferiority import NonInferiority, decide
 from ..analysis.planning import (
     CellPlan,
@@ -52,7 +52,7 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "Resamples", "BootSummary", "resample", "summarise_resamples", "row_quantiles",
     "prompt_spread", "session_spread", "published_interval", "t_quantile", "to_pct",
     # decisions, gates and looks
-    "Decision", "interval_decision", "NonInferiority", "decide", "check_margin", "Design",
+    "Decision", "NonInferiority", "decide", "check_margin", "Design",
     "CellState", "LookState", "look_state",
     # a not-slower gate's A/A calibration
     "Calibration", "CellCalibration", "Noise", "noise_floor_pct", "cycles_to_resolve",

@@ -15,7 +15,7 @@ import pytest
 from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import Design, rule_met
 from pytest_mtpsweep.kinds.load.analysis.atend import interim
-from pytest_mtpsweep.kinds.load.analysis.compute import LoadAnalysis, analyse
+from pytest_mtpsweep.kinds.load.analysis.compute import LoadAnalysis, analyse, interval_decision
 from pytest_mtpsweep.request import AnalysisRequest
 from tests.kinds.load.run_fixture import write_run
 
@@ -153,3 +153,20 @@ def test_a_look_saves_its_result_after_its_record_is_in_stop_json(
     assert min(p.stat().st_mtime_ns for p in out.iterdir()) >= (
         (run_dir / "stop.json").stat().st_mtime_ns
     )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "margin", "decision"),
+    [
+        (0.5, 3.0, 1.0, Decision.FASTER),
+        (-3.0, -0.5, 1.0, Decision.SLOWER),
+        (-0.8, 0.9, 1.0, Decision.EQUIVALENT),
+        (-0.8, 1.2, 1.0, Decision.UNDECIDED),  # reaches past the margin
+        (-1.0, 0.5, 1.0, Decision.UNDECIDED),  # on the margin is not within it
+        (-0.8, 0.9, None, Decision.UNDECIDED),  # no margin: never equivalent
+    ],
+)
+def test_an_interval_is_read_against_zero_then_the_margin(
+    low: float, high: float, margin: float | None, decision: Decision
+) -> None:
+    assert interval_decision(low, high, margin) is decision

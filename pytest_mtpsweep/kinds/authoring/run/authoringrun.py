@@ -21,7 +21,6 @@ from ....kindapi import (
     KindRun,
     OptionError,
     Outcome,
-    OutOfBudget,
     RunRequest,
     SkipSession,
 )
@@ -35,7 +34,7 @@ from ..ladder import AuthoringSettings
 from ..tasks import digest as tasks_digest
 from ..tasks import load_tasks
 from . import cells, describe
-from .budget import warmup_bound
+from .budget import OutOfBudget, warmup_bound
 from .order import subject_order
 from .pool import CellPool
 from .state import AuthoringCase, AuthoringRun

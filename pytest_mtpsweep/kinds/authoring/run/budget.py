@@ -14,7 +14,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ....kindapi import SkipSession
+
 TEMPLATE_TOKENS = 64
+
+
+class OutOfBudget(SkipSession):
+    """The run's token budget is spent: this session does not start; its cases are recorded."""
 
 
 def message_bytes(messages: Sequence[Mapping[str, str]]) -> int:

@@ -18,7 +18,7 @@ from ....kindapi.records import RunReader, schema
 from ....kindapi.records import recordlines as rl
 
 if TYPE_CHECKING:
-    from ....kindapi.analysis import CellState, LookState
+    from ....kindapi.analysis import CellState, Decision, LookState
     from ....kindapi.records import PlanDoc
     from ....kindapi.report import AnalysisResult, FigureData, Report
     from .capacity_stats import CapacityResult, Ratio
@@ -280,6 +280,20 @@ def margin_of(plan: PlanDoc) -> float:
     return float(got) if isinstance(got, int | float) else AnalysisConfig().margin_pct
 
 
+def interval_decision(low: float, high: float, margin: float | None = None) -> Decision:
+    """A gain's interval (percent) read as a decision: faster or slower when it excludes no
+    change, equivalent when it lies within ±margin (None: never), else undecided."""
+    from ....kindapi.analysis import Decision
+
+    if low > 0:
+        return Decision.FASTER
+    if high < 0:
+        return Decision.SLOWER
+    if margin is not None and -margin < low and high < margin:
+        return Decision.EQUIVALENT
+    return Decision.UNDECIDED
+
+
 def cells(
     rows: Sequence[Row], inter: Sequence[Row], endpoint: str, margin: float | None = None
 ) -> tuple[CellState, ...]:
@@ -287,7 +301,7 @@ def cells(
     level, and its interaction(s). Faster or slower when the interval excludes no gain;
     equivalent when it lies within ±margin (the look's 95 % interval: stricter than the 90 %
     one of two one-sided tests, so no level is spent on it)."""
-    from ....kindapi.analysis import CellState, interval_decision
+    from ....kindapi.analysis import CellState
 
     out = []
     for r in [*rows, *inter]:
