@@ -31,13 +31,13 @@ sys.path.insert(0, str(REPO))
 
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts  # noqa: E402
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records  # noqa: E402
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings, RunData  # noqa: E402
 from pytest_mtpsweep.kinds.decode.analysis.pairing import cell_means, pair_cells  # noqa: E402
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import analyse  # noqa: E402
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings, RunData  # noqa: E402
 from tests.strategies import Design, make_records, noisy, run_data, write_run  # noqa: E402
 
 COMMAND = (
-    "import sys; from pytest_mtpsweep.cli import main; "
+    "import sys; from pytest_mtpsweep.cli.main import main; "
     "raise SystemExit(main(['analyse', sys.argv[1], '--out', sys.argv[2]]))"
 )
 

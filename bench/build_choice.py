@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.fileio import cache_dir
+from pytest_mtpsweep.base.fileio import cache_dir
 from pytest_mtpsweep.rig.build import (
     IDENTITY_ARGS,
     LLAMA_SERVER,

@@ -26,7 +26,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from tests.strategies import PROMPT_SHAPES, Scenario, replication_records
 
 SUBSETS = ("prose", "structured", "pooled")

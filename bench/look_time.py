@@ -40,11 +40,12 @@ def bounded(low: int, high: int) -> Any:
 def one_look(run: Path, boot: int) -> tuple[float, float]:
     """(the look's wall seconds, the interim's) on a copy of `run`; a look that leaves no
     report.md (its save failed) is an error, not a fast look."""
-    from pytest_mtpsweep import registry, schema
     from pytest_mtpsweep.analysis.sequential import Design
-    from pytest_mtpsweep.fileio import atomic_write_json
+    from pytest_mtpsweep.base import schema
+    from pytest_mtpsweep.base.fileio import atomic_write_json
+    from pytest_mtpsweep.interface import registry
     from pytest_mtpsweep.protocol import looks
-    from pytest_mtpsweep.request import AnalysisRequest
+    from pytest_mtpsweep.wishes.request import AnalysisRequest
 
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / run.name

@@ -39,8 +39,8 @@ from pytest_mtpsweep.analysis.planning import (
     width_from_ms,
 )
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from pytest_mtpsweep.kinds.decode.analysis.plan import cell_matrix
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 
 BATCH = 150

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from .base.schema import Measurement
     from .kinds.authoring.records import CellResult
-    from .results import load_records
-    from .schema import Measurement
+    from .state.results import load_records
 
 __all__ = ["CellResult", "Measurement", "__version__", "load_records"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "Measurement":
-        from .schema import Measurement
+        from .base.schema import Measurement
 
         return Measurement
     if name == "CellResult":  # the authoring kind's result, public since before kinds had homes
@@ -28,7 +28,7 @@ def __getattr__(name: str) -> Any:
 
         return CellResult
     if name == "load_records":
-        from .results import load_records
+        from .state.results import load_records
 
         return load_records
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import options, pytestkinds
+from .runner import registration as pytestkinds
+from .wishes import options
 
 if TYPE_CHECKING:
-    from .distribute import Controller  # noqa: F401 (named in a StashKey)
-    from .kindbase import Case, EndAnalysis, Kind, Result
+    from .interface.kind import Case, EndAnalysis, Kind, Result
+    from .protocol.ladderrun import Run
     from .protocol.progress import Progress
-    from .protocol.run import Run
-    from .reruns import Reruns  # noqa: F401 (named in a StashKey)
+    from .runner.distribute import Controller  # noqa: F401 (named in a StashKey)
+    from .runner.reruns import Reruns  # noqa: F401 (named in a StashKey)
     from .state.live import LiveSession
 
 RUN = pytest.StashKey["Run"]()
@@ -36,7 +37,7 @@ KIND_FIXTURES_PLUGIN = "mtpsweep-kind-fixtures"
 
 def _table(config: pytest.Config) -> tuple[options.Opt, ...]:
     """Every option this process registered: the shared ones, then its kinds' own."""
-    from .errors import UserError
+    from .base.errors import UserError
 
     kinds = config.stash.get(pytestkinds.OPTIONED, ())
     try:
@@ -74,9 +75,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("mtpsweep_ladder", None):
         return
-    from .errors import UserError
+    from .base.errors import UserError
     from .ladder import search_dirs
-    from .protocol.run import Run
+    from .protocol.ladderrun import Run
 
     paths = [Path(a.split("::")[0]) for a in config.args]
     table = _table(config)
@@ -100,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "-p no:timeout)."
         )
     config.stash[RUN] = run
-    from . import distribute, reruns
+    from .runner import distribute, reruns
 
     role = distribute.role(config)
     if role != "controller":
@@ -124,8 +125,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         config.pluginmanager.register(_kind_fixtures(kinds), KIND_FIXTURES_PLUGIN)
     run = config.stash.get(RUN, None)
     if run is not None and run.declared.fixture not in _fixtures(config):
-        from . import registry
-        from .errors import UserError
+        from .base.errors import UserError
+        from .interface import registry
 
         try:
             registry.kind(run.ladder.kind, str(run.ladder.path))
@@ -233,12 +234,12 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     measurements); a stopped run counts as `1 stopped`, not as a failed test; a measurement
     whose session the protocol re-ran to a full census as `R`, `1 rerun`."""
     if report.outcome == "rerun":  # type: ignore[comparison-overlap]
-        from . import reruns
+        from .runner import reruns
 
         return reruns.teststatus(report)
     if config.stash.get(RUN, None) is None or not report.nodeid.startswith("mtpsweep::"):
         return None
-    from . import runloop
+    from .runner import loop as runloop
 
     return runloop.teststatus(report)
 
@@ -274,7 +275,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
     if not cases and not only:
         return (yield)
-    from . import runloop
+    from .runner import loop as runloop
 
     runloop.before(session, run, cases, only, _progress(config))
     try:
@@ -294,7 +295,8 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 def _controller_loop(session: pytest.Session, run: Run) -> Generator[None, object, object]:
     """pytest-xdist's controller: preflight for every worker, the loop (the run directory is
     founded once the first worker has collected), then the analysis, once."""
-    from . import distribute, runloop
+    from .runner import distribute
+    from .runner import loop as runloop
 
     config = session.config
     state = config.stash[CONTROLLER]
@@ -311,7 +313,7 @@ def pytest_configure_node(node: Any) -> None:
     """pytest-xdist, controller: a worker starts; hand it the run directory and its device."""
     state = node.config.stash.get(CONTROLLER, None)
     if state is not None:
-        from . import distribute
+        from .runner import distribute
 
         distribute.configure_node(state, node.config.stash[RUN], node)
 
@@ -321,7 +323,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """pytest-xdist, controller: each counterbalanced block goes to one worker, whole."""
     if config.stash.get(CONTROLLER, None) is None:
         return None
-    from . import distribute
+    from .runner import distribute
 
     return distribute.scheduler(config, log, config.stash[RUN])
 
@@ -331,7 +333,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     """pytest-xdist, controller: a worker is gone; its replacement takes its place."""
     state = node.config.stash.get(CONTROLLER, None)
     if state is not None:
-        from . import distribute
+        from .runner import distribute
 
         distribute.node_down(state, node)
 
@@ -341,7 +343,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """pytest-xdist, controller: the first collection is the selection; found the run."""
     state = node.config.stash.get(CONTROLLER, None)
     if state is not None:
-        from . import distribute
+        from .runner import distribute
 
         distribute.found(node.config, node.config.stash[RUN], state, ids)
 
@@ -351,7 +353,7 @@ def _progress(config: pytest.Config) -> Progress | None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or config.get_verbosity() < 0:
         return None
-    from .terminal import TerminalProgress
+    from .runner.terminal import TerminalProgress
 
     capture = config.pluginmanager.get_plugin("capturemanager")
     return TerminalProgress(reporter, capture, config.get_terminal_writer().fullwidth)
@@ -362,7 +364,7 @@ def mtpsweep_run(request: pytest.FixtureRequest, pytestconfig: pytest.Config) ->
     """The running experiment (ladder, kind, plan, run directory)."""
     run = pytestconfig.stash.get(RUN, None)
     if run is not None and run.sessions is None and pytestconfig.stash.get(ROLE, "") == "worker":
-        from . import distribute
+        from .runner import distribute
 
         distribute.join(pytestconfig, run, request.session.items)
     if run is None or run.sessions is None:
@@ -373,14 +375,14 @@ def mtpsweep_run(request: pytest.FixtureRequest, pytestconfig: pytest.Config) ->
 @pytest.fixture(scope="session")
 def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterator[LiveSession]:
     """One server per session slot: started fresh, warmed up, stopped and checked."""
-    from .errors import ServerError, SkipSession, StopRun, UserError
+    from .base.errors import ServerError, SkipSession, StopRun, UserError
 
     slot, sessions = request.param, mtpsweep_run.sessions
     assert sessions is not None
     failure = None
     try:
         if request.config.stash.get(ROLE, "") == "worker":
-            from .distribute import before_session
+            from .runner.distribute import before_session
 
             before_session(mtpsweep_run, slot)
         mtpsweep_run.check_schedule(slot)
@@ -403,7 +405,7 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
 
 
 def _measured(request: pytest.FixtureRequest, run: Run, live: LiveSession, case: Case) -> Result:
-    from .errors import SkipCase, StopRun
+    from .base.errors import SkipCase, StopRun
 
     assert run.sessions is not None
     try:
@@ -445,10 +447,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run = session.config.stash.get(RUN, None)
     role = session.config.stash.get(ROLE, "")
     if run is not None and role != "worker":
-        from . import runloop
+        from .runner import loop as runloop
 
         if role == "controller":  # after an interruption; xdist has stopped every worker
-            from .distribute import settle
+            from .runner.distribute import settle
 
             settle(run)
         runloop.end(session.config, run)

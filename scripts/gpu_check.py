@@ -182,7 +182,7 @@ def assemble_toolkit(wheels: Path, cache: Path | None = None) -> Path:
     CMake takes the toolkit root from nvcc's report, so bin/ holds copies (hard links where the
     file system allows), include/ and nvvm/ are links, and lib64/ adds the unversioned .so names
     the linker and FindCUDAToolkit look for (and a libcuda.so stub from the driver when present)."""
-    from pytest_mtpsweep.fileio import cache_dir
+    from pytest_mtpsweep.base.fileio import cache_dir
 
     root = (cache or cache_dir()) / "cuda-toolkit" / _wheels_version(wheels)
     if (root / ".complete").is_file():
@@ -263,7 +263,7 @@ def nvcc_version(nvcc: Path) -> str:
 
 
 def sdist_path(given: str | None) -> Path | None:
-    from pytest_mtpsweep.fileio import cache_dir
+    from pytest_mtpsweep.base.fileio import cache_dir
 
     if KIT:
         return KIT["source"]
@@ -337,7 +337,7 @@ def build(
 ) -> dict[str, Any]:
     """llama-server with CUDA for sm_<cc> (without nvcc: for the CPU, a rehearsal), from the
     sdist's source; reused when already built."""
-    from pytest_mtpsweep.fileio import cache_dir
+    from pytest_mtpsweep.base.fileio import cache_dir
     from pytest_mtpsweep.rig.build import build_env
 
     where = cache_dir() / "builds" / build_key(cc)
@@ -443,7 +443,7 @@ def version_line(binary: Path) -> str:
 @contextlib.contextmanager
 def served(binary: Path, model: Path, work: Path) -> Iterator[str]:
     """The CUDA server on the model, all layers on the GPU, 4 slots; yields its base URL."""
-    from pytest_mtpsweep.errors import ServerError
+    from pytest_mtpsweep.base.errors import ServerError
     from pytest_mtpsweep.rig.net import free_port
     from pytest_mtpsweep.rig.server import LaunchSpec, start, stop
 
@@ -639,7 +639,7 @@ def energy_levels(run_dir: Path) -> list[dict[str, Any]]:
 def setup() -> int:
     """Here, with network: the CUDA compiler wheels into this Python's environment and the sdist
     into the cache, so a machine without network finds them (scripts/dev gpu-setup)."""
-    from pytest_mtpsweep.fileio import cache_dir
+    from pytest_mtpsweep.base.fileio import cache_dir
 
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     sdists = cache_dir() / "sdists"
@@ -671,7 +671,7 @@ def _out_problem(out: Path) -> str | None:
     """Why --out may not be written (fileio.output_problem: a link, folder, FIFO, another
     file's contents, a run's own document), or None; without the package, only a folder."""
     try:
-        from pytest_mtpsweep.fileio import output_problem
+        from pytest_mtpsweep.base.fileio import output_problem
     except ImportError:  # the setup checks name a missing package themselves
         return "is a folder" if out.is_dir() else None
     return output_problem(

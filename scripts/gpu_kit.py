@@ -88,7 +88,7 @@ def trim_source(sdist: Path, out: Path) -> int:
 
 def find_sdist(given: str | None) -> Path:
     """The pinned sdist: given, in the cache's sdists/, else downloaded there (network)."""
-    from pytest_mtpsweep.fileio import cache_dir
+    from pytest_mtpsweep.base.fileio import cache_dir
 
     if given:
         path = Path(given)

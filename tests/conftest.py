@@ -13,7 +13,7 @@ import pandas  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
-from pytest_mtpsweep.fileio import cache_dir
+from pytest_mtpsweep.base.fileio import cache_dir
 from pytest_mtpsweep.rig import provision
 
 

@@ -27,10 +27,10 @@ from pytest_mtpsweep.analysis.calibration import Rate, wilson
 from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.noninferiority import NONINFERIOR
 from pytest_mtpsweep.analysis.sequential import CellState, Design, rule_met
-from pytest_mtpsweep.gate import Gate
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.gates import judge_margin, stop_cells
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
+from pytest_mtpsweep.wishes.gate import Gate
 from tests.strategies import Scenario, replication_records
 
 BATCH = 150  # replications per compute_contrasts call: bounds the resample arrays' memory

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_mtpsweep.gate import Gate, GateVerdict, parse_gate, parse_gates
-from pytest_mtpsweep.registry import kind
-from pytest_mtpsweep.request import AnalysisRequest
+from pytest_mtpsweep.interface.registry import kind
+from pytest_mtpsweep.wishes.gate import Gate, GateVerdict, parse_gate, parse_gates
+from pytest_mtpsweep.wishes.request import AnalysisRequest
 
 
 def gate(text: str, kind_name: str = "decode") -> Gate:

@@ -14,7 +14,7 @@ from tests.kinds import probe
 # ladder side, `<module>_ladder.py`, is the probe's renamed); {fields} go into the Kind.
 DECLARATION = """\
 from pytest_mtpsweep.kindapi import Kind
-from pytest_mtpsweep.options import Opt
+from pytest_mtpsweep.wishes.options import Opt
 
 KIND = Kind(name={name!r}, fixture={fixture!r}, ladder=__name__ + "_ladder:SPEC",
             run="probe_kind.run:prepare"{fields})

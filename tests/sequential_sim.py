@@ -11,7 +11,7 @@ import pandas as pd
 
 from pytest_mtpsweep.analysis.sequential import DECIDED, Design
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 
 BATCH = 150  # replications per compute_contrasts call: bounds the resample arrays' memory

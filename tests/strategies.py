@@ -18,7 +18,7 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.kinds.decode.analysis.frame import RECORD_COLUMNS
-from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile, RunData
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import RecordFile, RunData
 from pytest_mtpsweep.state.plandoc import PlanDoc
 
 KEYED: dict[str, Any] = {

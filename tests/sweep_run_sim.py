@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pytest_mtpsweep.kindbase import SweepLookAt, SweepVerdict
+from pytest_mtpsweep.interface.kind import SweepLookAt, SweepVerdict
 from pytest_mtpsweep.kinds.decode.analysis.sweep import SweepResult, analyse_sweep
 from pytest_mtpsweep.kinds.decode.analysis.sweepdrops import look_on, replay_drops
 from pytest_mtpsweep.ladder import Ladder
-from pytest_mtpsweep.ladder.plan import ladder_plan
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.ladder.runplan import ladder_plan
+from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.protocol.looks import design_of
 from pytest_mtpsweep.protocol.planfile import sweep_plan
 from pytest_mtpsweep.protocol.sweeplooks import SweepLooks

@@ -219,7 +219,7 @@ def test_a_hand_edited_plan_is_refused_by_analyse_in_one_line(
 ) -> None:
     import json
 
-    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.cli.main import main
     from tests.strategies import Design, make_plan, make_records, noisy, write_run
 
     design = Design(treatments=("none", "b"), cycles=4)

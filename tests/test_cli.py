@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from tests.sandbox import FAKE_GGUF, STUB_SERVER
 
 REPO = Path(__file__).resolve().parent.parent
@@ -20,7 +20,7 @@ def mtpsweep(
     *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", *args],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", *args],
         cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import cli, viewserver
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli import main as cli
+from pytest_mtpsweep.cli import view as viewserver
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.report import REPORT_HTML
 from tests.sandbox import REPO
 
@@ -98,7 +99,7 @@ def test_serve_answers_on_loopback_until_ctrl_c(tmp_path: Path) -> None:
     (run / "records").mkdir()
     (run / "records" / "passwd").symlink_to("/etc/passwd")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "view", str(run), "--serve"],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "view", str(run), "--serve"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE,

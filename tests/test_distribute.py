@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.distribute import case_id
-from pytest_mtpsweep.ladder.plan import run_plan
+from pytest_mtpsweep.ladder.runplan import run_plan
+from pytest_mtpsweep.runner.distribute import case_id
 from tests.protocol.test_session import all_records, run_stub, stub_project, stubs_running
 from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir, servers_of
 
@@ -227,7 +227,7 @@ class _Node:
 def test_a_replacement_worker_takes_the_dead_ones_place_and_device(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from pytest_mtpsweep.distribute import Controller, configure_node, node_down
+    from pytest_mtpsweep.runner.distribute import Controller, configure_node, node_down
 
     ladder = SimpleNamespace(devices=("0", "1"))
     resolved = SimpleNamespace(run_path=tmp_path / "run")
@@ -251,7 +251,7 @@ def test_a_replacement_worker_takes_the_dead_ones_place_and_device(tmp_path: Pat
 
 @given(st.integers(1, 64), st.integers(1, 8))
 def test_cpu_shares_cover_the_host_once(ncpus: int, workers: int) -> None:
-    from pytest_mtpsweep.distribute import cpu_share
+    from pytest_mtpsweep.runner.distribute import cpu_share
 
     if workers > ncpus:
         return  # refused before any worker starts (test_more_workers_than_cpus_is_refused)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.protocol.loader import load_ladder
 from tests.test_docs_ci import shell
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.constants import SUBSETS
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.base.constants import SUBSETS
+from pytest_mtpsweep.protocol.loader import load_ladder
 
 yaml = pytest.importorskip("yaml", reason="PyYAML comes with mkdocs, in the dev extra")
 REPO = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.fileio import (
+from pytest_mtpsweep.base.fileio import (
     MAX_JSON_DEPTH,
     BadFile,
     BadJson,
@@ -80,8 +80,8 @@ def test_a_cache_that_cannot_be_made_is_one_sentence(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # issue 50: an unwritable cache was a traceback mid-provision
-    from pytest_mtpsweep.errors import ProvisionError
-    from pytest_mtpsweep.fileio import cache_folder
+    from pytest_mtpsweep.base.errors import ProvisionError
+    from pytest_mtpsweep.base.fileio import cache_folder
 
     blocker = tmp_path / "cache"
     blocker.write_text("a file where the cache goes")
@@ -96,7 +96,7 @@ def test_a_cache_that_cannot_be_made_is_one_sentence(
 def test_the_build_lock_is_taken_in_a_cache_that_can_be(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_mtpsweep.errors import ProvisionError
+    from pytest_mtpsweep.base.errors import ProvisionError
     from pytest_mtpsweep.rig import build
 
     blocker = tmp_path / "cache"

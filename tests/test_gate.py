@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.gate import Gate, GateGrammar, GateVerdict, parse_gate, parse_gates
+from pytest_mtpsweep.base.errors import ExpectationError
+from pytest_mtpsweep.wishes.gate import Gate, GateGrammar, GateVerdict, parse_gate, parse_gates
 from tests.protocol.test_session import run_stub, stub_project, stubs_running
 
 LEVELS = GateGrammar(syntax="TREATMENT:LEVEL:not-slower:M", example="a:conc4:not-slower:5",
@@ -71,9 +71,9 @@ def test_a_gate_on_a_cell_the_ladder_never_measures_is_refused_first(
 def test_a_load_gate_on_a_level_the_ladder_lacks_is_refused_before_a_session() -> None:
     from pytest_mtpsweep.kinds.load.run.loadrun import prepare
     from pytest_mtpsweep.ladder import ladder_plan
-    from pytest_mtpsweep.loader import load_ladder
-    from pytest_mtpsweep.protocol.run import check_gate_cells
-    from pytest_mtpsweep.request import RunRequest
+    from pytest_mtpsweep.protocol.ladderrun import check_gate_cells
+    from pytest_mtpsweep.protocol.loader import load_ladder
+    from pytest_mtpsweep.wishes.request import RunRequest
     from tests.gatetexts import request
     from tests.sandbox import REPO
 

@@ -58,7 +58,7 @@ def throwaway_venv(folder: Path) -> Path:
     for command, module in (
         ("pip", "pip"),
         ("pytest", "pytest"),
-        ("mtpsweep", "pytest_mtpsweep.cli"),
+        ("mtpsweep", "pytest_mtpsweep.cli.main"),
     ):
         wrapper = folder / "bin" / command
         wrapper.write_text(f'#!/bin/sh\nexec "{py}" -m {module} "$@"\n')

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.state.history import GateEntry, append
 
 Z = 1.959964
@@ -116,7 +116,7 @@ def test_an_empty_history_is_no_drift(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_entries_are_ordered_by_their_time_however_written(tmp_path: Path) -> None:
-    from pytest_mtpsweep.historycli import groups
+    from pytest_mtpsweep.cli.history_cmd import groups
 
     late = gate(1, -1.0, time="2026-12-01T10:00:00+00:00")
     early = gate(0, -1.0, time="2026-12-01T09:30:00Z")

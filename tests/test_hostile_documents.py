@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.cli import main as cli_main
+from pytest_mtpsweep.cli.main import main as cli_main
 from tests.kinds.load import run_fixture
 from tests.strategies import Design, make_records, noisy, write_run
 
@@ -433,7 +433,7 @@ def test_a_hostile_calibration_file_is_one_sentence(tmp_path: Path, form: str) -
 
 
 def test_resume_refuses_a_forged_curtailment_before_preflight(tmp_path: Path) -> None:
-    from pytest_mtpsweep.errors import RunDirError
+    from pytest_mtpsweep.base.errors import RunDirError
     from pytest_mtpsweep.protocol.resume import check_stop_file
 
     run = decode_run(tmp_path)
@@ -446,8 +446,8 @@ def test_resume_refuses_a_forged_curtailment_before_preflight(tmp_path: Path) ->
 def test_run_dir_inside_a_run_or_no_folder_is_refused_before_any_work(
     tmp_path: Path, target: str
 ) -> None:
-    from pytest_mtpsweep.errors import OptionError
-    from pytest_mtpsweep.options import check_run_dir
+    from pytest_mtpsweep.base.errors import OptionError
+    from pytest_mtpsweep.wishes.options import check_run_dir
 
     run = decode_run(tmp_path)
     where = _out_cases(run, tmp_path)[target]
@@ -459,7 +459,7 @@ def test_run_dir_inside_a_run_or_no_folder_is_refused_before_any_work(
 @pytest.mark.parametrize("form", ["fifo", "10k deep", "/dev/zero"])
 def test_restoring_a_kept_attempt_reads_its_files_bounded(tmp_path: Path, form: str) -> None:
     # the host rule's restore read a quarantined session file with read_text: a FIFO hung it
-    from pytest_mtpsweep import schema
+    from pytest_mtpsweep.base import schema
     from pytest_mtpsweep.state.rundir import RunDir
 
     rd = RunDir.create(tmp_path / "run")

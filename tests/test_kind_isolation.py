@@ -97,7 +97,7 @@ def test_a_shipped_ladder_imports_no_third_partys_kind(
     project, env = world
     env = {**env, "KIND_SPY": str(tmp_path / "spy-imported")}
     demo = str(REPO / "experiments" / "ladders" / "cpu-demo.toml")
-    done = run(project, env, "-m", "pytest_mtpsweep.cli", "lint", demo)
+    done = run(project, env, "-m", "pytest_mtpsweep.cli.main", "lint", demo)
     assert done.returncode == 0 and done.stdout.endswith("192 cases)\n"), done.stdout + done.stderr
     # (in a folder of its own: the world's conftest takes decode's fixture name)
     collected = pytest_run(tmp_path, env, "-q", "--co", f"--ladder={demo}", "-m", "not mtpsweep")
@@ -110,7 +110,7 @@ def test_a_kind_that_ends_or_outlives_its_import_is_set_aside_in_one_line(
     world: tuple[Path, dict[str, str]],
 ) -> None:
     project, env = world
-    done = run(project, env, "-m", "pytest_mtpsweep.cli", "kinds")
+    done = run(project, env, "-m", "pytest_mtpsweep.cli.main", "kinds")
     lines = {line.split(":", 1)[0]: line for line in done.stdout.splitlines()}
     assert "importing oexit_kind:KIND ended the process (exit status 0)" in lines["oexit"]
     assert "importing threads_kind:KIND left 1 thread(s) running" in lines["threads"]
@@ -134,7 +134,7 @@ def test_mtpsweep_kinds_names_each_broken_kind_its_distribution_and_the_fix(
     world: tuple[Path, dict[str, str]],
 ) -> None:
     project, env = world
-    done = run(project, env, "-m", "pytest_mtpsweep.cli", "kinds")
+    done = run(project, env, "-m", "pytest_mtpsweep.cli.main", "kinds")
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
     lines = {line.split(":", 1)[0]: line for line in done.stdout.splitlines()}
     for name in BROKEN:
@@ -149,7 +149,7 @@ def test_mtpsweep_lint_refuses_each_ladder_of_a_broken_kind_in_one_line(
     world: tuple[Path, dict[str, str]],
 ) -> None:
     project, env = world
-    done = run(project, env, "-m", "pytest_mtpsweep.cli", "lint", "ladders/")
+    done = run(project, env, "-m", "pytest_mtpsweep.cli.main", "lint", "ladders/")
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
     lines = {Path(line.split(":", 1)[0]).stem: line for line in done.stdout.splitlines()}
     assert lines["good"].endswith(": ok (good, 2 treatments x 2 cycles, 12 cases)")
@@ -162,9 +162,9 @@ def test_a_kind_whose_commands_do_not_load_leaves_the_others_working(
     world: tuple[Path, dict[str, str]],
 ) -> None:
     project, env = world
-    done = run(project, env, "-m", "pytest_mtpsweep.cli", "tasks", "--help")
+    done = run(project, env, "-m", "pytest_mtpsweep.cli.main", "tasks", "--help")
     assert done.returncode == 0, done.stderr  # the authoring kind's command is there
-    missing = run(project, env, "-m", "pytest_mtpsweep.cli", "nocommand")
+    missing = run(project, env, "-m", "pytest_mtpsweep.cli.main", "nocommand")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert "note: kind 'nocommands' of distribution nocommands-kind 0.1" in missing.stderr
 
@@ -199,7 +199,7 @@ def test_a_kind_named_like_a_shipped_one_is_named_as_the_clash(tmp_path: Path) -
     install(tmp_path / "site", "decode", DECLARATION.format(name="decode", fixture="d2", fields=""))
     env = environment(tmp_path / "site", REPO)
     demo = str(REPO / "experiments" / "ladders" / "cpu-demo.toml")
-    done = run(tmp_path, env, "-m", "pytest_mtpsweep.cli", "lint", demo)
+    done = run(tmp_path, env, "-m", "pytest_mtpsweep.cli.main", "lint", demo)
     said = done.stdout.strip().splitlines()
     assert done.returncode == 1 and len(said) == 1, done.stdout + done.stderr
     assert "kind 'decode' is declared by 2 installed distributions" in said[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.kindbase import PARTS, Kind
+from pytest_mtpsweep.interface.kind import PARTS, Kind
 from tests.kinds import probe
 
 REPO = Path(__file__).resolve().parent.parent

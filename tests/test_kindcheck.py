@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import kindcheck
+from pytest_mtpsweep.interface import kindcheck as kindcheck
+from pytest_mtpsweep.interface.kindcheck import declaration_problem, exception_text, guarded
 from pytest_mtpsweep.kindapi import Kind
-from pytest_mtpsweep.kindcheck import declaration_problem, exception_text, guarded
-from pytest_mtpsweep.options import Opt
+from pytest_mtpsweep.wishes.options import Opt
 
 
 def _exit() -> None:

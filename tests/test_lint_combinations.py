@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import newkind
-from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.newkind import ScaffoldError, render, spellings, write
+from pytest_mtpsweep.cli import newkind
+from pytest_mtpsweep.cli.main import main
+from pytest_mtpsweep.cli.newkind import ScaffoldError, render, spellings, write
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "pytest_mtpsweep" / newkind.TEMPLATE

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import options, registry
-from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.constants import BOOT
-from pytest_mtpsweep.errors import AnalysisError, OptionError
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.base.constants import BOOT
+from pytest_mtpsweep.base.errors import AnalysisError, OptionError
+from pytest_mtpsweep.cli.main import main
+from pytest_mtpsweep.interface import registry
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
+from pytest_mtpsweep.wishes import options
 
 TABLE = options.table(registry.options())
 HUGE = 10**12

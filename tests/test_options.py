@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import options, registry
-from pytest_mtpsweep.errors import OptionError
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.base.errors import OptionError
+from pytest_mtpsweep.interface import registry
+from pytest_mtpsweep.wishes import options
+from pytest_mtpsweep.wishes.request import RunRequest
 
 TABLE = options.table(registry.options())
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep import recordlines as rl
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import recordlines as rl
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 
 TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"
@@ -122,7 +122,7 @@ def test_a_damaged_run_of_each_kind_is_analysed_with_its_bad_lines_named(
     run, folder, field = make(tmp_path)
     named = _damage(run, folder, field)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run), "--boot", "1000"],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "analyse", str(run), "--boot", "1000"],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == status, done.stderr
@@ -157,7 +157,7 @@ def test_a_finite_value_no_run_writes_is_an_unreadable_line(
     run, folder, _ = make(tmp_path)
     named = _damage(run, folder, field, value)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run), "--boot", "1000"],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "analyse", str(run), "--boot", "1000"],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == status, done.stderr
@@ -167,7 +167,7 @@ def test_a_finite_value_no_run_writes_is_an_unreadable_line(
 
 def test_the_bounded_types_refuse_what_lies_outside_and_state_the_ladders_caps() -> None:
     from pytest_mtpsweep.ladder.load import MAX_TOKENS_CAP
-    from pytest_mtpsweep.ladder.model import MAX_CTX_SIZE
+    from pytest_mtpsweep.ladder.values import MAX_CTX_SIZE
 
     assert (rl.MAX_TOKENS, rl.MAX_CONTEXT_TOKENS) == (MAX_TOKENS_CAP, MAX_CTX_SIZE)
     for kind, (low, high, integral) in rl.RANGES.items():
@@ -209,7 +209,7 @@ def test_a_run_with_no_readable_record_is_one_sentence(tmp_path: Path) -> None:
     for path in (run / "records").glob("*.jsonl"):
         path.write_text("garbage\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run)],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "analyse", str(run)],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.redact import redact_url
+from pytest_mtpsweep.base.redact import redact_url
+from pytest_mtpsweep.cli.main import main
 from tests.protocol.test_attach import flags, project, run
 from tests.sandbox import only_run
 from tests.stub_vllm_server import Script, serve

@@ -8,11 +8,11 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from pytest_mtpsweep import registry
-from pytest_mtpsweep.errors import KindError, LadderError
+from pytest_mtpsweep.base.errors import KindError, LadderError
+from pytest_mtpsweep.interface import registry
+from pytest_mtpsweep.interface.kind import GROUP
 from pytest_mtpsweep.kindapi import Kind
-from pytest_mtpsweep.kindbase import GROUP
-from pytest_mtpsweep.options import Opt
+from pytest_mtpsweep.wishes.options import Opt
 
 FAKE = Kind(name="fake", fixture="fake", ladder="x:y", run="x:z")
 

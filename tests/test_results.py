@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import pytest_mtpsweep
-from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.base.errors import RunDirError
 
 
 def record(session: str, ordinal: int, prompt: str, position: int, rate: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_mtpsweep.terminal import PLAIN_EVERY_S, TerminalProgress, fit, plain
+from pytest_mtpsweep.runner.terminal import PLAIN_EVERY_S, TerminalProgress, fit, plain
 
 
 class FakeReporter:

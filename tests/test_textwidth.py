@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.textwidth import fit_widths, render, shorten_middle
+from pytest_mtpsweep.base.textwidth import fit_widths, render, shorten_middle
 
 
 def test_shorten_keeps_the_start_and_the_end() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep._version import __version__
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from tests.protocol.test_session import STUB, stub_project
 from tests.sandbox import only_run
 

@@ -30,10 +30,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..constants import INTERVAL
-from ..fileio import BadFile, json_safe, load_json_bounded
-from ..gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
-from ..ladder.model import MAX_CYCLES
+from ..base.constants import INTERVAL
+from ..base.fileio import BadFile, json_safe, load_json_bounded
+from ..ladder.values import MAX_CYCLES
+from ..wishes.gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from .noninferiority import NONINFERIOR, decide
 from .planning import Components, expected_ms, point_variances, width_from_ms
 from .stats import prompt_spread, published_interval, session_spread, t_quantile

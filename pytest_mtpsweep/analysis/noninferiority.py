@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ..gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
+from ..wishes.gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 
 # The outcomes as a headline cell's decision (the words the stop rule reads): `pass` and `fail`
 # are decided, `undecided` is not.

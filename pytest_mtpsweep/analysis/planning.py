@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constants import INTERVAL
-from ..ladder.model import MAX_CYCLES
+from ..base.constants import INTERVAL
+from ..ladder.values import MAX_CYCLES
 from .stats import FloatArray
 
 MAX_PLAN_CYCLES = MAX_CYCLES  # what a ladder may plan

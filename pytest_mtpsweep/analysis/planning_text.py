@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..textwidth import render as table
+from ..base.textwidth import render as table
 from .planning import CellPlan, cycle_seconds
 
 

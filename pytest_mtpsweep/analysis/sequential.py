@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..constants import INTERVAL
-from ..errors import RunReadError
-from ..ladder.model import SPENDINGS
+from ..base.constants import INTERVAL
+from ..base.errors import RunReadError
+from ..ladder.values import SPENDINGS
 from ..state.plandoc import StopDesign, stop_design, stop_json
 from .decision import Decision
 

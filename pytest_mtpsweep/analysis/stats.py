@@ -30,8 +30,8 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ..constants import BOOT, INTERVAL
-from ..errors import AnalysisError
+from ..base.constants import BOOT, INTERVAL
+from ..base.errors import AnalysisError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

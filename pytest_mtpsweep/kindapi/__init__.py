@@ -27,8 +27,8 @@ re-exports it, so the protocol never imports the door and the door may stand abo
 
 from __future__ import annotations
 
-from ..constants import BOOT, SUBSETS
-from ..errors import (
+from ..base.constants import BOOT, SUBSETS
+from ..base.errors import (
     AnalysisError,
     ExpectationError,
     LadderError,
@@ -39,8 +39,7 @@ from ..errors import (
     SkipSession,
     UserError,
 )
-from ..gate import Gate, GateFigures, GateGrammar, GateVerdict
-from ..kindbase import (
+from ..interface.kind import (
     Case,
     EndAnalysis,
     ExitStatus,
@@ -51,8 +50,9 @@ from ..kindbase import (
     SweepLookAt,
     SweepVerdict,
 )
-from ..options import Opt
-from ..request import AnalysisRequest, RunRequest
+from ..wishes.gate import Gate, GateFigures, GateGrammar, GateVerdict
+from ..wishes.options import Opt
+from ..wishes.request import AnalysisRequest, RunRequest
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the declaration and the run side

@@ -43,8 +43,8 @@ from ..analysis.stats import (
     t_quantile,
     to_pct,
 )
-from ..constants import INTERVAL
-from ..gate import check_margin
+from ..base.constants import INTERVAL
+from ..wishes.gate import check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the published interval and its pieces

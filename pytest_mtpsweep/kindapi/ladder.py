@@ -6,13 +6,8 @@ from __future__ import annotations
 from ..ladder import Prompt, SessionSlot, prompt_digest
 from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
 from ..ladder.load import parse_treatments
-from ..ladder.model import (
-    AnalysisConfig,
-    Ladder,
-    Preregistration,
-    Treatment,
-)
 from ..ladder.prompts import ladder_prompts, read_text_file, session_order
+from ..ladder.values import AnalysisConfig, Ladder, Preregistration, Treatment
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # a ladder as frozen values

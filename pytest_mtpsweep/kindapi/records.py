@@ -5,9 +5,9 @@ the run reader and atomic files."""
 
 from __future__ import annotations
 
-from .. import recordlines, schema
-from ..fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
-from ..redact import redact_url
+from ..base import recordlines, schema
+from ..base.fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
+from ..base.redact import redact_url
 from ..state.plandoc import AnalysisPlan, PlanDoc, SweepAxis
 from ..state.rundir import RecordWriter
 from ..state.rundocs import DroppedArm

@@ -4,14 +4,14 @@ writes a result's files and report.md and report.html from its one model."""
 
 from __future__ import annotations
 
+from ..report.analysisresult import AnalysisResult, FigureData
 from ..report.document import Markup, el, join
 from ..report.images import available
 from ..report.mdtext import LONG_LIST_ROWS, Md, md_code, md_table, md_text
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text, text
+from ..report.pagetables import facets
 from ..report.render_md import markdown
-from ..report.result import AnalysisResult, FigureData
 from ..report.save import save_result
-from ..report.tables import facets
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the model

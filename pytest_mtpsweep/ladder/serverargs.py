@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .fields import HARNESS_FLAGS
-from .model import Ladder
+from .values import Ladder
 
 PLACEHOLDERS = {"model": "the session's model path"}
 _BRACES = re.compile(r"\{([^{}]*)\}")

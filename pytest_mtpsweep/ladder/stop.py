@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..constants import INTERVAL
-from ..errors import LadderError
+from ..base.constants import INTERVAL
+from ..base.errors import LadderError
 from .fields import Spec
-from .model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
+from .values import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES, StopRule, Treatment
 
 STOP: Spec = {
     "rule": (str, True),

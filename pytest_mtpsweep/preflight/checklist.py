@@ -20,7 +20,14 @@ from .artefacts import (
 )
 from .endpoints import AttachedTarget, check_endpoint
 from .endpoints import item_name as endpoint_item
-from .host import (
+from .items import (
+    PreflightItem,
+    check_waivers,
+    compare_items,
+    load_preflight_json,
+    waived,
+)
+from .machine import (
     check_disk,
     check_gpu,
     check_host_idle,
@@ -29,13 +36,6 @@ from .host import (
     check_ports,
     check_ram,
     check_server_processes,
-)
-from .items import (
-    PreflightItem,
-    check_waivers,
-    compare_items,
-    load_preflight_json,
-    waived,
 )
 from .quiet import ITEM as HOST_QUIET
 from .quiet import QuietCheck, check_host_quiet

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ServerError
+from ..base.errors import ServerError
 from ..rig import serverargv
 from ..rig.endpoint import Endpoint, served_models
 from .items import FAIL, PASS, PreflightItem, make_item

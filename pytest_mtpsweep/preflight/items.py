@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .. import textwidth
-from ..errors import PreflightError
-from ..fileio import BadFile, BadJson, load_json_bounded
+from ..base import textwidth
+from ..base.errors import PreflightError
+from ..base.fileio import BadFile, BadJson, load_json_bounded
 
 PASS = "pass"
 FAIL = "fail"

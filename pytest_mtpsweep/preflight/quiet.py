@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ladder.model import HostRule
+from ..ladder.values import HostRule
 from ..rig import busyhost
 from .items import FAIL, PASS, SKIP, PreflightItem, make_item
 

@@ -39,7 +39,7 @@ def _stream_rates() -> None:
 
 
 def _plan_order() -> None:
-    from ..ladder.plan import run_plan
+    from ..ladder.runplan import run_plan
 
     got = [(s.treatment, s.cycle) for s in run_plan(["a", "b", "c"], 2)]
     assert got == [("a", 1), ("b", 1), ("c", 1), ("c", 2), ("b", 2), ("a", 2)], got
@@ -55,7 +55,7 @@ def _prompt_positions() -> None:
 
 
 def _torn_record_cut_back() -> None:
-    from .. import schema
+    from ..base import schema
     from ..state.rundir import RecordWriter
     from ..state.runread import RunReader
 

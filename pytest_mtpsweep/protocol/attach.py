@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from .. import rig, schema
-from ..errors import ReplyCut, ServerError
-from ..redact import redact_url
+from .. import rig
+from ..base import schema
+from ..base.errors import ReplyCut, ServerError
+from ..base.redact import redact_url
 from ..rig import serverargv, specmetrics
 from .progress import Progress, describe
-from .witnesses import argv_contains
+from .serveridentity import argv_contains
 
 if TYPE_CHECKING:
     from ..state.live import LiveSession

@@ -10,20 +10,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import registry
+from ..base.redact import redact_urls
+from ..interface import registry
 from ..ladder import Ladder, SessionSlot
-from ..redact import redact_urls
-from ..request import RunRequest
 from ..state.context import RunContext
 from ..state.rundir import RunDir
-from . import documents, hostrule, looks, prereg, resume
+from ..wishes.request import RunRequest
+from . import documents, hostrule, looks, resume
+from . import preregistration as prereg
 from .schedule import Schedule, deadline_from
 from .session import Sessions
 from .setup import Resolved
 from .sweeplooks import SweepLooks
 
 if TYPE_CHECKING:
-    from ..kindbase import Case, Kind, KindRun, SweepLookFn
+    from ..interface.kind import Case, Kind, KindRun, SweepLookFn
     from ..preflight import PreflightItem
 
 

@@ -14,8 +14,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..ladder.model import HostRule
-from ..rig import busyhost, host
+from ..ladder.values import HostRule
+from ..rig import busyhost
+from ..rig import hostnoise as host
 from ..state.live import LiveSession
 from . import hostrule
 

@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import schema
 from .._version import __version__
+from ..base import schema
 from ..ladder import Ladder, SessionSlot
-from ..ladder.model import Preregistration
+from ..ladder.values import Preregistration
 from ..preflight.items import PreflightItem, write_preflight_json
 from ..state.plandoc import HostRulePlan, PlanDoc, StopDesign
 from ..state.rundir import RunDir
-from . import planfile, prereg, resume
+from . import planfile, resume
+from . import preregistration as prereg
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import schema
-from ..errors import RunDirError
-from ..fileio import read_bounded
+from ..base import schema
+from ..base.errors import RunDirError
+from ..base.fileio import read_bounded
 from ..ladder import Ladder
 from ..state.rundir import RunDir
-from . import rowtable, witnesses
+from . import rowtable
+from . import serveridentity as witnesses
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Summary:
 def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
     """The facts of every quarantined attempt; one killed before it was filed (a kill -9, set
     aside on --resume) is a row too, from its directory name and reason."""
-    from ..fileio import load_json_bounded
+    from ..base.fileio import load_json_bounded
 
     out: list[dict[str, Any]] = []
     member = schema.QUARANTINE_MEMBERS["session"]

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import schema
-from ..ladder.model import HostRule
+from ..base import schema
+from ..ladder.values import HostRule
 from ..state.plandoc import HostRulePlan
 
 ENV = "MTPSWEEP_HOST_RULE"  # "off": the rule is not applied (the test suite's default)

@@ -7,19 +7,21 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import rig, schema
-from ..errors import ServerError
+from .. import rig
+from ..base import schema
+from ..base.errors import ServerError
 from ..rig import exits as rig_exits
-from ..rig import host, liveset
+from ..rig import hostnoise as host
+from ..rig import liveset
 from ..rig.buildid import identify, mismatch, props_mismatch
 from ..rig.gguf import template_identity
 from ..state.context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
 from ..state.live import LiveSession
 from .progress import Progress, Silent, describe
-from .witnesses import startup_error
+from .serveridentity import startup_error
 
 if TYPE_CHECKING:
-    from ..kindbase import KindRun
+    from ..interface.kind import KindRun
 
 
 def bring_up(live: LiveSession, kind: KindRun, progress: Progress | None = None) -> None:

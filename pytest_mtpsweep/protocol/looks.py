@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import registry, schema
-from ..constants import SUBSETS
-from ..errors import LadderError, OptionError
+from ..base import schema
+from ..base.constants import SUBSETS
+from ..base.errors import LadderError, OptionError
+from ..interface import registry
 from ..ladder import Ladder, SessionSlot
 from ..state.rundocs import Look, LookCell, StopDoc
 
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..analysis.sequential import CellState, Design
-    from ..kindbase import Case, InterimFn, Kind, KindRun
-    from ..report.result import AnalysisResult
+    from ..interface.kind import Case, InterimFn, Kind, KindRun
+    from ..report.analysisresult import AnalysisResult
     from .sweeplooks import SweepLooks
 
 
@@ -170,7 +171,7 @@ class Looks:
     def take(self, k: int) -> bool:
         """Look k: the kind's interim analysis against the rule; True when the rule is met."""
         from ..analysis.sequential import rule_met
-        from ..report.result import AnalysisResult
+        from ..report.analysisresult import AnalysisResult
 
         result: AnalysisResult | None = None
         cells: tuple[CellState, ...] = ()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import KindError
+from ..base.errors import KindError
 from ..ladder import Ladder, SessionSlot
-from ..ladder.model import Preregistration, Sweep
+from ..ladder.values import Preregistration, Sweep
 from ..state.plandoc import (
     PLAN_FIELDS,
     AnalysisPlan,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..ladder.plan import SessionSlot
+from ..ladder.runplan import SessionSlot
 
 
 class Progress(Protocol):

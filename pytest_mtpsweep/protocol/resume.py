@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import schema
-from ..errors import RunDirError, RunReadError
+from ..base import schema
+from ..base.errors import RunDirError, RunReadError
 from ..preflight.items import PreflightItem, write_preflight_json
 from ..state.plandoc import PlanDoc
 from ..state.rundir import RunDir
@@ -93,7 +93,7 @@ def reopen(
     """Continue an interrupted run: same ladder and options, or a refusal naming the change.
 
     `kind_fields` are the plan fields the kind counts as the run's identity (`--resume`)."""
-    from .. import registry
+    from ..interface import registry
 
     old = read_plan(run_path)
     stopped = run_path / schema.STOPPED_FILE

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import textwidth
-from .witnesses import session_memory_mib
+from ..base import textwidth
+from .serveridentity import session_memory_mib
 
 HEADER = (
     "#",

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AlreadyDone, Curtailed, Decided
+from ..base.errors import AlreadyDone, Curtailed, Decided
 from ..ladder import Ladder
-from ..ladder.model import Preregistration
-from ..ladder.plan import SessionSlot, session_label
-from ..options import parse_deadline, parse_duration
-from . import prereg
+from ..ladder.runplan import SessionSlot, session_label
+from ..ladder.values import Preregistration
+from ..wishes.options import parse_deadline, parse_duration
+from . import preregistration as prereg
 
 if TYPE_CHECKING:
     from .looks import Looks

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from .. import schema
-from ..errors import RunDirError, ServerCrashed, ServerError, SkipCase, StopRun
-from ..ladder.plan import SessionSlot
+from ..base import schema
+from ..base.errors import RunDirError, ServerCrashed, ServerError, SkipCase, StopRun
+from ..ladder.runplan import SessionSlot
 from ..rig.exits import describe_exit, ended, exit_of
 from ..state.context import RunContext
 from ..state.live import LiveSession
@@ -30,7 +30,7 @@ from .progress import Progress, Silent, session_summary
 from .schedule import Schedule
 
 if TYPE_CHECKING:
-    from ..kindbase import Case, KindRun, Result
+    from ..interface.kind import Case, KindRun, Result
 
 
 def crash_marker(slot: str, exc: ServerCrashed) -> str:

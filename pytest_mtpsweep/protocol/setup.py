@@ -9,17 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import rig, schema
+from .. import rig
 from .._version import __version__
+from ..base import schema
 from ..ladder import Ladder
-from ..request import PreflightRequest, RunRequest
 from ..rig import liveset
 from ..rig.buildid import BuildIdentity, identify, short
 from ..rig.digests import default_digest_cache
 from ..rig.provision import treatment_server
+from ..wishes.request import PreflightRequest, RunRequest
 
 if TYPE_CHECKING:
-    from ..kindbase import KindRun
+    from ..interface.kind import KindRun
     from ..preflight import PreflightItem
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..kindbase import SweepLookAt, SweepVerdict
+from ..interface.kind import SweepLookAt, SweepVerdict
 from ..ladder import Ladder
 from ..state.rundocs import DroppedArm
 

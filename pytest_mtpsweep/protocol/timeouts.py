@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..kindbase import Case
+    from ..interface.kind import Case
     from ..ladder import Ladder
 
 # Stopping a server: SIGTERM, up to 10 s, SIGKILL, up to 30 s more, then the port check (5 s).

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..fileio import json_safe
+from ..base.fileio import json_safe
 from ..state.runread import RunReader
 from .assets import ERRORS_JS, PAGE_CSS, PAGE_JS
 

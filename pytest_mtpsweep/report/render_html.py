@@ -14,7 +14,7 @@ from . import images, mdhtml
 from .document import Markup, PageSection, el, join, render_page
 from .mdtext import Md
 from .model import Block, Figure, Page, Report, Role, Section, Table, Text
-from .tables import filterable, table
+from .pagetables import filterable, table
 
 
 def _cell(value: object) -> object:

@@ -9,15 +9,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import AnalysisError
-from ..fileio import atomic_write_bytes, atomic_write_text, json_safe
+from ..base.errors import AnalysisError
+from ..base.fileio import atomic_write_bytes, atomic_write_text, json_safe
 from .document import REPORT_HTML, page_title, versions
 from .model import Report
 from .render_html import page
 from .render_md import REPORT_MD, markdown
 
 if TYPE_CHECKING:
-    from .result import AnalysisResult, FigureData
+    from .analysisresult import AnalysisResult, FigureData
 
 
 def _cannot(out_dir: Path, exc: OSError) -> AnalysisError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..redact import redact_url
+from ..base.redact import redact_url
 
 
 def bearer(env: str | None, url: str, error: type[Exception]) -> dict[str, str]:

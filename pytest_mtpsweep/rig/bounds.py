@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import ReplyCut
+from ..base.errors import ReplyCut
 
 if TYPE_CHECKING:
     import httpx

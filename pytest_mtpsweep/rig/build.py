@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ProvisionError
-from ..fileio import atomic_write_json, cache_dir, cache_folder
+from ..base.errors import ProvisionError
+from ..base.fileio import atomic_write_json, cache_dir, cache_folder
 from .buildprogress import BuildTimeout, host_load_warning, minutes, run_with_progress
 from .cachefiles import last_line, locked, read_stamp
 from .digests import sha256_file

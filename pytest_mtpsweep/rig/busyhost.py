@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..ladder.model import HostRule
-from ..options import MAX_WAIT_FOR_QUIET_S
-from . import host
+from ..ladder.values import HostRule
+from ..wishes.options import MAX_WAIT_FOR_QUIET_S
+from . import hostnoise as host
 
 # Two seconds: psutil's CPU times tick at 10 ms, so a one-core hog reads within a percent, and
 # the check costs a run two seconds. At most 30 s, a window that already reads as a wait.

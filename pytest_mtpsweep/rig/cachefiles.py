@@ -12,8 +12,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import ProvisionError
-from ..fileio import loads_bounded
+from ..base.errors import ProvisionError
+from ..base.fileio import loads_bounded
 
 MAX_STAMP_BYTES = 64 * 1024  # a stamp is ~2 KB (the CPU's flags); more was not written by us
 MAX_STAMP_DEPTH = 4  # a stamp's deepest value is build_env's strings: {"build_env": {k: v}}

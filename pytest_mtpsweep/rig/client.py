@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from ..errors import ReplyCut
-from ..redact import redact_url
-from ..schema import Measurement
+from ..base.errors import ReplyCut
+from ..base.redact import redact_url
+from ..base.schema import Measurement
 from .bounds import Deadline, ReadBound, read_body, stream_lines
 from .stream import RawStream, reduce_stream
 

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_write_text, cache_dir, load_json_bounded
+from ..base.fileio import atomic_write_text, cache_dir, load_json_bounded
 
 _CACHE_FORMAT = 1
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from ..errors import ReplyCut, ServerError
-from ..redact import redact_url
+from ..base.errors import ReplyCut, ServerError
+from ..base.redact import redact_url
 from . import bounds
 from .bearer import bearer
 from .bounds import ReadBound

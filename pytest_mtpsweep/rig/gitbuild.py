@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from ..errors import ProvisionError
-from ..fileio import atomic_write_json, cache_dir
-from ..redact import redact_url, redact_urls
+from ..base.errors import ProvisionError
+from ..base.fileio import atomic_write_json, cache_dir
+from ..base.redact import redact_url, redact_urls
 from . import build
 from .build import Say
 from .cachefiles import last_line, locked, read_stamp

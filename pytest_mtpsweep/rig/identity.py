@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import psutil
 
-from ..errors import ReplyCut
+from ..base.errors import ReplyCut
 from . import bounds, gpu
 from .bounds import ReadBound
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import psutil
 
-from ..errors import RunDirError
-from ..fileio import atomic_write_json, load_json_bounded
-from ..schema import LIVE_SERVERS_FILE, launcher_dir
+from ..base.errors import RunDirError
+from ..base.fileio import atomic_write_json, load_json_bounded
+from ..base.schema import LIVE_SERVERS_FILE, launcher_dir
 
 STOP_TIMEOUT_S = 120.0
 

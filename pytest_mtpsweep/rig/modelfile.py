@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from ..errors import ProvisionError
+from ..base.errors import ProvisionError
 from .digests import file_digest
 
 MAGIC = b"GGUF"

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ProvisionError
-from ..fileio import cache_dir, cache_folder, load_json_bounded
+from ..base.errors import ProvisionError
+from ..base.fileio import cache_dir, cache_folder, load_json_bounded
 
 PREFIX = "embedded:"
 

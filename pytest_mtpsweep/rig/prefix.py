@@ -15,8 +15,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ..errors import ProvisionError
-from ..fileio import atomic_write_json
+from ..base.errors import ProvisionError
+from ..base.fileio import atomic_write_json
 from . import build
 from .build import Package, Say
 from .cachefiles import locked, read_stamp

@@ -7,8 +7,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ProvisionError
-from ..redact import redact_url
+from ..base.errors import ProvisionError
+from ..base.redact import redact_url
 from . import models
 from .models import EmbeddedModel
 from .version import build_id, version_line

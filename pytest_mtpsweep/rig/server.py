@@ -17,7 +17,7 @@ from typing import IO
 import httpx
 import psutil
 
-from ..errors import ReplyCut, ServerCrashed, ServerError
+from ..base.errors import ReplyCut, ServerCrashed, ServerError
 from . import bounds
 from .exits import describe_exit, exit_of, fault_site
 from .net import listening, port_is_free

@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import ServerError
+from ..base.errors import ServerError
 
 FLAGS_COMMAND_TIMEOUT_S = 30.0
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ServerCrashed, ServerError
-from ..fileio import atomic_write_json, cache_dir, load_json_bounded
+from ..base.errors import ServerCrashed, ServerError
+from ..base.fileio import atomic_write_json, cache_dir, load_json_bounded
 from .build import cpu_key, files_digest
 from .client import RequestSpec, new_http_client, stream_chat
 from .exits import ended, exit_of

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schema import Measurement
+from ..base.schema import Measurement
 from .bounds import excess_chunks
 from .served import model_reason, shown
 from .timings import Timings, read_timings

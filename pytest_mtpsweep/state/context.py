@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..ladder.model import Ladder
-from ..ladder.plan import SessionSlot
+from ..ladder.runplan import SessionSlot
+from ..ladder.values import Ladder
 from ..rig.buildid import BuildIdentity
 from ..rig.provision import ServerBinary
 from ..rig.server import Launcher, LaunchSpec

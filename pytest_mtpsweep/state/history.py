@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import recordlines
-from ..errors import UserError
-from ..fileio import dumps_line, special
-from ..schema import HISTORY_REQUIRED
+from ..base import recordlines
+from ..base.errors import UserError
+from ..base.fileio import dumps_line, special
+from ..base.schema import HISTORY_REQUIRED
 
 FORMAT = 1
 DECISIONS: tuple[str, ...] = ("pass", "fail", "undecided")

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import rig, schema
-from ..ladder.plan import SessionSlot
-from ..rig import host
+from .. import rig
+from ..base import schema
+from ..ladder.runplan import SessionSlot
+from ..rig import hostnoise as host
 from ..rig.bounds import request_s
 from ..rig.specmetrics import SpecCounters
 from .context import RunContext

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RunReadError
-from ..ladder.hostrule import BOUNDS as HOST_BOUNDS
-from ..ladder.model import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES
+from ..base.errors import RunReadError
+from ..ladder.hostthresholds import BOUNDS as HOST_BOUNDS
 from ..ladder.stop import MAX_CELLS
-from ..ladder.sweep import MAX_SWEEP_ARMS
+from ..ladder.sweepaxes import MAX_SWEEP_ARMS
+from ..ladder.values import BOUNDS, MAX_CYCLES, SPENDINGS, STOP_RULES
 from .rundocs import FORMAT, FORMAT_FIELD, Fields, check_format
 
 # plan.json's own fields: everything else at its top level is the kind's (`kind_fields`)

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .. import schema
-from ..errors import RunDirError
-from ..fileio import (
+from ..base import schema
+from ..base.errors import RunDirError
+from ..base.fileio import (
     MAX_RECORD_FILE_BYTES,
     BadFile,
     atomic_write_bytes,

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._version import __version__
-from ..errors import RunReadError
-from ..ladder.model import BOUNDS
+from ..base.errors import RunReadError
+from ..ladder.values import BOUNDS
 
 FORMAT = 1  # the run documents' format this version writes and reads (see the module)
 FORMAT_FIELD = "format"

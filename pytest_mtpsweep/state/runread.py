@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import recordlines as rl
-from .. import schema
-from ..errors import RunReadError
-from ..fileio import BadFile, BadJson, load_json_bounded, read_bounded
+from ..base import recordlines as rl
+from ..base import schema
+from ..base.errors import RunReadError
+from ..base.fileio import BadFile, BadJson, load_json_bounded, read_bounded
 from .plandoc import PlanDoc
 from .rundocs import SessionDoc, StopDoc
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED, decide
-from pytest_mtpsweep.gate import MAX_MARGIN_PCT, check_margin
+from pytest_mtpsweep.wishes.gate import MAX_MARGIN_PCT, check_margin
 
 pct = st.floats(min_value=-60.0, max_value=60.0, allow_nan=False)
 margins = st.floats(min_value=0.01, max_value=MAX_MARGIN_PCT)

@@ -22,8 +22,8 @@ from pytest_mtpsweep.analysis.planning import (
 )
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.design import design_warnings, prompts_for_equivalence
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
 from pytest_mtpsweep.kinds.decode.analysis.plan import cell_matrix, plan_cells
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

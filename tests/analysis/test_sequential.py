@@ -19,7 +19,7 @@ from pytest_mtpsweep.analysis.sequential import (
     rule_met,
     spent,
 )
-from pytest_mtpsweep.errors import RunReadError
+from pytest_mtpsweep.base.errors import RunReadError
 from pytest_mtpsweep.state.plandoc import stop_design
 
 

@@ -19,13 +19,13 @@ from pytest_mtpsweep.analysis.stats import (
     row_quantiles,
     session_spread,
 )
-from pytest_mtpsweep.constants import INTERVAL
+from pytest_mtpsweep.base.constants import INTERVAL
 from pytest_mtpsweep.kinds.decode.analysis.contraststats import (
     fixed_effects_slope,
     sign_flip_pvalue,
 )
-from pytest_mtpsweep.kinds.decode.analysis.model import DecodeAnalysis
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import analyse
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import DecodeAnalysis
 from tests.strategies import (
     Design,
     RateFn,

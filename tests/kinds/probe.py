@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pytest_mtpsweep import newkind
+from pytest_mtpsweep.cli import newkind
 
 NAME = "probe"
 PACKAGE = f"{NAME}_kind"

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analyse import run_cli
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
+from pytest_mtpsweep.base.schema import Measurement
+from pytest_mtpsweep.cli.analyse import run_cli
 from pytest_mtpsweep.kinds.decode.run.cases import DecodeCase
 from pytest_mtpsweep.kinds.decode.run.decoderun import prepare
 from pytest_mtpsweep.kinds.decode.run.markers import stop_marker
 from pytest_mtpsweep.ladder import run_plan
 from pytest_mtpsweep.ladder.prompts import Prompt, session_order
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import RunRequest
-from pytest_mtpsweep.schema import Measurement
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
 
 REPO = Path(__file__).resolve().parents[2]

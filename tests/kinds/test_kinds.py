@@ -9,15 +9,15 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_mtpsweep import kindcheck
-from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.gate import parse_gates
+from pytest_mtpsweep.base.errors import ExpectationError
+from pytest_mtpsweep.base.schema import WarmupFacts
+from pytest_mtpsweep.interface import kindcheck as kindcheck
 from pytest_mtpsweep.kindapi import Case, EndAnalysis, GateVerdict, KindRun, Outcome
-from pytest_mtpsweep.ladder.model import Preregistration
-from pytest_mtpsweep.ladder.plan import SessionSlot
-from pytest_mtpsweep.request import AnalysisRequest
-from pytest_mtpsweep.schema import WarmupFacts
+from pytest_mtpsweep.ladder.runplan import SessionSlot
+from pytest_mtpsweep.ladder.values import Preregistration
 from pytest_mtpsweep.state.live import LiveSession
+from pytest_mtpsweep.wishes.gate import parse_gates
+from pytest_mtpsweep.wishes.request import AnalysisRequest
 from tests.gatetexts import gate
 
 

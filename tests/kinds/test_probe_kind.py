@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep import registry
+from pytest_mtpsweep.interface import registry
 from tests.kinds import probe
 from tests.report.dom import parse
 from tests.sandbox import REPO, only_run
@@ -108,7 +108,7 @@ def test_a_kind_from_its_own_package_runs_through_the_whole_protocol(
     assert [row.split(",")[:2] for row in summary[1:]] == [["a", "6"], ["b", "6"]]
 
     again = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run_dir)],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "analyse", str(run_dir)],
         capture_output=True, text=True, check=False, cwd=project,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError, OptionError
-from pytest_mtpsweep.ladder.attach import one_server
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.base.errors import LadderError, OptionError
+from pytest_mtpsweep.ladder.attachfields import one_server
+from pytest_mtpsweep.protocol.loader import load_ladder
 
 HEAD = """
 question = "Is B faster than A?"

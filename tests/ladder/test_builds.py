@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.ladder.builds import COMMIT, DEFAULT_REPO, MAX_PATH_CHARS, PIP_PIN
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.protocol.loader import load_ladder
 
 HEAD = """
 question = "Is build B slower than build A?"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.ladder import find_ladder, search_dirs
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.ladder.model import HostRule
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.base.errors import LadderError
+from pytest_mtpsweep.ladder.values import HostRule
+from pytest_mtpsweep.protocol.loader import load_ladder
 from tests.ladder.test_load import MINIMAL, write
 
 

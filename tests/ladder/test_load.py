@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.base.errors import LadderError
+from pytest_mtpsweep.protocol.loader import load_ladder
 
 REPO = Path(__file__).resolve().parents[2]
 LADDERS = REPO / "experiments" / "ladders"

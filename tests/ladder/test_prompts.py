@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import PromptError
+from pytest_mtpsweep.base.errors import PromptError
 from pytest_mtpsweep.ladder.prompts import digest, load_prompt_set, select
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.ladder.model import StopRule
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.ladder.stop import early_look_warning
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.ladder.values import StopRule
+from pytest_mtpsweep.protocol.loader import load_ladder
 from tests.ladder.test_load import LADDERS, MINIMAL, write
 
 

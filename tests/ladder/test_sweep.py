@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError
-from pytest_mtpsweep.ladder.plan import WILLIAMS, ladder_plan, run_plan, williams_row
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.base.errors import LadderError
+from pytest_mtpsweep.ladder.runplan import WILLIAMS, ladder_plan, run_plan, williams_row
+from pytest_mtpsweep.protocol.loader import load_ladder
 from tests.ladder.test_load import write
 
 BASE = """

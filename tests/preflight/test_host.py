@@ -10,7 +10,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.preflight.host import (
+from pytest_mtpsweep.preflight.items import (
+    FAIL,
+    PASS,
+    SKIP,
+)
+from pytest_mtpsweep.preflight.machine import (
     check_disk,
     check_gpu,
     check_host_idle,
@@ -19,11 +24,6 @@ from pytest_mtpsweep.preflight.host import (
     check_ports,
     check_ram,
     check_server_processes,
-)
-from pytest_mtpsweep.preflight.items import (
-    FAIL,
-    PASS,
-    SKIP,
 )
 from tests.fake_pynvml import FakeGpu, FakeNvml
 from tests.preflight.helpers import free_port, running, sleep_copy, write_script

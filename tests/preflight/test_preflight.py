@@ -12,13 +12,8 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from pytest_mtpsweep.errors import PreflightError
+from pytest_mtpsweep.base.errors import PreflightError
 from pytest_mtpsweep.preflight import PreflightInputs, item_names, run_preflight
-from pytest_mtpsweep.preflight.host import (
-    check_disk,
-    check_gpu,
-    check_ram,
-)
 from pytest_mtpsweep.preflight.items import (
     FAIL,
     PASS,
@@ -32,6 +27,7 @@ from pytest_mtpsweep.preflight.items import (
     render_table,
     write_preflight_json,
 )
+from pytest_mtpsweep.preflight.machine import check_disk, check_gpu, check_ram
 from tests.fake_pynvml import FakeGpu, FakeNvml
 from tests.preflight.helpers import by_name
 

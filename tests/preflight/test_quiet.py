@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mtpsweep.ladder.model import HostRule
+from pytest_mtpsweep.ladder.values import HostRule
 from pytest_mtpsweep.preflight import FAIL, PASS, SKIP, QuietCheck
 from pytest_mtpsweep.preflight.quiet import check_host_quiet
 from pytest_mtpsweep.rig import busyhost

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_mtpsweep.ladder import plan
+from pytest_mtpsweep.ladder import runplan as plan
 from pytest_mtpsweep.preflight import PreflightInputs, item_names, run_preflight
 from pytest_mtpsweep.preflight.items import FAIL, PASS
 from pytest_mtpsweep.preflight.selftest import CHECKS, check_self_test

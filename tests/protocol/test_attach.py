@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.protocol.attach import ATTACHED_NOT_APPLICABLE, NOT_APPLICABLE
 from tests.sandbox import copy_experiments, only_run
 from tests.stub_vllm_server import Script, expected_counts, serve

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.protocol.attach import ATTACHED_NOT_APPLICABLE, NOT_APPLICABLE
 from tests.sandbox import copy_experiments, only_run, server_by_hand
 

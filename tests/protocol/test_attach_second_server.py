@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.rig.net import free_port
 from tests.sandbox import copy_experiments, only_run, started_by_hand

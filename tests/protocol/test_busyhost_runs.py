@@ -19,9 +19,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_mtpsweep.base.schema import HostNoise
 from pytest_mtpsweep.protocol import busywatch
-from pytest_mtpsweep.rig import busyhost, host
-from pytest_mtpsweep.schema import HostNoise
+from pytest_mtpsweep.rig import busyhost
+from pytest_mtpsweep.rig import hostnoise as host
 from tests.protocol.test_session import run_stub, staged_stub, stub_project, stubs_running
 from tests.sandbox import only_run, read_records
 

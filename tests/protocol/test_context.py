@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_mtpsweep.interface.registry import prepare
 from pytest_mtpsweep.ladder import run_plan
-from pytest_mtpsweep.loader import load_ladder
 from pytest_mtpsweep.protocol import setup
-from pytest_mtpsweep.registry import prepare
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.rig.provision import ServerBinary
 from pytest_mtpsweep.state.context import RunContext
 from pytest_mtpsweep.state.rundir import RunDir
+from pytest_mtpsweep.wishes.request import RunRequest
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = """

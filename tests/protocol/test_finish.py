@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.errors import RunDirError
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.base.errors import RunDirError
 from pytest_mtpsweep.protocol.finish import summarise
+from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.state.rundir import RunDir
 
 REPO = Path(__file__).resolve().parents[2]

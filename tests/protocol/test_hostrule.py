@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.ladder.model import HostRule
+from pytest_mtpsweep.base import schema
+from pytest_mtpsweep.ladder.values import HostRule
 from pytest_mtpsweep.protocol import hostrule
-from pytest_mtpsweep.rig import host
+from pytest_mtpsweep.rig import hostnoise as host
 from pytest_mtpsweep.state.rundir import RunDir
 
 QUIET = {

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.rig import host
-from pytest_mtpsweep.schema import HostNoise
+from pytest_mtpsweep.base.schema import HostNoise
+from pytest_mtpsweep.rig import hostnoise as host
 from tests.protocol.test_session import STUB, run_stub, stub_project, stubs_running
 from tests.sandbox import only_run, read_records
 

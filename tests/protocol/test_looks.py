@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep import schema
 from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import CellState, Design
-from pytest_mtpsweep.ladder.plan import run_plan
+from pytest_mtpsweep.base import schema
+from pytest_mtpsweep.ladder.runplan import run_plan
 from pytest_mtpsweep.protocol.looks import Looks, prereg_lines
 from pytest_mtpsweep.state.rundocs import FORMAT, StopDoc
 from tests.protocol.test_session import run_stub, stub_project
@@ -96,7 +96,7 @@ def test_a_decided_run_stops_at_its_first_look_and_exits_0(pytester: pytest.Pyte
     assert "**Stopped by its rule:**" in report
     assert "**Not run:**" not in report  # sessions the rule made unnecessary are not missing
     # why it stopped is recomputed from the records: stop.json missing or hand-edited says nothing
-    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.cli.main import main
 
     sessions = sorted(p.name for p in (run / "sessions").iterdir())
     for doc in (None, json.dumps({"looks": [{"look": 1, "met": False, "why": "forged"}],
@@ -165,8 +165,8 @@ def test_stop_cells_the_selection_removes_are_refused_before_any_server(
 
 
 def test_a_looks_result_is_saved_after_its_record_is_in_stop_json() -> None:
+    from pytest_mtpsweep.report.analysisresult import AnalysisResult
     from pytest_mtpsweep.report.model import Report
-    from pytest_mtpsweep.report.result import AnalysisResult
 
     events: list[str] = []
     result = AnalysisResult(
@@ -192,8 +192,8 @@ def test_a_looks_result_is_saved_after_its_record_is_in_stop_json() -> None:
 
 
 def test_a_save_that_fails_does_not_end_the_run() -> None:
+    from pytest_mtpsweep.report.analysisresult import AnalysisResult
     from pytest_mtpsweep.report.model import Report
-    from pytest_mtpsweep.report.result import AnalysisResult
 
     def save(got: AnalysisResult) -> None:
         raise OSError("disk full")

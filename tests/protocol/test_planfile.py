@@ -52,7 +52,7 @@ def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
     from pathlib import Path
 
     from pytest_mtpsweep.ladder import run_plan
-    from pytest_mtpsweep.loader import load_ladder
+    from pytest_mtpsweep.protocol.loader import load_ladder
     from pytest_mtpsweep.protocol.planfile import plan_document
 
     lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "drafters-cpu.toml")
@@ -70,7 +70,7 @@ def test_a_kinds_analysis_settings_join_the_analysis_block() -> None:
 
 
 def test_the_host_rule_is_part_of_the_runs_identity() -> None:
-    from pytest_mtpsweep.ladder.model import HostRule
+    from pytest_mtpsweep.ladder.values import HostRule
     from pytest_mtpsweep.protocol.hostrule import plan_entry
     from pytest_mtpsweep.state.plandoc import host_json
 
@@ -88,9 +88,9 @@ def test_the_host_rule_is_part_of_the_runs_identity() -> None:
 def test_a_kind_field_named_like_the_protocols_is_refused() -> None:
     from pathlib import Path
 
-    from pytest_mtpsweep.errors import KindError
+    from pytest_mtpsweep.base.errors import KindError
     from pytest_mtpsweep.ladder import run_plan
-    from pytest_mtpsweep.loader import load_ladder
+    from pytest_mtpsweep.protocol.loader import load_ladder
     from pytest_mtpsweep.protocol.planfile import plan_document
 
     lad = load_ladder(Path(__file__).parents[2] / "experiments" / "ladders" / "drafters-cpu.toml")

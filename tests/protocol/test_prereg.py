@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_mtpsweep import registry
+from pytest_mtpsweep.interface import registry
 from pytest_mtpsweep.kindapi import KindRun
 from pytest_mtpsweep.ladder import Ladder, run_plan
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.protocol import prereg as preregistration
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol import preregistration as preregistration
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 
 LADDERS = Path(__file__).resolve().parents[2] / "experiments" / "ladders"
 

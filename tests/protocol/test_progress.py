@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.ladder.plan import SessionSlot
+from pytest_mtpsweep.ladder.runplan import SessionSlot
 from pytest_mtpsweep.protocol.progress import describe, session_summary
 
 

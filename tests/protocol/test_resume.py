@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.base import schema
+from pytest_mtpsweep.base.errors import RunDirError
 from pytest_mtpsweep.protocol.resume import finished_sessions, read_plan
 from pytest_mtpsweep.state.plandoc import PlanDoc
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.base.errors import RunDirError
+from pytest_mtpsweep.base.schema import RUN_SUBDIRS, new_run_id
 from pytest_mtpsweep.kinds.decode.analysis.io import load_run
-from pytest_mtpsweep.schema import RUN_SUBDIRS, new_run_id
 from pytest_mtpsweep.state.rundir import RunDir
 from tests.sandbox import read_records
 

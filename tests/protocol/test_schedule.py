@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import Curtailed, OptionError
+from pytest_mtpsweep.base.errors import Curtailed, OptionError
 from pytest_mtpsweep.ladder import SessionSlot, run_plan, session_label
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.options import parse_deadline, parse_duration
+from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.protocol.schedule import Schedule, estimate_s, plan_drops
+from pytest_mtpsweep.wishes.options import parse_deadline, parse_duration
 
 
 class TestParsing:

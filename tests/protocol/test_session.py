@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.analyse import run_cli
+from pytest_mtpsweep.cli.analyse import run_cli
 from tests.sandbox import (
     FAKE_GGUF,
     STUB_SERVER,
@@ -464,7 +464,7 @@ class TestDiskFull:
 
 FAULT_CONFTEST = """
 import pytest
-from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.base.errors import RunDirError
 from pytest_mtpsweep.protocol import lifecycle
 from pytest_mtpsweep.state.rundir import RunDir
 from pytest_mtpsweep.rig import server
@@ -799,7 +799,7 @@ class TestLeftoverServers:
 
             def mtpsweep(*argv: str) -> subprocess.CompletedProcess[str]:
                 return subprocess.run(
-                    [sys.executable, "-m", "pytest_mtpsweep.cli", *argv],
+                    [sys.executable, "-m", "pytest_mtpsweep.cli.main", *argv],
                     cwd=pytester.path, capture_output=True, text=True, timeout=120, check=False,
                     env={**os.environ, "COLUMNS": "300"},  # table cells whole
                 )  # fmt: skip

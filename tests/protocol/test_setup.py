@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.analyse import run_cli
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.cli.analyse import run_cli
 from pytest_mtpsweep.preflight.artefacts import check_models
+from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.protocol.setup import model_files
 from tests.protocol.test_session import all_records, run_stub, stub_project
 from tests.sandbox import FAKE_GGUF

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kindapi import SweepLookAt, SweepVerdict
 from pytest_mtpsweep.protocol.sweeplooks import SweepLooks
 from pytest_mtpsweep.state.rundocs import DroppedArm

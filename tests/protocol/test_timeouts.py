@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.ladder import Ladder, SessionSlot
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.protocol.timeouts import STOP_S, closing_s, item_limits, opening_s
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_a_session_of_one_selected_item_opens_and_closes_on_it(ladder: Ladder) -
 
 
 def test_a_rig_launcher_adds_its_own_timeout(ladder: Ladder, tmp_path: Path) -> None:
-    from pytest_mtpsweep.ladder.model import ExternalLaunchers
+    from pytest_mtpsweep.ladder.values import ExternalLaunchers
 
     rigged = dataclasses.replace(ladder, launchers=ExternalLaunchers(tmp_path, tmp_path))
     assert opening_s(rigged, 10) == opening_s(ladder, 10) + 2 * 2 * 120

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_mtpsweep.protocol.witnesses import (
+from pytest_mtpsweep.protocol.serveridentity import (
     describe,
     memory_steps,
     session_memory_mib,

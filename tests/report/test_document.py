@@ -14,8 +14,8 @@ from pytest_mtpsweep.report import PageSection, el, json_script, text
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.report.document import CSP, render_page
 from pytest_mtpsweep.report.model import Report, Section, Text
+from pytest_mtpsweep.report.pagetables import filterable, table
 from pytest_mtpsweep.report.save import write_report
-from pytest_mtpsweep.report.tables import filterable, table
 from tests.report.dom import parse
 
 HOSTILE = '</script><script>alert(1)</script> "><img src=x onerror=alert(1)> \u2028\u2029 & end'

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.constants import BOOT
+from pytest_mtpsweep.base.constants import BOOT
 from pytest_mtpsweep.kinds.decode.report.sections import render_full
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text

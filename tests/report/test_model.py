@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_mtpsweep._version import __version__
-from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.base.errors import AnalysisError
 from pytest_mtpsweep.report import render_html, render_md
 from pytest_mtpsweep.report.document import el
 from pytest_mtpsweep.report.mdtext import Md, md_text

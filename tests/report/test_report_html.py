@@ -24,8 +24,8 @@ from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.images import available as plotting_available
 from pytest_mtpsweep.report.model import Page, Report, Section
+from pytest_mtpsweep.report.pagetables import filterable
 from pytest_mtpsweep.report.save import write_report
-from pytest_mtpsweep.report.tables import filterable
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
 from tests.report import mdsplit
 from tests.report.dom import Node, parse

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep._version import __version__
-from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.base.errors import AnalysisError
+from pytest_mtpsweep.report.analysisresult import AnalysisResult, FigureData
 from pytest_mtpsweep.report.model import Report, Section, Text
-from pytest_mtpsweep.report.result import AnalysisResult, FigureData
 from pytest_mtpsweep.report.save import save_result
 from tests.report.dom import parse
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import ReplyCut
+from pytest_mtpsweep.base.errors import ReplyCut
 from pytest_mtpsweep.kinds.authoring.chat import ChatSpec, RetryPolicy, chat
 from pytest_mtpsweep.kinds.load.loadgen.level import ClosedLoop, run_level
 from pytest_mtpsweep.kinds.load.loadgen.payload import LoadPrompt, LoadSpec, LoadTarget

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import ProvisionError
+from pytest_mtpsweep.base.errors import ProvisionError
 from pytest_mtpsweep.rig import build
 from pytest_mtpsweep.rig.cachefiles import MAX_STAMP_BYTES, locked, read_stamp
 from pytest_mtpsweep.rig.digests import sha256_file

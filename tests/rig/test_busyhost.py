@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from pytest_mtpsweep.ladder.model import HostRule
+from pytest_mtpsweep.ladder.values import HostRule
 from pytest_mtpsweep.rig import busyhost
 
 SPIN = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"

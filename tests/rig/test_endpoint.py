@@ -32,7 +32,7 @@ def test_ready_url_is_a_path_or_a_whole_url() -> None:
 def test_a_refused_key_names_its_variable_and_probes_carry_the_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_mtpsweep.errors import ServerError
+    from pytest_mtpsweep.base.errors import ServerError
     from pytest_mtpsweep.preflight.endpoints import AttachedTarget, check_endpoint
     from tests.stub_openai_server import Script, serve
 

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_mtpsweep.errors import ProvisionError
+from pytest_mtpsweep.base.errors import ProvisionError
 from pytest_mtpsweep.rig import build, gitbuild
 from pytest_mtpsweep.rig.buildid import identify
 

@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from pytest_mtpsweep.rig import host
+from pytest_mtpsweep.rig import hostnoise as host
 
 
 def spin(seconds: float) -> None:

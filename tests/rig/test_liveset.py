@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.errors import RunDirError
+from pytest_mtpsweep.base.errors import RunDirError
 from pytest_mtpsweep.rig import liveset
 
 
@@ -161,8 +161,8 @@ def test_leftovers_are_the_running_servers_of_sibling_runs(
 def test_cleanup_refuses_what_is_not_a_run_and_a_damaged_list(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.cli import main
-    from pytest_mtpsweep.schema import LIVE_SERVERS_FILE, PLAN_FILE
+    from pytest_mtpsweep.base.schema import LIVE_SERVERS_FILE, PLAN_FILE
+    from pytest_mtpsweep.cli.main import main
 
     (tmp_path / "notarun").mkdir()
     assert main(["cleanup", str(tmp_path / "notarun")]) == 2

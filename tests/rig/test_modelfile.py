@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import ProvisionError
+from pytest_mtpsweep.base.errors import ProvisionError
 from pytest_mtpsweep.rig.modelfile import gguf_problem, model_sha256, shards
 
 

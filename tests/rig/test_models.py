@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.errors import ProvisionError
+from pytest_mtpsweep.base.errors import ProvisionError
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.rig import models, provision
 
 

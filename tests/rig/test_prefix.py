@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import ProvisionError
+from pytest_mtpsweep.base.errors import ProvisionError
 from pytest_mtpsweep.rig import build, prefix
 from pytest_mtpsweep.rig.buildid import identify
 from pytest_mtpsweep.rig.digests import sha256_file

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import ProvisionError
+from pytest_mtpsweep.base.errors import ProvisionError
 from pytest_mtpsweep.rig import models, provision
 
 

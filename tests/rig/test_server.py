@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_mtpsweep.errors import ServerError
+from pytest_mtpsweep.base.errors import ServerError
 from pytest_mtpsweep.rig import identity, readiness, server
 from pytest_mtpsweep.rig.net import bind_error, free_port, listening, port_is_free
 from tests.sandbox import STUB_SERVER

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import ServerError
+from pytest_mtpsweep.base.errors import ServerError
 from pytest_mtpsweep.rig.serverargv import read_flags_file, run_flags_command, split_argv
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
+from pytest_mtpsweep.base.schema import Measurement
 from pytest_mtpsweep.rig.client import RequestSpec, request_body, stream_chat
 from pytest_mtpsweep.rig.stream import RawStream, reduce_stream
-from pytest_mtpsweep.schema import Measurement
 
 ALIAS = "m-none"
 MS = 1_000_000  # ns per ms

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep import schema
 from pytest_mtpsweep._version import __version__
-from pytest_mtpsweep.errors import RunReadError
-from pytest_mtpsweep.ladder.model import BOUNDS, MAX_CYCLES
+from pytest_mtpsweep.base import schema
+from pytest_mtpsweep.base.errors import RunReadError
+from pytest_mtpsweep.ladder.values import BOUNDS, MAX_CYCLES
 from pytest_mtpsweep.state.plandoc import (
     PLAN_FIELDS,
     AnalysisPlan,
@@ -221,7 +221,7 @@ def test_the_previous_releases_run_is_read_as_it_was_written() -> None:
 def test_the_previous_releases_run_is_analysed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.cli.main import main
 
     run = tmp_path / "run"
     shutil.copytree(FORMAT0, run)
@@ -243,7 +243,7 @@ def _later(tmp_path: Path, file: str) -> Path:
 def test_a_later_format_is_refused_in_one_line_naming_both(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.cli.main import main
 
     run = _later(tmp_path, schema.PLAN_FILE)
     assert main(["analyse", str(run), "--boot", "1000"]) != 0

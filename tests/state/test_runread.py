@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep import recordlines as rl
-from pytest_mtpsweep import schema
-from pytest_mtpsweep.errors import AnalysisError, RunReadError
+from pytest_mtpsweep.base import recordlines as rl
+from pytest_mtpsweep.base import schema
+from pytest_mtpsweep.base.errors import AnalysisError, RunReadError
 from pytest_mtpsweep.state.plandoc import PlanDoc
 from pytest_mtpsweep.state.rundocs import StopDoc
 from pytest_mtpsweep.state.runread import RunReader, shown

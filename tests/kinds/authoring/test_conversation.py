@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.chat import ChatReply
 from pytest_mtpsweep.kinds.authoring.run.budget import TEMPLATE_TOKENS, Budget, turn_bound
-from pytest_mtpsweep.kinds.authoring.run.conversation import Messages, Settings, converse
+from pytest_mtpsweep.kinds.authoring.run.repairloop import Messages, Settings, converse
 from pytest_mtpsweep.kinds.authoring.sandbox import Check
 
 SETTINGS = Settings(max_turns=3, max_tokens=100, extract="fenced:python", feedback_chars=300)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.state.history import read
 from tests.kinds.authoring.project import WRONG, function_of, make_project, run, scripted
 from tests.stub_openai_server import Messages, Script, serve

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.errors import UserError
+from pytest_mtpsweep.base.errors import UserError
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.humaneval import default_source, import_humaneval
 from pytest_mtpsweep.kinds.authoring.humaneval_data import parse_ids

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.kinds.authoring import humaneval, humaneval_data
 from pytest_mtpsweep.kinds.authoring.tasks import load_task
 

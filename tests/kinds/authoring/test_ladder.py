@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.errors import ExpectationError, LadderError, OptionError, PromptError
+from pytest_mtpsweep.base.errors import ExpectationError, LadderError, OptionError, PromptError
 from pytest_mtpsweep.kinds.authoring.cohorts import load_cohorts
 from pytest_mtpsweep.kinds.authoring.ladder import settings
 from pytest_mtpsweep.kinds.authoring.run.authoringrun import prepare
 from pytest_mtpsweep.kinds.authoring.tasks import load_tasks
 from pytest_mtpsweep.ladder import run_plan
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "experiments" / "ladders" / "authoring-cpu.toml"
@@ -118,7 +118,7 @@ def test_the_token_budget_option_overrides_the_ladder(tmp_path: Path) -> None:
 
 
 def test_analysis_options_are_checked_against_the_ladder(tmp_path: Path) -> None:
-    from pytest_mtpsweep.request import AnalysisRequest
+    from pytest_mtpsweep.wishes.request import AnalysisRequest
 
     lad = load_ladder(ladder(tmp_path, "[contrast]\nresamples = 3000"))
     run = prepare(lad, lad.kind_settings, request())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.rig import provision
 from tests.sandbox import copy_experiments, only_run, servers_of

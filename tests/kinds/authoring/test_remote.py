@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from tests.kinds.authoring.project import KEY, KEY_ENV, function_of, make_project, run, scripted
 from tests.sandbox import only_run, spawn_pytest

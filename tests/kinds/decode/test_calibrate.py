@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.analysis.calibration import digest
-from pytest_mtpsweep.cli import main
-from pytest_mtpsweep.errors import OptionError
+from pytest_mtpsweep.base.errors import OptionError
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.kinds.decode.analysis.atend import analyse_at_end
-from pytest_mtpsweep.kinds.decode.analysis.request import validate_request
+from pytest_mtpsweep.kinds.decode.analysis.optioncheck import validate_request
 from tests.gatetexts import request as gates
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 

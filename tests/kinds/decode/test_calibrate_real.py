@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from tests.sandbox import MACHINERY_MODEL, copy_experiments, only_run, prompt_dir
 
 AA = f"""

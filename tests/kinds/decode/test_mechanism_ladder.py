@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_mtpsweep.cli import main
+from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.kinds.decode.planted import mean_length, planted_rates
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.protocol.loader import load_ladder
 
 REPO = Path(__file__).resolve().parents[3]
 LADDER = REPO / "experiments" / "ladders" / "mechanism-cpu.toml"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.kinds.decode.planted import mean_length, planted_rates, record_truth
-from pytest_mtpsweep.loader import load_ladder
+from pytest_mtpsweep.protocol.loader import load_ladder
 from tests.sandbox import copy_experiments, only_run, prompt_dir, read_records
 
 LADDER = Path(__file__).resolve().parents[3] / "experiments" / "ladders" / "mechanism-cpu.toml"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_mtpsweep.base.schema import Measurement
 from pytest_mtpsweep.kinds.decode.records import (
     MECHANISM_FIELDS,
     RECORD_FIELDS,
     decode_record,
     mechanism_fields,
 )
-from pytest_mtpsweep.schema import Measurement
 
 F = MECHANISM_FIELDS
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.kinds.load.analysis import capacity_stats as cs
 from pytest_mtpsweep.kinds.load.capacity import CapacitySettings, bracket, next_level, parse
 from tests.sandbox import REPO
@@ -134,7 +134,7 @@ def test_lint_warns_when_no_level_can_be_surely_within_the_target(tmp_path: Path
     (tmp_path / "experiments" / "prompts").symlink_to(REPO / "experiments" / "prompts")
     for target, warned in (("0.8", False), ("0.9", True)):
         path.write_text(ladder.replace("slo_attainment = 0.8", f"slo_attainment = {target}"))
-        out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli", "lint", str(path)],
+        out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli.main", "lint", str(path)],
                              capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
         assert out.returncode == 0, out.stderr
         said = (
@@ -153,7 +153,7 @@ def test_a_capacity_ladder_with_a_stop_rule_is_refused(tmp_path: Path) -> None:
         ladder
         + '\n[stop]\nrule = "decided"\nmin_cycles = 2\nmax_cycles = 4\nallow_early_looks = true\n'
     )
-    out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli", "lint", str(path)],
+    out = subprocess.run([sys.executable, "-m", "pytest_mtpsweep.cli.main", "lint", str(path)],
                          capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
     assert out.returncode != 0
     assert "cannot take a [stop] rule yet" in out.stdout + out.stderr

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
-from pytest_mtpsweep.errors import OptionError
+from pytest_mtpsweep.base.errors import OptionError
 from pytest_mtpsweep.kinds.load.analysis import capacity_stats as cs
 from pytest_mtpsweep.kinds.load.analysis.capacity_stats import Ratio
 from pytest_mtpsweep.kinds.load.analysis.gates import judge_ratio, verdicts
 from pytest_mtpsweep.kinds.load.capacity import CapacitySettings
 from pytest_mtpsweep.kinds.load.run.loadrun import prepare
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 from tests.gatetexts import gate, request
 from tests.sandbox import REPO
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.kinds.load.conversation import (
     CHARS_PER_TOKEN,
     FOLLOW_UPS,
@@ -23,8 +23,8 @@ from pytest_mtpsweep.kinds.load.conversation import (
 from pytest_mtpsweep.kinds.load.ladder import settings
 from pytest_mtpsweep.kinds.load.loadgen.payload import LoadPrompt
 from pytest_mtpsweep.kinds.load.run.loadrun import prepare
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 from tests.kinds.load.test_ladder import ladder_file
 from tests.kinds.load.test_ladder_bounds import run_limited, write_ladder
 
@@ -133,7 +133,9 @@ def test_lint_refuses_hostile_conversations_before_any_work(tmp_path: Path) -> N
                    f"system_prefix_tokens = {MAX_PREFIX_TOKENS}", "over server.ctx_size"),
     }  # fmt: skip
     paths = {k: write_ladder(tmp_path, k, fields) for k, (fields, _) in cases.items()}
-    done = run_limited(["-m", "pytest_mtpsweep.cli", "lint", *map(str, paths.values())], tmp_path)
+    done = run_limited(
+        ["-m", "pytest_mtpsweep.cli.main", "lint", *map(str, paths.values())], tmp_path
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in out, out
     for k, (_, says) in cases.items():

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR
-from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.base.errors import ExpectationError
 from pytest_mtpsweep.kinds.load.analysis.atend import analyse_at_end, interim
 from pytest_mtpsweep.kinds.load.analysis.contrast import Row
 from pytest_mtpsweep.kinds.load.analysis.gates import judge_row
+from pytest_mtpsweep.wishes.gate import Gate
 from tests.gatetexts import request
 from tests.kinds.load.run_fixture import write_run
 
@@ -74,7 +74,7 @@ def test_mtpsweep_analyse_judges_the_gates_pytest_judges(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Issue 50 (11): `mtpsweep analyse` refused the load gates the session-end analysis judged.
-    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.cli.main import main
 
     run = str(write_run(tmp_path, cycles=2))
     assert main(["analyse", run, "--boot", "1000", "--expect", "ngram:conc1:not-slower:5"]) == 0

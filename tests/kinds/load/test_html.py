@@ -19,8 +19,8 @@ from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
 from pytest_mtpsweep.report.save import finished
-from pytest_mtpsweep.request import AnalysisRequest
 from pytest_mtpsweep.state.plandoc import PlanDoc
+from pytest_mtpsweep.wishes.request import AnalysisRequest
 from tests.kinds.load.run_fixture import (
     HOSTILE_LADDER,
     HOSTILE_PROMPT,

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.kinds.load.ladder import Level, settings
 from pytest_mtpsweep.kinds.load.run.cases import load_cases
 from pytest_mtpsweep.kinds.load.run.loadrun import declared_slots, prepare
 from pytest_mtpsweep.ladder import run_plan
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "experiments" / "ladders" / "load-cpu.toml"
@@ -213,8 +213,8 @@ def test_either_option_replaces_the_ladders_block_size(
 
 
 def test_both_options_at_once_are_refused_by_their_flags(tmp_path: Path) -> None:
-    from pytest_mtpsweep import registry
-    from pytest_mtpsweep.options import describe_overrides
+    from pytest_mtpsweep.interface import registry
+    from pytest_mtpsweep.wishes.options import describe_overrides
 
     flags = {"command_line.requests": 3, "command_line.duration_s": 2.0}
     said = describe_overrides(flags, registry.options())

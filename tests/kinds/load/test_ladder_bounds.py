@@ -131,7 +131,7 @@ def linted(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, list[str
     root = tmp_path_factory.mktemp("bounds")
     paths = {case: write_ladder(root, _slug(case), f, s) for case, (f, s, _) in CASES.items()}
     paths |= {case: write_ladder(root, _slug(case), f) for case, f in ACCEPTED.items()}
-    done = run_limited(["-m", "pytest_mtpsweep.cli", "lint", *map(str, paths.values())], root)
+    done = run_limited(["-m", "pytest_mtpsweep.cli.main", "lint", *map(str, paths.values())], root)
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in out, out
     lines = {case: [ln for ln in out.splitlines() if ln.startswith(f"{p}:")]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.kindbase import GROUP
+from pytest_mtpsweep.interface.kind import GROUP
 from pytest_mtpsweep.kinds.load.records import REQUEST_FIELDS
 from tests.sandbox import REPO, copy_experiments, only_run
 
@@ -185,7 +185,7 @@ def test_a_load_ladder_runs_through_the_protocol(
     assert "## Interaction" in report and "queued by the client's count" in report
 
     again = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "analyse", str(run_dir)],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "analyse", str(run_dir)],
         capture_output=True, text=True, check=False, cwd=pytester.path,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr

@@ -16,7 +16,7 @@ from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import Design, rule_met
 from pytest_mtpsweep.kinds.load.analysis.atend import interim
 from pytest_mtpsweep.kinds.load.analysis.compute import LoadAnalysis, analyse, interval_decision
-from pytest_mtpsweep.request import AnalysisRequest
+from pytest_mtpsweep.wishes.request import AnalysisRequest
 from tests.kinds.load.run_fixture import write_run
 
 

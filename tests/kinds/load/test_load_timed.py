@@ -18,8 +18,8 @@ from pytest_mtpsweep.kinds.load.loadgen.level import ClosedLoop, OpenLoop
 from pytest_mtpsweep.kinds.load.run.loadrun import prepare
 from pytest_mtpsweep.kinds.load.run.measure import _load
 from pytest_mtpsweep.ladder import run_plan
-from pytest_mtpsweep.loader import load_ladder
-from pytest_mtpsweep.request import RunRequest
+from pytest_mtpsweep.protocol.loader import load_ladder
+from pytest_mtpsweep.wishes.request import RunRequest
 from tests.kinds.load.test_ladder import ladder_file
 from tests.kinds.load.test_load_kind import LADDER, _csv, lines, run, stand_in_project
 from tests.sandbox import CANONICAL, only_run

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.errors import LadderError
+from pytest_mtpsweep.base.errors import LadderError
 from pytest_mtpsweep.kinds.load import trace
 from pytest_mtpsweep.kinds.load.trace import TraceSettings
 

@@ -99,7 +99,7 @@ def test_lint_refuses_each_malformed_trace_in_one_line_naming_line_and_field(
 ) -> None:
     paths = {case: write(tmp_path, case, shape) for case, shape in CASES.items()}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_mtpsweep.cli", "lint", *map(str, paths.values())],
+        [sys.executable, "-m", "pytest_mtpsweep.cli.main", "lint", *map(str, paths.values())],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     out = done.stdout + done.stderr

@@ -16,8 +16,8 @@ from ..sandbox import Check, run_check
 from ..tasks import ARTEFACT_FILE, CHECKER_FILE, IN_PROCESS
 from . import cells, replycache
 from .budget import warmup_bound
-from .conversation import CellEnd, Messages, Settings, converse
 from .pool import Throttle
+from .repairloop import CellEnd, Messages, Settings, converse
 
 if TYPE_CHECKING:
     from ....kindapi.run import LiveSession

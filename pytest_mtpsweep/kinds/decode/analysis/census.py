@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi.records import recordlines as rl
-from .model import ENDPOINTS, QuarantinedSession
+from .runvalues import ENDPOINTS, QuarantinedSession
 
 EXCLUSION_SUMMARY_COLUMNS: tuple[str, ...] = ("reason", "n", "sessions")
 TRUNCATED_COLUMNS: tuple[str, ...] = (

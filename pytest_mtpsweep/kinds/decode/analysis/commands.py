@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ....kindapi.records import PlanDoc
-    from .model import DecodeAnalysis
+    from .runvalues import DecodeAnalysis
 
 
 def analyse_command(

@@ -10,7 +10,7 @@ import pandas as pd
 from ....kindapi import AnalysisError
 from ....kindapi.records import schema
 from .frame import canonical
-from .model import ComparabilityGroup, RunData
+from .runvalues import ComparabilityGroup, RunData
 
 
 def plan_keyed(run: RunData) -> dict[str, Any]:

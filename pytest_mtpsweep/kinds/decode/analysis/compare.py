@@ -11,7 +11,7 @@ from ..report.textfmt import (
     pct,
     plain_table,
 )
-from .model import DecodeAnalysis
+from .runvalues import DecodeAnalysis
 
 COMPARE_LABEL = "secondary, descriptive: different runs"
 

@@ -16,7 +16,6 @@ from ....kindapi import analysis as stats
 from .contraststats import mde_pct, nan_mean, sign_flip_pvalue
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
-from .model import ENDPOINTS, AnalysisSettings
 from .pairing import (
     BASELINE_ONLY,
     GAP_COLUMNS,
@@ -25,6 +24,7 @@ from .pairing import (
     pair_cells,
 )
 from .position import position_trend_table
+from .runvalues import ENDPOINTS, AnalysisSettings
 from .sessionpool import BORROWED_SESSION, borrow_session, pooled_session_level
 from .tiebreak import apply_tiebreak
 

@@ -12,7 +12,7 @@ import pandas as pd
 from ....kindapi.records import recordlines as rl
 from ....kindapi.records import schema
 from ..records import MECHANISM_FIELDS
-from .model import ENDPOINT_COLUMNS, RecordFile
+from .runvalues import ENDPOINT_COLUMNS, RecordFile
 
 REQUIRED_FIELDS: tuple[str, ...] = ("treatment", "prompt_id", "subset", "cycle", "valid")
 # Fields that name a cell: a record whose value is not a non-empty string would make a row of

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ....kindapi.analysis import CellState
-    from .model import DecodeAnalysis
+    from .runvalues import DecodeAnalysis
 
 
 def check_treatment(gate: Gate, known: Sequence[str], baseline: str) -> None:

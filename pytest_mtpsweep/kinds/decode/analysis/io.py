@@ -26,8 +26,8 @@ from ..report.sections import FOREST_PNG, report_model
 from . import sweep
 from .census import SESSION_TYPES
 from .equivalence import PAIR_COLUMNS
-from .model import ENDPOINTS, DecodeAnalysis, QuarantinedSession, RecordFile, RunData
 from .pipeline import analyse, headline_cells
+from .runvalues import ENDPOINTS, DecodeAnalysis, QuarantinedSession, RecordFile, RunData
 
 OUTPUT_FILES: tuple[str, ...] = (
     "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .model import ENDPOINTS
+from .runvalues import ENDPOINTS
 
 BASELINE_ONLY = "baseline without treatment"
 

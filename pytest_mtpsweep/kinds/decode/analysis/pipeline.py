@@ -14,7 +14,7 @@ from ....kindapi import BOOT, SUBSETS, AnalysisError
 from ....kindapi.analysis import CellState, Decision, LookState, look_state
 from ..report.sections import render_report
 from . import census as cen
-from . import hostrule
+from . import hosteffect as hostrule
 from .acceptance import draft_acceptance
 from .comparability import (
     check_poolable,
@@ -28,7 +28,8 @@ from .devices import per_device_table, unit_of
 from .equivalence import Equivalence, content_equivalence
 from .frame import parse_records
 from .mechanism import drafter_of, mechanism_table
-from .model import (
+from .pairing import cell_means, pair_cells
+from .runvalues import (
     DEFAULT_MARGIN_PCT,
     DEFAULT_TIEBREAK_PP,
     ENDPOINT_COLUMNS,
@@ -37,7 +38,6 @@ from .model import (
     HostRuleEffect,
     RunData,
 )
-from .pairing import cell_means, pair_cells
 from .sweep import SweepResult, analyse_sweep
 from .sweepdrops import replay_drops
 

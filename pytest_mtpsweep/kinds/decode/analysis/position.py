@@ -11,7 +11,7 @@ import pandas as pd
 
 from ....kindapi.analysis import FloatArray, IntArray, t_quantile, to_pct
 from .contraststats import fixed_effects_slope
-from .model import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
+from .runvalues import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
 
 POSITION_COLUMNS: tuple[str, ...] = (
     "endpoint", "treatment", "n_obs", "n_sessions", "slope_pct", "ci_low", "ci_high", "df",

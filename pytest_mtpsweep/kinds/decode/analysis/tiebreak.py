@@ -8,7 +8,7 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from .model import ENDPOINTS, AnalysisSettings
+from .runvalues import ENDPOINTS, AnalysisSettings
 
 # The server's clock (the interval endpoint) may be published only where it agrees with the
 # client's within this many percentage points in every headline cell. Past it one of the two

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ....kindapi.records import RunReader
-    from .model import DecodeAnalysis
+    from .runvalues import DecodeAnalysis
 
 
 def judge(result: DecodeAnalysis, gate: Gate) -> GateVerdict:
@@ -67,7 +67,7 @@ def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:
 def headline(result: DecodeAnalysis) -> dict[str, str]:
     """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`,
     each with the drafting mechanism's sentence where the treatment drafted (report.md's)."""
-    from ..report.mechanism import sentences
+    from ..report.whysection import sentences
 
     baseline, why = result.settings.baseline, sentences(result)
     return {

@@ -5,11 +5,7 @@ report.html carries them all; report.md keeps the census and names where the res
 from __future__ import annotations
 
 from ....kindapi.report import LONG_LIST_ROWS, Md, md_code, md_text
-from ..analysis.model import (
-    ENDPOINTS,
-    STATEFUL_MIN_PCT_PER_POSITION,
-    DecodeAnalysis,
-)
+from ..analysis.runvalues import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION, DecodeAnalysis
 from .limits import CALIBRATION_DRIFT_PCT
 from .textfmt import ci, dict_rows, md_table, num, pct, table_or_count, texts, titled
 

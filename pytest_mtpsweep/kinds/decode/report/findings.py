@@ -13,9 +13,9 @@ import math
 from ....kindapi.analysis import INTERVAL, Spread
 from ....kindapi.records import recordlines
 from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text
-from ..analysis import hostrule
+from ..analysis import hosteffect as hostrule
 from ..analysis.equivalence import DIFFERENT, describe
-from ..analysis.model import ENDPOINTS, DecodeAnalysis
+from ..analysis.runvalues import ENDPOINTS, DecodeAnalysis
 from ..analysis.sessionpool import BORROWED_SESSION
 from . import limits as limits
 from .diagnostics import degenerate_warning, interval_fallback_warning

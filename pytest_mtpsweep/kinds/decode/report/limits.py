@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....kindapi.report import Section, md_text
-from ..analysis.model import DecodeAnalysis
+from ..analysis.runvalues import DecodeAnalysis
 from .textfmt import dict_rows, finite, num, pct
 
 # A session whose calibration rate moved more than this from its start to its end measured on

@@ -11,7 +11,7 @@ from ....kindapi import BOOT
 from ....kindapi import analysis as stats
 from ....kindapi.report import Md
 from ..analysis.contraststats import MDE_POWER
-from ..analysis.model import ENDPOINTS, DecodeAnalysis
+from ..analysis.runvalues import ENDPOINTS, DecodeAnalysis
 from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, texts, titled
 

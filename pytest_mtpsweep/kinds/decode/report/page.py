@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ....kindapi.report import Section, Table
-from ..analysis.model import DecodeAnalysis
+from ..analysis.runvalues import DecodeAnalysis
 from .textfmt import dict_rows
 
 TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",

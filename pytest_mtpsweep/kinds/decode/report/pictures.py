@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ....kindapi.report import Block, Figure, Page, Section, el
-from ..analysis.model import ENDPOINT_COLUMNS, DecodeAnalysis
-from .mechanism import mechanism_figure
+from ..analysis.runvalues import ENDPOINT_COLUMNS, DecodeAnalysis
 from .textfmt import dict_rows
+from .whysection import mechanism_figure
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
 COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "repeat", "valid",

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ....kindapi import SUBSETS
-from ..analysis.model import DecodeAnalysis
+from ..analysis.runvalues import DecodeAnalysis
 
 
 def forest_figure(result: DecodeAnalysis) -> Any | None:

@@ -26,9 +26,10 @@ from ....kindapi.report import (
     md_text,
     text,
 )
-from ..analysis import devices, hostrule, sweep
+from ..analysis import devices, sweep
+from ..analysis import hosteffect as hostrule
 from ..analysis.mechanism import sweep_cells
-from ..analysis.model import ENDPOINT_LABELS, DecodeAnalysis
+from ..analysis.runvalues import ENDPOINT_LABELS, DecodeAnalysis
 from . import page as page
 from .diagnostics import (
     degenerate_warning,
@@ -49,7 +50,6 @@ from .findings import (
     section_question,
 )
 from .limits import anchor
-from .mechanism import section_mechanism
 from .method import section_crosschecks, section_method, section_tiebreak
 from .textfmt import (
     ci,
@@ -62,6 +62,7 @@ from .textfmt import (
     texts,
     title,
 )
+from .whysection import section_mechanism
 
 
 def headline_table(result: DecodeAnalysis) -> str:

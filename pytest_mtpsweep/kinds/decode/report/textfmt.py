@@ -11,7 +11,7 @@ import pandas as pd
 from ....kindapi.analysis import INTERVAL
 from ....kindapi.report import LONG_LIST_ROWS, Section, Text
 from ....kindapi.report import md_table as md_table
-from ..analysis.model import DecodeAnalysis
+from ..analysis.runvalues import DecodeAnalysis
 
 Writer = Callable[[DecodeAnalysis], list[str]]
 

@@ -246,7 +246,7 @@ class DecodeRun(KindRun):
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
-        from ..analysis.request import validate_request
+        from ..analysis.optioncheck import validate_request
 
         validate_request(self.ladder, request, self.gate_calibration)
 

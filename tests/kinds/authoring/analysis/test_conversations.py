@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS

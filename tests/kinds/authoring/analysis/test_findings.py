@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
 from pytest_mtpsweep.kinds.authoring.report.findings import LIMITATIONS

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
-from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.base.errors import ExpectationError
 from pytest_mtpsweep.kinds.authoring.analysis.gates import check_names, judge, verdicts
+from pytest_mtpsweep.wishes.gate import Gate
 from tests.authoring_gate_sim import SCENARIOS, GateScenario, simulate
 from tests.gatetexts import gate
 

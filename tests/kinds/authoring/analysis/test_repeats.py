@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame, turn_frame
 from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
@@ -102,7 +102,7 @@ def test_feedback_that_never_rescues_is_said_plainly() -> None:
 def test_an_unreadable_cell_record_is_named_and_analyse_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.analyse import run_cli
+    from pytest_mtpsweep.cli.analyse import run_cli
 
     cells, turns = _three_repeats(copies=False)
     (tmp_path / records.CELLS_DIR).mkdir()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep import schema
+from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.kinds.authoring import records
 from pytest_mtpsweep.kinds.authoring.analysis.frame import cell_frame
 from pytest_mtpsweep.kinds.authoring.analysis.io import analyse_dir
@@ -74,7 +74,7 @@ def test_a_later_record_of_a_cell_replaces_an_earlier_one(tmp_path: Path) -> Non
 def test_mtpsweep_analyse_runs_the_authoring_analysis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.analyse import run_cli
+    from pytest_mtpsweep.cli.analyse import run_cli
 
     (tmp_path / records.CELLS_DIR).mkdir()
     (tmp_path / records.cells_file("01_s_c1")).write_text(

@@ -313,7 +313,7 @@ def test_feedback_shows_the_solutions_own_frames_not_the_proxys() -> None:
 
 
 def test_a_cohorts_feedback_template_frames_the_error(tmp_path: Path) -> None:
-    from pytest_mtpsweep.errors import PromptError
+    from pytest_mtpsweep.base.errors import PromptError
     from pytest_mtpsweep.kinds.authoring.cohorts import load_cohort
 
     (tmp_path / "c").mkdir()

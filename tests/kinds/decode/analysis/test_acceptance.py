@@ -7,7 +7,7 @@ import math
 
 from pytest_mtpsweep.kinds.decode.analysis.acceptance import draft_acceptance
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
-from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import RecordFile
 from tests.strategies import Design, make_records
 
 DESIGN = Design(treatments=("none", "gate"))

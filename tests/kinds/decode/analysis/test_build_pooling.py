@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.base.errors import AnalysisError
 from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from pytest_mtpsweep.protocol.setup import server_build_keyed
 from pytest_mtpsweep.rig.buildid import BuildIdentity

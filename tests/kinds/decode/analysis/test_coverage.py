@@ -22,9 +22,9 @@ from pytest_mtpsweep.analysis.stats import (
     summarise_resamples,
     t_quantile,
 )
-from pytest_mtpsweep.constants import INTERVAL
+from pytest_mtpsweep.base.constants import INTERVAL
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from tests.strategies import Scenario, replication_records
 
 SUBSETS = ("prose", "structured", "pooled")

@@ -17,7 +17,7 @@ from pytest_mtpsweep.kinds.decode.analysis.equivalence import (
     describe,
 )
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
-from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import RecordFile
 from tests.strategies import Design, make_records
 
 DESIGN = Design(treatments=("none", "gate"), prompts={"prose": ("prose_01", "prose_02")})

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep import recordlines as rl
+from pytest_mtpsweep.base import recordlines as rl
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
-from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import RecordFile
 from tests.strategies import Design, make_record
 
 DESIGN = Design()

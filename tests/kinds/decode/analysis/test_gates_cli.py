@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.analyse import register, run_cli
-from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.base.errors import ExpectationError
+from pytest_mtpsweep.cli.analyse import register, run_cli
 from pytest_mtpsweep.kinds.decode.analysis.gates import judge
 from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
+from pytest_mtpsweep.wishes.gate import Gate
 from tests.gatetexts import failures, gate
 from tests.strategies import Design, make_plan, make_records, noisy, write_run
 

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.noninferiority import INFERIOR, NONINFERIOR, UNDECIDED
 from pytest_mtpsweep.analysis.sequential import CellState, Design, rule_met
-from pytest_mtpsweep.errors import ExpectationError
-from pytest_mtpsweep.gate import Gate
+from pytest_mtpsweep.base.errors import ExpectationError
 from pytest_mtpsweep.kinds.decode.analysis.gates import stop_cells
 from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.pipeline import headline_cells
 from pytest_mtpsweep.kinds.decode.analysis.verdicts import judge
+from pytest_mtpsweep.wishes.gate import Gate
 from tests.gatetexts import failures, gate, request
 from tests.strategies import Design as RunDesign
 from tests.strategies import make_records, noisy, write_run

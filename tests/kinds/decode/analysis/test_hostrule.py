@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pytest_mtpsweep.kinds.decode.analysis import hostrule
-from pytest_mtpsweep.kinds.decode.analysis.model import (
+from pytest_mtpsweep.kinds.decode.analysis import hosteffect as hostrule
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import (
     HostRuleEffect,
     QuarantinedSession,
     RecordFile,
     RunData,
 )
-from pytest_mtpsweep.ladder.model import HostRule
+from pytest_mtpsweep.ladder.values import HostRule
 from pytest_mtpsweep.protocol.hostrule import plan_entry
 from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.state.plandoc import PlanDoc, host_json

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.analyse import run_cli
-from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.base.errors import AnalysisError
+from pytest_mtpsweep.cli.analyse import run_cli
 from pytest_mtpsweep.kinds.decode.analysis import io as analysis_io
 from pytest_mtpsweep.kinds.decode.analysis.io import (
     AnalyseOptions,

@@ -79,7 +79,7 @@ def test_the_sweeps_column_reads_each_arm_against_its_break_even() -> None:
 
 def test_the_picture_draws_each_drafting_arm_and_nothing_without_one() -> None:
     pytest.importorskip("matplotlib", reason="the plots extra draws the pictures")
-    from pytest_mtpsweep.kinds.decode.report.mechanism import figure_png, mechanism_figure
+    from pytest_mtpsweep.kinds.decode.report.whysection import figure_png, mechanism_figure
 
     t = mechanism_table(_records(), "none", {"ngram": "ngram-simple", "idle": "ngram-simple"},
                         boot=100, seed=1)  # fmt: skip
@@ -110,7 +110,7 @@ def test_an_arm_a_look_dropped_keeps_its_cycles_and_the_others_keep_theirs() -> 
 
 
 def test_report_md_and_the_junit_property_carry_the_same_sentence(tmp_path: Path) -> None:
-    from pytest_mtpsweep.constants import BOOT
+    from pytest_mtpsweep.base.constants import BOOT
     from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, load_and_analyse
     from pytest_mtpsweep.kinds.decode.analysis.verdicts import headline
     from tests.strategies import Design, make_records, noisy, write_run

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pytest_mtpsweep.kinds.decode.analysis.equivalence import content_equivalence
 from pytest_mtpsweep.kinds.decode.analysis.frame import parse_records
 from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
-from pytest_mtpsweep.kinds.decode.analysis.model import RecordFile
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import RecordFile
 from pytest_mtpsweep.kinds.decode.report.findings import LIMITATIONS
 from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, render_full
 from pytest_mtpsweep.report.document import anchor

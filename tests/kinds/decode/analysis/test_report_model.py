@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.constants import BOOT
+from pytest_mtpsweep.base.constants import BOOT
 from pytest_mtpsweep.kinds.decode.analysis.io import (
     AnalyseOptions,
     analyse_run,

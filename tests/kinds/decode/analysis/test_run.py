@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.base.errors import AnalysisError
 from pytest_mtpsweep.kinds.decode.analysis.io import OUTPUT_FILES, AnalyseOptions, analyse_run
 from pytest_mtpsweep.kinds.decode.analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from pytest_mtpsweep.kinds.decode.report.sections import headline_table, render_full

@@ -101,7 +101,7 @@ def test_a_run_without_a_stop_rule_names_no_dropped_arm(tmp_path: Path) -> None:
 def test_plan_projects_the_sweep_against_the_full_grid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_mtpsweep.cli import main
+    from pytest_mtpsweep.cli.main import main
 
     plan = _plan()
     from pytest_mtpsweep.analysis.sequential import Design as StopDesign

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from pytest_mtpsweep.analysis.sequential import Design
-from pytest_mtpsweep.errors import AnalysisError
+from pytest_mtpsweep.base.errors import AnalysisError
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from pytest_mtpsweep.kinds.decode.analysis.sweeppairs import MAX_SWEEP_ARMS, cell_cube
 from pytest_mtpsweep.kinds.decode.analysis.sweepstats import (
     SweepData,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import server_clocked
-from pytest_mtpsweep.kinds.decode.analysis.model import AnalysisSettings
+from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
 from pytest_mtpsweep.kinds.decode.analysis.tiebreak import SERVER_CLOCK_AGREE_PP, apply_tiebreak
 
 SETTINGS = AnalysisSettings(baseline="none", tiebreak_pp=1.0)
