@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .errors import ProvisionError
 from .schema import PLAN_FILE  # a folder holding one is a run directory
 
 
@@ -27,7 +28,6 @@ def cache_dir() -> Path:
 def cache_folder(*parts: str) -> Path:
     """A folder of the cache, made if need be: a ProvisionError in one sentence when it cannot
     be made or written (a file in its way, no permission), never a traceback mid-provision."""
-    from .errors import ProvisionError
 
     where = cache_dir().joinpath(*parts)
     try:

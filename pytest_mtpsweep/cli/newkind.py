@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..base.errors import UserError
+from ..interface import registry
 
 TEMPLATE = "kindtemplate"  # the package-data folder beside this module
 SUFFIX = ".tmpl"
@@ -122,7 +123,6 @@ def _template_files(folder: Traversable, at: Path) -> list[Path]:
 
 def shipped_names() -> frozenset[str]:
     """The kinds this distribution ships (their entry points; nothing is imported)."""
-    from ..interface import registry
 
     return frozenset(n for n, found in registry.entries().items() if any(e.shipped for e in found))
 

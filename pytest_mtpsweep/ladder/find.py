@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..base.errors import LadderError, UserError
+from .load import read_toml  # the TOML reader, bounded; not at import: find is light
 
 
 def search_dirs(test_paths: Iterable[Path], rootdir: Path, cwd: Path) -> list[Path]:
@@ -47,7 +48,6 @@ def find_ladder(name_or_path: str, dirs: list[Path]) -> Path:
 def named_kind(path: Path) -> str | None:
     """The kind a ladder file names in its `kind` field, read cheaply: None when it names none
     (the default kind) or cannot be read (the loader says why later)."""
-    from .load import read_toml  # the TOML reader, bounded; not at import: find is light
 
     try:
         name = read_toml(path).get("kind")

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 
 from ..rig.gpu import GpuInfo, NvmlApi, describe_pid, read_gpu, text
+from ..rig.hostnoise import busy_pct
 from ..rig.net import bind_error
 from .items import FAIL, PASS, SKIP, PreflightItem, make_item, nearest_existing, one_line
 
@@ -337,7 +338,6 @@ def _unit_state(systemctl: str, unit: str) -> str:
 
 def check_host_idle(floor_pct: float | None, interval_s: float = 1.0) -> PreflightItem:
     """How busy the machine is before anything starts (another job would skew every rate)."""
-    from ..rig.hostnoise import busy_pct
 
     busy = busy_pct(interval_s)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -13,13 +13,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis import stats
+from ..base import schema
+from ..ladder.prompts import Prompt, session_order
+from ..ladder.runplan import run_plan
+from ..rig.stream import RawStream, reduce_stream
+from ..state.rundir import RecordWriter
+from ..state.runread import RunReader
 from .items import FAIL, PASS, PreflightItem, make_item
 
 Check = Callable[[], None]
 
 
 def _stream_rates() -> None:
-    from ..rig.stream import RawStream, reduce_stream
 
     ms = 1_000_000
     head = 'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "t"}}]}'
@@ -39,14 +45,12 @@ def _stream_rates() -> None:
 
 
 def _plan_order() -> None:
-    from ..ladder.runplan import run_plan
 
     got = [(s.treatment, s.cycle) for s in run_plan(["a", "b", "c"], 2)]
     assert got == [("a", 1), ("b", 1), ("c", 1), ("c", 2), ("b", 2), ("a", 2)], got
 
 
 def _prompt_positions() -> None:
-    from ..ladder.prompts import Prompt, session_order
 
     ps = tuple(Prompt(f"prose_{i:02d}", "prose", str(i)) for i in range(7))
     for pair in (1, 3):
@@ -55,9 +59,6 @@ def _prompt_positions() -> None:
 
 
 def _torn_record_cut_back() -> None:
-    from ..base import schema
-    from ..state.rundir import RecordWriter
-    from ..state.runread import RunReader
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / schema.records_file("r")
@@ -71,8 +72,6 @@ def _torn_record_cut_back() -> None:
 
 def _paired_bootstrap() -> None:
     import numpy as np
-
-    from ..analysis import stats
 
     # Eight prompts' log ratios spread evenly around a known +10 %: the published interval (the
     # estimator every kind shares) centres on it and excludes no change. Kind-neutral: preflight

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..base import schema
 from ..base.errors import RunDirError
-from ..base.fileio import read_bounded
+from ..base.fileio import load_json_bounded, read_bounded
 from ..ladder import Ladder
 from ..state.rundir import RunDir
 from . import rowtable
@@ -42,7 +42,6 @@ class Summary:
 def _quarantined_session_files(run_dir: RunDir) -> list[dict[str, Any]]:
     """The facts of every quarantined attempt; one killed before it was filed (a kill -9, set
     aside on --resume) is a row too, from its directory name and reason."""
-    from ..base.fileio import load_json_bounded
 
     out: list[dict[str, Any]] = []
     member = schema.QUARANTINE_MEMBERS["session"]

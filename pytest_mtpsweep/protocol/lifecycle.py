@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .. import rig
 from ..base import schema
 from ..base.errors import ServerError
+from ..ladder.fields import parse_cpus
 from ..rig import exits as rig_exits
 from ..rig import hostnoise as host
 from ..rig import liveset
@@ -17,6 +18,7 @@ from ..rig.buildid import identify, mismatch, props_mismatch
 from ..rig.gguf import template_identity
 from ..state.context import CALIBRATION_PROMPT, CALIBRATION_TOKENS
 from ..state.live import LiveSession
+from .attach import attach
 from .progress import Progress, Silent, describe
 from .serveridentity import startup_error
 
@@ -103,7 +105,6 @@ def _listed(live: LiveSession, proc: rig.ServerProcess) -> None:
 
 def _attach(live: LiveSession, progress: Progress) -> None:
     """A server the harness does not own: witnessed where it can be, never stopped."""
-    from .attach import attach
 
     error = attach(live, progress) or _template_witness(live, live.info.get("props_start") or {})
     if error:
@@ -154,7 +155,6 @@ def _affinity_witness(live: LiveSession) -> str | None:
     wanted, seen = live.ctx.cpus, live.info.get("cpus_allowed")
     if wanted is None or seen is None:
         return None
-    from ..ladder.fields import parse_cpus
 
     if parse_cpus(str(seen)) != set(wanted):
         return (

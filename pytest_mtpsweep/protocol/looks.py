@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..analysis.sequential import Design, rule_met
 from ..base import schema
 from ..base.constants import SUBSETS
 from ..base.errors import LadderError, OptionError
 from ..interface import registry
 from ..ladder import Ladder, SessionSlot
+from ..report.analysisresult import AnalysisResult
+from ..report.save import save_result
 from ..state.rundocs import Look, LookCell, StopDoc
 
 if TYPE_CHECKING:
@@ -80,7 +83,6 @@ def saver(run_dir: Path) -> Callable[[AnalysisResult], object]:
     """How a look saves the interim result it took: RUN/analysis/ through the one writer."""
 
     def save(result: AnalysisResult) -> object:
-        from ..report.save import save_result
 
         return save_result(result, run_dir / schema.ANALYSIS_DIR, run_dir)
 
@@ -109,7 +111,6 @@ def design_of(ladder: Ladder) -> Design | None:
     """The ladder's `[stop]` as a design with its per-look levels (None: fixed cycles)."""
     if ladder.stop is None:
         return None
-    from ..analysis.sequential import Design
 
     s = ladder.stop
     return Design.plan(s.rule, s.min_cycles, s.max_cycles, s.spending, s.width_pct, s.cells)
@@ -170,8 +171,6 @@ class Looks:
 
     def take(self, k: int) -> bool:
         """Look k: the kind's interim analysis against the rule; True when the rule is met."""
-        from ..analysis.sequential import rule_met
-        from ..report.analysisresult import AnalysisResult
 
         result: AnalysisResult | None = None
         cells: tuple[CellState, ...] = ()

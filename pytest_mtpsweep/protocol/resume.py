@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..base import schema
 from ..base.errors import RunDirError, RunReadError
+from ..interface import registry
 from ..preflight.items import PreflightItem, write_preflight_json
 from ..state.plandoc import PlanDoc
 from ..state.rundir import RunDir
@@ -93,7 +94,6 @@ def reopen(
     """Continue an interrupted run: same ladder and options, or a refusal naming the change.
 
     `kind_fields` are the plan fields the kind counts as the run's identity (`--resume`)."""
-    from ..interface import registry
 
     old = read_plan(run_path)
     stopped = run_path / schema.STOPPED_FILE

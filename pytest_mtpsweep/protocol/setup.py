@@ -13,11 +13,13 @@ from .. import rig
 from .._version import __version__
 from ..base import schema
 from ..ladder import Ladder
+from ..preflight import AttachedTarget, PreflightInputs, QuietCheck, run_preflight
 from ..rig import liveset
 from ..rig.buildid import BuildIdentity, identify, short
 from ..rig.digests import default_digest_cache
 from ..rig.provision import treatment_server
 from ..wishes.request import PreflightRequest, RunRequest
+from . import hostrule
 
 if TYPE_CHECKING:
     from ..interface.kind import KindRun
@@ -180,8 +182,6 @@ def preflight(
     """Every preflight item for this run, before anything starts; attached servers are checked
     for the `treatments` measured (None: all), a fixed port for each pytest-xdist worker
     (server.port + worker index); `on_wait` hears about a wait for a quiet host."""
-    from ..preflight import AttachedTarget, PreflightInputs, QuietCheck, run_preflight
-    from . import hostrule
 
     pre = ladder.preflight
     # the run's server, else (every launched treatment names its own) the first of theirs

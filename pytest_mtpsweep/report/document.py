@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._version import __version__
 from ..base.fileio import json_safe
 from ..state.runread import RunReader
 from .assets import ERRORS_JS, PAGE_CSS, PAGE_JS
@@ -175,7 +176,6 @@ def versions(run_dir: Path | None) -> str:
     """The sentence naming the pytest-mtpsweep that recorded the run (plan.json's
     harness_version) and the one that analysed it, for a reader to match against
     `mtpsweep --version`."""
-    from .._version import __version__
 
     analysed = f"pytest-mtpsweep {__version__}"
     if run_dir is None:

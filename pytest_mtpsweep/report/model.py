@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .document import EMPTY, Markup
+from .document import EMPTY, Markup, anchor
 
 Role = Literal["headline", "limitations", "pictures", "detail"]
 
@@ -81,7 +81,6 @@ class Section:
 
     @property
     def id(self) -> str:
-        from .document import anchor
 
         return self.anchor or anchor(self.title)
 

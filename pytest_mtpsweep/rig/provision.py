@@ -10,7 +10,11 @@ from pathlib import Path
 from ..base.errors import ProvisionError
 from ..base.redact import redact_url
 from . import models
+from .digests import file_digest
 from .models import EmbeddedModel
+from .prefix import ensure_prefix
+from .smoke import smoke
+from .tinymodel import write
 from .version import build_id, version_line
 
 EMBEDDED_MODEL = models.PREFIX + models.DEFAULT.name
@@ -88,7 +92,6 @@ def treatment_server(
         where = redact_url(repo)  # printed and recorded: no token in it
         return ServerBinary(binary, f"treatment server_commit {server_commit} from {where}")
     assert server_pip, "a treatment's own server is a binary, a requirement or a commit"
-    from .prefix import ensure_prefix
 
     return ServerBinary(ensure_prefix(server_pip), f"treatment server_pip {server_pip}")
 
@@ -117,7 +120,6 @@ def smoke_fix(source: str) -> str:
 
 def prove(binary: ServerBinary, model: Path) -> str:
     """Start the server once and decode a few tokens; a ProvisionError says why it could not."""
-    from .smoke import smoke
 
     result = smoke(binary.path, model, fix=smoke_fix(binary.source))
     if not result.ok:
@@ -171,8 +173,6 @@ def default_model_path(*, assemble: bool = True) -> Path:
 def _write_tiny(model: EmbeddedModel, target: Path) -> None:
     """Write the tiny model from code (its tokenizer from the embedded default) and check it
     like an assembled one: a writer that changed its bytes is refused, not trusted."""
-    from .digests import file_digest
-    from .tinymodel import write
 
     source = model_path(models.DEFAULT)
     # a name of this process's own: two test workers may write it at once, the same bytes

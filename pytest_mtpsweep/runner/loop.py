@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from ..base.errors import UserError
+from ..wishes.gate import GateVerdict
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -230,7 +233,6 @@ def before(
     session: pytest.Session, run: Run, cases: list[Case], only: bool, progress: Progress | None
 ) -> None:
     """Preflight as test items; stop before anything starts if an item fails; then begin."""
-    from ..base.errors import UserError
 
     config = session.config
     try:
@@ -286,7 +288,6 @@ def gates(session: pytest.Session, run: Run) -> None:
     gates = run.request.analysis.gates
     if not gates:
         return
-    from ..wishes.gate import GateVerdict
 
     verdicts = (
         run.analysis.verdicts(gates)

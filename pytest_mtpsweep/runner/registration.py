@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..base.errors import LadderError
 from ..interface import registry
 from ..interface.kindcheck import exception_text
 
@@ -48,7 +49,6 @@ def _wanted(config: pytest.Config) -> tuple[Kind, ...]:
     ladder = getattr(ns, "mtpsweep_ladder", None)
     if not isinstance(ladder, str) or not ladder:
         return registry.shipped()
-    from ..base.errors import LadderError
     from ..ladder.find import find_ladder, named_kind, search_dirs
 
     paths = [Path(str(a).split("::")[0]) for a in getattr(ns, "file_or_dir", None) or ()]

@@ -10,6 +10,7 @@ from typing import Any
 from ..ladder.runplan import SessionSlot
 from ..ladder.values import Ladder
 from ..rig.buildid import BuildIdentity
+from ..rig.models import synthetic
 from ..rig.provision import ServerBinary
 from ..rig.server import Launcher, LaunchSpec
 from ..rig.tinymodel import NOT_LANGUAGE
@@ -69,7 +70,6 @@ class RunContext:
     def not_language(self) -> str | None:
         """Why this run's text is no model's answer (a synthetic model: rig/tinymodel.py), or
         None: every decode record says it, as a degenerate answer's record does."""
-        from ..rig.models import synthetic
 
         model = synthetic(str(self.keyed.get("model_sha256") or ""))
         return None if model is None else NOT_LANGUAGE

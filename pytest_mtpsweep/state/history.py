@@ -24,6 +24,7 @@ from ..base import recordlines
 from ..base.errors import UserError
 from ..base.fileio import dumps_line, special
 from ..base.schema import HISTORY_REQUIRED
+from ..rig.build import cpu_key
 
 FORMAT = 1
 DECISIONS: tuple[str, ...] = ("pass", "fail", "undecided")
@@ -175,7 +176,6 @@ def now_utc() -> str:
 def host_fingerprint() -> str:
     """12 hex digits of this host: its name, architecture, CPU features and core count (hashed,
     so the history names no host)."""
-    from ..rig.build import cpu_key
 
     text = f"{platform.node()}\n{platform.machine()}\n{cpu_key()}\n{os.cpu_count()}"
     return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import schema
 from ..base.errors import RunDirError
+from ..base.recordlines import read_lines
+from .runread import RunReader
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,9 +32,6 @@ def load_records(run_dir: str | Path, *, quarantined: bool = False) -> pd.DataFr
     as the records hold them: the analysis checks their types, this reader does not.
     """
     import pandas as pd
-
-    from ..base.recordlines import read_lines
-    from .runread import RunReader
 
     run = RunReader(Path(run_dir).expanduser())
     if not (run.path / schema.RECORDS_DIR).is_dir():

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..base.constants import BOOT
 from ..base.errors import OptionError
+from .request import AnalysisRequest, PreflightRequest, RunRequest
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -164,8 +165,6 @@ def run_request(
 
     `opts` is the table the values were read by: the shared options and the kinds' own."""
     import datetime as dt
-
-    from .request import AnalysisRequest, PreflightRequest, RunRequest
 
     v = dict(values)
     overrides = {

@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...kindapi import BOOT, AnalysisError, ExitStatus, Gate
+from ...kindapi.analysis import check_resampling
 from ...kindapi.records import recordlines as rl
+from .analysis.gates import verdicts
+from .analysis.io import analyse_dir
+from .humaneval import register_cli
+from .planfields import check_plan
 
 if TYPE_CHECKING:
     import argparse
@@ -18,7 +23,6 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
-    from .humaneval import register_cli
 
     register_cli(sub)
 
@@ -32,12 +36,8 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             "an authoring run is analysed on its own, into its analysis/ directory: drop --pool, "
             "--out and the other runs"
         )
-    from .analysis.gates import verdicts
-    from .analysis.io import analyse_dir
 
     gates: tuple[Gate, ...] = getattr(args, "gates", ())  # parsed before the analysis runs
-
-    from .planfields import check_plan
 
     plan = plans[0]
     check_plan(plan, f"plan file {runs[0] / 'plan.json'}")
@@ -49,7 +49,6 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
             f"{runs[0]}: plan.json registers contrast resamples {boot!r} and seed {seed!r}, not "
             "whole numbers; pass --boot and --boot-seed"
         )
-    from ...kindapi.analysis import check_resampling
 
     # plan.json is the run's, not the command line's: its count is bounded like --boot's.
     check_resampling(boot, seed)

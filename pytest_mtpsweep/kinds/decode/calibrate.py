@@ -21,7 +21,28 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...kindapi import AnalysisError, ExitStatus, OptionError
+from ...kindapi import BOOT, SUBSETS, AnalysisError, ExitStatus, OptionError
+from ...kindapi.analysis import (
+    INTERVAL,
+    Calibration,
+    CellCalibration,
+    Design,
+    Noise,
+    check_margin,
+    components,
+    cycles_to_resolve,
+    false_alarms,
+    noise_floor_pct,
+    pilot_ratio,
+    read_calibration,
+    staleness,
+)
+from ...kindapi.ladder import Ladder
+from ...kindapi.records import atomic_write_json, output_problem
+from ...kindapi.rig import cpu_key
+from .analysis.io import load_run
+from .analysis.pipeline import analyse
+from .analysis.plan import cell_matrix
 
 if TYPE_CHECKING:
     import argparse
@@ -35,7 +56,6 @@ DEFAULT_FILE = "calibration.json"
 
 def host_identity(placement: str) -> dict[str, str]:
     """This host as a calibration names it, and its fingerprint (sha256 of the rest)."""
-    from ...kindapi.rig import cpu_key
 
     parts = {
         "hostname": platform.node(),
@@ -50,8 +70,6 @@ def host_identity(placement: str) -> dict[str, str]:
 
 def register(sub: Any) -> None:
     """The `calibrate` subcommand on the `mtpsweep` parser."""
-    from ...kindapi import BOOT
-    from ...kindapi.analysis import Calibration
 
     p = sub.add_parser(
         "calibrate",
@@ -77,8 +95,6 @@ def register(sub: Any) -> None:
 
 
 def _checked(args: argparse.Namespace) -> None:
-    from ...kindapi.analysis import Calibration, check_margin
-    from ...kindapi.ladder import Ladder
 
     try:
         check_margin(str(args.margin), "--margin")
@@ -99,7 +115,6 @@ def _checked(args: argparse.Namespace) -> None:
 def _out(args: argparse.Namespace) -> Path:
     """The calibration's file, checked before any work: new, or a calibration (never the run's
     own plan or records, a link, a folder or a FIFO), in a folder that can be written."""
-    from ...kindapi.records import output_problem
 
     out = Path(args.out) if args.out else Path(args.run) / DEFAULT_FILE
     why = output_problem(
@@ -142,7 +157,6 @@ def aa_arm(plan: PlanDoc, baseline: str, wanted: str | None, run: Path) -> str:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     """Analyse the A/A run, calibrate each subset's cell, print, write the file."""
-    from ...kindapi.records import atomic_write_json
 
     _checked(args)
     out = _out(args)
@@ -163,10 +177,6 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     """The calibration of one A/A run for a gate of this margin, cycles and spending: the
     floors at the cycles the run has (or `--cycles`), refused when a cell has fewer complete
     cycles than carry the session level, or when its arms differ beyond its own noise."""
-    from ...kindapi import SUBSETS
-    from ...kindapi.analysis import Calibration, Design
-    from .analysis.io import load_run
-    from .analysis.pipeline import analyse
 
     run = load_run(run_dir)
     result = analyse([run], boot=args.boot, seed=args.boot_seed)
@@ -203,8 +213,6 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
 def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int]:
     """A cell's noise and the complete cycles it was measured over (refused under the cycles
     whose interval carries the session level: its session noise would be a guess)."""
-    from ...kindapi.analysis import INTERVAL, Noise, components, pilot_ratio
-    from .analysis.plan import cell_matrix
 
     cell = f"{row['treatment']}:{row['subset']}"
     matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),
@@ -229,7 +237,6 @@ def _same_arms(
     row: Mapping[str, Any], noise: Any, cycles: int, run_dir: Path, baseline: str
 ) -> None:
     """Refuse an "A/A" run whose arms measured differently: its noise speaks for nothing."""
-    from ...kindapi.analysis import noise_floor_pct
 
     est = float(row["pct_change"])
     floor = noise_floor_pct(noise, cycles)
@@ -245,13 +252,6 @@ def _same_arms(
 def _cell(
     row: Mapping[str, Any], measured: tuple[Any, int], design: Any, args: argparse.Namespace
 ) -> Any:
-    from ...kindapi.analysis import (
-        CellCalibration,
-        cycles_to_resolve,
-        false_alarms,
-        noise_floor_pct,
-    )
-    from ...kindapi.ladder import Ladder
 
     noise, cycles_run = measured
     level = design.equivalence_confidence[-1]
@@ -318,7 +318,6 @@ def check_cited(
 ) -> str | None:
     """Why a gate cannot cite this calibration (one sentence), or None: unreadable or not as
     calibrate wrote it, another host or model, too old, or a margin below the host's floor."""
-    from ...kindapi.analysis import Calibration, read_calibration, staleness
 
     try:
         cal = read_calibration(path)

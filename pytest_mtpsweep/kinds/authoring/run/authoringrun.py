@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ....kindapi import (
     BOOT,
+    AnalysisError,
     AnalysisRequest,
     EndAnalysis,
+    ExpectationError,
     KindRun,
     OptionError,
     Outcome,
@@ -28,16 +30,21 @@ from ....kindapi.ladder import Ladder, Preregistration, SessionSlot
 from ....kindapi.records import schema
 from ....kindapi.run import PreflightItem
 from .. import records
+from ..analysis.gates import check_names
+from ..analysis.io import analyse_dir
 from ..cohorts import digest as cohorts_digest
 from ..cohorts import load_cohorts
 from ..ladder import AuthoringSettings
+from ..sandbox import probe
 from ..tasks import digest as tasks_digest
 from ..tasks import load_tasks
 from . import cells, describe
 from .budget import OutOfBudget, warmup_bound
+from .measure import measure_cell, warm_up
 from .order import subject_order
 from .pool import CellPool
 from .state import AuthoringCase, AuthoringRun
+from .status import finish_run
 
 if TYPE_CHECKING:
     from ....kindapi import Case, GateVerdict
@@ -70,7 +77,6 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         )
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
-        from ..sandbox import probe
 
         check = probe(self.settings.checker)
         digest = tasks_digest(tuple(self.tasks.values()))
@@ -124,12 +130,10 @@ class AuthoringKindRun(AuthoringRun, KindRun):
             )
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
-        from .measure import warm_up
 
         return warm_up(self, live, self.run_state(live.ctx.run_dir.path))
 
     def measure(self, live: LiveSession, case: Case) -> Outcome:
-        from .measure import measure_cell
 
         c = cast(AuthoringCase, case)
         st = self.run_state(live.ctx.run_dir.path)
@@ -232,8 +236,6 @@ class AuthoringKindRun(AuthoringRun, KindRun):
     def _validate_gates(self, request: AnalysisRequest) -> None:
         """Each `--expect COHORT:SUBJECT:not-slower:M` parsed and its names checked, before
         anything runs."""
-        from ....kindapi import ExpectationError
-        from ..analysis.gates import check_names
 
         base = request.baseline or self.ladder.baseline
         for gate in request.gates:
@@ -256,8 +258,6 @@ class AuthoringKindRun(AuthoringRun, KindRun):
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
         """The session-end analysis; a refusal is a line, never a traceback."""
-        from ....kindapi import AnalysisError
-        from ..analysis.io import analyse_dir
 
         baseline, boot, seed = self.bootstrap(request)
         try:
@@ -274,8 +274,6 @@ class AuthoringKindRun(AuthoringRun, KindRun):
                            gates=gates)  # fmt: skip
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
-        from .status import finish_run
-
         planned = [
             {"cell": c.id, "subject": c.slot.treatment, "cohort": c.cohort, "task": c.task,
              "repeat": c.repeat, "model_id": self.ladder.model_id_of(c.slot.treatment)}

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ....kindapi import SkipSession
+from ....kindapi.run import WARMUP
 
 TEMPLATE_TOKENS = 64
 
@@ -98,6 +99,5 @@ class Budget:
 
 def warmup_bound() -> int:
     """The most tokens the protocol's warm-up request can cost."""
-    from ....kindapi.run import WARMUP
 
     return len(WARMUP.prompt.encode("utf-8")) + TEMPLATE_TOKENS + WARMUP.tokens

@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING
 from ....kindapi import AnalysisError, AnalysisRequest, EndAnalysis
 from ....kindapi.ladder import Ladder, parse_contrast
 from ....kindapi.records import RunReader, recordlines
-from .io import AnalyseOptions, analyse_run
+from ..report.sections import headline_table
+from .devices import terminal_lines
+from .gates import stop_cells
+from .io import AnalyseOptions, analyse_run, load_run
+from .pipeline import analyse, headline_cells
 from .verdicts import cite, headline, judge
 
 if TYPE_CHECKING:
@@ -27,8 +31,6 @@ def analyse_at_end(
     contrast's baseline into analysis_vs_<baseline>/, and the interval basis into
     analysis_interval_basis/ (the tie-break's other endpoint, published whole).
     """
-    from ..report.sections import headline_table
-    from .devices import terminal_lines
 
     run = RunReader(run_dir)
     if not run.record_files():
@@ -71,9 +73,6 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     The pooled row is not a headline cell: a gain on one subset and none on the other is an
     answer, and their average would keep the rule from ever being met.
     """
-    from .gates import stop_cells
-    from .io import load_run
-    from .pipeline import analyse, headline_cells
 
     result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
                      seed=request.seed)  # fmt: skip

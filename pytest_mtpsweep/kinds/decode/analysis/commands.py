@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING
 
 from ....kindapi import ExitStatus, Gate
 from ....kindapi.records import recordlines
-from .io import AnalyseOptions, analyse_run
+from ..report.sections import headline_table
+from .compare import compare_table
+from .gates import check_treatment
+from .gates import judge as judged
+from .io import AnalyseOptions, analyse_run, load_and_analyse
 
 if TYPE_CHECKING:
     import argparse
@@ -24,9 +28,6 @@ def analyse_command(
 ) -> int:
     """`mtpsweep analyse RUN...` of decode runs: the published contrasts, then each --expect
     gate (exit 1 when one is not met)."""
-    from ..report.sections import headline_table
-    from .gates import check_treatment
-    from .gates import judge as judged
 
     gates: tuple[Gate, ...] = getattr(args, "gates", ())
 
@@ -62,8 +63,6 @@ def analyse_command(
 def compare_command(args: argparse.Namespace, runs: Sequence[Path]) -> int:
     """`mtpsweep compare RUN_A RUN_B` of decode runs: each run analysed on its own, their
     published contrasts side by side, never pooled; nothing is written."""
-    from .compare import compare_table
-    from .io import load_and_analyse
 
     asked = AnalyseOptions(baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
     results = [load_and_analyse([run], asked) for run in runs]

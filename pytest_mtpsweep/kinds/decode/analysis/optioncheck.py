@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....kindapi import AnalysisRequest, OptionError
+from ..calibrate import check_cited
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,7 +45,6 @@ def _check_calibration(request: AnalysisRequest, calibration: Path | None, ladde
     not-slower gate's margin: refused in one sentence before anything starts."""
     if calibration is None:
         return
-    from ..calibrate import check_cited
 
     margins = [g.margin for g in request.gates if g.margin is not None]
     if not margins:

@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi import ExitStatus
-from ....kindapi.analysis import CellPlan, FloatArray, plan_cell
+from ....kindapi import SUBSETS, ExitStatus
+from ....kindapi.analysis import CellPlan, FloatArray, plan_cell, render
+from ....kindapi.records import recordlines
+from .io import load_run
+from .pipeline import analyse
+from .sweepplanning import ArmEstimate, plan_sweep
 
 if TYPE_CHECKING:
     import argparse
@@ -22,11 +26,6 @@ if TYPE_CHECKING:
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Analyse the run, plan every headline cell (the pooled row is none), print the plan."""
-    from ....kindapi import SUBSETS
-    from ....kindapi.analysis import render
-    from ....kindapi.records import recordlines
-    from .io import load_run
-    from .pipeline import analyse
 
     run = load_run(run_dir)
     result = analyse([run], baseline=args.baseline, boot=args.boot, seed=args.boot_seed)
@@ -55,7 +54,6 @@ def sweep_lines(
     sweep: Any, plan: PlanDoc, cycles_run: int, measured: list[Any], top: int
 ) -> list[str]:
     """A sweep's projected sessions and hours against the full grid (`analysis.sweep_planning`)."""
-    from .sweepplanning import ArmEstimate, plan_sweep
 
     estimates = [
         ArmEstimate(iv.arm, s.subset, iv.estimate_pct, (iv.high_pct - iv.low_pct) / 2.0)

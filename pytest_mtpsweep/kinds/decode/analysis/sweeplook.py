@@ -15,13 +15,13 @@ from typing import Any
 
 from ....kindapi import AnalysisRequest, SweepLookAt, SweepVerdict
 from ....kindapi.records import PlanDoc
+from .comparability import plan_keyed
+from .frame import parse_records
+from .io import load_run
 from .sweepdrops import look_on
 
 
 def _valid_records(run_dir: Path) -> tuple[Any, PlanDoc]:
-    from .comparability import plan_keyed
-    from .frame import parse_records
-    from .io import load_run
 
     run = load_run(run_dir)
     facts = {(run.run_id, str(s.get("session"))): s for s in run.sessions}

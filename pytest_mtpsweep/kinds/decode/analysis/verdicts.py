@@ -7,6 +7,11 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ....kindapi import ExpectationError, Gate, GateVerdict
+from ....kindapi.analysis import read_calibration
+from ..calibrate import check_cited
+from ..report.whysection import sentences
+from .gates import judge as judged
+from .gates import published_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -18,7 +23,6 @@ if TYPE_CHECKING:
 def judge(result: DecodeAnalysis, gate: Gate) -> GateVerdict:
     """One gate on the published decisions; one that cannot be judged at all (a treatment the
     run never had) fails with the sentence why."""
-    from .gates import judge as judged
 
     try:
         return judged(result, gate)
@@ -33,8 +37,6 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
     gate = verdict.gate
     if calibration is None or gate.margin is None:
         return verdict
-    from ....kindapi.analysis import read_calibration
-    from ..calibrate import check_cited
 
     keyed = run.plan.keyed
     sha, model = keyed.get("model_sha256"), keyed.get("model_id")
@@ -56,7 +58,6 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
 
 def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:
     """Each published contrast as one line: `+86.1 % [95% CI +54.0, +111.2] faster (...)`."""
-    from .gates import published_line
 
     return {
         (str(r["treatment"]), str(r["subset"])): published_line(r)
@@ -67,7 +68,6 @@ def _published(result: DecodeAnalysis) -> dict[tuple[str, str], str]:
 def headline(result: DecodeAnalysis) -> dict[str, str]:
     """The published contrasts for JUnit's suite <properties>: `mtpsweep.<treatment>:<subset>`,
     each with the drafting mechanism's sentence where the treatment drafted (report.md's)."""
-    from ..report.whysection import sentences
 
     baseline, why = result.settings.baseline, sentences(result)
     return {

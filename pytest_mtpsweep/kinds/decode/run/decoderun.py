@@ -19,7 +19,10 @@ from ....kindapi.ladder import (
 )
 from ....kindapi.records import RunReader, schema
 from ....kindapi.rig import stream_chat
-from ....kindapi.run import PreflightItem, check_prompt_set, counted, counters_now
+from ....kindapi.run import WARMUP, PreflightItem, check_prompt_set, counted, counters_now
+from ..analysis.atend import analyse_at_end
+from ..analysis.design import design_warnings
+from ..analysis.optioncheck import validate_request
 from ..ladder import DecodeSettings
 from ..records import ENDPOINT_FIELDS, decode_record, mechanism_fields
 from . import tallies
@@ -79,7 +82,6 @@ class DecodeRun(KindRun):
 
     def lint_warnings(self) -> list[str]:
         """Where the design cannot reach what it pre-registers (`analysis.planning`)."""
-        from ..analysis.design import design_warnings
 
         counts: dict[str, int] = {}
         for p in self.prompts:
@@ -135,7 +137,6 @@ class DecodeRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as a measurement is."""
-        from ....kindapi.run import WARMUP
 
         warm = stream_chat(
             live.http, live.base_url, WARMUP.prompt, live.request_spec(WARMUP.tokens)
@@ -246,12 +247,10 @@ class DecodeRun(KindRun):
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
         """Every analysis option, checked before the first server starts."""
-        from ..analysis.optioncheck import validate_request
 
         validate_request(self.ladder, request, self.gate_calibration)
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from ..analysis.atend import analyse_at_end
 
         return analyse_at_end(run_dir, request, self.ladder, self.gate_calibration)
 

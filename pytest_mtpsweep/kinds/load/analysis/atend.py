@@ -12,6 +12,7 @@ from ....kindapi import (
     AnalysisRequest,
     EndAnalysis,
 )
+from .gates import stop_cells, verdicts
 
 if TYPE_CHECKING:
     from ....kindapi.analysis import CellState
@@ -25,8 +26,6 @@ def interim(run_dir: Path, request: AnalysisRequest) -> AnalysisResult | tuple[C
     (the look saves it once its record is in stop.json); no cell when there is nothing yet."""
     import dataclasses
 
-    from .gates import stop_cells
-
     try:
         got = compute_parts(
             run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed
@@ -39,7 +38,6 @@ def interim(run_dir: Path, request: AnalysisRequest) -> AnalysisResult | tuple[C
 
 
 def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-    from .gates import verdicts
 
     try:
         done = analyse(run_dir, baseline=request.baseline, boot=request.boot, seed=request.seed)

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....kindapi import AnalysisError, ExitStatus, Gate
+from ..planfields import check_plan
+from .gates import treatment_problem, verdicts
 
 if TYPE_CHECKING:
     import argparse
@@ -24,8 +26,6 @@ def analyse_command(
     """`mtpsweep analyse RUN...` of load runs: each run's headline and report again, then each
     --expect gate judged on it as the session-end analysis judges it (exit 1 when one is not
     met)."""
-    from ..planfields import check_plan
-    from .gates import verdicts
 
     for run_dir, plan in zip(runs, plans, strict=True):  # every run's, before any is analysed
         check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
@@ -60,7 +60,6 @@ def analyse_command(
 def check_gate(gate: Gate, plans: Sequence[PlanDoc], baseline: str | None) -> None:
     """A gate every run can be judged on: a treatment of each, not its baseline; AnalysisError
     naming the fix else (the session-end analysis refuses the same before a run starts)."""
-    from .gates import treatment_problem
 
     for plan in plans:
         problem = treatment_problem(gate, plan.treatment_keys, baseline or plan.analysis.baseline)

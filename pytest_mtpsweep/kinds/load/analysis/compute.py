@@ -14,8 +14,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi import BOOT, AnalysisError
+from ....kindapi.analysis import CellState, Decision, look_state
+from ....kindapi.ladder import AnalysisConfig
 from ....kindapi.records import RunReader, schema
 from ....kindapi.records import recordlines as rl
+from ....kindapi.report import AnalysisResult, FigureData, save_result
+from ....kindapi.report import available as plotting_available
+from ..planfields import check_plan
+from ..report import plots
+from ..report import sections as report
+from ..report.listings import PLOTS
+from ..report.timeline import replayed, report_lines, timeline_figure
+from . import capacity_stats, census, contrast, crossover, frame, turns
+from .frame import REQUIRED, SESSION_TYPES, types_for
 
 if TYPE_CHECKING:
     from ....kindapi.analysis import CellState, Decision, LookState
@@ -58,7 +69,6 @@ class _Computed:
 
 def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]]:
     """Every readable line of records/, and each line that is not (file:line and why)."""
-    from .frame import REQUIRED, types_for
 
     read = RunReader(run_dir).records(schema.RECORDS_DIR, types_for, REQUIRED)
     return read.records, list(read.unreadable)
@@ -67,7 +77,6 @@ def records_of(run_dir: Path) -> tuple[list[dict[str, Any]], list[rl.Unreadable]
 def plan_of(run_dir: Path) -> PlanDoc:
     """plan.json ({} without one; RunReadError, an AnalysisError, when it is malformed or its
     load block holds what no load ladder could set)."""
-    from ..planfields import check_plan
 
     plan = RunReader(run_dir).plan
     check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
@@ -98,7 +107,6 @@ class _Read:
 def _read(run_dir: Path, baseline: str | None) -> _Read:
     """The plan, the records and their frames, the baseline and the contrasts to form;
     AnalysisError in one line when there is nothing to analyse."""
-    from . import frame
 
     plan = plan_of(run_dir)  # its AnalysisError names the file and the fix
     records, unreadable = records_of(run_dir)
@@ -134,7 +142,6 @@ def compute(
 
 
 def compute_parts(run_dir: Path, *, baseline: str | None, boot: int, seed: int) -> _Computed:
-    from . import capacity_stats, contrast, crossover, frame, turns
 
     read = _read(run_dir, baseline)
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
@@ -179,15 +186,9 @@ def _result(
     searched: CapacityResult | None, per_turn: TurnReport | None,
 ) -> AnalysisResult:  # fmt: skip
     """The report model and the terminal's lines put together with the tables and figures."""
-    from ....kindapi.report import AnalysisResult
-    from ..report import sections as report
-    from ..report.listings import PLOTS
-    from ..report.timeline import report_lines
-    from . import capacity_stats, census, crossover, turns
 
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
     endpoint = str((plan.kind_fields.get("load") or {}).get("endpoint", "e2e"))
-    from .frame import SESSION_TYPES
 
     read_sessions = RunReader(run_dir).sessions(SESSION_TYPES)
     sessions = list(read_sessions.facts)
@@ -222,7 +223,6 @@ def analyse(
 ) -> LoadAnalysis:  # fmt: skip
     """Analyse what the run directory holds now and save it into `out` (RUN/analysis/);
     AnalysisError in one line when there is nothing to analyse or it cannot be written."""
-    from ....kindapi.report import save_result
 
     got = compute_parts(run_dir, baseline=baseline, boot=boot, seed=seed)
     done = got.result
@@ -236,11 +236,6 @@ def _figures(
     searched: CapacityResult | None, per_turn: TurnReport | None,
 ) -> tuple[FigureData, ...]:  # fmt: skip
     """The plots as data, each with the function that draws it (none without matplotlib)."""
-    from ....kindapi.report import FigureData
-    from ....kindapi.report import available as plotting_available
-    from ..report import plots
-    from ..report.timeline import replayed, timeline_figure
-    from . import turns
 
     if not plotting_available() or table.empty:
         return ()
@@ -265,7 +260,6 @@ def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
     """The sequential look the records reached (None: fixed cycles), not yet judged; stop.json
     is never read: the looks come from the records (a malformed design is refused when the
     reader parses plan.json)."""
-    from ....kindapi.analysis import look_state
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
     return look_state(plan.stop, cycles)
@@ -274,7 +268,6 @@ def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
 def margin_of(plan: PlanDoc) -> float:
     """The equivalence margin (percent) plan.json's analysis block registers; a run written
     before load recorded it gets the ladder's default."""
-    from ....kindapi.ladder import AnalysisConfig
 
     got = plan.analysis.kind_settings.get("margin_pct")
     return float(got) if isinstance(got, int | float) else AnalysisConfig().margin_pct
@@ -283,7 +276,6 @@ def margin_of(plan: PlanDoc) -> float:
 def interval_decision(low: float, high: float, margin: float | None = None) -> Decision:
     """A gain's interval (percent) read as a decision: faster or slower when it excludes no
     change, equivalent when it lies within ±margin (None: never), else undecided."""
-    from ....kindapi.analysis import Decision
 
     if low > 0:
         return Decision.FASTER
@@ -301,7 +293,6 @@ def cells(
     level, and its interaction(s). Faster or slower when the interval excludes no gain;
     equivalent when it lies within ±margin (the look's 95 % interval: stricter than the 90 %
     one of two one-sided tests, so no level is spent on it)."""
-    from ....kindapi.analysis import CellState
 
     out = []
     for r in [*rows, *inter]:

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....kindapi import ExitStatus
+from ....kindapi import AnalysisError, ExitStatus
+from ....kindapi.analysis import plan_by_cycle, plan_cell, render
+from ....kindapi.records import RunReader, recordlines
+from ..planfields import check_plan
+from . import contrast, frame
+from .compute import contrast_pairs, records_of
+from .contrast import REQUEST_ENDPOINTS, cell_matrix, level_gains, request_gains
 
 if TYPE_CHECKING:
     import argparse
@@ -35,8 +41,6 @@ def _matrix(requests: pd.DataFrame, r: Row, levels: Sequence[str]) -> FloatArray
     on the prompts and cycles both have (as `contrast` pairs an interaction)."""
     import numpy as np
 
-    from .contrast import cell_matrix, request_gains
-
     got = [cell_matrix(request_gains(requests, r.treatment, r.baseline, lv, r.endpoint))
            for lv in levels]  # fmt: skip
     if len(got) == 1:
@@ -53,8 +57,6 @@ def _matrix(requests: pd.DataFrame, r: Row, levels: Sequence[str]) -> FloatArray
 
 def _per_cycle(blocks: pd.DataFrame, r: Row, levels: Sequence[str]) -> FloatArray:
     import numpy as np
-
-    from .contrast import level_gains
 
     per = [level_gains(blocks, r.treatment, r.baseline, lv, r.endpoint) for lv in levels]
     if len(per) == 1:
@@ -74,8 +76,6 @@ def plan_cells(
 ) -> list[CellPlan]:
     """One plan per (row, its levels): a level's gain (one level) or an interaction (the
     lowest level and the highest)."""
-    from ....kindapi.analysis import plan_by_cycle, plan_cell
-    from .contrast import REQUEST_ENDPOINTS
 
     out = []
     for r, levels in rows:
@@ -91,12 +91,6 @@ def plan_cells(
 
 def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     """Plan the headline endpoint's per-level gains and interactions of a load run."""
-    from ....kindapi import AnalysisError
-    from ....kindapi.analysis import render
-    from ....kindapi.records import RunReader, recordlines
-    from ..planfields import check_plan
-    from . import contrast, frame
-    from .compute import contrast_pairs, records_of
 
     check_plan(plan, f"plan file {run_dir / 'plan.json'}")
     records, unreadable = records_of(run_dir)

@@ -21,8 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ....kindapi.analysis import to_pct
 from ....kindapi.report import Section, Table, Text, md_text
 from ..records import TTFT_MS
+from .contrast import cell_matrix, clustered, request_gains
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,8 +78,6 @@ def _gain(
     requests: pd.DataFrame, t: str, b: str, level: str, turn: int, *, boot: int, seed: int
 ) -> tuple[float, float, float]:
     """The TTFT gain of t over b at one turn, percent with its interval (NaN: no pair)."""
-    from ....kindapi.analysis import to_pct
-    from .contrast import cell_matrix, clustered, request_gains
 
     gains = request_gains(requests[requests["turn"] == turn], t, b, level, "ttft")
     if gains.empty:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ....kindapi.analysis import INTERVAL
 from ....kindapi.report import Block, Report, Section, Table, Text, md_text, text
 from ..analysis import census, pairing
-from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row
+from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row, cycle_gains
+from ..analysis.crossover import sentence
 from ..records import GOODPUT_REQ_S, J_PER_TOKEN, OUTPUT_TOK_S, REQ_S
 from . import listings
 from .witnesses import LAG, session_lines, witness_lines
@@ -64,7 +65,6 @@ def headline_lines(
 
 def cycle_lines(requests: pd.DataFrame, contrasts: Sequence[Row], endpoint: str) -> list[str]:
     """The headline endpoint's gain per cycle at each level (a slowed session shows here)."""
-    from ..analysis.contrast import cycle_gains
 
     out = []
     for t, b in dict.fromkeys((r.treatment, r.baseline) for r in contrasts):
@@ -139,7 +139,6 @@ def _headline(
     requests: pd.DataFrame, crossings: Sequence[Crossover], capacity: Sequence[str],
     turns: TurnReport | None, n_cycles: int,
 ) -> Section:  # fmt: skip
-    from ..analysis.crossover import sentence
 
     # A short design's figures hold for its sessions: the reader learns that first (issue 43).
     short = (

@@ -36,10 +36,13 @@ from ....kindapi.ladder import (
 )
 from ....kindapi.records import schema
 from ....kindapi.rig import stream_chat
-from ....kindapi.run import PreflightItem, check_prompt_set
+from ....kindapi.run import WARMUP, PreflightItem, check_prompt_set
 from .. import conversation
+from ..analysis.atend import analyse_at_end
+from ..analysis.capacity_stats import wilson
+from ..analysis.gates import CAPACITY, treatment_problem
 from ..ladder import Level, LoadSettings
-from ..loadgen.arrivals import prompt_order
+from ..loadgen.arrivals import poisson_schedule, poisson_until, prompt_order
 from ..loadgen.payload import PromptLike
 from ..records import E2E_MS, OUTPUT_TOK_S, TTFT_MS
 from ..result import LevelResult
@@ -108,7 +111,6 @@ class LoadRun(KindRun):
     def lint_warnings(self) -> list[str]:
         """A capacity search whose probes are too few for any level to be surely within the
         target: the 95 % bracket would have no lower end."""
-        from ..analysis.capacity_stats import wilson
 
         c, n = self.settings.capacity, (self.settings.requests or 0) * self.ladder.cycles
         if c is None or n == 0 or wilson(n, n)[0] >= c.attainment:
@@ -129,7 +131,6 @@ class LoadRun(KindRun):
         return out | ({"trace_sha256": self.replay.trace.sha256} if self.replay else {})
 
     def plan_fields(self) -> dict[str, Any]:
-        from ..loadgen.arrivals import poisson_schedule, poisson_until
 
         s = self.settings
 
@@ -193,7 +194,6 @@ class LoadRun(KindRun):
 
     def warm_up(self, live: LiveSession) -> schema.WarmupFacts:
         """One short streamed request, judged as decode judges one (each block warms up too)."""
-        from ....kindapi.run import WARMUP
 
         spec = live.request_spec(WARMUP.tokens)
         # no longer than a block may take: the ladder's bound for this kind's requests
@@ -267,7 +267,6 @@ class LoadRun(KindRun):
         return {"position": case.position, **out}
 
     def validate_analysis(self, request: AnalysisRequest) -> None:
-        from ..analysis.gates import CAPACITY, treatment_problem
 
         keys = self.ladder.treatment_keys
         base = request.baseline or self.ladder.baseline
@@ -289,7 +288,6 @@ class LoadRun(KindRun):
             )
 
     def analyse(self, run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
-        from ..analysis.atend import analyse_at_end
 
         return analyse_at_end(run_dir, request)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi.records import schema
+from ....kindapi.records import RunReader, schema
 from ..capacity import Bracket, CapacitySettings, bracket, next_level
 from ..records import SEARCH
 
@@ -30,7 +30,6 @@ def attainment(line: Mapping[str, Any]) -> float:
 
 def leader_levels(live: LiveSession, leader: str) -> tuple[float, ...] | None:
     """The levels the cycle's leader probed, in its order (None: it has no records here)."""
-    from ....kindapi.records import RunReader
 
     if not (live.ctx.run_dir.path / schema.records_file(leader)).is_file():
         return None
