@@ -310,8 +310,15 @@ def _number(value: Any, low: float, high: float) -> bool:
 
 def problem(cal: Calibration) -> str | None:
     """What in a calibration calibrate could not have written (a clause), or None."""
-    texts = [cal.model_id, cal.model_sha256, cal.build, cal.created_at, cal.run_dir,
-             *cal.host.keys(), *cal.host.values()]  # fmt: skip
+    texts = [
+        cal.model_id,
+        cal.model_sha256,
+        cal.build,
+        cal.created_at,
+        cal.run_dir,
+        *cal.host.keys(),
+        *cal.host.values(),
+    ]
     if any(len(t) > MAX_TEXT for t in texts):
         return f"a text in it is longer than {MAX_TEXT} characters"
     try:

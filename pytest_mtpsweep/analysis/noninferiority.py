@@ -84,10 +84,22 @@ def decide(
         outcome = NONINFERIOR
     elif bounded and bad:
         outcome = INFERIOR
-    sentence = _sentence(outcome, estimate_pct, low_pct, high_pct, margin_pct, line,
-                         higher_is_better, final, level, unit, fixes)  # fmt: skip
-    return NonInferiority(outcome, margin_pct, estimate_pct, low_pct, high_pct,
-                          higher_is_better, final, sentence)  # fmt: skip
+    sentence = _sentence(
+        outcome,
+        estimate_pct,
+        low_pct,
+        high_pct,
+        margin_pct,
+        line,
+        higher_is_better,
+        final,
+        level,
+        unit,
+        fixes,
+    )
+    return NonInferiority(
+        outcome, margin_pct, estimate_pct, low_pct, high_pct, higher_is_better, final, sentence
+    )
 
 
 def _sentence(

@@ -131,8 +131,12 @@ def width_from_ms(
             # Floored at the fewest df of a positive term, as session_spread floors it.
             df = np.where(session > 0, np.maximum(total**2 / den, min(df_p, k - 1.0)), df_p)
     q_t = stdtrit(df, 0.5 + confidence / 2.0)
-    q = np.maximum(q_t, np.minimum(q_ratio * stdtrit(df_p, 0.5 + confidence / 2.0),
-                                   INTERVAL.boot_t_max_factor * q_t))  # fmt: skip
+    q = np.maximum(
+        q_t,
+        np.minimum(
+            q_ratio * stdtrit(df_p, 0.5 + confidence / 2.0), INTERVAL.boot_t_max_factor * q_t
+        ),
+    )
     with np.errstate(over="ignore"):  # a hopeless draw's width is inf, which no target meets
         return np.asarray(100.0 * math.exp(est) * np.sinh(q * np.sqrt(total)))
 
@@ -216,11 +220,16 @@ def plan_cell(
     n = int(np.isfinite(matrix).any(axis=1).sum())
     cycles_run = int(np.isfinite(matrix).any(axis=0).sum())
     if comp is None:
-        why = ("no pair of this treatment and the baseline yet" if cycles_run == 0 else
-               "under 2 cycles the prompts' spread and the noise are one; run a cycle pair"
-               if cycles_run < 2 else "fewer than 2 prompts have pairs in every cycle")  # fmt: skip
-        return CellPlan(cell, endpoint, n, cycles_run, now, None, None, None, math.nan,
-                        math.nan, why)  # fmt: skip
+        why = (
+            "no pair of this treatment and the baseline yet"
+            if cycles_run == 0
+            else "under 2 cycles the prompts' spread and the noise are one; run a cycle pair"
+            if cycles_run < 2
+            else "fewer than 2 prompts have pairs in every cycle"
+        )
+        return CellPlan(
+            cell, endpoint, n, cycles_run, now, None, None, None, math.nan, math.nan, why
+        )
     pct = float(row["pct_change"])  # type: ignore[arg-type]
     est = math.log1p(pct / 100.0) if math.isfinite(pct) and pct > -100.0 else 0.0
     ratio = pilot_ratio(row, n, pilot_confidence)
@@ -305,8 +314,7 @@ def plan_by_cycle(
     k0 = int(v.size)
     if k0 < 2:
         why = "under 2 cycles there is no spread between cycles to plan from; run a cycle pair"
-        return CellPlan(cell, endpoint, k0, k0, math.nan, None, None, None, math.nan, math.nan,
-                        why)  # fmt: skip
+        return CellPlan(cell, endpoint, k0, k0, math.nan, None, None, None, math.nan, math.nan, why)
     est, var = float(v.mean()), float(v.var(ddof=1))
     t0 = float(stdtrit(k0 - 1, 0.975))
     now = 100.0 * math.exp(est) * math.sinh(t0 * math.sqrt(var / k0))
@@ -314,8 +322,9 @@ def plan_by_cycle(
 
     def width(s2: FloatArray, k: int) -> FloatArray:
         with np.errstate(over="ignore"):
-            return np.asarray(100.0 * math.exp(est) * np.sinh(stdtrit(k - 1, 0.975) *
-                                                               np.sqrt(s2 / k)))  # fmt: skip
+            return np.asarray(
+                100.0 * math.exp(est) * np.sinh(stdtrit(k - 1, 0.975) * np.sqrt(s2 / k))
+            )
 
     point = np.stack([width(np.array([var]), k) for k in ks], axis=-1)
     best = first_reaching(point, ks, target)[0]

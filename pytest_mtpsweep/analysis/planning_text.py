@@ -54,8 +54,9 @@ def render(
         best, span = _cycles(c, top)
         wall = per_cycle * c.cycles if per_cycle is not None and c.cycles is not None else None
         now = f"±{c.now:.1f} %" if math.isfinite(c.now) else "-"
-        rows.append([c.cell, c.endpoint, str(c.n_prompts or "-"), now, best, span, duration(wall),
-                     c.note])  # fmt: skip
+        rows.append(
+            [c.cell, c.endpoint, str(c.n_prompts or "-"), now, best, span, duration(wall), c.note]
+        )
     lines = [head, table(rows)]
     if per_cycle is None:
         lines.append("wall time: no session file of this run records duration_s")

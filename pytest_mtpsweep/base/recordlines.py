@@ -48,11 +48,16 @@ RATE = f"a rate (a number from 0 to {MAX_RATE})"
 FRACTION = "a fraction (a number from 0 to 1)"
 # bounded type -> (lowest, highest, whether it is an integer)
 RANGES: dict[str, tuple[float, float, bool]] = {
-    SECONDS: (0, MAX_SECONDS, False), MS: (0, MAX_MS, False), LAG_MS: (-MAX_MS, MAX_MS, False),
-    TOKENS: (0, MAX_TOKENS, True), CONTEXT_TOKENS: (0, MAX_CONTEXT_TOKENS, True),
-    COUNT: (0, MAX_COUNT, True), AMOUNT: (0, MAX_COUNT, False), RATE: (0, MAX_RATE, False),
+    SECONDS: (0, MAX_SECONDS, False),
+    MS: (0, MAX_MS, False),
+    LAG_MS: (-MAX_MS, MAX_MS, False),
+    TOKENS: (0, MAX_TOKENS, True),
+    CONTEXT_TOKENS: (0, MAX_CONTEXT_TOKENS, True),
+    COUNT: (0, MAX_COUNT, True),
+    AMOUNT: (0, MAX_COUNT, False),
+    RATE: (0, MAX_RATE, False),
     FRACTION: (0, 1, False),
-}  # fmt: skip
+}
 
 NOT_JSON = "not JSON"
 TORN = "not JSON: the file's last line, cut short (a run killed mid-write)"

@@ -96,8 +96,13 @@ HISTORY_REQUIRED = ("format", "time", "gate", "treatment", "decision")
 
 # Which session: a record of a kind that runs sessions of treatments starts with these.
 SESSION_IDENTITY_FIELDS: tuple[str, ...] = (
-    "run_id", "ladder", "treatment", "cycle", "ordinal", "session",
-)  # fmt: skip
+    "run_id",
+    "ladder",
+    "treatment",
+    "cycle",
+    "ordinal",
+    "session",
+)
 # Sessions pool only when all of these are identical (comparability).
 KEYED_FIELDS: tuple[str, ...] = (
     "model_id",

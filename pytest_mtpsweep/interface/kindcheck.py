@@ -65,9 +65,14 @@ def probe_problem(name: str, value: str, group: str) -> str | None:
     argv = [sys.executable, "-c", _PROBE, json.dumps(sys.path), name, value, group]
     try:
         done = subprocess.run(
-            argv, capture_output=True, text=True, errors="replace", timeout=PROBE_TIMEOUT_S,
-            stdin=subprocess.DEVNULL, check=False,
-        )  # fmt: skip
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return f"importing {value} took over {PROBE_TIMEOUT_S:.0f} s in a probe process"
     except OSError as exc:

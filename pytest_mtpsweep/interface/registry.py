@@ -184,8 +184,15 @@ def _catalogue(extra: tuple[str, ...] | None) -> tuple[tuple[Kind, ...], Mapping
             problems[name] = got
             continue
         owners = [k for k in usable if k.fixture == got.fixture]
-        clash = next((f"its option {key} is taken already by {taken[key]}"
-                      for o in got.options for key in (o.flag, o.name) if key in taken), None)  # fmt: skip
+        clash = next(
+            (
+                f"its option {key} is taken already by {taken[key]}"
+                for o in got.options
+                for key in (o.flag, o.name)
+                if key in taken
+            ),
+            None,
+        )
         if clash is None and owners:
             clash = f"its fixture {got.fixture!r} is taken already by kind {owners[0].name!r}"
         if clash is not None:

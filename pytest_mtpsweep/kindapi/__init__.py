@@ -56,16 +56,36 @@ from ..wishes.request import AnalysisRequest, RunRequest
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the declaration and the run side
-    "Kind", "KindSpec", "KindRun", "Case", "Outcome", "EndAnalysis", "ExitStatus", "Opt",
+    "Kind",
+    "KindSpec",
+    "KindRun",
+    "Case",
+    "Outcome",
+    "EndAnalysis",
+    "ExitStatus",
+    "Opt",
     # a gate: what a kind's gates may say, one parsed, one judged
-    "GateGrammar", "Gate", "GateVerdict", "GateFigures",
+    "GateGrammar",
+    "Gate",
+    "GateVerdict",
+    "GateFigures",
     # what a sweep's look is asked and answers (the parts' signatures: `Kind.check_parts`)
-    "SweepLookAt", "SweepVerdict",
+    "SweepLookAt",
+    "SweepVerdict",
     # one invocation's wishes
-    "RunRequest", "AnalysisRequest",
+    "RunRequest",
+    "AnalysisRequest",
     # shared numbers and names
-    "SUBSETS", "BOOT",
+    "SUBSETS",
+    "BOOT",
     # the errors (each one sentence: what, where, the fix)
-    "UserError", "LadderError", "PromptError", "OptionError", "AnalysisError", "RunReadError",
-    "ExpectationError", "ReplyCut", "SkipSession",
-]  # fmt: skip
+    "UserError",
+    "LadderError",
+    "PromptError",
+    "OptionError",
+    "AnalysisError",
+    "RunReadError",
+    "ExpectationError",
+    "ReplyCut",
+    "SkipSession",
+]

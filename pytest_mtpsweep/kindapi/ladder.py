@@ -11,9 +11,22 @@ from ..ladder.values import AnalysisConfig, Ladder, Preregistration, Treatment
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # a ladder as frozen values
-    "Ladder", "Treatment", "Preregistration", "AnalysisConfig", "SessionSlot",
+    "Ladder",
+    "Treatment",
+    "Preregistration",
+    "AnalysisConfig",
+    "SessionSlot",
     # fields and their checks
-    "Spec", "check_table", "check_key", "str_list", "parse_treatments", "parse_contrast",
+    "Spec",
+    "check_table",
+    "check_key",
+    "str_list",
+    "parse_treatments",
+    "parse_contrast",
     # prompts
-    "Prompt", "ladder_prompts", "prompt_digest", "session_order", "read_text_file",
-]  # fmt: skip
+    "Prompt",
+    "ladder_prompts",
+    "prompt_digest",
+    "session_order",
+    "read_text_file",
+]

@@ -15,10 +15,19 @@ from ..state.runread import RunReader
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # its names (`schema`, `recordlines`: whole modules, read as `schema.RECORDS_DIR`)
-    "schema", "recordlines",
+    "schema",
+    "recordlines",
     # writing
-    "RecordWriter", "atomic_write_json", "atomic_write_text", "cache_dir", "output_problem",
+    "RecordWriter",
+    "atomic_write_json",
+    "atomic_write_text",
+    "cache_dir",
+    "output_problem",
     "redact_url",
     # reading
-    "RunReader", "PlanDoc", "AnalysisPlan", "SweepAxis", "DroppedArm",
-]  # fmt: skip
+    "RunReader",
+    "PlanDoc",
+    "AnalysisPlan",
+    "SweepAxis",
+    "DroppedArm",
+]

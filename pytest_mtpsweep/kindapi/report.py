@@ -15,11 +15,29 @@ from ..report.save import save_result
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the model
-    "Report", "Section", "Block", "Text", "text", "Table", "Figure", "Page", "Role",
-    "AnalysisResult", "FigureData",
+    "Report",
+    "Section",
+    "Block",
+    "Text",
+    "text",
+    "Table",
+    "Figure",
+    "Page",
+    "Role",
+    "AnalysisResult",
+    "FigureData",
     # writing it
-    "save_result", "markdown", "available",
+    "save_result",
+    "markdown",
+    "available",
     # Markdown and page helpers
-    "Md", "md_text", "md_code", "md_table", "LONG_LIST_ROWS", "Markup",
-    "el", "join", "facets",
-]  # fmt: skip
+    "Md",
+    "md_text",
+    "md_code",
+    "md_table",
+    "LONG_LIST_ROWS",
+    "Markup",
+    "el",
+    "join",
+    "facets",
+]

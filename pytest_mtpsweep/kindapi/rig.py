@@ -16,8 +16,17 @@ from ..rig.usage import read_usage
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # one request and its checks
-    "stream_chat", "ReadBound", "fetch", "excess_chunks", "model_reason",
-    "read_usage", "bearer",
+    "stream_chat",
+    "ReadBound",
+    "fetch",
+    "excess_chunks",
+    "model_reason",
+    "read_usage",
+    "bearer",
     # the host, the process, the counters
-    "cpu_key", "exit_of", "Energy", "energy_mj", "parse_samples",
-]  # fmt: skip
+    "cpu_key",
+    "exit_of",
+    "Energy",
+    "energy_mj",
+    "parse_samples",
+]

@@ -11,7 +11,12 @@ from ..state.live import LiveSession
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the session and the run
-    "LiveSession", "RunContext", "WARMUP", "counted", "counters_now",
+    "LiveSession",
+    "RunContext",
+    "WARMUP",
+    "counted",
+    "counters_now",
     # preflight rows a kind adds
-    "PreflightItem", "check_prompt_set",
-]  # fmt: skip
+    "PreflightItem",
+    "check_prompt_set",
+]

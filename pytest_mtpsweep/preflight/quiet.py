@@ -37,8 +37,9 @@ def check_host_quiet(check: QuietCheck | None) -> PreflightItem:
         f"others <= {rule.cpu_noise_pct:g}% of the CPU, CPU stall <= {rule.cpu_stall_pct:g}% "
         "(host rule)"
     )
-    quiet = busyhost.wait_for_quiet(rule, check.wait_s, check.roots or busyhost.run_roots(),
-                                    check.on_wait)  # fmt: skip
+    quiet = busyhost.wait_for_quiet(
+        rule, check.wait_s, check.roots or busyhost.run_roots(), check.on_wait
+    )
     observed = quiet.load.describe()
     if check.wait_s > 0:
         observed += f"; waited {quiet.waited_s:.0f} of {check.wait_s:g} s for quiet"

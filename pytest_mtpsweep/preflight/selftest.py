@@ -107,8 +107,13 @@ def check_self_test(checks: dict[str, Check] | None = None) -> PreflightItem:
     took = time.monotonic() - t0
     expected = "the harness's self-test passes"
     if not failed:
-        return make_item("self_test", expected, f"{len(checks)} tests / OK ({took:.1f} s)", PASS,
-                         stable=f"{len(checks)} tests / OK")  # fmt: skip
+        return make_item(
+            "self_test",
+            expected,
+            f"{len(checks)} tests / OK ({took:.1f} s)",
+            PASS,
+            stable=f"{len(checks)} tests / OK",
+        )
     return make_item(
         "self_test",
         expected,

@@ -70,8 +70,13 @@ def _unfiled(qdir: Path) -> dict[str, Any] | None:
         reason = raw.decode("utf-8", errors="replace").strip()
     except ValueError:
         reason = "set aside without a session file"
-    return {"session": name, "ordinal": int(ordinal), "treatment": treatment,
-            "cycle": int(cycle), "quarantined": reason or "set aside"}  # fmt: skip
+    return {
+        "session": name,
+        "ordinal": int(ordinal),
+        "treatment": treatment,
+        "cycle": int(cycle),
+        "quarantined": reason or "set aside",
+    }
 
 
 def summarise(run_dir: RunDir, ladder: Ladder) -> Summary:

@@ -145,9 +145,15 @@ class Run:
         """Found the run directory (or reopen the resumed one); make the sessions."""
         assert self.resolved is not None, "resolve() comes first"
         self.sessions = begin(
-            self.request, self.ladder, self.declared, self.kind, self.plan, self.resolved, cases,
+            self.request,
+            self.ladder,
+            self.declared,
+            self.kind,
+            self.plan,
+            self.resolved,
+            cases,
             checks,
-        )  # fmt: skip
+        )
         interrupts.install()  # a second Ctrl-C ends the run quietly (plugin unconfigure restores)
         if progress is not None:
             self.sessions.progress = progress

@@ -37,9 +37,17 @@ HEADER = (
 # then the columns left out, in this order, while it still does not fit (sessions.csv has all).
 SHRINKABLE = {"note": 16, "alias": 12, "finish": 18, "released": 8, "treatment": 9}
 DROPPABLE = (
-    "n_ctx", "props", "alias", "host %", "draft acc", "drift %", "load s", "mem MiB", "degen",
+    "n_ctx",
+    "props",
+    "alias",
+    "host %",
+    "draft acc",
+    "drift %",
+    "load s",
+    "mem MiB",
+    "degen",
     "cyc",
-)  # fmt: skip
+)
 
 
 def session_row(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,8 +176,9 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None) -> str:
         shrink = {
             keep.index(HEADER.index(h)): w for h, w in SHRINKABLE.items() if h not in left_out
         }
-        text = textwidth.render([[row[i] for i in keep] for row in table], width=width,
-                               shrinkable=shrink)  # fmt: skip
+        text = textwidth.render(
+            [[row[i] for i in keep] for row in table], width=width, shrinkable=shrink
+        )
         fits = width is None or max(len(line) for line in text.splitlines()) <= width
         more = [h for h in DROPPABLE if h not in left_out]
         if fits or not more:

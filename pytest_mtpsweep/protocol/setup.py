@@ -93,9 +93,13 @@ def own_servers(ladder: Ladder) -> dict[str, rig.ServerBinary]:
     for t in ladder.treatments:
         if not t.attached and t.own_server:
             found[t.key] = treatment_server(
-                t.key, ladder.path.parent, server_bin=t.server_bin, server_pip=t.server_pip,
-                server_commit=t.server_commit, server_repo=t.server_repo,
-            )  # fmt: skip
+                t.key,
+                ladder.path.parent,
+                server_bin=t.server_bin,
+                server_pip=t.server_pip,
+                server_commit=t.server_commit,
+                server_repo=t.server_repo,
+            )
     return found
 
 

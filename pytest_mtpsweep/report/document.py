@@ -29,13 +29,28 @@ _TAG = re.compile(r"[a-z][a-z0-9]*\Z")
 _ATTRIBUTE = re.compile(r"[a-z][a-z0-9-]*\Z")
 _VOID = frozenset({"br", "hr", "img", "input", "wbr"})
 # Elements that run code, fetch or restyle: only the page skeleton below writes them.
-_REFUSED = frozenset({"script", "style", "link", "meta", "base", "iframe", "object", "embed",
-                      "form", "svg", "math", "template"})  # fmt: skip
+_REFUSED = frozenset(
+    {
+        "script",
+        "style",
+        "link",
+        "meta",
+        "base",
+        "iframe",
+        "object",
+        "embed",
+        "form",
+        "svg",
+        "math",
+        "template",
+    }
+)
 # A URL attribute may point inside the page or hold an inline picture, nothing else.
 _URL_PREFIXES = {"href": ("#",), "src": ("data:image/png;base64,",)}
 # Inside <script type="application/json"> these could end the element or break a parser.
-_JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
-                               "\u2028": "\\u2028", "\u2029": "\\u2029"})  # fmt: skip
+_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 
 
 @dataclass(frozen=True)

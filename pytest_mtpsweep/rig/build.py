@@ -307,10 +307,20 @@ def _build(package: Package, where: Path, say: Say = print) -> tuple[Path, float
         # -v: pip passes the build's own output through (CMake's stages, make's percentages),
         # which is what the progress lines are read from.
         argv = [
-            sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir",
-            "--disable-pip-version-check", "--no-binary", package.distribution,
-            "-w", tmp, package.requirement,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-v",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--no-binary",
+            package.distribution,
+            "-w",
+            tmp,
+            package.requirement,
+        ]
         jobs = str(os.cpu_count() or 2)
         env = {
             **os.environ,
@@ -321,9 +331,13 @@ def _build(package: Package, where: Path, say: Say = print) -> tuple[Path, float
         log = Path(tmp) / "build.log"
         try:
             returncode = run_with_progress(
-                argv, env=env, log=log, what=f"building {package.distribution}",
-                timeout_s=BUILD_TIMEOUT_S, say=say,
-            )  # fmt: skip
+                argv,
+                env=env,
+                log=log,
+                what=f"building {package.distribution}",
+                timeout_s=BUILD_TIMEOUT_S,
+                say=say,
+            )
         except BuildTimeout:
             raise ProvisionError(
                 f"building {package.requirement} took over {minutes(BUILD_TIMEOUT_S)} and was "
@@ -355,10 +369,11 @@ def _install(package: Package, wheel: Path) -> None:
         steps.append([f"{wheel}{package.extras}"])
     for step in steps:
         pip_install(
-            step, wheel.name,
+            step,
+            wheel.name,
             timed_out="check the network to the package index and run `mtpsweep provision` again",
             failed="run `mtpsweep provision --rebuild` to build it again",
-        )  # fmt: skip
+        )
 
 
 def pip_install(args: Sequence[str], what: str, *, timed_out: str, failed: str) -> None:
@@ -367,9 +382,12 @@ def pip_install(args: Sequence[str], what: str, *, timed_out: str, failed: str) 
     argv = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args]
     try:
         done = subprocess.run(
-            argv, capture_output=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            argv,
+            capture_output=True,
+            timeout=PIP_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
             check=False,
-        )  # fmt: skip
+        )
     except subprocess.TimeoutExpired:
         raise ProvisionError(
             f"pip did not install {what} within {PIP_TIMEOUT_S:.0f} s; {timed_out}."

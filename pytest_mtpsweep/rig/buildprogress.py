@@ -109,9 +109,13 @@ def run_with_progress(
     progress = Progress()
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env),
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         reader = threading.Thread(target=_pump, args=(proc, out, progress), daemon=True)
         reader.start()
         next_say = t0 + every_s

@@ -56,9 +56,11 @@ class HostLoad:
     top: tuple[Hog, ...] = ()
 
     def describe(self) -> str:
-        stall = "no stall witness" if self.stall_pct is None else (
-            f"CPU stall {self.stall_pct:.1f}% ({self.stall_source})"
-        )  # fmt: skip
+        stall = (
+            "no stall witness"
+            if self.stall_pct is None
+            else (f"CPU stall {self.stall_pct:.1f}% ({self.stall_source})")
+        )
         return (
             f"other processes {self.other_cpu_pct:.1f}% of the CPU over {self.window_s:.1f} s; "
             f"{stall}; top: {top_text(self.top)}"

@@ -19,8 +19,20 @@ MAX_STAMP_BYTES = 64 * 1024  # a stamp is ~2 KB (the CPU's flags); more was not 
 MAX_STAMP_DEPTH = 4  # a stamp's deepest value is build_env's strings: {"build_env": {k: v}}
 # The fields the stamps hold (build.json, prefix.json, a git build's), with the types written:
 # a stamp holding another type there is none the tool wrote.
-_TEXT = ("requirement", "cpu_key", "machine", "compiler", "wheel", "wheel_sha256", "digest",
-         "written", "repo", "commit", "sha", "source")  # fmt: skip
+_TEXT = (
+    "requirement",
+    "cpu_key",
+    "machine",
+    "compiler",
+    "wheel",
+    "wheel_sha256",
+    "digest",
+    "written",
+    "repo",
+    "commit",
+    "sha",
+    "source",
+)
 
 
 def _as_written(stamp: dict[str, object]) -> bool:
@@ -31,10 +43,14 @@ def _as_written(stamp: dict[str, object]) -> bool:
     seconds = stamp.get("build_s", 0.0)
     return (
         texts
-        and isinstance(flags, list) and all(isinstance(f, str) for f in flags)
-        and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
-        and isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds >= 0
-    )  # fmt: skip
+        and isinstance(flags, list)
+        and all(isinstance(f, str) for f in flags)
+        and isinstance(env, dict)
+        and all(isinstance(v, str) for v in env.values())
+        and isinstance(seconds, int | float)
+        and not isinstance(seconds, bool)
+        and seconds >= 0
+    )
 
 
 def read_stamp(path: Path) -> dict[str, object]:

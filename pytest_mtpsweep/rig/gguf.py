@@ -13,7 +13,19 @@ from typing import IO, Any
 
 MAGIC = b"GGUF"
 CHAT_TEMPLATE = "tokenizer.chat_template"
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
+_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
 _STRING, _ARRAY = 8, 9
 
 

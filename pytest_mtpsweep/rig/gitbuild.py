@@ -62,13 +62,30 @@ def cmake_argv(source: Path, out: Path, commit: str, sha: str) -> list[list[str]
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
     return [
         [
-            "cmake", "-S", str(source), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release",
-            "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-            f"-DLLAMA_BUILD_NUMBER={build_number(commit)}", f"-DLLAMA_BUILD_COMMIT={sha[:9]}",
+            "cmake",
+            "-S",
+            str(source),
+            "-B",
+            str(out),
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DBUILD_SHARED_LIBS=OFF",
+            "-DLLAMA_CURL=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF",
+            f"-DLLAMA_BUILD_NUMBER={build_number(commit)}",
+            f"-DLLAMA_BUILD_COMMIT={sha[:9]}",
         ],
-        ["cmake", "--build", str(out), "--target", "llama-server", "--config", "Release",
-         "-j", jobs],
-    ]  # fmt: skip
+        [
+            "cmake",
+            "--build",
+            str(out),
+            "--target",
+            "llama-server",
+            "--config",
+            "Release",
+            "-j",
+            jobs,
+        ],
+    ]
 
 
 def compile_flags() -> dict[str, str]:
@@ -142,8 +159,10 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
     _git(["init", "-q", str(source)], log, what)
     fetched = run_logged(
         ["git", "-C", str(source), "fetch", "-q", "--depth", "1", repo, name],
-        log, FETCH_TIMEOUT_S, env=GIT_ENV,
-    )  # fmt: skip
+        log,
+        FETCH_TIMEOUT_S,
+        env=GIT_ENV,
+    )
     if fetched is None:
         raise _failed(f"fetching {what} took over {FETCH_TIMEOUT_S:.0f} s", log, _NETWORK_FIX)
     if fetched != 0:
@@ -152,25 +171,32 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
         shutil.rmtree(source, ignore_errors=True)
         cloned = run_logged(
             ["git", "clone", "-q", "--no-checkout", repo, str(source)],
-            log, FETCH_TIMEOUT_S, env=GIT_ENV,
-        )  # fmt: skip
+            log,
+            FETCH_TIMEOUT_S,
+            env=GIT_ENV,
+        )
         if cloned != 0:
             late = "took over" if cloned is None else "failed"
             raise _failed(f"fetching {what} {late}", log, _NETWORK_FIX)
     ref = "FETCH_HEAD" if fetched == 0 else name
     found = subprocess.run(
         ["git", "-C", str(source), "rev-parse", "--verify", f"{ref}^{{commit}}"],
-        capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
-        check=False, env=_env(GIT_ENV),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        env=_env(GIT_ENV),
+    )
     with log.open("a") as out:
         out.write(redact_url(found.stdout + found.stderr))
     if found.returncode != 0:
         raise _failed(
-            f"{repo} has no commit or tag {commit}", log,
+            f"{repo} has no commit or tag {commit}",
+            log,
             "a branch is no build, as it moves: name a commit (7 to 40 hex digits) or tag that "
             "exists there",
-        )  # fmt: skip
+        )
     sha = found.stdout.strip()
     # hex digits that git took as a ref's name: a tag of that name is a build, a branch not
     if (
@@ -179,10 +205,11 @@ def _checkout(commit: str, repo: str, source: Path, log: Path) -> str:
         and _resolve(source, repo, f"refs/tags/{commit}", log, shallow=fetched == 0) != sha
     ):
         raise _failed(
-            f"{repo} has no commit {commit}: git took it for a branch of that name", log,
+            f"{repo} has no commit {commit}: git took it for a branch of that name",
+            log,
             "a branch is no build, as it moves: name a commit (7 to 40 hex digits) or tag "
             "that exists there",
-        )  # fmt: skip
+        )
     _git(["-C", str(source), "checkout", "-q", "--detach", sha], log, what)
     return sha
 
@@ -196,9 +223,13 @@ def _resolve(source: Path, repo: str, ref: str, log: Path, *, shallow: bool) -> 
         ref = "FETCH_HEAD"
     found = subprocess.run(
         ["git", "-C", str(source), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
-        capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
-        check=False, env=_env(GIT_ENV),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        env=_env(GIT_ENV),
+    )
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 
@@ -220,15 +251,17 @@ def _compile(commit: str, sha: str, source: Path, out: Path, log: Path) -> Path:
         if rc != 0:
             late = f"took over {build.BUILD_TIMEOUT_S:.0f} s" if rc is None else "failed"
             raise _failed(
-                f"building llama-server at llama.cpp commit {commit} {late}", log,
+                f"building llama-server at llama.cpp commit {commit} {late}",
+                log,
                 "install a C++ compiler and cmake (or name a commit that builds), then run again",
-            )  # fmt: skip
+            )
     built = [p for p in sorted(out.rglob("llama-server")) if p.is_file()]
     if not built:
         raise _failed(
-            f"building llama.cpp commit {commit} made no llama-server", log,
+            f"building llama.cpp commit {commit} made no llama-server",
+            log,
             "name a commit whose CMake project has a llama-server target",
-        )  # fmt: skip
+        )
     return built[0]
 
 
@@ -276,9 +309,13 @@ def _wait(
     argv: list[str], out: IO[bytes], timeout: float, env: dict[str, str] | None
 ) -> int | None:
     proc = subprocess.Popen(
-        argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env=_env(env), start_new_session=True,
-    )  # fmt: skip
+        argv,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=_env(env),
+        start_new_session=True,
+    )
     try:
         return proc.wait(timeout=max(timeout, 1.0))
     except subprocess.TimeoutExpired:

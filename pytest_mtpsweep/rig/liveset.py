@@ -103,12 +103,15 @@ def _wrong(s: LiveServer, run_dir: Path) -> str | None:
     """Why an entry is none the run wrote (None: it may be): a pid no server has, a port
     past 65535, a launcher's session folder outside the run or a stop script no file."""
     typed = (
-        type(s.pid) is int and 1 < s.pid < 1 << 31
-        and type(s.port) is int and 0 < s.port < 65536
-        and isinstance(s.started, int | float) and not isinstance(s.started, bool)
+        type(s.pid) is int
+        and 1 < s.pid < 1 << 31
+        and type(s.port) is int
+        and 0 < s.port < 65536
+        and isinstance(s.started, int | float)
+        and not isinstance(s.started, bool)
         and math.isfinite(s.started)
         and all(isinstance(v, str) for v in (s.session, s.treatment, s.host, s.argv0))
-    )  # fmt: skip
+    )
     if not typed:
         return "a pid, port or start time of the wrong type or out of range"
     if s.session in ("", ".", "..") or "/" in s.session or "\0" in s.session:
@@ -288,7 +291,14 @@ def _wait_gone(server: LiveServer, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
-def entry(session: str, treatment: str, pid: int, host: str, port: int, argv0: str,
-          launcher: dict[str, str] | None) -> LiveServer:  # fmt: skip
+def entry(
+    session: str,
+    treatment: str,
+    pid: int,
+    host: str,
+    port: int,
+    argv0: str,
+    launcher: dict[str, str] | None,
+) -> LiveServer:
     """A live.json entry for a server just started."""
     return LiveServer(session, treatment, pid, started_at(pid), host, port, launcher, argv0)

@@ -112,9 +112,11 @@ def _install(wheel: Path, prefix: Path) -> None:
     fresh = prefix.with_name(prefix.name + ".partial")
     shutil.rmtree(fresh, ignore_errors=True)
     build.pip_install(
-        ["--no-deps", "--no-index", "--target", str(fresh), str(wheel)], f"{wheel.name} into {fresh}",
-        timed_out="check the disk and run again", failed=f"remove {wheel.parent} and run again",
-    )  # fmt: skip
+        ["--no-deps", "--no-index", "--target", str(fresh), str(wheel)],
+        f"{wheel.name} into {fresh}",
+        timed_out="check the disk and run again",
+        failed=f"remove {wheel.parent} and run again",
+    )
     _make_links(server_path(fresh).parent)
     shutil.rmtree(prefix, ignore_errors=True)
     os.replace(fresh, prefix)

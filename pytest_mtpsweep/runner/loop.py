@@ -91,9 +91,14 @@ def preflight_items(session: pytest.Session, checks: Iterable[PreflightItem]) ->
             "same_as_against": check.same_as_against,
         }
         out.append(
-            _item(session, f"{PREFLIGHT}[{check.name}]", outcome=outcome, message=message,
-                  properties=props)
-        )  # fmt: skip
+            _item(
+                session,
+                f"{PREFLIGHT}[{check.name}]",
+                outcome=outcome,
+                message=message,
+                properties=props,
+            )
+        )
     return out
 
 
@@ -104,17 +109,31 @@ def gate_items(session: pytest.Session, verdicts: Sequence[GateVerdict]) -> list
     for v in verdicts:
         outcome = "passed" if v.passed else "failed"
         met = v.passed if v.judged else None
-        props: dict[str, Any] = {"expectation": v.gate.text, "met": met, "detail": v.sentence,
-                                 "decided": v.decided}  # fmt: skip
+        props: dict[str, Any] = {
+            "expectation": v.gate.text,
+            "met": met,
+            "detail": v.sentence,
+            "decided": v.decided,
+        }
         if v.figures is not None:  # the JUnit case carries the numbers a CI dashboard reads
             f = v.figures
-            props |= {"metric": f.metric, "estimate_pct": f.estimate_pct,
-                      "lower_pct": f.lower_pct, "upper_pct": f.upper_pct,
-                      "confidence": f.confidence, "margin_pct": f.margin_pct}  # fmt: skip
+            props |= {
+                "metric": f.metric,
+                "estimate_pct": f.estimate_pct,
+                "lower_pct": f.lower_pct,
+                "upper_pct": f.upper_pct,
+                "confidence": f.confidence,
+                "margin_pct": f.margin_pct,
+            }
         out.append(
-            _item(session, f"{EXPECT}[{v.gate.text}]", outcome=outcome, message=v.sentence,
-                  properties=props)
-        )  # fmt: skip
+            _item(
+                session,
+                f"{EXPECT}[{v.gate.text}]",
+                outcome=outcome,
+                message=v.sentence,
+                properties=props,
+            )
+        )
     return out
 
 
@@ -158,9 +177,17 @@ def report_stopped(config: pytest.Config, marker: str, properties: Mapping[str, 
     )
     for when, outcome, longrepr in phases:
         report = pytest.TestReport(
-            nodeid, location, {STOPPED: 1}, outcome, longrepr, when,
-            duration=0.0, start=now, stop=now, user_properties=props,
-        )  # fmt: skip
+            nodeid,
+            location,
+            {STOPPED: 1},
+            outcome,
+            longrepr,
+            when,
+            duration=0.0,
+            start=now,
+            stop=now,
+            user_properties=props,
+        )
         hook.pytest_runtest_logreport(report=report)
     hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
@@ -324,18 +351,25 @@ def record_history(
                 f = None
             entries.append(
                 history.GateEntry(
-                    time=now, run=ctx.run_id if ctx else "", gate=gate.text,
-                    treatment=gate.treatment, baseline=baseline, subset=gate.cell,
+                    time=now,
+                    run=ctx.run_id if ctx else "",
+                    gate=gate.text,
+                    treatment=gate.treatment,
+                    baseline=baseline,
+                    subset=gate.cell,
                     metric=f.metric if f else "",
                     margin_pct=f.margin_pct if f and f.margin_pct is not None else gate.margin,
                     estimate_pct=f.estimate_pct if f else None,
-                    lower_pct=f.lower_pct if f else None, upper_pct=f.upper_pct if f else None,
+                    lower_pct=f.lower_pct if f else None,
+                    upper_pct=f.upper_pct if f else None,
                     confidence=f.confidence if f else 0.95,
-                    decision=v.decided, host=host, model=model,
+                    decision=v.decided,
+                    host=host,
+                    model=model,
                     treatment_build=arms.get(gate.treatment, build),
                     baseline_build=arms.get(baseline, build),
                 )
-            )  # fmt: skip
+            )
         history.append(path, entries)
     except history.HistoryError as exc:
         item = _item(session, "history", outcome="failed", message=str(exc))

@@ -22,11 +22,32 @@ from .rundocs import FORMAT, FORMAT_FIELD, Fields, check_format
 
 # plan.json's own fields: everything else at its top level is the kind's (`kind_fields`)
 PLAN_FIELDS = (
-    "format", "run_id", "ladder", "kind", "ladder_file", "question", "scope", "created_at",
-    "invocation", "harness_version", "server_bin", "server_bin_source", "server_version",
-    "model_path", "models", "servers", "note", "keyed", "preregistration_sha256", "analysis",
-    "treatments", "sweep", "stop", "host_rule", "sessions",
-)  # fmt: skip
+    "format",
+    "run_id",
+    "ladder",
+    "kind",
+    "ladder_file",
+    "question",
+    "scope",
+    "created_at",
+    "invocation",
+    "harness_version",
+    "server_bin",
+    "server_bin_source",
+    "server_version",
+    "model_path",
+    "models",
+    "servers",
+    "note",
+    "keyed",
+    "preregistration_sha256",
+    "analysis",
+    "treatments",
+    "sweep",
+    "stop",
+    "host_rule",
+    "sessions",
+)
 ANALYSIS_FIELDS = ("baseline", "curtailment_sentence", "multiplicity")
 
 

@@ -128,8 +128,9 @@ def parse(
         body = resp.json()
     except ValueError:
         return ChatReply(False, http_status=status, error="the response is not JSON")
-    usage = read_usage(body.get("usage") if isinstance(body, dict) else None,
-                       max_tokens, context_tokens)  # fmt: skip
+    usage = read_usage(
+        body.get("usage") if isinstance(body, dict) else None, max_tokens, context_tokens
+    )
     if usage.problem is not None:
         return ChatReply(False, http_status=status, error=usage.problem)
     prompt, completion = usage.prompt_tokens, usage.completion_tokens
@@ -176,8 +177,9 @@ def chat(
         wait: float | None = None
         t_send = time.monotonic()
         try:
-            resp = fetch(client, "POST", f"{base_url}/v1/chat/completions", bound,
-                         headers=headers, json=body)  # fmt: skip
+            resp = fetch(
+                client, "POST", f"{base_url}/v1/chat/completions", bound, headers=headers, json=body
+            )
         except ReplyCut as exc:  # past its time or its bytes: asking again would not help
             failure, status, what = None, None, str(exc)
         except RETRIED_ERRORS as exc:

@@ -68,8 +68,10 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
         return ExitStatus.OK
     if result.cells is None:
         for gate in gates:
-            print(f"gate FAILED: {gate} not judged: the run has no cells to judge it on",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"gate FAILED: {gate} not judged: the run has no cells to judge it on",
+                file=sys.stderr,
+            )
         return ExitStatus.GATE_FAILED
     judged = verdicts(gates, result.cells, baseline)
     for v in judged:

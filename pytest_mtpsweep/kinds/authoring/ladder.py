@@ -214,27 +214,54 @@ def validate(ladder: Ladder, s: AuthoringSettings, where: Path | str) -> None:
         )
     c, a = s.checker, s.api
     checks: list[tuple[bool, str, Any, str]] = [
-        (1 <= s.max_turns <= MAX_TURNS, "max_turns", s.max_turns,
-         f"use 1 to {MAX_TURNS} turns"),
-        (1 <= s.repeats <= MAX_REPEATS, "repeats", s.repeats,
-         f"use 1 to {MAX_REPEATS} (3 or more at temperature 0)"),
-        (s.token_budget is None or 0 < s.token_budget <= MAX_TOKEN_BUDGET, "token_budget",
-         s.token_budget, f"use a positive number of tokens up to {MAX_TOKEN_BUDGET:.0e}, or "
-         "leave it out for no budget"),
-        (80 <= s.feedback_chars <= MAX_FEEDBACK_CHARS, "feedback_chars", s.feedback_chars,
-         f"use 80 to {MAX_FEEDBACK_CHARS}"),
+        (1 <= s.max_turns <= MAX_TURNS, "max_turns", s.max_turns, f"use 1 to {MAX_TURNS} turns"),
+        (
+            1 <= s.repeats <= MAX_REPEATS,
+            "repeats",
+            s.repeats,
+            f"use 1 to {MAX_REPEATS} (3 or more at temperature 0)",
+        ),
+        (
+            s.token_budget is None or 0 < s.token_budget <= MAX_TOKEN_BUDGET,
+            "token_budget",
+            s.token_budget,
+            f"use a positive number of tokens up to {MAX_TOKEN_BUDGET:.0e}, or "
+            "leave it out for no budget",
+        ),
+        (
+            80 <= s.feedback_chars <= MAX_FEEDBACK_CHARS,
+            "feedback_chars",
+            s.feedback_chars,
+            f"use 80 to {MAX_FEEDBACK_CHARS}",
+        ),
         *_limit_checks(c),
-        (a.retries >= 0 and a.backoff_s >= 0 and a.max_backoff_s >= a.backoff_s, "api",
-         a, "use retries >= 0 and 0 <= backoff_s <= max_backoff_s"),
-        (0 < a.timeout_s <= MAX_SECONDS, "api.timeout_s", a.timeout_s,
-         f"use a number of seconds from 1 to {MAX_SECONDS}"),
-        (a.max_backoff_s <= MAX_SECONDS, "api.max_backoff_s", a.max_backoff_s,
-         f"use at most {MAX_SECONDS} seconds"),
+        (
+            a.retries >= 0 and a.backoff_s >= 0 and a.max_backoff_s >= a.backoff_s,
+            "api",
+            a,
+            "use retries >= 0 and 0 <= backoff_s <= max_backoff_s",
+        ),
+        (
+            0 < a.timeout_s <= MAX_SECONDS,
+            "api.timeout_s",
+            a.timeout_s,
+            f"use a number of seconds from 1 to {MAX_SECONDS}",
+        ),
+        (
+            a.max_backoff_s <= MAX_SECONDS,
+            "api.max_backoff_s",
+            a.max_backoff_s,
+            f"use at most {MAX_SECONDS} seconds",
+        ),
         (a.retries <= 100, "api.retries", a.retries, "use at most 100 retries"),
-        (1000 <= s.resamples <= BOOT.max, "contrast.resamples", s.resamples,
-         f"use 1000 to {BOOT.max}"),
+        (
+            1000 <= s.resamples <= BOOT.max,
+            "contrast.resamples",
+            s.resamples,
+            f"use 1000 to {BOOT.max}",
+        ),
         (s.boot_seed >= 0, "contrast.seed", s.boot_seed, "use a non-negative seed"),
-    ]  # fmt: skip
+    ]
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: {name} is {value!r}; {fix}.")
@@ -280,17 +307,24 @@ def _limit_checks(c: CheckerLimits) -> list[tuple[bool, str, Any, str]]:
     sizes = f"use 1 to {ram} MiB (this host's memory)"
     return [
         (0 < c.timeout_s <= MAX_SECONDS, "checker.timeout_s", c.timeout_s, seconds),
-        (1 <= c.cpu_s <= MAX_SECONDS, "checker.cpu_s", c.cpu_s,
-         f"use whole seconds from 1 to {MAX_SECONDS}"),
-        (0 < c.call_timeout_s <= MAX_SECONDS, "checker.call_timeout_s", c.call_timeout_s,
-         seconds),
+        (
+            1 <= c.cpu_s <= MAX_SECONDS,
+            "checker.cpu_s",
+            c.cpu_s,
+            f"use whole seconds from 1 to {MAX_SECONDS}",
+        ),
+        (0 < c.call_timeout_s <= MAX_SECONDS, "checker.call_timeout_s", c.call_timeout_s, seconds),
         (1 <= c.memory_mib <= ram, "checker.memory_mib", c.memory_mib, sizes),
         (1 <= c.tmp_mib <= ram, "checker.tmp_mib", c.tmp_mib, sizes),
         (1 <= c.file_mib <= ram, "checker.file_mib", c.file_mib, sizes),
-        (1 <= c.output_kib <= ram * 1024, "checker.output_kib", c.output_kib,
-         f"use 1 to {ram * 1024} KiB"),
+        (
+            1 <= c.output_kib <= ram * 1024,
+            "checker.output_kib",
+            c.output_kib,
+            f"use 1 to {ram * 1024} KiB",
+        ),
         (1 <= c.nproc <= MAX_NPROC, "checker.nproc", c.nproc, f"use 1 to {MAX_NPROC}"),
-    ]  # fmt: skip
+    ]
 
 
 SPEC = KindSpec(

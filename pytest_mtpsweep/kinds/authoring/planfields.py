@@ -28,17 +28,31 @@ def check_plan(plan: PlanDoc, where: str) -> None:
     rules: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
         ("repeats", lambda v: _whole(v, 1, MAX_REPEATS), f"1 to {MAX_REPEATS}"),
         ("max_turns", lambda v: _whole(v, 1, MAX_TURNS), f"1 to {MAX_TURNS}"),
-        ("token_budget", lambda v: v is None or _whole(v, 1, MAX_TOKEN_BUDGET),
-         f"null or 1 to {MAX_TOKEN_BUDGET:g} tokens"),
-        ("feedback_chars", lambda v: _whole(v, 80, MAX_FEEDBACK_CHARS),
-         f"80 to {MAX_FEEDBACK_CHARS:,} characters"),
-        ("tasks", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
-         "a list of task ids"),
-        ("cohorts", lambda v: isinstance(v, list) and all(
-            isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in v),
-         "a list of {name, extract} objects"),
+        (
+            "token_budget",
+            lambda v: v is None or _whole(v, 1, MAX_TOKEN_BUDGET),
+            f"null or 1 to {MAX_TOKEN_BUDGET:g} tokens",
+        ),
+        (
+            "feedback_chars",
+            lambda v: _whole(v, 80, MAX_FEEDBACK_CHARS),
+            f"80 to {MAX_FEEDBACK_CHARS:,} characters",
+        ),
+        (
+            "tasks",
+            lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+            "a list of task ids",
+        ),
+        (
+            "cohorts",
+            lambda v: (
+                isinstance(v, list)
+                and all(isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in v)
+            ),
+            "a list of {name, extract} objects",
+        ),
         ("contrast", lambda v: isinstance(v, Mapping), "an object"),
-    )  # fmt: skip
+    )
     for name, holds, want in rules:
         if name in f and not holds(f[name]):
             raise _bad(where, name, f[name], want)

@@ -69,25 +69,60 @@ RUN_OK, RUN_PARTIAL, RUN_STOPPED = "ok", "partial", "stopped"
 OUTCOME, PROMPT_TOKENS, COMPLETION_TOKENS = "outcome", "prompt_tokens", "completion_tokens"
 # analysis name -> record field
 ENDPOINT_FIELDS: dict[str, str] = {
-    "green": OUTCOME, "first_attempt": OUTCOME, PROMPT_TOKENS: PROMPT_TOKENS,
+    "green": OUTCOME,
+    "first_attempt": OUTCOME,
+    PROMPT_TOKENS: PROMPT_TOKENS,
     COMPLETION_TOKENS: COMPLETION_TOKENS,
-}  # fmt: skip
+}
 
 # Which cell of which session: every authoring turn and cell record starts with these.
 # `attempt` is 0 for the first invocation, n after the n-th --resume.
 CELL_IDENTITY_FIELDS: tuple[str, ...] = (
-    "run_id", "ladder", "session", "subject", "model_id", "cohort", "task", "repeat", "cell",
-    "position", "attempt",
-)  # fmt: skip
+    "run_id",
+    "ladder",
+    "session",
+    "subject",
+    "model_id",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    "position",
+    "attempt",
+)
 # latency_s: the successful (or last) try, send to full response; request_s: every try and wait;
 # api_retried: the HTTP status (or error name) of each retried try.
 TURN_FIELDS: tuple[str, ...] = (
-    "turn", "started_at", "latency_s", "request_s", "api_tries", "api_retried", "http_status",
-    "api_error", PROMPT_TOKENS, COMPLETION_TOKENS, "tokens_unknown", "budget_tokens",
-    "finish_reason", "response_model", "reasoning_chars", "content_chars", "artefact_sha256", "artefact_bytes", "verdict",
-    "exit_code", "check_s", "check_reason", "error_first_line", "feedback_chars",
-    "tests_collected", "tests_passed", "verdict_forgeable", "sampling_seed", "reply_cached",
-)  # fmt: skip
+    "turn",
+    "started_at",
+    "latency_s",
+    "request_s",
+    "api_tries",
+    "api_retried",
+    "http_status",
+    "api_error",
+    PROMPT_TOKENS,
+    COMPLETION_TOKENS,
+    "tokens_unknown",
+    "budget_tokens",
+    "finish_reason",
+    "response_model",
+    "reasoning_chars",
+    "content_chars",
+    "artefact_sha256",
+    "artefact_bytes",
+    "verdict",
+    "exit_code",
+    "check_s",
+    "check_reason",
+    "error_first_line",
+    "feedback_chars",
+    "tests_collected",
+    "tests_passed",
+    "verdict_forgeable",
+    "sampling_seed",
+    "reply_cached",
+)
 # tests_collected/tests_passed: the grader's own report of the check; verdict_forgeable: the task
 # is checked in-process (task.toml checking = "in-process"), so the artefact could write that report.
 # tokens_unknown: the server answered without usage (or with usage that could not be true, then
@@ -96,15 +131,42 @@ TURN_FIELDS: tuple[str, ...] = (
 # sampling_seed: the request seed of the cell's repeat (the ladder's seeds, or derived from seed).
 # green_turn: the k of green_after_k (1 for first_attempt_green).
 CELL_FIELDS: tuple[str, ...] = (
-    "valid", "reason", OUTCOME, "green_turn", "turns_used", PROMPT_TOKENS,
-    COMPLETION_TOKENS, "tokens_unknown_turns", "api_retries", "api_status", "api_error", "checker_error", "started_at",
-    "ended_at", "conversation", "verdict_forgeable", "sampling_seed",
-)  # fmt: skip
+    "valid",
+    "reason",
+    OUTCOME,
+    "green_turn",
+    "turns_used",
+    PROMPT_TOKENS,
+    COMPLETION_TOKENS,
+    "tokens_unknown_turns",
+    "api_retries",
+    "api_status",
+    "api_error",
+    "checker_error",
+    "started_at",
+    "ended_at",
+    "conversation",
+    "verdict_forgeable",
+    "sampling_seed",
+)
 SCORES_COLUMNS: tuple[str, ...] = (
-    "subject", "model_id", "cohort", "task", "repeat", "cell", OUTCOME, "green_turn",
-    "turns_used", PROMPT_TOKENS, COMPLETION_TOKENS, "api_retries", "api_status", "api_error",
-    "checker_error", "attempt",
-)  # fmt: skip
+    "subject",
+    "model_id",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    OUTCOME,
+    "green_turn",
+    "turns_used",
+    PROMPT_TOKENS,
+    COMPLETION_TOKENS,
+    "api_retries",
+    "api_status",
+    "api_error",
+    "checker_error",
+    "attempt",
+)
 
 
 @dataclass(frozen=True)

@@ -80,14 +80,29 @@ def register(sub: Any) -> None:
     )
     p.add_argument("run", metavar="RUN", help="the A/A run directory")
     p.add_argument("--margin", type=float, required=True, help="the gate's margin M, percent")
-    p.add_argument("--aa", default=None, help="the A/A arm (default: the one treatment whose "
-                   "server arguments equal the baseline's)")  # fmt: skip
-    p.add_argument("--cycles", type=int, default=None,
-                   help="the gate's planned (maximum) cycles (default: the A/A run's)")  # fmt: skip
-    p.add_argument("--spending", choices=("pocock", "obrien-fleming"), default="pocock",
-                   help="the gate's [stop] spending (looks after cycles 4, 6, …)")  # fmt: skip
-    p.add_argument("--reps", type=int, default=Calibration.DEFAULT_REPS,
-                   help=f"A/A gates simulated ({Calibration.MIN_REPS}-{Calibration.MAX_REPS})")  # fmt: skip
+    p.add_argument(
+        "--aa",
+        default=None,
+        help="the A/A arm (default: the one treatment whose server arguments equal the baseline's)",
+    )
+    p.add_argument(
+        "--cycles",
+        type=int,
+        default=None,
+        help="the gate's planned (maximum) cycles (default: the A/A run's)",
+    )
+    p.add_argument(
+        "--spending",
+        choices=("pocock", "obrien-fleming"),
+        default="pocock",
+        help="the gate's [stop] spending (looks after cycles 4, 6, …)",
+    )
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=Calibration.DEFAULT_REPS,
+        help=f"A/A gates simulated ({Calibration.MIN_REPS}-{Calibration.MAX_REPS})",
+    )
     p.add_argument("--boot", type=int, default=BOOT.default)
     p.add_argument("--boot-seed", type=int, default=BOOT.seed)
     p.add_argument("--out", default=None, help=f"the file (default: RUN/{DEFAULT_FILE})")
@@ -181,11 +196,16 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     run = load_run(run_dir)
     result = analyse([run], boot=args.boot, seed=args.boot_seed)
     arm = aa_arm(run.plan, result.settings.baseline, args.aa, run_dir)
-    rows = [r for r in result.published.to_dict(orient="records")
-            if r["treatment"] == arm and r["subset"] != SUBSETS.pooled and int(r["n_pairs"]) > 0]  # fmt: skip
+    rows = [
+        r
+        for r in result.published.to_dict(orient="records")
+        if r["treatment"] == arm and r["subset"] != SUBSETS.pooled and int(r["n_pairs"]) > 0
+    ]
     if not rows:
-        raise AnalysisError(f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
-                            "calibrate from; run the A/A ladder first.")  # fmt: skip
+        raise AnalysisError(
+            f"{run_dir} holds no {arm}/{result.settings.baseline} pairs to "
+            "calibrate from; run the A/A ladder first."
+        )
     noises = [_noise(result, r, run_dir) for r in rows]
     present = min(n[1] for n in noises)
     top = args.cycles or present
@@ -215,8 +235,9 @@ def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int
     whose interval carries the session level: its session noise would be a guess)."""
 
     cell = f"{row['treatment']}:{row['subset']}"
-    matrix = cell_matrix(result.pairs, str(row["endpoint"]), str(row["treatment"]),
-                         str(row["subset"]))  # fmt: skip
+    matrix = cell_matrix(
+        result.pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"])
+    )
     comp = components(matrix)
     if comp is None or comp.cycles < INTERVAL.session_cycles:
         have = 0 if comp is None else comp.cycles
@@ -278,9 +299,11 @@ def _cell(
 
 def lines(cal: Calibration) -> list[str]:
     """What calibrate prints: one line per cell, then the verdict."""
-    out = [f"A/A calibration of {cal.run_dir} ({cal.model_id}, build {cal.build}, host "
-           f"{cal.host.get('hostname')}): margin {cal.margin_pct:g} %, looks after cycles "
-           f"{', '.join(map(str, cal.looks))}"]  # fmt: skip
+    out = [
+        f"A/A calibration of {cal.run_dir} ({cal.model_id}, build {cal.build}, host "
+        f"{cal.host.get('hostname')}): margin {cal.margin_pct:g} %, looks after cycles "
+        f"{', '.join(map(str, cal.looks))}"
+    ]
     for c in cal.cells:
         fa = c.false_alarm
         sd = [100.0 * math.sqrt(v) for v in (c.prompt_var, c.session_var, c.noise_var)]
@@ -296,8 +319,10 @@ def lines(cal: Calibration) -> list[str]:
     if refusal:
         out.append(f"refused: {refusal}.")
     elif any(c.false_alarm.count / c.false_alarm.reps > 0.05 for c in cal.cells):
-        out.append("warning: above 5 % of A/A gates would fail at this margin and these cycles; "
-                   "widen the margin or plan more cycles.")  # fmt: skip
+        out.append(
+            "warning: above 5 % of A/A gates would fail at this margin and these cycles; "
+            "widen the margin or plan more cycles."
+        )
     else:
         out.append("the host resolves this margin: a gate may cite this calibration.")
     return out
@@ -324,10 +349,14 @@ def check_cited(
     except ValueError as exc:
         return f"calibration {exc}"
     placement = str(cal.host.get("placement", ""))
-    stale = staleness(cal, host_fingerprint=host_identity(placement)["fingerprint"],
-                      model_sha256=model_sha256, now=dt.datetime.now(dt.UTC),
-                      max_age_days=max_age_days or Calibration.DEFAULT_AGE_DAYS,
-                      model_id=model_id)  # fmt: skip
+    stale = staleness(
+        cal,
+        host_fingerprint=host_identity(placement)["fingerprint"],
+        model_sha256=model_sha256,
+        now=dt.datetime.now(dt.UTC),
+        max_age_days=max_age_days or Calibration.DEFAULT_AGE_DAYS,
+        model_id=model_id,
+    )
     if stale:
         return f"calibration {path} is stale: {stale}; run `mtpsweep calibrate` on an A/A run here"
     floor = cal.noise_floor_pct

@@ -30,11 +30,12 @@ def check_plan(plan: PlanDoc, where: str) -> None:
     if prompts is not None and not (
         isinstance(prompts, list)
         and all(
-            isinstance(p, Mapping) and isinstance(p.get("id"), str) and isinstance(
-                p.get("subset"), str)
+            isinstance(p, Mapping)
+            and isinstance(p.get("id"), str)
+            and isinstance(p.get("subset"), str)
             for p in prompts
         )
-    ):  # fmt: skip
+    ):
         raise _bad(where, "prompts", prompts, "a list of {id, subset} objects")
     order = f.get("prompt_order")
     if order is not None and not (

@@ -167,5 +167,6 @@ def record_truth(rates: Sequence[float], tokens: int) -> RecordTruth:
     pmf = np.zeros(tokens)
     for s in range(tokens):
         pmf[tokens - 1 - s] = by_steps[s]
-    return RecordTruth(tokens=tokens, accepted_pmf=tuple(float(x) for x in pmf),
-                       drafted_mean=drafted)  # fmt: skip
+    return RecordTruth(
+        tokens=tokens, accepted_pmf=tuple(float(x) for x in pmf), drafted_mean=drafted
+    )

@@ -14,8 +14,12 @@ from ...kindapi.records import schema
 
 # Which measurement of which session: every decode record starts with these.
 IDENTITY_FIELDS: tuple[str, ...] = (
-    *schema.SESSION_IDENTITY_FIELDS, "prompt_id", "subset", "repeat", "position",
-)  # fmt: skip
+    *schema.SESSION_IDENTITY_FIELDS,
+    "prompt_id",
+    "subset",
+    "repeat",
+    "position",
+)
 MEASUREMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(schema.Measurement))
 # The two decode-rate endpoints: analysis name -> record field.
 ENDPOINT_FIELDS: dict[str, str] = {
@@ -38,8 +42,11 @@ MECHANISM_FIELDS: dict[str, str] = {
     "acc_per_pos": "acc_per_pos",
 }
 RECORD_FIELDS: tuple[str, ...] = (
-    *IDENTITY_FIELDS, *MEASUREMENT_FIELDS, *MECHANISM_FIELDS.values(), "started_at",
-)  # fmt: skip
+    *IDENTITY_FIELDS,
+    *MEASUREMENT_FIELDS,
+    *MECHANISM_FIELDS.values(),
+    "started_at",
+)
 
 
 def mechanism_fields(m: schema.Measurement) -> dict[str, Any]:

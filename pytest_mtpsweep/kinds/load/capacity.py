@@ -55,9 +55,14 @@ class CapacitySettings:
         return _deepest(self, ())
 
     def plan_entry(self) -> dict[str, Any]:
-        return {"slo_attainment": self.attainment, "mode": self.mode, "low": self.low,
-                "high": self.high, "tolerance": self.tolerance,
-                "max_probes": self.max_probes()}  # fmt: skip
+        return {
+            "slo_attainment": self.attainment,
+            "mode": self.mode,
+            "low": self.low,
+            "high": self.high,
+            "tolerance": self.tolerance,
+            "max_probes": self.max_probes(),
+        }
 
 
 @dataclass(frozen=True)

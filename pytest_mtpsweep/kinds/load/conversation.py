@@ -141,11 +141,14 @@ class ConversationSettings:
 
     def plan_entry(self) -> dict[str, Any]:
         text = self.system_text()
-        return {"turns": self.turns, "conversations": self.conversations,
-                "think_time_s": self.think_time_s,
-                "system_prefix_tokens": self.system_prefix_tokens,
-                "system_prefix_chars": len(text),
-                "system_prefix_sha256": hashlib.sha256(text.encode()).hexdigest()}  # fmt: skip
+        return {
+            "turns": self.turns,
+            "conversations": self.conversations,
+            "think_time_s": self.think_time_s,
+            "system_prefix_tokens": self.system_prefix_tokens,
+            "system_prefix_chars": len(text),
+            "system_prefix_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        }
 
 
 def system_prefix(tokens: int) -> str:
@@ -222,13 +225,25 @@ def parse(raw: Any, where: Path | str) -> ConversationSettings | None:
     prefix = raw.get("system_prefix_tokens", 0)
     checks = (
         (1 <= turns <= MAX_TURNS, "turns", turns, f"use 1 to {MAX_TURNS} turns a conversation"),
-        (1 <= conversations <= MAX_CONVERSATIONS, "conversations", conversations,
-         f"use 1 to {MAX_CONVERSATIONS:,} conversations a block"),
-        (0 <= think <= MAX_THINK_S, "think_time_s", think,
-         f"use 0 to {MAX_THINK_S:g} seconds between an answer and the next turn"),
-        (0 <= prefix <= MAX_PREFIX_TOKENS, "system_prefix_tokens", prefix,
-         f"use 0 to {MAX_PREFIX_TOKENS:,} tokens"),
-    )  # fmt: skip
+        (
+            1 <= conversations <= MAX_CONVERSATIONS,
+            "conversations",
+            conversations,
+            f"use 1 to {MAX_CONVERSATIONS:,} conversations a block",
+        ),
+        (
+            0 <= think <= MAX_THINK_S,
+            "think_time_s",
+            think,
+            f"use 0 to {MAX_THINK_S:g} seconds between an answer and the next turn",
+        ),
+        (
+            0 <= prefix <= MAX_PREFIX_TOKENS,
+            "system_prefix_tokens",
+            prefix,
+            f"use 0 to {MAX_PREFIX_TOKENS:,} tokens",
+        ),
+    )
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: field conversation.{name} is {value!r}; {fix}.")
@@ -245,8 +260,10 @@ def block_size(
 ) -> tuple[int, None]:
     """(requests, duration_s) of a conversation block: conversations x turns, never timed."""
     given = [f"'{k}'" for k in ("requests", "duration_s") if k in fields]
-    given += [f"--load-{'requests' if k == 'requests' else 'duration'}"
-              for k in fields.get("command_line") or {}]  # fmt: skip
+    given += [
+        f"--load-{'requests' if k == 'requests' else 'duration'}"
+        for k in fields.get("command_line") or {}
+    ]
     if given:
         raise LadderError(
             f"{where}: a [conversation] block is conversation.conversations x turns requests, so "
@@ -257,9 +274,12 @@ def block_size(
 
 
 def check(
-    ladder: Ladder, c: ConversationSettings, closed: Sequence[int], level_timeout_s: float,
+    ladder: Ladder,
+    c: ConversationSettings,
+    closed: Sequence[int],
+    level_timeout_s: float,
     where: Path | str,
-) -> None:  # fmt: skip
+) -> None:
     """The rules between [conversation] and the rest of the ladder: closed-loop levels (their
     concurrencies: `closed`) that a block's conversations can fill, think time within the
     level's timeout, and the system prefix and every turn's answer within the context."""

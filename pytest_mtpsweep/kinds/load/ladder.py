@@ -49,8 +49,11 @@ FIELDS: Spec = {
 # The [slo] keys: the ladder's own names (a user's ladder holds them), not the request fields
 # they bound (records.py), though two coincide: a record field renamed leaves these be.
 SLO_TTFT, SLO_ITL, SLO_E2E = "ttft_ms", "itl_ms", "e2e_ms"
-SLO: Spec = {SLO_TTFT: ((int, float), False), SLO_ITL: ((int, float), False),
-             SLO_E2E: ((int, float), False)}  # fmt: skip
+SLO: Spec = {
+    SLO_TTFT: ((int, float), False),
+    SLO_ITL: ((int, float), False),
+    SLO_E2E: ((int, float), False),
+}
 COMMAND_LINE: Spec = {"requests": (int, False), "duration_s": ((int, float), False)}
 REQUEST_ENDPOINTS = ("ttft", "itl", "e2e")  # per request, paired by slot, clustered by prompt
 LEVEL_ENDPOINTS = (OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S)  # per block, paired by cycle
@@ -151,8 +154,9 @@ class LoadSettings:
 
     def plan_entry(self) -> dict[str, Any]:
         return {
-            "levels": [{"mode": lv.mode, "value": lv.value, "label": lv.label}
-                       for lv in self.levels],
+            "levels": [
+                {"mode": lv.mode, "value": lv.value, "label": lv.label} for lv in self.levels
+            ],
             "requests": self.requests,
             # only when timed: a counted run's plan is as before, so its resume still matches
             **({"duration_s": self.duration_s} if self.duration_s is not None else {}),
@@ -166,7 +170,7 @@ class LoadSettings:
             # only for a search: a level ladder's plan is as before, so its resume still matches
             **({"capacity": self.capacity.plan_entry()} if self.capacity else {}),
             **({"conversation": self.conversation.plan_entry()} if self.conversation else {}),
-        }  # fmt: skip
+        }
 
 
 def treatments(raw: dict[str, Any], path: Path) -> tuple[Treatment, ...]:
@@ -371,17 +375,38 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
             f"({', '.join(keys)}); name one of them."
         )
     checks = (
-        (s.warmup_requests is None or 0 <= s.warmup_requests <= MAX_WARMUP, "warmup_requests",
-         s.warmup_requests, f"use 0 to {MAX_WARMUP} (leave it out for one per lane)"),
-        (0 < s.level_timeout_s <= Ladder.MAX_TIMEOUT_S, "level_timeout_s", s.level_timeout_s,
-         f"use a number of seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g} (a day)"),
+        (
+            s.warmup_requests is None or 0 <= s.warmup_requests <= MAX_WARMUP,
+            "warmup_requests",
+            s.warmup_requests,
+            f"use 0 to {MAX_WARMUP} (leave it out for one per lane)",
+        ),
+        (
+            0 < s.level_timeout_s <= Ladder.MAX_TIMEOUT_S,
+            "level_timeout_s",
+            s.level_timeout_s,
+            f"use a number of seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g} (a day)",
+        ),
         (s.lag_bound_ms > 0, "lag_bound_ms", s.lag_bound_ms, "use a positive bound in ms"),
-        (1 <= s.max_in_flight <= MAX_LANES, "max_in_flight", s.max_in_flight,
-         f"use 1 to {MAX_LANES}"),
-        (s.endpoint in REQUEST_ENDPOINTS, "endpoint", s.endpoint,
-         f"use one of {', '.join(REQUEST_ENDPOINTS)}"),
-        (s.subset in SUBSETS.choices, "subset", s.subset, f"use one of {', '.join(SUBSETS.choices)}"),
-    )  # fmt: skip
+        (
+            1 <= s.max_in_flight <= MAX_LANES,
+            "max_in_flight",
+            s.max_in_flight,
+            f"use 1 to {MAX_LANES}",
+        ),
+        (
+            s.endpoint in REQUEST_ENDPOINTS,
+            "endpoint",
+            s.endpoint,
+            f"use one of {', '.join(REQUEST_ENDPOINTS)}",
+        ),
+        (
+            s.subset in SUBSETS.choices,
+            "subset",
+            s.subset,
+            f"use one of {', '.join(SUBSETS.choices)}",
+        ),
+    )
     for ok, name, value, fix in checks:
         if not ok:
             raise LadderError(f"{where}: field {name!r} is {value!r}; {fix}.")

@@ -67,17 +67,26 @@ def check_plan(plan: PlanDoc, where: str) -> None:
 def _scalars(load: Mapping[str, Any], where: str) -> None:
     rules: tuple[tuple[str, Any, str], ...] = (
         ("requests", lambda v: _within(v, 1, MAX_SCHEDULE, True), f"1 to {MAX_SCHEDULE:,}"),
-        ("duration_s", lambda v: _within(v, 0, MAX_DURATION_S) and v > 0,
-         f"seconds above 0 and at most {MAX_DURATION_S:g}"),
+        (
+            "duration_s",
+            lambda v: _within(v, 0, MAX_DURATION_S) and v > 0,
+            f"seconds above 0 and at most {MAX_DURATION_S:g}",
+        ),
         ("warmup_requests", lambda v: _within(v, 0, MAX_WARMUP, True), f"0 to {MAX_WARMUP}"),
-        ("level_timeout_s", lambda v: _within(v, 0, Ladder.MAX_TIMEOUT_S) and v > 0,
-         f"seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g}"),
-        ("lag_bound_ms", lambda v: _within(v, 0, Ladder.MAX_TIMEOUT_S * 1000) and v > 0,
-         "a positive bound in ms"),
+        (
+            "level_timeout_s",
+            lambda v: _within(v, 0, Ladder.MAX_TIMEOUT_S) and v > 0,
+            f"seconds above 0 and at most {Ladder.MAX_TIMEOUT_S:g}",
+        ),
+        (
+            "lag_bound_ms",
+            lambda v: _within(v, 0, Ladder.MAX_TIMEOUT_S * 1000) and v > 0,
+            "a positive bound in ms",
+        ),
         ("max_in_flight", lambda v: _within(v, 1, MAX_LANES, True), f"1 to {MAX_LANES}"),
         ("endpoint", lambda v: v in REQUEST_ENDPOINTS, f"one of {', '.join(REQUEST_ENDPOINTS)}"),
         ("cache_prompt", lambda v: isinstance(v, bool), "true or false"),
-    )  # fmt: skip
+    )
     for name, holds, want in rules:
         value = load.get(name)
         if value is not None and not holds(value):
@@ -125,8 +134,12 @@ def _capacity(entry: Any, where: str) -> None:
         raise RunReadError(f"{str(exc).rstrip('.')}; {RESTORE}") from None
     assert s is not None
     if "max_probes" in entry and entry["max_probes"] != s.max_probes():
-        raise _bad(where, "load.capacity.max_probes", entry["max_probes"], f"{s.max_probes()}, "
-                   "the search's own for its bounds")  # fmt: skip
+        raise _bad(
+            where,
+            "load.capacity.max_probes",
+            entry["max_probes"],
+            f"{s.max_probes()}, the search's own for its bounds",
+        )
 
 
 def _conversation(entry: Any, where: str) -> None:

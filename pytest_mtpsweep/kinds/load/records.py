@@ -30,27 +30,78 @@ OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S = "output_tok_s", "req_s", "goodput_req_s"
 J_PER_TOKEN = "j_per_token"  # written by run/energy.py, where NVML counts the joules
 # analysis name -> record field (a per-block endpoint is named by its field)
 ENDPOINT_FIELDS: dict[str, str] = {
-    "ttft": TTFT_MS, "itl": ITL_MEAN_MS, "e2e": E2E_MS, OUTPUT_TOK_S: OUTPUT_TOK_S,
-    REQ_S: REQ_S, GOODPUT_REQ_S: GOODPUT_REQ_S, J_PER_TOKEN: J_PER_TOKEN,
-}  # fmt: skip
+    "ttft": TTFT_MS,
+    "itl": ITL_MEAN_MS,
+    "e2e": E2E_MS,
+    OUTPUT_TOK_S: OUTPUT_TOK_S,
+    REQ_S: REQ_S,
+    GOODPUT_REQ_S: GOODPUT_REQ_S,
+    J_PER_TOKEN: J_PER_TOKEN,
+}
 # A conversation block's request line adds its (conversation, turn) slot and the cached prompt
 # tokens the server reported, judged (`loadgen.chatlevel.read_cache`); None elsewhere.
-CONVERSATION_FIELDS = ("conversation", "turn", "cached_tokens", "cache_status", "cache_source",
-                       "cache_reason", "prompt_tokens_total")  # fmt: skip
+CONVERSATION_FIELDS = (
+    "conversation",
+    "turn",
+    "cached_tokens",
+    "cache_status",
+    "cache_source",
+    "cache_reason",
+    "prompt_tokens_total",
+)
 # A request line, in the order its JSON holds the fields (then keyed fields and provenance).
 REQUEST_FIELDS = (
-    "run_id", "ladder", "treatment", "cycle", "ordinal", "session", "record", "level", "mode",
-    "level_value", "block", "request", "prompt_id", "subset", "lane", "valid", "reason",
-    "http_status", "finish_reason", "intended_ms", "send_lag_ms", TTFT_MS, E2E_MS,
-    ITL_MEAN_MS, "itl_ms", "chunks", "chunk_tokens", "output_tokens", "prompt_tokens",
-    "usage_status", "token_basis", "in_flight_at_send", "queued", "client_lag_max_ms", "model",
-    "content_chars", "content_sha256", "timings", "started_at",
+    "run_id",
+    "ladder",
+    "treatment",
+    "cycle",
+    "ordinal",
+    "session",
+    "record",
+    "level",
+    "mode",
+    "level_value",
+    "block",
+    "request",
+    "prompt_id",
+    "subset",
+    "lane",
+    "valid",
+    "reason",
+    "http_status",
+    "finish_reason",
+    "intended_ms",
+    "send_lag_ms",
+    TTFT_MS,
+    E2E_MS,
+    ITL_MEAN_MS,
+    "itl_ms",
+    "chunks",
+    "chunk_tokens",
+    "output_tokens",
+    "prompt_tokens",
+    "usage_status",
+    "token_basis",
+    "in_flight_at_send",
+    "queued",
+    "client_lag_max_ms",
+    "model",
+    "content_chars",
+    "content_sha256",
+    "timings",
+    "started_at",
     *CONVERSATION_FIELDS,
-)  # fmt: skip
+)
 # A trace replay's request line adds, after those: its trace record and what filled it
 # (kinds/load/run/replay.py: the same bytes, fill_sha256, for the slot in every treatment).
-TRACE_FIELDS = ("trace_line", "trace_input_tokens", "trace_output_tokens", "request_max_tokens",
-                "fill_chars", "fill_sha256")  # fmt: skip
+TRACE_FIELDS = (
+    "trace_line",
+    "trace_input_tokens",
+    "trace_output_tokens",
+    "request_max_tokens",
+    "fill_chars",
+    "fill_sha256",
+)
 
 
 def _ms(ns: float | None) -> float | None:
@@ -205,6 +256,12 @@ def level_reason(s: LevelSummary) -> str | None:
 
 def turn_fields(t: TurnFacts) -> dict[str, Any]:
     """A conversation request line's own fields: its slot, and its cached tokens as judged."""
-    return {"conversation": t.conversation, "turn": t.turn, "cached_tokens": t.cache.tokens,
-            "cache_status": t.cache.status, "cache_source": t.cache.source,
-            "cache_reason": t.cache.reason, "prompt_tokens_total": t.prompt_tokens}  # fmt: skip
+    return {
+        "conversation": t.conversation,
+        "turn": t.turn,
+        "cached_tokens": t.cache.tokens,
+        "cache_status": t.cache.status,
+        "cache_source": t.cache.source,
+        "cache_reason": t.cache.reason,
+        "prompt_tokens_total": t.prompt_tokens,
+    }

@@ -48,10 +48,15 @@ SCALES = {"time_scale": (1e-4, 1e4), "input_scale": (1e-4, 10.0)}
 CHARS_PER_TOKEN = (1.0, 16.0)
 BLOCK_TOKENS = (1, 65_536)
 FIELDS: Spec = {
-    "path": (str, True), "format": (str, True), "time_scale": ((int, float), False),
-    "input_scale": ((int, float), False), "start": (int, False), "limit": (int, False),
-    "chars_per_token": ((int, float), False), "block_tokens": (int, False),
-}  # fmt: skip
+    "path": (str, True),
+    "format": (str, True),
+    "time_scale": ((int, float), False),
+    "input_scale": ((int, float), False),
+    "start": (int, False),
+    "limit": (int, False),
+    "chars_per_token": ((int, float), False),
+    "block_tokens": (int, False),
+}
 EPOCH = datetime(1970, 1, 1)  # naive, as the trace's times are: no daylight saving moves them
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?")
 
@@ -71,10 +76,16 @@ class TraceSettings:
     block_tokens: int = 512  # the tokens one hash id stands for (Mooncake's traces: 512)
 
     def plan_entry(self) -> dict[str, Any]:
-        return {"path": self.given, "format": self.format, "time_scale": self.time_scale,
-                "input_scale": self.input_scale, "start": self.start, "limit": self.limit,
-                "chars_per_token": self.chars_per_token,
-                "block_tokens": self.block_tokens}  # fmt: skip
+        return {
+            "path": self.given,
+            "format": self.format,
+            "time_scale": self.time_scale,
+            "input_scale": self.input_scale,
+            "start": self.start,
+            "limit": self.limit,
+            "chars_per_token": self.chars_per_token,
+            "block_tokens": self.block_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -131,12 +142,16 @@ def parse(raw: Any, ladder_path: Path, where: Path | str) -> TraceSettings | Non
             )
     given = raw["path"]
     return TraceSettings(
-        path=(ladder_path.parent / given).resolve(), given=given, format=fmt,
+        path=(ladder_path.parent / given).resolve(),
+        given=given,
+        format=fmt,
         time_scale=float(raw.get("time_scale", 1.0)),
-        input_scale=float(raw.get("input_scale", 1.0)), start=int(raw.get("start", 1)),
-        limit=raw.get("limit"), chars_per_token=float(raw.get("chars_per_token", 4.0)),
+        input_scale=float(raw.get("input_scale", 1.0)),
+        start=int(raw.get("start", 1)),
+        limit=raw.get("limit"),
+        chars_per_token=float(raw.get("chars_per_token", 4.0)),
         block_tokens=int(raw.get("block_tokens", 512)),
-    )  # fmt: skip
+    )
 
 
 def load(t: TraceSettings, where: Path | str) -> Trace:
@@ -267,8 +282,9 @@ def _window(rows: Iterator[Row], t: TraceSettings, name: str) -> tuple[TraceReco
                 f"record before it (more than {TIME_TOLERANCE_MS:g} ms); sort the trace by time."
             )
         last = max(at, last)
-        out.append(TraceRecord(number, last, record.input_tokens, record.output_tokens,
-                               record.hash_ids))  # fmt: skip
+        out.append(
+            TraceRecord(number, last, record.input_tokens, record.output_tokens, record.hash_ids)
+        )
     if not out:
         raise LadderError(
             f"{name}: the trace has {seen} record(s), none from trace.start = {t.start}; lower "
@@ -293,8 +309,13 @@ def _record(number: int, row: Mapping[str, Any], fmt: str, name: str) -> TraceRe
         names = AZURE_COLUMNS
         time_ms = _stamp(stamp, number, name)
         hashes = ()
-    return TraceRecord(number, time_ms, _length(n_in, number, names[1], name),
-                       _length(n_out, number, names[2], name), hashes)  # fmt: skip
+    return TraceRecord(
+        number,
+        time_ms,
+        _length(n_in, number, names[1], name),
+        _length(n_out, number, names[2], name),
+        hashes,
+    )
 
 
 def _what(value: Any) -> str:

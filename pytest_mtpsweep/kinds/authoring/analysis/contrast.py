@@ -135,8 +135,9 @@ def mean_interval(
     return est, low, high, kept
 
 
-def rate_interval(pair: pd.DataFrame, cohort: str, baseline: str, cells: tuple[float, float],
-                  level: float = LEVEL) -> tuple[float, float, float]:  # fmt: skip
+def rate_interval(
+    pair: pd.DataFrame, cohort: str, baseline: str, cells: tuple[float, float], level: float = LEVEL
+) -> tuple[float, float, float]:
     """Newcombe's paired interval of mean(cohort) − mean(baseline) over the paired tasks;
     `cells` = (cohort's, baseline's) informative cells behind those task means."""
     if pair.empty:
@@ -147,8 +148,9 @@ def rate_interval(pair: pd.DataFrame, cohort: str, baseline: str, cells: tuple[f
     return float(est), float(low), float(high)
 
 
-def cells_behind(cells: pd.DataFrame, pair: pd.DataFrame, cohort: str, baseline: str,
-                  column: str) -> tuple[float, float]:  # fmt: skip
+def cells_behind(
+    cells: pd.DataFrame, pair: pd.DataFrame, cohort: str, baseline: str, column: str
+) -> tuple[float, float]:
     """(cohort's, baseline's) informative cells behind the task means of `pair`."""
     counts = task_cells(cells, column).reindex(pair.index)
 
@@ -180,8 +182,23 @@ def contrasts(
         base_v, coh_v = (
             float(means[c].mean()) if c in means else math.nan for c in (baseline, cohort)
         )
-        out.append(Contrast(subject, cohort, baseline, endpoint, scale, int(values.notna().sum()),
-                            est, low, high, kept, base_v, coh_v, METHODS[scale]))  # fmt: skip
+        out.append(
+            Contrast(
+                subject,
+                cohort,
+                baseline,
+                endpoint,
+                scale,
+                int(values.notna().sum()),
+                est,
+                low,
+                high,
+                kept,
+                base_v,
+                coh_v,
+                METHODS[scale],
+            )
+        )
     return out
 
 
@@ -191,8 +208,10 @@ def pooled(
     """Asked for only: each task's value averaged over the subjects (its pass rate per cohort,
     or its log ratio), then the same intervals over tasks."""
     out = []
-    per = {e: [per_task(cells[cells["subject"] == s], cohort, baseline, col, sc) for s in subjects]
-           for e, (col, sc) in ENDPOINTS.items()}  # fmt: skip
+    per = {
+        e: [per_task(cells[cells["subject"] == s], cohort, baseline, col, sc) for s in subjects]
+        for e, (col, sc) in ENDPOINTS.items()
+    }
     common = sorted(set.intersection(*(set(s.index) for s in per["green"]))) if subjects else []
     idx = index_matrix(len(common), boot, seed, f"{POOLED}:{cohort}:{baseline}")
     for endpoint, (column, scale) in ENDPOINTS.items():
@@ -211,8 +230,23 @@ def pooled(
             kept = 0
         else:
             est, low, high, kept = mean_interval(values, scale, idx)
-        out.append(Contrast(POOLED, cohort, baseline, endpoint, scale, int(values.notna().sum()),
-                            est, low, high, kept, math.nan, math.nan, METHODS[scale]))  # fmt: skip
+        out.append(
+            Contrast(
+                POOLED,
+                cohort,
+                baseline,
+                endpoint,
+                scale,
+                int(values.notna().sum()),
+                est,
+                low,
+                high,
+                kept,
+                math.nan,
+                math.nan,
+                METHODS[scale],
+            )
+        )
     return out
 
 

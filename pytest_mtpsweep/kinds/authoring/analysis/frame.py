@@ -18,26 +18,54 @@ from ..records import (
 )
 
 COLUMNS: tuple[str, ...] = (
-    "subject", "model_id", "cohort", "task", "repeat", "cell", OUTCOME, "green_turn",
-    "turns_used", PROMPT_TOKENS, COMPLETION_TOKENS, "tokens_unknown_turns", "api_status",
-    "api_error", "checker_error", "reason",
-)  # fmt: skip
+    "subject",
+    "model_id",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    OUTCOME,
+    "green_turn",
+    "turns_used",
+    PROMPT_TOKENS,
+    COMPLETION_TOKENS,
+    "tokens_unknown_turns",
+    "api_status",
+    "api_error",
+    "checker_error",
+    "reason",
+)
 
 
 # The fields the analysis reads, with their types (recordlines' one rule): a record holding
 # something else is named as unreadable by file and line, never coerced to a NaN.
 _CELL_NAMES = {k: rl.NAME for k in ("subject", "cohort", "task", "cell")}
 CELL_TYPES: rl.Types = _CELL_NAMES | {  # numbers bounded (recordlines' RANGES)
-    "model_id": rl.STR, "repeat": rl.COUNT, OUTCOME: rl.STR, "green_turn": rl.COUNT,
-    "turns_used": rl.COUNT, PROMPT_TOKENS: rl.COUNT, COMPLETION_TOKENS: rl.COUNT,
-    "tokens_unknown_turns": rl.COUNT, "api_status": rl.COUNT, "api_error": rl.STR,
-    "checker_error": rl.STR, "reason": rl.STR, "valid": rl.BOOL, "attempt": rl.COUNT,
+    "model_id": rl.STR,
+    "repeat": rl.COUNT,
+    OUTCOME: rl.STR,
+    "green_turn": rl.COUNT,
+    "turns_used": rl.COUNT,
+    PROMPT_TOKENS: rl.COUNT,
+    COMPLETION_TOKENS: rl.COUNT,
+    "tokens_unknown_turns": rl.COUNT,
+    "api_status": rl.COUNT,
+    "api_error": rl.STR,
+    "checker_error": rl.STR,
+    "reason": rl.STR,
+    "valid": rl.BOOL,
+    "attempt": rl.COUNT,
     "verdict_forgeable": rl.BOOL,
-}  # fmt: skip
+}
 TURN_TYPES: rl.Types = _CELL_NAMES | {
-    "repeat": rl.COUNT, "turn": rl.COUNT, "attempt": rl.COUNT, "verdict": rl.STR,
-    "artefact_sha256": rl.STR, "error_first_line": rl.STR, "feedback_chars": rl.COUNT,
-}  # fmt: skip
+    "repeat": rl.COUNT,
+    "turn": rl.COUNT,
+    "attempt": rl.COUNT,
+    "verdict": rl.STR,
+    "artefact_sha256": rl.STR,
+    "error_first_line": rl.STR,
+    "feedback_chars": rl.COUNT,
+}
 REQUIRED = ("cell",)  # a record without its cell belongs to no row
 
 
@@ -64,9 +92,18 @@ def cell_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 TURN_COLUMNS: tuple[str, ...] = (
-    "subject", "cohort", "task", "repeat", "cell", "turn", "attempt", "verdict",
-    "artefact_sha256", "error_first_line", "feedback_chars",
-)  # fmt: skip
+    "subject",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    "turn",
+    "attempt",
+    "verdict",
+    "artefact_sha256",
+    "error_first_line",
+    "feedback_chars",
+)
 
 
 def turn_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

@@ -38,15 +38,19 @@ FIXES = (
 def margin_pp(gate: Gate) -> float:
     """An authoring gate's margin: every one is not-slower (its grammar's one rule)."""
     if gate.margin is None:
-        raise AnalysisError(f"gate {gate} has no margin; an authoring gate is "
-                            f"{gate.treatment}:{gate.cell}:not-slower:M")  # fmt: skip
+        raise AnalysisError(
+            f"gate {gate} has no margin; an authoring gate is "
+            f"{gate.treatment}:{gate.cell}:not-slower:M"
+        )
     return gate.margin
 
 
 def check_names(gate: Gate, cohorts: Collection[str], subjects: Collection[str]) -> None:
     """ExpectationError naming the fix when a gate names a cohort or subject the run lacks."""
-    for what, name, known in (("cohort", gate.treatment, cohorts),
-                              ("subject", gate.cell, subjects)):  # fmt: skip
+    for what, name, known in (
+        ("cohort", gate.treatment, cohorts),
+        ("subject", gate.cell, subjects),
+    ):
         if name not in known:
             raise ExpectationError(
                 f"expectation {gate.text!r} names unknown {what} {name!r}; use one of "
@@ -63,9 +67,13 @@ class Judged:
 
 
 def judge(
-    cells: pd.DataFrame, gate: Gate, baseline: str, *, final: bool = True,
+    cells: pd.DataFrame,
+    gate: Gate,
+    baseline: str,
+    *,
+    final: bool = True,
     level: float = LEVEL,
-) -> Judged:  # fmt: skip
+) -> Judged:
     """The gate on the run's informative cells: the paired difference of green rates, in pp."""
     mine = cells[cells["subject"] == gate.cell]
     pair = paired_means(mine, gate.treatment, baseline, METRIC)
@@ -76,26 +84,47 @@ def judge(
 
 
 def decide_rates(
-    est: float, low: float, high: float, margin_pp: float, *, final: bool = True,
+    est: float,
+    low: float,
+    high: float,
+    margin_pp: float,
+    *,
+    final: bool = True,
     level: float = LEVEL,
-) -> NonInferiority:  # fmt: skip
+) -> NonInferiority:
     """The decision on a difference of pass rates (fractions) and its interval, said in pp;
     what `judge` and the simulation (tests/authoring_gate_sim.py) both decide with."""
-    return decide(100.0 * est, 100.0 * low, 100.0 * high, margin_pp, higher_is_better=True,
-                  final=final, level=level, unit=UNIT, fixes=FIXES)  # fmt: skip
+    return decide(
+        100.0 * est,
+        100.0 * low,
+        100.0 * high,
+        margin_pp,
+        higher_is_better=True,
+        final=final,
+        level=level,
+        unit=UNIT,
+        fixes=FIXES,
+    )
 
 
 def figures(said: NonInferiority, level: float = LEVEL) -> GateFigures:
     """The gate's numbers for a history: the difference in pp, a drop negative."""
-    return GateFigures(metric=f"{METRIC}_pp", estimate_pct=said.estimate_pct,
-                       lower_pct=said.low_pct, upper_pct=said.high_pct, confidence=level,
-                       margin_pct=said.margin_pct)  # fmt: skip
+    return GateFigures(
+        metric=f"{METRIC}_pp",
+        estimate_pct=said.estimate_pct,
+        lower_pct=said.low_pct,
+        upper_pct=said.high_pct,
+        confidence=level,
+        margin_pct=said.margin_pct,
+    )
 
 
 def _missing(cells: pd.DataFrame, gate: Gate, baseline: str) -> str | None:
     """Why the run has no contrast for this gate (None: it has one)."""
-    for what, column, name in (("subject", "subject", gate.cell),
-                               ("cohort", "cohort", gate.treatment)):  # fmt: skip
+    for what, column, name in (
+        ("subject", "subject", gate.cell),
+        ("cohort", "cohort", gate.treatment),
+    ):
         if name not in set(cells[column]):
             return f"this run has no cells of {what} {name!r}"
     if gate.treatment == baseline:
@@ -114,10 +143,13 @@ def verdicts(
             return GateVerdict.of(gate, False, f"{gate} not met: {why}")
         got = judge(cells, gate, baseline, final=True, level=level)
         met = "met" if got.said.passed else "not met"
-        detail = (f"{gate} {met}: green rate vs {baseline} in {gate.cell} over "
-                  f"{got.tasks} paired tasks, {got.said.sentence}")  # fmt: skip
+        detail = (
+            f"{gate} {met}: green rate vs {baseline} in {gate.cell} over "
+            f"{got.tasks} paired tasks, {got.said.sentence}"
+        )
         finite = all(map(math.isfinite, (got.said.low_pct, got.said.high_pct)))
-        return GateVerdict.of(gate, got.said.passed, detail,
-                              figures(got.said, level) if finite else None)  # fmt: skip
+        return GateVerdict.of(
+            gate, got.said.passed, detail, figures(got.said, level) if finite else None
+        )
 
     return tuple(map(one, gates))

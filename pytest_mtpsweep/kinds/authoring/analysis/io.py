@@ -105,9 +105,13 @@ def _notes(run_dir: Path, plan: PlanDoc) -> tuple[list[str], list[str]]:
 
 # The session facts read here, bounded: a file holding a value no run writes is set aside, named.
 SESSION_TYPES: rl.Types = {
-    "ordinal": rl.COUNT, "cycle": rl.COUNT, "concurrency_lowest": rl.COUNT,
-    "throttled_requests": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
-}  # fmt: skip
+    "ordinal": rl.COUNT,
+    "cycle": rl.COUNT,
+    "concurrency_lowest": rl.COUNT,
+    "throttled_requests": rl.COUNT,
+    "duration_s": rl.SECONDS,
+    "load_s": rl.SECONDS,
+}
 
 
 def _flight(info: Mapping[str, Any]) -> str:
@@ -146,8 +150,12 @@ def analyse_dir(
     census = tables.census(cells)
     subjects = list(dict.fromkeys(cells["subject"]))
     cohorts = [c for c in dict.fromkeys(cells["cohort"]) if c != baseline]
-    rows = [r for s in subjects for c in cohorts
-            for r in contrast.contrasts(cells, s, c, baseline, boot, seed)]  # fmt: skip
+    rows = [
+        r
+        for s in subjects
+        for c in cohorts
+        for r in contrast.contrasts(cells, s, c, baseline, boot, seed)
+    ]
     agree = contrast.agreement(rows)
     if pooled:
         rows += [
@@ -168,8 +176,12 @@ def analyse_dir(
     settings = f"{boot} resamples, seed {seed}"
     unreadable = [*bad_cells, *bad_turns]  # named in the census too
     notes, run_limits = _notes(run_dir, plan)
-    run_limits = [*_forgeable(records), *_unreadable(bad_cells, bad_turns),
-                  *_unknown_tokens(cells), *run_limits]  # fmt: skip
+    run_limits = [
+        *_forgeable(records),
+        *_unreadable(bad_cells, bad_turns),
+        *_unknown_tokens(cells),
+        *run_limits,
+    ]
     limits = findings.limitations(cells, rows, same, rescue, run_limits, plan)
     extra = report.repeats_sections(passes, repeats.rescue_lines(rescue))
     final = conversations.final_cells(records)
@@ -188,9 +200,14 @@ def analyse_dir(
         settings,
     )
     save_result(AnalysisResult(report=model, tables=csvs), out, run_dir)  # the one writer
-    head = "\n".join([report.headline(table, rows, agree), *repeats.repeats_lines(same),
-                      *repeats.rescue_lines(rescue)[:1],
-                      *(u.replace("**", "") for u in _unreadable(bad_cells, bad_turns))])  # fmt: skip
+    head = "\n".join(
+        [
+            report.headline(table, rows, agree),
+            *repeats.repeats_lines(same),
+            *repeats.rescue_lines(rescue)[:1],
+            *(u.replace("**", "") for u in _unreadable(bad_cells, bad_turns)),
+        ]
+    )
     return AuthoringResult(table, rows, agree, census, head, out, model, tuple(bad_cells), cells)
 
 

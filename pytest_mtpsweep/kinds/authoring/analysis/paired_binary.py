@@ -62,8 +62,9 @@ def wilson(p: FloatArray, n: FloatArray, z: float) -> tuple[FloatArray, FloatArr
     return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
-def _trials(p: FloatArray, var: FloatArray, binary: npt.NDArray[np.bool_], n: int,
-            cells: FloatArray) -> FloatArray:  # fmt: skip
+def _trials(
+    p: FloatArray, var: FloatArray, binary: npt.NDArray[np.bool_], n: int, cells: FloatArray
+) -> FloatArray:
     """Effective number of trials behind a mean of task means (see the module docstring)."""
     most = np.maximum(cells, n)
     pq = p * (1.0 - p)

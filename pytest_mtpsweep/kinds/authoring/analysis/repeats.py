@@ -27,8 +27,16 @@ from .paired_binary import _trials, wilson, z_value
 
 LEVEL = 0.95
 PASS_COLUMNS: tuple[str, ...] = (
-    "subject", "cohort", "tasks", "n", "measure", "k", "estimate", "low", "high",
-)  # fmt: skip
+    "subject",
+    "cohort",
+    "tasks",
+    "n",
+    "measure",
+    "k",
+    "estimate",
+    "low",
+    "high",
+)
 
 
 def artefact_sequences(turns: pd.DataFrame) -> pd.Series:
@@ -46,8 +54,15 @@ def identical_repeats(cells: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     for (subject, cohort, task), g in cells.groupby(["subject", "cohort", "task"], sort=False):
         have = [seqs[c] for c in g["cell"] if c in seqs.index]
         if len(have) >= 2:
-            rows.append({"subject": subject, "cohort": cohort, "task": task,
-                         "repeats": len(have), "distinct": len(set(have))})  # fmt: skip
+            rows.append(
+                {
+                    "subject": subject,
+                    "cohort": cohort,
+                    "task": task,
+                    "repeats": len(have),
+                    "distinct": len(set(have)),
+                }
+            )
     return pd.DataFrame(rows, columns=["subject", "cohort", "task", "repeats", "distinct"])
 
 
@@ -66,8 +81,7 @@ def repeats_lines(summary: pd.DataFrame) -> list[str]:
             )
         else:
             distinct = int((g["distinct"] == g["repeats"]).sum())
-            copied = (f"; {copies} repeated the same artefacts in every repeat" if copies
-                      else "")  # fmt: skip
+            copied = f"; {copies} repeated the same artefacts in every repeat" if copies else ""
             lines.append(
                 f"repeats sampled: {subject}: {distinct} of {len(g)} cohort x task groups wrote "
                 f"a different artefact in each of their repeats (up to {n}){copied} "
@@ -117,9 +131,19 @@ def pass_table(cells: pd.DataFrame) -> pd.DataFrame:
             measures.append(("pass^k", n, [pass_hat_k(n, c, n) for c in counts]))
         for measure, k, values in measures:
             est, low, high = _interval(np.array(values, dtype=float), n * len(counts))
-            rows.append({"subject": subject, "cohort": cohort, "tasks": len(counts), "n": n,
-                         "measure": measure, "k": k, "estimate": est, "low": low,
-                         "high": high})  # fmt: skip
+            rows.append(
+                {
+                    "subject": subject,
+                    "cohort": cohort,
+                    "tasks": len(counts),
+                    "n": n,
+                    "measure": measure,
+                    "k": k,
+                    "estimate": est,
+                    "low": low,
+                    "high": high,
+                }
+            )
     return pd.DataFrame(rows, columns=list(PASS_COLUMNS))
 
 
@@ -134,11 +158,17 @@ def rescue_table(cells: pd.DataFrame, turns: pd.DataFrame, top: int = 3) -> pd.D
         rescued = int((missed[records.OUTCOME] == records.GREEN_AFTER_K).sum())
         said = sent[sent["cell"].isin(missed["cell"])]["error_first_line"].dropna()
         common = Counter(str(s)[:120] for s in said).most_common(top)
-        rows.append({"subject": subject, "cohort": cohort, "missed_first": len(missed),
-                     "rescued": rescued,
-                     "rescued_share": rescued / len(missed) if len(missed) else math.nan,
-                     "feedback_sent": len(said),
-                     "common_errors": " | ".join(f"{n}x {s}" for s, n in common)})  # fmt: skip
+        rows.append(
+            {
+                "subject": subject,
+                "cohort": cohort,
+                "missed_first": len(missed),
+                "rescued": rescued,
+                "rescued_share": rescued / len(missed) if len(missed) else math.nan,
+                "feedback_sent": len(said),
+                "common_errors": " | ".join(f"{n}x {s}" for s, n in common),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -157,6 +187,9 @@ def rescue_lines(table: pd.DataFrame) -> list[str]:
             + (f"; commonest: {r.common_errors}" if r.common_errors else "")
         )
     if int(table["rescued"].sum()) == 0 and int(table["missed_first"].sum()) > 0:
-        lines.insert(0, "Feedback never rescued a cell: no cell reached green after the "
-                        "checker's error went back.")  # fmt: skip
+        lines.insert(
+            0,
+            "Feedback never rescued a cell: no cell reached green after the "
+            "checker's error went back.",
+        )
     return lines

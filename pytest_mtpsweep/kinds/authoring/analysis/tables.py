@@ -7,13 +7,32 @@ import pandas as pd
 from .. import records
 
 TABLE_COLUMNS: tuple[str, ...] = (
-    "subject", "cohort", "cells", "informative", "first_attempt_green", "green_after_k",
-    "never_green", "api_failure", "checker_error", "budget_stopped", "no_outcome",
-    "green_rate", "first_attempt_rate", "mean_prompt_tokens", "mean_completion_tokens",
-)  # fmt: skip
+    "subject",
+    "cohort",
+    "cells",
+    "informative",
+    "first_attempt_green",
+    "green_after_k",
+    "never_green",
+    "api_failure",
+    "checker_error",
+    "budget_stopped",
+    "no_outcome",
+    "green_rate",
+    "first_attempt_rate",
+    "mean_prompt_tokens",
+    "mean_completion_tokens",
+)
 CENSUS_COLUMNS: tuple[str, ...] = (
-    "subject", "cohort", "task", "repeat", "cell", "class", "why", "tokens_known",
-)  # fmt: skip
+    "subject",
+    "cohort",
+    "task",
+    "repeat",
+    "cell",
+    "class",
+    "why",
+    "tokens_known",
+)
 
 
 def cohort_table(cells: pd.DataFrame) -> pd.DataFrame:

@@ -25,8 +25,21 @@ def _num(x: float, fmt: str) -> str:
     return format(x, fmt) if isinstance(x, int | float) and math.isfinite(x) else "-"
 
 
-COHORT_HEADERS = ("subject", "cohort", "cells", "green 1st", "green k>1", "never", "api fail",
-                  "chk err", "budget", "no outcome", "green %", "prompt tok", "compl tok")  # fmt: skip
+COHORT_HEADERS = (
+    "subject",
+    "cohort",
+    "cells",
+    "green 1st",
+    "green k>1",
+    "never",
+    "api fail",
+    "chk err",
+    "budget",
+    "no outcome",
+    "green %",
+    "prompt tok",
+    "compl tok",
+)
 COHORT_LEAD = (
     "Rates and mean tokens are over informative cells (first_attempt_green, green_after_k, "
     "exhausted); the other outcomes are counted and named below."
@@ -36,12 +49,23 @@ COHORT_LEAD = (
 def cohort_rows(table: pd.DataFrame) -> list[tuple[str, ...]]:
     """The subject x cohort table's rows as they read (the terminal's, report.md's, the page's)."""
     return [
-        (str(r.subject), str(r.cohort), str(r.cells), str(r.first_attempt_green),
-         str(r.green_after_k), str(r.never_green), str(r.api_failure), str(r.checker_error),
-         str(r.budget_stopped), str(r.no_outcome), _num(100 * r.green_rate, ".0f"),
-         _num(r.mean_prompt_tokens, ".0f"), _num(r.mean_completion_tokens, ".0f"))
+        (
+            str(r.subject),
+            str(r.cohort),
+            str(r.cells),
+            str(r.first_attempt_green),
+            str(r.green_after_k),
+            str(r.never_green),
+            str(r.api_failure),
+            str(r.checker_error),
+            str(r.budget_stopped),
+            str(r.no_outcome),
+            _num(100 * r.green_rate, ".0f"),
+            _num(r.mean_prompt_tokens, ".0f"),
+            _num(r.mean_completion_tokens, ".0f"),
+        )
         for r in table.itertuples()
-    ]  # fmt: skip
+    ]
 
 
 def cohort_table(table: pd.DataFrame) -> Table:
@@ -53,8 +77,9 @@ def table_text(table: pd.DataFrame) -> str:
     """The subject x cohort table as aligned text (the terminal's)."""
     rows = [list(COHORT_HEADERS), *(list(r) for r in cohort_rows(table))]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COHORT_HEADERS))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                     for row in rows)  # fmt: skip
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 def contrast_text(c: Contrast) -> str:
@@ -150,8 +175,10 @@ def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> tuple[Secti
         lines = []
         for r in passes.itertuples():
             name = f"pass@{r.k}" if r.measure == "pass@k" else f"pass^{r.k}"
-            lines.append(f"- {md_text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
-                         f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})")  # fmt: skip
+            lines.append(
+                f"- {md_text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
+                f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})"
+            )
         shown = (lead, text(*lines))
     return (
         Section("pass@k", shown),

@@ -57,8 +57,9 @@ class AuthoringKindRun(AuthoringRun, KindRun):
     # -- before the run ----------------------------------------------------------------
 
     def cases(self, plan: list[SessionSlot]) -> list[AuthoringCase]:
-        order = subject_order(list(self.cohorts), list(self.tasks), self.settings.repeats,
-                              self.ladder.seed)  # fmt: skip
+        order = subject_order(
+            list(self.cohorts), list(self.tasks), self.settings.repeats, self.ladder.seed
+        )
         return [
             AuthoringCase(slot, c, t, r, i) for slot in plan for i, (c, t, r) in enumerate(order)
         ]
@@ -122,8 +123,15 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         self.pools[slot.name] = CellPool(pending, n) if n > 1 and len(pending) > 1 else None
         if st.budget.refused is not None:
             for case in pending:
-                self._record_cell(ctx, case, {records.OUTCOME: records.BUDGET_STOPPED, "valid": True,
-                                              "reason": st.budget.refused})  # fmt: skip
+                self._record_cell(
+                    ctx,
+                    case,
+                    {
+                        records.OUTCOME: records.BUDGET_STOPPED,
+                        "valid": True,
+                        "reason": st.budget.refused,
+                    },
+                )
             raise OutOfBudget(
                 f"{records.BUDGET_STOPPED}: {st.budget.refused}; the {len(pending)} cells of "
                 f"{slot.treatment} were not run"
@@ -144,8 +152,15 @@ class AuthoringKindRun(AuthoringRun, KindRun):
             live.extra.setdefault("outcomes", {})
             return Outcome(cells.result_of(prior), skip=why)
         if st.budget.refused is not None:
-            record = self._record_cell(live.ctx, c, {records.OUTCOME: records.BUDGET_STOPPED,
-                                                     "valid": True, "reason": st.budget.refused})  # fmt: skip
+            record = self._record_cell(
+                live.ctx,
+                c,
+                {
+                    records.OUTCOME: records.BUDGET_STOPPED,
+                    "valid": True,
+                    "reason": st.budget.refused,
+                },
+            )
             self._tally(live, record)
             return Outcome(
                 cells.result_of(record), skip=f"{records.BUDGET_STOPPED}: {st.budget.refused}"
@@ -244,8 +259,10 @@ class AuthoringKindRun(AuthoringRun, KindRun):
             except ExpectationError as exc:
                 raise OptionError(f"--expect {gate}: {exc}.") from None
             if gate.treatment == base:
-                raise OptionError(f"--expect {gate}: {base} is the baseline cohort itself; name "
-                                  "a cohort to compare with it.")  # fmt: skip
+                raise OptionError(
+                    f"--expect {gate}: {base} is the baseline cohort itself; name "
+                    "a cohort to compare with it."
+                )
 
     def bootstrap(self, request: AnalysisRequest) -> tuple[str, int, int]:
         """The baseline cohort, resamples and seed the analysis uses."""
@@ -270,15 +287,22 @@ class AuthoringKindRun(AuthoringRun, KindRun):
             from ..analysis.gates import verdicts
 
             gates = verdicts(request.gates, result.cells, baseline)
-        return EndAnalysis(table=result.headline, report=result.out_dir / schema.REPORT_MD,
-                           gates=gates)  # fmt: skip
+        return EndAnalysis(
+            table=result.headline, report=result.out_dir / schema.REPORT_MD, gates=gates
+        )
 
     def finish(self, run_dir: Path, selected: Sequence[Case]) -> list[str]:
         planned = [
-            {"cell": c.id, "subject": c.slot.treatment, "cohort": c.cohort, "task": c.task,
-             "repeat": c.repeat, "model_id": self.ladder.model_id_of(c.slot.treatment)}
+            {
+                "cell": c.id,
+                "subject": c.slot.treatment,
+                "cohort": c.cohort,
+                "task": c.task,
+                "repeat": c.repeat,
+                "model_id": self.ladder.model_id_of(c.slot.treatment),
+            }
             for c in (cast(AuthoringCase, x) for x in selected)
-        ]  # fmt: skip
+        ]
         return finish_run(run_dir, planned)
 
 

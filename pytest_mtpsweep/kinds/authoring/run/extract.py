@@ -6,8 +6,9 @@ import re
 
 MODES = ("fenced", "whole")  # "fenced:<lang>" names a language: fenced:python
 # A fence: three or more backticks, an optional info string, the body, the same fence again.
-_FENCE = re.compile(r"^(?P<fence>`{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                    re.M | re.S)  # fmt: skip
+_FENCE = re.compile(
+    r"^(?P<fence>`{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S
+)
 ALIASES = {"python": ("python", "py", "python3"), "py": ("python", "py", "python3")}
 
 

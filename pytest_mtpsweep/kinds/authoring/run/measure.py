@@ -108,22 +108,32 @@ def measure_cell(
         return run_check(files, CHECKER_FILE, s.checker, in_process=task.checking == IN_PROCESS)
 
     def on_turn(fields: dict[str, Any]) -> None:
-        body = {"started_at": schema.utc_now_iso(), "sampling_seed": seed,
-                "reply_cached": bool(hits and hits[-1]), **fields}  # fmt: skip
+        body = {
+            "started_at": schema.utc_now_iso(),
+            "sampling_seed": seed,
+            "reply_cached": bool(hits and hits[-1]),
+            **fields,
+        }
         record = records.authoring_record(identity, body, records.TURN_FIELDS, tail)
         cells.append(run_path, records.turns_file(case.slot.name), record)
 
     started = schema.utc_now_iso()
-    settings = Settings(s.max_turns, kind.ladder.max_tokens, cohort.extract, s.feedback_chars,
-                        cohort.feedback_message)  # fmt: skip
+    settings = Settings(
+        s.max_turns,
+        kind.ladder.max_tokens,
+        cohort.extract,
+        s.feedback_chars,
+        cohort.feedback_message,
+    )
     end = converse(cohort.messages(task), settings, send, judge, st.budget, on_turn)
     if end.isolation:
         live.extra["sandbox"] = end.isolation
     conversation = records.conversation_file(case.slot.name, case.id, st.attempt)
     secrets = spec.secrets()  # redacted where written; the checked artefact was the reply itself
     written = [{**m, "content": redact(m.get("content", ""), secrets)} for m in end.messages]
-    ctx.run_dir.write_json(conversation, {"cell": case.id, records.OUTCOME: end.outcome,
-                                          "messages": written})  # fmt: skip
+    ctx.run_dir.write_json(
+        conversation, {"cell": case.id, records.OUTCOME: end.outcome, "messages": written}
+    )
     body = _cell_body(end, live)
     body["verdict_forgeable"] = task.checking == IN_PROCESS
     body["sampling_seed"] = seed

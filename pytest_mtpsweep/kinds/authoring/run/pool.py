@@ -58,8 +58,11 @@ class Throttle:
             self._cv.notify_all()
 
     def facts(self) -> dict[str, Any]:
-        return {"concurrency": self.limit, "concurrency_lowest": self.lowest,
-                "throttled_requests": self.throttled}  # fmt: skip
+        return {
+            "concurrency": self.limit,
+            "concurrency_lowest": self.lowest,
+            "throttled_requests": self.throttled,
+        }
 
 
 class CellPool:

@@ -55,8 +55,14 @@ class CellEnd:
     isolation: dict[str, Any] = field(default_factory=dict)
 
 
-def turn_fields(turn: int, reply: ChatReply, artefact: str | None, check: Check | None,
-                verdict: str, sent_feedback: str | None) -> dict[str, Any]:  # fmt: skip
+def turn_fields(
+    turn: int,
+    reply: ChatReply,
+    artefact: str | None,
+    check: Check | None,
+    verdict: str,
+    sent_feedback: str | None,
+) -> dict[str, Any]:
     """A turn record's own fields (records.TURN_FIELDS)."""
     data = artefact.encode("utf-8") if artefact is not None else None
     return {
@@ -125,10 +131,17 @@ def converse(
         end.completion_tokens += reply.completion_tokens or 0
         end.api_retries += len(reply.retried)
         if not reply.ok:
-            on_turn({**turn_fields(turn, reply, None, None, records.VERDICT_NOT_CHECKED, None),
-                     "budget_tokens": charged})  # fmt: skip
+            on_turn(
+                {
+                    **turn_fields(turn, reply, None, None, records.VERDICT_NOT_CHECKED, None),
+                    "budget_tokens": charged,
+                }
+            )
             end.outcome, end.api_status, end.api_error = (
-                records.API_FAILURE, reply.http_status, reply.error)  # fmt: skip
+                records.API_FAILURE,
+                reply.http_status,
+                reply.error,
+            )
             return end
         messages.append({"role": "assistant", "content": reply.content})
         artefact = extract(reply.content, s.extract)
@@ -138,8 +151,9 @@ def converse(
         verdict = check.verdict if check else records.VERDICT_NO_ARTEFACT
         note: str | None = None
         if verdict in (records.VERDICT_FAIL, records.VERDICT_NO_ARTEFACT) and turn < s.max_turns:
-            text = feedback.message(check, s.feedback_chars) if check else describe_missing(
-                s.extract)  # fmt: skip
+            text = (
+                feedback.message(check, s.feedback_chars) if check else describe_missing(s.extract)
+            )
             note = s.feedback(text)
         on_turn(
             {**turn_fields(turn, reply, artefact, check, verdict, note), "budget_tokens": charged}

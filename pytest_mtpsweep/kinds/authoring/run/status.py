@@ -49,8 +49,10 @@ def status(
         c for c in selected if (latest.get(c) or {}).get(records.OUTCOME) == records.BUDGET_STOPPED
     ]
     missing = [c for c in selected if c not in latest or latest[c].get(records.OUTCOME) is None]
-    by = {o: [c for c in selected if (latest.get(c) or {}).get(records.OUTCOME) == o]
-          for o in (records.API_FAILURE, records.CHECKER_ERROR)}  # fmt: skip
+    by = {
+        o: [c for c in selected if (latest.get(c) or {}).get(records.OUTCOME) == o]
+        for o in (records.API_FAILURE, records.CHECKER_ERROR)
+    }
     done = len(selected) - len(budget) - len(missing)
     lines = [f"{done} of {len(selected)} selected cells have a final outcome"]
     if budget:
@@ -91,5 +93,8 @@ def finish_run(run_dir: Path, planned: Sequence[Mapping[str, Any]]) -> list[str]
         stopped = "(the STOPPED marker cannot be read)"
     lines = status(selected, latest, stopped)
     atomic_write_text(run_dir / schema.RUN_STATUS_FILE, "\n".join(lines) + "\n")
-    return [f"RUN_STATUS: {lines[0]}", *(f"  {line}" for line in lines[1:]),
-            f"scores: {run_dir / records.SCORES_CSV}"]  # fmt: skip
+    return [
+        f"RUN_STATUS: {lines[0]}",
+        *(f"  {line}" for line in lines[1:]),
+        f"scores: {run_dir / records.SCORES_CSV}",
+    ]

@@ -55,8 +55,11 @@ def failure(exc: BaseException) -> dict[str, Any]:
 def answer(module: Any, request: dict[str, Any]) -> dict[str, Any]:
     fn = getattr(module, str(request.get("call")), None)
     if not callable(fn):
-        return {"raise": "AttributeError", "module": "builtins",
-                "message": f"solution has no callable {request.get('call')!r}"}  # fmt: skip
+        return {
+            "raise": "AttributeError",
+            "module": "builtins",
+            "message": f"solution has no callable {request.get('call')!r}",
+        }
     try:
         args = decode(request.get("args"))
         kwargs = decode(request.get("kwargs"))

@@ -76,8 +76,11 @@ def unshare(report: dict[str, Any]) -> int:
     for flags in tries:
         if libc.unshare(ctypes.c_int(flags)) == 0:
             if flags & CLONE_NEWUSER:
-                for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
-                                   ("gid_map", f"0 {gid} 1")):  # fmt: skip
+                for name, text in (
+                    ("setgroups", "deny"),
+                    ("uid_map", f"0 {uid} 1"),
+                    ("gid_map", f"0 {gid} 1"),
+                ):
                     with open(f"/proc/self/{name}", "w") as f:
                         f.write(text)
             return flags
@@ -235,8 +238,9 @@ def limits(cfg: dict[str, Any], uid: int, tasks: int) -> None:
         resource.setrlimit(which, (soft, hard))
 
 
-def child(cfg: dict[str, Any], flags: int, files: dict[str, bytes], tasks: int,
-          report: dict[str, Any]) -> None:  # fmt: skip
+def child(
+    cfg: dict[str, Any], flags: int, files: dict[str, bytes], tasks: int, report: dict[str, Any]
+) -> None:
     box = cfg["box"]
     if flags & CLONE_NEWNS and cfg.get("root") and PIVOT_ROOT > 0:
         minimal_root(cfg, flags, report)

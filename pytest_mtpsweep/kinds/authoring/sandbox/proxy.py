@@ -23,8 +23,15 @@ else:  # in the jail: a top-level module beside this one
     from mtpsweep_wire import Channel, WireError, decode, encode
 
 # Builtin exceptions that mean something to the runner or the interpreter: never re-raised.
-_NOT_RERAISED = {"SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopIteration",
-                 "StopAsyncIteration", "BaseExceptionGroup", "ExceptionGroup"}  # fmt: skip
+_NOT_RERAISED = {
+    "SystemExit",
+    "KeyboardInterrupt",
+    "GeneratorExit",
+    "StopIteration",
+    "StopAsyncIteration",
+    "BaseExceptionGroup",
+    "ExceptionGroup",
+}
 
 
 class CandidateError(Exception):

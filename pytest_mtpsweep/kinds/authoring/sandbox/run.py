@@ -93,15 +93,35 @@ def interpreter_paths() -> list[str]:
 
 
 def checker_argv(checker: str) -> list[str]:
-    return [sys.executable, "-B", "-m", "pytest", "-q", "-x", "--no-header", "--tb=short",
-            "-p", "no:cacheprovider", "-p", "mtpsweep_grader", checker]  # fmt: skip
+    return [
+        sys.executable,
+        "-B",
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "--no-header",
+        "--tb=short",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "mtpsweep_grader",
+        checker,
+    ]
 
 
 def candidate_argv(channel: tuple[int, int]) -> list[str]:
     # -E -s -S: no environment, no site; unlike -I, the script's directory (the artefact's) is
     # on the path
-    return [views.base_python(), "-E", "-s", "-S", "-B", "mtpsweep_candidate.py",
-            *map(str, channel)]  # fmt: skip
+    return [
+        views.base_python(),
+        "-E",
+        "-s",
+        "-S",
+        "-B",
+        "mtpsweep_candidate.py",
+        *map(str, channel),
+    ]
 
 
 def _kill_all(proc: subprocess.Popen[bytes]) -> None:
@@ -139,8 +159,15 @@ class _Jail:
             _kill_all(self.proc)  # whatever it left in its group goes too
 
 
-def _start(name: str, top: Path, files: Mapping[str, bytes], argv: list[str],
-           env: dict[str, str], fds: Sequence[int], limits: CheckerLimits) -> _Jail:  # fmt: skip
+def _start(
+    name: str,
+    top: Path,
+    files: Mapping[str, bytes],
+    argv: list[str],
+    env: dict[str, str],
+    fds: Sequence[int],
+    limits: CheckerLimits,
+) -> _Jail:
     """Stage `files`, start the jail on them; the caller closes `fds` (now the child's)."""
     stage, box, root = top / f"{name}-stage", top / name, top / f"{name}-root"
     for d in (stage, box, root):
@@ -264,12 +291,22 @@ def run_check(
                 "MTPSWEEP_IMPORT_TIMEOUT": repr(float(limits.timeout_s)),
             }
             child_fds += [c2g[0], g2c[1]]
-        jails.append(_start("grader", top, grader_files, checker_argv(checker), env,
-                            child_fds, limits))  # fmt: skip
+        jails.append(
+            _start("grader", top, grader_files, checker_argv(checker), env, child_fds, limits)
+        )
         if not in_process:
             cand_env = scrubbed_env(str(top / "candidate"))
-            jails.append(_start("candidate", top, candidate_files, candidate_argv((g2c[0], c2g[1])),
-                                cand_env, (g2c[0], c2g[1]), limits))  # fmt: skip
+            jails.append(
+                _start(
+                    "candidate",
+                    top,
+                    candidate_files,
+                    candidate_argv((g2c[0], c2g[1])),
+                    cand_env,
+                    (g2c[0], c2g[1]),
+                    limits,
+                )
+            )
         for fd in fds[1:]:
             os.close(fd)  # the children hold them now; EOF reaches each side when the other ends
         fds = fds[:1]
@@ -286,6 +323,19 @@ def run_check(
                 os.close(fd)
         isolation = {j.name: _read_json(j.report_fd) for j in jails}
         shutil.rmtree(top, ignore_errors=True)
+    return _verdict_of(jails, result, cut, isolation, limits, in_process, t0)
+
+
+def _verdict_of(
+    jails: list[_Jail],
+    result: dict[str, Any],
+    cut: str | None,
+    isolation: dict[str, Any],
+    limits: CheckerLimits,
+    in_process: bool,
+    t0: float,
+) -> Check:
+    """The Check once both boxes ended: their output (capped), the verdict and its reason."""
     cap = limits.output_kib * 1024
     out = _text(jails[0], cap)
     setup = [j for j in jails if j.ended == SETUP_FAILED and _text(j, cap).startswith("jail:")]
@@ -309,8 +359,9 @@ def run_check(
     iso["boundary"] = "in-process (forgeable)" if in_process else "process"
     iso["grader"] = isolation.get("grader", {})
     collected, passed = tally(result)
-    return Check(verdict, status, time.monotonic() - t0, reason, out, iso, collected, passed,
-                 in_process)  # fmt: skip
+    return Check(
+        verdict, status, time.monotonic() - t0, reason, out, iso, collected, passed, in_process
+    )
 
 
 def tally(result: Mapping[str, Any]) -> tuple[int, int]:

@@ -20,8 +20,16 @@ from dataclasses import dataclass
 
 PT_INTERP = 3
 # What pytest needs in the grader (found where they are installed; missing ones are skipped).
-GRADER_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup",
-                   "tomli", "py")  # fmt: skip
+GRADER_PACKAGES = (
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "exceptiongroup",
+    "tomli",
+    "py",
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,13 @@ def loaded_libraries(python: str, exclude: tuple[str, ...]) -> tuple[str, ...]:
     """The shared libraries `python` maps once its standard library is imported, outside
     `exclude`, with the names the loader finds them by (the symlinks beside each file)."""
     try:
-        out = subprocess.run([python, "-E", "-s", "-S", "-c", _PROBE], capture_output=True,
-                             text=True, timeout=60, check=False).stdout  # fmt: skip
+        out = subprocess.run(
+            [python, "-E", "-s", "-S", "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return ()
     files = {os.path.realpath(p) for p in out.splitlines() if p.startswith("/")}

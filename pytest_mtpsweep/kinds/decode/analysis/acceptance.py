@@ -13,8 +13,15 @@ import pandas as pd
 
 from ....kindapi import SUBSETS
 
-COLUMNS = ("treatment", "subset", "records", "with_draft", "draft_n", "draft_n_accepted",
-           "acceptance_pct")  # fmt: skip
+COLUMNS = (
+    "treatment",
+    "subset",
+    "records",
+    "with_draft",
+    "draft_n",
+    "draft_n_accepted",
+    "acceptance_pct",
+)
 
 
 def _row(treatment: str, subset: str, frame: pd.DataFrame) -> tuple[object, ...]:

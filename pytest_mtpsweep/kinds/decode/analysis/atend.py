@@ -74,8 +74,9 @@ def interim(run_dir: Path, request: AnalysisRequest) -> tuple[CellState, ...]:
     answer, and their average would keep the rule from ever being met.
     """
 
-    result = analyse([load_run(run_dir)], baseline=request.baseline, boot=request.boot,
-                     seed=request.seed)  # fmt: skip
+    result = analyse(
+        [load_run(run_dir)], baseline=request.baseline, boot=request.boot, seed=request.seed
+    )
     # A not-slower gate decides its cell for the rule: stop once it passes or fails.
     level = result.settings.equivalence_confidence
     return stop_cells(headline_cells(result), result.published, request.gates, level)

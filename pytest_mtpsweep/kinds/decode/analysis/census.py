@@ -14,12 +14,25 @@ from .runvalues import ENDPOINTS, QuarantinedSession
 
 EXCLUSION_SUMMARY_COLUMNS: tuple[str, ...] = ("reason", "n", "sessions")
 TRUNCATED_COLUMNS: tuple[str, ...] = (
-    "prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
+    "prompt_id",
+    "subset",
+    "treatment",
+    "cycle",
+    "repeat",
+    "run_id",
+    "session",
     "completion_tokens",
-)  # fmt: skip
+)
 CALIBRATION_COLUMNS: tuple[str, ...] = (
-    "run_id", "session", "ordinal", "treatment", "cycle", "start_tps", "end_tps", "drift_pct",
-)  # fmt: skip
+    "run_id",
+    "session",
+    "ordinal",
+    "treatment",
+    "cycle",
+    "start_tps",
+    "end_tps",
+    "drift_pct",
+)
 QUARANTINE_COLUMNS: tuple[str, ...] = ("run_id", "session", "n_records", "reason")
 QUARANTINED = "quarantined session"
 OTHER_GROUP = "other comparability group"
@@ -152,11 +165,17 @@ def _per_session(
 # The session facts these tables read, bounded (recordlines' RANGES): a session file holding a
 # value no run writes (a negative load time, a rate of 1e308) is set aside and named.
 SESSION_TYPES: rl.Types = {
-    "ordinal": rl.COUNT, "cycle": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
-    "calibration": rl.OBJECT, "calibration.start_tps": rl.RATE, "calibration.end_tps": rl.RATE,
-    "host": rl.OBJECT, "host.span_s": rl.SECONDS,
+    "ordinal": rl.COUNT,
+    "cycle": rl.COUNT,
+    "duration_s": rl.SECONDS,
+    "load_s": rl.SECONDS,
+    "calibration": rl.OBJECT,
+    "calibration.start_tps": rl.RATE,
+    "calibration.end_tps": rl.RATE,
+    "host": rl.OBJECT,
+    "host.span_s": rl.SECONDS,
     "host.flagged": rl.BOOL,
-}  # fmt: skip
+}
 
 
 def calibration(sessions: SessionFacts) -> pd.DataFrame:
@@ -176,9 +195,15 @@ def calibration(sessions: SessionFacts) -> pd.DataFrame:
 
 
 HOST_COLUMNS: tuple[str, ...] = (
-    "run_id", "session", "treatment", "cycle", "other_cpu_pct", "load_avg_end", "throttled",
+    "run_id",
+    "session",
+    "treatment",
+    "cycle",
+    "other_cpu_pct",
+    "load_avg_end",
+    "throttled",
     "flagged",
-)  # fmt: skip
+)
 
 
 def host_noise(sessions: SessionFacts) -> pd.DataFrame:

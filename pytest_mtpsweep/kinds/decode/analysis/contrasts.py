@@ -32,19 +32,54 @@ from .tiebreak import apply_tiebreak
 Borrow = tuple[float, float] | None
 
 CONTRAST_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs", "cycles",
-    "pct_change", "ci_low", "ci_high", "ci90_low", "ci90_high", "interval_method", "se_pct",
-    "df", "session_se_pct", "arith_pct_change", "boot_ci_low", "boot_ci_high", "perm_p",
-    "perm_method", "sign_disagreement", "significance_disagreement", "boot_requested",
-    "boot_kept", "mde_pct", "underpowered", "decision", "counterbalanced", "divergence_pp",
-    "published", "published_reason", "note",
-)  # fmt: skip
+    "endpoint",
+    "treatment",
+    "baseline",
+    "subset",
+    "n_prompts",
+    "n_pairs",
+    "cycles",
+    "pct_change",
+    "ci_low",
+    "ci_high",
+    "ci90_low",
+    "ci90_high",
+    "interval_method",
+    "se_pct",
+    "df",
+    "session_se_pct",
+    "arith_pct_change",
+    "boot_ci_low",
+    "boot_ci_high",
+    "perm_p",
+    "perm_method",
+    "sign_disagreement",
+    "significance_disagreement",
+    "boot_requested",
+    "boot_kept",
+    "mde_pct",
+    "underpowered",
+    "decision",
+    "counterbalanced",
+    "divergence_pp",
+    "published",
+    "published_reason",
+    "note",
+)
 
 
 CENSUS_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "baseline", "subset", "n_prompts", "n_pairs",
-    "gaps_baseline_only", "gaps_treatment_only", "boot_requested", "boot_kept",
-)  # fmt: skip
+    "endpoint",
+    "treatment",
+    "baseline",
+    "subset",
+    "n_prompts",
+    "n_pairs",
+    "gaps_baseline_only",
+    "gaps_treatment_only",
+    "boot_requested",
+    "boot_kept",
+)
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,14 +14,26 @@ from .contraststats import nan_mean
 from .layout import Layout
 
 PER_CYCLE_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "baseline", "subset", "run_id", "cycle", "n_pairs", "pct_change",
-)  # fmt: skip
+    "endpoint",
+    "treatment",
+    "baseline",
+    "subset",
+    "run_id",
+    "cycle",
+    "n_pairs",
+    "pct_change",
+)
 
 
 DRIFT_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "baseline", "subset", "pct_odd_cycles", "pct_even_cycles",
+    "endpoint",
+    "treatment",
+    "baseline",
+    "subset",
+    "pct_odd_cycles",
+    "pct_even_cycles",
     "drift_pp",
-)  # fmt: skip
+)
 
 
 def _cycle_rows(

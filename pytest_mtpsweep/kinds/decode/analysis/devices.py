@@ -17,8 +17,15 @@ from ....kindapi.report import Section, md_table
 from ..report.textfmt import md_section
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "device", "cycles", "prompts", "pairs", "change_pct", "spread_pct",
-)  # fmt: skip
+    "endpoint",
+    "treatment",
+    "device",
+    "cycles",
+    "prompts",
+    "pairs",
+    "change_pct",
+    "spread_pct",
+)
 
 
 def unit_of(records: pd.DataFrame) -> pd.Series:
@@ -69,10 +76,17 @@ def render(table: pd.DataFrame, endpoint: str) -> Section | None:
     ]
     headers = ["treatment", "device", "cycles", "prompts", "pairs", "change", "per-prompt IQR"]
     cells = [
-        [r.treatment, r.device, r.cycles, r.prompts, r.pairs, f"{r.change_pct:+.2f}%",
-         f"{r.spread_pct:.2f} pp"]
+        [
+            r.treatment,
+            r.device,
+            r.cycles,
+            r.prompts,
+            r.pairs,
+            f"{r.change_pct:+.2f}%",
+            f"{r.spread_pct:.2f} pp",
+        ]
         for r in rows.itertuples(index=False)
-    ]  # fmt: skip
+    ]
     return md_section(
         f"Per device ({endpoint}): a heterogeneity check", [*out, md_table(headers, cells)]
     )

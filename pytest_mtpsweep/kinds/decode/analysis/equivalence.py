@@ -21,14 +21,44 @@ IDENTICAL_TO_CAP = "identical up to the cap"
 DIFFERS_WITHIN_CAP = "differs within the cap"
 DIFFERENT = (DIFFERS, DIFFERS_WITHIN_CAP)
 
-PAIR_COLUMNS = ("treatment", "baseline", "subset", "prompt_id", "run_id", "cycle", "verdict",
-                "truncated", "chars", "baseline_chars")  # fmt: skip
+PAIR_COLUMNS = (
+    "treatment",
+    "baseline",
+    "subset",
+    "prompt_id",
+    "run_id",
+    "cycle",
+    "verdict",
+    "truncated",
+    "chars",
+    "baseline_chars",
+)
 SELF_COLUMNS = ("treatment", "subset", "prompt_id", "run_id", "cycles", "verdict", "chars")
-SUMMARY_COLUMNS = ("treatment", "subset", "cells", "differ", "identical_to_cap",
-                   "differ_within_cap", "differing_prompts", "self_prompts", "self_identical",
-                   "self_differing_prompts")  # fmt: skip
-NEEDED = ("run_id", "treatment", "cycle", "prompt_id", "subset", "valid", "repeat", "content_sha256",
-          "content_chars", "finish_reason", "completion_tokens")  # fmt: skip
+SUMMARY_COLUMNS = (
+    "treatment",
+    "subset",
+    "cells",
+    "differ",
+    "identical_to_cap",
+    "differ_within_cap",
+    "differing_prompts",
+    "self_prompts",
+    "self_identical",
+    "self_differing_prompts",
+)
+NEEDED = (
+    "run_id",
+    "treatment",
+    "cycle",
+    "prompt_id",
+    "subset",
+    "valid",
+    "repeat",
+    "content_sha256",
+    "content_chars",
+    "finish_reason",
+    "completion_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -78,9 +108,20 @@ def _pairs(answers: pd.DataFrame, baseline: str) -> pd.DataFrame:
         b = base.loc[key]
         verdict, cut = pair_verdict(a, b)
         truncated = {"first": "treatment", "second": "baseline"}.get(cut, cut)
-        rows.append((a["treatment"], baseline, a["subset"], a["prompt_id"], a["run_id"],
-                     int(a["cycle"]), verdict, truncated, a["content_chars"],
-                     b["content_chars"]))  # fmt: skip
+        rows.append(
+            (
+                a["treatment"],
+                baseline,
+                a["subset"],
+                a["prompt_id"],
+                a["run_id"],
+                int(a["cycle"]),
+                verdict,
+                truncated,
+                a["content_chars"],
+                b["content_chars"],
+            )
+        )
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
 
 
@@ -111,11 +152,20 @@ def _summary(pairs: pd.DataFrame, selves: pd.DataFrame, treatments: Sequence[str
             prompts = sorted(set(differ["prompt_id"]))
             me = own[own["subset"] == subset]
             unlike = me[me["verdict"].isin(DIFFERENT)]
-            rows.append((treatment, subset, len(cells), len(differ),
-                         int((cells["verdict"] == IDENTICAL_TO_CAP).sum()),
-                         int((cells["verdict"] == DIFFERS_WITHIN_CAP).sum()),
-                         " ".join(prompts), len(me), len(me) - len(unlike),
-                         " ".join(sorted(set(unlike["prompt_id"])))))  # fmt: skip
+            rows.append(
+                (
+                    treatment,
+                    subset,
+                    len(cells),
+                    len(differ),
+                    int((cells["verdict"] == IDENTICAL_TO_CAP).sum()),
+                    int((cells["verdict"] == DIFFERS_WITHIN_CAP).sum()),
+                    " ".join(prompts),
+                    len(me),
+                    len(me) - len(unlike),
+                    " ".join(sorted(set(unlike["prompt_id"]))),
+                )
+            )
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
@@ -150,13 +200,17 @@ def describe(eq: Equivalence) -> list[str]:
                 f"{p} ({', '.join(f'c{c}' for c in sorted(g['cycle']))})"
                 for p, g in cells.groupby("prompt_id", sort=True)
             )
-            parts = [f"differs from {eq.baseline} in {s['differ']} of {s['cells']} (prompt, "
-                     f"cycle) cells: {where}"]  # fmt: skip
+            parts = [
+                f"differs from {eq.baseline} in {s['differ']} of {s['cells']} (prompt, "
+                f"cycle) cells: {where}"
+            ]
         else:
             parts = [f"identical to {eq.baseline} in all {s['cells']} (prompt, cycle) cells"]
         if s["identical_to_cap"] or s["differ_within_cap"]:
-            parts.append(f"truncated pairs: {s['identical_to_cap']} identical up to the cap, "
-                         f"{s['differ_within_cap']} differ within the cap")  # fmt: skip
+            parts.append(
+                f"truncated pairs: {s['identical_to_cap']} identical up to the cap, "
+                f"{s['differ_within_cap']} differ within the cap"
+            )
         if s["self_prompts"]:
             parts.append(_self_phrase(eq, s))
         lines.append(head + ("; ".join(parts) or "no pairs"))

@@ -25,14 +25,34 @@ RECORD_TYPES: dict[str, str] = {
     "valid": rl.BOOL,
     # bounded (recordlines' RANGES): a finite value no run writes is set aside too
     **dict.fromkeys(("cycle", "ordinal", "position", "repeat", "content_chars"), rl.COUNT),
-    **dict.fromkeys(("completion_tokens", "draft_n", "draft_n_accepted", "predicted_n",
-                     MECHANISM_FIELDS["steps"]), rl.TOKENS),
+    **dict.fromkeys(
+        (
+            "completion_tokens",
+            "draft_n",
+            "draft_n_accepted",
+            "predicted_n",
+            MECHANISM_FIELDS["steps"],
+        ),
+        rl.TOKENS,
+    ),
     ENDPOINT_COLUMNS["primary"]: rl.RATE,
     ENDPOINT_COLUMNS["interval"]: rl.RATE,
     "predicted_ms": rl.MS,
-    **dict.fromkeys(("session", "reason", "interval_basis", "finish_reason", "degenerate",
-                     "content_sha256", "device", "worker", "mechanism_invalid"), rl.STR),
-}  # fmt: skip
+    **dict.fromkeys(
+        (
+            "session",
+            "reason",
+            "interval_basis",
+            "finish_reason",
+            "degenerate",
+            "content_sha256",
+            "device",
+            "worker",
+            "mechanism_invalid",
+        ),
+        rl.STR,
+    ),
+}
 RECORD_COLUMNS: tuple[str, ...] = (
     "run_id",
     "session",

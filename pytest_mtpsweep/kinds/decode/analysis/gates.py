@@ -42,9 +42,13 @@ def judge(result: DecodeAnalysis, gate: Gate) -> GateVerdict:
     published = result.published.set_index(["treatment", "subset"])
     key = (gate.treatment, gate.cell)
     if key not in published.index:
-        return GateVerdict.of(gate, False, f"{gate} not met: this run has no {gate.cell} "
-                              f"contrast for {gate.treatment} vs {base} (not selected or no "
-                              "records)")  # fmt: skip
+        return GateVerdict.of(
+            gate,
+            False,
+            f"{gate} not met: this run has no {gate.cell} "
+            f"contrast for {gate.treatment} vs {base} (not selected or no "
+            "records)",
+        )
     row = published.loc[key]
     numbers = figures(result, gate, row)
     if gate.margin is not None:
@@ -52,19 +56,34 @@ def judge(result: DecodeAnalysis, gate: Gate) -> GateVerdict:
         said = judge_margin(row, gate.margin, final=True, level=level)
         if said.passed:
             return GateVerdict.of(gate, True, f"{gate} met: {said.sentence}", numbers)
-        return GateVerdict.of(gate, False, f"{gate} not met: {said.sentence} ({row['endpoint']} "
-                              f"endpoint, {int(row['n_prompts'])} prompts)", numbers)  # fmt: skip
+        return GateVerdict.of(
+            gate,
+            False,
+            f"{gate} not met: {said.sentence} ({row['endpoint']} "
+            f"endpoint, {int(row['n_prompts'])} prompts)",
+            numbers,
+        )
     if row["decision"] == gate.rule:
         line = published_line(row)
         return GateVerdict.of(gate, True, f"{gate} met: {line}".rstrip(": "), numbers)
     if int(row["n_pairs"]) == 0:
-        return GateVerdict.of(gate, False, f"{gate} not met: no {gate.treatment}/{base} pairs "
-                              f"on {gate.cell} prompts", numbers)  # fmt: skip
-    return GateVerdict.of(gate, False, (
-        f"{gate} not met: decision is {row['decision']} ({row['endpoint']} endpoint "
-        f"{row['pct_change']:+.2f}%, 95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}], "
-        f"90% CI [{row['ci90_low']:+.2f}, {row['ci90_high']:+.2f}], margin "
-        f"±{result.settings.margin_pct:g}%, {int(row['n_prompts'])} prompts)"), numbers)  # fmt: skip
+        return GateVerdict.of(
+            gate,
+            False,
+            f"{gate} not met: no {gate.treatment}/{base} pairs on {gate.cell} prompts",
+            numbers,
+        )
+    return GateVerdict.of(
+        gate,
+        False,
+        (
+            f"{gate} not met: decision is {row['decision']} ({row['endpoint']} endpoint "
+            f"{row['pct_change']:+.2f}%, 95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}], "
+            f"90% CI [{row['ci90_low']:+.2f}, {row['ci90_high']:+.2f}], margin "
+            f"±{result.settings.margin_pct:g}%, {int(row['n_prompts'])} prompts)"
+        ),
+        numbers,
+    )
 
 
 def figures(result: DecodeAnalysis, gate: Gate, row: pd.Series) -> GateFigures:
@@ -77,10 +96,13 @@ def figures(result: DecodeAnalysis, gate: Gate, row: pd.Series) -> GateFigures:
         else ("ci_low", "ci_high", s.confidence)
     )
     return GateFigures(
-        metric=str(row["endpoint"]), estimate_pct=float(row["pct_change"]),
-        lower_pct=float(row[low]), upper_pct=float(row[high]), confidence=level,
+        metric=str(row["endpoint"]),
+        estimate_pct=float(row["pct_change"]),
+        lower_pct=float(row[low]),
+        upper_pct=float(row[high]),
+        confidence=level,
         margin_pct=gate.margin,
-    )  # fmt: skip
+    )
 
 
 def published_line(r: Mapping[str, Any]) -> str:

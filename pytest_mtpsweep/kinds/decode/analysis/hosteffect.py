@@ -19,12 +19,29 @@ from ..report.textfmt import ci, dict_rows, md_section, md_table, pct
 from .runvalues import HostRuleEffect, QuarantinedSession, RunData
 
 TITLE = "Host rule"
-HEADERS = ("treatment", "subset", "endpoint", "with the re-runs (published)",
-           "with the spoiled attempts")  # fmt: skip
-HEADERS = ("treatment", "subset", "endpoint", "with the re-runs (published)",
-           "with the spoiled attempts")  # fmt: skip
-SENSITIVITY_COLUMNS = ("treatment", "subset", "endpoint", "pct_change", "ci_low", "ci_high",
-                       "decision")  # fmt: skip
+HEADERS = (
+    "treatment",
+    "subset",
+    "endpoint",
+    "with the re-runs (published)",
+    "with the spoiled attempts",
+)
+HEADERS = (
+    "treatment",
+    "subset",
+    "endpoint",
+    "with the re-runs (published)",
+    "with the spoiled attempts",
+)
+SENSITIVITY_COLUMNS = (
+    "treatment",
+    "subset",
+    "endpoint",
+    "pct_change",
+    "ci_low",
+    "ci_high",
+    "decision",
+)
 
 
 def _session_of(q: QuarantinedSession) -> str:

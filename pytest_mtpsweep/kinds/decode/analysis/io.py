@@ -30,10 +30,21 @@ from .pipeline import analyse, headline_cells
 from .runvalues import ENDPOINTS, DecodeAnalysis, QuarantinedSession, RecordFile, RunData
 
 OUTPUT_FILES: tuple[str, ...] = (
-    "contrasts.csv", "contrasts.json", "census.csv", "gaps.csv", "exclusions.csv",
-    "position_trend.csv", "equivalence.csv", "acceptance.csv", "mechanism.csv", "truncated.csv",
-    "per_cycle.csv", "report.md", "report.html", "forest.png",
-)  # fmt: skip
+    "contrasts.csv",
+    "contrasts.json",
+    "census.csv",
+    "gaps.csv",
+    "exclusions.csv",
+    "position_trend.csv",
+    "equivalence.csv",
+    "acceptance.csv",
+    "mechanism.csv",
+    "truncated.csv",
+    "per_cycle.csv",
+    "report.md",
+    "report.html",
+    "forest.png",
+)
 
 
 def _protocol_stops(run: RunReader) -> list[str]:
@@ -131,8 +142,9 @@ def picture_records(files: Sequence[RecordFile]) -> list[dict[str, Any]]:
         read, _ = recordlines.read_lines(
             file.lines, f"records/{file.session}.jsonl", identity=file.identity
         )
-        rows += [{c: line.record.get(c) for c in COLUMNS} | {"session": file.session}
-                 for line in read]  # fmt: skip
+        rows += [
+            {c: line.record.get(c) for c in COLUMNS} | {"session": file.session} for line in read
+        ]
     return rows
 
 

@@ -25,16 +25,42 @@ from . import drafting as mech
 # The flags that name a drafter: arms that differ only elsewhere (n_max, p_min, synthetic
 # rates) share one step-cost line.
 DRAFTER_FLAGS = ("--spec-type", "-md", "--model-draft", "--spec-draft-model", "-hfd")
-ESTIMATES = ("mean_len", "k_bar", "acceptance", "step_ratio", "ceiling",
-             "measured", "predicted", "efficiency")  # fmt: skip
+ESTIMATES = (
+    "mean_len",
+    "k_bar",
+    "acceptance",
+    "step_ratio",
+    "ceiling",
+    "measured",
+    "predicted",
+    "efficiency",
+)
 MECHANISM_COLUMNS: tuple[str, ...] = (
-    "treatment", "subset", "drafter", "n_prompts", "cycles", "records", "invalid",
+    "treatment",
+    "subset",
+    "drafter",
+    "n_prompts",
+    "cycles",
+    "records",
+    "invalid",
     "invalid_reason",
     *(f"{e}{end}" for e in ESTIMATES for end in ("", "_low", "_high")),
-    "fitted", "verdict", "sentence",
-)  # fmt: skip
-NEEDED = ("treatment", "subset", "prompt_id", "cycle", "valid", "draft_n", "draft_n_accepted",
-          "predicted_n", "predicted_ms", "mechanism_invalid")  # fmt: skip
+    "fitted",
+    "verdict",
+    "sentence",
+)
+NEEDED = (
+    "treatment",
+    "subset",
+    "prompt_id",
+    "cycle",
+    "valid",
+    "draft_n",
+    "draft_n_accepted",
+    "predicted_n",
+    "predicted_ms",
+    "mechanism_invalid",
+)
 
 
 def drafter_of(args: Sequence[str]) -> str:
@@ -77,10 +103,14 @@ def _cells(
         mask = np.array([[(p, c) in pairs for c in cycles] for p in prompts], dtype=np.float64)
         s = _sums(rows, prompts, cycles)
         cells[arm] = mech.CellCounts(
-            tokens=s["decoded_"] * mask, steps=s["steps_"] * mask, drafted=s["draft_n"] * mask,
-            accepted=s["draft_n_accepted"] * mask, ms=s["predicted_ms"] * mask,
-            base_tokens=b["decoded_"] * mask, base_ms=b["predicted_ms"] * mask,
-        )  # fmt: skip
+            tokens=s["decoded_"] * mask,
+            steps=s["steps_"] * mask,
+            drafted=s["draft_n"] * mask,
+            accepted=s["draft_n_accepted"] * mask,
+            ms=s["predicted_ms"] * mask,
+            base_tokens=b["decoded_"] * mask,
+            base_ms=b["predicted_ms"] * mask,
+        )
         in_pairs = pd.Series(list(zip(rows["prompt_id"], rows["cycle"], strict=True)))
         sizes[arm] = (
             len({p for p, _ in pairs}),
@@ -106,13 +136,24 @@ def sentence(subset: str, m: mech.ArmMechanism) -> str:
     return f"{head}: {tail}"
 
 
-def _row(arm: str, subset: str, drafter: str, m: mech.ArmMechanism, sizes: tuple[int, ...],
-         invalid: tuple[int, str]) -> dict[str, Any]:  # fmt: skip
+def _row(
+    arm: str,
+    subset: str,
+    drafter: str,
+    m: mech.ArmMechanism,
+    sizes: tuple[int, ...],
+    invalid: tuple[int, str],
+) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "treatment": arm, "subset": subset, "drafter": drafter, "n_prompts": sizes[0],
-        "cycles": sizes[1], "records": sizes[2], "invalid": invalid[0],
+        "treatment": arm,
+        "subset": subset,
+        "drafter": drafter,
+        "n_prompts": sizes[0],
+        "cycles": sizes[1],
+        "records": sizes[2],
+        "invalid": invalid[0],
         "invalid_reason": invalid[1],
-    }  # fmt: skip
+    }
     for name in ESTIMATES:
         est: mech.Estimate = getattr(m, name)
         row.update({name: est.value, f"{name}_low": est.low, f"{name}_high": est.high})
@@ -140,8 +181,11 @@ def mechanism_table(
     decoded = (counted["predicted_n"] - 1).clip(lower=0)
     counted = counted.assign(decoded_=decoded, steps_=decoded - counted["draft_n_accepted"])
     has_counts = set(counted.loc[counted["draft_n"].notna(), "treatment"])
-    arms = [t for t in dict.fromkeys(valid["treatment"]) if t != baseline
-            and (drafters.get(str(t)) or t in has_counts)]  # fmt: skip
+    arms = [
+        t
+        for t in dict.fromkeys(valid["treatment"])
+        if t != baseline and (drafters.get(str(t)) or t in has_counts)
+    ]
     subsets = sorted(set(valid["subset"]))
     rows = []
     for subset in [*subsets, *([SUBSETS.pooled] if len(subsets) > 1 else [])]:
@@ -179,8 +223,11 @@ def sweep_cells(table: pd.DataFrame) -> dict[tuple[str, str], str]:
         if r["verdict"] == mech.DRAFTED_NONE:
             out[key] = mech.DRAFTED_NONE
         elif finite(r["mean_len"]) and finite(r["step_ratio"]):
-            ci = (f" [{r['mean_len_low']:.2f}, {r['mean_len_high']:.2f}]"
-                  if finite(r["mean_len_low"]) and finite(r["mean_len_high"]) else "")  # fmt: skip
+            ci = (
+                f" [{r['mean_len_low']:.2f}, {r['mean_len_high']:.2f}]"
+                if finite(r["mean_len_low"]) and finite(r["mean_len_high"])
+                else ""
+            )
             parts = [f"E[L] {r['mean_len']:.2f}{ci}"]
             if finite(r["k_bar"]):
                 parts[0] += f", k {r['k_bar']:.1f}"
@@ -197,11 +244,15 @@ def cost_note(table: pd.DataFrame) -> str:
     if table.empty:
         return ""
     if bool(table["fitted"].any()):
-        return ("The step cost C(k)/T1 = fixed + per_draft * k is a least-squares line over the "
-                "arms of one drafter; the predicted speedup is E[L] / C(k-bar).")  # fmt: skip
-    return ("With one drafting arm per drafter the step cost cannot be split into T_verify and "
-            "T_draft: each arm's own step cost stands, so its predicted speedup is its measured "
-            "one and no efficiency is given.")  # fmt: skip
+        return (
+            "The step cost C(k)/T1 = fixed + per_draft * k is a least-squares line over the "
+            "arms of one drafter; the predicted speedup is E[L] / C(k-bar)."
+        )
+    return (
+        "With one drafting arm per drafter the step cost cannot be split into T_verify and "
+        "T_draft: each arm's own step cost stands, so its predicted speedup is its measured "
+        "one and no efficiency is given."
+    )
 
 
 def finite(value: Any) -> bool:

@@ -53,7 +53,11 @@ def _check_calibration(request: AnalysisRequest, calibration: Path | None, ladde
             "cites it; add one or drop --gate-calibration."
         )
     model = getattr(ladder, "model_id", None)  # the run's model, checked again at the end
-    why = check_cited(calibration, margin_pct=min(margins), model_sha256=None,
-                      model_id=model if isinstance(model, str) and model else None)  # fmt: skip
+    why = check_cited(
+        calibration,
+        margin_pct=min(margins),
+        model_sha256=None,
+        model_id=model if isinstance(model, str) and model else None,
+    )
     if why:
         raise OptionError(f"--gate-calibration: {why}.")

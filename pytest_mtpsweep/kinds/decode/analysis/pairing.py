@@ -16,9 +16,16 @@ TREATMENT_ONLY = "treatment without baseline"
 
 
 GAP_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "baseline", "subset", "run_id", "prompt_id", "cycle", "device",
+    "endpoint",
+    "treatment",
+    "baseline",
+    "subset",
+    "run_id",
+    "prompt_id",
+    "cycle",
+    "device",
     "direction",
-)  # fmt: skip
+)
 
 
 SERIES_KEYS: list[str] = ["endpoint", "treatment"]

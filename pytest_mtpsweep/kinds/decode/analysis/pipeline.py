@@ -412,8 +412,15 @@ def _host_rule(
     if spoiled is None:
         return effect
     try:
-        other = analyse(spoiled, baseline=baseline, boot=boot, seed=seed, pool=pool,
-                        endpoint=endpoint, host_sensitivity=False)  # fmt: skip
+        other = analyse(
+            spoiled,
+            baseline=baseline,
+            boot=boot,
+            seed=seed,
+            pool=pool,
+            endpoint=endpoint,
+            host_sensitivity=False,
+        )
     except AnalysisError:
         return effect
     return dataclasses.replace(effect, with_originals=hostrule.sensitivity_rows(other.published))

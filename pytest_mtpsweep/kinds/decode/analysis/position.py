@@ -14,9 +14,17 @@ from .contraststats import fixed_effects_slope
 from .runvalues import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
 
 POSITION_COLUMNS: tuple[str, ...] = (
-    "endpoint", "treatment", "n_obs", "n_sessions", "slope_pct", "ci_low", "ci_high", "df",
-    "stateful", "note",
-)  # fmt: skip
+    "endpoint",
+    "treatment",
+    "n_obs",
+    "n_sessions",
+    "slope_pct",
+    "ci_low",
+    "ci_high",
+    "df",
+    "stateful",
+    "note",
+)
 
 
 def _trend_row(

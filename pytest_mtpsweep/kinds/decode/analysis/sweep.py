@@ -170,12 +170,25 @@ def analyse_sweep(
                 )
             )
         try:
-            data = sweep_data(analysed, subset, arms, baseline, endpoint, setting=setting,
-                              labels=list(values), start=start)  # fmt: skip
-            faster = where_gain_starts(data, direction="faster", alpha=alpha, boot=boot,
-                                       seed=seed)  # fmt: skip
-            slower = where_gain_starts(data, direction="slower", alpha=alpha, boot=boot,
-                                       seed=seed, start=OTHER_END[data.start])  # fmt: skip
+            data = sweep_data(
+                analysed,
+                subset,
+                arms,
+                baseline,
+                endpoint,
+                setting=setting,
+                labels=list(values),
+                start=start,
+            )
+            faster = where_gain_starts(data, direction="faster", alpha=alpha, boot=boot, seed=seed)
+            slower = where_gain_starts(
+                data,
+                direction="slower",
+                alpha=alpha,
+                boot=boot,
+                seed=seed,
+                start=OTHER_END[data.start],
+            )
             best = best_set(data, alpha=alpha, boot=boot, seed=seed)
         except AnalysisError as exc:
             out.append(SubsetSweep(subset, None, None, None, tuple(facts), str(exc)))
@@ -183,8 +196,9 @@ def analyse_sweep(
         out.append(SubsetSweep(subset, faster, slower, best, tuple(facts)))
     run = analysed[["run_id", "session"]].drop_duplicates() if "session" in analysed else ()
     grid = len(plan.sessions)
-    return SweepResult(setting, start, baseline, arms, values, tuple(out), dropped,
-                       len(run), grid, 1.0 - alpha)  # fmt: skip
+    return SweepResult(
+        setting, start, baseline, arms, values, tuple(out), dropped, len(run), grid, 1.0 - alpha
+    )
 
 
 def _drafts(args: Sequence[str], flags: Sequence[str]) -> bool:
@@ -240,8 +254,9 @@ def headline_lines(result: SweepResult) -> list[str]:
         if s.slower.effective:
             where += " " + s.slower.sentence
         lines.append(f"- **{md_text(s.subset)}**, where the gain starts: {md_text(where)}")
-        lines.append(f"- **{md_text(s.subset)}**, which settings may be best: "
-                     f"{md_text(s.best.sentence)}")  # fmt: skip
+        lines.append(
+            f"- **{md_text(s.subset)}**, which settings may be best: {md_text(s.best.sentence)}"
+        )
     lines += [f"- {md_text(line)}." for line in silent_arms(result)]
     for d in result.dropped:
         lines.append(
@@ -269,8 +284,7 @@ def terminal_lines(result: SweepResult) -> list[str]:
         out.append(f"  {s.subset}: which may be best: {s.best.sentence}")
     out += [f"  {line}" for line in silent_arms(result)]
     for d in result.dropped:
-        out.append(f"  {d.arm} left at look {d.look} (after cycle "
-                   f"{d.after_cycle}): {d.why}")  # fmt: skip
+        out.append(f"  {d.arm} left at look {d.look} (after cycle {d.after_cycle}): {d.why}")
     if result.sessions_grid:
         out.append(
             f"  sessions: {result.sessions_run} of the full grid's {result.sessions_grid} "
@@ -295,17 +309,24 @@ def section(
         best = set(s.best.best) if s.best else set()
         for f in s.arms:
             iv, m = faster.get(f.arm), mcb.get(f.arm)
-            rows.append((
-                s.subset, f.arm, f.value,
-                _pct(iv.estimate_pct) if iv else "",
-                f"[{_pct(iv.low_pct)}, {_pct(iv.high_pct)}]" if iv else "",
-                f"[{_pct(m.low_pct)}, {_pct(m.high_pct)}]" if m else "",
-                "n/a" if f.drafted_nothing else "yes" if f.arm in best else "no",
-                "drafted nothing" if f.drafted_nothing else
-                f"{f.acceptance_pct:.0f} %" if f.drafted else "n/a",
-                f"look {f.dropped_look}" if f.dropped_look else "",
-                why.get((s.subset, f.arm), ""),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    s.subset,
+                    f.arm,
+                    f.value,
+                    _pct(iv.estimate_pct) if iv else "",
+                    f"[{_pct(iv.low_pct)}, {_pct(iv.high_pct)}]" if iv else "",
+                    f"[{_pct(m.low_pct)}, {_pct(m.high_pct)}]" if m else "",
+                    "n/a" if f.drafted_nothing else "yes" if f.arm in best else "no",
+                    "drafted nothing"
+                    if f.drafted_nothing
+                    else f"{f.acceptance_pct:.0f} %"
+                    if f.drafted
+                    else "n/a",
+                    f"look {f.dropped_look}" if f.dropped_look else "",
+                    why.get((s.subset, f.arm), ""),
+                )
+            )
         if s.best and result.baseline in best:
             rows.append((s.subset, result.baseline, "baseline", "", "", "", "yes", "n/a", "", ""))
     level = _level(result)
@@ -321,11 +342,21 @@ def section(
             "repeated level, which keeps the 5 % family-wise error over every look it took."
         )
     table = Table(
-        ("subset", "arm", "value", "vs baseline", f"{level} interval", "vs best of others",
-         "may be best", "draft acceptance", "dropped", "why: tokens per step (mechanism)"),
+        (
+            "subset",
+            "arm",
+            "value",
+            "vs baseline",
+            f"{level} interval",
+            "vs best of others",
+            "may be best",
+            "draft acceptance",
+            "dropped",
+            "why: tokens per step (mechanism)",
+        ),
         tuple(rows),
         lead=lead,
-    )  # fmt: skip
+    )
     return Section(TITLE, (text(*headline_lines(result)), table), role="headline")
 
 
@@ -358,11 +389,21 @@ def figure(result: SweepResult) -> Any | None:
             ax.plot([xi], [iv.estimate_pct], marker="o", color=colour)
             if f.dropped_look:
                 ax.plot([xi], [iv.estimate_pct], marker="x", color="C3", markersize=11)
-                ax.annotate(f"dropped, look {f.dropped_look}", (xi, iv.high_pct),
-                            fontsize="x-small", ha="center", va="bottom", color="C3")  # fmt: skip
+                ax.annotate(
+                    f"dropped, look {f.dropped_look}",
+                    (xi, iv.high_pct),
+                    fontsize="x-small",
+                    ha="center",
+                    va="bottom",
+                    color="C3",
+                )
         if s.faster.first_effective is not None:
-            ax.axvline(result.arms.index(s.faster.first_effective) - 0.5, color="C2",
-                       linestyle="--", linewidth=0.8)  # fmt: skip
+            ax.axvline(
+                result.arms.index(s.faster.first_effective) - 0.5,
+                color="C2",
+                linestyle="--",
+                linewidth=0.8,
+            )
         ax.set_xticks(x, list(result.values))
         ax.set_title(s.subset)
         ax.set_xlabel(result.setting)
@@ -377,8 +418,11 @@ def figure(result: SweepResult) -> Any | None:
     acc.set_ylabel("draft acceptance %")
     acc.set_title("draft acceptance")
     acc.legend(fontsize="small")
-    fig.suptitle(f"gain along the setting: {_level(result)} intervals; green may be best, "
-                 "grey drafted nothing, x dropped at a look", fontsize="medium")  # fmt: skip
+    fig.suptitle(
+        f"gain along the setting: {_level(result)} intervals; green may be best, "
+        "grey drafted nothing, x dropped at a look",
+        fontsize="medium",
+    )
     return fig
 
 
@@ -404,6 +448,9 @@ def picture(result: SweepResult) -> tuple[tuple[FigureData, ...], tuple[Section,
         f"({_level(result)} intervals; green: may be best; grey: drafted nothing; a red x: the arm "
         "a look dropped, at its look), and draft acceptance along the setting."
     )
-    section = Section("Gain along the setting", (Figure("gain along the setting", caption,
-                                                         file=PICTURE),), role="pictures")  # fmt: skip
+    section = Section(
+        "Gain along the setting",
+        (Figure("gain along the setting", caption, file=PICTURE),),
+        role="pictures",
+    )
     return (FigureData(PICTURE, result, _drawn_or_none, dpi=100),), (section,)

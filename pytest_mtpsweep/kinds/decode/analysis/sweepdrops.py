@@ -41,19 +41,28 @@ def look_on(
     settled_on = 0
     for subset in subsets:
         try:
-            data = sweep_data(records, subset, arms, baseline, endpoint,
-                              setting=doc.setting if doc else "", labels=labels,
-                              start=doc.start if doc else "high")  # fmt: skip
-            found = arms_to_drop(data, alpha_look=at.alpha, margin_pct=at.margin_pct,
-                                 boot=boot, seed=seed)  # fmt: skip
+            data = sweep_data(
+                records,
+                subset,
+                arms,
+                baseline,
+                endpoint,
+                setting=doc.setting if doc else "",
+                labels=labels,
+                start=doc.start if doc else "high",
+            )
+            found = arms_to_drop(
+                data, alpha_look=at.alpha, margin_pct=at.margin_pct, boot=boot, seed=seed
+            )
             best = best_set(data, alpha=at.alpha, boot=boot, seed=seed)
         except AnalysisError:
             return SweepVerdict()  # too little to judge yet: nobody leaves
         for arm, why in found:
             drops.setdefault(arm, []).append(f"{subset}: {why}")
         settled_on += best.within_margin(at.margin_pct)
-    leaving = tuple((arm, "; ".join(whys)) for arm, whys in drops.items()
-                    if len(whys) == len(subsets))  # fmt: skip
+    leaving = tuple(
+        (arm, "; ".join(whys)) for arm, whys in drops.items() if len(whys) == len(subsets)
+    )
     left = [a for a in arms if a not in dict(leaving)]
     if len(left) <= 1:
         return SweepVerdict(
@@ -61,9 +70,10 @@ def look_on(
         )
     if settled_on == len(subsets):
         return SweepVerdict(
-            leaving, True, f"the best set is within the ±{at.margin_pct:g} % margin on "
-            f"{', '.join(subsets)}"
-        )  # fmt: skip
+            leaving,
+            True,
+            f"the best set is within the ±{at.margin_pct:g} % margin on {', '.join(subsets)}",
+        )
     return SweepVerdict(leaving, False, f"{len(left)} arms still in the run")
 
 

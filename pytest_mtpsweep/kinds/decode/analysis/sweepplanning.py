@@ -95,8 +95,9 @@ def plan_sweep(
             break
         z = NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
         shrink = math.sqrt(pilot_cycles / look) if look > 0 else 1.0
-        going = [a for a in active if _surely_behind(a, active, estimates, deciding, z, shrink,
-                                                     baseline)]  # fmt: skip
+        going = [
+            a for a in active if _surely_behind(a, active, estimates, deciding, z, shrink, baseline)
+        ]
         for a in going:
             leaves[a] = look
         active = [a for a in active if a not in going]
@@ -120,8 +121,11 @@ def _surely_behind(
     """Whether `arm` is projected surely behind the best other arm (the baseline among them) on
     every deciding subset."""
     for subset in subsets:
-        by = {e.arm: _log_se(e.estimate_pct, e.half_width_pct) for e in estimates
-              if e.subset == subset and math.isfinite(e.estimate_pct)}  # fmt: skip
+        by = {
+            e.arm: _log_se(e.estimate_pct, e.half_width_pct)
+            for e in estimates
+            if e.subset == subset and math.isfinite(e.estimate_pct)
+        }
         by[baseline] = (0.0, 0.0)
         if arm not in by:
             return False

@@ -40,9 +40,12 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
 
     keyed = run.plan.keyed
     sha, model = keyed.get("model_sha256"), keyed.get("model_id")
-    why = check_cited(calibration, margin_pct=gate.margin,
-                      model_sha256=str(sha) if sha else None,
-                      model_id=str(model) if model else None)  # fmt: skip
+    why = check_cited(
+        calibration,
+        margin_pct=gate.margin,
+        model_sha256=str(sha) if sha else None,
+        model_id=str(model) if model else None,
+    )
     if why:
         return GateVerdict.of(gate, False, f"{gate} not met: {why}", verdict.figures)
     # the typed file (check_cited has read and checked it), not raw keys that may be missing
@@ -51,8 +54,7 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
     said = f"; calibrated by {calibration}: noise floor {cal.noise_floor_pct:.2f} %"
     if rates:
         r = rates[0]
-        said += (f", A/A false alarms {100 * r.rate:.1f} % "
-                 f"[{100 * r.low:.1f}, {100 * r.high:.1f}]")  # fmt: skip
+        said += f", A/A false alarms {100 * r.rate:.1f} % [{100 * r.low:.1f}, {100 * r.high:.1f}]"
     return dataclasses.replace(verdict, sentence=verdict.sentence + said)
 
 

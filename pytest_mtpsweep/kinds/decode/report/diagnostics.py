@@ -9,13 +9,35 @@ from ..analysis.runvalues import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION, Decod
 from .limits import CALIBRATION_DRIFT_PCT
 from .textfmt import ci, dict_rows, md_table, num, pct, table_or_count, texts, titled
 
-CENSUS_HEADERS = ["endpoint", "treatment", "subset", "prompts", "pairs",
-                  "baseline without treatment", "treatment without baseline",
-                  "resamples kept/requested"]  # fmt: skip
-CENSUS_COLUMNS = ("endpoint", "treatment", "subset", "n_prompts", "n_pairs", "gaps_baseline_only",
-                  "gaps_treatment_only")  # fmt: skip
-POSITION_HEADERS = ["treatment", "endpoint", "measurements", "sessions", "per position",
-                    "95% CI", "stateful", "note"]  # fmt: skip
+CENSUS_HEADERS = [
+    "endpoint",
+    "treatment",
+    "subset",
+    "prompts",
+    "pairs",
+    "baseline without treatment",
+    "treatment without baseline",
+    "resamples kept/requested",
+]
+CENSUS_COLUMNS = (
+    "endpoint",
+    "treatment",
+    "subset",
+    "n_prompts",
+    "n_pairs",
+    "gaps_baseline_only",
+    "gaps_treatment_only",
+)
+POSITION_HEADERS = [
+    "treatment",
+    "endpoint",
+    "measurements",
+    "sessions",
+    "per position",
+    "95% CI",
+    "stateful",
+    "note",
+]
 
 
 @titled("Position within session")

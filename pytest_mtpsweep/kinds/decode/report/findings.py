@@ -22,11 +22,26 @@ from .diagnostics import degenerate_warning, interval_fallback_warning
 from .textfmt import dict_rows, num, table_or_count, texts, titled
 
 LIMITATIONS = "## Limitations"
-EQUIVALENCE_HEADERS = ["treatment", "subset", "prompt", "cycle", "verdict", "truncated",
-                       "chars", "baseline chars"]  # fmt: skip
+EQUIVALENCE_HEADERS = [
+    "treatment",
+    "subset",
+    "prompt",
+    "cycle",
+    "verdict",
+    "truncated",
+    "chars",
+    "baseline chars",
+]
 SELF_HEADERS = ["treatment", "subset", "prompt", "cycles", "verdict", "chars"]
-ACCEPTANCE_HEADERS = ["treatment", "subset", "measurements", "with draft", "drafted",
-                      "accepted", "acceptance"]  # fmt: skip
+ACCEPTANCE_HEADERS = [
+    "treatment",
+    "subset",
+    "measurements",
+    "with draft",
+    "drafted",
+    "accepted",
+    "acceptance",
+]
 
 
 def section_question(result: DecodeAnalysis) -> list[str]:

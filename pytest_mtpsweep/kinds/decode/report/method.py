@@ -15,8 +15,16 @@ from ..analysis.runvalues import ENDPOINTS, DecodeAnalysis
 from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
 from .textfmt import ci, dict_rows, finite, md_table, num, pct, texts, titled
 
-TIEBREAK_HEADERS = ["treatment", "subset", "primary", "interval", "divergence pp",
-                    "beyond tie-break", "published", "why"]  # fmt: skip
+TIEBREAK_HEADERS = [
+    "treatment",
+    "subset",
+    "primary",
+    "interval",
+    "divergence pp",
+    "beyond tie-break",
+    "published",
+    "why",
+]
 
 
 @titled("Endpoints and tie-break")
@@ -91,9 +99,18 @@ def section_crosschecks(result: DecodeAnalysis) -> list[str]:
             "'p<0.05 disagrees' there only restates the sample size.",
             "",
         ]
-    headers = ["treatment", "subset", "endpoint", "geometric", "arithmetic", "bootstrap 95% CI",
-               "sign-flip p", "min attainable p", "sign disagreement",
-               "interval vs p<0.05 disagree"]  # fmt: skip
+    headers = [
+        "treatment",
+        "subset",
+        "endpoint",
+        "geometric",
+        "arithmetic",
+        "bootstrap 95% CI",
+        "sign-flip p",
+        "min attainable p",
+        "sign disagreement",
+        "interval vs p<0.05 disagree",
+    ]
     return [*out, md_table(headers, rows), ""]
 
 

@@ -17,8 +17,16 @@ from ....kindapi.report import Section, Table
 from ..analysis.runvalues import DecodeAnalysis
 from .textfmt import dict_rows
 
-TRUNCATED_HEADERS = ("prompt_id", "subset", "treatment", "cycle", "repeat", "run_id", "session",
-                     "completion_tokens")  # fmt: skip
+TRUNCATED_HEADERS = (
+    "prompt_id",
+    "subset",
+    "treatment",
+    "cycle",
+    "repeat",
+    "run_id",
+    "session",
+    "completion_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -57,14 +65,24 @@ def _page_table(
     rows: Sequence[Sequence[object]],
     facets: Sequence[str],
 ) -> Table:
-    return Table(tuple(headers), tuple(tuple(r) for r in rows), id=table_id, lead=lead,
-                 facets=tuple(facets), markdown=False)  # fmt: skip
+    return Table(
+        tuple(headers),
+        tuple(tuple(r) for r in rows),
+        id=table_id,
+        lead=lead,
+        facets=tuple(facets),
+        markdown=False,
+    )
 
 
 def equivalence_cells(result: DecodeAnalysis) -> Table | None:
     pairs = result.equivalence.pairs if result.equivalence is not None else None
-    return _cells("Every compared (prompt, cycle) cell", "equivalence-cells", pairs,
-                  ("treatment", "subset", "verdict", "truncated"))  # fmt: skip
+    return _cells(
+        "Every compared (prompt, cycle) cell",
+        "equivalence-cells",
+        pairs,
+        ("treatment", "subset", "verdict", "truncated"),
+    )
 
 
 def gap_cells(result: DecodeAnalysis) -> Table | None:

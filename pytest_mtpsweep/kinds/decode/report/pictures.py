@@ -26,8 +26,18 @@ from .textfmt import dict_rows
 from .whysection import mechanism_figure
 
 MARKS = ("o", "s", "^", "D", "v", "P", "X", "*")
-COLUMNS = ("run_id", "session", "treatment", "subset", "prompt_id", "cycle", "repeat", "valid",
-           "started_at", *ENDPOINT_COLUMNS.values())  # fmt: skip
+COLUMNS = (
+    "run_id",
+    "session",
+    "treatment",
+    "subset",
+    "prompt_id",
+    "cycle",
+    "repeat",
+    "valid",
+    "started_at",
+    *ENDPOINT_COLUMNS.values(),
+)
 
 
 def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
@@ -122,8 +132,12 @@ def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
     )
     if isinstance(why, Page) and not why.markup.html:
         why = Page(el("p", "No treatment drafted tokens.", class_="note"))
-    drawn = (("Each prompt, each cycle", paired), ("Session timeline", timeline),
-             ("Draft acceptance", acceptance), ("Speedup against tokens per step", why))  # fmt: skip
+    drawn = (
+        ("Each prompt, each cycle", paired),
+        ("Session timeline", timeline),
+        ("Draft acceptance", acceptance),
+        ("Speedup against tokens per step", why),
+    )
     return tuple(Section(t, (b,), role="pictures", markdown=False) for t, b in drawn)
 
 

@@ -113,8 +113,19 @@ def _per_cycle_text(result: DecodeAnalysis) -> dict[tuple[str, str, str], str]:
     return {k: ", ".join(v) for k, v in out.items()}
 
 
-HEADLINE_HEADERS = ("treatment", "subset", "published endpoint", "change", "95% CI", "90% CI",
-                    "decision", "MDE %", "prompts", "pairs", "interval")  # fmt: skip
+HEADLINE_HEADERS = (
+    "treatment",
+    "subset",
+    "published endpoint",
+    "change",
+    "95% CI",
+    "90% CI",
+    "decision",
+    "MDE %",
+    "prompts",
+    "pairs",
+    "interval",
+)
 FOREST_CAPTION = (
     "The published endpoint's change against the baseline: 95% (thin) and 90% (thick) "
     "intervals, one x axis for every subset; the grey band is the equivalence margin."
@@ -263,9 +274,8 @@ def _pointers(titles: list[str]) -> Section:
         "Diagnostics and method, each a collapsed section of `report.html` beside this file "
         "(every limitation they show is named above):",
         "",
-        *(f"- {t}: `report.html#{anchor(t)}`; {DETAIL_FILES.get(t, 'text only')}"
-          for t in titles),
-    ]  # fmt: skip
+        *(f"- {t}: `report.html#{anchor(t)}`; {DETAIL_FILES.get(t, 'text only')}" for t in titles),
+    ]
     return Section(DETAIL[3:], (text(*lines),), page=False)
 
 
@@ -280,23 +290,35 @@ def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) ->
             sweep.section(result.sweep, sweep_cells(result.mechanism)),
             _headline(result, parts.forest),
             _as(devices.render(result.per_device, result.settings.primary_endpoint), "headline"),
-            _as(hostrule.section(result.host_rule, result.published), "headline",
-                anchor=anchor(hostrule.TITLE)),
-        ]  # fmt: skip
+            _as(
+                hostrule.section(result.host_rule, result.published),
+                "headline",
+                anchor=anchor(hostrule.TITLE),
+            ),
+        ]
     found.append(_as(section_limitations(result), "limitations"))
     detail: list[tuple[Section, bool, Block | None]] = []
     if paired:
-        detail += [(section_tiebreak(result), False, None),
-                   (section_crosschecks(result), False, None)]  # fmt: skip
-    detail += [(section_equivalence(result), False, page.equivalence_cells(result)),
-               (section_acceptance(result), True, None),
-               (section_mechanism(result), True, None),
-               (section_census(result), True, page.gap_cells(result))]  # fmt: skip
+        detail += [
+            (section_tiebreak(result), False, None),
+            (section_crosschecks(result), False, None),
+        ]
+    detail += [
+        (section_equivalence(result), False, page.equivalence_cells(result)),
+        (section_acceptance(result), True, None),
+        (section_mechanism(result), True, None),
+        (section_census(result), True, page.gap_cells(result)),
+    ]
     if paired:
         detail += [(section_drift(result), False, None), (section_position(result), False, None)]
     detail += [(section_truncation(result), False, page.truncated_cells(result))]
-    for writer in (section_degenerate, section_interval_basis, section_host, section_groups,
-                   section_method):  # fmt: skip
+    for writer in (
+        section_degenerate,
+        section_interval_basis,
+        section_host,
+        section_groups,
+        section_method,
+    ):
         detail.append((writer(result), False, None))
     for written, kept, extra in detail:
         found.append(_with(_as(written, markdown=kept), extra))

@@ -20,8 +20,18 @@ from ..analysis.runvalues import DecodeAnalysis
 from .textfmt import dict_rows, finite, table_or_count, titled
 
 TITLE = "Why: the drafting mechanism"
-HEADERS = ["treatment", "subset", "tokens/step E[L]", "drafted/step k̄", "acceptance",
-           "break-even E[L]", "ceiling", "predicted", "measured", "efficiency"]  # fmt: skip
+HEADERS = [
+    "treatment",
+    "subset",
+    "tokens/step E[L]",
+    "drafted/step k̄",
+    "acceptance",
+    "break-even E[L]",
+    "ceiling",
+    "predicted",
+    "measured",
+    "efficiency",
+]
 
 
 def _ci(row: Mapping[str, Any], name: str, digits: int = 2, scale: float = 1.0) -> str:
@@ -46,19 +56,28 @@ def _row(r: Mapping[str, Any]) -> list[str]:
     if r["verdict"] == "drafted no tokens":
         return [str(r["treatment"]), str(r["subset"]), "drafted no tokens", *["-"] * 7]
     return [
-        str(r["treatment"]), str(r["subset"]), _ci(r, "mean_len"),
-        _ci(r, "k_bar"), _ci(r, "acceptance", 1, 100.0) + " %",
-        _ci(r, "step_ratio"), _ci(r, "ceiling"), _ci(r, "predicted"), _ci(r, "measured"),
+        str(r["treatment"]),
+        str(r["subset"]),
+        _ci(r, "mean_len"),
+        _ci(r, "k_bar"),
+        _ci(r, "acceptance", 1, 100.0) + " %",
+        _ci(r, "step_ratio"),
+        _ci(r, "ceiling"),
+        _ci(r, "predicted"),
+        _ci(r, "measured"),
         _ci(r, "efficiency"),
-    ]  # fmt: skip
+    ]
 
 
 @titled(TITLE)
 def section_mechanism(result: DecodeAnalysis) -> list[str]:
     t = result.mechanism
     if t is None or t.empty:
-        return ["No treatment drafted: no valid analysed measurement carries the drafter's "
-                "counts (the server's `draft_n`).", ""]  # fmt: skip
+        return [
+            "No treatment drafted: no valid analysed measurement carries the drafter's "
+            "counts (the server's `draft_n`).",
+            "",
+        ]
     rows = [_row(r) for r in dict_rows(t)]
     lead = (
         "A speculative step verifies k drafted tokens and yields E[L] tokens; it costs the "
@@ -83,8 +102,13 @@ def mechanism_figure(rows: Sequence[Mapping[str, Any]]) -> Any | None:
     each arm's break-even (speedup = E[L] / break-even) and speedup 1; None with nothing drafted."""
     from matplotlib.figure import Figure
 
-    drawn = [r for r in rows if r.get("verdict") != "drafted no tokens"
-             and finite(r.get("mean_len")) and finite(r.get("measured"))]  # fmt: skip
+    drawn = [
+        r
+        for r in rows
+        if r.get("verdict") != "drafted no tokens"
+        and finite(r.get("mean_len"))
+        and finite(r.get("measured"))
+    ]
     if not drawn:
         return None
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")

@@ -44,5 +44,6 @@ def analyse_at_end(run_dir: Path, request: AnalysisRequest) -> EndAnalysis:
     except AnalysisError as exc:
         return EndAnalysis(error=str(exc))
     gates = verdicts(request.gates, done.rows, done.endpoint, done.level, done.ratios)
-    return EndAnalysis(table="\n".join(done.lines), report=done.report, headline=done.headline,
-                       gates=gates)  # fmt: skip
+    return EndAnalysis(
+        table="\n".join(done.lines), report=done.report, headline=done.headline, gates=gates
+    )

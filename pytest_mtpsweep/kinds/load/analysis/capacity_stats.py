@@ -144,8 +144,11 @@ def capacities(s: CapacitySettings, rows: Sequence[Attained]) -> list[Capacity]:
         hi = mine.get(b.hi) if b.hi is not None else None
         missed = [lv for lv, r in mine.items() if r.high < s.attainment]
         sure_hi = min(missed) if missed else None
-        met = [lv for lv, r in mine.items() if r.low >= s.attainment
-               and (sure_hi is None or lv < sure_hi)]  # fmt: skip
+        met = [
+            lv
+            for lv, r in mine.items()
+            if r.low >= s.attainment and (sure_hi is None or lv < sure_hi)
+        ]
         out.append(Capacity(t, lo, hi, est, cens, max(met) if met else None, sure_hi))
     return out
 
@@ -159,17 +162,23 @@ def _matrices(
     good = np.zeros((len(levels), len(prompts)))
     n = np.zeros((len(levels), len(prompts)))
     row = {lv: i for i, lv in enumerate(levels)}
-    for lv, p, ok in zip(frame["level_value"], frame["prompt_id"].astype(str), frame["attained"],
-                         strict=True):  # fmt: skip
+    for lv, p, ok in zip(
+        frame["level_value"], frame["prompt_id"].astype(str), frame["attained"], strict=True
+    ):
         n[row[float(lv)], col[p]] += 1
         good[row[float(lv)], col[p]] += bool(ok)
     return levels, good, n
 
 
 def ratios(
-    s: CapacitySettings, requests: pd.DataFrame, slo: Mapping[str, float],
-    pairs: Sequence[tuple[str, str]], *, boot: int, seed: int,
-) -> list[Ratio]:  # fmt: skip
+    s: CapacitySettings,
+    requests: pd.DataFrame,
+    slo: Mapping[str, float],
+    pairs: Sequence[tuple[str, str]],
+    *,
+    boot: int,
+    seed: int,
+) -> list[Ratio]:
     """Each treatment's capacity over the baseline's, prompts resampled for both at once."""
     frame = requests.assign(attained=attains(requests, slo))
     prompts = sorted({str(p) for p in frame["prompt_id"]})
@@ -187,9 +196,11 @@ def ratios(
             per = {k: (lv, draws @ g.T, draws @ n.T) for k, (lv, g, n) in mats.items()}
             for j in range(boot):
                 (rt, kt), (rb, kb) = (
-                    estimate(s, {v: (per[k][1][j, i], per[k][2][j, i])
-                                 for i, v in enumerate(per[k][0])}) for k in (t, b)
-                )  # fmt: skip
+                    estimate(
+                        s, {v: (per[k][1][j, i], per[k][2][j, i]) for i, v in enumerate(per[k][0])}
+                    )
+                    for k in (t, b)
+                )
                 if kt == 0 and kb == 0 and rb > 0:
                     got.append(rt / rb)
         lo, hi = np.quantile(got, (0.025, 0.975)) if len(got) >= 20 else (math.nan, math.nan)
@@ -229,17 +240,26 @@ class CapacityResult:
 def settings_of(entry: Mapping[str, Any]) -> CapacitySettings | None:
     """The search as plan.json states it (None: a level ladder, or an entry that cannot be read)."""
     try:
-        return CapacitySettings(float(entry["slo_attainment"]), str(entry["mode"]),
-                                float(entry["low"]), float(entry["high"]),
-                                float(entry["tolerance"]))  # fmt: skip
+        return CapacitySettings(
+            float(entry["slo_attainment"]),
+            str(entry["mode"]),
+            float(entry["low"]),
+            float(entry["high"]),
+            float(entry["tolerance"]),
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
 
 def analyse(
-    load: Mapping[str, Any], requests: pd.DataFrame, order: Sequence[str],
-    pairs: Sequence[tuple[str, str]], *, boot: int, seed: int,
-) -> CapacityResult | None:  # fmt: skip
+    load: Mapping[str, Any],
+    requests: pd.DataFrame,
+    order: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    *,
+    boot: int,
+    seed: int,
+) -> CapacityResult | None:
     """The search's analysis from the plan's load entry and the request rows (None: no search)."""
     entry = load.get("capacity")
     s = settings_of(entry) if isinstance(entry, Mapping) else None
@@ -249,8 +269,13 @@ def analyse(
     rank = {t: i for i, t in enumerate(order)}
     rows = sorted(table(requests, slo), key=lambda r: (rank.get(r.treatment, len(rank)), r.level))
     caps = capacities(s, rows)
-    return CapacityResult(s, slo, tuple(rows), tuple(caps),
-                          tuple(ratios(s, requests, slo, pairs, boot=boot, seed=seed)))  # fmt: skip
+    return CapacityResult(
+        s,
+        slo,
+        tuple(rows),
+        tuple(caps),
+        tuple(ratios(s, requests, slo, pairs, boot=boot, seed=seed)),
+    )
 
 
 def _share(a: Attained) -> str:
@@ -263,8 +288,10 @@ def _sure(c: Capacity) -> str:
     if c.sure_lo is None and c.sure_hi is None:
         return "not established: no level probed met or missed the target surely"
     if c.sure_hi is not None:
-        return (f"at most {c.sure_hi:g} (no level probed met the target surely; more requests "
-                "per probe, or cycles, would show one)")  # fmt: skip
+        return (
+            f"at most {c.sure_hi:g} (no level probed met the target surely; more requests "
+            "per probe, or cycles, would show one)"
+        )
     return f"at least {c.sure_lo:g} (no level probed missed the target surely)"
 
 
@@ -278,21 +305,29 @@ def lines(r: CapacityResult) -> list[str]:
         head = f"{c.treatment}: capacity within the SLOs ({s.attainment:.0%} of requests {targets})"
         if c.censored > 0:
             top = c.lo.level if c.lo else s.high
-            out.append(f"{head}: {unit} >= {top:g}, the highest level it met the target at"
-                       + (f" ({_share(c.lo)})" if c.lo else ""))  # fmt: skip
+            out.append(
+                f"{head}: {unit} >= {top:g}, the highest level it met the target at"
+                + (f" ({_share(c.lo)})" if c.lo else "")
+            )
         elif c.censored < 0 and c.lo is None and (c.hi is None or c.hi.level <= s.low):
             # No level met the target: the capacity lies below the search's `low`, and the
             # first probe already says so.
-            out.append(f"{head}: below `low` ({unit} {s.low:g}): no level probed met the target"
-                       + (f"; {c.hi.level:g} missed it ({_share(c.hi)})" if c.hi else ""))  # fmt: skip
+            out.append(
+                f"{head}: below `low` ({unit} {s.low:g}): no level probed met the target"
+                + (f"; {c.hi.level:g} missed it ({_share(c.hi)})" if c.hi else "")
+            )
         elif c.censored < 0:
-            out.append(f"{head}: {unit} < {c.estimate:g}, where it already missed the target"
-                       + (f" ({_share(c.hi)})" if c.hi else ""))  # fmt: skip
+            out.append(
+                f"{head}: {unit} < {c.estimate:g}, where it already missed the target"
+                + (f" ({_share(c.hi)})" if c.hi else "")
+            )
         else:
             assert c.lo is not None and c.hi is not None
-            out.append(f"{head}: {unit} ≈ {c.estimate:.3g}, between {c.lo.level:g} (met: "
-                       f"{_share(c.lo)}) and {c.hi.level:g} (missed: {_share(c.hi)}); 95 % "
-                       f"bracket: {_sure(c)}")  # fmt: skip
+            out.append(
+                f"{head}: {unit} ≈ {c.estimate:.3g}, between {c.lo.level:g} (met: "
+                f"{_share(c.lo)}) and {c.hi.level:g} (missed: {_share(c.hi)}); 95 % "
+                f"bracket: {_sure(c)}"
+            )
     for q in r.ratios:
         if q.bound == UNKNOWN:
             end = (
@@ -300,18 +335,26 @@ def lines(r: CapacityResult) -> list[str]:
                 if _side(r, q.treatment) < 0
                 else "at or above the highest level probed"
             )
-            out.append(f"{q.treatment} vs {q.baseline}: capacity ratio unknown (both capacities "
-                       f"lie {end}, so the search says nothing of their ratio; widen the search)")  # fmt: skip
+            out.append(
+                f"{q.treatment} vs {q.baseline}: capacity ratio unknown (both capacities "
+                f"lie {end}, so the search says nothing of their ratio; widen the search)"
+            )
         elif q.bound:
-            out.append(f"{q.treatment} vs {q.baseline}: capacity ratio {q.bound} {q.ratio:.3g} "
-                       "(a capacity lies beyond the search's bounds)")  # fmt: skip
+            out.append(
+                f"{q.treatment} vs {q.baseline}: capacity ratio {q.bound} {q.ratio:.3g} "
+                "(a capacity lies beyond the search's bounds)"
+            )
         elif math.isnan(q.low):
-            out.append(f"{q.treatment} vs {q.baseline}: capacity ratio {q.ratio:.3g} (no "
-                       f"interval: {q.resamples} usable resamples)")  # fmt: skip
+            out.append(
+                f"{q.treatment} vs {q.baseline}: capacity ratio {q.ratio:.3g} (no "
+                f"interval: {q.resamples} usable resamples)"
+            )
         else:
-            out.append(f"{q.treatment} vs {q.baseline}: capacity ratio {q.ratio:.3g} "
-                       f"[{q.low:.3g}, {q.high:.3g}] (95 %, the same prompts at the same levels "
-                       f"resampled for both; {q.resamples} resamples)")  # fmt: skip
+            out.append(
+                f"{q.treatment} vs {q.baseline}: capacity ratio {q.ratio:.3g} "
+                f"[{q.low:.3g}, {q.high:.3g}] (95 %, the same prompts at the same levels "
+                f"resampled for both; {q.resamples} resamples)"
+            )
     return out
 
 
@@ -323,13 +366,30 @@ def frame(r: CapacityResult) -> pd.DataFrame:
     """load_capacity.csv: the attainment table, with each treatment's bracket marked."""
     import pandas as pd
 
-    ends = {(c.treatment, a.level): end for c in r.capacities
-            for end, a in (("met", c.lo), ("missed", c.hi)) if a is not None}  # fmt: skip
+    ends = {
+        (c.treatment, a.level): end
+        for c in r.capacities
+        for end, a in (("met", c.lo), ("missed", c.hi))
+        if a is not None
+    }
     est = {c.treatment: (c.estimate, c.censored) for c in r.capacities}
     sure = {c.treatment: (c.sure_lo, c.sure_hi) for c in r.capacities}
-    return pd.DataFrame([{"treatment": a.treatment, "level": a.level, "good": a.good, "n": a.n,
-                          "attainment": a.share, "ci_low": a.low, "ci_high": a.high,
-                          "bracket": ends.get((a.treatment, a.level), ""),
-                          "capacity": est[a.treatment][0], "censored": est[a.treatment][1],
-                          "sure_lo": sure[a.treatment][0], "sure_hi": sure[a.treatment][1]}
-                         for a in r.attained])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "treatment": a.treatment,
+                "level": a.level,
+                "good": a.good,
+                "n": a.n,
+                "attainment": a.share,
+                "ci_low": a.low,
+                "ci_high": a.high,
+                "bracket": ends.get((a.treatment, a.level), ""),
+                "capacity": est[a.treatment][0],
+                "censored": est[a.treatment][1],
+                "sure_lo": sure[a.treatment][0],
+                "sure_hi": sure[a.treatment][1],
+            }
+            for a in r.attained
+        ]
+    )

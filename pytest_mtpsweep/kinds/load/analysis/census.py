@@ -13,8 +13,10 @@ from ....kindapi.report import md_text
 if TYPE_CHECKING:
     import pandas as pd
 
-USAGE = {"unknown": "without usage (usage unknown)",
-         "malformed": "with usage that cannot be true (malformed)"}  # fmt: skip
+USAGE = {
+    "unknown": "without usage (usage unknown)",
+    "malformed": "with usage that cannot be true (malformed)",
+}
 
 
 def usage_counts(requests: pd.DataFrame, status: str) -> list[tuple[str, str, int, int]]:
@@ -79,6 +81,8 @@ def terminal_notes(
     for status, said in USAGE.items():
         n = sum(c[2] for c in usage_counts(requests, status))
         if n:
-            out.append(f"{n} request(s) answered {said}: counted per treatment and level in "
-                       "report.md's Limitations")  # fmt: skip
+            out.append(
+                f"{n} request(s) answered {said}: counted per treatment and level in "
+                "report.md's Limitations"
+            )
     return out

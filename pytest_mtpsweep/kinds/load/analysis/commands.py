@@ -41,8 +41,13 @@ def analyse_command(
     status = ExitStatus.OK
     for run_dir in runs:
         try:
-            done = analyse(run_dir, baseline=args.baseline, boot=args.boot, seed=args.boot_seed,
-                           out=Path(out) if out is not None else None)  # fmt: skip
+            done = analyse(
+                run_dir,
+                baseline=args.baseline,
+                boot=args.boot,
+                seed=args.boot_seed,
+                out=Path(out) if out is not None else None,
+            )
         except AnalysisError as exc:
             print(f"mtpsweep analyse: error: {run_dir}: {exc}", file=sys.stderr)
             status = ExitStatus.ERROR

@@ -112,16 +112,20 @@ def _read(run_dir: Path, baseline: str | None) -> _Read:
     records, unreadable = records_of(run_dir)
     requests, levels = frame.frames(records)
     if levels.empty and unreadable:
-        raise AnalysisError(f"no level line in {run_dir / schema.RECORDS_DIR} can be read "
-                f"({rl.summary(unreadable, 3)}); restore the records from a copy or run the "
-                "ladder again")  # fmt: skip
+        raise AnalysisError(
+            f"no level line in {run_dir / schema.RECORDS_DIR} can be read "
+            f"({rl.summary(unreadable, 3)}); restore the records from a copy or run the "
+            "ladder again"
+        )
     if levels.empty:
         raise AnalysisError("no load records were written, so there is nothing to analyse")
     base = baseline or plan.analysis.baseline
     present = set(levels["treatment"])
     if base not in present:
-        raise AnalysisError(f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
-                f"{', '.join(sorted(present))}), so no contrast can be formed")  # fmt: skip
+        raise AnalysisError(
+            f"the baseline {base!r} has no records in {run_dir} (treatments with records: "
+            f"{', '.join(sorted(present))}), so no contrast can be formed"
+        )
     order = frame.level_order(levels)
     modes: dict[str, list[str]] = {}
     for label in order:
@@ -133,9 +137,12 @@ def _read(run_dir: Path, baseline: str | None) -> _Read:
 
 
 def compute(
-    run_dir: Path, *, baseline: str | None = None, boot: int = BOOT.default,
+    run_dir: Path,
+    *,
+    baseline: str | None = None,
+    boot: int = BOOT.default,
     seed: int = BOOT.seed,
-) -> AnalysisResult:  # fmt: skip
+) -> AnalysisResult:
     """The analysis of what the run directory holds now, as a result; it writes nothing
     (AnalysisError when there is nothing to analyse). `report.save.save_result` saves it."""
     return compute_parts(run_dir, baseline=baseline, boot=boot, seed=seed).result
@@ -148,21 +155,22 @@ def compute_parts(run_dir: Path, *, baseline: str | None, boot: int, seed: int) 
     table = frame.percentile_table(requests, levels, read.keys)
     look = look_of(plan, levels)
     level = 0.95 if look is None else look.confidence
-    rows = contrast.contrast_rows(requests, levels, pairs, read.order, boot=boot, seed=seed,
-                                  confidence=level)  # fmt: skip
-    inter = contrast.interaction_rows(requests, levels, pairs, read.modes, boot=boot, seed=seed,
-                                      confidence=level)  # fmt: skip
+    rows = contrast.contrast_rows(
+        requests, levels, pairs, read.order, boot=boot, seed=seed, confidence=level
+    )
+    inter = contrast.interaction_rows(
+        requests, levels, pairs, read.modes, boot=boot, seed=seed, confidence=level
+    )
     load = plan.kind_fields.get("load") or {}
     endpoint = str(load.get("endpoint", "e2e"))
     headline = cells(rows, inter, endpoint, margin_of(plan))
     if look is not None:  # the rule at the run's last look, from these records
         look = look.judged(headline)
-    searched = capacity_stats.analyse(load, requests, read.keys, pairs,
-                                      boot=boot, seed=seed)  # fmt: skip
-    crossings = crossover.crossovers(requests, levels, pairs, read.modes, endpoint, boot=boot,
-                                     seed=seed)  # fmt: skip
-    per_turn = turns.analyse(requests, plan, read.keys, read.base, read.order, boot=boot,
-                             seed=seed)  # fmt: skip
+    searched = capacity_stats.analyse(load, requests, read.keys, pairs, boot=boot, seed=seed)
+    crossings = crossover.crossovers(
+        requests, levels, pairs, read.modes, endpoint, boot=boot, seed=seed
+    )
+    per_turn = turns.analyse(requests, plan, read.keys, read.base, read.order, boot=boot, seed=seed)
     tables = {
         "load_levels.csv": table,
         "load_blocks.csv": levels,
@@ -173,18 +181,39 @@ def compute_parts(run_dir: Path, *, baseline: str | None, boot: int, seed: int) 
         **({turns.CSV: per_turn.table} if per_turn is not None else {}),
     }
     figures = _figures(read, table, rows, crossings, searched, per_turn)
-    result = _result(run_dir, read, table, rows, inter, look, headline, tables, figures,
-                     crossings, searched, per_turn)  # fmt: skip
-    return _Computed(result, tuple(rows), endpoint, level,
-                     searched.ratios if searched is not None else ())  # fmt: skip
+    result = _result(
+        run_dir,
+        read,
+        table,
+        rows,
+        inter,
+        look,
+        headline,
+        tables,
+        figures,
+        crossings,
+        searched,
+        per_turn,
+    )
+    return _Computed(
+        result, tuple(rows), endpoint, level, searched.ratios if searched is not None else ()
+    )
 
 
 def _result(
-    run_dir: Path, read: _Read, table: Any, rows: Sequence[Row], inter: Sequence[Row],
-    look: LookState | None, headline: tuple[CellState, ...], tables: Mapping[str, Any],
-    figures: tuple[FigureData, ...], crossings: Sequence[Crossover],
-    searched: CapacityResult | None, per_turn: TurnReport | None,
-) -> AnalysisResult:  # fmt: skip
+    run_dir: Path,
+    read: _Read,
+    table: Any,
+    rows: Sequence[Row],
+    inter: Sequence[Row],
+    look: LookState | None,
+    headline: tuple[CellState, ...],
+    tables: Mapping[str, Any],
+    figures: tuple[FigureData, ...],
+    crossings: Sequence[Crossover],
+    searched: CapacityResult | None,
+    per_turn: TurnReport | None,
+) -> AnalysisResult:
     """The report model and the terminal's lines put together with the tables and figures."""
 
     plan, requests, levels, pairs = read.plan, read.requests, read.levels, read.pairs
@@ -196,12 +225,24 @@ def _result(
     # a session file set aside (a fact outside its bounds, not JSON) is named with the lines
     where = [str(u) for u in read.unreadable] + list(read_sessions.unreadable)
     # where the stop rule stopped (or why it went on) opens the report, under the title
-    model = report.report(plan, requests, table, levels, rows, inter,
-                          [f.name for f in figures], read.base, sessions, crossings=crossings,
-                          capacity=found, unreadable=where,
-                          replay=report_lines(read.records, plan), turns=per_turn,
-                          records=read.records,
-                          look=look.sentence() if look is not None else "")  # fmt: skip
+    model = report.report(
+        plan,
+        requests,
+        table,
+        levels,
+        rows,
+        inter,
+        [f.name for f in figures],
+        read.base,
+        sessions,
+        crossings=crossings,
+        capacity=found,
+        unreadable=where,
+        replay=report_lines(read.records, plan),
+        turns=per_turn,
+        records=read.records,
+        look=look.sentence() if look is not None else "",
+    )
     lines = [*found, *report.headline_lines(rows, inter, endpoint)]
     lines += per_turn.headline if per_turn is not None else ()
     lines += [crossover.sentence(c, report.NAMES[endpoint]) for c in crossings]
@@ -212,29 +253,51 @@ def _result(
     made = {*tables, *(f.name for f in figures)}
     known = ("load_capacity.csv", turns.CSV, *(name for name, _, _ in PLOTS))
     return AnalysisResult(
-        report=model, cells=headline, tables=tables, figures=figures, lines=tuple(lines),
-        headline=named, stale=tuple(n for n in known if n not in made),
-    )  # fmt: skip
+        report=model,
+        cells=headline,
+        tables=tables,
+        figures=figures,
+        lines=tuple(lines),
+        headline=named,
+        stale=tuple(n for n in known if n not in made),
+    )
 
 
 def analyse(
-    run_dir: Path, *, baseline: str | None = None, boot: int = BOOT.default,
-    seed: int = BOOT.seed, out: Path | None = None,
-) -> LoadAnalysis:  # fmt: skip
+    run_dir: Path,
+    *,
+    baseline: str | None = None,
+    boot: int = BOOT.default,
+    seed: int = BOOT.seed,
+    out: Path | None = None,
+) -> LoadAnalysis:
     """Analyse what the run directory holds now and save it into `out` (RUN/analysis/);
     AnalysisError in one line when there is nothing to analyse or it cannot be written."""
 
     got = compute_parts(run_dir, baseline=baseline, boot=boot, seed=seed)
     done = got.result
     saved = save_result(done, out or run_dir / OUT, run_dir)
-    return LoadAnalysis(done.lines, saved, done.headline, done.cells, done.report, got.rows,
-                        got.endpoint, got.level, got.ratios)  # fmt: skip
+    return LoadAnalysis(
+        done.lines,
+        saved,
+        done.headline,
+        done.cells,
+        done.report,
+        got.rows,
+        got.endpoint,
+        got.level,
+        got.ratios,
+    )
 
 
 def _figures(
-    read: _Read, table: Any, rows: Sequence[Row], crossings: Sequence[Crossover],
-    searched: CapacityResult | None, per_turn: TurnReport | None,
-) -> tuple[FigureData, ...]:  # fmt: skip
+    read: _Read,
+    table: Any,
+    rows: Sequence[Row],
+    crossings: Sequence[Crossover],
+    searched: CapacityResult | None,
+    per_turn: TurnReport | None,
+) -> tuple[FigureData, ...]:
     """The plots as data, each with the function that draws it (none without matplotlib)."""
 
     if not plotting_available() or table.empty:
@@ -242,11 +305,13 @@ def _figures(
     order, levels = read.order, read.levels
     figures = [
         FigureData("load_latency.png", (table, order), lambda d: plots.latency_figure(*d)),
-        FigureData("load_throughput.png", (table, levels, order),
-                   lambda d: plots.throughput_figure(*d)),
-        FigureData("load_gain.png", (rows, order, read.base, crossings),
-                   lambda d: plots.gain_figure(*d)),
-    ]  # fmt: skip
+        FigureData(
+            "load_throughput.png", (table, levels, order), lambda d: plots.throughput_figure(*d)
+        ),
+        FigureData(
+            "load_gain.png", (rows, order, read.base, crossings), lambda d: plots.gain_figure(*d)
+        ),
+    ]
     if searched is not None:
         figures.append(FigureData("load_capacity.png", searched, plots.capacity_figure))
     if replayed(read.records):  # a trace replay's

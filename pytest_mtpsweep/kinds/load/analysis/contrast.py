@@ -101,8 +101,9 @@ def by_cycle(values: FloatArray, confidence: float = 0.95) -> Estimate:
     est = float(v.mean())
     spread = prompt_spread([v])
     low, high = published_interval(est, spread, math.nan, confidence)
-    return Estimate(est, low, high, spread.se, spread.df, BY_CYCLE, int(v.size), int(v.size),
-                    int(v.size))  # fmt: skip
+    return Estimate(
+        est, low, high, spread.se, spread.df, BY_CYCLE, int(v.size), int(v.size), int(v.size)
+    )
 
 
 def request_gains(
@@ -183,8 +184,22 @@ class Row:
 
 
 def _row(t: str, b: str, endpoint: str, level: str, e: Estimate, **extra: float) -> Row:
-    return Row(t, b, endpoint, level, to_pct(e.est), to_pct(e.low), to_pct(e.high),
-               e.n_clusters, e.n_pairs, e.cycles, e.se, e.df, e.method, **extra)  # fmt: skip
+    return Row(
+        t,
+        b,
+        endpoint,
+        level,
+        to_pct(e.est),
+        to_pct(e.low),
+        to_pct(e.high),
+        e.n_clusters,
+        e.n_pairs,
+        e.cycles,
+        e.se,
+        e.df,
+        e.method,
+        **extra,
+    )
 
 
 def endpoints(levels: pd.DataFrame) -> list[str]:
@@ -198,35 +213,78 @@ def endpoints(levels: pd.DataFrame) -> list[str]:
 
 
 def contrast_rows(
-    requests: pd.DataFrame, levels: pd.DataFrame, pairs: Sequence[tuple[str, str]],
-    order: Sequence[str], *, boot: int, seed: int, confidence: float = 0.95,
-) -> list[Row]:  # fmt: skip
+    requests: pd.DataFrame,
+    levels: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    order: Sequence[str],
+    *,
+    boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> list[Row]:
     """Every (treatment vs baseline, endpoint, level), in level order."""
     out = []
     for t, b in pairs:
         for ep in endpoints(levels):
             for level in order:
-                out.append(_row(t, b, ep, level, _estimate(requests, levels, t, b, level, ep,
-                                boot=boot, seed=seed, confidence=confidence)))  # fmt: skip
+                out.append(
+                    _row(
+                        t,
+                        b,
+                        ep,
+                        level,
+                        _estimate(
+                            requests,
+                            levels,
+                            t,
+                            b,
+                            level,
+                            ep,
+                            boot=boot,
+                            seed=seed,
+                            confidence=confidence,
+                        ),
+                    )
+                )
     return out
 
 
 def _estimate(
-    requests: pd.DataFrame, levels: pd.DataFrame, t: str, b: str, level: str, ep: str,
-    *, boot: int, seed: int, confidence: float = 0.95,
-) -> Estimate:  # fmt: skip
+    requests: pd.DataFrame,
+    levels: pd.DataFrame,
+    t: str,
+    b: str,
+    level: str,
+    ep: str,
+    *,
+    boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> Estimate:
     if ep in REQUEST_ENDPOINTS:
         gains = request_gains(requests, t, b, level, ep)
-        return clustered(cell_matrix(gains)[0], len(gains), boot=boot, seed=seed,
-                         key=f"{t}:{b}:{ep}:{level}", confidence=confidence)  # fmt: skip
+        return clustered(
+            cell_matrix(gains)[0],
+            len(gains),
+            boot=boot,
+            seed=seed,
+            key=f"{t}:{b}:{ep}:{level}",
+            confidence=confidence,
+        )
     per = level_gains(levels, t, b, level, ep)
     return by_cycle(np.array(list(per.values()), dtype=np.float64), confidence)
 
 
 def interaction_rows(
-    requests: pd.DataFrame, levels: pd.DataFrame, pairs: Sequence[tuple[str, str]],
-    modes: dict[str, list[str]], *, boot: int, seed: int, confidence: float = 0.95,
-) -> list[Row]:  # fmt: skip
+    requests: pd.DataFrame,
+    levels: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    modes: dict[str, list[str]],
+    *,
+    boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> list[Row]:
     """Per (contrast, endpoint, mode with 2+ levels): gain at the highest level over the gain at
     the lowest, paired by (prompt, cycle) for per-request endpoints and by cycle otherwise."""
     out = []
@@ -236,21 +294,42 @@ def interaction_rows(
                 if len(labels) < 2:
                     continue
                 lo, hi = labels[0], labels[-1]
-                e = _interaction(requests, levels, t, b, lo, hi, ep, boot=boot, seed=seed,
-                                 confidence=confidence)  # fmt: skip
-                g_lo = _estimate(requests, levels, t, b, lo, ep, boot=boot, seed=seed,
-                                 confidence=confidence)  # fmt: skip
-                g_hi = _estimate(requests, levels, t, b, hi, ep, boot=boot, seed=seed,
-                                 confidence=confidence)  # fmt: skip
-                out.append(_row(t, b, ep, f"{hi}/{lo}", e, gain_low_pct=to_pct(g_lo.est),
-                                gain_high_pct=to_pct(g_hi.est)))  # fmt: skip
+                e = _interaction(
+                    requests, levels, t, b, lo, hi, ep, boot=boot, seed=seed, confidence=confidence
+                )
+                g_lo = _estimate(
+                    requests, levels, t, b, lo, ep, boot=boot, seed=seed, confidence=confidence
+                )
+                g_hi = _estimate(
+                    requests, levels, t, b, hi, ep, boot=boot, seed=seed, confidence=confidence
+                )
+                out.append(
+                    _row(
+                        t,
+                        b,
+                        ep,
+                        f"{hi}/{lo}",
+                        e,
+                        gain_low_pct=to_pct(g_lo.est),
+                        gain_high_pct=to_pct(g_hi.est),
+                    )
+                )
     return out
 
 
 def _interaction(
-    requests: pd.DataFrame, levels: pd.DataFrame, t: str, b: str, lo: str, hi: str, ep: str,
-    *, boot: int, seed: int, confidence: float = 0.95,
-) -> Estimate:  # fmt: skip
+    requests: pd.DataFrame,
+    levels: pd.DataFrame,
+    t: str,
+    b: str,
+    lo: str,
+    hi: str,
+    ep: str,
+    *,
+    boot: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> Estimate:
     if ep in REQUEST_ENDPOINTS:
         g_lo, g_hi = (request_gains(requests, t, b, lv, ep) for lv in (lo, hi))
         m_lo, p_lo, c_lo = cell_matrix(g_lo)
@@ -261,12 +340,17 @@ def _interaction(
             return _nan_estimate()
         a = m_hi[np.ix_([p_hi.index(p) for p in prompts], [c_hi.index(c) for c in cycles])]
         z = m_lo[np.ix_([p_lo.index(p) for p in prompts], [c_lo.index(c) for c in cycles])]
-        return clustered(a - z, len(g_lo) + len(g_hi), boot=boot, seed=seed,
-                         key=f"{t}:{b}:{ep}:{hi}/{lo}", confidence=confidence)  # fmt: skip
+        return clustered(
+            a - z,
+            len(g_lo) + len(g_hi),
+            boot=boot,
+            seed=seed,
+            key=f"{t}:{b}:{ep}:{hi}/{lo}",
+            confidence=confidence,
+        )
     per_lo, per_hi = (level_gains(levels, t, b, lv, ep) for lv in (lo, hi))
     shared = sorted(set(per_lo) & set(per_hi))
-    return by_cycle(np.array([per_hi[c] - per_lo[c] for c in shared], dtype=np.float64),
-                    confidence)  # fmt: skip
+    return by_cycle(np.array([per_hi[c] - per_lo[c] for c in shared], dtype=np.float64), confidence)
 
 
 def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:

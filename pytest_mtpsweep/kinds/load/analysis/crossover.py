@@ -105,9 +105,18 @@ def _cluster_matrix(
 
 
 def crossover(
-    requests: pd.DataFrame, levels: pd.DataFrame, t: str, b: str, mode: str,
-    labels: Sequence[str], values: Sequence[float], ep: str, *, boot: int, seed: int,
-) -> Crossover | None:  # fmt: skip
+    requests: pd.DataFrame,
+    levels: pd.DataFrame,
+    t: str,
+    b: str,
+    mode: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    ep: str,
+    *,
+    boot: int,
+    seed: int,
+) -> Crossover | None:
     """The crossing of one contrast's gain over one mode's levels (None under three levels)."""
     if len(labels) < MIN_LEVELS:
         return None
@@ -119,8 +128,20 @@ def crossover(
     gains = tuple(100.0 * math.expm1(v) if math.isfinite(v) else math.nan for v in point)
 
     def made(at: float, low: float, high: float, share: float) -> Crossover:
-        return Crossover(t, b, ep, mode, tuple(labels), tuple(float(v) for v in values), gains,
-                         at, low, high, share, int(m.shape[1]))  # fmt: skip
+        return Crossover(
+            t,
+            b,
+            ep,
+            mode,
+            tuple(labels),
+            tuple(float(v) for v in values),
+            gains,
+            at,
+            low,
+            high,
+            share,
+            int(m.shape[1]),
+        )
 
     if not math.isfinite(at):
         return made(math.nan, math.nan, math.nan, 0.0)
@@ -141,16 +162,32 @@ def crossover(
 
 
 def crossovers(
-    requests: Any, levels: Any, pairs: Sequence[tuple[str, str]], modes: Mapping[str, list[str]],
-    endpoint: str, *, boot: int, seed: int,
-) -> list[Crossover]:  # fmt: skip
+    requests: Any,
+    levels: Any,
+    pairs: Sequence[tuple[str, str]],
+    modes: Mapping[str, list[str]],
+    endpoint: str,
+    *,
+    boot: int,
+    seed: int,
+) -> list[Crossover]:
     """Where the headline endpoint's gain crosses zero, per contrast and mode of 3+ levels."""
     value = dict(zip(levels["level"].astype(str), levels["level_value"].astype(float), strict=True))
     out = []
     for t, b in pairs:
         for mode, labels in modes.items():
-            c = crossover(requests, levels, t, b, mode, labels, [value[x] for x in labels],
-                          endpoint, boot=boot, seed=seed)  # fmt: skip
+            c = crossover(
+                requests,
+                levels,
+                t,
+                b,
+                mode,
+                labels,
+                [value[x] for x in labels],
+                endpoint,
+                boot=boot,
+                seed=seed,
+            )
             if c is not None:
                 out.append(c)
     return out
@@ -159,11 +196,31 @@ def crossovers(
 def frame(crossings: Sequence[Crossover]) -> Any:
     import pandas as pd
 
-    cols = ["treatment", "baseline", "endpoint", "mode", "crosses", "at", "low", "high",
-            "crossing_share", "clusters", "labels", "levels", "gains_pct"]  # fmt: skip
-    rows = [{**asdict(c), "crosses": c.crosses, "labels": " ".join(c.labels),
-             "levels": " ".join(f"{v:g}" for v in c.levels),
-             "gains_pct": " ".join(f"{v:.2f}" for v in c.gains_pct)} for c in crossings]  # fmt: skip
+    cols = [
+        "treatment",
+        "baseline",
+        "endpoint",
+        "mode",
+        "crosses",
+        "at",
+        "low",
+        "high",
+        "crossing_share",
+        "clusters",
+        "labels",
+        "levels",
+        "gains_pct",
+    ]
+    rows = [
+        {
+            **asdict(c),
+            "crosses": c.crosses,
+            "labels": " ".join(c.labels),
+            "levels": " ".join(f"{v:g}" for v in c.levels),
+            "gains_pct": " ".join(f"{v:.2f}" for v in c.gains_pct),
+        }
+        for c in crossings
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -178,17 +235,21 @@ def sentence(c: Crossover, name: str) -> str:
     unit = "concurrency" if c.mode == "closed" else "rate"
     span = f"{_num(c.levels[0])}–{_num(c.levels[-1])}"
     if not c.crosses:
-        return (f"{c.treatment} vs {c.baseline}, {name} gain: does not cross zero within the "
-                f"{unit} levels run ({span}; {_pct(c.gains_pct[0])} at the lowest, "
-                f"{_pct(c.gains_pct[-1])} at the highest)")  # fmt: skip
+        return (
+            f"{c.treatment} vs {c.baseline}, {name} gain: does not cross zero within the "
+            f"{unit} levels run ({span}; {_pct(c.gains_pct[0])} at the lowest, "
+            f"{_pct(c.gains_pct[-1])} at the highest)"
+        )
     low = f"≤ {_num(c.levels[0])}" if c.low == -math.inf else _num(c.low)
     high = f"beyond {_num(c.levels[-1])}" if c.high == math.inf else _num(c.high)
     open_both = c.low == -math.inf and c.high == math.inf
     where = ": not located, the interval spans every level run" if open_both else ""
-    return (f"{c.treatment} vs {c.baseline}, {name} gain crosses zero at {unit} ≈ {_num(c.at)} "
-            f"[{low}, {high}] (interpolated on log2 {unit}; 95 % bootstrap over "
-            f"{c.clusters} clusters, {100 * c.crossing_share:.0f} % of resamples cross within "
-            f"{span}){where}")  # fmt: skip
+    return (
+        f"{c.treatment} vs {c.baseline}, {name} gain crosses zero at {unit} ≈ {_num(c.at)} "
+        f"[{low}, {high}] (interpolated on log2 {unit}; 95 % bootstrap over "
+        f"{c.clusters} clusters, {100 * c.crossing_share:.0f} % of resamples cross within "
+        f"{span}){where}"
+    )
 
 
 def _num(v: float) -> str:

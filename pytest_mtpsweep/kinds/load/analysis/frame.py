@@ -30,54 +30,137 @@ if TYPE_CHECKING:
     import pandas as pd
 
 REQUEST_COLUMNS = (
-    "treatment", "cycle", "session", "level", "mode", "level_value", "block", "request",
-    "prompt_id", "valid", TTFT_MS, E2E_MS, ITL_MEAN_MS, "itl_ms", "output_tokens",
-    "queued", "send_lag_ms", "usage_status",
+    "treatment",
+    "cycle",
+    "session",
+    "level",
+    "mode",
+    "level_value",
+    "block",
+    "request",
+    "prompt_id",
+    "valid",
+    TTFT_MS,
+    E2E_MS,
+    ITL_MEAN_MS,
+    "itl_ms",
+    "output_tokens",
+    "queued",
+    "send_lag_ms",
+    "usage_status",
     *CONVERSATION_FIELDS,  # a conversation block's slot and cached tokens (kinds/load/analysis/turns.py)
-)  # fmt: skip
+)
 LEVEL_COLUMNS = (
-    "treatment", "cycle", "session", "level", "mode", "level_value", "block", "valid", "reason",
-    "requests", "completed", OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S, "good", "queued",
-    "total_slots", "max_in_flight", "lag_flag", "client_lag_p99_ms", "busy_slots_max",
-    "waiting_max", "drafted", "accepted", "timed_out", "span_s", "energy_j", J_PER_TOKEN,
+    "treatment",
+    "cycle",
+    "session",
+    "level",
+    "mode",
+    "level_value",
+    "block",
+    "valid",
+    "reason",
+    "requests",
+    "completed",
+    OUTPUT_TOK_S,
+    REQ_S,
+    GOODPUT_REQ_S,
+    "good",
+    "queued",
+    "total_slots",
+    "max_in_flight",
+    "lag_flag",
+    "client_lag_p99_ms",
+    "busy_slots_max",
+    "waiting_max",
+    "drafted",
+    "accepted",
+    "timed_out",
+    "span_s",
+    "energy_j",
+    J_PER_TOKEN,
     "energy",
-)  # fmt: skip
+)
 # Every field the tables read, with its type (recordlines' one rule): a line holding something
 # else is named as unreadable by file and line, never coerced or met as a crash.
 REQUIRED = ("record", "treatment", "cycle", "session", "level")
 _BLOCK_TYPES = {  # the numbers bounded (recordlines' RANGES): what no run writes is set aside
-    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.COUNT, "session": rl.NAME,
-    "level": rl.NAME, "mode": rl.STR, "level_value": rl.AMOUNT, "block": rl.COUNT,
-    "valid": rl.BOOL, "reason": rl.STR,
-}  # fmt: skip
+    "record": rl.STR,
+    "treatment": rl.NAME,
+    "cycle": rl.COUNT,
+    "session": rl.NAME,
+    "level": rl.NAME,
+    "mode": rl.STR,
+    "level_value": rl.AMOUNT,
+    "block": rl.COUNT,
+    "valid": rl.BOOL,
+    "reason": rl.STR,
+}
 REQUEST_TYPES = _BLOCK_TYPES | {
-    "request": rl.COUNT, "prompt_id": rl.NAME, TTFT_MS: rl.MS, E2E_MS: rl.MS,
-    ITL_MEAN_MS: rl.MS, "itl_ms": rl.MS_LIST, "output_tokens": rl.TOKENS,
-    "queued": rl.BOOL, "send_lag_ms": rl.LAG_MS, "usage_status": rl.STR, "model": rl.STR,
-    "conversation": rl.COUNT, "turn": rl.COUNT, "cached_tokens": rl.CONTEXT_TOKENS,
-    "cache_status": rl.STR, "cache_source": rl.STR, "cache_reason": rl.STR,
+    "request": rl.COUNT,
+    "prompt_id": rl.NAME,
+    TTFT_MS: rl.MS,
+    E2E_MS: rl.MS,
+    ITL_MEAN_MS: rl.MS,
+    "itl_ms": rl.MS_LIST,
+    "output_tokens": rl.TOKENS,
+    "queued": rl.BOOL,
+    "send_lag_ms": rl.LAG_MS,
+    "usage_status": rl.STR,
+    "model": rl.STR,
+    "conversation": rl.COUNT,
+    "turn": rl.COUNT,
+    "cached_tokens": rl.CONTEXT_TOKENS,
+    "cache_status": rl.STR,
+    "cache_source": rl.STR,
+    "cache_reason": rl.STR,
     "prompt_tokens_total": rl.CONTEXT_TOKENS,
-}  # fmt: skip
+}
 LEVEL_TYPES = _BLOCK_TYPES | {
-    "requests": rl.COUNT, "completed": rl.COUNT, OUTPUT_TOK_S: rl.RATE, REQ_S: rl.RATE,
-    GOODPUT_REQ_S: rl.RATE, "good": rl.COUNT, "queued": rl.COUNT, "total_slots": rl.COUNT,
-    "max_in_flight": rl.COUNT, "lag_flag": rl.STR, "timed_out": rl.BOOL, "span_s": rl.SECONDS,
-    "client_lag_ms": rl.OBJECT, "client_lag_ms.p99": rl.LAG_MS, "occupancy": rl.OBJECT,
-    **{f"occupancy.{k}": rl.AMOUNT for k in ("busy_slots_max", "waiting_max", "drafted",
-                                             "accepted")},
-}  # fmt: skip
+    "requests": rl.COUNT,
+    "completed": rl.COUNT,
+    OUTPUT_TOK_S: rl.RATE,
+    REQ_S: rl.RATE,
+    GOODPUT_REQ_S: rl.RATE,
+    "good": rl.COUNT,
+    "queued": rl.COUNT,
+    "total_slots": rl.COUNT,
+    "max_in_flight": rl.COUNT,
+    "lag_flag": rl.STR,
+    "timed_out": rl.BOOL,
+    "span_s": rl.SECONDS,
+    "client_lag_ms": rl.OBJECT,
+    "client_lag_ms.p99": rl.LAG_MS,
+    "occupancy": rl.OBJECT,
+    **{
+        f"occupancy.{k}": rl.AMOUNT
+        for k in ("busy_slots_max", "waiting_max", "drafted", "accepted")
+    },
+}
 SEARCH_TYPES = {  # a capacity search's line after each probe (`probe.SEARCH`): read, not tabled
-    "record": rl.STR, "treatment": rl.NAME, "cycle": rl.COUNT, "session": rl.NAME,
-    "level": rl.NAME, "probe": rl.COUNT, "level_value": rl.AMOUNT, "attainment": rl.FRACTION,
-    "met": rl.BOOL, "good": rl.COUNT, "requests": rl.COUNT,
-}  # fmt: skip
+    "record": rl.STR,
+    "treatment": rl.NAME,
+    "cycle": rl.COUNT,
+    "session": rl.NAME,
+    "level": rl.NAME,
+    "probe": rl.COUNT,
+    "level_value": rl.AMOUNT,
+    "attainment": rl.FRACTION,
+    "met": rl.BOOL,
+    "good": rl.COUNT,
+    "requests": rl.COUNT,
+}
 # The session facts the report reads, bounded: a file holding a value no run writes is set aside
 # and named with the unreadable lines.
 SESSION_TYPES: rl.Types = {
-    "ordinal": rl.COUNT, "cycle": rl.COUNT, "duration_s": rl.SECONDS, "load_s": rl.SECONDS,
-    "host": rl.OBJECT, "host.span_s": rl.SECONDS,
+    "ordinal": rl.COUNT,
+    "cycle": rl.COUNT,
+    "duration_s": rl.SECONDS,
+    "load_s": rl.SECONDS,
+    "host": rl.OBJECT,
+    "host.span_s": rl.SECONDS,
     "host.flagged": rl.BOOL,
-}  # fmt: skip
+}
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft", "itl", "e2e")
 
@@ -99,9 +182,13 @@ def _level_row(r: Mapping[str, Any]) -> dict[str, Any]:
     occ = r.get("occupancy") or {}
     lag = r.get("client_lag_ms") or {}
     row = {k: r.get(k) for k in LEVEL_COLUMNS}
-    row |= {"client_lag_p99_ms": lag.get("p99"), "busy_slots_max": occ.get("busy_slots_max"),
-            "waiting_max": occ.get("waiting_max"), "drafted": occ.get("drafted"),
-            "accepted": occ.get("accepted")}  # fmt: skip
+    row |= {
+        "client_lag_p99_ms": lag.get("p99"),
+        "busy_slots_max": occ.get("busy_slots_max"),
+        "waiting_max": occ.get("waiting_max"),
+        "drafted": occ.get("drafted"),
+        "accepted": occ.get("accepted"),
+    }
     return row
 
 
@@ -157,13 +244,16 @@ def percentile_table(
         every = requests[(requests["treatment"] == treatment) & (requests["level"] == level)]
         gaps = [g for lst in mine["itl_ms"] if isinstance(lst, list) for g in lst]
         row: dict[str, Any] = {
-            "treatment": treatment, "level": level, "mode": block["mode"].iloc[0],
-            "level_value": float(block["level_value"].iloc[0]), "cycles": int(block["cycle"].nunique()),
+            "treatment": treatment,
+            "level": level,
+            "mode": block["mode"].iloc[0],
+            "level_value": float(block["level_value"].iloc[0]),
+            "cycles": int(block["cycle"].nunique()),
             "requests": int(block["requests"].fillna(0).sum()),
             "completed": int(block["completed"].fillna(0).sum()),
             # answered without usage: their tokens are the chunks' count (report.md says so)
             "usage_unknown": int((every["usage_status"] == "unknown").sum()),
-        }  # fmt: skip
+        }
         samples = {"ttft": mine[TTFT_MS], "itl": gaps, "e2e": mine[E2E_MS]}
         for name in LATENCIES:
             for q in PERCENTILES:
@@ -175,8 +265,9 @@ def percentile_table(
         slots = pd.to_numeric(block["total_slots"], errors="coerce").dropna()
         row["total_slots"] = int(slots.iloc[0]) if len(slots) else None
         row["lag_flagged"] = int(block["lag_flag"].notna().sum())
-        row["client_lag_p99_ms"] = float(pd.to_numeric(block["client_lag_p99_ms"],
-                                                        errors="coerce").max())  # fmt: skip
+        row["client_lag_p99_ms"] = float(
+            pd.to_numeric(block["client_lag_p99_ms"], errors="coerce").max()
+        )
         rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:

@@ -47,28 +47,52 @@ def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonI
         def back(gain: float) -> float:  # gain % of baseline/treatment -> treatment's change %
             return 100.0 * (100.0 / (100.0 + gain) - 1.0) if gain > -100.0 else math.inf
 
-        return decide(back(row.gain_pct), back(row.ci_high), back(row.ci_low), margin_pct,
-                      higher_is_better=False, final=final, level=level)  # fmt: skip
-    return decide(row.gain_pct, row.ci_low, row.ci_high, margin_pct,
-                  higher_is_better=True, final=final, level=level)  # fmt: skip
+        return decide(
+            back(row.gain_pct),
+            back(row.ci_high),
+            back(row.ci_low),
+            margin_pct,
+            higher_is_better=False,
+            final=final,
+            level=level,
+        )
+    return decide(
+        row.gain_pct,
+        row.ci_low,
+        row.ci_high,
+        margin_pct,
+        higher_is_better=True,
+        final=final,
+        level=level,
+    )
 
 
 def judge_ratio(ratio: Ratio, margin_pct: float) -> NonInferiority:
     """The gate on a capacity ratio: the treatment's capacity change, worse a drop; a censored
     capacity (a bound) gives no interval, so the gate is undecided and fails."""
     est = 100.0 * (ratio.ratio - 1.0)
-    low, high = (100.0 * (x - 1.0) if not ratio.bound else math.nan
-                 for x in (ratio.low, ratio.high))  # fmt: skip
+    low, high = (
+        100.0 * (x - 1.0) if not ratio.bound else math.nan for x in (ratio.low, ratio.high)
+    )
     fixes = CENSORED_FIXES if ratio.bound else CAPACITY_FIXES
-    return decide(est, low, high, margin_pct, higher_is_better=True, final=True,
-                  level=CAPACITY_LEVEL, fixes=fixes)  # fmt: skip
+    return decide(
+        est,
+        low,
+        high,
+        margin_pct,
+        higher_is_better=True,
+        final=True,
+        level=CAPACITY_LEVEL,
+        fixes=fixes,
+    )
 
 
 def _margin(gate: Gate) -> float:
     """A load gate's margin: every gate a load run has is not-slower (its grammar's one rule)."""
     if gate.margin is None:
-        raise AnalysisError(f"gate {gate} has no margin; a load gate is {gate.treatment}:"
-                         f"{gate.cell}:not-slower:M")  # fmt: skip
+        raise AnalysisError(
+            f"gate {gate} has no margin; a load gate is {gate.treatment}:{gate.cell}:not-slower:M"
+        )
     return gate.margin
 
 
@@ -76,38 +100,62 @@ def _capacity(gate: Gate, ratios: Sequence[Ratio]) -> GateVerdict:
     """A capacity gate's verdict from the search's ratios."""
     ratio = next((r for r in ratios if r.treatment == gate.treatment), None)
     if ratio is None:
-        return GateVerdict.of(gate, False, f"{gate} not met: this run has no capacity search "
-                              f"ratio for {gate.treatment}")  # fmt: skip
+        return GateVerdict.of(
+            gate,
+            False,
+            f"{gate} not met: this run has no capacity search ratio for {gate.treatment}",
+        )
     if not math.isfinite(ratio.ratio):  # both capacities beyond one end: nothing is known
-        return GateVerdict.of(gate, False, f"{gate} not met: SLO capacity vs {ratio.baseline} is "
-                              "unknown (both capacities lie beyond the same end of the search); "
-                              "the gate fails: widen [capacity] low and high")  # fmt: skip
+        return GateVerdict.of(
+            gate,
+            False,
+            f"{gate} not met: SLO capacity vs {ratio.baseline} is "
+            "unknown (both capacities lie beyond the same end of the search); "
+            "the gate fails: widen [capacity] low and high",
+        )
     said = judge_ratio(ratio, _margin(gate))
     met = "met" if said.passed else "not met"
     numbers = figures(said, CAPACITY, CAPACITY_LEVEL) if not ratio.bound else None
-    return GateVerdict.of(gate, said.passed, f"{gate} {met}: SLO capacity vs {ratio.baseline} "
-                          f"{said.sentence}", numbers)  # fmt: skip
+    return GateVerdict.of(
+        gate,
+        said.passed,
+        f"{gate} {met}: SLO capacity vs {ratio.baseline} {said.sentence}",
+        numbers,
+    )
 
 
 def _row(rows: Sequence[Row], gate: Gate, endpoint: str) -> Row | None:
     return next(
-        (r for r in rows if (r.treatment, r.level, r.endpoint) == (gate.treatment, gate.cell,
-                                                                  endpoint)), None)  # fmt: skip
+        (
+            r
+            for r in rows
+            if (r.treatment, r.level, r.endpoint) == (gate.treatment, gate.cell, endpoint)
+        ),
+        None,
+    )
 
 
 def figures(said: NonInferiority, endpoint: str, level: float) -> GateFigures:
     """The gate's numbers for a history, signed as a gain (a latency's rise reads negative)."""
     sign = 1.0 if said.higher_is_better else -1.0
     ends = sorted((sign * said.low_pct, sign * said.high_pct))
-    return GateFigures(metric=endpoint, estimate_pct=sign * said.estimate_pct,
-                       lower_pct=ends[0], upper_pct=ends[1], confidence=level,
-                       margin_pct=said.margin_pct)  # fmt: skip
+    return GateFigures(
+        metric=endpoint,
+        estimate_pct=sign * said.estimate_pct,
+        lower_pct=ends[0],
+        upper_pct=ends[1],
+        confidence=level,
+        margin_pct=said.margin_pct,
+    )
 
 
 def verdicts(
-    gates: Sequence[Gate], rows: Sequence[Row], endpoint: str, level: float,
+    gates: Sequence[Gate],
+    rows: Sequence[Row],
+    endpoint: str,
+    level: float,
     ratios: Sequence[Ratio] = (),
-) -> tuple[GateVerdict, ...]:  # fmt: skip
+) -> tuple[GateVerdict, ...]:
     """Each gate at the end of the run: met, or the sentence why not (an undecided one fails)."""
 
     def one(gate: Gate) -> GateVerdict:
@@ -115,20 +163,31 @@ def verdicts(
             return _capacity(gate, ratios)
         row = _row(rows, gate, endpoint)
         if row is None:
-            return GateVerdict.of(gate, False, f"{gate} not met: this run has no {endpoint} "
-                                  f"contrast for {gate.treatment} at {gate.cell}")  # fmt: skip
+            return GateVerdict.of(
+                gate,
+                False,
+                f"{gate} not met: this run has no {endpoint} "
+                f"contrast for {gate.treatment} at {gate.cell}",
+            )
         said = judge_row(row, _margin(gate), final=True, level=level)
         met = "met" if said.passed else "not met"
-        return GateVerdict.of(gate, said.passed, f"{gate} {met}: {endpoint} {said.sentence}",
-                              figures(said, endpoint, level))  # fmt: skip
+        return GateVerdict.of(
+            gate,
+            said.passed,
+            f"{gate} {met}: {endpoint} {said.sentence}",
+            figures(said, endpoint, level),
+        )
 
     return tuple(map(one, gates))
 
 
 def stop_cells(
-    cells: Sequence[CellState], rows: Sequence[Row], gates: Sequence[Gate], endpoint: str,
+    cells: Sequence[CellState],
+    rows: Sequence[Row],
+    gates: Sequence[Gate],
+    endpoint: str,
     level: float,
-) -> tuple[CellState, ...]:  # fmt: skip
+) -> tuple[CellState, ...]:
     """The cells a stop rule looks at, each one a gate names decided by the gate."""
     by_cell = {g.key: g for g in gates}
     out = []

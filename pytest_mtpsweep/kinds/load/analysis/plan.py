@@ -32,8 +32,13 @@ if TYPE_CHECKING:
 
 def _row(r: Row) -> dict[str, float]:
     """A contrast row in the columns `planning.plan_cell` reads (percent, SE in percent)."""
-    return {"pct_change": r.gain_pct, "ci_low": r.ci_low, "ci_high": r.ci_high,
-            "se_pct": 100.0 * r.se_log, "df": r.df}  # fmt: skip
+    return {
+        "pct_change": r.gain_pct,
+        "ci_low": r.ci_low,
+        "ci_high": r.ci_high,
+        "se_pct": 100.0 * r.se_log,
+        "df": r.df,
+    }
 
 
 def _matrix(requests: pd.DataFrame, r: Row, levels: Sequence[str]) -> FloatArray:
@@ -41,8 +46,10 @@ def _matrix(requests: pd.DataFrame, r: Row, levels: Sequence[str]) -> FloatArray
     on the prompts and cycles both have (as `contrast` pairs an interaction)."""
     import numpy as np
 
-    got = [cell_matrix(request_gains(requests, r.treatment, r.baseline, lv, r.endpoint))
-           for lv in levels]  # fmt: skip
+    got = [
+        cell_matrix(request_gains(requests, r.treatment, r.baseline, lv, r.endpoint))
+        for lv in levels
+    ]
     if len(got) == 1:
         return got[0][0]
     (m_lo, p_lo, c_lo), (m_hi, p_hi, c_hi) = got
@@ -81,11 +88,28 @@ def plan_cells(
     for r, levels in rows:
         cell = f"{r.treatment}@{r.level}"
         if r.endpoint in REQUEST_ENDPOINTS:
-            out.append(plan_cell(cell, r.endpoint, _matrix(requests, r, levels), _row(r),
-                                 target=target, max_cycles=max_cycles, seed=seed))  # fmt: skip
+            out.append(
+                plan_cell(
+                    cell,
+                    r.endpoint,
+                    _matrix(requests, r, levels),
+                    _row(r),
+                    target=target,
+                    max_cycles=max_cycles,
+                    seed=seed,
+                )
+            )
         else:
-            out.append(plan_by_cycle(cell, r.endpoint, _per_cycle(blocks, r, levels),
-                                     target=target, max_cycles=max_cycles, seed=seed))  # fmt: skip
+            out.append(
+                plan_by_cycle(
+                    cell,
+                    r.endpoint,
+                    _per_cycle(blocks, r, levels),
+                    target=target,
+                    max_cycles=max_cycles,
+                    seed=seed,
+                )
+            )
     return out
 
 
@@ -96,13 +120,17 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     records, unreadable = records_of(run_dir)
     requests, blocks = frame.frames(records)
     if blocks.empty:
-        raise AnalysisError(f"there are no load records in {run_dir}/records; run the "
-                            "experiment first or check the run path")  # fmt: skip
+        raise AnalysisError(
+            f"there are no load records in {run_dir}/records; run the "
+            "experiment first or check the run path"
+        )
     base = args.baseline or plan.analysis.baseline
     present = set(blocks["treatment"])
     if base not in present:
-        raise AnalysisError(f"the baseline {base!r} has no records in {run_dir}; pass "
-                            f"--baseline with one of {', '.join(sorted(present))}")  # fmt: skip
+        raise AnalysisError(
+            f"the baseline {base!r} has no records in {run_dir}; pass "
+            f"--baseline with one of {', '.join(sorted(present))}"
+        )
     pairs = [p for p in contrast_pairs(plan, base) if p[0] in present]
     order = frame.level_order(blocks)
     modes: dict[str, list[str]] = {}
@@ -114,13 +142,23 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
     kw = {"boot": args.boot, "seed": args.boot_seed}
     spans = {f"{m[-1]}/{m[0]}": [m[0], m[-1]] for m in modes.values() if len(m) >= 2}
     rows: list[tuple[Row, Sequence[str]]] = [
-        (r, [r.level]) for r in contrast.contrast_rows(requests, blocks, pairs, order, **kw)
+        (r, [r.level])
+        for r in contrast.contrast_rows(requests, blocks, pairs, order, **kw)
         if r.endpoint == endpoint
-    ]  # fmt: skip
-    rows += [(r, spans[r.level]) for r in contrast.interaction_rows(requests, blocks, pairs,
-             modes, **kw) if r.endpoint == endpoint]  # fmt: skip
-    cells = plan_cells(requests, blocks, rows, target=args.target_width,
-                       max_cycles=args.max_cycles, seed=args.boot_seed)  # fmt: skip
+    ]
+    rows += [
+        (r, spans[r.level])
+        for r in contrast.interaction_rows(requests, blocks, pairs, modes, **kw)
+        if r.endpoint == endpoint
+    ]
+    cells = plan_cells(
+        requests,
+        blocks,
+        rows,
+        target=args.target_width,
+        max_cycles=args.max_cycles,
+        seed=args.boot_seed,
+    )
     sessions = RunReader(run_dir).sessions().facts
     print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read

@@ -34,8 +34,17 @@ if TYPE_CHECKING:
 CSV = "load_turns.csv"
 PNG = "load_turns.png"
 CONFIDENCE = 0.95
-HEADERS = ("treatment", "level", "turn", "completed", "TTFT p50 ms [95% CI]", "cached tokens",
-           "cache unknown", "cache invalid", "TTFT gain [95% CI]")  # fmt: skip
+HEADERS = (
+    "treatment",
+    "level",
+    "turn",
+    "completed",
+    "TTFT p50 ms [95% CI]",
+    "cached tokens",
+    "cache unknown",
+    "cache invalid",
+    "TTFT gain [95% CI]",
+)
 
 
 @dataclass(frozen=True)
@@ -82,15 +91,25 @@ def _gain(
     gains = request_gains(requests[requests["turn"] == turn], t, b, level, "ttft")
     if gains.empty:
         return math.nan, math.nan, math.nan
-    e = clustered(cell_matrix(gains)[0], len(gains), boot=boot, seed=seed,
-                  key=f"{t}:{b}:ttft:{level}:turn{turn}")  # fmt: skip
+    e = clustered(
+        cell_matrix(gains)[0],
+        len(gains),
+        boot=boot,
+        seed=seed,
+        key=f"{t}:{b}:ttft:{level}:turn{turn}",
+    )
     return to_pct(e.est), to_pct(e.low), to_pct(e.high)
 
 
 def turn_table(
-    requests: pd.DataFrame, treatments: Sequence[str], baseline: str, order: Sequence[str],
-    *, boot: int, seed: int,
-) -> pd.DataFrame:  # fmt: skip
+    requests: pd.DataFrame,
+    treatments: Sequence[str],
+    baseline: str,
+    order: Sequence[str],
+    *,
+    boot: int,
+    seed: int,
+) -> pd.DataFrame:
     """One row per (treatment, level, turn), treatments in the given order, levels lowest
     first, turns ascending; the baseline's gain columns NaN."""
     import pandas as pd
@@ -109,20 +128,33 @@ def turn_table(
                 cached = pd.to_numeric(known["cached_tokens"], errors="coerce")
                 prompt = pd.to_numeric(known["prompt_tokens_total"], errors="coerce")
                 both = cached.notna() & prompt.notna() & (prompt > 0)
-                share = (float(cached[both].sum() / prompt[both].sum())
-                         if both.any() else math.nan)  # fmt: skip
-                g = (math.nan,) * 3 if t == baseline else _gain(
-                    requests, t, baseline, level, turn, boot=boot, seed=seed)  # fmt: skip
-                rows.append({
-                    "treatment": t, "level": level, "turn": turn, "requests": len(at),
-                    "completed": len(ok), "ttft_p50_ms": _median(ttft), "ttft_p50_low_ms": low,
-                    "ttft_p50_high_ms": high, "cached_p50": _median(cached.dropna()),
-                    "prompt_p50": _median(prompt.dropna()), "cached_share": share,
-                    "cache_known": len(known),
-                    "cache_unknown": int((at["cache_status"] == "unknown").sum()),
-                    "cache_invalid": int((at["cache_status"] == "invalid").sum()),
-                    "ttft_gain_pct": g[0], "ttft_gain_low": g[1], "ttft_gain_high": g[2],
-                })  # fmt: skip
+                share = float(cached[both].sum() / prompt[both].sum()) if both.any() else math.nan
+                g = (
+                    (math.nan,) * 3
+                    if t == baseline
+                    else _gain(requests, t, baseline, level, turn, boot=boot, seed=seed)
+                )
+                rows.append(
+                    {
+                        "treatment": t,
+                        "level": level,
+                        "turn": turn,
+                        "requests": len(at),
+                        "completed": len(ok),
+                        "ttft_p50_ms": _median(ttft),
+                        "ttft_p50_low_ms": low,
+                        "ttft_p50_high_ms": high,
+                        "cached_p50": _median(cached.dropna()),
+                        "prompt_p50": _median(prompt.dropna()),
+                        "cached_share": share,
+                        "cache_known": len(known),
+                        "cache_unknown": int((at["cache_status"] == "unknown").sum()),
+                        "cache_invalid": int((at["cache_status"] == "invalid").sum()),
+                        "ttft_gain_pct": g[0],
+                        "ttft_gain_low": g[1],
+                        "ttft_gain_high": g[2],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -173,11 +205,19 @@ def section(table: pd.DataFrame, plan: PlanDoc, baseline: str) -> Section:
     load = plan.kind_fields.get("load") or {}
     c = load.get("conversation") or {}
     rows = tuple(
-        (str(r["treatment"]), str(r["level"]), str(int(r["turn"])),
-         f"{int(r['completed'])}/{int(r['requests'])}", _interval(r), _cached(r),
-         str(int(r["cache_unknown"])), str(int(r["cache_invalid"])), _gain_text(r))
+        (
+            str(r["treatment"]),
+            str(r["level"]),
+            str(int(r["turn"])),
+            f"{int(r['completed'])}/{int(r['requests'])}",
+            _interval(r),
+            _cached(r),
+            str(int(r["cache_unknown"])),
+            str(int(r["cache_invalid"])),
+            _gain_text(r),
+        )
         for r in table.to_dict(orient="records")
-    )  # fmt: skip
+    )
     design = md_text(
         f"Each block ran {c.get('conversations')} conversations of {c.get('turns')} turns "
         f"({c.get('think_time_s')} s between an answer and the next turn), every turn "
@@ -216,9 +256,15 @@ def limits(requests: pd.DataFrame) -> tuple[str, ...]:
 
 
 def analyse(
-    requests: pd.DataFrame, plan: PlanDoc, treatments: Sequence[str], baseline: str,
-    order: Sequence[str], *, boot: int, seed: int,
-) -> TurnReport | None:  # fmt: skip
+    requests: pd.DataFrame,
+    plan: PlanDoc,
+    treatments: Sequence[str],
+    baseline: str,
+    order: Sequence[str],
+    *,
+    boot: int,
+    seed: int,
+) -> TurnReport | None:
     """The per-turn report of a conversation run; None for any other run."""
     if "turn" not in requests or not requests["turn"].notna().any():
         return None
@@ -246,13 +292,29 @@ def figure(table: pd.DataFrame) -> Any:
             x = rows["turn"].astype(int).to_numpy() + 0.06 * (n - (series - 1) / 2)
             n += 1
             y = rows["ttft_p50_ms"].to_numpy(dtype=float)
-            err = [y - rows["ttft_p50_low_ms"].to_numpy(dtype=float),
-                   rows["ttft_p50_high_ms"].to_numpy(dtype=float) - y]  # fmt: skip
+            err = [
+                y - rows["ttft_p50_low_ms"].to_numpy(dtype=float),
+                rows["ttft_p50_high_ms"].to_numpy(dtype=float) - y,
+            ]
             style = styles[j % len(styles)]
-            left.errorbar(x, y, yerr=err, fmt=style, marker="o", color=f"C{k}", capsize=3,
-                          label=f"{t} {level}")  # fmt: skip
-            right.plot(x, 100 * rows["cached_share"].to_numpy(dtype=float), style, marker="o",
-                       color=f"C{k}", label=f"{t} {level}")  # fmt: skip
+            left.errorbar(
+                x,
+                y,
+                yerr=err,
+                fmt=style,
+                marker="o",
+                color=f"C{k}",
+                capsize=3,
+                label=f"{t} {level}",
+            )
+            right.plot(
+                x,
+                100 * rows["cached_share"].to_numpy(dtype=float),
+                style,
+                marker="o",
+                color=f"C{k}",
+                label=f"{t} {level}",
+            )
     for ax in (left, right):
         ax.set_xlabel("turn")
         ax.set_xticks(sorted({int(x) for x in table["turn"]}))

@@ -290,10 +290,13 @@ class _Conversing(_Level):
         """The turns after a failed one: recorded, never sent."""
         for k in range(failed + 1, self.conv.turns):
             index = c * self.conv.turns + k
-            why = (f"not sent: turn {failed + 1} of conversation {c + 1} failed, so this turn has "
-                   "no history")  # fmt: skip
-            self.raws[index] = RawRequest(index, slot, self._prompt_id(index), t, None, None,
-                                          error=why)  # fmt: skip
+            why = (
+                f"not sent: turn {failed + 1} of conversation {c + 1} failed, so this turn has "
+                "no history"
+            )
+            self.raws[index] = RawRequest(
+                index, slot, self._prompt_id(index), t, None, None, error=why
+            )
 
     def facts(self, run: LevelRun) -> tuple[TurnFacts, ...]:
         out = []

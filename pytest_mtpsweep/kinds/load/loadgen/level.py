@@ -150,8 +150,9 @@ def run_level(
     if load.duration_s is not None and not 0 < load.duration_s < math.inf:
         raise ValueError(f"{load}: duration_s must be a positive number of seconds")
     times = load.arrivals if isinstance(load, OpenLoop) else None
-    if times is not None and (len(times) != load.requests or list(times) != sorted(times)
-                              or (times and times[0] < 0)):  # fmt: skip
+    if times is not None and (
+        len(times) != load.requests or list(times) != sorted(times) or (times and times[0] < 0)
+    ):
         raise ValueError("a replay's arrivals must be one time per request, from 0, in order")
     level = _Level(target, spec, prompts, load, timeout_s, spin_us, monitor_ms)
     loop, timer = new_loop(load.connections)
@@ -256,9 +257,14 @@ class _Level:
         if raw is None:  # never sent: the level's timeout came first
             intended = t_start + (self.schedule[index] if self.schedule else 0)
             raw = RawRequest(
-                index, -1, self._prompt_id(index), intended, None, None,
+                index,
+                -1,
+                self._prompt_id(index),
+                intended,
+                None,
+                None,
                 error=f"not sent: the level's timeout of {self.timeout_s:g} s came first",
-            )  # fmt: skip
+            )
         return reduce_request(
             raw, max_tokens=self.spec.max_tokens, monitor=monitor, expected_model=self.model
         )
@@ -368,9 +374,17 @@ class _Level:
             self.raws[index] = RawRequest(index, slot, pid, intended, t_send, now(), error=why)
         else:
             self.raws[index] = RawRequest(
-                index, slot, pid, intended, t_send, ex.t_end_ns,
-                ex.pieces, ex.stamps, ex.status, why,
-            )  # fmt: skip
+                index,
+                slot,
+                pid,
+                intended,
+                t_send,
+                ex.t_end_ns,
+                ex.pieces,
+                ex.stamps,
+                ex.status,
+                why,
+            )
 
     def _scrub(self, text: str) -> str:
         for s in self.secrets:

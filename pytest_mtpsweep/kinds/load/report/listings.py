@@ -22,40 +22,100 @@ if TYPE_CHECKING:
 
 # (file, alt text, caption) in the order both renderers show them: the headline's picture first
 PLOTS = (
-    ("load_capacity.png", "attainment of the SLOs against the level",
-     "A capacity search: the share of each treatment's requests within every SLO target "
-     "against the level probed (pooled over cycles, Wilson 95 % bars), the target dotted, each "
-     "treatment's capacity dashed."),
-    ("load_gain.png", "gain against the level",
-     "Each endpoint's gain over the baseline against the level with its 95 % interval, on a "
-     "log axis of the gain factor; an interval past -75 % or +300 % ends in an arrow at the "
-     "edge. Where the headline endpoint's gain crosses zero: a dashed line, its interval "
-     "shaded."),
-    ("load_turns.png", "TTFT and the prompt cached by turn",
-     "A conversation run: each treatment's TTFT median by turn with its 95 % interval (left) "
-     "and the share of the prompt tokens the server reported cached (right), a line per level."),
-    ("load_latency.png", "latency percentiles against the level",
-     "TTFT, ITL (every chunk gap) and e2e against the level, per treatment: p50 solid, p90 "
-     "dashed, p99 dotted, on a log axis."),
-    ("load_throughput.png", "throughput against the level",
-     "Output tokens/s and requests/s against the level: the mean over cycles (line), each "
-     "cycle's block a dot."),
-    ("load_timeline.png", "the trace replay over time",
-     "A trace replay over its block's time: the trace's arrivals as replayed (the same in every "
-     "session), the requests in flight and each request's TTFT (from its trace time) at its "
-     "time, one colour per treatment, one line style per cycle."),
-)  # fmt: skip
+    (
+        "load_capacity.png",
+        "attainment of the SLOs against the level",
+        "A capacity search: the share of each treatment's requests within every SLO target "
+        "against the level probed (pooled over cycles, Wilson 95 % bars), the target dotted, each "
+        "treatment's capacity dashed.",
+    ),
+    (
+        "load_gain.png",
+        "gain against the level",
+        "Each endpoint's gain over the baseline against the level with its 95 % interval, on a "
+        "log axis of the gain factor; an interval past -75 % or +300 % ends in an arrow at the "
+        "edge. Where the headline endpoint's gain crosses zero: a dashed line, its interval "
+        "shaded.",
+    ),
+    (
+        "load_turns.png",
+        "TTFT and the prompt cached by turn",
+        "A conversation run: each treatment's TTFT median by turn with its 95 % interval (left) "
+        "and the share of the prompt tokens the server reported cached (right), a line per level.",
+    ),
+    (
+        "load_latency.png",
+        "latency percentiles against the level",
+        "TTFT, ITL (every chunk gap) and e2e against the level, per treatment: p50 solid, p90 "
+        "dashed, p99 dotted, on a log axis.",
+    ),
+    (
+        "load_throughput.png",
+        "throughput against the level",
+        "Output tokens/s and requests/s against the level: the mean over cycles (line), each "
+        "cycle's block a dot.",
+    ),
+    (
+        "load_timeline.png",
+        "the trace replay over time",
+        "A trace replay over its block's time: the trace's arrivals as replayed (the same in every "
+        "session), the requests in flight and each request's TTFT (from its trace time) at its "
+        "time, one colour per treatment, one line style per cycle.",
+    ),
+)
 NO_PLOT = "This analysis drew no plot (no level had a completed request)."
-BLOCK_HEADERS = ("treatment", "cycle", "session", "level", "block", "valid", "completed",
-                 "out tok/s", "req/s", "goodput req/s", "queued", "slots", "max in flight",
-                 "/slots busy max", "/metrics waiting max", "drafted", "accepted",
-                 "client lag p99 ms", "span s", "notes")  # fmt: skip
-BLOCK_NUMBERS = (OUTPUT_TOK_S, REQ_S, GOODPUT_REQ_S, "queued", "total_slots",
-                 "max_in_flight", "busy_slots_max", "waiting_max", "drafted", "accepted",
-                 "client_lag_p99_ms", "span_s")  # fmt: skip
+BLOCK_HEADERS = (
+    "treatment",
+    "cycle",
+    "session",
+    "level",
+    "block",
+    "valid",
+    "completed",
+    "out tok/s",
+    "req/s",
+    "goodput req/s",
+    "queued",
+    "slots",
+    "max in flight",
+    "/slots busy max",
+    "/metrics waiting max",
+    "drafted",
+    "accepted",
+    "client lag p99 ms",
+    "span s",
+    "notes",
+)
+BLOCK_NUMBERS = (
+    OUTPUT_TOK_S,
+    REQ_S,
+    GOODPUT_REQ_S,
+    "queued",
+    "total_slots",
+    "max_in_flight",
+    "busy_slots_max",
+    "waiting_max",
+    "drafted",
+    "accepted",
+    "client_lag_p99_ms",
+    "span_s",
+)
 BLOCK_FACETS = ("treatment", "cycle", "level", "valid")
-REQUEST_HEADERS = ("treatment", "cycle", "level", "slot", "lane", "prompt", "TTFT ms",
-                   "ITL mean ms", "e2e ms", "output tokens", "finish", "status", "flags")  # fmt: skip
+REQUEST_HEADERS = (
+    "treatment",
+    "cycle",
+    "level",
+    "slot",
+    "lane",
+    "prompt",
+    "TTFT ms",
+    "ITL mean ms",
+    "e2e ms",
+    "output tokens",
+    "finish",
+    "status",
+    "flags",
+)
 TURN_HEADERS = ("conversation/turn", "cached tokens")  # a conversation run's requests add them
 REQUEST_FACETS = ("treatment", "cycle", "level", "prompt", "status")
 
@@ -104,11 +164,16 @@ def _block_row(b: Mapping[str, Any]) -> tuple[object, ...]:
         notes.append("timed out")
     done = f"{_text(_value(b.get('completed')))}/{_text(_value(b.get('requests')))}"
     return (
-        _text(b.get("treatment")), _value(b.get("cycle")), _text(b.get("session")),
-        _text(b.get("level")), _value(b.get("block")), _yes(b.get("valid")), done,
+        _text(b.get("treatment")),
+        _value(b.get("cycle")),
+        _text(b.get("session")),
+        _text(b.get("level")),
+        _value(b.get("block")),
+        _yes(b.get("valid")),
+        done,
         *(_value(b.get(k)) for k in BLOCK_NUMBERS),
         "; ".join(n for n in notes if n),
-    )  # fmt: skip
+    )
 
 
 def blocks(levels: pd.DataFrame) -> Section:
@@ -168,18 +233,30 @@ def requests(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> Section:
     line it set aside is not here)."""
     kept = request_records(records)
     if not kept:
-        return Section("Every request", (Text("No request was recorded."),), anchor="requests",
-                       markdown=False)  # fmt: skip
+        return Section(
+            "Every request", (Text("No request was recorded."),), anchor="requests", markdown=False
+        )
     bound = _number((plan.kind_fields.get("load") or {}).get("lag_bound_ms"))
     talk = any(r.get("turn") is not None for r in kept)
     rows = tuple(
-        (r.get("treatment"), r.get("cycle"), r.get("level"), r.get("request"), r.get("lane"),
-         r.get("prompt_id"), _ms(r.get(TTFT_MS)), _ms(r.get(ITL_MEAN_MS)),
-         _ms(r.get(E2E_MS)), r.get("output_tokens"), r.get("finish_reason"),
-         "ok" if r.get("valid") else "failed", _flags(r, bound),
-         *(_turn(r) if talk else ()))
+        (
+            r.get("treatment"),
+            r.get("cycle"),
+            r.get("level"),
+            r.get("request"),
+            r.get("lane"),
+            r.get("prompt_id"),
+            _ms(r.get(TTFT_MS)),
+            _ms(r.get(ITL_MEAN_MS)),
+            _ms(r.get(E2E_MS)),
+            r.get("output_tokens"),
+            r.get("finish_reason"),
+            "ok" if r.get("valid") else "failed",
+            _flags(r, bound),
+            *(_turn(r) if talk else ()),
+        )
         for r in kept
-    )  # fmt: skip
+    )
     lead = md_text(
         f"Every request, {len(rows)} rows (the records): slot is its place in the schedule every "
         "treatment shares (a treatment's slot i pairs with the baseline's slot i of the same "

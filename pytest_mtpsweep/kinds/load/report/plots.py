@@ -34,8 +34,14 @@ def latency_figure(table: pd.DataFrame, order: Sequence[str]) -> Any:
         xs = [x[lv] for lv in rows["level"]]
         for ax, name in zip(axes, LATENCIES, strict=True):
             for q, style in STYLES.items():
-                ax.plot(xs, rows[f"{name}_p{q}_ms"], style, marker="o", color=f"C{k}",
-                        label=f"{treatment} p{q}")  # fmt: skip
+                ax.plot(
+                    xs,
+                    rows[f"{name}_p{q}_ms"],
+                    style,
+                    marker="o",
+                    color=f"C{k}",
+                    label=f"{treatment} p{q}",
+                )
     for ax, name in zip(axes, LATENCIES, strict=True):
         ax.set_xticks(range(len(order)), list(order))
         ax.set_title(f"{LABELS[name]} (ms)")
@@ -54,8 +60,9 @@ def throughput_figure(table: pd.DataFrame, levels: pd.DataFrame, order: Sequence
     for k, (treatment, rows) in enumerate(table.groupby("treatment", sort=False)):
         mine = levels[(levels["treatment"] == treatment) & levels["valid"].astype(bool)]
         for ax, col in zip(axes, (OUTPUT_TOK_S, REQ_S), strict=True):
-            ax.plot([x[lv] for lv in rows["level"]], rows[col], "-o", color=f"C{k}",
-                    label=treatment)  # fmt: skip
+            ax.plot(
+                [x[lv] for lv in rows["level"]], rows[col], "-o", color=f"C{k}", label=treatment
+            )
             ax.plot([x[lv] for lv in mine["level"]], mine[col], ".", color=f"C{k}", alpha=0.5)
     for ax, col in zip(axes, (OUTPUT_TOK_S, REQ_S), strict=True):
         ax.set_xticks(range(len(order)), list(order))
@@ -145,10 +152,19 @@ def capacity_figure(r: CapacityResult) -> Any:
     for k, t in enumerate(dict.fromkeys(a.treatment for a in r.attained)):
         mine = [a for a in r.attained if a.treatment == t]
         xs = [a.level for a in mine]
-        ax.errorbar(xs, [a.share for a in mine], color=f"C{k}", marker="o", label=t,
-                    yerr=[[max(0.0, a.share - a.low) for a in mine],
-                          [max(0.0, a.high - a.share) for a in mine]],
-                    capsize=2, linewidth=1.2)  # fmt: skip
+        ax.errorbar(
+            xs,
+            [a.share for a in mine],
+            color=f"C{k}",
+            marker="o",
+            label=t,
+            yerr=[
+                [max(0.0, a.share - a.low) for a in mine],
+                [max(0.0, a.high - a.share) for a in mine],
+            ],
+            capsize=2,
+            linewidth=1.2,
+        )
         cap = next((c for c in r.capacities if c.treatment == t), None)
         if cap is not None and cap.censored == 0:
             ax.axvline(cap.estimate, color=f"C{k}", linestyle="--", linewidth=0.9)

@@ -28,9 +28,15 @@ if TYPE_CHECKING:
     from ..analysis.crossover import Crossover
     from ..analysis.turns import TurnReport
 
-NAMES = {"ttft": "TTFT", "itl": "ITL (request mean)", "e2e": "e2e", OUTPUT_TOK_S: "output tok/s",
-         REQ_S: "req/s", GOODPUT_REQ_S: "goodput req/s",
-         J_PER_TOKEN: "energy per token"}  # fmt: skip
+NAMES = {
+    "ttft": "TTFT",
+    "itl": "ITL (request mean)",
+    "e2e": "e2e",
+    OUTPUT_TOK_S: "output tok/s",
+    REQ_S: "req/s",
+    GOODPUT_REQ_S: "goodput req/s",
+    J_PER_TOKEN: "energy per token",
+}
 
 
 def _f(value: Any, digits: int = 1) -> str:
@@ -57,8 +63,10 @@ def headline_lines(
         line = f"{t} vs {b}, {NAMES[endpoint]} gain: {levels}"
         for r in interactions:
             if (r.treatment, r.baseline, r.endpoint) == (t, b, endpoint):
-                line += (f"; from {r.level.split('/')[1]} to {r.level.split('/')[0]} the gain "
-                         f"factor changes {gain(r)}")  # fmt: skip
+                line += (
+                    f"; from {r.level.split('/')[1]} to {r.level.split('/')[0]} the gain "
+                    f"factor changes {gain(r)}"
+                )
         out.append(line)
     return out
 
@@ -84,33 +92,78 @@ def _percentile_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
     for r in table.to_dict(orient="records"):
         q = "" if r.get("queued") is None else str(r["queued"])
-        rows.append([
-            str(r["treatment"]), str(r["level"]), f"{r['completed']}/{r['requests']}",
-            *(f"{_f(r[f'{n}_p50_ms'])} / {_f(r[f'{n}_p90_ms'])} / {_f(r[f'{n}_p99_ms'])}"
-              for n in ("ttft", "itl", "e2e")),
-            _f(r[OUTPUT_TOK_S], 2), _f(r[REQ_S], 3), _f(r[GOODPUT_REQ_S], 3), q,
-        ])  # fmt: skip
+        rows.append(
+            [
+                str(r["treatment"]),
+                str(r["level"]),
+                f"{r['completed']}/{r['requests']}",
+                *(
+                    f"{_f(r[f'{n}_p50_ms'])} / {_f(r[f'{n}_p90_ms'])} / {_f(r[f'{n}_p99_ms'])}"
+                    for n in ("ttft", "itl", "e2e")
+                ),
+                _f(r[OUTPUT_TOK_S], 2),
+                _f(r[REQ_S], 3),
+                _f(r[GOODPUT_REQ_S], 3),
+                q,
+            ]
+        )
     return rows
 
 
 def _contrast_rows(rows: Sequence[Row]) -> list[list[str]]:
-    return [[f"{r.treatment} vs {r.baseline}", NAMES[r.endpoint], r.level, gain(r),
-             str(r.n_prompts) if r.endpoint in REQUEST_ENDPOINTS else f"{r.cycles} cycles",
-             str(r.n_pairs), r.method] for r in rows]  # fmt: skip
+    return [
+        [
+            f"{r.treatment} vs {r.baseline}",
+            NAMES[r.endpoint],
+            r.level,
+            gain(r),
+            str(r.n_prompts) if r.endpoint in REQUEST_ENDPOINTS else f"{r.cycles} cycles",
+            str(r.n_pairs),
+            r.method,
+        ]
+        for r in rows
+    ]
 
 
 def _interaction_rows(rows: Sequence[Row]) -> list[list[str]]:
-    return [[f"{r.treatment} vs {r.baseline}", NAMES[r.endpoint], r.level,
-             f"{r.gain_low_pct:+.1f} %" if math.isfinite(r.gain_low_pct) else "n/a",
-             f"{r.gain_high_pct:+.1f} %" if math.isfinite(r.gain_high_pct) else "n/a",
-             gain(r), "yes" if r.excludes_zero else "no", r.method] for r in rows]  # fmt: skip
+    return [
+        [
+            f"{r.treatment} vs {r.baseline}",
+            NAMES[r.endpoint],
+            r.level,
+            f"{r.gain_low_pct:+.1f} %" if math.isfinite(r.gain_low_pct) else "n/a",
+            f"{r.gain_high_pct:+.1f} %" if math.isfinite(r.gain_high_pct) else "n/a",
+            gain(r),
+            "yes" if r.excludes_zero else "no",
+            r.method,
+        ]
+        for r in rows
+    ]
 
 
-PER_LEVEL = ("treatment", "level", "completed", "TTFT ms", "ITL ms", "e2e ms", "out tok/s",
-             "req/s", "goodput req/s", "queued")  # fmt: skip
+PER_LEVEL = (
+    "treatment",
+    "level",
+    "completed",
+    "TTFT ms",
+    "ITL ms",
+    "e2e ms",
+    "out tok/s",
+    "req/s",
+    "goodput req/s",
+    "queued",
+)
 CONTRASTS = ("contrast", "endpoint", "level", "gain [95% CI]", "clusters", "pairs", "interval")
-INTERACTION = ("contrast", "endpoint", "high/low", "gain at low", "gain at high",
-               "change of the gain [95% CI]", "excludes 0", "interval")  # fmt: skip
+INTERACTION = (
+    "contrast",
+    "endpoint",
+    "high/low",
+    "gain at low",
+    "gain at high",
+    "change of the gain [95% CI]",
+    "excludes 0",
+    "interval",
+)
 
 
 def headline_table(contrasts: Sequence[Row], interactions: Sequence[Row], endpoint: str) -> Table:
@@ -124,8 +177,13 @@ def headline_table(contrasts: Sequence[Row], interactions: Sequence[Row], endpoi
     for t, b in dict.fromkeys((r.treatment, r.baseline) for r in rows):
         at = {r.level: gain(r) for r in rows if (r.treatment, r.baseline) == (t, b)}
         change = {r.level: gain(r) for r in inter if (r.treatment, r.baseline) == (t, b)}
-        body.append((f"{t} vs {b}", *(at.get(lv, "-") for lv in levels),
-                     *(change.get(s, "-") for s in spans)))  # fmt: skip
+        body.append(
+            (
+                f"{t} vs {b}",
+                *(at.get(lv, "-") for lv in levels),
+                *(change.get(s, "-") for s in spans),
+            )
+        )
     lead = md_text(
         f"{NAMES.get(endpoint, endpoint)} gain [95% CI] at each level, and how the gain factor "
         "changes from the lowest level to the highest:"
@@ -135,10 +193,16 @@ def headline_table(contrasts: Sequence[Row], interactions: Sequence[Row], endpoi
 
 
 def _headline(
-    contrasts: Sequence[Row], interactions: Sequence[Row], endpoint: str, baseline: str,
-    requests: pd.DataFrame, crossings: Sequence[Crossover], capacity: Sequence[str],
-    turns: TurnReport | None, n_cycles: int,
-) -> Section:  # fmt: skip
+    contrasts: Sequence[Row],
+    interactions: Sequence[Row],
+    endpoint: str,
+    baseline: str,
+    requests: pd.DataFrame,
+    crossings: Sequence[Crossover],
+    capacity: Sequence[str],
+    turns: TurnReport | None,
+    n_cycles: int,
+) -> Section:
 
     # A short design's figures hold for its sessions: the reader learns that first (issue 43).
     short = (
@@ -159,11 +223,13 @@ def _headline(
         *cycle_lines(requests, contrasts, endpoint),
     ]
     blocks: list[Block] = [text(*said)] if said else []
-    blocks.append(Text(
-        "Gain: positive means the treatment is better than the baseline "
-        f"({md_text(baseline)}): baseline/treatment for a latency, treatment/baseline for a "
-        "throughput, as a geometric mean; 95 % intervals."
-    ))  # fmt: skip
+    blocks.append(
+        Text(
+            "Gain: positive means the treatment is better than the baseline "
+            f"({md_text(baseline)}): baseline/treatment for a latency, treatment/baseline for a "
+            "throughput, as a geometric mean; 95 % intervals."
+        )
+    )
     if any(r.endpoint == endpoint for r in contrasts):
         blocks.append(headline_table(contrasts, interactions, endpoint))
     return Section("Headline", tuple(blocks), role="headline")
@@ -171,14 +237,19 @@ def _headline(
 
 def _design(load: Mapping[str, Any], cycles: Sequence[int]) -> Section:
     order = load.get("block_order") or {}
-    return Section("Design", (text(
-        f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
-        + md_text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
-        + ".",
-        f"- {_per_block(load)}, prompts in one seeded order for every "
-        f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
-        f"SLOs for goodput: {_slo(load.get('slo'))}.",
-    ),))  # fmt: skip
+    return Section(
+        "Design",
+        (
+            text(
+                f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
+                + md_text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
+                + ".",
+                f"- {_per_block(load)}, prompts in one seeded order for every "
+                f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
+                f"SLOs for goodput: {_slo(load.get('slo'))}.",
+            ),
+        ),
+    )
 
 
 def _per_level(table: pd.DataFrame) -> Section:
@@ -283,9 +354,11 @@ def report(
 def _per_block(load: Mapping[str, Any]) -> str:
     """The Design line's block size and the wall time its throughput divides by."""
     if isinstance(load.get("trace"), Mapping):  # a replay: the trace's records, its own prompts
-        return (f"One block of the trace's {md_text(load['trace'].get('records'))} records per "
-                "session (see Replay), throughput over its wall time from its start to its "
-                "last completion; each request its own text")  # fmt: skip
+        return (
+            f"One block of the trace's {md_text(load['trace'].get('records'))} records per "
+            "session (see Replay), throughput over its wall time from its start to its "
+            "last completion; each request its own text"
+        )
     if load.get("duration_s") is not None:
         return (
             f"{load['duration_s']:g} s per block (closed loop: new requests while time remains; "

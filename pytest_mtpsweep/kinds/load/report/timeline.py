@@ -74,15 +74,21 @@ def report_lines(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> list[st
 def _lag_line(rows: Sequence[Mapping[str, Any]], bound: float | None) -> str:
     parts = []
     for t in dict.fromkeys(str(r.get("treatment")) for r in rows):
-        lags = [x for r in rows if str(r.get("treatment")) == t
-                if (x := _num(r.get("send_lag_ms"))) is not None]  # fmt: skip
+        lags = [
+            x
+            for r in rows
+            if str(r.get("treatment")) == t
+            if (x := _num(r.get("send_lag_ms"))) is not None
+        ]
         if not lags:
             parts.append(f"{t}: no request sent")
             continue
         over = sum(x > bound for x in lags) if bound is not None else 0
         said = f", {over} over the lag bound" if over else ""
-        parts.append(f"{t} p50 {_q(lags, 0.5):.2f} ms, p99 {_q(lags, 0.99):.2f} ms, max "
-                     f"{max(lags):.2f} ms over {len(lags)} requests{said}")  # fmt: skip
+        parts.append(
+            f"{t} p50 {_q(lags, 0.5):.2f} ms, p99 {_q(lags, 0.99):.2f} ms, max "
+            f"{max(lags):.2f} ms over {len(lags)} requests{said}"
+        )
     return (
         "- Arrivals against the trace: each request was sent this long after its scaled trace "
         f"time (the client's send lag; latency counts from the trace's time): {md_text('; '.join(parts))}."
@@ -97,9 +103,11 @@ def _content_line(rows: Sequence[Mapping[str, Any]]) -> str:
     differ = sorted((k for k, v in by_slot.items() if len(v) > 1), key=str)
     if differ:
         shown = ", ".join(map(str, differ[:8]))
-        return (f"- Content: {len(differ)} of {len(by_slot)} slots sent different prompt bytes "
-                f"in different sessions (slots {md_text(shown)}): those pairs compare different "
-                "requests.")  # fmt: skip
+        return (
+            f"- Content: {len(differ)} of {len(by_slot)} slots sent different prompt bytes "
+            f"in different sessions (slots {md_text(shown)}): those pairs compare different "
+            "requests."
+        )
     return (
         f"- Content: every one of the {len(by_slot)} slots sent the same prompt bytes (fill "
         f"sha256) in all {sessions} sessions: real text of the prompt set, a whole prompt "
@@ -115,10 +123,12 @@ def _length_line(rows: Sequence[Mapping[str, Any]], t: Mapping[str, Any]) -> str
         if served and asked:
             ratios.append(served / max(asked * scale, 1.0))
     capped = sum(
-        1 for r in rows
+        1
+        for r in rows
         if (a := _num(r.get("trace_output_tokens"))) is not None
-        and (m := _num(r.get("request_max_tokens"))) is not None and m < a
-    )  # fmt: skip
+        and (m := _num(r.get("request_max_tokens"))) is not None
+        and m < a
+    )
     tail = f"; {capped} of {len(rows)} requests had their output length capped by max_tokens."
     if not ratios:
         return "- Lengths: no request's prompt tokens were reported by the server" + tail
@@ -143,8 +153,12 @@ def timeline_figure(records: Sequence[Mapping[str, Any]]) -> Any | None:
     arrive, flight, ttft = fig.subplots(3, 1, sharex=True)
     at = [x / 1000 for r in rows if (x := _num(r.get("intended_ms"))) is not None]
     first = min((str(r.get("session")) for r in rows), default="")
-    mine = [x / 1000 for r in rows if str(r.get("session")) == first
-            if (x := _num(r.get("intended_ms"))) is not None]  # fmt: skip
+    mine = [
+        x / 1000
+        for r in rows
+        if str(r.get("session")) == first
+        if (x := _num(r.get("intended_ms"))) is not None
+    ]
     span = max(at, default=0.0)
     width = max(span / MAX_BINS, 0.1)
     bins = max(math.ceil(span / width), 1)
@@ -159,14 +173,24 @@ def timeline_figure(records: Sequence[Mapping[str, Any]]) -> Any | None:
             block = [r for r in rows if str(r.get("treatment")) == t and r.get("cycle") == c]
             xs, ys = _in_flight(block)
             style = styles[j % len(styles)]
-            flight.step(xs, ys, where="post", color=f"C{k}", linestyle=style,
-                        label=f"{t} c{c}")  # fmt: skip
-            pts = [(x / 1000, y) for r in block
-                   if (x := _num(r.get("intended_ms"))) is not None
-                   and (y := _num(r.get(TTFT_MS))) is not None and y > 0]  # fmt: skip
+            flight.step(xs, ys, where="post", color=f"C{k}", linestyle=style, label=f"{t} c{c}")
+            pts = [
+                (x / 1000, y)
+                for r in block
+                if (x := _num(r.get("intended_ms"))) is not None
+                and (y := _num(r.get(TTFT_MS))) is not None
+                and y > 0
+            ]
             if pts:
-                ttft.plot([p[0] for p in pts], [p[1] for p in pts], "o", color=f"C{k}",
-                          alpha=0.7, markersize=4, label=f"{t} c{c}")  # fmt: skip
+                ttft.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    "o",
+                    color=f"C{k}",
+                    alpha=0.7,
+                    markersize=4,
+                    label=f"{t} c{c}",
+                )
     flight.set_ylabel("requests in flight")
     flight.legend(fontsize="small", ncol=max(len(treatments), 1))
     ttft.set_ylabel("TTFT (ms, from the trace's time)")

@@ -30,8 +30,7 @@ SPEC_FLAGS = ("--spec-type", "--model-draft", "-md", "--spec-draft-model")
 
 def drafting(plan: PlanDoc) -> set[str]:
     """The treatments whose server flags ask for speculative decoding."""
-    return {t.key for t in plan.treatments
-            if any(a.split("=")[0] in SPEC_FLAGS for a in t.args)}  # fmt: skip
+    return {t.key for t in plan.treatments if any(a.split("=")[0] in SPEC_FLAGS for a in t.args)}
 
 
 def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[str]:
@@ -62,11 +61,15 @@ def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[st
             line += f"; /metrics waiting at most {int(wait.max())}"
         drafted, accepted = block["drafted"].dropna(), block["accepted"].dropna()
         if len(drafted) and drafted.sum() > 0:
-            line += (f"; drafted {int(drafted.sum())} tokens, accepted {int(accepted.sum())} "
-                     f"({accepted.sum() / drafted.sum():.0%}, warm-ups included)")  # fmt: skip
+            line += (
+                f"; drafted {int(drafted.sum())} tokens, accepted {int(accepted.sum())} "
+                f"({accepted.sum() / drafted.sum():.0%}, warm-ups included)"
+            )
         elif len(drafted) and t in drafting(plan):
-            line += ("; its drafter proposed no token in any block (/metrics), so no gain of "
-                     "this treatment here is the drafter's")  # fmt: skip
+            line += (
+                "; its drafter proposed no token in any block (/metrics), so no gain of "
+                "this treatment here is the drafter's"
+            )
         out.append(line + ".")
     flagged = levels[levels["lag_flag"].notna()]
     if len(flagged):
@@ -94,10 +97,15 @@ def energy_line(levels: pd.DataFrame) -> str:
     for t, block in levels.groupby("treatment", sort=False):
         jpt = block[J_PER_TOKEN].dropna()
         scope = ", ".join(sorted({str(x) for x in block["energy"].dropna()}))
-        parts.append(f"{t} {jpt.mean():.4g} J/token over {len(jpt)} blocks ({scope})"
-                     if len(jpt) else f"{t} not measured")  # fmt: skip
-    return ("- Energy per token (NVML's total-energy counter around each block, its warm-up "
-            "included): " + md_text("; ".join(parts)) + ".")  # fmt: skip
+        parts.append(
+            f"{t} {jpt.mean():.4g} J/token over {len(jpt)} blocks ({scope})"
+            if len(jpt)
+            else f"{t} not measured"
+        )
+    return (
+        "- Energy per token (NVML's total-energy counter around each block, its warm-up "
+        "included): " + md_text("; ".join(parts)) + "."
+    )
 
 
 def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -106,8 +114,11 @@ def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
     for info in sessions:
         cal, host = info.get("calibration") or {}, info.get("host") or {}
         drift = cal.get("drift_pct")
-        parts = [f"calibration drift {drift:+.1f} %" if isinstance(drift, float) else
-                 "no calibration drift"]  # fmt: skip
+        parts = [
+            f"calibration drift {drift:+.1f} %"
+            if isinstance(drift, float)
+            else "no calibration drift"
+        ]
         other = host.get("other_cpu_pct")
         if isinstance(other, float):
             flag = " (flagged: over its threshold)" if host.get("flagged") else ""

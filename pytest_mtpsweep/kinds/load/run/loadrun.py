@@ -85,8 +85,9 @@ class LoadRun(KindRun):
         if s.trace is not None:  # one block of the trace's records, each real text (replay.py)
             from ..trace import load
 
-            self.replay = replay.build(load(s.trace, ladder.path), s.trace, prompts,
-                                       ladder.seed, ladder.max_tokens)  # fmt: skip
+            self.replay = replay.build(
+                load(s.trace, ladder.path), s.trace, prompts, ladder.seed, ladder.max_tokens
+            )
             self.scheduled = self.replay.prompts()
 
     def stop_cells(self, cases: Sequence[Case]) -> frozenset[str] | None:
@@ -165,8 +166,9 @@ class LoadRun(KindRun):
     def _slots_item(self) -> PreflightItem:
         """The slots each launched treatment asks for against the highest concurrency: a level
         above them queues requests (counted and said), which may be the experiment."""
-        highest = max((int(lv.value) for lv in self.settings.levels if lv.mode == "closed"),
-                      default=None)  # fmt: skip
+        highest = max(
+            (int(lv.value) for lv in self.settings.levels if lv.mode == "closed"), default=None
+        )
         seen = []
         for t in self.ladder.treatments:
             if t.attached:
@@ -176,8 +178,9 @@ class LoadRun(KindRun):
             seen.append(f"{t.key}: {'--parallel ' + str(n) if n else 'not declared (/props)'}")
         expected = (
             f"slots >= highest concurrency {highest}, or queued requests counted"
-            if highest is not None else "open loop: requests in flight counted against slots"
-        )  # fmt: skip
+            if highest is not None
+            else "open loop: requests in flight counted against slots"
+        )
         return PreflightItem("load_slots", expected, "; ".join(seen), PreflightItem.PASS)
 
     def registration(self, reg: Preregistration) -> Preregistration:
@@ -199,14 +202,19 @@ class LoadRun(KindRun):
         # no longer than a block may take: the ladder's bound for this kind's requests
         spec = replace(spec, timeout_s=min(spec.timeout_s, self.settings.level_timeout_s))
         warm = stream_chat(live.http, live.base_url, WARMUP.prompt, spec)
-        return {"valid": warm.valid, "reason": warm.reason, "http_status": warm.http_status,
-                "ttft_s": warm.ttft_s}  # fmt: skip
+        return {
+            "valid": warm.valid,
+            "reason": warm.reason,
+            "http_status": warm.http_status,
+            "ttft_s": warm.ttft_s,
+        }
 
     def measure(self, live: LiveSession, case: LoadCase) -> Outcome:
         if case.probe:
             return self._probe(live, case)
-        line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case,
-                             self.replay)  # fmt: skip
+        line = measure_level(
+            self.ladder, self.settings, self.scheduled, self.subsets, live, case, self.replay
+        )
         return self._outcome(live, case, line)
 
     def _probe(self, live: LiveSession, case: LoadCase) -> Outcome:
@@ -217,8 +225,9 @@ class LoadRun(KindRun):
         level = search.level()
         if level is None:
             append(live, search.done_line())
-            result = LevelResult(valid=True, reason=None, level=f"probe{case.probe}",
-                                 requests=0, completed=0)  # fmt: skip
+            result = LevelResult(
+                valid=True, reason=None, level=f"probe{case.probe}", requests=0, completed=0
+            )
             return Outcome(result, skip=search.skip_reason(), usable=True)
         case = replace(case, level=Level(self.settings.capacity.mode, level))
         line = measure_level(self.ladder, self.settings, self.scheduled, self.subsets, live, case)
@@ -243,12 +252,17 @@ class LoadRun(KindRun):
     def _outcome(self, live: LiveSession, case: LoadCase, line: dict[str, Any]) -> Outcome:
         e2e, ttft = line.get(E2E_MS) or {}, line.get(TTFT_MS) or {}
         result = LevelResult(
-            valid=bool(line["valid"]), reason=line.get("reason"), level=case.level.label,
-            requests=int(line.get("requests") or 0), completed=int(line.get("completed") or 0),
-            ttft_p50_ms=ttft.get("p50"), e2e_p50_ms=e2e.get("p50"),
-            output_tok_s=line.get(OUTPUT_TOK_S), queued=line.get("queued"),
+            valid=bool(line["valid"]),
+            reason=line.get("reason"),
+            level=case.level.label,
+            requests=int(line.get("requests") or 0),
+            completed=int(line.get("completed") or 0),
+            ttft_p50_ms=ttft.get("p50"),
+            e2e_p50_ms=e2e.get("p50"),
+            output_tok_s=line.get(OUTPUT_TOK_S),
+            queued=line.get("queued"),
             lag_flag=line.get("lag_flag"),
-        )  # fmt: skip
+        )
         live.extra.setdefault("levels", {})[case.level.label] = line
         return Outcome(result, usable=result.valid)
 
@@ -258,8 +272,11 @@ class LoadRun(KindRun):
     def session_note(self, live: LiveSession) -> str:
         """The output tok/s of each level measured, in block order."""
         levels = live.extra.get("levels") or {}
-        rates = [f"{k} {v[OUTPUT_TOK_S]:.1f}" for k, v in levels.items()
-                 if v.get(OUTPUT_TOK_S) is not None]  # fmt: skip
+        rates = [
+            f"{k} {v[OUTPUT_TOK_S]:.1f}"
+            for k, v in levels.items()
+            if v.get(OUTPUT_TOK_S) is not None
+        ]
         return f"{', '.join(rates)} tok/s" if rates else ""
 
     def properties(self, case: LoadCase, result: LevelResult) -> dict[str, Any]:

@@ -40,25 +40,40 @@ def identity(ladder: Ladder, live: LiveSession, case: LoadCase) -> dict[str, Any
     """The fields every line of a block starts with."""
     slot, lv = case.slot, case.level
     return {
-        "run_id": live.ctx.run_id, "ladder": ladder.name, "treatment": slot.treatment,
-        "cycle": slot.cycle, "ordinal": slot.ordinal, "session": slot.name,
-        "level": lv.label, "mode": lv.mode, "level_value": lv.value, "block": case.position,
+        "run_id": live.ctx.run_id,
+        "ladder": ladder.name,
+        "treatment": slot.treatment,
+        "cycle": slot.cycle,
+        "ordinal": slot.ordinal,
+        "session": slot.name,
+        "level": lv.label,
+        "mode": lv.mode,
+        "level_value": lv.value,
+        "block": case.position,
         "started_at": schema.utc_now_iso(),
-    }  # fmt: skip
+    }
 
 
 def append(live: LiveSession, values: Mapping[str, Any], request: bool = False) -> None:
     """One line through the session's record writer (fsync'd), keyed and with provenance."""
     if request:  # a replay's fields after the rest, only in a replay's lines
-        values = {**{k: values.get(k) for k in REQUEST_FIELDS},
-                  **{k: values[k] for k in TRACE_FIELDS if k in values}}  # fmt: skip
+        values = {
+            **{k: values.get(k) for k in REQUEST_FIELDS},
+            **{k: values[k] for k in TRACE_FIELDS if k in values},
+        }
     live.writer.append({**values, **live.ctx.keyed, **live.ctx.provenance()})
 
 
 def not_run(ident: Mapping[str, Any], requests: int, reason: str) -> dict[str, Any]:
     """The level line of a block that did not run."""
-    return {**ident, "record": LEVEL, "valid": False, "reason": reason, "requests": requests,
-            "completed": 0}  # fmt: skip
+    return {
+        **ident,
+        "record": LEVEL,
+        "valid": False,
+        "reason": reason,
+        "requests": requests,
+        "completed": 0,
+    }
 
 
 def server_slots(live: LiveSession) -> int | None:
@@ -81,8 +96,9 @@ def _load(s: LoadSettings, case: LoadCase, seed: int) -> tuple[ClosedLoop | Open
     loop's lanes sending while time remains and the open loop's arrivals within it."""
     lv, c = case.level, s.conversation
     if c is not None:  # conversations in flight: one lane each
-        load: ClosedLoop | OpenLoop = Conversations.of(int(lv.value), c.conversations, c.turns,
-                                                       c.think_time_s)  # fmt: skip
+        load: ClosedLoop | OpenLoop = Conversations.of(
+            int(lv.value), c.conversations, c.turns, c.think_time_s
+        )
         warm = load.connections
     elif lv.mode == "closed":
         closed = ClosedLoop(int(lv.value), s.requests, s.duration_s)
@@ -98,18 +114,34 @@ def _load(s: LoadSettings, case: LoadCase, seed: int) -> tuple[ClosedLoop | Open
 
 
 def _run(
-    s: LoadSettings, target: LoadTarget, spec: LoadSpec, scheduled: Sequence[PromptLike],
-    load: ClosedLoop | OpenLoop, case: LoadCase, warm: int,
-) -> tuple[LevelRun, dict[int, dict[str, Any]]]:  # fmt: skip
+    s: LoadSettings,
+    target: LoadTarget,
+    spec: LoadSpec,
+    scheduled: Sequence[PromptLike],
+    load: ClosedLoop | OpenLoop,
+    case: LoadCase,
+    warm: int,
+) -> tuple[LevelRun, dict[int, dict[str, Any]]]:
     """The client's run of the level, and a conversation block's fields of each request."""
     if not isinstance(load, Conversations):
-        return run_level(target, spec, scheduled, load, timeout_s=s.level_timeout_s,
-                         warmup=warm), {}  # fmt: skip
+        return run_level(
+            target, spec, scheduled, load, timeout_s=s.level_timeout_s, warmup=warm
+        ), {}
     assert s.conversation is not None
-    openings = [conversation.opening(n, case.level.label, case.slot.cycle)
-                for n in range(load.conversations)]  # fmt: skip
-    talks = run_conversations(target, spec, scheduled, load, system=s.conversation.system_text(),
-                              openings=openings, timeout_s=s.level_timeout_s, warmup=warm)  # fmt: skip
+    openings = [
+        conversation.opening(n, case.level.label, case.slot.cycle)
+        for n in range(load.conversations)
+    ]
+    talks = run_conversations(
+        target,
+        spec,
+        scheduled,
+        load,
+        system=s.conversation.system_text(),
+        openings=openings,
+        timeout_s=s.level_timeout_s,
+        warmup=warm,
+    )
     return talks.run, {t.index: turn_fields(t) for t in talks.turns}
 
 
@@ -134,16 +166,22 @@ def measure_level(
 
     treatment = ladder.treatment(case.slot.treatment)
     ident = identity(ladder, live, case)
-    target = LoadTarget(live.base_url, ladder.alias(treatment.key), treatment.api_key_env,
-                        allow_remote=s.allow_remote)  # fmt: skip
+    target = LoadTarget(
+        live.base_url,
+        ladder.alias(treatment.key),
+        treatment.api_key_env,
+        allow_remote=s.allow_remote,
+    )
     spec = LoadSpec(
-        max_tokens=ladder.max_tokens, temperature=ladder.temperature, seed=ladder.seed,
+        max_tokens=ladder.max_tokens,
+        temperature=ladder.temperature,
+        seed=ladder.seed,
         # llama-server's fields: its prompt cache as the ladder says, and `timings` in every
         # chunk, so a chunk's token count is known when a drafter sends several tokens at once
         # (other OpenAI-compatible servers ignore both)
         extra={"cache_prompt": s.cache_prompt, "timings_per_token": True},
         read_timeout_s=s.level_timeout_s,
-    )  # fmt: skip
+    )
     load, warm = _load(s, case, ladder.seed)
     if replay is not None:
         load = replay.open_loop(s.max_in_flight)
@@ -180,8 +218,14 @@ def measure_level(
     queued = None if slots is None else sum(n >= slots for n in flights)
     tokens = summary.output_tokens + sum(r.output_tokens for r in run.warmup if r.ok)
     joules = energy.block_fields(joules_before, joules_after, tokens)
-    level = level_line(ident, run, summary, slots=slots, queued=queued,
-                       extra={"occupancy": occ, "warmup_requests": warm, **joules})  # fmt: skip
+    level = level_line(
+        ident,
+        run,
+        summary,
+        slots=slots,
+        queued=queued,
+        extra={"occupancy": occ, "warmup_requests": warm, **joules},
+    )
     append(live, level)
     return level
 
@@ -207,9 +251,13 @@ def session_facts(s: LoadSettings, live: LiveSession) -> dict[str, Any]:
 
 def _brief(level: dict[str, Any]) -> dict[str, Any]:
     e2e = level.get(E2E_MS) or {}
-    return {"valid": level.get("valid"), "completed": level.get("completed"),
-            "requests": level.get("requests"), "e2e_p50_ms": e2e.get("p50"),
-            OUTPUT_TOK_S: level.get(OUTPUT_TOK_S)}  # fmt: skip
+    return {
+        "valid": level.get("valid"),
+        "completed": level.get("completed"),
+        "requests": level.get("requests"),
+        "e2e_p50_ms": e2e.get("p50"),
+        OUTPUT_TOK_S: level.get(OUTPUT_TOK_S),
+    }
 
 
 def shakedown_line(session: str, levels: dict[str, dict[str, Any]], slots: int | None) -> str:

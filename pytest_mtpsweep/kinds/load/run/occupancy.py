@@ -29,9 +29,12 @@ GAUGES = (
 )
 # (drafted, accepted) token totals by server
 SPEC_TOTALS = (
-    ("llamacpp:spec_decode_num_draft_tokens_total", "llamacpp:spec_decode_num_accepted_tokens_total"),
+    (
+        "llamacpp:spec_decode_num_draft_tokens_total",
+        "llamacpp:spec_decode_num_accepted_tokens_total",
+    ),
     ("vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"),
-)  # fmt: skip
+)
 PERIOD_S = 0.25
 PROBE = ReadBound.probe(2.0)  # one GET of /slots or /metrics, read whole
 
@@ -153,9 +156,15 @@ def summary(
     """The occupancy facts of one level (pure)."""
     out: dict[str, Any] = {"source": sources.describe(), "period_s": period_s}
     if sources.slots:
-        out |= {"slots_samples": len(busy), "busy_slots_max": max(busy, default=None),
-                "busy_slots_mean": sum(busy) / len(busy) if busy else None}  # fmt: skip
+        out |= {
+            "slots_samples": len(busy),
+            "busy_slots_max": max(busy, default=None),
+            "busy_slots_mean": sum(busy) / len(busy) if busy else None,
+        }
     if sources.gauges:
-        out |= {"metrics_samples": len(running), "running_max": max(running, default=None),
-                "waiting_max": max(waiting, default=None)}  # fmt: skip
+        out |= {
+            "metrics_samples": len(running),
+            "running_max": max(running, default=None),
+            "waiting_max": max(waiting, default=None),
+        }
     return out

@@ -38,9 +38,10 @@ def multiplicity(lad: Ladder, s: LoadSettings) -> str:
 def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) -> list[str]:
     labels = ", ".join(lv.label for lv in s.levels)
     warm = (
-        f"{s.warmup_requests} warm-up request(s)" if s.warmup_requests is not None
+        f"{s.warmup_requests} warm-up request(s)"
+        if s.warmup_requests is not None
         else "one warm-up request per lane (closed loop) or one (open loop)"
-    )  # fmt: skip
+    )
     slo = ", ".join(f"{k} <= {v:g}" for k, v in s.slo.as_dict().items()) if s.slo else "none"
     pairs = "; ".join(f"{t} vs {b}" for t, b in contrasts(lad)) or "none (one treatment)"
     size = (
@@ -89,6 +90,9 @@ def lines(lad: Ladder, s: LoadSettings, n_prompts: int, reg: Preregistration) ->
         f"- Client lag: a level whose client event-loop lag p99 exceeds {s.lag_bound_ms:g} ms "
         "is flagged in its record and the report.",
         f"- Multiplicity: {reg.multiplicity}",
-        *([conversation.prereg_line(s.conversation, lad.seed, s.cache_prompt)]
-          if s.conversation else []),
-    ]  # fmt: skip
+        *(
+            [conversation.prereg_line(s.conversation, lad.seed, s.cache_prompt)]
+            if s.conversation
+            else []
+        ),
+    ]

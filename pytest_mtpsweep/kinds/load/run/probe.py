@@ -37,9 +37,11 @@ def leader_levels(live: LiveSession, leader: str) -> tuple[float, ...] | None:
     probes = {
         int(r["probe"]): float(r["level_value"])
         for r in lines
-        if r.get("record") == SEARCH and isinstance(r.get("probe"), int)
-        and isinstance(r.get("level_value"), int | float) and not r.get("skipped")
-    }  # fmt: skip
+        if r.get("record") == SEARCH
+        and isinstance(r.get("probe"), int)
+        and isinstance(r.get("level_value"), int | float)
+        and not r.get("skipped")
+    }
     return tuple(probes[k] for k in sorted(probes))
 
 
@@ -76,14 +78,33 @@ class Search:
         self.own.append((level, share >= self.s.attainment))
         b = self.now()
         return {
-            **{k: line.get(k) for k in ("run_id", "ladder", "treatment", "cycle", "ordinal",
-                                         "session", "level", "mode", "level_value")},
-            "record": SEARCH, "probe": self.case.probe, "role": self.role,
-            "leader": self.case.leader or None, "good": line.get("good"),
-            "requests": line.get("requests"), "attainment": share,
-            "target": self.s.attainment, "met": share >= self.s.attainment,
-            "bracket": [b.lo, b.hi], "done": b.done, "started_at": schema.utc_now_iso(),
-        }  # fmt: skip
+            **{
+                k: line.get(k)
+                for k in (
+                    "run_id",
+                    "ladder",
+                    "treatment",
+                    "cycle",
+                    "ordinal",
+                    "session",
+                    "level",
+                    "mode",
+                    "level_value",
+                )
+            },
+            "record": SEARCH,
+            "probe": self.case.probe,
+            "role": self.role,
+            "leader": self.case.leader or None,
+            "good": line.get("good"),
+            "requests": line.get("requests"),
+            "attainment": share,
+            "target": self.s.attainment,
+            "met": share >= self.s.attainment,
+            "bracket": [b.lo, b.hi],
+            "done": b.done,
+            "started_at": schema.utc_now_iso(),
+        }
 
     def skip_reason(self) -> str:
         b = self.now()
@@ -92,9 +113,18 @@ class Search:
     def done_line(self) -> dict[str, Any]:
         slot = self.case.slot
         b = self.now()
-        return {"run_id": self.live.ctx.run_id, "treatment": slot.treatment, "cycle": slot.cycle,
-                "ordinal": slot.ordinal, "session": slot.name, "record": SEARCH,
-                "level": f"probe{self.case.probe}", "probe": self.case.probe, "role": self.role,
-                "skipped": True,
-                "bracket": [b.lo, b.hi], "done": b.done,
-                "started_at": schema.utc_now_iso()}  # fmt: skip
+        return {
+            "run_id": self.live.ctx.run_id,
+            "treatment": slot.treatment,
+            "cycle": slot.cycle,
+            "ordinal": slot.ordinal,
+            "session": slot.name,
+            "record": SEARCH,
+            "level": f"probe{self.case.probe}",
+            "probe": self.case.probe,
+            "role": self.role,
+            "skipped": True,
+            "bracket": [b.lo, b.hi],
+            "done": b.done,
+            "started_at": schema.utc_now_iso(),
+        }

@@ -82,24 +82,34 @@ class Replay:
     def request_fields(self, index: int) -> dict[str, Any]:
         """What a request line adds in a replay (records.TRACE_FIELDS)."""
         r = self.requests[index]
-        return {"trace_line": r.line, "trace_input_tokens": r.input_tokens,
-                "trace_output_tokens": r.output_tokens, "request_max_tokens": r.max_tokens,
-                "fill_chars": len(r.text), "fill_sha256": r.sha256}  # fmt: skip
+        return {
+            "trace_line": r.line,
+            "trace_input_tokens": r.input_tokens,
+            "trace_output_tokens": r.output_tokens,
+            "request_max_tokens": r.max_tokens,
+            "fill_chars": len(r.text),
+            "fill_sha256": r.sha256,
+        }
 
     def plan_entry(self) -> dict[str, Any]:
         """plan.json's `load.trace`: the settings, the file's identity, every slot's record,
         time, task and max_tokens (the bytes are in each request line's fill_sha256)."""
         t = self.trace
         return {
-            **self.settings.plan_entry(), "sha256": t.sha256, "bytes": t.size,
-            "records": len(self.requests), "span_ms": round(t.span_ms, 3),
-            "first_line": t.records[0].line, "last_line": t.records[-1].line,
-            "corpus_chars": self.corpus_chars, "block_chars": self.block_chars,
+            **self.settings.plan_entry(),
+            "sha256": t.sha256,
+            "bytes": t.size,
+            "records": len(self.requests),
+            "span_ms": round(t.span_ms, 3),
+            "first_line": t.records[0].line,
+            "last_line": t.records[-1].line,
+            "corpus_chars": self.corpus_chars,
+            "block_chars": self.block_chars,
             "lines": [r.line for r in self.requests],
             "arrivals_ms": [round(r.at_ns / NS_PER_MS, 3) for r in self.requests],
             "tasks": [r.task for r in self.requests],
             "max_tokens": [r.max_tokens for r in self.requests],
-        }  # fmt: skip
+        }
 
     def prereg_lines(self, prompt_set: str) -> list[str]:
         s, t = self.settings, self.trace
@@ -149,11 +159,21 @@ def build(
                 context = f"{context} {tail}" if context else tail
             context = _cut(context, room)
         text = f"{context}{SEPARATOR}{task.text}" if context else task.text
-        out.append(ReplayRequest(
-            i, r.line, round(r.time_ms * s.time_scale * NS_PER_MS), r.input_tokens,
-            r.output_tokens, min(r.output_tokens, max_tokens), target, task.id, task.subset,
-            text, hashlib.sha256(text.encode()).hexdigest(),
-        ))  # fmt: skip
+        out.append(
+            ReplayRequest(
+                i,
+                r.line,
+                round(r.time_ms * s.time_scale * NS_PER_MS),
+                r.input_tokens,
+                r.output_tokens,
+                min(r.output_tokens, max_tokens),
+                target,
+                task.id,
+                task.subset,
+                text,
+                hashlib.sha256(text.encode()).hexdigest(),
+            )
+        )
     return Replay(s, trace, tuple(out), len(corpus), block)
 
 
