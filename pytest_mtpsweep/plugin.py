@@ -17,11 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .base.errors import ServerError, SkipCase, SkipSession, StopRun, UserError
-from .runner import distribute, reruns
-from .runner import loop as runloop
 from .runner import registration as pytestkinds
-from .runner.terminal import TerminalProgress
 from .wishes import options
 
 if TYPE_CHECKING:
@@ -41,6 +37,7 @@ KIND_FIXTURES_PLUGIN = "mtpsweep-kind-fixtures"
 
 def _table(config: pytest.Config) -> tuple[options.Opt, ...]:
     """Every option this process registered: the shared ones, then its kinds' own."""
+    from .base.errors import UserError
 
     kinds = config.stash.get(pytestkinds.OPTIONED, ())
     try:
@@ -78,6 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("mtpsweep_ladder", None):
         return
+    from .base.errors import UserError
     from .ladder import search_dirs
     from .protocol.ladderrun import Run
 
@@ -103,6 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "-p no:timeout)."
         )
     config.stash[RUN] = run
+    from .runner import distribute, reruns
 
     role = distribute.role(config)
     if role != "controller":
@@ -240,6 +239,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
         return reruns.teststatus(report)
     if config.stash.get(RUN, None) is None or not report.nodeid.startswith("mtpsweep::"):
         return None
+    from .runner import loop as runloop
 
     return runloop.teststatus(report)
 
@@ -275,6 +275,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
     cases = [c for c in (_case(i) for i in session.items) if c is not None]
     if not cases and not only:
         return (yield)
+    from .runner import loop as runloop
 
     runloop.before(session, run, cases, only, _progress(config))
     try:
@@ -294,6 +295,8 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 def _controller_loop(session: pytest.Session, run: Run) -> Generator[None, object, object]:
     """pytest-xdist's controller: preflight for every worker, the loop (the run directory is
     founded once the first worker has collected), then the analysis, once."""
+    from .runner import distribute
+    from .runner import loop as runloop
 
     config = session.config
     state = config.stash[CONTROLLER]
@@ -320,6 +323,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """pytest-xdist, controller: each counterbalanced block goes to one worker, whole."""
     if config.stash.get(CONTROLLER, None) is None:
         return None
+    from .runner import distribute
 
     return distribute.scheduler(config, log, config.stash[RUN])
 
@@ -349,6 +353,7 @@ def _progress(config: pytest.Config) -> Progress | None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or config.get_verbosity() < 0:
         return None
+    from .runner.terminal import TerminalProgress
 
     capture = config.pluginmanager.get_plugin("capturemanager")
     return TerminalProgress(reporter, capture, config.get_terminal_writer().fullwidth)
@@ -370,6 +375,7 @@ def mtpsweep_run(request: pytest.FixtureRequest, pytestconfig: pytest.Config) ->
 @pytest.fixture(scope="session")
 def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterator[LiveSession]:
     """One server per session slot: started fresh, warmed up, stopped and checked."""
+    from .base.errors import ServerError, SkipSession, StopRun, UserError
 
     slot, sessions = request.param, mtpsweep_run.sessions
     assert sessions is not None
@@ -399,6 +405,7 @@ def mtpsweep_server(request: pytest.FixtureRequest, mtpsweep_run: Run) -> Iterat
 
 
 def _measured(request: pytest.FixtureRequest, run: Run, live: LiveSession, case: Case) -> Result:
+    from .base.errors import SkipCase, StopRun
 
     assert run.sessions is not None
     try:

@@ -14,20 +14,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._version import __version__
-from ..base.errors import ProvisionError, RunDirError, UserError
-from ..interface import registry
+from ..base.errors import UserError
 from ..interface.kind import PARTS
-from ..interface.kindcheck import exception_text, guarded
-from ..runner.registration import as_pytest_sees_them
 from ..wishes import options
-from . import analyse as analysis_cli
-from . import history_cmd as historycli
-from . import newkind
-from .lint import ladder_files, lint
 
 
 def _provision(args: argparse.Namespace) -> int:
+    from ..base.errors import ProvisionError
     from ..rig import build, models, provision
     from ..rig.buildprogress import minutes
     from ..rig.version import build_id
@@ -95,8 +88,11 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from ..interface import registry
     from ..ladder import search_dirs
     from ..ladder.find import named_kind
+    from ..runner.registration import as_pytest_sees_them
+    from .lint import ladder_files, lint
 
     cwd = Path.cwd()
     paths, missing = ladder_files(args.ladders, search_dirs([], cwd, cwd))
@@ -119,6 +115,8 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _kinds(args: argparse.Namespace) -> int:
     """Every installed kind, its distribution, and whether it is usable (one line each)."""
+    from ..interface import registry
+    from ..runner.registration import as_pytest_sees_them
 
     broken = {**as_pytest_sees_them(), **args.kind_commands}
     usable = {k.name: k for k in registry.kinds()}
@@ -154,6 +152,8 @@ def _kind_commands(
     """Each kind's own subcommands on `sub` (`scope` as registry.command_registrars); a kind
     whose commands do not load, fail to register or take a command name already taken is left
     out, with its one-line reason."""
+    from ..interface import registry
+    from ..interface.kindcheck import exception_text, guarded
 
     registrars, broken = registry.command_registrars(scope)
     for kind, register in registrars:
@@ -215,6 +215,7 @@ def _port(text: str) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
+    from ..base.errors import RunDirError
     from ..base.schema import LIVE_SERVERS_FILE, PLAN_FILE, PREFLIGHT_FILE
     from ..rig import liveset
 
@@ -236,6 +237,7 @@ def _cleanup(args: argparse.Namespace) -> int:
 def _root_parser() -> argparse.ArgumentParser:
     """`mtpsweep` itself: its description and `--version`, in the words preflight's `harness`
     item and the report use, so a user can match them."""
+    from .._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="mtpsweep", description="LLM inference-server experiments: provision and analyse."
@@ -247,6 +249,9 @@ def _root_parser() -> argparse.ArgumentParser:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The `mtpsweep` parser; given the command line, a command of the package or a shipped
     kind imports no third party's kind."""
+    from . import analyse as analysis_cli
+    from . import history_cmd as historycli
+    from . import newkind
 
     parser = _root_parser()
     sub = parser.add_subparsers(dest="command", required=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..analysis import stats
 from ..base import schema
+from ..ladder import runplan
 from ..ladder.prompts import Prompt, session_order
-from ..ladder.runplan import run_plan
 from ..rig.stream import RawStream, reduce_stream
 from ..state.rundir import RecordWriter
 from ..state.runread import RunReader
@@ -46,7 +46,7 @@ def _stream_rates() -> None:
 
 def _plan_order() -> None:
 
-    got = [(s.treatment, s.cycle) for s in run_plan(["a", "b", "c"], 2)]
+    got = [(s.treatment, s.cycle) for s in runplan.run_plan(["a", "b", "c"], 2)]
     assert got == [("a", 1), ("b", 1), ("c", 1), ("c", 2), ("b", 2), ("a", 2)], got
 
 

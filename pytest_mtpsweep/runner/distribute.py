@@ -25,10 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..base import schema
-from ..base.errors import AlreadyDone, SkipSession, StopRun, UserError
-from . import loop as runloop
-
 if TYPE_CHECKING:
     from ..interface.kind import Case
     from ..ladder import SessionSlot
@@ -141,6 +137,7 @@ def scheduler(config: pytest.Config, log: Any, run: Run) -> Any:
 def configure_node(state: Controller, run: Run, node: Any) -> None:
     """Hand a starting worker the run directory, its device and its place (port offset).
     A replacement for a crashed worker takes the place (and device) the dead one left."""
+    from ..base.errors import UserError
 
     if state.error is not None:
         return
@@ -179,6 +176,8 @@ def node_down(state: Controller, node: Any) -> None:
 
 def before(session: pytest.Session, run: Run, state: Controller) -> None:
     """Preflight for every worker's port, as test items; a failure stops the run."""
+    from ..base.errors import UserError
+    from . import loop as runloop
 
     config = session.config
     if state.error is not None:
@@ -202,6 +201,8 @@ def case_id(nodeid: str) -> str:
 def found(config: pytest.Config, run: Run, state: Controller, ids: Sequence[str]) -> None:
     """The first worker's collection is the selection: found the run directory for it, once,
     before xdist hands out the first test."""
+    from ..base.errors import UserError
+    from . import loop as runloop
 
     if state.founded or state.checks is None:
         return
@@ -218,6 +219,7 @@ def found(config: pytest.Config, run: Run, state: Controller, ids: Sequence[str]
 def settle(run: Run) -> list[str]:
     """At the controller's end: sessions a dead worker left with records but no session
     file are set aside (quarantined); their names. A stop a worker wrote is the run's."""
+    from ..base import schema
 
     if run.run_dir is None or run.sessions is None:
         return []
@@ -235,6 +237,7 @@ def settle(run: Run) -> list[str]:
 
 
 def _abandoned(path: Path, slot: SessionSlot) -> bool:
+    from ..base import schema
 
     if (path / schema.session_file(slot.name)).exists():
         return False
@@ -248,6 +251,7 @@ def _abandoned(path: Path, slot: SessionSlot) -> bool:
 
 def join(config: pytest.Config, run: Run, items: Sequence[pytest.Item]) -> None:
     """A worker's first session: join the run directory its controller founded."""
+    from ..base.errors import UserError
     from ..protocol.begin import Placement
 
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
@@ -279,6 +283,8 @@ def before_session(run: Run, slot: SessionSlot) -> None:
     """On a worker, before a session opens: the run stopped elsewhere -> StopRun; the session
     was filed by another worker -> AlreadyDone; a dead worker's session -> quarantined and
     skipped (its block goes on; --resume runs it again)."""
+    from ..base import schema
+    from ..base.errors import AlreadyDone, SkipSession, StopRun
 
     assert run.run_dir is not None
     path = run.run_dir.path

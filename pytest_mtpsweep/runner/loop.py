@@ -19,9 +19,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from ..base.errors import UserError
-from ..wishes.gate import GateVerdict
-
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -260,6 +257,7 @@ def before(
     session: pytest.Session, run: Run, cases: list[Case], only: bool, progress: Progress | None
 ) -> None:
     """Preflight as test items; stop before anything starts if an item fails; then begin."""
+    from ..base.errors import UserError
 
     config = session.config
     try:
@@ -315,6 +313,7 @@ def gates(session: pytest.Session, run: Run) -> None:
     gates = run.request.analysis.gates
     if not gates:
         return
+    from ..wishes.gate import GateVerdict
 
     verdicts = (
         run.analysis.verdicts(gates)
