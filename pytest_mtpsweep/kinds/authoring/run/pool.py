@@ -9,6 +9,10 @@ many requests may be in flight, down to one; a run of answered requests raises i
 
 The token budget holds exactly with cells in flight: a turn reserves its bound before it is
 sent and settles to what it was charged after (budget.py).
+
+The worker that finishes a cell starts the next one itself. A done-callback would not do: a
+future that is already finished runs its callback at once, in the thread that adds it, which
+holds the lock (a deadlock that hung a run for its whole timeout).
 """
 
 from __future__ import annotations
@@ -103,14 +107,17 @@ class CellPool:
             return
         case = self.order[self._next]
         self._next += 1
-        assert self._executor is not None and self._work is not None
-        future = self._executor.submit(self._work, case)
-        self._futures[case.id] = future
-        future.add_done_callback(self._done)
+        assert self._executor is not None
+        self._futures[case.id] = self._executor.submit(self._cell, case)
 
-    def _done(self, _: Future[dict[str, Any]]) -> None:
-        with self._lock:
-            self._start_next()
+    def _cell(self, case: Any) -> dict[str, Any]:
+        """One cell in order; on the way out (even by an error) it starts the next."""
+        assert self._work is not None
+        try:
+            return self._work(case)
+        finally:
+            with self._lock:
+                self._start_next()
 
     def close(self) -> None:
         """Start nothing more; wait for the cells in flight (their requests have timeouts)."""
