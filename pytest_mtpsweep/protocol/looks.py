@@ -21,7 +21,6 @@ from ..base.errors import LadderError, OptionError
 from ..interface import registry
 from ..ladder import Ladder, SessionSlot
 from ..report.analysisresult import AnalysisResult
-from ..report.save import save_result
 from ..state.rundocs import Look, LookCell, StopDoc
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ def saver(run_dir: Path) -> Callable[[AnalysisResult], object]:
 
     def save(result: AnalysisResult) -> object:
 
-        return save_result(result, run_dir / schema.ANALYSIS_DIR, run_dir)
+        return result.save(run_dir / schema.ANALYSIS_DIR, run_dir)
 
     return save
 

@@ -62,8 +62,32 @@ class Markup:
     def __add__(self, other: Markup) -> Markup:
         return Markup(self.html + other.html)
 
+    @staticmethod
+    def el(tag: str, *children: Markup | str | None, **attrs: object) -> Markup:
+        """An element; `class_="x"` and `data_cell="y"` become class and data-cell.
 
-Child = Markup | str | None
+        Strings among the children are escaped; an attribute that is None or False is left out.
+        """
+        if not _TAG.match(tag) or tag in _REFUSED:
+            raise ValueError(f"element <{tag}> is not built by the report's page")
+        opened = f"<{tag}" + "".join(
+            _attribute(k, v) for k, v in attrs.items() if v is not None and v is not False
+        )
+        if tag in _VOID:
+            if any(c is not None for c in children):
+                raise ValueError(f"<{tag}> holds no children")
+            return Markup(opened + ">")
+        inner = "".join(
+            c.html if isinstance(c, Markup) else html.escape(c) for c in children if c is not None
+        )
+        return Markup(f"{opened}>{inner}</{tag}>")
+
+    @staticmethod
+    def concat(parts: Iterable[Markup], sep: Markup | None = None) -> Markup:
+        """The pieces one after another, `sep` between them."""
+        return Markup((sep.html if sep is not None else "").join(p.html for p in parts))
+
+
 EMPTY = Markup("")
 
 
@@ -91,10 +115,6 @@ def text(value: object) -> Markup:
     return Markup(html.escape(str(value), quote=True))
 
 
-def join(parts: Iterable[Markup], sep: Markup = EMPTY) -> Markup:
-    return Markup(sep.html.join(p.html for p in parts))
-
-
 def _attribute(name: str, value: object) -> str:
     name = name.rstrip("_").replace("_", "-")
     if not _ATTRIBUTE.match(name) or name.startswith("on"):
@@ -105,26 +125,6 @@ def _attribute(name: str, value: object) -> str:
     if name in _URL_PREFIXES and not string.startswith(_URL_PREFIXES[name]):
         raise ValueError(f"{name}={string[:40]!r} is not allowed: in-page links, inline PNGs only")
     return f' {name}="{html.escape(string, quote=True)}"'
-
-
-def el(tag: str, *children: Child, **attrs: object) -> Markup:
-    """An element; `class_="x"` and `data_cell="y"` become class and data-cell.
-
-    Strings among the children are escaped; an attribute that is None or False is left out.
-    """
-    if not _TAG.match(tag) or tag in _REFUSED:
-        raise ValueError(f"element <{tag}> is not built by the report's page")
-    opened = f"<{tag}" + "".join(
-        _attribute(k, v) for k, v in attrs.items() if v is not None and v is not False
-    )
-    if tag in _VOID:
-        if any(c is not None for c in children):
-            raise ValueError(f"<{tag}> holds no children")
-        return Markup(opened + ">")
-    inner = "".join(
-        c.html if isinstance(c, Markup) else html.escape(c) for c in children if c is not None
-    )
-    return Markup(f"{opened}>{inner}</{tag}>")
 
 
 def json_script(data: Any, **attrs: object) -> Markup:
@@ -154,22 +154,27 @@ def render_page(
     title: str, sections: Sequence[PageSection], subtitle: str = "", colophon: str = ""
 ) -> str:
     """The whole page: head (policy, style), the error box, contents, sections, script."""
-    contents = join((el("a", s.title, href=f"#{s.id}") for s in sections), Markup(" · "))
-    body = join(
-        el(
+    contents = Markup.concat(
+        (Markup.el("a", s.title, href=f"#{s.id}") for s in sections), Markup(" · ")
+    )
+    body = Markup.concat(
+        Markup.el(
             "details",
-            el("summary", el("h2", s.title)),
-            el("div", s.body, class_="body"),
+            Markup.el("summary", Markup.el("h2", s.title)),
+            Markup.el("div", s.body, class_="body"),
             class_="section",
             id=s.id,
             open=s.open,
         )
         for s in sections
     )
-    header = el(
-        "header", el("h1", title), el("p", subtitle) if subtitle else None, el("nav", contents)
+    header = Markup.el(
+        "header",
+        Markup.el("h1", title),
+        Markup.el("p", subtitle) if subtitle else None,
+        Markup.el("nav", contents),
     )
-    footer = el(
+    footer = Markup.el(
         "footer",
         f"{colophon or versions(None)} One self-contained file; it loads nothing from the "
         "network and runs no code but its own.",

@@ -7,31 +7,23 @@ A picture that fails to draw costs that picture, never the report.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import io
 from collections.abc import Callable
 from typing import Any
 
-from .document import Markup, el
+from .document import Markup
 
 PLOTS_INSTALL = "pip install 'pytest-mtpsweep[plots]'"
-
-
-def available() -> bool:
-    """True when matplotlib's Figure can be imported (installed and not broken)."""
-    if importlib.util.find_spec("matplotlib") is None:
-        return False
-    try:
-        import matplotlib.figure  # noqa: F401
-    except Exception:  # a broken install must cost the plot, never the analysis
-        return False
-    return True
 
 
 def png(data: bytes, alt: str, caption: str = "") -> Markup:
     """A PNG's bytes as an inline picture with its caption."""
     uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-    return el("figure", el("img", src=uri, alt=alt), el("figcaption", caption) if caption else None)
+    return Markup.el(
+        "figure",
+        Markup.el("img", src=uri, alt=alt),
+        Markup.el("figcaption", caption) if caption else None,
+    )
 
 
 def figure(draw: Callable[[], Any], alt: str, caption: str = "") -> Markup:
@@ -43,13 +35,13 @@ def figure(draw: Callable[[], Any], alt: str, caption: str = "") -> Markup:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=100)
     except Exception as exc:  # a picture must never cost the report
-        return el("p", f"{alt}: not drawn ({type(exc).__name__}: {exc}).", class_="note")
+        return Markup.el("p", f"{alt}: not drawn ({type(exc).__name__}: {exc}).", class_="note")
     return png(buffer.getvalue(), alt, caption)
 
 
 def missing(what: str = "Pictures") -> Markup:
     """The line shown instead of the pictures when matplotlib is not importable."""
-    return el(
+    return Markup.el(
         "p",
         f"{what} need matplotlib, which is not importable here: {PLOTS_INSTALL}, then "
         "`mtpsweep analyse RUN` again.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 
-from .document import Markup, el, join, text
+from .document import Markup, text
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ENTITIES = {"&lt;": "<", "&amp;": "&"}  # the two the writer escapes free text with
@@ -59,16 +59,16 @@ def inline(source: str) -> Markup:
             code = source[i + run : close.start()]
             if code.startswith(" ") and code.endswith(" ") and code.strip():
                 code = code[1:-1]
-            parts += [text("".join(plain)), el("code", code)]
+            parts += [text("".join(plain)), Markup.el("code", code)]
             plain, i = [], close.end()
         elif bold is not None:
-            parts += [text("".join(plain)), el("strong", inline(source[i + 2 : bold]))]
+            parts += [text("".join(plain)), Markup.el("strong", inline(source[i + 2 : bold]))]
             plain, i = [], bold + 2
         else:
             plain.append(source[i : i + max(run, 1)])
             i += max(run, 1)
     parts.append(text("".join(plain)))
-    return join(parts)
+    return Markup.concat(parts)
 
 
 def _cells(line: str) -> list[str]:
@@ -97,12 +97,14 @@ def _cells(line: str) -> list[str]:
 def _table(lines: list[str]) -> Markup:
     head = _cells(lines[0])
     rows = [_cells(line) for line in lines[2:]] if len(lines) > 1 else []
-    built = el(
+    built = Markup.el(
         "table",
-        el("thead", el("tr", *(el("th", inline(h)) for h in head))),
-        el("tbody", *(el("tr", *(el("td", inline(c)) for c in row)) for row in rows)),
+        Markup.el("thead", Markup.el("tr", *(Markup.el("th", inline(h)) for h in head))),
+        Markup.el(
+            "tbody", *(Markup.el("tr", *(Markup.el("td", inline(c)) for c in row)) for row in rows)
+        ),
     )
-    return el("div", built, class_="scroll") if len(rows) > 25 else built
+    return Markup.el("div", built, class_="scroll") if len(rows) > 25 else built
 
 
 def _list(lines: list[str]) -> Markup:
@@ -123,8 +125,8 @@ def _list(lines: list[str]) -> Markup:
         nested = [r for r in rest if _ITEM.match(r)]
         more = " ".join(r.strip() for r in rest if not _ITEM.match(r))
         inner = inline(f"{body} {more}".strip())
-        rendered.append(el("li", inner, _list(nested) if nested else None))
-    return el("ol" if ordered else "ul", *rendered)
+        rendered.append(Markup.el("li", inner, _list(nested) if nested else None))
+    return Markup.el("ol" if ordered else "ul", *rendered)
 
 
 def render(markdown: str) -> Markup:
@@ -141,10 +143,10 @@ def render(markdown: str) -> Markup:
             closing = re.compile(rf"`{{{len(fence[0])},}}\s*")
             end = next((j for j in range(i + 1, len(lines)) if closing.fullmatch(lines[j])), None)
             stop = len(lines) if end is None else end
-            out.append(el("pre", el("code", "\n".join(lines[i + 1 : stop]))))
+            out.append(Markup.el("pre", Markup.el("code", "\n".join(lines[i + 1 : stop]))))
             i = stop + 1
         elif m := _HEADING.match(line):
-            out.append(el(f"h{len(m[1]) + 1}", inline(m[2])))
+            out.append(Markup.el(f"h{len(m[1]) + 1}", inline(m[2])))
             i += 1
         elif line.lstrip().startswith("|"):
             j = i
@@ -166,9 +168,9 @@ def render(markdown: str) -> Markup:
             j = i + 1
             while j < len(lines) and lines[j].strip() and not _starts_block(lines[j]):
                 j += 1
-            out.append(el("p", inline(" ".join(x.strip() for x in lines[i:j]))))
+            out.append(Markup.el("p", inline(" ".join(x.strip() for x in lines[i:j]))))
             i = j
-    return join(out)
+    return Markup.concat(out)
 
 
 def _same_kind(first: re.Match[str], other: re.Match[str] | None) -> bool:

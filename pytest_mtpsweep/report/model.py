@@ -11,19 +11,27 @@ looks a section up by its heading, and none reads a file back but the PNGs a fig
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .document import EMPTY, Markup, anchor
+from .mdtext import Md
 
+REPORT_MD = "report.md"
 Role = Literal["headline", "limitations", "pictures", "detail"]
 
 
 @dataclass(frozen=True)
 class Text:
-    """Prose in report.md's Markdown subset; free text in it went through `mdtext`."""
+    """Prose in report.md's Markdown subset; free text in it went through `Md.text`."""
 
     markdown: str
+
+    @staticmethod
+    def of(*lines: str) -> Text:
+        """Lines of Markdown as one text block."""
+        return Text("\n".join(lines))
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,18 @@ class Figure:
     caption: str = ""
     file: str = ""
     png: bytes | None = field(default=None, repr=False)
+
+    @staticmethod
+    def can_draw() -> bool:
+        """True when matplotlib's Figure can be imported (installed and not broken): without
+        it (the `plots` extra) a kind draws nothing and the page says how to get pictures."""
+        if importlib.util.find_spec("matplotlib") is None:
+            return False
+        try:
+            import matplotlib.figure  # noqa: F401
+        except Exception:  # a broken install must cost the plot, never the analysis
+            return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -87,7 +107,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Report:
-    """A kind's report: rendered by `render_md.markdown` and `render_html.page`."""
+    """A kind's report: rendered by `markdown()` (report.md) and `render_html.page`."""
 
     title: str  # report.md's H1
     opening: tuple[Block, ...]  # question, scope, what the reader needs before the headline
@@ -100,7 +120,51 @@ class Report:
     def of(self, role: Role) -> tuple[Section, ...]:
         return tuple(s for s in self.sections if s.role == role)
 
+    def markdown(self) -> str:
+        """report.md's text: the title, the opening, then each section report.md carries, in
+        the model's order (a section of the page's alone is not written: the kind's text points
+        to it where the reader needs it)."""
+        parts = [f"# {self.title}", *_blocks(self.opening)]
+        parts += [section_markdown(s) for s in self.sections if s.markdown]
+        if self.colophon:  # plan.json's version string is the run's: escaped as free text
+            parts.append(Md.text(self.colophon))
+        return "\n\n".join(parts) + "\n"
 
-def text(*lines: str) -> Text:
-    """Lines of Markdown as one text block."""
-    return Text("\n".join(lines))
+
+# report.md from the model. It lives beside the model so that `Report.markdown()` needs no
+# import back into a renderer (the page's renderer, `render_html`, reads the model from above).
+
+
+def _table(t: Table) -> str:
+    rows = [list(r) for r in t.rows]
+    lead = [t.lead] if t.lead else []
+    limit = len(rows) if t.markdown_rows is None else t.markdown_rows
+    if len(rows) <= limit:
+        return "\n\n".join([*lead, Md.table(t.headers, rows)] if rows else lead)
+    where = f" in `{t.where}` beside this report" if t.where else " on report.html"
+    shown = [Md.table(t.headers, rows[:limit])] if limit else []
+    first = f"the first {limit} above; " if limit else ""
+    count = f"{len(rows)} rows: too many to list here; {first}every row{where}."
+    return "\n\n".join([*lead, *shown, count])
+
+
+def block_markdown(b: Block) -> str:
+    """One block as Markdown ('' when report.md shows nothing of it)."""
+    if isinstance(b, Text):
+        return b.markdown.strip("\n")
+    if isinstance(b, Table):
+        return _table(b) if b.markdown else ""
+    if isinstance(b, Figure):
+        return f"![{Md.text(b.alt)}]({b.file})" if b.file else ""
+    if isinstance(b, Page):
+        return b.markdown.strip("\n")
+    raise TypeError(f"a report block is Text, Table, Figure or Page, not {type(b).__name__}")
+
+
+def _blocks(blocks: tuple[Block, ...]) -> list[str]:
+    return [x for x in (block_markdown(b) for b in blocks) if x]
+
+
+def section_markdown(s: Section) -> str:
+    """One section as report.md writes it: its heading, then its blocks."""
+    return "\n\n".join([f"## {s.title}", *_blocks(s.blocks)])

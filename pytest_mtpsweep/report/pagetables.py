@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .document import Markup, el, join, json_script
+from .document import Markup, json_script
 
 LONG_TABLE_ROWS = 25  # more rows than this scroll inside their own box
 
@@ -36,12 +36,12 @@ def cell_text(value: object) -> str:
 
 
 def _row(cells: Sequence[object], **attrs: object) -> Markup:
-    return el(
+    return Markup.el(
         "tr",
         *(
-            el("td", cell_text(c), class_="num" if _is_number(c) else None)
+            Markup.el("td", cell_text(c), class_="num" if _is_number(c) else None)
             if not isinstance(c, Markup)
-            else el("td", c)
+            else Markup.el("td", c)
             for c in cells
         ),
         **attrs,
@@ -52,9 +52,9 @@ def table(
     headers: Sequence[str], rows: Sequence[Sequence[object]], *, table_id: str | None = None
 ) -> Markup:
     """A plain table; a cell may be Markup (made by the builder) or any value, shown as text."""
-    head = el("thead", el("tr", *(el("th", h) for h in headers)))
-    built = el("table", head, el("tbody", *(_row(r) for r in rows)), id=table_id)
-    return el("div", built, class_="scroll") if len(rows) > LONG_TABLE_ROWS else built
+    head = Markup.el("thead", Markup.el("tr", *(Markup.el("th", h) for h in headers)))
+    built = Markup.el("table", head, Markup.el("tbody", *(_row(r) for r in rows)), id=table_id)
+    return Markup.el("div", built, class_="scroll") if len(rows) > LONG_TABLE_ROWS else built
 
 
 def facets(container_id: str, keys: Sequence[str], values: Sequence[Sequence[object]]) -> Markup:
@@ -71,7 +71,9 @@ def filterable(
 ) -> Markup:
     """A table with a select per facet column and a text search over its rows."""
     index = [headers.index(c) for c in facet_columns]
-    head = el("thead", el("tr", *(el("th", h) for h in headers)))
-    body = el("tbody", *(_row(r, data_i=i) for i, r in enumerate(rows)))
-    built = el("div", el("table", head, body), class_="scroll", id=container_id)
-    return join([facets(container_id, facet_columns, [[r[i] for i in index] for r in rows]), built])
+    head = Markup.el("thead", Markup.el("tr", *(Markup.el("th", h) for h in headers)))
+    body = Markup.el("tbody", *(_row(r, data_i=i) for i, r in enumerate(rows)))
+    built = Markup.el("div", Markup.el("table", head, body), class_="scroll", id=container_id)
+    return Markup.concat(
+        [facets(container_id, facet_columns, [[r[i] for i in index] for r in rows]), built]
+    )

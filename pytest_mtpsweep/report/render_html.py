@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import images, mdhtml
-from .document import Markup, PageSection, el, join, render_page
+from .document import Markup, PageSection, render_page
 from .mdtext import Md
 from .model import Block, Figure, Page, Report, Role, Section, Table, Text
 from .pagetables import filterable, table
@@ -23,12 +23,12 @@ def _cell(value: object) -> object:
 
 def _table(t: Table) -> Markup:
     rows = [[_cell(c) for c in r] for r in t.rows]
-    lead = el("p", mdhtml.inline(t.lead)) if t.lead else None
+    lead = Markup.el("p", mdhtml.inline(t.lead)) if t.lead else None
     if t.facets:
         built = filterable(t.id or "rows", t.headers, rows, t.facets)
     else:
         built = table(t.headers, rows, table_id=t.id or None)
-    return join([lead or Markup(""), built])
+    return Markup.concat([lead or Markup(""), built])
 
 
 def _figure(f: Figure, out_dir: Path) -> Markup:
@@ -37,9 +37,11 @@ def _figure(f: Figure, out_dir: Path) -> Markup:
         try:
             data = (out_dir / f.file).read_bytes()
         except OSError as exc:
-            return el("p", f"{f.alt}: {f.file} cannot be read ({exc.strerror}).", class_="note")
+            return Markup.el(
+                "p", f"{f.alt}: {f.file} cannot be read ({exc.strerror}).", class_="note"
+            )
     if data is None:
-        return el("p", f"{f.alt}: not drawn.", class_="note")
+        return Markup.el("p", f"{f.alt}: not drawn.", class_="note")
     return images.png(data, f.alt, f.caption)
 
 
@@ -56,7 +58,7 @@ def block(b: Block, out_dir: Path) -> Markup:
 
 
 def _blocks(blocks: tuple[Block, ...], out_dir: Path) -> Markup:
-    return join(block(b, out_dir) for b in blocks)
+    return Markup.concat(block(b, out_dir) for b in blocks)
 
 
 def _titled(sections: tuple[Section, ...], out_dir: Path, first_bare: bool) -> Markup:
@@ -65,18 +67,18 @@ def _titled(sections: tuple[Section, ...], out_dir: Path, first_bare: bool) -> M
     parts = []
     for i, s in enumerate(sections):
         if not (first_bare and i == 0):
-            parts.append(el("h3", s.title, id=s.anchor or None))
+            parts.append(Markup.el("h3", s.title, id=s.anchor or None))
         parts.append(_blocks(s.blocks, out_dir))
-    return join(parts)
+    return Markup.concat(parts)
 
 
 def _pictures(shown: tuple[Section, ...], out_dir: Path, note: str) -> Markup:
     if any(isinstance(b, Figure) for s in shown for b in s.blocks):
         return _titled(shown, out_dir, first_bare=len(shown) == 1)
     body = _titled(shown, out_dir, first_bare=True)
-    if not images.available():
-        return join([body, images.missing()])
-    return join([body, el("p", note, class_="note")]) if note else body
+    if not Figure.can_draw():
+        return Markup.concat([body, images.missing()])
+    return Markup.concat([body, Markup.el("p", note, class_="note")]) if note else body
 
 
 def _shown(report: Report, role: Role) -> tuple[Section, ...]:
@@ -86,7 +88,7 @@ def _shown(report: Report, role: Role) -> tuple[Section, ...]:
 
 def sections(report: Report, out_dir: Path) -> list[PageSection]:
     """The page's sections, in the order every kind's page has them."""
-    headline = el(
+    headline = Markup.el(
         "div",
         _blocks(report.opening, out_dir),
         _titled(_shown(report, "headline"), out_dir, first_bare=False),

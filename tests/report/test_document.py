@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mtpsweep.report import PageSection, el, json_script, text
+from pytest_mtpsweep.report import Markup, PageSection, json_script, text
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.report.document import CSP, render_page
 from pytest_mtpsweep.report.model import Report, Section, Text
@@ -22,7 +22,7 @@ HOSTILE = '</script><script>alert(1)</script> "><img src=x onerror=alert(1)> \u2
 
 
 def test_text_and_attributes_are_escaped() -> None:
-    built = el("td", HOSTILE, title=HOSTILE, data_cell=HOSTILE)
+    built = Markup.el("td", HOSTILE, title=HOSTILE, data_cell=HOSTILE)
     root = parse(built.html)
     (td,) = root.find("td")
     assert td.text() == HOSTILE and td.attrs["title"] == HOSTILE == td.attrs["data-cell"]
@@ -45,7 +45,7 @@ def test_text_and_attributes_are_escaped() -> None:
 )
 def test_the_builder_refuses_what_could_run_or_fetch(tag: str, attrs: dict[str, str]) -> None:
     with pytest.raises(ValueError, match="not"):
-        el(tag, **attrs)
+        Markup.el(tag, **attrs)
 
 
 def test_json_for_scripts_cannot_end_its_element_and_reads_back_whole() -> None:

@@ -13,8 +13,7 @@ import pytest
 from pytest_mtpsweep.base.constants import BOOT
 from pytest_mtpsweep.kinds.decode.report.sections import render_full
 from pytest_mtpsweep.report import mdhtml as md
-from pytest_mtpsweep.report.mdtext import Md, md_code, md_fence, md_table, md_text
-from pytest_mtpsweep.report.render_md import markdown
+from pytest_mtpsweep.report.mdtext import Md
 from pytest_mtpsweep.report.save import finished
 from tests.report import mdsplit
 from tests.report.dom import Node, parse
@@ -56,7 +55,7 @@ def rendered(markdown: str) -> Node:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_text_stays_one_line_of_text_and_reads_back(value: str) -> None:
-    escaped = md_text(value)
+    escaped = Md.text(value)
     assert "\n" not in escaped and len(escaped.splitlines()) == 1
     line = f"**Question (pre-registered):** {escaped}"
     assert mdsplit.split(f"# t\n\n{line}\n").sections == ()
@@ -68,21 +67,21 @@ def test_text_stays_one_line_of_text_and_reads_back(value: str) -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_text_at_the_start_of_a_list_item_is_still_text(value: str) -> None:
-    root = rendered(f"- {md_text(value)}\n- next")
+    root = rendered(f"- {Md.text(value)}\n- next")
     assert [n.tag for n in root.walk()] == ["div", "ul", "li", "li"]
     assert root.find("li")[0].words() == words(value)
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_code_span_holds_the_text_whole(value: str) -> None:
-    root = rendered(f"see {md_code(value)} here")
+    root = rendered(f"see {Md.code(value)} here")
     (code,) = root.find("code")
     assert code.words() == words(value) and len(root.find()) == 3  # div, p, code
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_table_cell_holds_the_text_whole(value: str) -> None:
-    table = md_table(["name", "mark"], [[value, Md(f"**yes** {md_code(value)}")]])
+    table = Md.table(["name", "mark"], [[value, Md(f"**yes** {Md.code(value)}")]])
     assert len(table.splitlines()) == 3
     root = rendered(table)
     (row,) = root.find("tbody")[0].find("tr")
@@ -96,15 +95,15 @@ def test_a_table_cell_holds_the_text_whole(value: str) -> None:
 
 def test_a_fence_is_longer_than_any_backtick_run_inside() -> None:
     text = "subject  cohort\n```\n## Headline\n````` x"
-    root = rendered("\n".join([*md_fence(text), "", "after"]))
+    root = rendered("\n".join([*Md.fence(text), "", "after"]))
     assert root.find("pre")[0].text() == text
     assert [n.tag for n in root.walk()] == ["div", "pre", "code", "p"]
 
 
 def test_escaping_leaves_plain_names_and_figures_as_they_are() -> None:
     for plain in ("ngram_simple", "mtp-3", "[+1.00, +2.00]", "p<0.05", "+3.10%", "R&D", "a.b"):
-        assert md_text(plain) == plain or plain[0] in "+-"
-    assert md_text(md_text("*x*")) == "\\*x\\*"  # escaped once, not twice
+        assert Md.text(plain) == plain or plain[0] in "+-"
+    assert Md.text(Md.text("*x*")) == "\\*x\\*"  # escaped once, not twice
 
 
 # A decode run whose every free text is hostile: the question, the scope, the multiplicity,
@@ -146,15 +145,12 @@ def test_a_hostile_run_has_the_benign_runs_structure_and_headline(
 ) -> None:
     from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
-    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
     benign = analyse_run([hostile_run(tmp_path / "benign", "fast")], AnalyseOptions(boot=BOOT.min))
     run = hostile_run(tmp_path / "hostile", NAME)
     result = analyse_run([run], AnalyseOptions(boot=BOOT.min))
     report = (Path(str(result.out_dir)) / "report.md").read_text(encoding="utf-8")
-    assert result.report is not None and markdown(finished(result.report, run)) == report
+    assert result.report is not None and finished(result.report, run).markdown() == report
     assert report.startswith(result.report_md)  # then the writer's line naming the versions
     heads = [x for x in report.splitlines() if x.startswith("#")]
     assert heads == [x for x in benign.report_md.splitlines() if x.startswith("#")]

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from pytest_mtpsweep._version import __version__
 from pytest_mtpsweep.base.errors import AnalysisError
-from pytest_mtpsweep.report import render_html, render_md
-from pytest_mtpsweep.report.document import el
-from pytest_mtpsweep.report.mdtext import Md, md_text
-from pytest_mtpsweep.report.model import Figure, Page, Report, Section, Table, Text, text
+from pytest_mtpsweep.report import render_html
+from pytest_mtpsweep.report.document import Markup
+from pytest_mtpsweep.report.mdtext import Md
+from pytest_mtpsweep.report.model import Figure, Page, Report, Section, Table, Text, block_markdown
 from pytest_mtpsweep.report.save import write_report
 from tests.report.dom import parse
 
@@ -31,9 +31,9 @@ def sample(*, figure: Figure | None = None) -> Report:
     pictures = (Section("Plots", (figure,), role="pictures"),) if figure else ()
     return Report(
         title="Sample report",
-        opening=(text("Question: does it decide?", "", "Scope: two treatments"),),
+        opening=(Text.of("Question: does it decide?", "", "Scope: two treatments"),),
         sections=(
-            Section("Design", (text("- 2 cycles"),)),
+            Section("Design", (Text.of("- 2 cycles"),)),
             Section(
                 "Headline",
                 (Table(("contrast", "gain"), (("b vs a", Md("**+3 %**")),), id="headline-table"),),
@@ -41,11 +41,11 @@ def sample(*, figure: Figure | None = None) -> Report:
             ),
             Section(
                 "Host rule",
-                (text("No session was quarantined."),),
+                (Text.of("No session was quarantined."),),
                 role="headline",
                 anchor="host-rule",
             ),
-            Section("Limitations", (text("- 2 cycles only"),), role="limitations"),
+            Section("Limitations", (Text.of("- 2 cycles only"),), role="limitations"),
             *pictures,
             Section(
                 "Every request",
@@ -65,7 +65,7 @@ def sample(*, figure: Figure | None = None) -> Report:
 
 
 def test_report_md_follows_the_models_order_and_leaves_the_pages_own_out() -> None:
-    md = render_md.markdown(sample())
+    md = sample().markdown()
     heads = [line for line in md.splitlines() if line.startswith("#")]
     assert heads == [
         "# Sample report",
@@ -110,7 +110,7 @@ def test_a_figure_is_read_from_its_file_and_a_missing_one_says_so(tmp_path: Path
     (tmp_path / "gain.png").write_bytes(PNG)
     shown = parse(render_html.page(sample(figure=Figure("gain", file="gain.png")), tmp_path))
     assert shown.by_id("pictures").find("img")
-    assert "![gain](gain.png)" in render_md.markdown(sample(figure=Figure("gain", file="gain.png")))
+    assert "![gain](gain.png)" in sample(figure=Figure("gain", file="gain.png")).markdown()
     gone = parse(render_html.page(sample(figure=Figure("gain", file="none.png")), tmp_path))
     assert "none.png cannot be read" in gone.by_id("pictures").words()
 
@@ -122,7 +122,7 @@ def test_a_long_table_is_counted_in_report_md_and_whole_on_the_page(tmp_path: Pa
         (Table(("level", "n"), rows, id="levels", markdown_rows=3, where="load_levels.csv"),),
     )
     report = Report("R", (), (long,))
-    md = render_md.markdown(report)
+    md = report.markdown()
     assert md.count("\n| ") == 4  # the header and three rows
     assert "30 rows: too many to list here; the first 3 above; every row in " in md
     assert "`load_levels.csv`" in md
@@ -131,9 +131,9 @@ def test_a_long_table_is_counted_in_report_md_and_whole_on_the_page(tmp_path: Pa
 
 
 def test_page_markup_is_the_pages_and_its_stand_in_is_report_mds(tmp_path: Path) -> None:
-    cell = Page(el("div", "cell 1: green", id="cell-1"), markdown="- cell 1: green")
+    cell = Page(Markup.el("div", "cell 1: green", id="cell-1"), markdown="- cell 1: green")
     report = Report("R", (), (Section("Cells", (cell,), open=True),))
-    assert "- cell 1: green" in render_md.markdown(report)
+    assert "- cell 1: green" in report.markdown()
     page = parse(render_html.page(report, tmp_path))
     assert page.by_id("cell-1").words() == "cell 1: green" and "open" in page.by_id("cells").attrs
 
@@ -143,7 +143,7 @@ def test_write_report_writes_both_from_one_model_and_names_an_unwritable_place(
 ) -> None:
     md, html = write_report(sample(), tmp_path / "analysis")
     closed = dataclasses.replace(sample(), colophon=f"Analysed by pytest-mtpsweep {__version__}.")
-    assert md.read_text(encoding="utf-8") == render_md.markdown(closed)
+    assert md.read_text(encoding="utf-8") == closed.markdown()
     assert html.read_text(encoding="utf-8") == render_html.page(closed, tmp_path / "analysis")
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
@@ -154,7 +154,7 @@ def test_write_report_writes_both_from_one_model_and_names_an_unwritable_place(
 def test_an_unknown_block_is_refused_in_one_line(tmp_path: Path) -> None:
     odd = Report("R", (), (Section("S", ("a bare string",)),))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="a report block is Text, Table, Figure or Page, not str"):
-        render_md.markdown(odd)
+        odd.markdown()
     with pytest.raises(TypeError, match="not str"):
         render_html.page(odd, tmp_path)
 
@@ -166,10 +166,10 @@ def test_free_text_in_a_cell_or_a_line_is_text_in_both(value: str) -> None:
     closes no row early; on the page it is the text itself, never an element."""
     report = Report(
         "R",
-        (Text(f"Question: {md_text(value)}"),),
+        (Text(f"Question: {Md.text(value)}"),),
         (Section("Headline", (Table(("name", "value"), ((value, 1),), id="t"),), role="headline"),),
     )
-    md = render_md.markdown(report)
+    md = report.markdown()
     rows = [line for line in md.splitlines() if line.startswith("| ")]
     assert len(rows) == 2 and rows[1].endswith(" | 1 |")
     assert [line for line in md.splitlines() if line.startswith("#")] == ["# R", "## Headline"]
@@ -221,4 +221,4 @@ def test_no_kind_builds_the_page_or_splits_report_md(tmp_path: Path) -> None:
 
 def test_an_empty_page_block_shows_nothing_on_either(tmp_path: Path) -> None:
     assert render_html.block(Page(), tmp_path).html == ""
-    assert render_md.block(Page()) == ""
+    assert block_markdown(Page()) == ""

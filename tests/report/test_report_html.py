@@ -18,12 +18,11 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_mtpsweep.report import el, join
+from pytest_mtpsweep.report import Markup
 from pytest_mtpsweep.report import mdhtml as md
 from pytest_mtpsweep.report.assets import ERRORS_JS, PAGE_JS
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
-from pytest_mtpsweep.report.images import available as plotting_available
-from pytest_mtpsweep.report.model import Page, Report, Section
+from pytest_mtpsweep.report.model import Figure, Page, Report, Section
 from pytest_mtpsweep.report.pagetables import filterable
 from pytest_mtpsweep.report.save import write_report
 from tests.kinds.authoring.project import KEY_ENV, WRONG, function_of, make_project, scripted
@@ -162,7 +161,7 @@ def test_a_decode_report_opens_with_headline_limitations_and_pictures(
     ]
     assert any(b.startswith("**Truncation:**") for b in bullets)  # the stub always hits the cap
     images = dom.find("img")
-    if plotting_available():
+    if Figure.can_draw():
         assert [i.attrs["alt"] for i in images] == [
             "forest plot",
             "paired dot plot",
@@ -250,8 +249,8 @@ def test_strings_that_look_like_markup_stay_text_through_the_pages_script(
     (run / "analysis").mkdir(parents=True)
     (run / "plan.json").write_text(json.dumps({"run_id": HOSTILE}))
     rows = [[HOSTILE, HOSTILE], ["plain", "ok"]]
-    body = join([el("p", HOSTILE, title=HOSTILE), filterable("t", ["name", "verdict"], rows,
-                                                           ["verdict"])])  # fmt: skip
+    body = Markup.concat([Markup.el("p", HOSTILE, title=HOSTILE),
+                          filterable("t", ["name", "verdict"], rows, ["verdict"])])  # fmt: skip
     report = Report(HOSTILE, (), (Section(HOSTILE, (Page(body),), open=True),))
     _, page = write_report(report, run / "analysis", run)
     dom = dump(tmp_path, page)
@@ -283,7 +282,7 @@ def test_a_load_report_opens_with_its_headline_and_no_server(tmp_path: Path) -> 
     want = [plain(x[2:]) for x in (doc.section("Headline") or "").splitlines() if x[:2] == "- "]
     assert [li.words() for li in dom.by_id("headline").find("li")] == want and want
     assert "open" in dom.by_id("question").attrs and "open" in dom.by_id("limitations").attrs
-    if plotting_available():
+    if Figure.can_draw():
         assert len(dom.by_id("pictures").find("img")) == 3
     # the page's script built the request table's filters from its JSON facets, whole
     counts = [b.find("span", class_="count")[0].text() for b in dom.find("div", class_="filters")]
@@ -300,10 +299,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_pictures
     from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
     from tests.strategies import Design, make_records, noisy, write_run
 
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
-    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
     design = Design()
     run = write_run(tmp_path, design, make_records(design, noisy(design, {"ngram": 1.1})))
     result = analyse_run([run], AnalyseOptions(boot=1000))

@@ -14,7 +14,6 @@ from pytest_mtpsweep._version import __version__
 from pytest_mtpsweep.base.errors import AnalysisError
 from pytest_mtpsweep.report.analysisresult import AnalysisResult, FigureData
 from pytest_mtpsweep.report.model import Report, Section, Text
-from pytest_mtpsweep.report.save import save_result
 from tests.report.dom import parse
 
 
@@ -47,7 +46,7 @@ def test_every_part_is_written_and_a_stale_file_removed(tmp_path: Path) -> None:
         ),
         stale=("old.png",),
     )
-    md = save_result(result, out)
+    md = result.save(out)
     assert md == out / "report.md" and "# Title" in md.read_text()
     assert (out / "report.html").is_file()
     assert (out / "t.csv").read_text() == "a\n1\n2\n"
@@ -62,7 +61,7 @@ def test_a_directory_it_cannot_write_is_one_sentence(tmp_path: Path) -> None:
     blocker = tmp_path / "analysis"
     blocker.write_text("a file where the directory should be")
     with pytest.raises(AnalysisError, match=r"cannot write the report into .*; make it writable"):
-        save_result(_result(tables={"t.csv": pd.DataFrame({"a": [1]})}), blocker)
+        _result(tables={"t.csv": pd.DataFrame({"a": [1]})}).save(blocker)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +82,7 @@ def test_both_reports_name_the_version_that_recorded_the_run_and_the_one_that_an
     run.mkdir()
     plan = {"run_id": "r1", "ladder": "demo", "harness_version": recorded}
     (run / "plan.json").write_text(json.dumps({k: v for k, v in plan.items() if v}))
-    md = save_result(_result(), run / "analysis", run)
+    md = _result().save(run / "analysis", run)
     assert md.read_text(encoding="utf-8").endswith(f"\n\n{line}\n")
     footer = parse((run / "analysis" / "report.html").read_text(encoding="utf-8")).find("footer")
     assert footer[0].words().startswith(line)
@@ -93,5 +92,5 @@ def test_a_hostile_harness_version_reaches_report_md_as_text(tmp_path: Path) -> 
     run = tmp_path / "run"
     run.mkdir()
     (run / "plan.json").write_text(json.dumps({"harness_version": "[x](http://e.vil) *b*"}))
-    text = save_result(_result(), run / "analysis", run).read_text(encoding="utf-8")
+    text = _result().save(run / "analysis", run).read_text(encoding="utf-8")
     assert "pytest-mtpsweep [x\\](http://e.vil) \\*b\\*; analysed by" in text  # no link

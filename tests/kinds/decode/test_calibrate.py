@@ -27,9 +27,7 @@ AA = Design(
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 def aa_run(root: Path, aa_args: list[str] | None = None) -> Path:

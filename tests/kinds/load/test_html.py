@@ -15,7 +15,6 @@ import pytest
 
 from pytest_mtpsweep.kinds.load.analysis import atend, commands, compute
 from pytest_mtpsweep.kinds.load.report.witnesses import LAG
-from pytest_mtpsweep.report import render_md
 from pytest_mtpsweep.report.images import PLOTS_INSTALL
 from pytest_mtpsweep.report.model import Section, Table
 from pytest_mtpsweep.report.save import finished
@@ -56,8 +55,7 @@ def report_md(run: Path) -> mdsplit.Document:
 def test_the_session_end_analysis_and_mtpsweep_analyse_both_write_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
-    monkeypatch.setattr("pytest_mtpsweep.kindapi.report.available", lambda: False)  # the kind's
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
     run = write_run(tmp_path)  # two analyses: the plots are another test's
     page = run / "analysis" / "report.html"
     end = atend.analyse_at_end(run, AnalysisRequest(boot=BOOT, seed=1))
@@ -157,8 +155,7 @@ def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
     stale = run / "analysis" / "load_gain.png"
     stale.parent.mkdir()
     stale.write_bytes(b"\x89PNG an earlier analysis' plot")  # drawn when matplotlib was there
-    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
-    monkeypatch.setattr("pytest_mtpsweep.kindapi.report.available", lambda: False)  # the kind's
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
     done = compute.analyse(run, boot=BOOT, seed=1)
     assert not isinstance(done, str), done
     dom = parse((run / "analysis" / "report.html").read_text(encoding="utf-8"))
@@ -174,7 +171,7 @@ def test_report_md_and_the_page_are_rendered_from_one_model(tmp_path: Path) -> N
     assert not isinstance(done, str) and done.model is not None, done
     model, out = done.model, run / "analysis"
     text = (out / "report.md").read_text(encoding="utf-8")
-    assert render_md.markdown(finished(model, run)) == text  # with the writer's versions line
+    assert finished(model, run).markdown() == text  # with the writer's versions line
     dom = parse((out / "report.html").read_text(encoding="utf-8"))
 
     def cells(node: Node) -> list[list[str]]:

@@ -55,22 +55,19 @@ def test_a_failed_request_leaves_its_slot_unpaired() -> None:
 
 def test_the_report_says_the_pairing_and_the_timed_design() -> None:
     from pytest_mtpsweep.kinds.load.report import sections as report
-    from pytest_mtpsweep.report.render_md import markdown
 
     rq, lv = frame.frames(timed_records())
     rows = contrast.contrast_rows(rq, lv, PAIRS, ORDER, boot=200, seed=1)
     table = frame.percentile_table(rq, lv)
     plan = {"load": {"duration_s": 30.0, "requests": None, "levels": []},
             "treatments": [{"key": "none"}, {"key": "ngram"}]}  # fmt: skip
-    text = markdown(report.report(PlanDoc.from_json(plan), rq, table, lv, rows, [], [], "none"))
+    text = report.report(PlanDoc.from_json(plan), rq, table, lv, rows, [], [], "none").markdown()
     assert "- 30 s per block (closed loop: new requests while time remains" in text
     assert "from its first send to its last completion" in text
     assert "conc4: 18 paired slots, 6 unpaired (ngram completed 24, none 18)" in text
-    counted = markdown(
-        report.report(
-            PlanDoc.from_json({"load": {"requests": 16}}), rq, table, lv, rows, [], [], "none"
-        )
-    )
+    counted = report.report(
+        PlanDoc.from_json({"load": {"requests": 16}}), rq, table, lv, rows, [], [], "none"
+    ).markdown()
     assert "- 16 requests per block, throughput over each block's wall time from its start" in (
         counted
     )

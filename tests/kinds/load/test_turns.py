@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_mtpsweep.kinds.load.analysis import frame, turns
-from pytest_mtpsweep.report import render_md
+from pytest_mtpsweep.report.model import section_markdown
 from pytest_mtpsweep.state.plandoc import PlanDoc
 
 
@@ -85,7 +85,7 @@ def test_the_report_lines_and_the_limitations_name_the_missing_cache_readings() 
         "a at conc2: TTFT median 102 ms at turn 1 with 100 of 120 (83 %) prompt tokens cached, "
         "34 ms at turn 3 with 300 of 360 (83 %)"
     )
-    text = render_md.section(done.section)  # the Per turn section as report.md writes it
+    text = section_markdown(done.section)  # the Per turn section as report.md writes it
     assert "4 conversations of 3 turns" in text and "prompt cache on" in text
     assert "| a | conc2 | 3 | 8/8 | 34 [34, 35] | 300 of 360 (83 %) | 0 | 0 | +500.0 %" in text
     assert "| a | conc2 | 1 | 8/8 | 102 [101, 104] | 100 of 120 (83 %) | 1 | 1 |" in text

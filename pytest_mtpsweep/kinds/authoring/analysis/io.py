@@ -13,7 +13,7 @@ import pandas as pd
 from ....kindapi import AnalysisError, RunReadError
 from ....kindapi.records import PlanDoc, RunReader, schema
 from ....kindapi.records import recordlines as rl
-from ....kindapi.report import AnalysisResult, Report, md_text, save_result
+from ....kindapi.report import AnalysisResult, Md, Report
 from ..planfields import check_plan
 from ..records import CELLS_DIR, CENSUS_CSV, COHORT_TABLE_CSV, CONTRASTS_CSV, TURNS_DIR
 from ..report import conversations, findings
@@ -69,7 +69,7 @@ def _forgeable(records: list[dict[str, Any]]) -> list[str]:
     if not tasks:
         return []
     return [
-        f"**FORGEABLE verdicts:** {md_text(', '.join(tasks))} checked in-process (task.toml checking = "
+        f"**FORGEABLE verdicts:** {Md.text(', '.join(tasks))} checked in-process (task.toml checking = "
         '"in-process"): the artefact ran inside the checker\'s process and could have written '
         "its own verdict; read those tasks' results as unverified."
     ]
@@ -123,7 +123,7 @@ def _flight(info: Mapping[str, Any]) -> str:
     subject = info.get("treatment", info.get("session"))
     if isinstance(low, int) and low < n:
         return (
-            f"**Concurrency lowered:** {md_text(subject)} ran {n} cells in flight; HTTP 429s lowered the "
+            f"**Concurrency lowered:** {Md.text(subject)} ran {n} cells in flight; HTTP 429s lowered the "
             f"requests in flight to {low} ({info.get('throttled_requests', 0)} request(s) "
             "throttled): cells started in the pre-registered order, but fewer ran together "
             "than planned."
@@ -135,7 +135,7 @@ def analyse_dir(
     run_dir: Path, baseline: str, boot: int, seed: int, pooled: bool
 ) -> AuthoringResult:
     """Analyse an authoring run directory; save contrasts, table, census, report.md and
-    report.html through the one writer (`report.save.save_result`)."""
+    report.html through the one writer (`AnalysisResult.save`)."""
     plan = RunReader(run_dir).plan
     check_plan(plan, f"plan file {run_dir / schema.PLAN_FILE}")
     records, bad_cells = _read(run_dir, CELLS_DIR)
@@ -199,7 +199,7 @@ def analyse_dir(
         notes,
         settings,
     )
-    save_result(AnalysisResult(report=model, tables=csvs), out, run_dir)  # the one writer
+    AnalysisResult(report=model, tables=csvs).save(out, run_dir)  # the one writer
     head = "\n".join(
         [
             report.headline(table, rows, agree),
@@ -215,7 +215,7 @@ def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
     unknown = cells[~cells["tokens_known"]]
     if unknown.empty:
         return []
-    names = md_text(", ".join(unknown["cell"].astype(str).head(10)))
+    names = Md.text(", ".join(unknown["cell"].astype(str).head(10)))
     more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
     return [
         f"**TOKENS UNKNOWN in {len(unknown)} cell(s)** ({names}{more}): the server answered "
@@ -226,11 +226,11 @@ def _unknown_tokens(cells: pd.DataFrame) -> list[str]:
 
 def _unreadable(cells: list[str], turns: list[str]) -> list[str]:
     cut = "UNREADABLE records (a cell whose final record is cut is missing from every table)"
-    lines = [rl.limitation([md_text(c) for c in cells], cut)] if cells else []
+    lines = [rl.limitation([Md.text(c) for c in cells], cut)] if cells else []
     if turns:
         lines.append(
             rl.limitation(
-                [md_text(t) for t in turns], "Unreadable turn records (left out of turn counts)"
+                [Md.text(t) for t in turns], "Unreadable turn records (left out of turn counts)"
             )
         )
     return lines

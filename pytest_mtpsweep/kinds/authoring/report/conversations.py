@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ....kindapi.records import PlanDoc
-from ....kindapi.report import Markup, Page, Section, el, facets, join
+from ....kindapi.report import Markup, Page, Section, facets
 from .. import records
 from ..run.extract import extract
 
@@ -60,29 +60,29 @@ def _exchanges(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | N
 
 def _badge(value: object) -> Markup:
     name = str(value) if value else "no outcome"
-    return el("span", name, class_=f"badge {name.replace(' ', '_')}")
+    return Markup.el("span", name, class_=f"badge {name.replace(' ', '_')}")
 
 
 def _artefact(reply: str | None, mode: str, turn: Mapping[str, Any]) -> Markup:
     digest = turn.get("artefact_sha256")
     if not digest:
-        return el("p", "No artefact was extracted from this reply.", class_="note")
+        return Markup.el("p", "No artefact was extracted from this reply.", class_="note")
     found = extract(reply, mode) if reply is not None else None
     if found is None or hashlib.sha256(found.encode("utf-8")).hexdigest() != digest:
-        return el(
+        return Markup.el(
             "p",
             f"The artefact (sha256 {digest}) is not re-extracted from the reply "
             f"by {mode!r} today; the record keeps its digest only.",
             class_="note",
         )
-    return join(
+    return Markup.concat(
         [
-            el(
+            Markup.el(
                 "p",
                 f"Extracted artefact ({mode}; its sha256 matches the turn record):",
                 class_="label",
             ),
-            el("pre", found),
+            Markup.el("pre", found),
         ]
     )
 
@@ -100,7 +100,7 @@ def _checker(turn: Mapping[str, Any]) -> Markup:
     if turn.get("feedback_chars"):
         facts.append(f"its output went back as the next prompt ({turn['feedback_chars']} chars)")
     parts = [
-        el(
+        Markup.el(
             "p",
             "Checker: ",
             _badge(turn.get("verdict")),
@@ -109,8 +109,8 @@ def _checker(turn: Mapping[str, Any]) -> Markup:
         )
     ]
     if turn.get("error_first_line"):
-        parts.append(el("pre", str(turn["error_first_line"])))
-    return join(parts)
+        parts.append(Markup.el("pre", str(turn["error_first_line"])))
+    return Markup.concat(parts)
 
 
 def _tokens(record: Mapping[str, Any], prompt: str, completion: str) -> str:
@@ -134,17 +134,25 @@ def _turn(turn: Mapping[str, Any], sent: str, reply: str | None, mode: str) -> M
         head.append(f", finish {turn['finish_reason']}")
     if turn.get("reply_cached"):
         head.append(", from the reply cache")
-    body = [el("h4", *head), el("p", "Prompt:", class_="label"), el("pre", sent)]
+    body = [
+        Markup.el("h4", *head),
+        Markup.el("p", "Prompt:", class_="label"),
+        Markup.el("pre", sent),
+    ]
     if reply is None:
         why = str(turn.get("api_error") or "no reply came back")
         status = turn.get("http_status")
         if status is not None and str(status) not in why:
             why += f" (HTTP {status})"
-        body.append(el("p", f"No reply: {why}.", class_="note"))
+        body.append(Markup.el("p", f"No reply: {why}.", class_="note"))
     else:
-        body += [el("p", "Reply:", class_="label"), el("pre", reply), _artefact(reply, mode, turn)]
+        body += [
+            Markup.el("p", "Reply:", class_="label"),
+            Markup.el("pre", reply),
+            _artefact(reply, mode, turn),
+        ]
         body.append(_checker(turn))
-    return el("div", *body, class_="turn")
+    return Markup.el("div", *body, class_="turn")
 
 
 def _cell(
@@ -155,25 +163,29 @@ def _cell(
     mode: str,
 ) -> Markup:
     name = str(cell.get("cell"))
-    summary = el(
+    summary = Markup.el(
         "summary",
-        el("code", name),
+        Markup.el("code", name),
         f" {cell.get('subject')} · {cell.get('cohort')} · {cell.get('task')} · "
         f"r{cell.get('repeat')} ",
         _badge(cell.get(records.OUTCOME)),
         f" {cell.get('turns_used') or 0} turn(s), {_tokens(cell, '', ' tokens')} ",
-        el("a", "link", href=f"#cell={quote(name, safe='')}", class_="permalink"),
+        Markup.el("a", "link", href=f"#cell={quote(name, safe='')}", class_="permalink"),
     )
     facts = [
         f"{k.replace('_', ' ')}: {cell[k]}"
         for k in ("reason", "api_error", "checker_error", "green_turn", "sampling_seed", "attempt")
         if cell.get(k) not in (None, "")
     ]
-    body: list[Markup] = [el("p", "; ".join(facts), class_="note")] if facts else []
+    body: list[Markup] = [Markup.el("p", "; ".join(facts), class_="note")] if facts else []
     if messages is None and not cell.get("conversation"):
-        body.append(el("p", "No conversation was held: the cell never started.", class_="note"))
+        body.append(
+            Markup.el("p", "No conversation was held: the cell never started.", class_="note")
+        )
     elif messages is None:
-        body.append(el("p", f"No conversation file: {cell.get('conversation')}.", class_="note"))
+        body.append(
+            Markup.el("p", f"No conversation file: {cell.get('conversation')}.", class_="note")
+        )
     else:
         exchanges = _exchanges(messages)
         for k, turn in enumerate(turns):
@@ -183,10 +195,10 @@ def _cell(
             body.append(_turn(turn, sent, reply, mode))
         if len(exchanges) > len(turns):
             body += [
-                el("p", "Prepared, never sent (the cell ended first):", class_="label"),
-                el("pre", exchanges[-1][0]),
+                Markup.el("p", "Prepared, never sent (the cell ended first):", class_="label"),
+                Markup.el("pre", exchanges[-1][0]),
             ]
-    return el("details", summary, *body, class_="cell", id=f"cell-{name}", data_i=i)
+    return Markup.el("details", summary, *body, class_="cell", id=f"cell-{name}", data_i=i)
 
 
 def section(
@@ -217,17 +229,17 @@ def section(
         [(c.get(k) or "no outcome") if k == records.OUTCOME else c.get(k) for k in FACETS]
         for c in cells
     ]
-    lead = el(
+    lead = Markup.el(
         "p",
         f"{len(cells)} cells. Open one for its turns: the prompt, the reply, the artefact taken "
         "from it, what the checker said and the tokens. A link #cell=<cell id> opens that cell.",
     )
-    markup = join(
+    markup = Markup.concat(
         [
             lead,
-            el("p", "", id="drill-status", class_="note"),
+            Markup.el("p", "", id="drill-status", class_="note"),
             facets("cells", FACETS, values),
-            el("div", *items, id="cells"),
+            Markup.el("div", *items, id="cells"),
         ]
     )
     return Section(TITLE, (Page(markup),), anchor=ANCHOR, markdown=False, open=True)

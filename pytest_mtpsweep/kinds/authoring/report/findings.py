@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi.records import PlanDoc, schema
-from ....kindapi.report import LONG_LIST_ROWS, Section, Text, md_text, text
+from ....kindapi.report import Md, Section, Text
 from .. import records
 from ..analysis.contrast import POOLED, Contrast
 from ..analysis.repeats import repeats_lines
@@ -39,9 +39,9 @@ def _pp(x: float) -> str:
 
 
 def _named(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:LONG_LIST_ROWS])
+    shown = ", ".join(items[: Md.LONG_LIST_ROWS])
     return shown + (
-        f" and {len(items) - LONG_LIST_ROWS} more" if len(items) > LONG_LIST_ROWS else ""
+        f" and {len(items) - Md.LONG_LIST_ROWS} more" if len(items) > Md.LONG_LIST_ROWS else ""
     )
 
 
@@ -51,14 +51,14 @@ def _design(plan: PlanDoc, cells: pd.DataFrame, baseline: str) -> str:
     tasks = cells["task"].nunique()
     repeats = int(cells["repeat"].max()) if cells["repeat"].notna().any() else 1
     text = (
-        f"**Design:** {len(subjects)} subject(s) ({md_text(', '.join(subjects))}) × "
-        f"{len(cohorts)} cohort(s) ({md_text(', '.join(cohorts))}; baseline {md_text(baseline)})"
+        f"**Design:** {len(subjects)} subject(s) ({Md.text(', '.join(subjects))}) × "
+        f"{len(cohorts)} cohort(s) ({Md.text(', '.join(cohorts))}; baseline {Md.text(baseline)})"
         f" × {tasks} task(s) × {repeats} "
         f"repeat(s) = {len(cells)} cells"
     )
     keyed, max_turns = plan.keyed, plan.kind_fields.get("max_turns")
     if max_turns is not None:
-        text += f"; at most {md_text(max_turns)} turn(s) per cell"
+        text += f"; at most {Md.text(max_turns)} turn(s) per cell"
     if keyed.get("temperature") is not None:
         text += f"; temperature {keyed['temperature']:g}"
     return text + "."
@@ -77,7 +77,7 @@ def _headline(rows: Sequence[Contrast]) -> str:
         else:
             verdict = "the interval includes 0"
         said.append(
-            f"{md_text(f'{r.subject}: {r.cohort} vs {r.baseline}')} reached green {_pp(r.estimate)} "
+            f"{Md.text(f'{r.subject}: {r.cohort} vs {r.baseline}')} reached green {_pp(r.estimate)} "
             f"[{_pp(r.low)[:-3]}, {_pp(r.high)[:-3]}] over {r.tasks} tasks ({verdict})"
         )
     return f"**Headline:** {'; '.join(said)}."
@@ -87,10 +87,10 @@ def opening(
     plan: PlanDoc, cells: pd.DataFrame, rows: Sequence[Contrast], baseline: str
 ) -> tuple[Text, ...]:
     """Question (pre-registered), scope, design and headline: what precedes Limitations."""
-    question = md_text(plan.question) or "not recorded (plan.json has no `question`)"
+    question = Md.text(plan.question) or "not recorded (plan.json has no `question`)"
     out = [f"**Question (pre-registered):** {question}"]
-    if md_text(plan.scope):
-        out.append(f"**Scope:** {md_text(plan.scope)}")
+    if Md.text(plan.scope):
+        out.append(f"**Scope:** {Md.text(plan.scope)}")
     return tuple(Text(p) for p in [*out, _design(plan, cells, baseline), _headline(rows)])
 
 
@@ -99,7 +99,7 @@ def _outcomes(cells: pd.DataFrame) -> str:
     if other.empty:
         return f"**Outcomes:** every one of the {len(cells)} cells has an informative outcome."
     counts = other[records.OUTCOME].fillna("no outcome").value_counts()
-    named = md_text(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    named = Md.text(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return (
         f"**Cells without an informative outcome:** {len(other)} of {len(cells)} ({named}): "
         "counted, left out of the rates and token means; each is named in the census "
@@ -117,7 +117,7 @@ def _repeats(same: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
     out = []
     for line in repeats_lines(same):
         label, _, rest = line.partition(": ")
-        out.append(f"**{md_text(label.capitalize())}:** {md_text(rest)}")
+        out.append(f"**{Md.text(label.capitalize())}:** {Md.text(rest)}")
     return out
 
 
@@ -146,7 +146,7 @@ def _tasks(cells: pd.DataFrame, rows: Sequence[Contrast]) -> str:
     widest = max(rates, key=lambda r: r.high - r.low, default=None)
     width = (
         f"; the widest pass-rate interval spans {100 * (widest.high - widest.low):.1f} pp "
-        f"({md_text(f'{widest.subject} {widest.cohort} vs {widest.baseline}')}, "
+        f"({Md.text(f'{widest.subject} {widest.cohort} vs {widest.baseline}')}, "
         f"{LABELS[widest.endpoint].removesuffix(' (pp)')})"
         if widest is not None
         else ""
@@ -163,7 +163,7 @@ def _subjects(cells: pd.DataFrame) -> list[str]:
     if len(subjects) != 1:
         return []
     return [
-        f"**One subject:** {md_text(subjects[0])} only: the contrasts describe this subject on these "
+        f"**One subject:** {Md.text(subjects[0])} only: the contrasts describe this subject on these "
         "tasks; nothing is claimed across subjects."
     ]
 
@@ -187,17 +187,17 @@ def limitations(
         *_subjects(cells),
     ]
     if plan.analysis.multiplicity:
-        items.append(f"**Multiplicity (pre-registered):** {md_text(plan.analysis.multiplicity)}")
-    return Section(TITLE, (text(*(f"- {item}" for item in items)),), role="limitations")
+        items.append(f"**Multiplicity (pre-registered):** {Md.text(plan.analysis.multiplicity)}")
+    return Section(TITLE, (Text.of(*(f"- {item}" for item in items)),), role="limitations")
 
 
 def census_lines(census: pd.DataFrame, unreadable: Sequence[str]) -> list[str]:
     """## Census: the counts by class, then each cell without an informative outcome (past
-    LONG_LIST_ROWS, a count and the file that names them)."""
-    out = [f"- {md_text(k)}: {v}" for k, v in census["class"].value_counts().items()]
-    out += [f"- unreadable: {md_text(u)}" for u in unreadable]
+    Md.LONG_LIST_ROWS, a count and the file that names them)."""
+    out = [f"- {Md.text(k)}: {v}" for k, v in census["class"].value_counts().items()]
+    out += [f"- unreadable: {Md.text(u)}" for u in unreadable]
     missing = census[census["class"] != "informative"]
-    if len(missing) > LONG_LIST_ROWS:
+    if len(missing) > Md.LONG_LIST_ROWS:
         out.append(
             f"- {len(missing)} cells without an informative outcome: too many to list here; "
             "one row each in `census.csv` beside this report (and under Conversations in "
@@ -205,7 +205,7 @@ def census_lines(census: pd.DataFrame, unreadable: Sequence[str]) -> list[str]:
         )
     else:
         said = [f"{r.cell}: {r['class']} ({r.why})" for _, r in missing.iterrows()]
-        out += [f"- {md_text(line)}" for line in said]
+        out += [f"- {Md.text(line)}" for line in said]
     return out
 
 
@@ -214,4 +214,4 @@ def status_limits(name: str, text: str) -> list[str]:
     first = text.strip().splitlines()
     if name == schema.RUN_STATUS_FILE and first and first[0] == records.RUN_OK:
         return []
-    return [f"**{md_text(name)}:** {md_text(' / '.join(first))}"]
+    return [f"**{Md.text(name)}:** {Md.text(' / '.join(first))}"]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ....kindapi.report import Report, Section, Table, Text, md_text, text
+from ....kindapi.report import Md, Report, Section, Table, Text
 from ..analysis.contrast import LEVEL, Contrast
 from ..records import COMPLETION_TOKENS, PROMPT_TOKENS
 
@@ -119,7 +119,7 @@ def headline(table: pd.DataFrame, rows: Sequence[Contrast], agree: Sequence[str]
 
 
 def _bullets(lines: Sequence[str]) -> Text:
-    return text(*(f"- {md_text(line)}" for line in lines))
+    return Text.of(*(f"- {Md.text(line)}" for line in lines))
 
 
 def model(
@@ -154,18 +154,18 @@ def model(
         Section("Across subjects", (_bullets(agree),), role="headline"),
         *page_only,
         *extra,
-        Section("Census", (text(*census),)),
+        Section("Census", (Text.of(*census),)),
     ]
     if notes:
         sections.append(Section("Notes", (_bullets(notes),)))
-    return Report(md_text(title), tuple(opening), tuple(sections))
+    return Report(Md.text(title), tuple(opening), tuple(sections))
 
 
 def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> tuple[Section, ...]:
     """pass@k and Feedback: what repeats and the checker's feedback added."""
     if passes.empty:
         shown: tuple[Text, ...] = (
-            text("- no subject x cohort had a task with every repeat informative"),
+            Text.of("- no subject x cohort had a task with every repeat informative"),
         )
     else:
         lead = Text(
@@ -176,10 +176,10 @@ def repeats_sections(passes: pd.DataFrame, rescue: Sequence[str]) -> tuple[Secti
         for r in passes.itertuples():
             name = f"pass@{r.k}" if r.measure == "pass@k" else f"pass^{r.k}"
             lines.append(
-                f"- {md_text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
+                f"- {Md.text(f'{r.subject}/{r.cohort}')}: {name} {100 * r.estimate:.1f} % "
                 f"[{100 * r.low:.1f}, {100 * r.high:.1f}] ({r.tasks} tasks, n = {r.n})"
             )
-        shown = (lead, text(*lines))
+        shown = (lead, Text.of(*lines))
     return (
         Section("pass@k", shown),
         Section("Feedback", (_bullets(rescue or ["no informative cell"]),)),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ....kindapi.report import Section, md_table
+from ....kindapi.report import Md, Section
 from ..report.textfmt import md_section
 
 PER_DEVICE_COLUMNS: tuple[str, ...] = (
@@ -88,7 +88,7 @@ def render(table: pd.DataFrame, endpoint: str) -> Section | None:
         for r in rows.itertuples(index=False)
     ]
     return md_section(
-        f"Per device ({endpoint}): a heterogeneity check", [*out, md_table(headers, cells)]
+        f"Per device ({endpoint}): a heterogeneity check", [*out, Md.table(headers, cells)]
     )
 
 

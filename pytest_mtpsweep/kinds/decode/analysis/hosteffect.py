@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ....kindapi.records import schema
-from ....kindapi.report import Section, md_text
-from ..report.textfmt import ci, dict_rows, md_section, md_table, pct
+from ....kindapi.report import Md, Section
+from ..report.textfmt import ci, dict_rows, md_section, pct
 from .runvalues import HostRuleEffect, QuarantinedSession, RunData
 
 TITLE = "Host rule"
@@ -122,24 +122,24 @@ def limitation(e: HostRuleEffect) -> str | None:
         return None
     if e.why_not:
         return (
-            f"**Host rule:** {md_text(e.why_not)}: sessions the host spoiled (other load, memory or CPU "
+            f"**Host rule:** {Md.text(e.why_not)}: sessions the host spoiled (other load, memory or CPU "
             "stalls, page faults, calibration drift) were averaged in, not re-run."
         )
     rule = ", ".join(
-        f"{md_text(k)} > {v if isinstance(v, int) else f'{v:g}'}"
+        f"{Md.text(k)} > {v if isinstance(v, int) else f'{v:g}'}"
         for k, v in e.thresholds.items()
         if isinstance(v, int | float)
     )
     parts = []
     if e.rerun:
-        named = md_text("; ".join(f"{s}: {_why(r)}" for s, r in e.rerun))
+        named = Md.text("; ".join(f"{s}: {_why(r)}" for s, r in e.rerun))
         parts.append(
             f"{len(e.rerun)} session(s) were set aside and re-run for the host ({named}); the "
             f"headline uses the re-runs, `report.html#host-rule` shows it with the spoiled "
             "attempts instead"
         )
     if e.kept:
-        named = md_text("; ".join(f"{s}: {_why(r)}" for s, r in e.kept))
+        named = Md.text("; ".join(f"{s}: {_why(r)}" for s, r in e.kept))
         parts.append(
             f"{len(e.kept)} session attempt(s) the host spoiled were kept and are averaged in, "
             f"flagged host_spoiled ({named})"
@@ -147,7 +147,7 @@ def limitation(e: HostRuleEffect) -> str | None:
     said = "; ".join(parts) if parts else "no session was spoiled by the host"
     gaps = ""
     if e.not_available:
-        gaps = "; not applied for want of the witness: " + md_text(
+        gaps = "; not applied for want of the witness: " + Md.text(
             "; ".join(f"{c}, {w.removeprefix('not available: ')}" for c, w in e.not_available)
         )
     return f"**Host rule** ({rule}): {said}{gaps}."
@@ -177,7 +177,7 @@ def section(e: HostRuleEffect, published: pd.DataFrame) -> Section | None:
                 else "n/a",
             ]
         )
-    names = md_text(", ".join(s for s, _ in e.rerun))
+    names = Md.text(", ".join(s for s, _ in e.rerun))
     return md_section(
         TITLE,
         [
@@ -185,6 +185,6 @@ def section(e: HostRuleEffect, published: pd.DataFrame) -> Section | None:
             "published headline uses the re-runs; beside it, the same analysis with the spoiled "
             "first attempts in their place (95% CI):",
             "",
-            md_table(HEADERS, rows),
+            Md.table(HEADERS, rows),
         ],
     )

@@ -15,8 +15,7 @@ import pandas as pd
 
 from ....kindapi import BOOT, AnalysisError
 from ....kindapi.records import RunReader, recordlines, schema
-from ....kindapi.report import AnalysisResult, FigureData, Section, save_result
-from ....kindapi.report import available as plotting_available
+from ....kindapi.report import AnalysisResult, Figure, FigureData, Section
 from ..planfields import check_plan
 from ..report import pictures
 from ..report.page import PageParts
@@ -305,7 +304,7 @@ def write_outputs(result: DecodeAnalysis, out: Path, draw: bool = False) -> Deco
     """Save every output into `out` through the one writer; returns the result with out_dir,
     files and the report model set."""
     saved = saved_result(result, draw)
-    save_result(saved, out, Path(result.run_dirs[0]))
+    saved.save(out, Path(result.run_dirs[0]))
     written = [name for name in OUTPUT_FILES if name != FOREST_PNG or saved.figures]
     return dataclasses.replace(
         result, out_dir=str(out), written=tuple(str(out / n) for n in written), report=saved.report
@@ -355,6 +354,6 @@ def load_and_analyse(run_dirs: Sequence[Path], options: AnalyseOptions) -> Decod
         boot=options.boot,
         seed=options.seed,
         pool=options.pool,
-        plot_available=plotting_available(),
+        plot_available=Figure.can_draw(),
         endpoint=options.endpoint,
     )

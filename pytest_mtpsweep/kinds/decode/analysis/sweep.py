@@ -19,7 +19,7 @@ import pandas as pd
 
 from ....kindapi import AnalysisError
 from ....kindapi.records import DroppedArm, PlanDoc, SweepAxis
-from ....kindapi.report import Figure, FigureData, Section, Table, md_code, md_text, text
+from ....kindapi.report import Figure, FigureData, Md, Section, Table, Text
 from .pairing import cell_means
 from .sweepstats import BestSet, StepDown, SweepData, best_set, where_gain_starts
 
@@ -247,21 +247,21 @@ def headline_lines(result: SweepResult) -> list[str]:
     lines = []
     for s in result.subsets:
         if s.error:
-            lines.append(f"- **{md_text(s.subset)}**: no sweep answer ({md_text(s.error)}).")
+            lines.append(f"- **{Md.text(s.subset)}**: no sweep answer ({Md.text(s.error)}).")
             continue
         assert s.faster is not None and s.slower is not None and s.best is not None
         where = s.faster.sentence
         if s.slower.effective:
             where += " " + s.slower.sentence
-        lines.append(f"- **{md_text(s.subset)}**, where the gain starts: {md_text(where)}")
+        lines.append(f"- **{Md.text(s.subset)}**, where the gain starts: {Md.text(where)}")
         lines.append(
-            f"- **{md_text(s.subset)}**, which settings may be best: {md_text(s.best.sentence)}"
+            f"- **{Md.text(s.subset)}**, which settings may be best: {Md.text(s.best.sentence)}"
         )
-    lines += [f"- {md_text(line)}." for line in silent_arms(result)]
+    lines += [f"- {Md.text(line)}." for line in silent_arms(result)]
     for d in result.dropped:
         lines.append(
-            f"- {md_text(d.arm)} left the run at look {d.look} (after cycle "
-            f"{d.after_cycle}): {md_text(d.why)}."
+            f"- {Md.text(d.arm)} left the run at look {d.look} (after cycle "
+            f"{d.after_cycle}): {Md.text(d.why)}."
         )
     if result.sessions_grid:
         saved = result.sessions_grid - result.sessions_run
@@ -331,9 +331,9 @@ def section(
             rows.append((s.subset, result.baseline, "baseline", "", "", "", "yes", "n/a", "", ""))
     level = _level(result)
     lead = (
-        f"{md_code(result.setting)} from {md_text(result.start)}: each arm against "
-        f"{md_text(result.baseline)} (the step-down's {level} intervals; a gain looked for from "
-        f"the {md_text(result.start)} end, a loss from the other), and against the best of the "
+        f"{Md.code(result.setting)} from {Md.text(result.start)}: each arm against "
+        f"{Md.text(result.baseline)} (the step-down's {level} intervals; a gain looked for from "
+        f"the {Md.text(result.start)} end, a loss from the other), and against the best of the "
         f"others (simultaneous {level}, multiple comparisons with the best)."
     )
     if result.confidence > 0.95 + 1e-9:
@@ -357,7 +357,7 @@ def section(
         tuple(rows),
         lead=lead,
     )
-    return Section(TITLE, (text(*headline_lines(result)), table), role="headline")
+    return Section(TITLE, (Text.of(*headline_lines(result)), table), role="headline")
 
 
 def _level(result: SweepResult) -> str:

@@ -4,10 +4,10 @@ report.html carries them all; report.md keeps the census and names where the res
 
 from __future__ import annotations
 
-from ....kindapi.report import LONG_LIST_ROWS, Md, md_code, md_text
+from ....kindapi.report import Md
 from ..analysis.runvalues import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION, DecodeAnalysis
 from .limits import CALIBRATION_DRIFT_PCT
-from .textfmt import ci, dict_rows, md_table, num, pct, table_or_count, texts, titled
+from .textfmt import ci, dict_rows, num, pct, table_or_count, texts, titled
 
 CENSUS_HEADERS = [
     "endpoint",
@@ -62,7 +62,7 @@ def section_position(result: DecodeAnalysis) -> list[str]:
     ]
     flagged = sorted({str(r["treatment"]) for r in dict_rows(t) if bool(r["stateful"])})
     verdict = (
-        f"Stateful: {md_text(', '.join(flagged))} — their rate drifts with the measurement's place in "
+        f"Stateful: {Md.text(', '.join(flagged))} — their rate drifts with the measurement's place in "
         "the session, so the contrast depends on the prompt order."
         if flagged
         else "No treatment is stateful."
@@ -75,7 +75,7 @@ def section_position(result: DecodeAnalysis) -> list[str]:
         f"interval excludes 0 and the trend is at least {STATEFUL_MIN_PCT_PER_POSITION:g}% per "
         f"position. {verdict}",
         "",
-        md_table(POSITION_HEADERS, rows),
+        Md.table(POSITION_HEADERS, rows),
         "",
     ]
 
@@ -175,7 +175,7 @@ def section_drift(result: DecodeAnalysis) -> list[str]:
             "cycle-1 minus cycle-2 difference; the counterbalanced cycle mean cancels a "
             "linear drift of this size.",
             "",
-            md_table(
+            Md.table(
                 ["treatment", "subset", "endpoint", "odd cycles", "even cycles", "drift pp"], rows
             ),
             "",
@@ -194,9 +194,9 @@ def section_truncation(result: DecodeAnalysis) -> list[str]:
         "a statement about content equivalence must exclude these prompts by name."
     )
     out.append("")
-    if len(t) > LONG_LIST_ROWS:
+    if len(t) > Md.LONG_LIST_ROWS:
         # One line per measurement would bury the report; the prompts and counts say enough.
-        counts = ", ".join(f"{md_code(p)} ({len(f)})" for p, f in t.groupby("prompt_id", sort=True))
+        counts = ", ".join(f"{Md.code(p)} ({len(f)})" for p, f in t.groupby("prompt_id", sort=True))
         out.append(
             f"{len(t)} measurements of {t['prompt_id'].nunique()} prompt(s), by prompt: "
             f"{counts}; one row each in `truncated.csv` beside this report."
@@ -207,7 +207,7 @@ def section_truncation(result: DecodeAnalysis) -> list[str]:
             f"{r['treatment']} c{r['cycle']}" + (f" r{r['repeat']}" if r["repeat"] != 1 else "")
             for r in dict_rows(frame)
         )
-        out.append(f"- {md_code(prompt)}: {md_text(where)}")
+        out.append(f"- {Md.code(prompt)}: {Md.text(where)}")
     return [*out, ""]
 
 
@@ -225,10 +225,10 @@ def section_groups(result: DecodeAnalysis) -> list[str]:
         mark = "analysed" if g.chosen else "not analysed"
         out.append(
             f"{i}. **{mark}** — {g.n_records} valid records ({g.n_baseline_records} baseline), "
-            f"treatments {md_text(', '.join(g.treatments))}; sessions "
-            f"{md_text(', '.join(g.sessions))}"
+            f"treatments {Md.text(', '.join(g.treatments))}; sessions "
+            f"{Md.text(', '.join(g.sessions))}"
         )
-        out.append("   - " + md_text("; ".join(f"{k} = {v}" for k, v in g.keyed)))
+        out.append("   - " + Md.text("; ".join(f"{k} = {v}" for k, v in g.keyed)))
     return [*out, ""]
 
 
@@ -254,7 +254,7 @@ def section_degenerate(result: DecodeAnalysis) -> list[str]:
     t = result.degenerate
     if t.empty:
         return [*out, "No analysed measurements.", ""]
-    table = md_table(
+    table = Md.table(
         ["treatment", "measurements", "degenerate", "examples"],
         [texts(r, "treatment", "n_records", "n_degenerate", "examples") for r in dict_rows(t)],
     )
@@ -277,7 +277,7 @@ def section_host(result: DecodeAnalysis) -> list[str]:
         "measured, in % of all cores; a session above the ladder's host_noise_pct is flagged."
     )
     verdict = (
-        f"**Flagged: {md_text(', '.join(flagged))}** — another job competed for the CPU; their rates "
+        f"**Flagged: {Md.text(', '.join(flagged))}** — another job competed for the CPU; their rates "
         "are not comparable with the others'."
         if flagged
         else "No session was flagged."
@@ -335,7 +335,7 @@ def interval_fallback_warning(result: DecodeAnalysis) -> str | None:
     t = result.interval_basis
     if t.empty or int(t["n_inter_chunk"].sum()) == 0:
         return None
-    used = md_text(
+    used = Md.text(
         ", ".join(
             f"{r['treatment']} {int(r['n_inter_chunk'])}/{int(r['n_records'])}"
             for r in dict_rows(t)
@@ -361,7 +361,7 @@ def section_interval_basis(result: DecodeAnalysis) -> list[str]:
     lead = warning or (
         "Every analysed interval rate is the server's own decode interval (`timings`)."
     )
-    table = md_table(
+    table = Md.table(
         ["treatment", "measurements", "inter-chunk"],
         [texts(r, "treatment", "n_records", "n_inter_chunk") for r in dict_rows(t)],
     )

@@ -12,7 +12,7 @@ import math
 
 from ....kindapi.analysis import INTERVAL, Spread
 from ....kindapi.records import recordlines
-from ....kindapi.report import LONG_LIST_ROWS, md_code, md_text
+from ....kindapi.report import Md
 from ..analysis import hosteffect as hostrule
 from ..analysis.equivalence import DIFFERENT, describe
 from ..analysis.runvalues import ENDPOINTS, DecodeAnalysis
@@ -46,10 +46,10 @@ ACCEPTANCE_HEADERS = [
 
 def section_question(result: DecodeAnalysis) -> list[str]:
     """The pre-registered question and the design's scope, first of all."""
-    question = md_text(result.question) or "not recorded (plan.json has no `question`)"
+    question = Md.text(result.question) or "not recorded (plan.json has no `question`)"
     out = [f"**Question (pre-registered):** {question}", ""]
-    if md_text(result.scope):
-        out += [f"**Scope:** {md_text(result.scope)}", ""]
+    if Md.text(result.scope):
+        out += [f"**Scope:** {Md.text(result.scope)}", ""]
     return out
 
 
@@ -69,7 +69,7 @@ def _multiplicity(result: DecodeAnalysis) -> str:
         "is not a joint 95% guarantee."
     )
     if result.multiplicity:
-        text += f" Pre-registered: {md_text(result.multiplicity)}"
+        text += f" Pre-registered: {Md.text(result.multiplicity)}"
     return text
 
 
@@ -78,9 +78,9 @@ def _truncation(result: DecodeAnalysis) -> str:
     if t.empty:
         return "**Truncation:** no analysed measurement hit the token cap."
     prompts = sorted({str(p) for p in t["prompt_id"]})
-    named: str = md_text(", ".join(prompts[:LONG_LIST_ROWS]))
-    if len(prompts) > LONG_LIST_ROWS:
-        named += f" and {len(prompts) - LONG_LIST_ROWS} more"
+    named: str = Md.text(", ".join(prompts[: Md.LONG_LIST_ROWS]))
+    if len(prompts) > Md.LONG_LIST_ROWS:
+        named += f" and {len(prompts) - Md.LONG_LIST_ROWS} more"
     return (
         f"**Truncation:** {len(t)} analysed measurement(s) of {len(prompts)} prompt(s) hit the "
         f"token cap ({named}). Their rates are valid observations of decoding up to the cap; "
@@ -95,7 +95,7 @@ def _curtailment(result: DecodeAnalysis) -> list[str]:
     stopped = look is not None and look.stopped_at is not None
     if not result.stops and not result.unselected and not result.not_run and not stopped:
         return ["**Curtailment and stops:** none; no session was dropped and no stop rule fired."]
-    out = [f"**Curtailment and stops:** {md_text(stop)}" for stop in result.stops]
+    out = [f"**Curtailment and stops:** {Md.text(stop)}" for stop in result.stops]
     if look is not None and look.stopped_at is not None:
         after = look.design.looks[look.stopped_at - 1]
         out.append(
@@ -107,12 +107,12 @@ def _curtailment(result: DecodeAnalysis) -> list[str]:
     if result.not_run:
         out.append(
             f"**Not run:** {len(result.not_run)} selected session(s) left neither records nor a "
-            f"session file ({md_text(', '.join(result.not_run))}): the run ended before them."
+            f"session file ({Md.text(', '.join(result.not_run))}): the run ended before them."
         )
     if result.unselected:
         out.append(
             f"**Not selected:** {len(result.unselected)} planned session(s) were not selected by "
-            f"the invocation ({md_text(', '.join(result.unselected))}); the figures rest on the "
+            f"the invocation ({Md.text(', '.join(result.unselected))}); the figures rest on the "
             "selected "
             "sessions only."
         )
@@ -156,19 +156,19 @@ def equivalence_flags(result: DecodeAnalysis) -> list[str]:
     for _, s in eq.summary.iterrows():
         if s["treatment"] != eq.baseline and s["differ"]:
             flags.append(
-                f"**Correctness flag:** {md_code(s['treatment'])} answers differ from "
-                f"{md_code(eq.baseline)}'s in {s['differ']} of {s['cells']} "
-                f"{md_text(s['subset'])} (prompt, cycle) cells at temperature 0 "
-                f"({md_text(s['differing_prompts'].replace(' ', ', '))}). "
+                f"**Correctness flag:** {Md.code(s['treatment'])} answers differ from "
+                f"{Md.code(eq.baseline)}'s in {s['differ']} of {s['cells']} "
+                f"{Md.text(s['subset'])} (prompt, cycle) cells at temperature 0 "
+                f"({Md.text(s['differing_prompts'].replace(' ', ', '))}). "
                 "Speculative decoding should not change the output at temperature 0; its rates "
                 "were measured on different text. A correctness question, not a rate problem."
             )
         unlike = int(s["self_prompts"]) - int(s["self_identical"])
         if unlike:
             flags.append(
-                f"**Correctness flag:** {md_code(s['treatment'])} ({md_text(s['subset'])}) is not "
+                f"**Correctness flag:** {Md.code(s['treatment'])} ({Md.text(s['subset'])}) is not "
                 f"identical to itself across cycles in {unlike} of {s['self_prompts']} prompts "
-                f"({md_text(s['self_differing_prompts'].replace(' ', ', '))}): the rig is not "
+                f"({Md.text(s['self_differing_prompts'].replace(' ', ', '))}): the rig is not "
                 "deterministic at temperature 0."
             )
     return flags
@@ -176,7 +176,7 @@ def equivalence_flags(result: DecodeAnalysis) -> list[str]:
 
 def _equivalence(result: DecodeAnalysis) -> list[str]:
     if result.equivalence is None:
-        return [f"**Content equivalence:** {md_text(result.equivalence_skipped)}."]
+        return [f"**Content equivalence:** {Md.text(result.equivalence_skipped)}."]
     flags = equivalence_flags(result)
     if flags:
         return flags
@@ -198,11 +198,11 @@ def section_limitations(result: DecodeAnalysis) -> list[str]:
     """What limits the headline, before any detail table: every limitation, one bullet each,
     whether its detail is in report.md or only in report.html."""
     warning = degenerate_warning(result)
-    degenerate = f"**{md_text(warning)}**" if warning else "**Degenerate output:** none detected."
+    degenerate = f"**{Md.text(warning)}**" if warning else "**Degenerate output:** none detected."
     fallback = interval_fallback_warning(result)
     items = [
         *(
-            [recordlines.limitation([md_text(str(u)) for u in result.unreadable])]
+            [recordlines.limitation([Md.text(str(u)) for u in result.unreadable])]
             if result.unreadable
             else []
         ),
@@ -226,14 +226,14 @@ def section_equivalence(result: DecodeAnalysis) -> list[str]:
     out: list[str] = []
     eq = result.equivalence
     if eq is None:
-        return [*out, f"Content equivalence: {md_text(result.equivalence_skipped)}.", ""]
+        return [*out, f"Content equivalence: {Md.text(result.equivalence_skipped)}.", ""]
     out += [
         f"At temperature 0 each treatment's answer (`content_sha256`) is compared with "
-        f"{md_code(eq.baseline)}'s to the same prompt in the same cycle, and with its own answer in "
+        f"{Md.code(eq.baseline)}'s to the same prompt in the same cycle, and with its own answer in "
         "its first cycle. Two answers cut by the token cap at the same token count are "
         "'identical up to the cap' or 'differ within the cap'; nothing is claimed beyond it.",
         "",
-        *(f"- {md_text(line)}" for line in describe(eq)),
+        *(f"- {Md.text(line)}" for line in describe(eq)),
         "",
     ]
     differ = eq.pairs["verdict"].isin(DIFFERENT)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....kindapi.report import Section, md_text
+from ....kindapi.report import Md, Section
 from ..analysis.runvalues import DecodeAnalysis
 from .textfmt import dict_rows, finite, num, pct
 
@@ -42,7 +42,7 @@ def host_noise(result: DecodeAnalysis) -> str:
     found = []
     flagged = [r for r in dict_rows(host) if r["flagged"]]
     if flagged:
-        named = md_text(
+        named = Md.text(
             ", ".join(f"{r['session']} {num(r['other_cpu_pct'], 1)} %" for r in flagged)
         )
         found.append(
@@ -51,7 +51,7 @@ def host_noise(result: DecodeAnalysis) -> str:
         )
     throttled = [r for r in dict_rows(host) if r["throttled"]]
     if throttled:
-        named = md_text(", ".join(f"{r['session']} ({r['throttled']})" for r in throttled))
+        named = Md.text(", ".join(f"{r['session']} ({r['throttled']})" for r in throttled))
         found.append(f"{len(throttled)} session(s) were throttled ({named})")
     moved = [
         r
@@ -59,7 +59,7 @@ def host_noise(result: DecodeAnalysis) -> str:
         if finite(r["drift_pct"]) and abs(r["drift_pct"]) > CALIBRATION_DRIFT_PCT
     ]
     if moved:
-        named = md_text(", ".join(f"{r['session']} {pct(r['drift_pct'])}" for r in moved))
+        named = Md.text(", ".join(f"{r['session']} {pct(r['drift_pct'])}" for r in moved))
         found.append(
             f"{len(moved)} of {len(cal)} sessions' calibration moved more than "
             f"±{CALIBRATION_DRIFT_PCT:g}% from start to end ({named})"
@@ -72,7 +72,7 @@ def host_noise(result: DecodeAnalysis) -> str:
     most = max(dict_rows(host), key=lambda r: r["other_cpu_pct"], default=None)
     others = (
         f"no session's other processes used more of the CPU than the ladder's host_noise_pct "
-        f"(the most: {num(most['other_cpu_pct'], 1)} %, {md_text(most['session'])}), none was "
+        f"(the most: {num(most['other_cpu_pct'], 1)} %, {Md.text(most['session'])}), none was "
         "throttled"
         if most is not None
         else "no session recorded the host's load"
@@ -100,7 +100,7 @@ def drift(result: DecodeAnalysis) -> str:
     if worst is None:
         return f"**Drift:** not estimable in any published cell (see {see(DRIFT)})."
     where = (
-        f"{md_text(worst['treatment'])} {md_text(worst['subset'])}: {num(worst['drift_pp'])} pp, odd cycles "
+        f"{Md.text(worst['treatment'])} {Md.text(worst['subset'])}: {num(worst['drift_pp'])} pp, odd cycles "
         f"{pct(worst['pct_odd_cycles'])}, even {pct(worst['pct_even_cycles'])}"
     )
     beyond = [r for r in rows if abs(r["drift_pp"]) > margin]
@@ -132,7 +132,7 @@ def position(result: DecodeAnalysis) -> str:
             "**Position trend:** none seen: no treatment's rate trends with its place in the "
             f"session (see {see(POSITION)})."
         )
-    named = md_text(
+    named = Md.text(
         ", ".join(
             f"{r['treatment']} {pct(r['slope_pct'])} per position ({r['endpoint']})"
             for r in stateful
@@ -156,7 +156,7 @@ def cross_checks(result: DecodeAnalysis) -> str:
         )
 
     def cells(disagree: list[dict[str, Any]]) -> str:
-        return md_text(", ".join(f"{r['treatment']} {r['subset']}" for r in disagree))
+        return Md.text(", ".join(f"{r['treatment']} {r['subset']}" for r in disagree))
 
     parts = []
     if sign:

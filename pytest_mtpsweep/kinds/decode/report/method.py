@@ -13,7 +13,7 @@ from ....kindapi.report import Md
 from ..analysis.contraststats import MDE_POWER
 from ..analysis.runvalues import ENDPOINTS, DecodeAnalysis
 from ..analysis.tiebreak import SERVER_CLOCK_AGREE_PP
-from .textfmt import ci, dict_rows, finite, md_table, num, pct, texts, titled
+from .textfmt import ci, dict_rows, finite, num, pct, texts, titled
 
 TIEBREAK_HEADERS = [
     "treatment",
@@ -56,7 +56,7 @@ def section_tiebreak(result: DecodeAnalysis) -> list[str]:
         f"{SERVER_CLOCK_AGREE_PP:g} pp in every cell, and past that the client's primary figure "
         "is published, whatever was registered.",
         "",
-        md_table(TIEBREAK_HEADERS, rows),
+        Md.table(TIEBREAK_HEADERS, rows),
         "",
     ]
 
@@ -111,7 +111,7 @@ def section_crosschecks(result: DecodeAnalysis) -> list[str]:
         "sign disagreement",
         "interval vs p<0.05 disagree",
     ]
-    return [*out, md_table(headers, rows), ""]
+    return [*out, Md.table(headers, rows), ""]
 
 
 MEASURED_COVERAGE = (

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ....kindapi.report import Block, Figure, Page, Section, el
+from ....kindapi.report import Block, Figure, Markup, Page, Section
 from ..analysis.runvalues import ENDPOINT_COLUMNS, DecodeAnalysis
 from .textfmt import dict_rows
 from .whysection import mechanism_figure
@@ -64,7 +64,9 @@ def _drawn(draw: Callable[[], Any], alt: str, caption: str) -> Block:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=100)
     except Exception as exc:  # a picture must never cost the report
-        return Page(el("p", f"{alt}: not drawn ({type(exc).__name__}: {exc}).", class_="note"))
+        return Page(
+            Markup.el("p", f"{alt}: not drawn ({type(exc).__name__}: {exc}).", class_="note")
+        )
     return Figure(alt, caption, png=buffer.getvalue())
 
 
@@ -108,7 +110,7 @@ def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
         "Drafted tokens the target model accepted, summed over the analysed measurements.",
     )
     if isinstance(acceptance, Page) and not acceptance.markup.html:
-        acceptance = Page(el("p", "No treatment drafted tokens.", class_="note"))
+        acceptance = Page(Markup.el("p", "No treatment drafted tokens.", class_="note"))
     paired = _drawn(
         lambda: paired_figure(chosen, baseline, treatments, endpoint, margin),
         "paired dot plot",
@@ -131,7 +133,7 @@ def sections(result: DecodeAnalysis, frame: Any) -> tuple[Section, ...]:
         "its ceiling (every draft accepted).",
     )
     if isinstance(why, Page) and not why.markup.html:
-        why = Page(el("p", "No treatment drafted tokens.", class_="note"))
+        why = Page(Markup.el("p", "No treatment drafted tokens.", class_="note"))
     drawn = (
         ("Each prompt, each cycle", paired),
         ("Session timeline", timeline),

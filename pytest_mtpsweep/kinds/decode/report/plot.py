@@ -1,5 +1,5 @@
 """The forest plot, built in memory; io.py saves it. matplotlib stays optional
-(`html.images.available` says whether it can draw)."""
+(`Figure.can_draw()` says whether it can draw)."""
 
 from __future__ import annotations
 

@@ -12,20 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from ....kindapi.analysis import INTERVAL
-from ....kindapi.report import (
-    Block,
-    Figure,
-    Md,
-    Report,
-    Role,
-    Section,
-    Table,
-    Text,
-    markdown,
-    md_code,
-    md_text,
-    text,
-)
+from ....kindapi.report import Block, Figure, Md, Report, Role, Section, Table, Text
 from ..analysis import devices, sweep
 from ..analysis import hosteffect as hostrule
 from ..analysis.mechanism import sweep_cells
@@ -51,17 +38,7 @@ from .findings import (
 )
 from .limits import anchor
 from .method import section_crosschecks, section_method, section_tiebreak
-from .textfmt import (
-    ci,
-    dict_rows,
-    flags,
-    no_pairs_reason,
-    num,
-    pct,
-    plain_table,
-    texts,
-    title,
-)
+from .textfmt import ci, dict_rows, flags, no_pairs_reason, num, pct, plain_table, texts, title
 from .whysection import section_mechanism
 
 
@@ -142,7 +119,7 @@ def _headline_table(result: DecodeAnalysis) -> Table:
             pct(r["pct_change"]),
             ci(r["ci_low"], r["ci_high"]),
             ci(r["ci90_low"], r["ci90_high"]),
-            Md(f"**{md_text(r['decision'])}**"),
+            Md(f"**{Md.text(r['decision'])}**"),
             num(r["mde_pct"]) + (" (underpowered)" if bool(r["underpowered"]) else ""),
             str(int(r["n_prompts"])),
             str(int(r["n_pairs"])),
@@ -175,8 +152,8 @@ def _headline_lead(result: DecodeAnalysis) -> list[str]:
     switched = [r for r in dict_rows(result.published) if r["endpoint"] != primary]
     if switched:
         out += [
-            f"Published on the {md_text(switched[0]['endpoint'])} endpoint, not the "
-            f"pre-registered {md_text(primary)}: {md_text(switched[0]['published_reason'])} (see "
+            f"Published on the {Md.text(switched[0]['endpoint'])} endpoint, not the "
+            f"pre-registered {Md.text(primary)}: {Md.text(switched[0]['published_reason'])} (see "
             f"`report.html#{anchor('Endpoints and tie-break')}`).",
             "",
         ]
@@ -219,23 +196,23 @@ def _preamble(result: DecodeAnalysis) -> list[str]:
     s = result.settings
     lines = [*section_question(result)]
     lines += [
-        f"Baseline {md_code(s.baseline)}; {s.boot} resamples, seed {s.seed}; margin ±{s.margin_pct:g}%;"
+        f"Baseline {Md.code(s.baseline)}; {s.boot} resamples, seed {s.seed}; margin ±{s.margin_pct:g}%;"
         f" tie-break {s.tiebreak_pp:g} pp; pre-registered endpoint {s.primary_endpoint} "
         f"({ENDPOINT_LABELS[s.primary_endpoint]}).",
         "",
     ]
     if s.exploratory:
         lines += [
-            f"**Secondary, exploratory:** the baseline {md_code(s.baseline)} is not the "
-            f"pre-registered baseline {md_code(s.registered_baseline)}.",
+            f"**Secondary, exploratory:** the baseline {Md.code(s.baseline)} is not the "
+            f"pre-registered baseline {Md.code(s.registered_baseline)}.",
             "",
         ]
     if len(result.run_ids) > 1:
-        runs = md_text(", ".join(result.run_ids))
+        runs = Md.text(", ".join(result.run_ids))
         lines += [f"Pooled runs (--pool, keyed fields identical): {runs}.", ""]
     reason = no_pairs_reason(result)
     if reason is not None:
-        lines += [f"**{md_text(reason)}**", ""]
+        lines += [f"**{Md.text(reason)}**", ""]
     return lines
 
 
@@ -264,7 +241,7 @@ def _plot(result: DecodeAnalysis, drawn: bool) -> Section:
         plot = "Forest plot: `forest.png` (published endpoint, 95% and 90% intervals)."
     else:
         plot = "Forest plot: skipped, matplotlib is not importable (install the `plots` extra)."
-    return Section("Plot", (text(plot),), role="pictures", page=not drawn)
+    return Section("Plot", (Text.of(plot),), role="pictures", page=not drawn)
 
 
 def _pointers(titles: list[str]) -> Section:
@@ -276,7 +253,7 @@ def _pointers(titles: list[str]) -> Section:
         "",
         *(f"- {t}: `report.html#{anchor(t)}`; {DETAIL_FILES.get(t, 'text only')}" for t in titles),
     ]
-    return Section(DETAIL[3:], (text(*lines),), page=False)
+    return Section(DETAIL[3:], (Text.of(*lines),), page=False)
 
 
 def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) -> Report:
@@ -328,10 +305,10 @@ def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) ->
         sections.append(_pointers(moved))
     sections += [*parts.pictures, _plot(result, parts.forest)]
     if result.notes:
-        sections.append(Section("Notes", (text(*(f"- {md_text(n)}" for n in result.notes)),)))
+        sections.append(Section("Notes", (Text.of(*(f"- {Md.text(n)}" for n in result.notes)),)))
     opening = "\n".join(_preamble(result)).strip("\n")
     return Report(
-        title=f"mtpsweep analysis: {md_text(title(result))}",
+        title=f"mtpsweep analysis: {Md.text(title(result))}",
         opening=(Text(opening),),
         sections=tuple(sections),
     )
@@ -340,7 +317,7 @@ def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) ->
 def render_report(result: DecodeAnalysis) -> str:
     """report.md, a findings document: question, scope, headline, limitations, the tables that
     decide (draft acceptance, census), and one line per detail section naming where it is."""
-    return markdown(report_model(result))
+    return report_model(result).markdown()
 
 
 def render_full(result: DecodeAnalysis) -> str:
@@ -348,4 +325,4 @@ def render_full(result: DecodeAnalysis) -> str:
     Markdown (the page's own record tables and pictures aside)."""
     report = report_model(result)
     shown = tuple(dataclasses.replace(s, markdown=True) for s in report.sections if s.page)
-    return markdown(dataclasses.replace(report, sections=shown))
+    return dataclasses.replace(report, sections=shown).markdown()

@@ -9,8 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi.analysis import INTERVAL
-from ....kindapi.report import LONG_LIST_ROWS, Section, Text
-from ....kindapi.report import md_table as md_table
+from ....kindapi.report import Md, Section, Text
 from ..analysis.runvalues import DecodeAnalysis
 
 Writer = Callable[[DecodeAnalysis], list[str]]
@@ -19,9 +18,9 @@ Writer = Callable[[DecodeAnalysis], list[str]]
 def table_or_count(
     headers: Sequence[str], rows: Sequence[Sequence[str]], where: str, what: str
 ) -> str:
-    """The Markdown table, or, past LONG_LIST_ROWS, one line: how many rows and where they are."""
-    if len(rows) <= LONG_LIST_ROWS:
-        return md_table(headers, rows)
+    """The Markdown table, or, past Md.LONG_LIST_ROWS, one line: how many rows and where they are."""
+    if len(rows) <= Md.LONG_LIST_ROWS:
+        return Md.table(headers, rows)
     return (
         f"{len(rows)} {what}: too many to list here; one row each in `{where}` beside this report."
     )

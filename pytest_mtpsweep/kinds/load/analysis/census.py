@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ....kindapi.records import recordlines
-from ....kindapi.report import md_text
+from ....kindapi.report import Md
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +38,7 @@ def usage_lines(requests: pd.DataFrame) -> list[str]:
         if not counts:
             continue
         total = sum(n for _, _, n, _ in counts)
-        named = md_text(", ".join(f"{t}/{level} {n} of {of}" for t, level, n, of in counts))
+        named = Md.text(", ".join(f"{t}/{level} {n} of {of}" for t, level, n, of in counts))
         out.append(
             f"- {total} request(s) answered {said}: {named}. Their output tokens are counted "
             "from the stream's chunks (one per chunk where no count came), so those blocks' "
@@ -57,7 +57,7 @@ def missing_blocks(requests: pd.DataFrame, levels: pd.DataFrame) -> list[str]:
         return []
     return [
         f"- {len(lost)} block(s) have request lines but no readable level line ("
-        f"{md_text(', '.join(lost))}): their requests are in the latencies and the per-request "
+        f"{Md.text(', '.join(lost))}): their requests are in the latencies and the per-request "
         "contrasts, but the block is in no throughput, goodput or block count."
     ]
 
@@ -66,7 +66,7 @@ def limitation_lines(
     requests: pd.DataFrame, levels: pd.DataFrame, unreadable: Sequence[str]
 ) -> list[str]:
     """report.md's Limitations bullets for what the records lack (none when nothing is)."""
-    lines = [f"- {recordlines.limitation([md_text(u) for u in unreadable])}"] if unreadable else []
+    lines = [f"- {recordlines.limitation([Md.text(u) for u in unreadable])}"] if unreadable else []
     return [*lines, *missing_blocks(requests, levels), *usage_lines(requests)]
 
 

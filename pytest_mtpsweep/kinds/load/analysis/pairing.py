@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ....kindapi.report import md_text
+from ....kindapi.report import Md
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +60,7 @@ def pairing_lines(requests: pd.DataFrame, contrasts: Sequence[Row]) -> list[str]
                 said += f" ({t} completed {p.completed_t}, {b} {p.completed_b})"
             parts.append(said)
         out.append(
-            f"- Pairing by slot, {md_text(f'{t} vs {b}: ' + '; '.join(parts))}; unpaired slots "
+            f"- Pairing by slot, {Md.text(f'{t} vs {b}: ' + '; '.join(parts))}; unpaired slots "
             "are in no per-request interval."
         )
     return out

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.analysis import to_pct
-from ....kindapi.report import Section, Table, Text, md_text
+from ....kindapi.report import Md, Section, Table, Text
 from ..records import TTFT_MS
 from .contrast import cell_matrix, clustered, request_gains
 
@@ -218,7 +218,7 @@ def section(table: pd.DataFrame, plan: PlanDoc, baseline: str) -> Section:
         )
         for r in table.to_dict(orient="records")
     )
-    design = md_text(
+    design = Md.text(
         f"Each block ran {c.get('conversations')} conversations of {c.get('turns')} turns "
         f"({c.get('think_time_s')} s between an answer and the next turn), every turn "
         "carrying the conversation so far after one shared system prefix of "
@@ -232,7 +232,7 @@ def section(table: pd.DataFrame, plan: PlanDoc, baseline: str) -> Section:
         "independent, which requests sharing a session are not). Cached: the median of the "
         "cached prompt tokens the server reported, of the median prompt, and the share of all "
         "prompt tokens cached at that turn (requests whose server said nothing are unknown, "
-        f"never 0). Gain: TTFT against {md_text(baseline)} at that turn, paired by "
+        f"never 0). Gain: TTFT against {Md.text(baseline)} at that turn, paired by "
         "(conversation, turn) slot, prompts as clusters."
     )
     return Section("Per turn", (Text(design), Text(reading), Table(HEADERS, rows)))
@@ -251,7 +251,7 @@ def limits(requests: pd.DataFrame) -> tuple[str, ...]:
         if len(bad):
             reasons = "; ".join(sorted({str(x) for x in bad["cache_reason"].dropna()})[:3])
             said += f", {len(bad)} invalid ({reasons})"
-        out.append(f"- {md_text(f'{t}: {said}; they are in no cached-token figure.')}")
+        out.append(f"- {Md.text(f'{t}: {said}; they are in no cached-token figure.')}")
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi.report import Figure, Section, Table, Text, md_text
+from ....kindapi.report import Figure, Md, Section, Table, Text
 from ..records import E2E_MS, GOODPUT_REQ_S, ITL_MEAN_MS, OUTPUT_TOK_S, REQ_S, TTFT_MS
 
 if TYPE_CHECKING:
@@ -180,9 +180,9 @@ def blocks(levels: pd.DataFrame) -> Section:
     """Every block, one row each, from the levels frame the analysis wrote load_blocks.csv of."""
     rows = tuple(_block_row(b) for b in levels.to_dict(orient="records"))
     if not rows:
-        body: Text | Table = Text(md_text("No block was recorded (load_blocks.csv is empty)."))
+        body: Text | Table = Text(Md.text("No block was recorded (load_blocks.csv is empty)."))
     else:
-        lead = md_text(
+        lead = Md.text(
             f"Every level block, {len(rows)} rows (load_blocks.csv): throughput is the block's "
             "own; notes say why a block is not valid or is flagged."
         )
@@ -257,7 +257,7 @@ def requests(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> Section:
         )
         for r in kept
     )
-    lead = md_text(
+    lead = Md.text(
         f"Every request, {len(rows)} rows (the records): slot is its place in the schedule every "
         "treatment shares (a treatment's slot i pairs with the baseline's slot i of the same "
         "cycle and level), lane its connection; latencies count from the intended send time."

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.analysis import INTERVAL
-from ....kindapi.report import Block, Report, Section, Table, Text, md_text, text
+from ....kindapi.report import Block, Md, Report, Section, Table, Text
 from ..analysis import census, pairing
 from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row, cycle_gains
 from ..analysis.crossover import sentence
@@ -83,7 +83,7 @@ def cycle_lines(requests: pd.DataFrame, contrasts: Sequence[Row], endpoint: str)
             by = cycle_gains(requests, t, b, r.level, endpoint)
             parts.append(f"{r.level} " + ", ".join(f"c{c} {g:+.1f} %" for c, g in by.items()))
         if parts:
-            said = md_text(f"{t} vs {b}, {NAMES[endpoint]} gain per cycle: {'; '.join(parts)}")
+            said = Md.text(f"{t} vs {b}, {NAMES[endpoint]} gain per cycle: {'; '.join(parts)}")
             out.append(f"- {said}")
     return out
 
@@ -184,7 +184,7 @@ def headline_table(contrasts: Sequence[Row], interactions: Sequence[Row], endpoi
                 *(change.get(s, "-") for s in spans),
             )
         )
-    lead = md_text(
+    lead = Md.text(
         f"{NAMES.get(endpoint, endpoint)} gain [95% CI] at each level, and how the gain factor "
         "changes from the lowest level to the highest:"
     )
@@ -216,17 +216,17 @@ def _headline(
     )
     said = [
         *short,
-        *(f"- {md_text(x)}" for x in capacity),
-        *(f"- {md_text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
-        *(f"- {md_text(sentence(c, NAMES[endpoint]))}" for c in crossings),
-        *(f"- {md_text(x)}" for x in (turns.headline if turns else ())),
+        *(f"- {Md.text(x)}" for x in capacity),
+        *(f"- {Md.text(x)}" for x in headline_lines(contrasts, interactions, endpoint)),
+        *(f"- {Md.text(sentence(c, NAMES[endpoint]))}" for c in crossings),
+        *(f"- {Md.text(x)}" for x in (turns.headline if turns else ())),
         *cycle_lines(requests, contrasts, endpoint),
     ]
-    blocks: list[Block] = [text(*said)] if said else []
+    blocks: list[Block] = [Text.of(*said)] if said else []
     blocks.append(
         Text(
             "Gain: positive means the treatment is better than the baseline "
-            f"({md_text(baseline)}): baseline/treatment for a latency, treatment/baseline for a "
+            f"({Md.text(baseline)}): baseline/treatment for a latency, treatment/baseline for a "
             "throughput, as a geometric mean; 95 % intervals."
         )
     )
@@ -240,12 +240,12 @@ def _design(load: Mapping[str, Any], cycles: Sequence[int]) -> Section:
     return Section(
         "Design",
         (
-            text(
+            Text.of(
                 f"- Cycles {', '.join(map(str, cycles))}; block order per cycle: "
-                + md_text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
+                + Md.text("; ".join(f"{c}: {' '.join(map(str, v))}" for c, v in order.items()))
                 + ".",
                 f"- {_per_block(load)}, prompts in one seeded order for every "
-                f"treatment; warm-up per block: {md_text(load.get('warmup_requests') or 'one per lane')}; "
+                f"treatment; warm-up per block: {Md.text(load.get('warmup_requests') or 'one per lane')}; "
                 f"SLOs for goodput: {_slo(load.get('slo'))}.",
             ),
         ),
@@ -264,7 +264,7 @@ def _per_level(table: pd.DataFrame) -> Section:
 def _contrasts(requests: pd.DataFrame, contrasts: Sequence[Row]) -> Section:
     rows = tuple(tuple(r) for r in _contrast_rows(contrasts))
     shown: Block = Table(CONTRASTS, rows) if contrasts else Text("No contrasts.")
-    paired = text(*pairing.pairing_lines(requests, contrasts))
+    paired = Text.of(*pairing.pairing_lines(requests, contrasts))
     return Section("Contrasts per level", (shown, paired))
 
 
@@ -320,8 +320,8 @@ def report(
     ]
     opening = [
         *([Text(look)] if look else []),
-        Text(f"Question: {md_text(plan.question)}"),
-        *([Text(f"Scope: {md_text(plan.scope)}")] if plan.scope else []),
+        Text(f"Question: {Md.text(plan.question)}"),
+        *([Text(f"Scope: {Md.text(plan.scope)}")] if plan.scope else []),
     ]
     sections = [
         _headline(
@@ -336,18 +336,18 @@ def report(
             len(cycles),
         ),
         _design(load, cycles),
-        *([Section("Replay", (text(*replay),))] if replay else []),
+        *([Section("Replay", (Text.of(*replay),))] if replay else []),
         _per_level(table),
         *([turns.section] if turns else []),
         _contrasts(requests, contrasts),
         _interaction(interactions),
-        Section("Witnesses", (text(*witnessed, *session_lines(sessions)),)),
-        Section("Limitations", (text(*limits),), role="limitations"),
+        Section("Witnesses", (Text.of(*witnessed, *session_lines(sessions)),)),
+        Section("Limitations", (Text.of(*limits),), role="limitations"),
         listings.pictures(plots),
         listings.blocks(levels),
         listings.requests(records, plan),
     ]
-    title = f"Load report: {md_text(plan.ladder)} / {md_text(plan.run_id)}"
+    title = f"Load report: {Md.text(plan.ladder)} / {Md.text(plan.run_id)}"
     return Report(title, tuple(opening), tuple(sections), empty_pictures=listings.NO_PLOT)
 
 
@@ -355,7 +355,7 @@ def _per_block(load: Mapping[str, Any]) -> str:
     """The Design line's block size and the wall time its throughput divides by."""
     if isinstance(load.get("trace"), Mapping):  # a replay: the trace's records, its own prompts
         return (
-            f"One block of the trace's {md_text(load['trace'].get('records'))} records per "
+            f"One block of the trace's {Md.text(load['trace'].get('records'))} records per "
             "session (see Replay), throughput over its wall time from its start to its "
             "last completion; each request its own text"
         )
@@ -366,13 +366,13 @@ def _per_block(load: Mapping[str, Any]) -> str:
             "throughput over each block's wall time from its first send to its last completion"
         )
     return (
-        f"{md_text(load.get('requests'))} requests per block, throughput over each block's wall time "
+        f"{Md.text(load.get('requests'))} requests per block, throughput over each block's wall time "
         "from its start to its last completion"
     )
 
 
 def _slo(slo: Mapping[str, float] | None) -> str:
-    return md_text(", ".join(f"{k} <= {v:g}" for k, v in slo.items())) if slo else "none"
+    return Md.text(", ".join(f"{k} <= {v:g}" for k, v in slo.items())) if slo else "none"
 
 
 def limitations(
@@ -383,7 +383,7 @@ def limitations(
     if noisy:
         out.append(
             f"- {len(noisy)} of {len(sessions)} sessions ran while other processes used more of "
-            f"the CPU than the ladder's host_noise_pct ({md_text(', '.join(noisy))}): their "
+            f"the CPU than the ladder's host_noise_pct ({Md.text(', '.join(noisy))}): their "
             "cycles' "
             "contrasts carry that load as much as the treatments' difference (the gain per "
             "cycle above shows how much); run again on an idle host."

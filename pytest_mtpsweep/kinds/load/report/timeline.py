@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi.report import md_text
+from ....kindapi.report import Md
 from ..records import E2E_MS, TTFT_MS
 from ..trace import LABEL
 
@@ -59,9 +59,9 @@ def report_lines(records: Sequence[Mapping[str, Any]], plan: PlanDoc) -> list[st
     scale = _num(t.get("time_scale")) or 1.0
     span = (_num(t.get("span_ms")) or 0.0) * scale / 1000.0
     out = [
-        f"- The trace: {md_text(t.get('path'))} ({md_text(t.get('format'))}), "
-        f"{md_text(t.get('records'))} records, lines {md_text(t.get('first_line'))}-"
-        f"{md_text(t.get('last_line'))}, sha256 {md_text(str(t.get('sha256'))[:16])}; its "
+        f"- The trace: {Md.text(t.get('path'))} ({Md.text(t.get('format'))}), "
+        f"{Md.text(t.get('records'))} records, lines {Md.text(t.get('first_line'))}-"
+        f"{Md.text(t.get('last_line'))}, sha256 {Md.text(str(t.get('sha256'))[:16])}; its "
         f"times x {scale:g} (a span of {span:,.1f} s), its input lengths x "
         f"{_num(t.get('input_scale')) or 1.0:g}, one block per session, open loop.",
         _lag_line(rows, _num(load.get("lag_bound_ms"))),
@@ -91,7 +91,7 @@ def _lag_line(rows: Sequence[Mapping[str, Any]], bound: float | None) -> str:
         )
     return (
         "- Arrivals against the trace: each request was sent this long after its scaled trace "
-        f"time (the client's send lag; latency counts from the trace's time): {md_text('; '.join(parts))}."
+        f"time (the client's send lag; latency counts from the trace's time): {Md.text('; '.join(parts))}."
     )
 
 
@@ -105,7 +105,7 @@ def _content_line(rows: Sequence[Mapping[str, Any]]) -> str:
         shown = ", ".join(map(str, differ[:8]))
         return (
             f"- Content: {len(differ)} of {len(by_slot)} slots sent different prompt bytes "
-            f"in different sessions (slots {md_text(shown)}): those pairs compare different "
+            f"in different sessions (slots {Md.text(shown)}): those pairs compare different "
             "requests."
         )
     return (

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ....kindapi.report import md_text
+from ....kindapi.report import Md
 from ..records import J_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[st
         said = ", ".join(map(str, slots)) or "unknown (the server reports no total_slots)"
         queued = block["queued"].dropna()
         q = int(queued.sum()) if len(queued) else None
-        line = f"- {md_text(t)}: server slots {said}; highest concurrency {highest}"
+        line = f"- {Md.text(t)}: server slots {said}; highest concurrency {highest}"
         if highest is not None and slots and highest > min(slots):
             line += f" (> slots: up to {highest - min(slots)} requests in flight wait for a slot)"
         line += (
@@ -74,7 +74,7 @@ def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[st
     flagged = levels[levels["lag_flag"].notna()]
     if len(flagged):
         records = flagged.to_dict(orient="records")
-        names = md_text(", ".join(f"{r['session']}/{r['level']}" for r in records))
+        names = Md.text(", ".join(f"{r['session']}/{r['level']}" for r in records))
         worst = flagged["client_lag_p99_ms"].max()
         out.append(
             f"- {LAG} {len(flagged)} of {len(levels)} blocks over the bound "
@@ -82,7 +82,7 @@ def witness_lines(levels: pd.DataFrame, plan: PlanDoc, baseline: str) -> list[st
             f"{_f(worst, 2)} ms): {names}; their latencies hold the client's delay too."
         )
     else:
-        out.append(f"- {LAG} no block over the bound of {md_text(load.get('lag_bound_ms'))} ms.")
+        out.append(f"- {LAG} no block over the bound of {Md.text(load.get('lag_bound_ms'))} ms.")
     out.append(energy_line(levels))
     return out
 
@@ -92,7 +92,7 @@ def energy_line(levels: pd.DataFrame) -> str:
     if J_PER_TOKEN not in levels or not levels[J_PER_TOKEN].notna().any():
         why = levels["energy"].dropna() if "energy" in levels else levels["treatment"].iloc[:0]
         reason = str(why.iloc[0]) if len(why) else "the records carry no energy reading"
-        return f"- Energy per token: not measured ({md_text(reason)})."
+        return f"- Energy per token: not measured ({Md.text(reason)})."
     parts = []
     for t, block in levels.groupby("treatment", sort=False):
         jpt = block[J_PER_TOKEN].dropna()
@@ -104,7 +104,7 @@ def energy_line(levels: pd.DataFrame) -> str:
         )
     return (
         "- Energy per token (NVML's total-energy counter around each block, its warm-up "
-        "included): " + md_text("; ".join(parts)) + "."
+        "included): " + Md.text("; ".join(parts)) + "."
     )
 
 
@@ -122,7 +122,7 @@ def session_lines(sessions: Sequence[Mapping[str, Any]]) -> list[str]:
         other = host.get("other_cpu_pct")
         if isinstance(other, float):
             flag = " (flagged: over its threshold)" if host.get("flagged") else ""
-            note = f"; {md_text(host['note'])}" if host.get("note") else ""
+            note = f"; {Md.text(host['note'])}" if host.get("note") else ""
             parts.append(f"other processes used {other:.0f} % of the CPU{flag}{note}")
-        out.append(f"- {md_text(info.get('session'))}: {', '.join(parts)}.")
+        out.append(f"- {Md.text(info.get('session'))}: {', '.join(parts)}.")
     return out

@@ -16,7 +16,6 @@ from pytest_mtpsweep.kinds.authoring.report.findings import LIMITATIONS
 from pytest_mtpsweep.kinds.authoring.report.sections import COHORT_HEADERS
 from pytest_mtpsweep.report.document import REPORT_HTML
 from pytest_mtpsweep.report.model import Table
-from pytest_mtpsweep.report.render_md import markdown
 from pytest_mtpsweep.report.save import finished
 from tests.kinds.authoring.analysis.test_contrast import cell
 from tests.kinds.authoring.analysis.test_repeats import turn
@@ -190,7 +189,7 @@ def test_report_md_and_report_html_are_rendered_from_the_one_model(tmp_path: Pat
     write(tmp_path, copies=False)
     result = analyse_dir(tmp_path, "a", 1000, 42, pooled=False)
     report = (tmp_path / schema.ANALYSIS_DIR / schema.REPORT_MD).read_text(encoding="utf-8")
-    assert markdown(finished(result.report, tmp_path)) == report  # and the versions' line
+    assert finished(result.report, tmp_path).markdown() == report  # and the versions' line
     [table] = [b for s in result.report.of("headline") for b in s.blocks if isinstance(b, Table)]
     assert table.headers == COHORT_HEADERS
     assert [r[:3] for r in table.rows] == [("s", "a", "12"), ("s", "b", "12")]

@@ -14,7 +14,7 @@ from pytest_mtpsweep.kinds.decode.analysis.devices import (
     unit_of,
 )
 from pytest_mtpsweep.kinds.decode.analysis.pairing import cell_means, pair_cells
-from pytest_mtpsweep.report import render_md
+from pytest_mtpsweep.report.model import section_markdown
 
 
 def _records(rows: list[tuple[str, int, str, str, float]]) -> pd.DataFrame:
@@ -77,7 +77,7 @@ def test_per_device_contrast() -> None:
     ]
     section = render(table, "primary")
     assert section is not None and section.title == "Per device (primary): a heterogeneity check"
-    text = render_md.section(section)
+    text = section_markdown(section)
     assert "| b | 0 | 1 | 3 | 3 | +10.00% |" in text and "| b | 1 |" in text
 
 

@@ -25,9 +25,7 @@ DESIGN = Design(
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 def make_run(tmp_path: Path, *, design: Design = DESIGN, **kwargs: Any) -> Path:

@@ -37,9 +37,7 @@ keys = st.text(alphabet="abcdefgh0123456789_.:-", min_size=1, max_size=12).filte
 
 @pytest.fixture(autouse=True)
 def _no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 @pytest.fixture(scope="module")

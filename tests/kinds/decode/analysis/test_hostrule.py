@@ -14,7 +14,7 @@ from pytest_mtpsweep.kinds.decode.analysis.runvalues import (
 )
 from pytest_mtpsweep.ladder.values import HostRule
 from pytest_mtpsweep.protocol.hostrule import plan_entry
-from pytest_mtpsweep.report import render_md
+from pytest_mtpsweep.report.model import section_markdown
 from pytest_mtpsweep.state.plandoc import PlanDoc, host_json
 
 REASON = "host spoiled: the server took 5000 major page faults (over major_faults 1000)"
@@ -101,6 +101,6 @@ def test_the_section_shows_both_intervals() -> None:
     )
     section = hostrule.section(e, pd.DataFrame([row]))
     assert section is not None and section.title == "Host rule"
-    table = render_md.section(section)
+    table = section_markdown(section)
     assert "| b | prose | primary | +5.00% [+1.00, +9.00] faster | -2.00% [+1.00, +9.00] " in table
     assert hostrule.section(HostRuleEffect(recorded=True), pd.DataFrame([row])) is None

@@ -33,9 +33,7 @@ SCOPE = "This design bounds where the gain starts; it does not locate a knee."
 
 @pytest.fixture(autouse=True)
 def _no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 def records(edit: dict[tuple[str, int, str], dict[str, Any]] | None = None) -> list[Any]:

@@ -26,10 +26,7 @@ REPORT_MAX_LINES = 120  # the issue's bound for the demo's report.md
 
 @pytest.fixture(autouse=True)
 def _no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
-    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 def records(design: Design = DESIGN, sd: float = 0.02) -> list[dict[str, Any]]:

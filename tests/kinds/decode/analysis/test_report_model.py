@@ -19,10 +19,9 @@ from pytest_mtpsweep.kinds.decode.analysis.io import (
 )
 from pytest_mtpsweep.kinds.decode.report import pictures
 from pytest_mtpsweep.kinds.decode.report.sections import DETAIL, report_model
-from pytest_mtpsweep.report.mdtext import md_table
+from pytest_mtpsweep.report.mdtext import Md
 from pytest_mtpsweep.report.model import Figure, Report, Table
 from pytest_mtpsweep.report.render_html import page
-from pytest_mtpsweep.report.render_md import markdown
 from pytest_mtpsweep.report.save import finished
 from tests.report.dom import Node, parse
 from tests.report.test_mdtext import NAME, hostile_run, words
@@ -37,10 +36,7 @@ DESIGN = Design(
 
 @pytest.fixture(autouse=True)
 def _no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-    )
-    monkeypatch.setattr("pytest_mtpsweep.report.images.available", lambda: False)
+    monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 def records() -> list[dict[str, Any]]:
@@ -68,8 +64,8 @@ def test_report_md_and_report_html_are_the_same_models(tmp_path: Path) -> None:
     report, out = result.report, Path(str(result.out_dir))
     assert report is not None
     on_disk = (out / "report.md").read_text(encoding="utf-8")
-    assert markdown(finished(report, run)) == on_disk  # the writer adds the versions' line
-    assert markdown(report) == result.report_md
+    assert finished(report, run).markdown() == on_disk  # the writer adds the versions' line
+    assert report.markdown() == result.report_md
     dom = parse((out / "report.html").read_text(encoding="utf-8"))
     # the page's sections: the three every kind opens with, then the model's detail in order
     shown = [s.id for s in report.of("detail") if s.page]
@@ -84,7 +80,7 @@ def test_report_md_and_report_html_are_the_same_models(tmp_path: Path) -> None:
     table = headline_table(report)
     want = [[words(str(c).replace("**", "")) for c in row] for row in table.rows]
     assert body_rows(dom.by_id("headline")) == want and len(want) == 3  # two subsets, pooled
-    assert md_table(table.headers, table.rows) in on_disk
+    assert Md.table(table.headers, table.rows) in on_disk
     # every compared cell, gap and truncated measurement: the result's rows, on the page alone
     eq = result.equivalence
     assert eq is not None

@@ -39,9 +39,7 @@ def _plots_only_where_asked(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not getattr(request.function, "draws_plot", False):
-        monkeypatch.setattr(
-            "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-        )
+        monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
 
 
 def records(design: Design = DESIGN, **effects: float) -> list[dict[str, Any]]:
@@ -104,9 +102,7 @@ class TestOutputs:
     def test_forest_plot_is_skipped_and_said_so_without_matplotlib(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(
-            "pytest_mtpsweep.kinds.decode.analysis.io.plotting_available", lambda: False
-        )
+        monkeypatch.setattr("pytest_mtpsweep.report.model.Figure.can_draw", lambda: False)
         run = write_run(tmp_path, DESIGN, records())
         analyse(run)
         assert not (run / "analysis" / "forest.png").exists()
