@@ -1,5 +1,5 @@
 """The report family: the report model a kind's analysis returns (`model`), its two renderers
-(`render_md` → report.md, `render_html` → report.html, through the escaping builder
+(`Report.markdown()` → report.md, `render_html` → report.html, through the escaping builder
 `document`), and the parts the page is made of (`mdhtml`, `tables`, `images`, `assets`);
 `mdtext` escapes free text for report.md. `save.write_report` writes both files from one model.
 """

@@ -1,7 +1,7 @@
 """The HTML report's page: an escaping builder, sections, and the self-contained page.
 
 Every string a run holds (a model's reply, a server's error, a ladder's names) reaches the page
-through `text`, an attribute of `el`, or `json_script`, and each of them escapes it. `Markup`
+through `text`, an attribute of `Markup.el`, or `json_script`, and each of them escapes it. `Markup`
 is made only by these builders, so no caller can put a string on the page as markup. The page
 needs nothing from the network: styles, scripts and pictures are inline, and its
 Content-Security-Policy forbids every request (a report is mailed around and opened from disk).
