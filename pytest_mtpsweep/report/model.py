@@ -7,6 +7,7 @@ the page, the pictures follow, the rest is detail, collapsed. A section whose `m
 False is the page's only (every request, every cell); report.md names where it is. One whose
 `page` is False is report.md's only (its list of where the page's detail is). No renderer
 looks a section up by its heading, and none reads a file back but the PNGs a figure names.
+report.md is written here (`Report.markdown()`), report.html by `render_html`.
 """
 
 from __future__ import annotations
