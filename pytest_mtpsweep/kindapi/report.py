@@ -9,7 +9,6 @@ from ..report.analysisresult import AnalysisResult, FigureData
 from ..report.document import Markup
 from ..report.mdtext import Md
 from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text
-from ..report.pagetables import facets
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the model
@@ -26,5 +25,4 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # Markdown and page helpers
     "Md",
     "Markup",
-    "facets",
 ]

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import html
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,16 @@ class Markup:
         """The pieces one after another, `sep` between them."""
         return Markup((sep.html if sep is not None else "").join(p.html for p in parts))
 
+    @staticmethod
+    def facets(
+        container_id: str, keys: Sequence[str], values: Sequence[Sequence[object]]
+    ) -> Markup:
+        """The facets of the items of `container_id` (item i carries data-i="i"), as data for
+        the page's script: one select per key, a text search; no value is ever markup."""
+        rows = [[cell_text(v) for v in row] for row in values]
+        payload = {"keys": list(keys), "rows": rows}
+        return json_script(payload, class_="facets", data_for=container_id)
+
 
 EMPTY = Markup("")
 
@@ -103,6 +114,15 @@ class PageSection:
     @property
     def id(self) -> str:
         return self.anchor or anchor(self.title)
+
+
+def cell_text(value: object) -> str:
+    """How a value reads in a cell: NaN and None as '-', floats to 4 significant digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def anchor(title: str) -> str:

@@ -1,15 +1,14 @@
 """Tables for the report page, and filters over any list of items (table rows, cells).
 
-A filterable list carries its facets as JSON data beside it (`facets`); the page's script
+A filterable list carries its facets as JSON data beside it (`Markup.facets`); the page's script
 builds one select per facet and a text search from that data, so no value is ever markup.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from .document import Markup, json_script
+from .document import Markup, cell_text
 
 LONG_TABLE_ROWS = 25  # more rows than this scroll inside their own box
 
@@ -24,15 +23,6 @@ def _is_number(value: object) -> bool:
     except ValueError:
         return False
     return True
-
-
-def cell_text(value: object) -> str:
-    """How a value reads in a cell: NaN and None as '-', floats to 4 significant digits."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def _row(cells: Sequence[object], **attrs: object) -> Markup:
@@ -57,12 +47,6 @@ def table(
     return Markup.el("div", built, class_="scroll") if len(rows) > LONG_TABLE_ROWS else built
 
 
-def facets(container_id: str, keys: Sequence[str], values: Sequence[Sequence[object]]) -> Markup:
-    """The facets of the items of `container_id`; item i carries data-i="i"."""
-    rows = [[cell_text(v) for v in row] for row in values]
-    return json_script({"keys": list(keys), "rows": rows}, class_="facets", data_for=container_id)
-
-
 def filterable(
     container_id: str,
     headers: Sequence[str],
@@ -75,5 +59,5 @@ def filterable(
     body = Markup.el("tbody", *(_row(r, data_i=i) for i, r in enumerate(rows)))
     built = Markup.el("div", Markup.el("table", head, body), class_="scroll", id=container_id)
     return Markup.concat(
-        [facets(container_id, facet_columns, [[r[i] for i in index] for r in rows]), built]
+        [Markup.facets(container_id, facet_columns, [[r[i] for i in index] for r in rows]), built]
     )

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ....kindapi.records import PlanDoc
-from ....kindapi.report import Markup, Page, Section, facets
+from ....kindapi.report import Markup, Page, Section
 from .. import records
 from ..run.extract import extract
 
@@ -238,7 +238,7 @@ def section(
         [
             lead,
             Markup.el("p", "", id="drill-status", class_="note"),
-            facets("cells", FACETS, values),
+            Markup.facets("cells", FACETS, values),
             Markup.el("div", *items, id="cells"),
         ]
     )
