@@ -9,7 +9,7 @@ from ..rig.bearer import bearer
 from ..rig.bounds import ReadBound, excess_chunks, fetch
 from ..rig.build import cpu_key
 from ..rig.exits import exit_of
-from ..rig.gpu import Energy, energy_mj
+from ..rig.gpu import Energy
 from ..rig.served import model_reason
 from ..rig.specmetrics import parse_samples
 from ..rig.usage import read_usage
@@ -27,6 +27,5 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "cpu_key",
     "exit_of",
     "Energy",
-    "energy_mj",
     "parse_samples",
 ]
