@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..rig import stream_chat
 from ..rig.bearer import bearer
-from ..rig.bounds import ReadBound, excess_chunks, fetch
+from ..rig.bounds import ReadBound
 from ..rig.build import cpu_key
 from ..rig.exits import exit_of
 from ..rig.gpu import Energy
@@ -18,8 +18,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # one request and its checks
     "stream_chat",
     "ReadBound",
-    "fetch",
-    "excess_chunks",
     "model_reason",
     "read_usage",
     "bearer",
