@@ -3,7 +3,6 @@ prompt, the preflight rows a kind adds, and an attached server's counters around
 
 from __future__ import annotations
 
-from ..preflight import check_prompt_set
 from ..preflight.items import PreflightItem
 from ..protocol.attach import counted, counters_now
 from ..state.context import WARMUP, RunContext
@@ -18,5 +17,4 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "counters_now",
     # preflight rows a kind adds
     "PreflightItem",
-    "check_prompt_set",
 ]
