@@ -4,7 +4,6 @@ prompt, the preflight rows a kind adds, and an attached server's counters around
 from __future__ import annotations
 
 from ..preflight.items import PreflightItem
-from ..protocol.attach import counted, counters_now
 from ..state.context import WARMUP, RunContext
 from ..state.live import LiveSession
 
@@ -13,8 +12,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "LiveSession",
     "RunContext",
     "WARMUP",
-    "counted",
-    "counters_now",
     # preflight rows a kind adds
     "PreflightItem",
 ]

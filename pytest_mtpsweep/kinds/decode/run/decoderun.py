@@ -16,7 +16,7 @@ from ....kindapi.ladder import (
 )
 from ....kindapi.records import RunReader, schema
 from ....kindapi.rig import stream_chat
-from ....kindapi.run import WARMUP, PreflightItem, counted, counters_now
+from ....kindapi.run import WARMUP, PreflightItem
 from ..analysis.atend import analyse_at_end
 from ..analysis.design import design_warnings
 from ..analysis.optioncheck import validate_request
@@ -149,9 +149,9 @@ class DecodeRun(KindRun):
         spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
         if self._per_measurement:
             spec = replace(spec, seed=measurement_seed(self.ladder.seed, case))
-        before = counters_now(live)  # an attached server's spec-decode totals, untimed
+        before = live.counters_now()  # an attached server's spec-decode totals, untimed
         m = stream_chat(live.http, live.base_url, case.prompt.text, spec)
-        m = counted(live, before, m)
+        m = live.counted(before, m)
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
             found = degenerate(case.prompt.text, m.content)
