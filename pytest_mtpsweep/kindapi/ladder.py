@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from ..ladder import Prompt, SessionSlot, prompt_digest
+from ..ladder import Prompt, PromptSet, SessionSlot
 from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
 from ..ladder.load import parse_treatments
-from ..ladder.prompts import ladder_prompts, read_text_file, session_order
+from ..ladder.prompts import read_text_file
 from ..ladder.values import AnalysisConfig, Ladder, Preregistration, Treatment
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
@@ -25,8 +25,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "parse_contrast",
     # prompts
     "Prompt",
-    "ladder_prompts",
-    "prompt_digest",
-    "session_order",
+    "PromptSet",
     "read_text_file",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..base import recordlines, schema
 from ..base.fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
 from ..base.redact import redact_url
-from ..state.plandoc import AnalysisPlan, PlanDoc, SweepAxis
+from ..state.plandoc import PlanDoc
 from ..state.rundir import RecordWriter
 from ..state.rundocs import DroppedArm
 from ..state.runread import RunReader
@@ -27,7 +27,5 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # reading
     "RunReader",
     "PlanDoc",
-    "AnalysisPlan",
-    "SweepAxis",
     "DroppedArm",
 ]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from ..rig import stream_chat
 from ..rig.bearer import bearer
-from ..rig.bounds import ReadBound, excess_chunks, fetch
+from ..rig.bounds import ReadBound
 from ..rig.build import cpu_key
 from ..rig.exits import exit_of
-from ..rig.gpu import Energy, energy_mj
+from ..rig.gpu import Energy
 from ..rig.served import model_reason
 from ..rig.specmetrics import parse_samples
 from ..rig.usage import read_usage
@@ -18,8 +18,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     # one request and its checks
     "stream_chat",
     "ReadBound",
-    "fetch",
-    "excess_chunks",
     "model_reason",
     "read_usage",
     "bearer",
@@ -27,6 +25,5 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "cpu_key",
     "exit_of",
     "Energy",
-    "energy_mj",
     "parse_samples",
 ]

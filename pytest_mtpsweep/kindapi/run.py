@@ -3,9 +3,7 @@ prompt, the preflight rows a kind adds, and an attached server's counters around
 
 from __future__ import annotations
 
-from ..preflight import check_prompt_set
 from ..preflight.items import PreflightItem
-from ..protocol.attach import counted, counters_now
 from ..state.context import WARMUP, RunContext
 from ..state.live import LiveSession
 
@@ -14,9 +12,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "LiveSession",
     "RunContext",
     "WARMUP",
-    "counted",
-    "counters_now",
     # preflight rows a kind adds
     "PreflightItem",
-    "check_prompt_set",
 ]

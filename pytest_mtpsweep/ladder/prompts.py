@@ -74,41 +74,50 @@ def select(prompts: tuple[Prompt, ...], subset: str) -> tuple[Prompt, ...]:
     return tuple(p for p in prompts if p.subset == subset)
 
 
-def ladder_prompts(
-    ladder_path: Path, prompt_set: str, subset: str, prompts_dir: Path | None = None
-) -> tuple[Path, tuple[Prompt, ...]]:
-    """The prompt set a ladder names (`prompts/<set>` beside its folder, or `--prompts-dir`),
-    selected by subset: its folder and prompts; PromptError when the subset has none."""
-    directory = prompts_dir or ladder_path.parent.parent / "prompts" / prompt_set
-    prompts = select(load_prompt_set(directory), subset)
-    if not prompts:
-        raise PromptError(
-            f"prompt set {directory} has no {subset} prompts; choose another --subset."
-        )
-    return directory, prompts
+@dataclass(frozen=True)
+class PromptSet:
+    """A prompt set as a run uses it: the folder it was read from and its prompts (one subset,
+    or both)."""
 
+    directory: Path
+    prompts: tuple[Prompt, ...]
 
-def digest(prompts: tuple[Prompt, ...]) -> str:
-    """sha256 over ids and texts: the prompt set's identity for comparability."""
-    h = hashlib.sha256()
-    for p in sorted(prompts, key=lambda p: p.id):
-        h.update(p.id.encode())
-        h.update(b"\0")
-        h.update(p.text.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    @classmethod
+    def of_ladder(
+        cls, ladder_path: Path, prompt_set: str, subset: str, prompts_dir: Path | None = None
+    ) -> PromptSet:
+        """The prompt set a ladder names (`prompts/<set>` beside its folder, or
+        `--prompts-dir`), selected by subset; PromptError when the subset has none."""
+        directory = prompts_dir or ladder_path.parent.parent / "prompts" / prompt_set
+        prompts = select(load_prompt_set(directory), subset)
+        if not prompts:
+            raise PromptError(
+                f"prompt set {directory} has no {subset} prompts; choose another --subset."
+            )
+        return cls(directory, prompts)
 
+    @property
+    def digest(self) -> str:
+        """sha256 over ids and texts: the prompt set's identity for comparability."""
+        h = hashlib.sha256()
+        for p in sorted(self.prompts, key=lambda p: p.id):
+            h.update(p.id.encode())
+            h.update(b"\0")
+            h.update(p.text.encode())
+            h.update(b"\0")
+        return h.hexdigest()
 
-def session_order(prompts: tuple[Prompt, ...], cycle: int, seed: int) -> list[Prompt]:
-    """The prompts in the order a session of this cycle runs them.
+    def in_order(self, cycle: int, seed: int) -> list[Prompt]:
+        """The prompts in the order a session of this cycle runs them.
 
-    Every session of a cycle runs the same order, so a treatment and its baseline meet each
-    prompt at the same position; odd cycles rotate the set by a seeded offset per cycle pair and
-    even cycles run the exact reverse, so over a pair every prompt's positions sum to n−1 and a
-    treatment whose speed drifts within a session shows it as a trend on position.
-    """
-    n = len(prompts)
-    pair = (cycle - 1) // 2
-    offset = 0 if pair == 0 or n == 0 else random.Random(f"{seed}:{pair}").randrange(n)
-    order = list(prompts[offset:] + prompts[:offset])
-    return order if cycle % 2 == 1 else order[::-1]
+        Every session of a cycle runs the same order, so a treatment and its baseline meet each
+        prompt at the same position; odd cycles rotate the set by a seeded offset per cycle pair
+        and even cycles run the exact reverse, so over a pair every prompt's positions sum to
+        n−1 and a treatment whose speed drifts within a session shows it as a trend on position.
+        """
+        prompts = self.prompts
+        n = len(prompts)
+        pair = (cycle - 1) // 2
+        offset = 0 if pair == 0 or n == 0 else random.Random(f"{seed}:{pair}").randrange(n)
+        order = list(prompts[offset:] + prompts[:offset])
+        return order if cycle % 2 == 1 else order[::-1]

@@ -6,7 +6,6 @@ waived). A failing item stops the run unless the user waives it by name.
 
 from __future__ import annotations
 
-from .artefacts import check_prompt_set
 from .checklist import PreflightInputs, item_names, run_preflight
 from .endpoints import AttachedTarget
 from .items import (
@@ -35,7 +34,6 @@ __all__ = [
     "PreflightInputs",
     "PreflightItem",
     "QuietCheck",
-    "check_prompt_set",
     "failures",
     "item_names",
     "render_fixes",

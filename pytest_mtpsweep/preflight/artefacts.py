@@ -100,11 +100,6 @@ def check_ladder_file(path: Path) -> PreflightItem:
     return make_item("ladder_file", expected, f"{path}: sha256 {digest}", PASS, stable=digest)
 
 
-def check_prompt_set(digest: str) -> PreflightItem:
-    """The prompt set's digest, recorded for comparison."""
-    return make_item("prompt_set", "recorded", f"digest {digest}" if digest else "no digest", PASS)
-
-
 def check_run_dir(run_dir: Path) -> PreflightItem:
     """The run directory does not exist yet and can really be created where it is asked for."""
     expected = "does not exist yet"

@@ -47,6 +47,12 @@ class PreflightItem:
     same_as_against: bool | None = None
     stable: str | None = None
 
+    @classmethod
+    def prompt_set(cls, digest: str) -> PreflightItem:
+        """The prompt set's digest, recorded for comparison."""
+        observed = f"digest {digest}" if digest else "no digest"
+        return make_item("prompt_set", "recorded", observed, PASS)
+
 
 def failures(items: Iterable[PreflightItem]) -> list[PreflightItem]:
     """Items that stop the run (waived ones do not)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..analysis import stats
 from ..base import schema
 from ..ladder import runplan
-from ..ladder.prompts import Prompt, session_order
+from ..ladder.prompts import Prompt, PromptSet
 from ..rig.stream import RawStream, reduce_stream
 from ..state.rundir import RecordWriter
 from ..state.runread import RunReader
@@ -52,10 +52,10 @@ def _plan_order() -> None:
 
 def _prompt_positions() -> None:
 
-    ps = tuple(Prompt(f"prose_{i:02d}", "prose", str(i)) for i in range(7))
+    ps = PromptSet(Path(), tuple(Prompt(f"prose_{i:02d}", "prose", str(i)) for i in range(7)))
     for pair in (1, 3):
-        odd, even = session_order(ps, pair, 42), session_order(ps, pair + 1, 42)
-        assert all(odd.index(p) + even.index(p) == 6 for p in ps)
+        odd, even = ps.in_order(pair, 42), ps.in_order(pair + 1, 42)
+        assert all(odd.index(p) + even.index(p) == 6 for p in ps.prompts)
 
 
 def _torn_record_cut_back() -> None:

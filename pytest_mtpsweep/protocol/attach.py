@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import httpx
-
 from .. import rig
 from ..base import schema
-from ..base.errors import ReplyCut, ServerError
+from ..base.errors import ServerError
 from ..base.redact import redact_url
 from ..rig import serverargv, specmetrics
 from .progress import Progress, describe
@@ -128,7 +126,7 @@ def _spec_metrics(live: LiveSession, endpoint: rig.Endpoint) -> None:
     if wanted is False:
         live.info["spec_metrics"] = "not read (metrics = false in the ladder)"
         return
-    found, why = read_counters(endpoint)
+    found, why = endpoint.spec_counters()
     if found is None and wanted:
         error = (
             f"the server at {redact_url(endpoint.url(specmetrics.METRICS_PATH))} shows no "
@@ -143,20 +141,6 @@ def _spec_metrics(live: LiveSession, endpoint: rig.Endpoint) -> None:
         if found is not None
         else f"not read ({why})"
     )
-
-
-def read_counters(endpoint: rig.Endpoint) -> tuple[specmetrics.SpecCounters | None, str]:
-    """The spec-decode totals now, or None and why not."""
-    try:
-        r = endpoint.get(specmetrics.METRICS_PATH, timeout_s=5.0)
-    except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    except ReplyCut as exc:
-        return None, str(exc)
-    if r.status_code != 200:
-        return None, f"HTTP {r.status_code} from {specmetrics.METRICS_PATH}"
-    found = specmetrics.spec_counters(r.text)
-    return found, "" if found is not None else "no spec_decode counters on the page"
 
 
 def _startup_error(
@@ -175,34 +159,3 @@ def _startup_error(
             f"ladder's {ctx_size}; set server.ctx_size in the ladder to what it serves."
         )
     return None
-
-
-def counted(
-    live: LiveSession, before: specmetrics.SpecCounters | None, m: schema.Measurement
-) -> schema.Measurement:
-    """The measurement with this request's spec-decode counts, read after its stream ended."""
-    import dataclasses
-
-    if not live.spec_metrics or live.endpoint is None:
-        return m
-    after = read_counters(live.endpoint)[0] if before is not None else None
-    if before is None or after is None:
-        anomalies = {**m.anomalies, "metrics_unread": 1}
-        live.last_counters = after
-        return dataclasses.replace(m, anomalies=anomalies)
-    counts = specmetrics.request_counts(before, after, live.last_counters)
-    live.last_counters = after
-    return dataclasses.replace(
-        m,
-        draft_n=counts.draft_n,
-        draft_n_accepted=counts.draft_n_accepted,
-        draft_source="metrics",
-        metrics_moved_between=counts.moved_between,
-    )
-
-
-def counters_now(live: LiveSession) -> specmetrics.SpecCounters | None:
-    """The totals before a request (None when this session does not read them)."""
-    if not live.spec_metrics or live.endpoint is None:
-        return None
-    return read_counters(live.endpoint)[0]

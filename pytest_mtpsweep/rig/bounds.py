@@ -59,7 +59,7 @@ def request_s(max_tokens: int, measurement_timeout_s: float | None) -> float:
 class ReadBound:
     """What one reply may take: seconds in all, bytes, and for a stream its lines and events."""
 
-    # content chunks a finished stream may hold beyond max_tokens (`excess_chunks`)
+    # content chunks a finished stream may hold beyond max_tokens (`ReadBound.excess_chunks`)
     CHUNK_SLACK: ClassVar[int] = CHUNK_SLACK
 
     total_s: float
@@ -120,12 +120,47 @@ class ReadBound:
             f"{elapsed_s:.1f} s ({what})"
         )
 
+    @staticmethod
+    def excess_chunks(chunks: int, max_tokens: int | None) -> str | None:
+        """Why a finished stream cannot be true: more content chunks than max_tokens allows."""
+        if max_tokens is None or chunks <= max_tokens + CHUNK_SLACK:
+            return None
+        return f"the stream sent {chunks} content chunks for max_tokens={max_tokens}"
 
-def excess_chunks(chunks: int, max_tokens: int | None) -> str | None:
-    """Why a finished stream cannot be true: more content chunks than max_tokens allows."""
-    if max_tokens is None or chunks <= max_tokens + CHUNK_SLACK:
-        return None
-    return f"the stream sent {chunks} content chunks for max_tokens={max_tokens}"
+    def fetch(
+        self,
+        client: httpx.Client,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """One request read whole within this bound: a response with its content, else
+        ReplyCut (or httpx's own error for a transport failure inside the bound)."""
+        import httpx
+
+        with Deadline(self.total_s) as deadline:
+            try:
+                with client.stream(
+                    method,
+                    url,
+                    headers=dict(headers or {}),
+                    json=json,
+                    timeout=self.total_s,
+                    extensions=deadline.extensions,
+                ) as resp:
+                    deadline.watch(resp)
+                    body = read_body(resp, self)
+            except httpx.HTTPError:
+                if deadline.passed:
+                    raise ReplyCut(self.too_long(deadline.elapsed_s, "reading the reply")) from None
+                raise
+            if deadline.passed:  # a body read until close: the shutdown ended it, not the server
+                raise ReplyCut(self.too_long(deadline.elapsed_s, "reading the reply"))
+        # The content is decoded already: a Content-Encoding kept would decode it again.
+        kept = [(k, v) for k, v in resp.headers.multi_items() if k.lower() != "content-encoding"]
+        return httpx.Response(resp.status_code, headers=kept, content=body, request=resp.request)
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -257,48 +292,12 @@ def read_body(response: httpx.Response, bound: ReadBound) -> bytes:
     return b"".join(parts)
 
 
-def fetch(
-    client: httpx.Client,
-    method: str,
-    url: str,
-    bound: ReadBound,
-    *,
-    headers: Mapping[str, str] | None = None,
-    json: Any = None,
-) -> httpx.Response:
-    """One request read whole within `bound`: a response with its content, else ReplyCut (or
-    httpx's own error for a transport failure inside the bound)."""
-    import httpx
-
-    with Deadline(bound.total_s) as deadline:
-        try:
-            with client.stream(
-                method,
-                url,
-                headers=dict(headers or {}),
-                json=json,
-                timeout=bound.total_s,
-                extensions=deadline.extensions,
-            ) as resp:
-                deadline.watch(resp)
-                body = read_body(resp, bound)
-        except httpx.HTTPError:
-            if deadline.passed:
-                raise ReplyCut(bound.too_long(deadline.elapsed_s, "reading the reply")) from None
-            raise
-        if deadline.passed:  # a body read until close: the shutdown ended it, not the server
-            raise ReplyCut(bound.too_long(deadline.elapsed_s, "reading the reply"))
-    # The content is decoded already: a Content-Encoding kept would decode it again.
-    kept = [(k, v) for k, v in resp.headers.multi_items() if k.lower() != "content-encoding"]
-    return httpx.Response(resp.status_code, headers=kept, content=body, request=resp.request)
-
-
 def get(url: str, bound: ReadBound, headers: Mapping[str, str] | None = None) -> httpx.Response:
     """A GET on a fresh connection, bounded (proxies off: servers are reached directly)."""
     import httpx
 
     with httpx.Client(trust_env=False) as client:
-        return fetch(client, "GET", url, bound, headers=headers)
+        return bound.fetch(client, "GET", url, headers=headers)
 
 
 class _Lines:

@@ -16,7 +16,7 @@ import httpx
 
 from ..base.errors import ReplyCut, ServerError
 from ..base.redact import redact_url
-from . import bounds
+from . import bounds, specmetrics
 from .bearer import bearer
 from .bounds import ReadBound
 from .readiness import wait_until_ready
@@ -119,6 +119,19 @@ class Endpoint:
                 if r.status_code == 200:
                     out[path] = r.json()
         return out
+
+    def spec_counters(self) -> tuple[specmetrics.SpecCounters | None, str]:
+        """The spec-decode totals now, or None and why not."""
+        try:
+            r = self.get(specmetrics.METRICS_PATH, timeout_s=5.0)
+        except httpx.HTTPError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        except ReplyCut as exc:
+            return None, str(exc)
+        if r.status_code != 200:
+            return None, f"HTTP {r.status_code} from {specmetrics.METRICS_PATH}"
+        found = specmetrics.spec_counters(r.text)
+        return found, "" if found is not None else "no spec_decode counters on the page"
 
 
 def served_models(identity: dict[str, Any]) -> list[str]:

@@ -83,31 +83,31 @@ class Energy:
     mj: int | None
     scope: str  # "GPU 0, 1" — or, without a reading, the reason in one phrase
 
-
-def energy_mj(indices: tuple[int, ...] | None = None, nvml: NvmlApi | None = None) -> Energy:
-    """The summed total-energy counter of the GPUs `indices` (None: every GPU NVML sees)."""
-    nvml = nvml if nvml is not None else load_nvml()
-    if nvml is None:
-        return Energy(None, "nvidia-ml-py is not installed")
-    try:
-        nvml.nvmlInit()
-    except Exception:
-        return Energy(None, "no NVIDIA driver or GPU through NVML on this host")
-    try:
-        chosen = indices if indices is not None else tuple(range(nvml.nvmlDeviceGetCount()))
-        if not chosen:
-            return Energy(None, "NVML sees no GPU")
-        total = 0
-        for i in chosen:
-            total += int(
-                nvml.nvmlDeviceGetTotalEnergyConsumption(nvml.nvmlDeviceGetHandleByIndex(i))
-            )
-        return Energy(total, "GPU " + ", ".join(map(str, chosen)))
-    except Exception as exc:  # a pre-Volta board has no counter: no reading, said once
-        return Energy(None, f"NVML gives no energy counter ({text(str(exc))[:80]})")
-    finally:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
+    @classmethod
+    def read(cls, indices: tuple[int, ...] | None = None, nvml: NvmlApi | None = None) -> Energy:
+        """The summed total-energy counter of the GPUs `indices` (None: every GPU NVML sees)."""
+        nvml = nvml if nvml is not None else load_nvml()
+        if nvml is None:
+            return cls(None, "nvidia-ml-py is not installed")
+        try:
+            nvml.nvmlInit()
+        except Exception:
+            return cls(None, "no NVIDIA driver or GPU through NVML on this host")
+        try:
+            chosen = indices if indices is not None else tuple(range(nvml.nvmlDeviceGetCount()))
+            if not chosen:
+                return cls(None, "NVML sees no GPU")
+            total = 0
+            for i in chosen:
+                total += int(
+                    nvml.nvmlDeviceGetTotalEnergyConsumption(nvml.nvmlDeviceGetHandleByIndex(i))
+                )
+            return cls(total, "GPU " + ", ".join(map(str, chosen)))
+        except Exception as exc:  # a pre-Volta board has no counter: no reading, said once
+            return cls(None, f"NVML gives no energy counter ({text(str(exc))[:80]})")
+        finally:
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
 
 
 def read_gpu(nvml: NvmlApi, index: int) -> GpuInfo:

@@ -285,7 +285,7 @@ def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None)
                 raise crashed(server, code)
             with contextlib.suppress(httpx.HTTPError, ReplyCut):
                 url = f"{spec.base_url}/health"
-                status = bounds.fetch(client, "GET", url, HEALTH_BOUND).status_code
+                status = HEALTH_BOUND.fetch(client, "GET", url).status_code
                 return None if status == 200 else f"HTTP {status} from /health"
             return "no answer"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.schema import Measurement
-from .bounds import excess_chunks
+from .bounds import ReadBound
 from .served import model_reason, shown
 from .timings import Timings, read_timings
 from .usage import read_usage
@@ -246,7 +246,7 @@ def reduce_stream(
         reasons.append(timings.problem)
     # Each content or reasoning chunk holds a token at least: more than max_tokens allows is a
     # server that does not stop where it was told, whatever its usage says.
-    excess = excess_chunks(ev.token_chunks, max_tokens)
+    excess = ReadBound.excess_chunks(ev.token_chunks, max_tokens)
     if excess is not None and raw.error is None:
         reasons.append(excess)
     alias = shown(ev.models)

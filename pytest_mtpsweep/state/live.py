@@ -6,6 +6,7 @@ protocol (`lifecycle.py`, `session.py`) opens and closes it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from ..base import schema
 from ..ladder.runplan import SessionSlot
 from ..rig import hostnoise as host
 from ..rig.bounds import request_s
-from ..rig.specmetrics import SpecCounters
+from ..rig.specmetrics import SpecCounters, request_counts
 from .context import RunContext
 from .rundir import RecordWriter
 
@@ -89,3 +90,30 @@ class LiveSession:
         )
         live.rerun = rerun
         return live
+
+    def counters_now(self) -> SpecCounters | None:
+        """An attached server's spec-decode totals before a request (None when this session
+        does not read them)."""
+        if not self.spec_metrics or self.endpoint is None:
+            return None
+        return self.endpoint.spec_counters()[0]
+
+    def counted(self, before: SpecCounters | None, m: schema.Measurement) -> schema.Measurement:
+        """The measurement with this request's spec-decode counts, read after its stream
+        ended (`before`: `counters_now()` before the request)."""
+        if not self.spec_metrics or self.endpoint is None:
+            return m
+        after = self.endpoint.spec_counters()[0] if before is not None else None
+        if before is None or after is None:
+            anomalies = {**m.anomalies, "metrics_unread": 1}
+            self.last_counters = after
+            return dataclasses.replace(m, anomalies=anomalies)
+        counts = request_counts(before, after, self.last_counters)
+        self.last_counters = after
+        return dataclasses.replace(
+            m,
+            draft_n=counts.draft_n,
+            draft_n_accepted=counts.draft_n_accepted,
+            draft_source="metrics",
+            metrics_moved_between=counts.moved_between,
+        )

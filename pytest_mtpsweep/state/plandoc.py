@@ -100,6 +100,17 @@ class SweepPlan:
     arms: tuple[str, ...]
     order: str = "mirrored Williams"
 
+    @property
+    def arm_values(self) -> tuple[str, ...]:
+        """Each arm's value(s) in words (a grid's as a/b), in arm order."""
+        if not self.axes:
+            return tuple("" for _ in self.arms)
+        first = list(self.axes[0].values)
+        if len(self.axes) == 1:
+            return tuple(first)
+        second = list(self.axes[1].values)
+        return tuple(f"{a}/{b}" for a in first for b in second)
+
 
 @dataclass(frozen=True)
 class StopDesign:

@@ -16,7 +16,7 @@ from pytest_mtpsweep.kinds.decode.run.cases import DecodeCase
 from pytest_mtpsweep.kinds.decode.run.decoderun import prepare
 from pytest_mtpsweep.kinds.decode.run.markers import stop_marker
 from pytest_mtpsweep.ladder import run_plan
-from pytest_mtpsweep.ladder.prompts import Prompt, session_order
+from pytest_mtpsweep.ladder.prompts import Prompt, PromptSet
 from pytest_mtpsweep.protocol.loader import load_ladder
 from pytest_mtpsweep.wishes.request import RunRequest
 from tests.sandbox import FAKE_GGUF, STUB_SERVER, copy_experiments, only_run
@@ -26,28 +26,30 @@ LADDER = REPO / "experiments" / "ladders" / "drafters-cpu.toml"
 STUB = STUB_SERVER  # one copy per xdist worker
 
 
-def prompts(n: int) -> tuple[Prompt, ...]:
-    return tuple(Prompt(f"prose_{i:02d}", "prose", f"text {i}") for i in range(n))
+def prompts(n: int) -> PromptSet:
+    return PromptSet(
+        Path(), tuple(Prompt(f"prose_{i:02d}", "prose", f"text {i}") for i in range(n))
+    )
 
 
 @given(st.integers(1, 20), st.integers(1, 8), st.integers(0, 2**16))
 def test_each_cycle_pair_mirrors_positions(n: int, pairs: int, seed: int) -> None:
     ps = prompts(n)
     for pair in range(pairs):
-        odd, even = session_order(ps, 2 * pair + 1, seed), session_order(ps, 2 * pair + 2, seed)
-        assert sorted(p.id for p in odd) == sorted(p.id for p in ps)
-        for p in ps:
+        odd, even = ps.in_order(2 * pair + 1, seed), ps.in_order(2 * pair + 2, seed)
+        assert sorted(p.id for p in odd) == sorted(p.id for p in ps.prompts)
+        for p in ps.prompts:
             # over a cycle pair every prompt's positions sum to n-1, as ABC CBA does for sessions
             assert odd.index(p) + even.index(p) == n - 1
 
 
 def test_later_pairs_rotate_by_a_seeded_offset() -> None:
     ps = prompts(16)
-    first = [p.id for p in session_order(ps, 1, 42)]
-    assert first == [p.id for p in ps]  # the first cycle keeps the set's order
-    later = {tuple(p.id for p in session_order(ps, c, 42)) for c in (3, 5, 7)}
+    first = [p.id for p in ps.in_order(1, 42)]
+    assert first == [p.id for p in ps.prompts]  # the first cycle keeps the set's order
+    later = {tuple(p.id for p in ps.in_order(c, 42)) for c in (3, 5, 7)}
     assert len(later | {tuple(first)}) > 1
-    assert session_order(ps, 3, 42) == session_order(ps, 3, 42)
+    assert ps.in_order(3, 42) == ps.in_order(3, 42)
 
 
 def test_cases_cover_the_plan_with_one_order_per_cycle() -> None:
@@ -72,7 +74,7 @@ def test_cases_cover_the_plan_with_one_order_per_cycle() -> None:
 
 def test_stop_markers() -> None:
     lad = load_ladder(LADDER)
-    case = DecodeCase(run_plan(["none"], 1)[0], prompts(1)[0], 0)
+    case = DecodeCase(run_plan(["none"], 1)[0], prompts(1).prompts[0], 0)
     assert stop_marker(case, Measurement(True, None), lad, False) is None
     hidden = stop_marker(case, Measurement(True, None, reasoning_chars=12), lad, False)
     assert hidden == "** HIDDEN-REASONING=12 chars at 01_none_c1/prose_00"

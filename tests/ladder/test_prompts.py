@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.base.errors import PromptError
-from pytest_mtpsweep.ladder.prompts import digest, load_prompt_set, select
+from pytest_mtpsweep.ladder.prompts import PromptSet, load_prompt_set, select
 
 REPO = Path(__file__).resolve().parents[2]
 CANONICAL = REPO / "experiments" / "prompts" / "canonical"
@@ -35,10 +35,11 @@ def test_the_canonical_set_is_sixteen_prompts_in_two_subsets() -> None:
 
 
 def test_digest_follows_ids_and_texts_not_order(tmp_path: Path) -> None:
-    a = load_prompt_set(prompt_set(tmp_path, {"prose_01.txt": "A", "prose_02.txt": "B"}))
-    assert digest(a) == digest(tuple(reversed(a)))
-    b = load_prompt_set(prompt_set(tmp_path / "x", {"prose_01.txt": "A", "prose_02.txt": "B."}))
-    assert digest(a) != digest(b)
+    d = prompt_set(tmp_path, {"prose_01.txt": "A", "prose_02.txt": "B"})
+    a = PromptSet(d, load_prompt_set(d))
+    assert a.digest == PromptSet(d, tuple(reversed(a.prompts))).digest
+    e = prompt_set(tmp_path / "x", {"prose_01.txt": "A", "prose_02.txt": "B."})
+    assert a.digest != PromptSet(e, load_prompt_set(e)).digest
 
 
 @pytest.mark.parametrize(

@@ -353,3 +353,12 @@ def test_a_stop_document_value_out_of_bounds_is_refused(edit: Any, field: str) -
     edit(doc)
     with pytest.raises(RunReadError, match=rf"{re.escape(field)}` is"):
         StopDoc.from_json(doc)
+
+
+def test_a_sweeps_arm_values_are_its_axis_values_a_grids_joined() -> None:
+    one = SweepPlan("draft", (SweepAxis("--draft-max", ("2", "4")),), (), "high", ("a", "b"))
+    assert one.arm_values == ("2", "4")
+    axes = (SweepAxis("-x", ("1", "2")), SweepAxis("-y", ("a", "b")))
+    grid = SweepPlan("grid", axes, (), "low", ("p", "q", "r", "s"))
+    assert grid.arm_values == ("1/a", "1/b", "2/a", "2/b")
+    assert SweepPlan("none", (), (), "high", ("a", "b")).arm_values == ("", "")

@@ -24,7 +24,7 @@ import httpx
 
 from ...kindapi import ReplyCut
 from ...kindapi.records import redact_url
-from ...kindapi.rig import ReadBound, fetch, read_usage
+from ...kindapi.rig import ReadBound, read_usage
 
 RETRIED_ERRORS = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 ERROR_EXCERPT = 300  # characters of an error body kept
@@ -177,8 +177,8 @@ def chat(
         wait: float | None = None
         t_send = time.monotonic()
         try:
-            resp = fetch(
-                client, "POST", f"{base_url}/v1/chat/completions", bound, headers=headers, json=body
+            resp = bound.fetch(
+                client, "POST", f"{base_url}/v1/chat/completions", headers=headers, json=body
             )
         except ReplyCut as exc:  # past its time or its bytes: asking again would not help
             failure, status, what = None, None, str(exc)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mtpsweep.kinds.load.run.energy import block_fields, devices, read
-from pytest_mtpsweep.rig.gpu import Energy, energy_mj
+from pytest_mtpsweep.rig.gpu import Energy
 from tests.fake_pynvml import FakeGpu, FakeNvml
 from tests.kinds.load.test_load_kind import STAND_INS, lines, run, stand_in_project
 from tests.sandbox import REPO, only_run
@@ -37,15 +37,15 @@ lag_bound_ms = 50.0
 
 def test_the_counter_is_summed_over_the_sessions_gpus() -> None:
     nvml = FakeNvml([FakeGpu(energy_mj=1_000), FakeGpu(energy_mj=20_000)])
-    assert energy_mj(None, nvml) == Energy(21_000, "GPU 0, 1")
-    assert energy_mj((1,), nvml) == Energy(20_000, "GPU 1")
+    assert Energy.read(None, nvml) == Energy(21_000, "GPU 0, 1")
+    assert Energy.read((1,), nvml) == Energy(20_000, "GPU 1")
     assert nvml.shutdowns == 2
 
 
 def test_no_counter_no_driver_no_gpu_are_each_a_reason() -> None:
-    assert "no energy counter" in energy_mj(None, FakeNvml([FakeGpu(energy_mj=None)])).scope
-    assert energy_mj(None, FakeNvml([], init_error=True)).mj is None
-    assert energy_mj(None, FakeNvml([])).scope == "NVML sees no GPU"
+    assert "no energy counter" in Energy.read(None, FakeNvml([FakeGpu(energy_mj=None)])).scope
+    assert Energy.read(None, FakeNvml([], init_error=True)).mj is None
+    assert Energy.read(None, FakeNvml([])).scope == "NVML sees no GPU"
     assert read("0", local=False).scope == "the server is not on this host"
 
 

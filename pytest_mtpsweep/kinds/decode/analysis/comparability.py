@@ -135,7 +135,7 @@ def group_notes(runs: Sequence[RunData], groups: Sequence[ComparabilityGroup]) -
                 f"comparability group (differing: {fields}) and were not analysed"
             )
     for run in runs[1:]:
-        if run.analysis_plan != runs[0].analysis_plan:
+        if run.plan.analysis != runs[0].plan.analysis:
             notes.append(
                 f"plan.json analysis settings of {run.run_id} differ from {runs[0].run_id}; "
                 f"the settings of {runs[0].run_id} were used"

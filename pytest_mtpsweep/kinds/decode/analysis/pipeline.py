@@ -64,8 +64,8 @@ def settings_for(
     run: RunData, *, baseline: str | None, boot: int, seed: int, endpoint: str | None = None
 ) -> AnalysisSettings:
     """Settings from plan.json's analysis section, with the caller's overrides."""
-    own = run.analysis_plan.kind_settings  # decode's own: margin, tie-break, endpoint
-    registered = run.analysis_plan.baseline or None
+    own = run.plan.analysis.kind_settings  # decode's own: margin, tie-break, endpoint
+    registered = run.plan.analysis.baseline or None
     endpoint = endpoint or str(own.get("primary_endpoint") or "primary")
     return AnalysisSettings(
         baseline=baseline if baseline is not None else (registered or ""),
@@ -243,7 +243,7 @@ def _sessions_parts(
         "mechanism": _mechanism(runs, analysed, *resampling),
         "question": runs[0].plan.question.strip(),
         "scope": runs[0].plan.scope.strip(),
-        "multiplicity": runs[0].analysis_plan.multiplicity.strip(),
+        "multiplicity": runs[0].plan.analysis.multiplicity.strip(),
         "stops": tuple(stop for run in runs for stop in run.stops),
         "unselected": _plan_sessions(runs, selected=False),
         "record_files": tuple(f for run in runs for f in run.record_files),

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ....kindapi import BOOT, SUBSETS, AnalysisError
 from ....kindapi.analysis import INTERVAL, LookState, check_resampling
-from ....kindapi.records import AnalysisPlan, DroppedArm, PlanDoc
+from ....kindapi.records import DroppedArm, PlanDoc
 from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
 from .equivalence import Equivalence
@@ -134,10 +134,6 @@ class RunData:
     @property
     def ladder(self) -> str | None:
         return self.plan.ladder or None
-
-    @property
-    def analysis_plan(self) -> AnalysisPlan:
-        return self.plan.analysis
 
 
 @dataclass(frozen=True)

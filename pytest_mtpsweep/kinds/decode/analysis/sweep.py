@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import AnalysisError
-from ....kindapi.records import DroppedArm, PlanDoc, SweepAxis
+from ....kindapi.records import DroppedArm, PlanDoc
 from ....kindapi.report import Figure, FigureData, Md, Section, Table, Text
 from .pairing import cell_means
 from .sweepstats import BestSet, StepDown, SweepData, best_set, where_gain_starts
@@ -146,7 +146,7 @@ def analyse_sweep(
     arms = doc.arms
     if baseline in arms or not arms:  # another baseline's analysis (a secondary contrast)
         return None
-    values = arm_values(doc.axes, len(arms))
+    values = doc.arm_values
     setting, start = doc.setting, doc.start
     speculative = _drafts(doc.shared_args, tuple(a.flag for a in doc.axes))
     dropped = tuple(dropped)
@@ -224,17 +224,6 @@ def silent_arms(result: SweepResult) -> list[str]:
                 "and says nothing of the setting"
             )
     return out
-
-
-def arm_values(axes: Sequence[SweepAxis], n: int) -> tuple[str, ...]:
-    """Each arm's value(s) in words (a grid's as a/b), in arm order."""
-    if not axes:
-        return tuple("" for _ in range(n))
-    first = list(axes[0].values)
-    if len(axes) == 1:
-        return tuple(first)
-    second = list(axes[1].values)
-    return tuple(f"{a}/{b}" for a in first for b in second)
 
 
 def _pct(v: float) -> str:

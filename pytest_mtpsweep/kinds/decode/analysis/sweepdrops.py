@@ -12,7 +12,7 @@ import pandas as pd
 
 from ....kindapi import AnalysisError, SweepLookAt, SweepVerdict
 from ....kindapi.records import DroppedArm, PlanDoc
-from .sweep import arm_values, sweep_data
+from .sweep import sweep_data
 from .sweepstats import arms_to_drop, best_set
 
 
@@ -35,7 +35,7 @@ def look_on(
         return SweepVerdict()
     subsets = at.subsets or tuple(sorted(set(records["subset"])))
     # the reasons name the other arms by their values, as the report's sentences do
-    value = dict(zip(doc.arms, arm_values(doc.axes, len(doc.arms)), strict=True)) if doc else {}
+    value = dict(zip(doc.arms, doc.arm_values, strict=True)) if doc else {}
     labels = [value.get(a, a) for a in arms] if value else []
     drops: dict[str, list[str]] = {}
     settled_on = 0

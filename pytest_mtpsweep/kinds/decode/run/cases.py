@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from ....kindapi.ladder import Prompt, SessionSlot, session_order
+from ....kindapi.ladder import Prompt, PromptSet, SessionSlot
 
 
 @dataclass(frozen=True)
@@ -26,14 +26,14 @@ class DecodeCase:
 
 
 def decode_cases(
-    plan: list[SessionSlot], prompts: tuple[Prompt, ...], repeats: int, seed: int
+    plan: list[SessionSlot], prompts: PromptSet, repeats: int, seed: int
 ) -> list[DecodeCase]:
     """Each session runs its cycle's order once per repeat (whole passes, so a repeat meets the
     same drift as its first run); the analysis averages repeats before pairing."""
     out: list[DecodeCase] = []
-    n = len(prompts)
+    n = len(prompts.prompts)
     for slot in plan:
-        order = session_order(prompts, slot.cycle, seed)
+        order = prompts.in_order(slot.cycle, seed)
         out += [
             DecodeCase(slot, p, (r - 1) * n + i, r, repeats)
             for r in range(1, repeats + 1)

@@ -11,15 +11,12 @@ from ....kindapi import SUBSETS, AnalysisRequest, EndAnalysis, KindRun, Outcome,
 from ....kindapi.ladder import (
     Ladder,
     Preregistration,
-    Prompt,
+    PromptSet,
     SessionSlot,
-    ladder_prompts,
-    prompt_digest,
-    session_order,
 )
 from ....kindapi.records import RunReader, schema
 from ....kindapi.rig import stream_chat
-from ....kindapi.run import WARMUP, PreflightItem, check_prompt_set, counted, counters_now
+from ....kindapi.run import WARMUP, PreflightItem
 from ..analysis.atend import analyse_at_end
 from ..analysis.design import design_warnings
 from ..analysis.optioncheck import validate_request
@@ -43,17 +40,16 @@ class DecodeRun(KindRun):
     calibrates = True
     gate_calibration: Path | None = None  # --gate-calibration: the A/A file not-slower gates cite
 
-    def __init__(
-        self, ladder: Ladder, s: DecodeSettings, prompts: tuple[Prompt, ...], prompts_dir: Path
-    ) -> None:
+    def __init__(self, ladder: Ladder, s: DecodeSettings, prompt_set: PromptSet) -> None:
         self.ladder, self.settings = ladder, s
-        self.prompts = prompts
-        self.prompts_dir = prompts_dir
-        self.digest = prompt_digest(prompts)
+        self.prompt_set = prompt_set
+        self.prompts = prompt_set.prompts
+        self.prompts_dir = prompt_set.directory
+        self.digest = prompt_set.digest
         self.repeats, self.cache_prompt = s.repeats, s.cache_prompt
 
     def cases(self, plan: list[SessionSlot]) -> list[DecodeCase]:
-        return decode_cases(plan, self.prompts, self.repeats, self.ladder.seed)
+        return decode_cases(plan, self.prompt_set, self.repeats, self.ladder.seed)
 
     def keyed(self) -> dict[str, Any]:
         per = {"request_seeds": "per-measurement"} if self._per_measurement else {}
@@ -65,7 +61,7 @@ class DecodeRun(KindRun):
 
     def plan_fields(self) -> dict[str, Any]:
         orders = {
-            f"c{c}": [p.id for p in session_order(self.prompts, c, self.ladder.seed)]
+            f"c{c}": [p.id for p in self.prompt_set.in_order(c, self.ladder.seed)]
             for c in range(1, self.ladder.cycles + 1)
         }
         return {
@@ -94,7 +90,7 @@ class DecodeRun(KindRun):
         )
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
-        return (check_prompt_set(self.digest),)
+        return (PreflightItem.prompt_set(self.digest),)
 
     def stop_cells(self, cases: Sequence[Case]) -> frozenset[str]:
         """Each treatment × prompt subset paired with the baseline on it (the pooled row is no
@@ -153,9 +149,9 @@ class DecodeRun(KindRun):
         spec = replace(live.request_spec(), cache_prompt=self.cache_prompt)
         if self._per_measurement:
             spec = replace(spec, seed=measurement_seed(self.ladder.seed, case))
-        before = counters_now(live)  # an attached server's spec-decode totals, untimed
+        before = live.counters_now()  # an attached server's spec-decode totals, untimed
         m = stream_chat(live.http, live.base_url, case.prompt.text, spec)
-        m = counted(live, before, m)
+        m = live.counted(before, m)
         # Judged after the stream has ended, so it never lands inside a timed interval.
         if m.valid:
             found = degenerate(case.prompt.text, m.content)
@@ -257,8 +253,8 @@ class DecodeRun(KindRun):
 
 def prepare(ladder: Ladder, s: DecodeSettings, request: RunRequest) -> DecodeRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
-    directory, prompts = ladder_prompts(ladder.path, s.prompt_set, s.subset, request.prompts_dir)
-    run = DecodeRun(ladder, s, prompts, directory)
+    prompts = PromptSet.of_ladder(ladder.path, s.prompt_set, s.subset, request.prompts_dir)
+    run = DecodeRun(ladder, s, prompts)
     cited = request.kind_options.get("gate_calibration")
     run.gate_calibration = Path(cited) if cited else None
     return run

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ....kindapi.rig import ReadBound, excess_chunks, model_reason
+from ....kindapi.rig import ReadBound, model_reason
 
 ABSURD_TOKENS = 10_000_000  # more tokens than any context holds: a counter gone wrong
 ERROR_EXCERPT = 300
@@ -274,7 +274,7 @@ def reduce_request(
     error = (
         raw.error
         or _stream_error(raw, seen.done, seen.finish, seen.bad_json)
-        or excess_chunks(len(chunks), max_tokens)
+        or ReadBound.excess_chunks(len(chunks), max_tokens)
     )
     if error is None and expected_model is not None:
         error = model_reason(seen.models, expected_model, answered=True)

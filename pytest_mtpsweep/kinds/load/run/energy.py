@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ....kindapi.rig import Energy, energy_mj
+from ....kindapi.rig import Energy
 from ..records import J_PER_TOKEN
 
 Reader = Callable[[tuple[int, ...] | None], Energy]
@@ -25,7 +25,7 @@ def devices(device: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts) if parts and all(p.isdigit() for p in parts) else None
 
 
-def read(device: str, local: bool, reader: Reader = energy_mj) -> Energy:
+def read(device: str, local: bool, reader: Reader = Energy.read) -> Energy:
     if not local:
         return Energy(None, "the server is not on this host")
     return reader(devices(device))

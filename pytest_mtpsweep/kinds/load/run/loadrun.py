@@ -29,14 +29,12 @@ from ....kindapi import (
 from ....kindapi.ladder import (
     Ladder,
     Preregistration,
-    Prompt,
+    PromptSet,
     SessionSlot,
-    ladder_prompts,
-    prompt_digest,
 )
 from ....kindapi.records import schema
 from ....kindapi.rig import stream_chat
-from ....kindapi.run import WARMUP, PreflightItem, check_prompt_set
+from ....kindapi.run import WARMUP, PreflightItem
 from .. import conversation
 from ..analysis.atend import analyse_at_end
 from ..analysis.capacity_stats import wilson
@@ -71,11 +69,10 @@ class LoadRun(KindRun):
 
     calibrates = True  # the calibration prompt at start and end: a session's drift witness
 
-    def __init__(
-        self, ladder: Ladder, prompts: tuple[Prompt, ...], prompts_dir: Path, s: LoadSettings
-    ) -> None:
-        self.ladder, self.prompts, self.prompts_dir, self.settings = ladder, prompts, prompts_dir, s
-        self.digest = prompt_digest(prompts)
+    def __init__(self, ladder: Ladder, prompt_set: PromptSet, s: LoadSettings) -> None:
+        prompts = prompt_set.prompts
+        self.ladder, self.prompts, self.settings = ladder, prompts, s
+        self.prompts_dir, self.digest = prompt_set.directory, prompt_set.digest
         self.order = prompt_order(s.order_length(len(prompts)), len(prompts), ladder.seed)
         self.scheduled: tuple[PromptLike, ...] = tuple(prompts[i] for i in self.order)
         if s.conversation is not None:  # each conversation's prompt, then its follow-ups
@@ -161,7 +158,7 @@ class LoadRun(KindRun):
         }
 
     def preflight_items(self) -> tuple[PreflightItem, ...]:
-        return (check_prompt_set(self.digest), self._slots_item())
+        return (PreflightItem.prompt_set(self.digest), self._slots_item())
 
     def _slots_item(self) -> PreflightItem:
         """The slots each launched treatment asks for against the highest concurrency: a level
@@ -311,8 +308,8 @@ class LoadRun(KindRun):
 
 def prepare(ladder: Ladder, s: LoadSettings, request: RunRequest) -> LoadRun:
     """Load the prompt set the ladder (or --prompts-dir) names, selected by subset."""
-    directory, prompts = ladder_prompts(ladder.path, s.prompt_set, s.subset, request.prompts_dir)
-    run = LoadRun(ladder, prompts, directory, s)
+    prompts = PromptSet.of_ladder(ladder.path, s.prompt_set, s.subset, request.prompts_dir)
+    run = LoadRun(ladder, prompts, s)
     if s.conversation is not None:  # the longest conversation within the context
         conversation.fits(s.conversation, [p.text for p in run.scheduled], ladder, ladder.path)
     return run

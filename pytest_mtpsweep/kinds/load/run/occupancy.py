@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi import ReplyCut
-from ....kindapi.rig import ReadBound, fetch, parse_samples
+from ....kindapi.rig import ReadBound, parse_samples
 
 if TYPE_CHECKING:
     import httpx
@@ -69,7 +69,7 @@ def _get(http: httpx.Client, url: str, headers: Mapping[str, str]) -> httpx.Resp
     import httpx
 
     try:
-        r = fetch(http, "GET", url, PROBE, headers=headers)
+        r = PROBE.fetch(http, "GET", url, headers=headers)
     except (httpx.HTTPError, ReplyCut):
         return None
     return r if r.status_code == 200 else None
