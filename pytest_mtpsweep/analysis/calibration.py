@@ -13,7 +13,7 @@ ratios are noise alone, so their variance components (prompt, session pair, cell
   (`noninferiority.decide`), looks and levels as the gate's design has them; with its Wilson
   interval.
 
-The calibration is a JSON file (`Calibration`) that a gate cites; `staleness` says, in one
+The calibration is a JSON file (`Calibration`) that a gate cites; its `staleness` says, in one
 sentence, why one no longer speaks for the host, model or time of a gate. Pure but for numpy.
 """
 
@@ -35,7 +35,7 @@ from ..base.fileio import BadFile, json_safe, load_json_bounded
 from ..ladder.values import MAX_CYCLES
 from ..wishes.gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from .noninferiority import NONINFERIOR, decide
-from .planning import Components, expected_ms, point_variances, width_from_ms
+from .planning import components, expected_ms, pilot_ratio, point_variances, width_from_ms
 from .stats import prompt_spread, published_interval, session_spread, t_quantile
 
 FORMAT = 2  # 2: q_ratio per cell, the cycles the run had, and the file's sha256
@@ -48,54 +48,6 @@ MIN_REPS, MAX_REPS = 100, 20_000  # A/A gates simulated for the false-alarm rate
 DEFAULT_REPS = 2000
 MAX_AGE_DAYS = 30.0  # the longest a calibration may speak for a host (bounded, in days)
 DEFAULT_AGE_DAYS = 7.0
-
-
-@dataclass(frozen=True)
-class Noise:
-    """A cell's variance components on the log scale, and the prompts it has."""
-
-    prompts: int
-    prompt_var: float
-    session_var: float
-    noise_var: float
-    # The A/A interval's bootstrap-t quantile over Student's t at n - 1 df (planning.pilot_ratio;
-    # 0: t alone): heavy-tailed prompts widen the published interval beyond t's, and the floor
-    # and the simulated gates carry that as the estimator does.
-    q_ratio: float = 0.0
-
-    @classmethod
-    def of(cls, comp: Components, q_ratio: float = 0.0) -> Noise:
-        v = point_variances(comp)[:, 0]
-        return cls(comp.n, float(v[0]), float(v[1]), float(v[2]), q_ratio)
-
-    def array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        return np.array([[self.prompt_var], [self.session_var], [self.noise_var]])
-
-
-def _log_half(noise: Noise, cycles: int, confidence: float) -> float:
-    """q·SE on the log scale at k cycles, q the estimator's quantile at this two-sided level."""
-    var = noise.array()
-    ms = expected_ms(var, noise.prompts, cycles)
-    width = float(width_from_ms(ms, noise.prompts, cycles, 0.0, noise.q_ratio, confidence)[0])
-    return math.asinh(width / 100.0)
-
-
-def noise_floor_pct(noise: Noise, cycles: int, level: float = 0.90, power: float = POWER) -> float:
-    """The smallest drop (percent, positive) a one-sided test at `level`'s tail detects with
-    `power` at `cycles` cycles: (q_{1−α} + q_power)·SE at the estimator's df."""
-    reach = _log_half(noise, cycles, level) + _log_half(noise, cycles, 2.0 * power - 1.0)
-    return 100.0 * -math.expm1(-reach)
-
-
-def cycles_to_resolve(
-    noise: Noise, margin_pct: float, max_cycles: int, level: float = 0.90
-) -> int | None:
-    """The fewest even cycles from 4 (a gate's first look) whose noise floor is within the
-    margin (None: not by max_cycles)."""
-    for k in range(4, max_cycles + 1, 2):
-        if noise_floor_pct(noise, k, level) <= margin_pct:
-            return k
-    return None
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -140,36 +92,121 @@ def _interval(
     return tuple(100.0 * math.expm1(v) for v in (est, low, high))
 
 
-def false_alarms(
-    noise: Noise,
-    margin_pct: float,
-    looks: Sequence[int],
-    levels: Sequence[float],
-    *,
-    reps: int = DEFAULT_REPS,
-    seed: int = 0,
-) -> Rate:
-    """A/A gates simulated over these components: the share that fail (shown inferior at a
-    look, or undecided at the last), stopping at the first look where the gate is decided.
-    `levels`: the two-sided level of the gate's interval at each look (0.90 fixed)."""
-    if not MIN_REPS <= reps <= MAX_REPS:
-        raise ValueError(f"replications {reps} outside {MIN_REPS}-{MAX_REPS}")
-    rng = np.random.default_rng(seed)
-    n, top = noise.prompts, looks[-1]
-    sd = np.sqrt(noise.array()[:, 0])
-    a = sd[0] * rng.standard_normal((reps, n, 1))
-    b = sd[1] * rng.standard_normal((reps, 1, top))
-    e = sd[2] * rng.standard_normal((reps, n, top))
-    y = a + b + e
-    fails = 0
-    for r in range(reps):
-        for i, (k, level) in enumerate(zip(looks, levels, strict=True)):
-            est, low, high = _interval(y[r, :, :k], level, noise.q_ratio)
-            got = decide(est, low, high, margin_pct, final=i == len(looks) - 1, level=level)
-            if got.decided or got.final:
-                fails += got.outcome != NONINFERIOR
-                break
-    return Rate(fails, reps, *wilson(fails, reps))
+@dataclass(frozen=True)
+class Noise:
+    """A cell's variance components on the log scale, the prompts it has and the complete
+    cycles they were measured over; what a gate resolves over them."""
+
+    prompts: int
+    prompt_var: float
+    session_var: float
+    noise_var: float
+    # The A/A interval's bootstrap-t quantile over Student's t at n - 1 df (planning.pilot_ratio;
+    # 0: t alone): heavy-tailed prompts widen the published interval beyond t's, and the floor
+    # and the simulated gates carry that as the estimator does.
+    q_ratio: float = 0.0
+    cycles_run: int = 0  # the complete cycles the components come from (0: not measured)
+
+    @classmethod
+    def measure(
+        cls,
+        matrix: np.ndarray[Any, np.dtype[np.float64]],
+        row: Mapping[str, object],
+        confidence: float,
+    ) -> Noise | None:
+        """A cell's noise from its prompts × cycles log ratios (`planning.components`) and its
+        row as published at `confidence` (`planning.pilot_ratio`); None when fewer than 2
+        cycles or 2 complete rows leave nothing to separate."""
+        comp = components(matrix)
+        if comp is None:
+            return None
+        v = point_variances(comp)[:, 0]
+        ratio = pilot_ratio(row, comp.n, confidence)
+        return cls(comp.n, float(v[0]), float(v[1]), float(v[2]), ratio, comp.cycles)
+
+    def array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        return np.array([[self.prompt_var], [self.session_var], [self.noise_var]])
+
+    def _log_half(self, cycles: int, confidence: float) -> float:
+        """q·SE on the log scale at k cycles, q the estimator's quantile at this two-sided level."""
+        var = self.array()
+        ms = expected_ms(var, self.prompts, cycles)
+        width = float(width_from_ms(ms, self.prompts, cycles, 0.0, self.q_ratio, confidence)[0])
+        return math.asinh(width / 100.0)
+
+    def floor_pct(self, cycles: int, level: float = 0.90, power: float = POWER) -> float:
+        """The noise floor: the smallest drop (percent, positive) a one-sided test at `level`'s
+        tail detects with `power` at `cycles` cycles, (q_{1−α} + q_power)·SE at the
+        estimator's df."""
+        reach = self._log_half(cycles, level) + self._log_half(cycles, 2.0 * power - 1.0)
+        return 100.0 * -math.expm1(-reach)
+
+    def cycles_to_resolve(
+        self, margin_pct: float, max_cycles: int, level: float = 0.90
+    ) -> int | None:
+        """The fewest even cycles from 4 (a gate's first look) whose noise floor is within the
+        margin (None: not by max_cycles)."""
+        for k in range(4, max_cycles + 1, 2):
+            if self.floor_pct(k, level) <= margin_pct:
+                return k
+        return None
+
+    def false_alarms(
+        self,
+        margin_pct: float,
+        looks: Sequence[int],
+        levels: Sequence[float],
+        *,
+        reps: int = DEFAULT_REPS,
+        seed: int = 0,
+    ) -> Rate:
+        """A/A gates simulated over these components: the share that fail (shown inferior at a
+        look, or undecided at the last), stopping at the first look where the gate is decided.
+        `levels`: the two-sided level of the gate's interval at each look (0.90 fixed)."""
+        if not MIN_REPS <= reps <= MAX_REPS:
+            raise ValueError(f"replications {reps} outside {MIN_REPS}-{MAX_REPS}")
+        rng = np.random.default_rng(seed)
+        n, top = self.prompts, looks[-1]
+        sd = np.sqrt(self.array()[:, 0])
+        a = sd[0] * rng.standard_normal((reps, n, 1))
+        b = sd[1] * rng.standard_normal((reps, 1, top))
+        e = sd[2] * rng.standard_normal((reps, n, top))
+        y = a + b + e
+        fails = 0
+        for r in range(reps):
+            for i, (k, level) in enumerate(zip(looks, levels, strict=True)):
+                est, low, high = _interval(y[r, :, :k], level, self.q_ratio)
+                got = decide(est, low, high, margin_pct, final=i == len(looks) - 1, level=level)
+                if got.decided or got.final:
+                    fails += got.outcome != NONINFERIOR
+                    break
+        return Rate(fails, reps, *wilson(fails, reps))
+
+    def calibrated(
+        self,
+        cell: str,
+        margin_pct: float,
+        looks: Sequence[int],
+        levels: Sequence[float],
+        *,
+        reps: int = DEFAULT_REPS,
+        seed: int = 0,
+    ) -> CellCalibration:
+        """This A/A cell's calibration for a gate of this margin, looks and levels: the floor
+        at the last look's cycles and level (as a reader recomputes it), the cycles the margin
+        needs within a ladder's bound, and the simulated false alarms."""
+        return CellCalibration(
+            cell=cell,
+            prompts=self.prompts,
+            cycles_run=self.cycles_run,
+            prompt_var=self.prompt_var,
+            session_var=self.session_var,
+            noise_var=self.noise_var,
+            noise_floor_pct=self.floor_pct(looks[-1], levels[-1]),
+            cycles_needed=self.cycles_to_resolve(margin_pct, MAX_CYCLES, levels[-1]),
+            false_alarm=self.false_alarms(margin_pct, looks, levels, reps=reps, seed=seed),
+            q_ratio=self.q_ratio,
+        )
 
 
 @dataclass(frozen=True)
@@ -189,7 +226,14 @@ class CellCalibration:
 
     @property
     def noise(self) -> Noise:
-        return Noise(self.prompts, self.prompt_var, self.session_var, self.noise_var, self.q_ratio)
+        return Noise(
+            self.prompts,
+            self.prompt_var,
+            self.session_var,
+            self.noise_var,
+            self.q_ratio,
+            self.cycles_run,
+        )
 
 
 @dataclass(frozen=True)
@@ -273,6 +317,48 @@ class Calibration:
                 f"{where}: {why}, which `mtpsweep calibrate` never writes; run it again"
             )
         return cal
+
+    @classmethod
+    def read(cls, path: Path) -> Calibration:
+        """A calibration file, read bounded (`fileio`) and checked (`from_json`): ValueError
+        naming the file and why."""
+        try:
+            doc = load_json_bounded(path, MAX_CALIBRATION_BYTES)
+        except BadFile as exc:
+            raise ValueError(f"{path} {exc}; run `mtpsweep calibrate` again") from None
+        return cls.from_json(doc, str(path))
+
+    def staleness(
+        self,
+        *,
+        host_fingerprint: str,
+        model_sha256: str | None,
+        now: datetime,
+        max_age_days: float = DEFAULT_AGE_DAYS,
+        model_id: str | None = None,
+    ) -> str | None:
+        """Why this calibration does not speak for a gate here (one clause), or None when fresh:
+        another host, another model, or older than `max_age_days`."""
+        if self.host.get("fingerprint") != host_fingerprint:
+            return (
+                f"it was measured on another host ({self.host.get('hostname', '?')}, fingerprint "
+                f"{self.host.get('fingerprint', '?')[:12]}, not {host_fingerprint[:12]})"
+            )
+        if model_sha256 is not None and self.model_sha256 != model_sha256:
+            return (
+                f"it was measured on another model ({self.model_id}, sha256 {self.model_sha256[:12]}, "
+                f"not {model_sha256[:12]})"
+            )
+        if model_id and self.model_id != model_id:
+            return f"it was measured on another model ({self.model_id}, not {model_id})"
+        try:
+            made = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
+            age = (now - made).total_seconds() / 86400.0
+        except (ValueError, TypeError):  # TypeError: a time without a zone
+            return f"its created_at {self.created_at!r} is not a time with its zone"
+        if not 0.0 <= age <= max_age_days:
+            return f"it is {age:.1f} days old, beyond the {max_age_days:g} days a calibration holds"
+        return None
 
 
 def digest(doc: Mapping[str, Any]) -> str:
@@ -361,52 +447,10 @@ def _cell_problem(c: CellCalibration, cal: Calibration) -> str | None:
     bad = next((name for ok, name in checks if not ok), None)
     if bad is not None:
         return f"cell {c.cell!r} has a {bad} out of bounds"
-    floor = noise_floor_pct(c.noise, cal.looks[-1], cal.levels[-1])
+    floor = c.noise.floor_pct(cal.looks[-1], cal.levels[-1])
     if not math.isclose(floor, c.noise_floor_pct, rel_tol=FLOOR_TOLERANCE):
         return (
             f"cell {c.cell!r} has noise floor {c.noise_floor_pct:g} %, but its own components "
             f"give {floor:.4g} %"
         )
-    return None
-
-
-def read_calibration(path: Path) -> Calibration:
-    """A calibration file, read bounded (`fileio`): ValueError naming the file and why."""
-    try:
-        doc = load_json_bounded(path, MAX_CALIBRATION_BYTES)
-    except BadFile as exc:
-        raise ValueError(f"{path} {exc}; run `mtpsweep calibrate` again") from None
-    return Calibration.from_json(doc, str(path))
-
-
-def staleness(
-    cal: Calibration,
-    *,
-    host_fingerprint: str,
-    model_sha256: str | None,
-    now: datetime,
-    max_age_days: float = DEFAULT_AGE_DAYS,
-    model_id: str | None = None,
-) -> str | None:
-    """Why this calibration does not speak for a gate here (one clause), or None when fresh:
-    another host, another model, or older than `max_age_days`."""
-    if cal.host.get("fingerprint") != host_fingerprint:
-        return (
-            f"it was measured on another host ({cal.host.get('hostname', '?')}, fingerprint "
-            f"{cal.host.get('fingerprint', '?')[:12]}, not {host_fingerprint[:12]})"
-        )
-    if model_sha256 is not None and cal.model_sha256 != model_sha256:
-        return (
-            f"it was measured on another model ({cal.model_id}, sha256 {cal.model_sha256[:12]}, "
-            f"not {model_sha256[:12]})"
-        )
-    if model_id and cal.model_id != model_id:
-        return f"it was measured on another model ({cal.model_id}, not {model_id})"
-    try:
-        made = datetime.fromisoformat(cal.created_at.replace("Z", "+00:00"))
-        age = (now - made).total_seconds() / 86400.0
-    except (ValueError, TypeError):  # TypeError: a time without a zone
-        return f"its created_at {cal.created_at!r} is not a time with its zone"
-    if not 0.0 <= age <= max_age_days:
-        return f"it is {age:.1f} days old, beyond the {max_age_days:g} days a calibration holds"
     return None
