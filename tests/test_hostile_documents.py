@@ -418,7 +418,7 @@ def test_a_history_line_no_run_wrote_is_named(tmp_path: Path, value: str) -> Non
 
 @pytest.mark.parametrize("form", [f for f in FORMS if f != "link out"])
 def test_a_hostile_calibration_file_is_one_sentence(tmp_path: Path, form: str) -> None:
-    from pytest_mtpsweep.analysis.calibration import Calibration
+    from pytest_mtpsweep.analysis.calibration_file import Calibration
     from tests.analysis.test_calibration import calibration
 
     path = tmp_path / "calibration.json"

@@ -5,7 +5,8 @@ stats need it)."""
 
 from __future__ import annotations
 
-from ..analysis.calibration import Calibration, Noise
+from ..analysis.calibration import Noise
+from ..analysis.calibration_file import Calibration
 from ..analysis.cellplan import CellPlan
 from ..analysis.decision import Decision
 from ..analysis.noninferiority import NonInferiority, decide

@@ -3,21 +3,17 @@ freshness."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.calibration import (
-    Calibration,
-    CellCalibration,
-    Noise,
-    Rate,
-    problem,
-    wilson,
-)
+from pytest_mtpsweep.analysis.calibration import CellCalibration, Noise, Rate, wilson
+from pytest_mtpsweep.analysis.calibration_file import Calibration, problem
 from pytest_mtpsweep.analysis.sequential import Design
 
 HOST = Noise(8, 0.01**2, 2 * 0.01**2, 2 * 0.02**2)
@@ -57,6 +53,31 @@ def test_false_alarms_are_rare_above_the_floor_and_common_below() -> None:
 def test_the_replications_are_bounded() -> None:
     with pytest.raises(ValueError, match="outside 100-20000"):
         HOST.false_alarms(3.0, (4,), (0.9,), reps=50)
+
+
+def test_a_cell_s_noise_is_measured_from_its_matrix_with_the_cycles_it_had() -> None:
+    rng = np.random.default_rng(1)
+    matrix = 0.02 * rng.standard_normal((8, 1)) + 0.03 * rng.standard_normal((8, 6))
+    row = {"pct_change": 0.5, "ci_low": -1.5, "ci_high": 2.5, "se_pct": 1.0, "df": 7.0}
+    noise = Noise.measure(matrix, row, 0.95)
+    assert noise is not None and (noise.prompts, noise.cycles_run) == (8, 6)
+    assert min(noise.prompt_var, noise.session_var, noise.noise_var) >= 0.0
+    assert Noise.measure(matrix[:, :1], row, 0.95) is None  # one cycle: nothing to separate
+
+
+def test_a_calibrated_cell_is_one_the_file_s_reader_recomputes_and_accepts() -> None:
+    design = Design.plan("decided", 4, 8, "pocock", None)
+    measured = dataclasses.replace(HOST, cycles_run=4)
+    cell = measured.calibrated(
+        "aa:prose", 3.0, design.looks, design.equivalence_confidence, reps=100, seed=2
+    )
+    level = design.equivalence_confidence[-1]
+    assert cell.noise_floor_pct == HOST.floor_pct(8, level)
+    assert cell.cycles_needed == HOST.cycles_to_resolve(3.0, 64, level)
+    assert cell.false_alarm.reps == 100 and cell.noise == measured
+    cal = calibration(cycles=8, looks=design.looks, levels=design.equivalence_confidence,
+                      cells=(cell,))  # fmt: skip
+    assert Calibration.from_json(cal.to_json(), "c.json") == cal
 
 
 @given(st.integers(0, 500), st.integers(1, 500))
@@ -153,7 +174,7 @@ def test_another_model_id_is_stale() -> None:
 def test_a_value_of_the_wrong_type_is_malformed_never_a_traceback(edit: object) -> None:
     import json
 
-    from pytest_mtpsweep.analysis.calibration import digest
+    from pytest_mtpsweep.analysis.calibration_file import digest
 
     doc = json.loads(json.dumps(calibration().to_json()))
     edit(doc)  # type: ignore[operator]
