@@ -418,14 +418,14 @@ def test_a_history_line_no_run_wrote_is_named(tmp_path: Path, value: str) -> Non
 
 @pytest.mark.parametrize("form", [f for f in FORMS if f != "link out"])
 def test_a_hostile_calibration_file_is_one_sentence(tmp_path: Path, form: str) -> None:
-    from pytest_mtpsweep.analysis.calibration import read_calibration
+    from pytest_mtpsweep.analysis.calibration_file import Calibration
     from tests.analysis.test_calibration import calibration
 
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(calibration().to_json()))
     FORMS[form](path)
     with pytest.raises(ValueError) as info:
-        read_calibration(path)
+        Calibration.read(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 

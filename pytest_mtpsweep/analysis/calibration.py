@@ -13,89 +13,28 @@ ratios are noise alone, so their variance components (prompt, session pair, cell
   (`noninferiority.decide`), looks and levels as the gate's design has them; with its Wilson
   interval.
 
-The calibration is a JSON file (`Calibration`) that a gate cites; `staleness` says, in one
-sentence, why one no longer speaks for the host, model or time of a gate. Pure but for numpy.
+Each cell's figures are a `CellCalibration`; the file a gate cites is `calibration_file`'s.
+Pure but for numpy.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
-from pathlib import Path
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..base.constants import INTERVAL
-from ..base.fileio import BadFile, json_safe, load_json_bounded
 from ..ladder.values import MAX_CYCLES
-from ..wishes.gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from .noninferiority import NONINFERIOR, decide
-from .planning import Components, expected_ms, point_variances, width_from_ms
+from .planning import components, expected_ms, pilot_ratio, point_variances, width_from_ms
 from .stats import prompt_spread, published_interval, session_spread, t_quantile
 
-FORMAT = 2  # 2: q_ratio per cell, the cycles the run had, and the file's sha256
-KIND = "mtpsweep-calibration"
-MAX_TEXT = 500  # characters of any text field
-MAX_CALIBRATION_BYTES = 1 << 20  # a file of 32 cells is ~20 kB
-FLOOR_TOLERANCE = 1e-6  # relative: a floor recomputed from the file's own components
 POWER = 0.80
 MIN_REPS, MAX_REPS = 100, 20_000  # A/A gates simulated for the false-alarm rate
 DEFAULT_REPS = 2000
-MAX_AGE_DAYS = 30.0  # the longest a calibration may speak for a host (bounded, in days)
-DEFAULT_AGE_DAYS = 7.0
-
-
-@dataclass(frozen=True)
-class Noise:
-    """A cell's variance components on the log scale, and the prompts it has."""
-
-    prompts: int
-    prompt_var: float
-    session_var: float
-    noise_var: float
-    # The A/A interval's bootstrap-t quantile over Student's t at n - 1 df (planning.pilot_ratio;
-    # 0: t alone): heavy-tailed prompts widen the published interval beyond t's, and the floor
-    # and the simulated gates carry that as the estimator does.
-    q_ratio: float = 0.0
-
-    @classmethod
-    def of(cls, comp: Components, q_ratio: float = 0.0) -> Noise:
-        v = point_variances(comp)[:, 0]
-        return cls(comp.n, float(v[0]), float(v[1]), float(v[2]), q_ratio)
-
-    def array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        return np.array([[self.prompt_var], [self.session_var], [self.noise_var]])
-
-
-def _log_half(noise: Noise, cycles: int, confidence: float) -> float:
-    """q·SE on the log scale at k cycles, q the estimator's quantile at this two-sided level."""
-    var = noise.array()
-    ms = expected_ms(var, noise.prompts, cycles)
-    width = float(width_from_ms(ms, noise.prompts, cycles, 0.0, noise.q_ratio, confidence)[0])
-    return math.asinh(width / 100.0)
-
-
-def noise_floor_pct(noise: Noise, cycles: int, level: float = 0.90, power: float = POWER) -> float:
-    """The smallest drop (percent, positive) a one-sided test at `level`'s tail detects with
-    `power` at `cycles` cycles: (q_{1−α} + q_power)·SE at the estimator's df."""
-    reach = _log_half(noise, cycles, level) + _log_half(noise, cycles, 2.0 * power - 1.0)
-    return 100.0 * -math.expm1(-reach)
-
-
-def cycles_to_resolve(
-    noise: Noise, margin_pct: float, max_cycles: int, level: float = 0.90
-) -> int | None:
-    """The fewest even cycles from 4 (a gate's first look) whose noise floor is within the
-    margin (None: not by max_cycles)."""
-    for k in range(4, max_cycles + 1, 2):
-        if noise_floor_pct(noise, k, level) <= margin_pct:
-            return k
-    return None
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -140,36 +79,121 @@ def _interval(
     return tuple(100.0 * math.expm1(v) for v in (est, low, high))
 
 
-def false_alarms(
-    noise: Noise,
-    margin_pct: float,
-    looks: Sequence[int],
-    levels: Sequence[float],
-    *,
-    reps: int = DEFAULT_REPS,
-    seed: int = 0,
-) -> Rate:
-    """A/A gates simulated over these components: the share that fail (shown inferior at a
-    look, or undecided at the last), stopping at the first look where the gate is decided.
-    `levels`: the two-sided level of the gate's interval at each look (0.90 fixed)."""
-    if not MIN_REPS <= reps <= MAX_REPS:
-        raise ValueError(f"replications {reps} outside {MIN_REPS}-{MAX_REPS}")
-    rng = np.random.default_rng(seed)
-    n, top = noise.prompts, looks[-1]
-    sd = np.sqrt(noise.array()[:, 0])
-    a = sd[0] * rng.standard_normal((reps, n, 1))
-    b = sd[1] * rng.standard_normal((reps, 1, top))
-    e = sd[2] * rng.standard_normal((reps, n, top))
-    y = a + b + e
-    fails = 0
-    for r in range(reps):
-        for i, (k, level) in enumerate(zip(looks, levels, strict=True)):
-            est, low, high = _interval(y[r, :, :k], level, noise.q_ratio)
-            got = decide(est, low, high, margin_pct, final=i == len(looks) - 1, level=level)
-            if got.decided or got.final:
-                fails += got.outcome != NONINFERIOR
-                break
-    return Rate(fails, reps, *wilson(fails, reps))
+@dataclass(frozen=True)
+class Noise:
+    """A cell's variance components on the log scale, the prompts it has and the complete
+    cycles they were measured over; what a gate resolves over them."""
+
+    prompts: int
+    prompt_var: float
+    session_var: float
+    noise_var: float
+    # The A/A interval's bootstrap-t quantile over Student's t at n - 1 df (planning.pilot_ratio;
+    # 0: t alone): heavy-tailed prompts widen the published interval beyond t's, and the floor
+    # and the simulated gates carry that as the estimator does.
+    q_ratio: float = 0.0
+    cycles_run: int = 0  # the complete cycles the components come from (0: not measured)
+
+    @classmethod
+    def measure(
+        cls,
+        matrix: np.ndarray[Any, np.dtype[np.float64]],
+        row: Mapping[str, object],
+        confidence: float,
+    ) -> Noise | None:
+        """A cell's noise from its prompts × cycles log ratios (`planning.components`) and its
+        row as published at `confidence` (`planning.pilot_ratio`); None when fewer than 2
+        cycles or 2 complete rows leave nothing to separate."""
+        comp = components(matrix)
+        if comp is None:
+            return None
+        v = point_variances(comp)[:, 0]
+        ratio = pilot_ratio(row, comp.n, confidence)
+        return cls(comp.n, float(v[0]), float(v[1]), float(v[2]), ratio, comp.cycles)
+
+    def array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        return np.array([[self.prompt_var], [self.session_var], [self.noise_var]])
+
+    def _log_half(self, cycles: int, confidence: float) -> float:
+        """q·SE on the log scale at k cycles, q the estimator's quantile at this two-sided level."""
+        var = self.array()
+        ms = expected_ms(var, self.prompts, cycles)
+        width = float(width_from_ms(ms, self.prompts, cycles, 0.0, self.q_ratio, confidence)[0])
+        return math.asinh(width / 100.0)
+
+    def floor_pct(self, cycles: int, level: float = 0.90, power: float = POWER) -> float:
+        """The noise floor: the smallest drop (percent, positive) a one-sided test at `level`'s
+        tail detects with `power` at `cycles` cycles, (q_{1−α} + q_power)·SE at the
+        estimator's df."""
+        reach = self._log_half(cycles, level) + self._log_half(cycles, 2.0 * power - 1.0)
+        return 100.0 * -math.expm1(-reach)
+
+    def cycles_to_resolve(
+        self, margin_pct: float, max_cycles: int, level: float = 0.90
+    ) -> int | None:
+        """The fewest even cycles from 4 (a gate's first look) whose noise floor is within the
+        margin (None: not by max_cycles)."""
+        for k in range(4, max_cycles + 1, 2):
+            if self.floor_pct(k, level) <= margin_pct:
+                return k
+        return None
+
+    def false_alarms(
+        self,
+        margin_pct: float,
+        looks: Sequence[int],
+        levels: Sequence[float],
+        *,
+        reps: int = DEFAULT_REPS,
+        seed: int = 0,
+    ) -> Rate:
+        """A/A gates simulated over these components: the share that fail (shown inferior at a
+        look, or undecided at the last), stopping at the first look where the gate is decided.
+        `levels`: the two-sided level of the gate's interval at each look (0.90 fixed)."""
+        if not MIN_REPS <= reps <= MAX_REPS:
+            raise ValueError(f"replications {reps} outside {MIN_REPS}-{MAX_REPS}")
+        rng = np.random.default_rng(seed)
+        n, top = self.prompts, looks[-1]
+        sd = np.sqrt(self.array()[:, 0])
+        a = sd[0] * rng.standard_normal((reps, n, 1))
+        b = sd[1] * rng.standard_normal((reps, 1, top))
+        e = sd[2] * rng.standard_normal((reps, n, top))
+        y = a + b + e
+        fails = 0
+        for r in range(reps):
+            for i, (k, level) in enumerate(zip(looks, levels, strict=True)):
+                est, low, high = _interval(y[r, :, :k], level, self.q_ratio)
+                got = decide(est, low, high, margin_pct, final=i == len(looks) - 1, level=level)
+                if got.decided or got.final:
+                    fails += got.outcome != NONINFERIOR
+                    break
+        return Rate(fails, reps, *wilson(fails, reps))
+
+    def calibrated(
+        self,
+        cell: str,
+        margin_pct: float,
+        looks: Sequence[int],
+        levels: Sequence[float],
+        *,
+        reps: int = DEFAULT_REPS,
+        seed: int = 0,
+    ) -> CellCalibration:
+        """This A/A cell's calibration for a gate of this margin, looks and levels: the floor
+        at the last look's cycles and level (as a reader recomputes it), the cycles the margin
+        needs within a ladder's bound, and the simulated false alarms."""
+        return CellCalibration(
+            cell=cell,
+            prompts=self.prompts,
+            cycles_run=self.cycles_run,
+            prompt_var=self.prompt_var,
+            session_var=self.session_var,
+            noise_var=self.noise_var,
+            noise_floor_pct=self.floor_pct(looks[-1], levels[-1]),
+            cycles_needed=self.cycles_to_resolve(margin_pct, MAX_CYCLES, levels[-1]),
+            false_alarm=self.false_alarms(margin_pct, looks, levels, reps=reps, seed=seed),
+            q_ratio=self.q_ratio,
+        )
 
 
 @dataclass(frozen=True)
@@ -189,224 +213,11 @@ class CellCalibration:
 
     @property
     def noise(self) -> Noise:
-        return Noise(self.prompts, self.prompt_var, self.session_var, self.noise_var, self.q_ratio)
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The calibration file a gate cites (JSON, `FORMAT` versioned)."""
-
-    # `mtpsweep calibrate`'s bounds, as `Calibration.DEFAULT_REPS` (the module's names, too)
-    DEFAULT_REPS: ClassVar[int] = DEFAULT_REPS
-    MIN_REPS: ClassVar[int] = MIN_REPS
-    MAX_REPS: ClassVar[int] = MAX_REPS
-    DEFAULT_AGE_DAYS: ClassVar[float] = DEFAULT_AGE_DAYS
-
-    host: Mapping[str, str]  # fingerprint and what it is made of
-    model_id: str
-    model_sha256: str
-    build: str
-    created_at: str  # ISO 8601, UTC
-    margin_pct: float
-    cycles: int  # the gate's planned (maximum) cycles
-    looks: tuple[int, ...]
-    levels: tuple[float, ...]
-    run_dir: str
-    cells: tuple[CellCalibration, ...] = field(default=())
-    cycles_run: int = 0  # the complete cycles the A/A run had, whatever it planned
-
-    @property
-    def noise_floor_pct(self) -> float:
-        """The worst cell's floor: what the gate as planned can resolve."""
-        return max((c.noise_floor_pct for c in self.cells), default=math.nan)
-
-    def refusal(self) -> str | None:
-        """One sentence when the margin is below what the host can resolve, else None."""
-        worst = max(self.cells, key=lambda c: c.noise_floor_pct, default=None)
-        if worst is None or worst.noise_floor_pct <= self.margin_pct:
-            return None
-        more = (
-            f"{worst.cycles_needed} cycles would reach it"
-            if worst.cycles_needed is not None
-            else "no number of cycles within the ladder's bound reaches it: add prompts"
+        return Noise(
+            self.prompts,
+            self.prompt_var,
+            self.session_var,
+            self.noise_var,
+            self.q_ratio,
+            self.cycles_run,
         )
-        return (
-            f"the margin {self.margin_pct:g} % is below what this host can resolve on "
-            f"{worst.cell} with {self.cycles} cycles (noise floor {worst.noise_floor_pct:.2f} %"
-            f" at 80 % power); widen the margin to {math.ceil(worst.noise_floor_pct * 10) / 10:g}"
-            f" % or more, or plan more cycles ({more})"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        doc = asdict(self)
-        doc = {"format": FORMAT, "kind": KIND, **doc, "noise_floor_pct": self.noise_floor_pct}
-        for cell in doc["cells"]:
-            rate = cell["false_alarm"]
-            rate["rate"] = rate["count"] / rate["reps"] if rate["reps"] else None
-        return {**doc, "sha256": digest(doc)}
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str) -> Calibration:
-        """From the file's JSON; ValueError naming the field when it is not this format, was
-        changed since calibrate wrote it, or holds a value calibrate could not have written."""
-        if not isinstance(doc, Mapping) or doc.get("kind") != KIND:
-            raise ValueError(f"{where} is not an mtpsweep calibration file")
-        if doc.get("format") != FORMAT:
-            raise ValueError(
-                f"{where} is calibration format {doc.get('format')!r}, not {FORMAT}; "
-                "run `mtpsweep calibrate` again"
-            )
-        if doc.get("sha256") != digest(doc):
-            raise ValueError(
-                f"{where} was changed after `mtpsweep calibrate` wrote it (its sha256 does not "
-                "match what it holds); run `mtpsweep calibrate` again"
-            )
-        try:
-            cal = _parsed(doc)
-            why = problem(cal)  # a value of the wrong type fails its comparison: malformed
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise ValueError(
-                f"{where} is malformed ({exc!s}); run `mtpsweep calibrate` again"
-            ) from None
-        if why is not None:
-            raise ValueError(
-                f"{where}: {why}, which `mtpsweep calibrate` never writes; run it again"
-            )
-        return cal
-
-
-def digest(doc: Mapping[str, Any]) -> str:
-    """sha256 of what the file holds but its own digest and the printed refusal: a hand edit
-    shows as a mismatch."""
-    body = {k: v for k, v in doc.items() if k not in ("sha256", "refusal")}
-    text = json.dumps(json_safe(body), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _parsed(doc: Mapping[str, Any]) -> Calibration:
-    def cell(c: Mapping[str, Any]) -> CellCalibration:
-        rate = Rate(**{k: v for k, v in c["false_alarm"].items() if k != "rate"})
-        return CellCalibration(**{**c, "false_alarm": rate})
-
-    return Calibration(
-        host={str(k): str(v) for k, v in doc["host"].items()},
-        model_id=str(doc["model_id"]),
-        model_sha256=str(doc["model_sha256"]),
-        build=str(doc["build"]),
-        created_at=str(doc["created_at"]),
-        margin_pct=float(doc["margin_pct"]),
-        cycles=int(doc["cycles"]),
-        looks=tuple(int(k) for k in doc["looks"]),
-        levels=tuple(float(v) for v in doc["levels"]),
-        run_dir=str(doc["run_dir"]),
-        cells=tuple(cell(c) for c in doc["cells"]),
-        cycles_run=int(doc["cycles_run"]),
-    )
-
-
-def _number(value: Any, low: float, high: float) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
-
-
-def problem(cal: Calibration) -> str | None:
-    """What in a calibration calibrate could not have written (a clause), or None."""
-    texts = [
-        cal.model_id,
-        cal.model_sha256,
-        cal.build,
-        cal.created_at,
-        cal.run_dir,
-        *cal.host.keys(),
-        *cal.host.values(),
-    ]
-    if any(len(t) > MAX_TEXT for t in texts):
-        return f"a text in it is longer than {MAX_TEXT} characters"
-    try:
-        made = datetime.fromisoformat(cal.created_at.replace("Z", "+00:00"))
-    except ValueError:
-        return f"its created_at {cal.created_at!r} is not a time"
-    if made.utcoffset() is None:
-        return f"its created_at {cal.created_at!r} has no time zone"
-    if not (MIN_MARGIN_PCT < cal.margin_pct <= MAX_MARGIN_PCT):
-        return f"its margin_pct {cal.margin_pct!r} is outside (0, {MAX_MARGIN_PCT:g}]"
-    if not (
-        INTERVAL.session_cycles <= cal.cycles_run <= MAX_CYCLES and 4 <= cal.cycles <= MAX_CYCLES
-    ):
-        return f"its cycles {cal.cycles} (of {cal.cycles_run} run) are outside 4-{MAX_CYCLES}"
-    looks = list(cal.looks)
-    if not looks or looks != sorted(set(looks)) or looks[0] < 2 or looks[-1] != cal.cycles:
-        return f"its looks {looks} are not rising cycles ending at its cycles {cal.cycles}"
-    if len(cal.levels) != len(looks) or not all(0 < v < 1 for v in cal.levels):
-        return f"its levels {list(cal.levels)} are not one level in (0, 1) per look"
-    if not cal.cells:
-        return "it holds no cell"
-    return next(filter(None, (_cell_problem(c, cal) for c in cal.cells)), None)
-
-
-def _cell_problem(c: CellCalibration, cal: Calibration) -> str | None:
-    fa = c.false_alarm
-    checks = (
-        (2 <= c.prompts <= 1_000_000, "prompts"),
-        (INTERVAL.session_cycles <= c.cycles_run <= MAX_CYCLES, "cycles_run"),
-        (
-            all(_number(v, 0.0, 1e6) for v in (c.prompt_var, c.session_var, c.noise_var)),
-            "variances",
-        ),
-        (_number(c.q_ratio, 0.0, 1e3), "q_ratio"),
-        (_number(c.noise_floor_pct, 1e-9, 100.0), "noise_floor_pct"),
-        (c.cycles_needed is None or 4 <= c.cycles_needed <= MAX_CYCLES, "cycles_needed"),
-        (MIN_REPS <= fa.reps <= MAX_REPS and 0 <= fa.count <= fa.reps, "false_alarm"),
-        (_number(fa.low, 0.0, 1.0) and _number(fa.high, fa.low, 1.0), "false_alarm"),
-    )
-    bad = next((name for ok, name in checks if not ok), None)
-    if bad is not None:
-        return f"cell {c.cell!r} has a {bad} out of bounds"
-    floor = noise_floor_pct(c.noise, cal.looks[-1], cal.levels[-1])
-    if not math.isclose(floor, c.noise_floor_pct, rel_tol=FLOOR_TOLERANCE):
-        return (
-            f"cell {c.cell!r} has noise floor {c.noise_floor_pct:g} %, but its own components "
-            f"give {floor:.4g} %"
-        )
-    return None
-
-
-def read_calibration(path: Path) -> Calibration:
-    """A calibration file, read bounded (`fileio`): ValueError naming the file and why."""
-    try:
-        doc = load_json_bounded(path, MAX_CALIBRATION_BYTES)
-    except BadFile as exc:
-        raise ValueError(f"{path} {exc}; run `mtpsweep calibrate` again") from None
-    return Calibration.from_json(doc, str(path))
-
-
-def staleness(
-    cal: Calibration,
-    *,
-    host_fingerprint: str,
-    model_sha256: str | None,
-    now: datetime,
-    max_age_days: float = DEFAULT_AGE_DAYS,
-    model_id: str | None = None,
-) -> str | None:
-    """Why this calibration does not speak for a gate here (one clause), or None when fresh:
-    another host, another model, or older than `max_age_days`."""
-    if cal.host.get("fingerprint") != host_fingerprint:
-        return (
-            f"it was measured on another host ({cal.host.get('hostname', '?')}, fingerprint "
-            f"{cal.host.get('fingerprint', '?')[:12]}, not {host_fingerprint[:12]})"
-        )
-    if model_sha256 is not None and cal.model_sha256 != model_sha256:
-        return (
-            f"it was measured on another model ({cal.model_id}, sha256 {cal.model_sha256[:12]}, "
-            f"not {model_sha256[:12]})"
-        )
-    if model_id and cal.model_id != model_id:
-        return f"it was measured on another model ({cal.model_id}, not {model_id})"
-    try:
-        made = datetime.fromisoformat(cal.created_at.replace("Z", "+00:00"))
-        age = (now - made).total_seconds() / 86400.0
-    except (ValueError, TypeError):  # TypeError: a time without a zone
-        return f"its created_at {cal.created_at!r} is not a time with its zone"
-    if not 0.0 <= age <= max_age_days:
-        return f"it is {age:.1f} days old, beyond the {max_age_days:g} days a calibration holds"
-    return None

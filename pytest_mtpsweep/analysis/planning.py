@@ -21,7 +21,7 @@ The components are estimates (the session's from k - 1 degrees of freedom: one a
 pilot), so the range comes from draws of the three mean squares (half from each one's
 chi-square interval, half from the parametric bootstrap), each followed by the mean squares a
 run of k cycles would then estimate (E·χ²_df/df): it spans both the pilot's chance and the
-run's. A cell whose unit is the cycle (load's per-block throughput) is `plan_by_cycle`'s.
+run's. A cell's plan on this model is `cellplan.CellPlan`'s.
 """
 
 from __future__ import annotations
@@ -161,27 +161,6 @@ def first_reaching(widths: FloatArray, ks: Sequence[int], target: float) -> Floa
     return np.where(ok.any(axis=-1), np.asarray(ks, dtype=np.float64)[first], np.inf)
 
 
-@dataclass(frozen=True)
-class CellPlan:
-    """One headline cell's plan: cycles to reach the target, with its range and floor."""
-
-    cell: str  # treatment:subset
-    endpoint: str
-    n_prompts: int
-    pilot_cycles: int
-    now: float  # the published half-width now (percent), NaN without an interval
-    cycles: int | None  # None: not within max_cycles
-    low: int | None  # the range's ends: None on `high` means beyond max_cycles
-    high: int | None
-    width_at_max: float  # predicted half-width at max_cycles
-    floor: float  # the half-width no number of cycles goes below (prompts set it)
-    note: str = ""
-
-    @property
-    def reachable(self) -> bool:
-        return self.cycles is not None
-
-
 def pilot_ratio(row: Mapping[str, object], n: int, confidence: float) -> float:
     """The pilot's bootstrap-t quantile over Student's t at n - 1 df, when the bootstrap-t set
     its published q; else 0 (Student's t governed: the bootstrap-t quantile was at most t, and
@@ -200,84 +179,6 @@ def pilot_ratio(row: Mapping[str, object], n: int, confidence: float) -> float:
     return q / float(stdtrit(n - 1.0, p))
 
 
-def plan_cell(
-    cell: str,
-    endpoint: str,
-    matrix: FloatArray,
-    row: Mapping[str, object],
-    *,
-    target: float,
-    max_cycles: int,
-    confidence: float = 0.95,
-    pilot_confidence: float = 0.95,
-    draws: int = DRAWS,
-    seed: int = 0,
-) -> CellPlan:
-    """The plan of one cell from its prompts × cycles log ratios and its published row
-    (`pilot_confidence`: the level that row was published at, a [stop] look's or 95 %)."""
-    now = _now(row)
-    comp = components(matrix)
-    n = int(np.isfinite(matrix).any(axis=1).sum())
-    cycles_run = int(np.isfinite(matrix).any(axis=0).sum())
-    if comp is None:
-        why = (
-            "no pair of this treatment and the baseline yet"
-            if cycles_run == 0
-            else "under 2 cycles the prompts' spread and the noise are one; run a cycle pair"
-            if cycles_run < 2
-            else "fewer than 2 prompts have pairs in every cycle"
-        )
-        return CellPlan(
-            cell, endpoint, n, cycles_run, now, None, None, None, math.nan, math.nan, why
-        )
-    pct = float(row["pct_change"])  # type: ignore[arg-type]
-    est = math.log1p(pct / 100.0) if math.isfinite(pct) and pct > -100.0 else 0.0
-    ratio = pilot_ratio(row, n, pilot_confidence)
-    ks = even_cycles(max_cycles)
-    point = point_variances(comp)
-    widths = np.stack([half_width(point, n, k, est, ratio, confidence) for k in ks], axis=-1)
-    best = first_reaching(widths, ks, target)[0]
-    # The range: components drawn from the pilot's chi-square intervals, then what a run of k
-    # cycles would estimate with them, so it spans both the pilot's and the run's chance.
-    rng = np.random.default_rng(seed)
-    drawn = component_draws(comp, draws, rng)
-    curves = np.stack(
-        [width_from_ms(realised_ms(drawn, n, k, rng), n, k, est, ratio, confidence) for k in ks],
-        axis=-1,
-    )
-    need = first_reaching(curves, ks, target)
-    low, high = np.quantile(need, RANGE, method="lower")
-    floor = half_width(point, n, 10**9, est, ratio, confidence)[0]
-    notes = []
-    if now <= target and pilot_confidence >= confidence:
-        # The run already holds it: its own interval outranks the model, which at the pilot's
-        # cycles differs from it only where a component was truncated at 0.
-        best, low = min(best, comp.cycles), min(low, comp.cycles)
-        notes.append(f"reached: this run's interval is ±{now:.1f} %")
-    if n < INTERVAL.min_prompts:
-        notes.append(f"{n} prompts: no decision below {INTERVAL.min_prompts} at any cycles")
-    if not math.isfinite(best) and floor > target:
-        notes.append(f"the prompts' spread alone gives ±{floor:.1f} %: add prompts")
-    return CellPlan(
-        cell=cell,
-        endpoint=endpoint,
-        n_prompts=n,
-        pilot_cycles=comp.cycles,
-        now=now,
-        cycles=int(best) if math.isfinite(best) else None,
-        low=int(low) if math.isfinite(low) else None,
-        high=int(high) if math.isfinite(high) else None,
-        width_at_max=float(widths[0, -1]),
-        floor=float(floor),
-        note="; ".join(notes),
-    )
-
-
-def _now(row: Mapping[str, object]) -> float:
-    lo, hi = float(row["ci_low"]), float(row["ci_high"])  # type: ignore[arg-type]
-    return (hi - lo) / 2.0 if math.isfinite(lo) and math.isfinite(hi) else math.nan
-
-
 def component_draws(comp: Components, draws: int, rng: np.random.Generator) -> FloatArray:
     """Draws of (σa², σb², σe²) (3, draws): half fiducial, each mean square ms·df/χ²_df (the
     chi-square interval's distribution), half parametric bootstrap, ms·χ²_df/df.
@@ -294,61 +195,6 @@ def component_draws(comp: Components, draws: int, rng: np.random.Generator) -> F
         boot = value * rng.chisquare(df, size=draws - half) / df
         ms.append(np.concatenate([fiducial, boot]))
     return variances(ms[0], ms[1], ms[2], comp.cycles, comp.rows)
-
-
-def plan_by_cycle(
-    cell: str,
-    endpoint: str,
-    values: FloatArray,
-    *,
-    target: float,
-    max_cycles: int,
-    draws: int = DRAWS,
-    seed: int = 0,
-) -> CellPlan:
-    """The plan of a cell whose unit is the cycle (one log gain per cycle, Student's t at
-    k - 1 df, no bootstrap): SE² = s²/k, so more cycles always help and there is no floor."""
-    from scipy.special import stdtrit
-
-    v = values[np.isfinite(values)]
-    k0 = int(v.size)
-    if k0 < 2:
-        why = "under 2 cycles there is no spread between cycles to plan from; run a cycle pair"
-        return CellPlan(cell, endpoint, k0, k0, math.nan, None, None, None, math.nan, math.nan, why)
-    est, var = float(v.mean()), float(v.var(ddof=1))
-    t0 = float(stdtrit(k0 - 1, 0.975))
-    now = 100.0 * math.exp(est) * math.sinh(t0 * math.sqrt(var / k0))
-    ks = even_cycles(max_cycles)
-
-    def width(s2: FloatArray, k: int) -> FloatArray:
-        with np.errstate(over="ignore"):
-            return np.asarray(
-                100.0 * math.exp(est) * np.sinh(stdtrit(k - 1, 0.975) * np.sqrt(s2 / k))
-            )
-
-    point = np.stack([width(np.array([var]), k) for k in ks], axis=-1)
-    best = first_reaching(point, ks, target)[0]
-    rng = np.random.default_rng(seed)
-    half, df = draws // 2, k0 - 1.0
-    drawn = var * np.concatenate(
-        [df / rng.chisquare(df, half), rng.chisquare(df, draws - half) / df]
-    )
-    curves = np.stack(
-        [width(drawn * rng.chisquare(k - 1, draws) / (k - 1), k) for k in ks], axis=-1
-    )
-    low, high = np.quantile(first_reaching(curves, ks, target), RANGE, method="lower")
-    return CellPlan(
-        cell=cell,
-        endpoint=endpoint,
-        n_prompts=0,  # the cycle is the unit: prompts do not enter
-        pilot_cycles=k0,
-        now=now,
-        cycles=int(best) if math.isfinite(best) else None,
-        low=int(low) if math.isfinite(low) else None,
-        high=int(high) if math.isfinite(high) else None,
-        width_at_max=float(point[0, -1]),
-        floor=0.0,
-    )
 
 
 def cycle_seconds(sessions: Sequence[Mapping[str, object]]) -> float | None:

@@ -5,26 +5,11 @@ stats need it)."""
 
 from __future__ import annotations
 
-from ..analysis.calibration import (
-    Calibration,
-    CellCalibration,
-    Noise,
-    cycles_to_resolve,
-    false_alarms,
-    noise_floor_pct,
-    read_calibration,
-    staleness,
-)
+from ..analysis.calibration import Noise
+from ..analysis.calibration_file import Calibration
+from ..analysis.cellplan import CellPlan
 from ..analysis.decision import Decision
 from ..analysis.noninferiority import NonInferiority, decide
-from ..analysis.planning import (
-    CellPlan,
-    components,
-    pilot_ratio,
-    plan_by_cycle,
-    plan_cell,
-)
-from ..analysis.planning_text import render
 from ..analysis.sequential import CellState, Design, LookState, look_state
 from ..analysis.stats import (
     BootSummary,
@@ -75,18 +60,7 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "look_state",
     # a not-slower gate's A/A calibration
     "Calibration",
-    "CellCalibration",
     "Noise",
-    "noise_floor_pct",
-    "cycles_to_resolve",
-    "false_alarms",
-    "read_calibration",
-    "staleness",
     # planning from a pilot
     "CellPlan",
-    "components",
-    "pilot_ratio",
-    "plan_cell",
-    "plan_by_cycle",
-    "render",
 ]

@@ -12,14 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.planning import (
-    components,
-    cycle_seconds,
-    half_width,
-    plan_by_cycle,
-    plan_cell,
-    variances,
-)
+from pytest_mtpsweep.analysis.cellplan import CellPlan
+from pytest_mtpsweep.analysis.planning import components, cycle_seconds, half_width, variances
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.design import design_warnings, prompts_for_equivalence
 from pytest_mtpsweep.kinds.decode.analysis.plan import cell_matrix, plan_cells
@@ -91,7 +85,9 @@ class TestPredictedWidth:
                             np.array(comp.ms_noise), comp.cycles, comp.rows)  # fmt: skip
             if var[0] <= 0 or var[1] <= 0:
                 continue
-            plan = plan_cell("r0001:prose", "primary", matrix, row, target=1.0, max_cycles=8)
+            plan = CellPlan.by_prompt(
+                "r0001:prose", "primary", matrix, row, target=1.0, max_cycles=8
+            )
             est = math.log1p(float(row["pct_change"]) / 100.0)
             from pytest_mtpsweep.analysis.planning import pilot_ratio
 
@@ -116,11 +112,11 @@ class TestPlan:
     def test_a_noisy_cell_needs_more_cycles_and_a_quiet_one_is_reached(self) -> None:
         s = Scenario(prompts=16, cycles=2, prompt_sd=0.0, noise_sd=0.05, subsets=("prose",))
         matrix, row = one_cell(s, seed=2)
-        plan = plan_cell("r0001:prose", "primary", matrix, row, target=1.0, max_cycles=64)
+        plan = CellPlan.by_prompt("r0001:prose", "primary", matrix, row, target=1.0, max_cycles=64)
         assert plan.cycles is not None and plan.cycles > 2 and plan.cycles % 2 == 0
         assert plan.low is not None and plan.low <= plan.cycles
         assert plan.high is None or plan.high >= plan.cycles
-        wide = plan_cell("r0001:prose", "primary", matrix, row, target=50.0, max_cycles=64)
+        wide = CellPlan.by_prompt("r0001:prose", "primary", matrix, row, target=50.0, max_cycles=64)
         assert wide.cycles == 2 and wide.note.startswith("reached: this run's interval is ±")
 
     def test_a_run_already_within_the_target_is_reached_whatever_the_model_says(self) -> None:
@@ -135,13 +131,15 @@ class TestPlan:
                 break
         else:
             pytest.fail("no seed truncated the prompt component")
-        plan = plan_cell("c", "primary", matrix, row, target=plan_now(row) + 0.01, max_cycles=8)
+        plan = CellPlan.by_prompt(
+            "c", "primary", matrix, row, target=plan_now(row) + 0.01, max_cycles=8
+        )
         assert plan.cycles == 2 and plan.low == 2 and plan.note.startswith("reached")
 
     def test_prompts_that_disagree_cannot_reach_a_narrow_target(self) -> None:
         s = Scenario(prompts=8, cycles=2, prompt_sd=0.2, noise_sd=0.01, subsets=("prose",))
         matrix, row = one_cell(s)
-        plan = plan_cell("r0001:prose", "primary", matrix, row, target=1.0, max_cycles=16)
+        plan = CellPlan.by_prompt("r0001:prose", "primary", matrix, row, target=1.0, max_cycles=16)
         assert plan.cycles is None and not plan.reachable
         assert plan.floor > 1.0 and plan.width_at_max > 1.0
         assert "add prompts" in plan.note
@@ -149,14 +147,14 @@ class TestPlan:
     def test_a_one_cycle_pilot_says_so(self) -> None:
         s = Scenario(prompts=8, cycles=1, subsets=("prose",))
         matrix, row = one_cell(s)
-        plan = plan_cell("r0001:prose", "primary", matrix, row, target=5.0, max_cycles=8)
+        plan = CellPlan.by_prompt("r0001:prose", "primary", matrix, row, target=5.0, max_cycles=8)
         assert plan.cycles is None and "run a cycle pair" in plan.note
 
     def test_a_cell_without_pairs_says_so(self) -> None:
         row = {"pct_change": math.nan, "ci_low": math.nan, "ci_high": math.nan,
                "se_pct": math.nan, "df": math.nan}  # fmt: skip
-        plan = plan_cell("t:prose", "primary", np.full((0, 0), np.nan), row, target=5.0,
-                         max_cycles=8)  # fmt: skip
+        plan = CellPlan.by_prompt("t:prose", "primary", np.full((0, 0), np.nan), row,
+                                  target=5.0, max_cycles=8)  # fmt: skip
         assert plan.cycles is None and math.isnan(plan.now)
         assert plan.note == "no pair of this treatment and the baseline yet"
 
@@ -196,8 +194,8 @@ class TestPlan:
                      session_sd=session_sd, subsets=("prose",))  # fmt: skip
         matrix, row = one_cell(s, seed)
         narrow, wide = sorted(widths)
-        a, b = (plan_cell("c", "primary", matrix, row, target=w, max_cycles=32, draws=400)
-                for w in (narrow, wide))  # fmt: skip
+        a, b = (CellPlan.by_prompt("c", "primary", matrix, row, target=w, max_cycles=32,
+                                   draws=400) for w in (narrow, wide))  # fmt: skip
         inf = math.inf
         assert (b.cycles or inf) <= (a.cycles or inf)
         assert (b.low or inf) <= (a.low or inf) and (b.high or inf) <= (a.high or inf)
@@ -207,7 +205,7 @@ class TestPlan:
 class TestByCycle:
     def test_more_cycles_always_narrow_a_per_cycle_gain(self) -> None:
         values = np.log(np.array([1.10, 1.14]))
-        plan = plan_by_cycle("t@conc1", "req_s", values, target=3.0, max_cycles=32)
+        plan = CellPlan.by_cycle("t@conc1", "req_s", values, target=3.0, max_cycles=32)
         from scipy.stats import t
 
         s = float(np.std(values, ddof=1))
@@ -221,7 +219,7 @@ class TestByCycle:
         assert width <= 3.0
 
     def test_one_cycle_says_so(self) -> None:
-        plan = plan_by_cycle("t@conc1", "req_s", np.array([0.1]), target=3.0, max_cycles=8)
+        plan = CellPlan.by_cycle("t@conc1", "req_s", np.array([0.1]), target=3.0, max_cycles=8)
         assert plan.cycles is None and "run a cycle pair" in plan.note
 
 

@@ -22,21 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...kindapi import BOOT, SUBSETS, AnalysisError, ExitStatus, OptionError
-from ...kindapi.analysis import (
-    INTERVAL,
-    Calibration,
-    CellCalibration,
-    Design,
-    Noise,
-    check_margin,
-    components,
-    cycles_to_resolve,
-    false_alarms,
-    noise_floor_pct,
-    pilot_ratio,
-    read_calibration,
-    staleness,
-)
+from ...kindapi.analysis import INTERVAL, Calibration, Design, Noise, check_margin
 from ...kindapi.ladder import Ladder
 from ...kindapi.records import atomic_write_json, output_problem
 from ...kindapi.rig import cpu_key
@@ -48,7 +34,6 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping
 
-    from ...kindapi.analysis import Calibration
     from ...kindapi.records import PlanDoc
 
 DEFAULT_FILE = "calibration.json"
@@ -207,12 +192,22 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
             "calibrate from; run the A/A ladder first."
         )
     noises = [_noise(result, r, run_dir) for r in rows]
-    present = min(n[1] for n in noises)
+    present = min(n.cycles_run for n in noises)
     top = args.cycles or present
     design = Design.plan("decided", 4, top, args.spending, None)
-    for row, (noise, _) in zip(rows, noises, strict=True):
+    for row, noise in zip(rows, noises, strict=True):
         _same_arms(row, noise, present, run_dir, result.settings.baseline)
-    cells = tuple(_cell(r, n, design, args) for r, n in zip(rows, noises, strict=True))
+    cells = tuple(
+        noise.calibrated(
+            f"{row['treatment']}:{row['subset']}",
+            args.margin,
+            design.looks,
+            design.equivalence_confidence,
+            reps=args.reps,
+            seed=args.boot_seed,
+        )
+        for row, noise in zip(rows, noises, strict=True)
+    )
     keyed = run.plan.keyed
     return Calibration(
         host=host_identity(str(keyed.get("placement", ""))),
@@ -230,23 +225,23 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     )
 
 
-def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> tuple[Any, int]:
-    """A cell's noise and the complete cycles it was measured over (refused under the cycles
+def _noise(result: Any, row: Mapping[str, Any], run_dir: Path) -> Noise:
+    """A cell's noise, with the complete cycles it was measured over (refused under the cycles
     whose interval carries the session level: its session noise would be a guess)."""
 
     cell = f"{row['treatment']}:{row['subset']}"
     matrix = cell_matrix(
         result.pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"])
     )
-    comp = components(matrix)
-    if comp is None or comp.cycles < INTERVAL.session_cycles:
-        have = 0 if comp is None else comp.cycles
+    noise = Noise.measure(matrix, row, result.settings.confidence)
+    if noise is None or noise.cycles_run < INTERVAL.session_cycles:
+        have = 0 if noise is None else noise.cycles_run
         raise AnalysisError(
             f"{run_dir}: {cell} has {have} complete cycles of A/A pairs, fewer than the "
             f"{INTERVAL.session_cycles} whose spread carries the session noise; run the A/A "
             f"ladder to {INTERVAL.session_cycles} cycles or more and calibrate that."
         )
-    return Noise.of(comp, pilot_ratio(row, comp.n, result.settings.confidence)), comp.cycles
+    return noise
 
 
 # An A/A contrast beyond this many noise floors (at the cycles run) is no noise: ~4 standard
@@ -255,12 +250,12 @@ SAME_ARMS_FLOORS = 2.0
 
 
 def _same_arms(
-    row: Mapping[str, Any], noise: Any, cycles: int, run_dir: Path, baseline: str
+    row: Mapping[str, Any], noise: Noise, cycles: int, run_dir: Path, baseline: str
 ) -> None:
     """Refuse an "A/A" run whose arms measured differently: its noise speaks for nothing."""
 
     est = float(row["pct_change"])
-    floor = noise_floor_pct(noise, cycles)
+    floor = noise.floor_pct(cycles)
     if not (math.isfinite(est) and abs(est) <= SAME_ARMS_FLOORS * floor):
         raise AnalysisError(
             f"{run_dir} is no A/A run: {row['treatment']} differs from {baseline} by "
@@ -268,33 +263,6 @@ def _same_arms(
             f"{floor:.2f} % its own noise resolves at {cycles} cycles; calibrate a run that "
             "measures one build as both arms."
         )
-
-
-def _cell(
-    row: Mapping[str, Any], measured: tuple[Any, int], design: Any, args: argparse.Namespace
-) -> Any:
-
-    noise, cycles_run = measured
-    level = design.equivalence_confidence[-1]
-    return CellCalibration(
-        cell=f"{row['treatment']}:{row['subset']}",
-        prompts=noise.prompts,
-        cycles_run=cycles_run,
-        prompt_var=noise.prompt_var,
-        session_var=noise.session_var,
-        noise_var=noise.noise_var,
-        noise_floor_pct=noise_floor_pct(noise, design.looks[-1], level),
-        cycles_needed=cycles_to_resolve(noise, args.margin, Ladder.MAX_CYCLES, level),
-        false_alarm=false_alarms(
-            noise,
-            args.margin,
-            design.looks,
-            design.equivalence_confidence,
-            reps=args.reps,
-            seed=args.boot_seed,
-        ),
-        q_ratio=noise.q_ratio,
-    )
 
 
 def lines(cal: Calibration) -> list[str]:
@@ -345,12 +313,11 @@ def check_cited(
     calibrate wrote it, another host or model, too old, or a margin below the host's floor."""
 
     try:
-        cal = read_calibration(path)
+        cal = Calibration.read(path)
     except ValueError as exc:
         return f"calibration {exc}"
     placement = str(cal.host.get("placement", ""))
-    stale = staleness(
-        cal,
+    stale = cal.staleness(
         host_fingerprint=host_identity(placement)["fingerprint"],
         model_sha256=model_sha256,
         now=dt.datetime.now(dt.UTC),

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mtpsweep.analysis.calibration import digest
+from pytest_mtpsweep.analysis.calibration_file import digest
 from pytest_mtpsweep.base.errors import OptionError
 from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.kinds.decode.analysis.atend import analyse_at_end

@@ -1,5 +1,5 @@
 """`mtpsweep plan RUN --target-width W` for decode runs: the run analysed as `analyse` would,
-each headline cell's plan from `analysis.planning` (its prompts x cycles matrix from the pairs
+each headline cell's `CellPlan.by_prompt` (its prompts x cycles matrix from the pairs
 table), printed as one table and a summary."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import SUBSETS, ExitStatus
-from ....kindapi.analysis import CellPlan, FloatArray, plan_cell, render
+from ....kindapi.analysis import CellPlan, FloatArray
 from ....kindapi.records import recordlines
 from .io import load_run
 from .pipeline import analyse
@@ -39,7 +39,9 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         skip_subsets=(SUBSETS.pooled,),
     )
     print(
-        render(cells, run.sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles)
+        CellPlan.table(
+            cells, run.sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles
+        )
     )
     if result.unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(recordlines.terminal(result.unreadable))
@@ -113,7 +115,7 @@ def plan_cells(
             continue
         matrix = cell_matrix(pairs, str(row["endpoint"]), str(row["treatment"]), str(row["subset"]))
         out.append(
-            plan_cell(
+            CellPlan.by_prompt(
                 f"{row['treatment']}:{row['subset']}",
                 str(row["endpoint"]),
                 matrix,

@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ....kindapi import ExpectationError, Gate, GateVerdict
-from ....kindapi.analysis import read_calibration
+from ....kindapi.analysis import Calibration
 from ..calibrate import check_cited
 from ..report.whysection import sentences
 from .gates import judge as judged
@@ -49,7 +49,7 @@ def cite(verdict: GateVerdict, calibration: Path | None, run: RunReader) -> Gate
     if why:
         return GateVerdict.of(gate, False, f"{gate} not met: {why}", verdict.figures)
     # the typed file (check_cited has read and checked it), not raw keys that may be missing
-    cal = read_calibration(calibration)
+    cal = Calibration.read(calibration)
     rates = [c.false_alarm for c in cal.cells if c.cell.endswith(f":{gate.cell}")]
     said = f"; calibrated by {calibration}: noise floor {cal.noise_floor_pct:.2f} %"
     if rates:

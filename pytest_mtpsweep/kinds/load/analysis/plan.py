@@ -1,6 +1,6 @@
 """`mtpsweep plan RUN --target-width W` for load runs: the headline endpoint's gain at each
 level, and its change from the lowest level to the highest (the interaction), each planned by
-`analysis.planning` on the estimate `contrast` publishes for it.
+`CellPlan` on the estimate `contrast` publishes for it.
 
 A per-request endpoint (ttft, itl, e2e) is clustered by prompt over a prompts x cycles matrix,
 the decode estimator, so it is planned as a decode cell is; a per-block one (throughput,
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....kindapi import AnalysisError, ExitStatus
-from ....kindapi.analysis import plan_by_cycle, plan_cell, render
+from ....kindapi.analysis import CellPlan
 from ....kindapi.records import RunReader, recordlines
 from ..planfields import check_plan
 from . import contrast, frame
@@ -25,13 +25,13 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from ....kindapi.analysis import CellPlan, FloatArray
+    from ....kindapi.analysis import FloatArray
     from ....kindapi.records import PlanDoc
     from .contrast import Row
 
 
 def _row(r: Row) -> dict[str, float]:
-    """A contrast row in the columns `planning.plan_cell` reads (percent, SE in percent)."""
+    """A contrast row in the columns `CellPlan.by_prompt` reads (percent, SE in percent)."""
     return {
         "pct_change": r.gain_pct,
         "ci_low": r.ci_low,
@@ -89,7 +89,7 @@ def plan_cells(
         cell = f"{r.treatment}@{r.level}"
         if r.endpoint in REQUEST_ENDPOINTS:
             out.append(
-                plan_cell(
+                CellPlan.by_prompt(
                     cell,
                     r.endpoint,
                     _matrix(requests, r, levels),
@@ -101,7 +101,7 @@ def plan_cells(
             )
         else:
             out.append(
-                plan_by_cycle(
+                CellPlan.by_cycle(
                     cell,
                     r.endpoint,
                     _per_cycle(blocks, r, levels),
@@ -160,7 +160,11 @@ def plan_command(args: argparse.Namespace, run_dir: Path, plan: PlanDoc) -> int:
         seed=args.boot_seed,
     )
     sessions = RunReader(run_dir).sessions().facts
-    print(render(cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles))
+    print(
+        CellPlan.table(
+            cells, sessions, run=str(run_dir), target=args.target_width, top=args.max_cycles
+        )
+    )
     if unreadable:  # named as `analyse` names them: the pilot is the lines it could read
         print(recordlines.terminal([str(u) for u in unreadable]))
     return ExitStatus.OK
