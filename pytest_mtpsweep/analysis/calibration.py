@@ -34,9 +34,9 @@ from ..base.constants import INTERVAL
 from ..base.fileio import BadFile, json_safe, load_json_bounded
 from ..ladder.values import MAX_CYCLES
 from ..wishes.gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
-from .noninferiority import NONINFERIOR, decide
+from .noninferiority import NONINFERIOR, NonInferiority
 from .planning import Components, expected_ms, point_variances, width_from_ms
-from .stats import prompt_spread, published_interval, session_spread, t_quantile
+from .stats import Spread, t_quantile
 
 FORMAT = 2  # 2: q_ratio per cell, the cycles the run had, and the file's sha256
 KIND = "mtpsweep-calibration"
@@ -131,12 +131,12 @@ def _interval(
     its bootstrap-t part carried as `q_ratio` times t at n - 1 df."""
     rows = matrix.mean(axis=1)
     if matrix.shape[1] >= INTERVAL.session_cycles:
-        spread = session_spread([rows], [matrix])
+        spread = Spread.of_sessions([rows], [matrix])
     else:
-        spread = prompt_spread([rows])
+        spread = Spread.of_prompts([rows])
     est = float(rows.mean())
     q_boot = q_ratio * t_quantile(0.5 + level / 2.0, rows.size - 1.0) if q_ratio else math.nan
-    low, high = published_interval(est, spread, q_boot, level)
+    low, high = spread.interval(est, q_boot, level)
     return tuple(100.0 * math.expm1(v) for v in (est, low, high))
 
 
@@ -165,7 +165,9 @@ def false_alarms(
     for r in range(reps):
         for i, (k, level) in enumerate(zip(looks, levels, strict=True)):
             est, low, high = _interval(y[r, :, :k], level, noise.q_ratio)
-            got = decide(est, low, high, margin_pct, final=i == len(looks) - 1, level=level)
+            got = NonInferiority.decide(
+                est, low, high, margin_pct, final=i == len(looks) - 1, level=level
+            )
             if got.decided or got.final:
                 fails += got.outcome != NONINFERIOR
                 break

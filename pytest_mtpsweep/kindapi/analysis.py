@@ -16,7 +16,7 @@ from ..analysis.calibration import (
     staleness,
 )
 from ..analysis.decision import Decision
-from ..analysis.noninferiority import NonInferiority, decide
+from ..analysis.noninferiority import NonInferiority
 from ..analysis.planning import (
     CellPlan,
     components,
@@ -25,54 +25,32 @@ from ..analysis.planning import (
     plan_cell,
 )
 from ..analysis.planning_text import render
-from ..analysis.sequential import CellState, Design, LookState, look_state
+from ..analysis.sequential import CellState, Design, LookState
 from ..analysis.stats import (
     BootSummary,
-    FloatArray,
-    IntArray,
     Resamples,
     Spread,
-    check_resampling,
-    index_matrix,
-    prompt_spread,
-    published_interval,
-    resample,
     row_quantiles,
-    session_spread,
-    summarise_resamples,
     t_quantile,
     to_pct,
 )
 from ..base.constants import INTERVAL
-from ..wishes.gate import check_margin
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the published interval and its pieces
-    "FloatArray",
-    "IntArray",
     "Spread",
     "INTERVAL",
-    "check_resampling",
-    "index_matrix",
     "Resamples",
     "BootSummary",
-    "resample",
-    "summarise_resamples",
     "row_quantiles",
-    "prompt_spread",
-    "session_spread",
-    "published_interval",
     "t_quantile",
     "to_pct",
     # decisions, gates and looks
     "Decision",
     "NonInferiority",
-    "decide",
-    "check_margin",
     "Design",
     "CellState",
     "LookState",
-    "look_state",
     # a not-slower gate's A/A calibration
     "Calibration",
     "CellCalibration",

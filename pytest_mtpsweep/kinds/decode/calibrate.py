@@ -28,7 +28,6 @@ from ...kindapi.analysis import (
     CellCalibration,
     Design,
     Noise,
-    check_margin,
     components,
     cycles_to_resolve,
     false_alarms,
@@ -40,6 +39,7 @@ from ...kindapi.analysis import (
 from ...kindapi.ladder import Ladder
 from ...kindapi.records import atomic_write_json, output_problem
 from ...kindapi.rig import cpu_key
+from . import GATES
 from .analysis.io import load_run
 from .analysis.pipeline import analyse
 from .analysis.plan import cell_matrix
@@ -112,7 +112,7 @@ def register(sub: Any) -> None:
 def _checked(args: argparse.Namespace) -> None:
 
     try:
-        check_margin(str(args.margin), "--margin")
+        GATES.margin(str(args.margin), "--margin")
     except ValueError as exc:
         raise OptionError(f"{exc}.") from None
     if not Calibration.MIN_REPS <= args.reps <= Calibration.MAX_REPS:

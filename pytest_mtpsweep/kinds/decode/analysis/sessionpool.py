@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....kindapi.analysis import FloatArray
+from .contraststats import FloatArray
 
 # The published interval's method where the session level was borrowed (decode's contrasts).
 BORROWED_SESSION = "boot-t+pooled session"

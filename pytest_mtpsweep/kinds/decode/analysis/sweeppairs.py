@@ -30,18 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ....kindapi import AnalysisError
-from ....kindapi.analysis import (
-    INTERVAL,
-    FloatArray,
-    IntArray,
-    check_resampling,
-    index_matrix,
-    prompt_spread,
-    resample,
-    session_spread,
-)
-from .contraststats import nan_mean
+from ....kindapi import BOOT, AnalysisError
+from ....kindapi.analysis import INTERVAL, Resamples, Spread
+from .contraststats import FloatArray, IntArray, nan_mean
 from .sessionpool import PooledSession, borrow_session, pooled_session_level
 
 # A sweep is a handful of values along a setting (the issue's ladders: 6 values and a baseline;
@@ -94,7 +85,7 @@ class SweepData:
 def check_data(data: SweepData, boot: int, seed: int) -> None:
     """Refuse a sweep the functions cannot analyse, or one past the bounds, before any work:
     one sentence naming the bound (AnalysisError, a UserError)."""
-    check_resampling(boot, seed)
+    BOOT.check(boot, seed)
     k = len(data.arms)
     if not 2 <= k <= MAX_SWEEP_ARMS:
         raise AnalysisError(f"a sweep holds 2 to {MAX_SWEEP_ARMS} arms with its baseline, not {k}")
@@ -192,14 +183,14 @@ def _spread_of(
     if finite.size < 2:
         return math.nan, math.nan
     shared = np.isfinite(matrix).any(axis=0)
-    base = prompt_spread([finite])
+    base = Spread.of_prompts([finite])
     cycles = int(shared.sum())
     borrowed = borrow_session(base.se, base.df, cycles, pooled)
     if cycles < INTERVAL.session_cycles:
         if not pool:
             return base.se, base.df
         return borrowed if borrowed is not None else (math.nan, math.nan)
-    s = session_spread([finite], [matrix[np.isfinite(values)][:, shared]])
+    s = Spread.of_sessions([finite], [matrix[np.isfinite(values)][:, shared]])
     if pool and borrowed is not None and borrowed[0] > s.se:
         return borrowed
     if s.session_var <= 0.0:
@@ -246,11 +237,11 @@ def pair_statistics(data: SweepData, boot: int, seed: int, *, with_arm: int | No
     ]
     se = np.array([s for s, _ in spreads])
     df = np.array([d for _, d in spreads])
-    idx = index_matrix(values.shape[1], boot, seed, data.subset)
+    idx = Resamples.indices(values.shape[1], boot, seed, data.subset)
     step = max(1, CHUNK_VALUES // max(1, boot * values.shape[1]))
     tstar = np.full((ii.size, boot), np.nan)
     for lo in range(0, ii.size, step):
-        draws = resample(values[lo : lo + step], idx)
+        draws = Resamples.of(values[lo : lo + step], idx)
         se_star = np.sqrt(draws.var_mean)
         with np.errstate(invalid="ignore", divide="ignore"):
             t = (draws.mean - est[lo : lo + step, None]) / se_star

@@ -38,15 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....kindapi import AnalysisError
-from ....kindapi.analysis import (
-    INTERVAL,
-    FloatArray,
-    Spread,
-    published_interval,
-    row_quantiles,
-    t_quantile,
-    to_pct,
-)
+from ....kindapi.analysis import INTERVAL, Spread, row_quantiles, t_quantile, to_pct
+from .contraststats import FloatArray
 from .sweeppairs import Pairs, SweepData, check_data, pair_statistics
 
 __all__ = [
@@ -144,8 +137,8 @@ def where_gain_starts(
     for arm in along:
         i = data.arms.index(arm)
         est, se, df = pairs.diff(i, b)
-        lo, hi = published_interval(
-            est, Spread(se, df, "sweep"), float(q_boot[pairs.row(i, b)[0]]), 1.0 - alpha
+        lo, hi = Spread(se, df, "sweep").interval(
+            est, float(q_boot[pairs.row(i, b)[0]]), 1.0 - alpha
         )
         bounds[arm] = (lo, hi)
         intervals[arm] = ArmInterval(arm, to_pct(est), to_pct(lo), to_pct(hi))

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from ....kindapi.analysis import CellPlan, FloatArray
+    from ....kindapi.analysis import CellPlan
     from ....kindapi.records import PlanDoc
-    from .contrast import Row
+    from .contrast import FloatArray, Row
 
 
 def _row(r: Row) -> dict[str, float]:
