@@ -9,8 +9,8 @@ ratios are noise alone, so their variance components (prompt, session pair, cell
   (`planning.width_from_ms` at the expected mean squares); a margin below it is one the host
   cannot resolve, and the gate refuses it;
 - the false-alarm rate of the margin: A/A gates simulated over the measured components through
-  the published estimator (`stats.session_spread`, `stats.published_interval`) and the decision
-  (`noninferiority.decide`), looks and levels as the gate's design has them; with its Wilson
+  the published estimator (`Spread.of_sessions`, `Spread.interval`) and the decision
+  (`NonInferiority.decide`), looks and levels as the gate's design has them; with its Wilson
   interval.
 
 The calibration is a JSON file (`Calibration`) that a gate cites; `staleness` says, in one

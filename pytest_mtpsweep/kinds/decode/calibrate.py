@@ -39,10 +39,10 @@ from ...kindapi.analysis import (
 from ...kindapi.ladder import Ladder
 from ...kindapi.records import atomic_write_json, output_problem
 from ...kindapi.rig import cpu_key
-from . import GATES
 from .analysis.io import load_run
 from .analysis.pipeline import analyse
 from .analysis.plan import cell_matrix
+from .grammar import GATES
 
 if TYPE_CHECKING:
     import argparse

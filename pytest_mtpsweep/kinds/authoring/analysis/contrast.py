@@ -11,7 +11,7 @@ Intervals (95 %):
   differences, collapsed to [0, 0] there;
 - token ratios: the decode kind's published interval on the log ratios, i.e. t at n−1 df or
   the symmetric bootstrap-t over task resamples, whichever is wider. The resamples are drawn
-  with `stats.index_matrix` (seed and resamples from the ladder), one index matrix per
+  with `Resamples.indices` (seed and resamples from the ladder), one index matrix per
   (subject, cohort).
 bench/pass_rate_coverage.py measures both intervals' coverage. Only informative cells enter,
 and a task enters when both cohorts have one. Subjects are never pooled unless asked; then a

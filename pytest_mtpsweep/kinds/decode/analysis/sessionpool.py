@@ -1,5 +1,5 @@
 """The session level a whole run shares: when a pair has too few cycles of its own to estimate
-how much one server session differs from another (under 4 shared cycles, `stats.session_spread`
+how much one server session differs from another (under 4 shared cycles, `Spread.of_sessions`
 has under 3 df), it borrows the level from every arm of the run.
 
 A run of sessions, one server load per arm and cycle, holds a session offset in every cell of

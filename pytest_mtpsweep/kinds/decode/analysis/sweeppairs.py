@@ -8,14 +8,14 @@ measured in the same prompt and cycle. Per prompt, the mean over its cycles is t
 a pair's estimate is the mean over prompts (decode's estimator, `kinds/decode/analysis`).
 
 The spread of each pair is the prompt-level SE (`analysis/stats.py`) plus the session level. A
-pair's own cycles give its session level only from 4 shared cycles (`session_spread`); before
+pair's own cycles give its session level only from 4 shared cycles (`Spread.of_sessions`); before
 that, and as a floor after it, the session level comes from the whole run: the arm × cycle
 interaction of the arms' per-cycle means against the baseline (`pooled_session`), which every
 arm of a session-per-arm design shares, with (cycles − 1)(arms − 2) degrees of freedom. An arm
 a look dropped after 2 cycles keeps those 2 cycles, and its interval carries the session level
 all the same; a pair with no session level to borrow has no spread (no claim is made on it). The bootstrap is stats.py's too: one index
-matrix over prompts (`index_matrix`, seeded by the seed and the subset, the draw decode's
-contrasts make) resamples every pair at once (`resample`), so the pairs' joint distribution,
+matrix over prompts (`Resamples.indices`, seeded by the seed and the subset, the draw decode's
+contrasts make) resamples every pair at once (`Resamples.of`), so the pairs' joint distribution,
 which the max statistic needs, is kept, and an arm's interval against the baseline is decode's
 published one (tests/kinds/decode/analysis/test_sweepstats.py checks it).
 Without prompt labels each cycle is the cluster (one value per cycle: a load ladder's per-block
@@ -42,7 +42,7 @@ MAX_SWEEP_ARMS = 32
 MAX_SWEEP_BLOCKS = 200_000
 # The (pairs x resamples) studentized draws are held at once for the max statistic.
 MAX_PAIR_DRAWS = 20_000_000
-# `resample` builds (pairs, resamples, clusters) arrays: a chunk of pairs at most this big.
+# `Resamples.of` builds (pairs, resamples, clusters) arrays: a chunk of pairs at most this big.
 CHUNK_VALUES = 4_000_000
 
 
@@ -142,7 +142,7 @@ class Pairs:
 
     est, se, df: (pairs,); the spread is prompt-level or with the session level. tstar:
     (pairs, boot) the studentized resample deviations (m* − m) / se* (NaN where unusable).
-    q_boot: (pairs,) the symmetric bootstrap-t quantile at `level` (stats.summarise_resamples).
+    q_boot: (pairs,) the symmetric bootstrap-t quantile at `level` (Resamples.summary).
     """
 
     k: int
