@@ -28,7 +28,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_mtpsweep.analysis.stats import index_matrix
+from pytest_mtpsweep.analysis.stats import Resamples
 from pytest_mtpsweep.kinds.authoring.analysis.contrast import LEVEL, mean_interval
 from pytest_mtpsweep.kinds.authoring.analysis.paired_binary import paired_difference
 from tests.kinds.authoring.analysis.pass_rates import CORRELATIONS, log_token_ratios, pass_rates
@@ -87,7 +87,7 @@ def old_interval_table(reps: int, boot: int) -> Iterator[str]:
             rng = np.random.default_rng(77 + tasks + int(100 * rate) + int(10 * other))
             draw = pass_rates(rng, reps, tasks, 1, rate, other)
             diffs = draw.treated - draw.baseline
-            idx = index_matrix(tasks, boot, 5, "old")
+            idx = Resamples.indices(tasks, boot, 5, "old")
             old = [mean_interval(pd.Series(row), "difference", idx) for row in diffs]
             truth = other - rate
             hit = np.mean([lo - 1e-12 <= truth <= hi + 1e-12 for _, lo, hi, _ in old])
@@ -108,7 +108,7 @@ def token_table(reps: int, boot: int) -> Iterator[str | tuple[str, float]]:
             for shape in ("normal", "skewed"):
                 rng = np.random.default_rng(3000 + tasks + repeats + len(shape))
                 logs = log_token_ratios(rng, reps, tasks, repeats, theta, shape)
-                idx = index_matrix(tasks, boot, 11, f"tokens:{tasks}")
+                idx = Resamples.indices(tasks, boot, 11, f"tokens:{tasks}")
                 rows = [mean_interval(pd.Series(row), "ratio", idx) for row in logs]
                 cov = float(np.mean([lo <= 0.8 <= hi for _, lo, hi, _ in rows]))
                 out.append(cov)

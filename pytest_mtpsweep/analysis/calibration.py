@@ -9,8 +9,8 @@ ratios are noise alone, so their variance components (prompt, session pair, cell
   (`planning.width_from_ms` at the expected mean squares); a margin below it is one the host
   cannot resolve, and the gate refuses it;
 - the false-alarm rate of the margin: A/A gates simulated over the measured components through
-  the published estimator (`stats.session_spread`, `stats.published_interval`) and the decision
-  (`noninferiority.decide`), looks and levels as the gate's design has them; with its Wilson
+  the published estimator (`Spread.of_sessions`, `Spread.interval`) and the decision
+  (`NonInferiority.decide`), looks and levels as the gate's design has them; with its Wilson
   interval.
 
 Each cell's figures are a `CellCalibration`; the file a gate cites is `calibration_file`'s.
@@ -28,9 +28,9 @@ import numpy as np
 
 from ..base.constants import INTERVAL
 from ..ladder.values import MAX_CYCLES
-from .noninferiority import NONINFERIOR, decide
+from .noninferiority import NONINFERIOR, NonInferiority
 from .planning import components, expected_ms, pilot_ratio, point_variances, width_from_ms
-from .stats import prompt_spread, published_interval, session_spread, t_quantile
+from .stats import Spread, t_quantile
 
 POWER = 0.80
 MIN_REPS, MAX_REPS = 100, 20_000  # A/A gates simulated for the false-alarm rate
@@ -70,12 +70,12 @@ def _interval(
     its bootstrap-t part carried as `q_ratio` times t at n - 1 df."""
     rows = matrix.mean(axis=1)
     if matrix.shape[1] >= INTERVAL.session_cycles:
-        spread = session_spread([rows], [matrix])
+        spread = Spread.of_sessions([rows], [matrix])
     else:
-        spread = prompt_spread([rows])
+        spread = Spread.of_prompts([rows])
     est = float(rows.mean())
     q_boot = q_ratio * t_quantile(0.5 + level / 2.0, rows.size - 1.0) if q_ratio else math.nan
-    low, high = published_interval(est, spread, q_boot, level)
+    low, high = spread.interval(est, q_boot, level)
     return tuple(100.0 * math.expm1(v) for v in (est, low, high))
 
 
@@ -163,7 +163,9 @@ class Noise:
         for r in range(reps):
             for i, (k, level) in enumerate(zip(looks, levels, strict=True)):
                 est, low, high = _interval(y[r, :, :k], level, self.q_ratio)
-                got = decide(est, low, high, margin_pct, final=i == len(looks) - 1, level=level)
+                got = NonInferiority.decide(
+                    est, low, high, margin_pct, final=i == len(looks) - 1, level=level
+                )
                 if got.decided or got.final:
                     fails += got.outcome != NONINFERIOR
                     break

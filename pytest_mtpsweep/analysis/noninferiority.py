@@ -57,49 +57,50 @@ class NonInferiority:
         """The gate's verdict: only a shown non-inferiority passes."""
         return self.outcome == NONINFERIOR
 
-
-def decide(
-    estimate_pct: float,
-    low_pct: float,
-    high_pct: float,
-    margin_pct: float,
-    *,
-    higher_is_better: bool = True,
-    final: bool = False,
-    level: float = 0.90,
-    unit: str = "%",
-    fixes: str | None = None,
-) -> NonInferiority:
-    """The decision on one interval (`level`: its two-sided level, for the sentence; `unit`:
-    what the estimate and margin are in; `fixes`: what an undecided last look should try)."""
-    if not (MIN_MARGIN_PCT < margin_pct <= MAX_MARGIN_PCT):
-        raise ValueError(f"margin {margin_pct!r} % is outside (0, {MAX_MARGIN_PCT:g}]")
-    bounded = math.isfinite(low_pct) and math.isfinite(high_pct)
-    if higher_is_better:  # worse is a drop: the line sits at −M
-        line, good, bad = -margin_pct, low_pct > -margin_pct, high_pct < -margin_pct
-    else:  # worse is a rise: the line sits at +M
-        line, good, bad = margin_pct, high_pct < margin_pct, low_pct > margin_pct
-    outcome: Outcome = UNDECIDED
-    if bounded and good:
-        outcome = NONINFERIOR
-    elif bounded and bad:
-        outcome = INFERIOR
-    sentence = _sentence(
-        outcome,
-        estimate_pct,
-        low_pct,
-        high_pct,
-        margin_pct,
-        line,
-        higher_is_better,
-        final,
-        level,
-        unit,
-        fixes,
-    )
-    return NonInferiority(
-        outcome, margin_pct, estimate_pct, low_pct, high_pct, higher_is_better, final, sentence
-    )
+    @classmethod
+    def decide(
+        cls,
+        estimate_pct: float,
+        low_pct: float,
+        high_pct: float,
+        margin_pct: float,
+        *,
+        higher_is_better: bool = True,
+        final: bool = False,
+        level: float = 0.90,
+        unit: str = "%",
+        fixes: str | None = None,
+    ) -> NonInferiority:
+        """The decision on one interval (`level`: its two-sided level, for the sentence; `unit`:
+        what the estimate and margin are in; `fixes`: what an undecided last look should try)."""
+        if not (MIN_MARGIN_PCT < margin_pct <= MAX_MARGIN_PCT):
+            raise ValueError(f"margin {margin_pct!r} % is outside (0, {MAX_MARGIN_PCT:g}]")
+        bounded = math.isfinite(low_pct) and math.isfinite(high_pct)
+        if higher_is_better:  # worse is a drop: the line sits at −M
+            line, good, bad = -margin_pct, low_pct > -margin_pct, high_pct < -margin_pct
+        else:  # worse is a rise: the line sits at +M
+            line, good, bad = margin_pct, high_pct < margin_pct, low_pct > margin_pct
+        outcome: Outcome = UNDECIDED
+        if bounded and good:
+            outcome = NONINFERIOR
+        elif bounded and bad:
+            outcome = INFERIOR
+        sentence = _sentence(
+            outcome,
+            estimate_pct,
+            low_pct,
+            high_pct,
+            margin_pct,
+            line,
+            higher_is_better,
+            final,
+            level,
+            unit,
+            fixes,
+        )
+        return cls(
+            outcome, margin_pct, estimate_pct, low_pct, high_pct, higher_is_better, final, sentence
+        )
 
 
 def _sentence(

@@ -1,7 +1,7 @@
 """Planning from a pilot: how many cycles a headline cell needs for its published 95 % interval
 to reach a half-width, from the variance components of the cycles run so far.
 
-A cell's pair log ratios follow the two-way model the analysis itself uses (stats.session_spread):
+A cell's pair log ratios follow the two-way model the analysis itself uses (Spread.of_sessions):
 y[p, c] = mu + a_p + b_c + e_pc, prompts p = 1..n, cycles c = 1..k, with variances σa² (prompt),
 σb² (session pair) and σe² (cell noise). At k cycles the published estimator's terms have the
 expectations
@@ -59,7 +59,7 @@ class Components:
 
 
 def variances(ms_p: FloatArray, ms_c: FloatArray, ms_e: FloatArray, k: int, n: int) -> FloatArray:
-    """(σa², σb², σe²) from mean squares; a negative estimate is 0, as session_spread has it."""
+    """(σa², σb², σe²) from mean squares; a negative estimate is 0, as Spread.of_sessions has it."""
     prompt = np.maximum(0.0, (ms_p - ms_e) / k)
     session = np.maximum(0.0, (ms_c - ms_e) / n)
     return np.stack([prompt, session, np.asarray(ms_e, dtype=np.float64)])
@@ -128,7 +128,7 @@ def width_from_ms(
         total = prompt + session
         den = prompt**2 / df_p + cycle**2 / (k - 1) + resid**2 / (df_p * (k - 1))
         with np.errstate(invalid="ignore", divide="ignore"):
-            # Floored at the fewest df of a positive term, as session_spread floors it.
+            # Floored at the fewest df of a positive term, as Spread.of_sessions floors it.
             df = np.where(session > 0, np.maximum(total**2 / den, min(df_p, k - 1.0)), df_p)
     q_t = stdtrit(df, 0.5 + confidence / 2.0)
     q = np.maximum(

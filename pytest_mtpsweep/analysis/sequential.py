@@ -259,6 +259,16 @@ class LookState:
     why: str  # the rule's sentence at this look (why it stopped, or what was still open)
     met: bool = False  # the rule holds for the data at this look
 
+    @classmethod
+    def at(cls, plan_stop: StopDesign | None, cycles: int) -> LookState | None:
+        """The look of a run that reached `cycles` cycles, from plan.json's `stop` design
+        (`PlanDoc.stop`), not yet judged (`judged` applies the rule to the analysed cells);
+        None for a fixed design."""
+        if plan_stop is None:
+            return None
+        design = Design.of(plan_stop)
+        return cls(design, design.look_at(max(cycles, 1)), cycles, None, "")
+
     @property
     def confidence(self) -> float:
         return self.design.confidence[self.look - 1]
@@ -307,13 +317,3 @@ class LookState:
             f"repeated confidence intervals, here at nominal {100 * self.confidence:.2f} % and "
             f"{100 * self.equivalence_confidence:.2f} %.{early}"
         )
-
-
-def look_state(plan_stop: StopDesign | None, cycles: int) -> LookState | None:
-    """The look of a run that reached `cycles` cycles, from plan.json's `stop` design
-    (`PlanDoc.stop`), not yet judged (`LookState.judged` applies the rule to the analysed
-    cells); None for a fixed design."""
-    if plan_stop is None:
-        return None
-    design = Design.of(plan_stop)
-    return LookState(design, design.look_at(max(cycles, 1)), cycles, None, "")

@@ -3,12 +3,15 @@
 A prompt set's subsets: a prompt file is `<subset>_<nn>.txt`, a ladder's `subset` (and
 `--subset`) runs one of them or both, and the analysis reports each and the two pooled. The
 bootstrap's defaults: `--boot` and `--boot-seed` (pytest and `mtpsweep analyse`), the analysis
-settings a plan.json leaves out. Imports nothing else: every pytest process loads it with the options.
+settings a plan.json leaves out. Imports nothing else but the errors: every pytest process loads
+it with the options.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .errors import AnalysisError
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,25 @@ class Boot:
     # The resamples are a (resamples x clusters) matrix in memory: 50 times the default is past
     # any interval's need and within a laptop's memory at a few hundred prompts.
     max: int = 100_000
+
+    def check(self, boot: int, seed: int) -> None:
+        """Refuse a resample count outside `min` to `max` or a negative seed (the CLI checks
+        early, before any run is read)."""
+        if boot < self.min:
+            raise AnalysisError(
+                f"the resample count {boot} is below {self.min}; pass --boot {self.min} or "
+                f"more (default {self.default})"
+            )
+        if boot > self.max:
+            raise AnalysisError(
+                f"the resample count {boot} is above {self.max}, more than the bootstrap holds "
+                f"in memory; pass --boot {self.max} or fewer (default {self.default})"
+            )
+        if seed < 0:
+            raise AnalysisError(
+                f"the bootstrap seed {seed} is negative; pass --boot-seed with a seed of 0 or "
+                f"more (default {self.seed})"
+            )
 
 
 BOOT = Boot()

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..analysis.stats import check_resampling
 from ..base import schema
 from ..base.constants import BOOT
 from ..base.errors import AnalysisError, ExpectationError, KindError, LadderError
@@ -50,7 +49,7 @@ def _plan(run: Path) -> PlanDoc:
 
 def _analyse(args: argparse.Namespace) -> int:
     # Check options before reading the run or spending time on the bootstrap.
-    check_resampling(args.boot, args.boot_seed)
+    BOOT.check(args.boot, args.boot_seed)
     if args.out is not None:  # before any run is read: a bad target never costs an analysis
         why = output_dir_problem(Path(args.out))
         if why is not None:
@@ -76,7 +75,7 @@ def _analyse(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    check_resampling(args.boot, args.boot_seed)
+    BOOT.check(args.boot, args.boot_seed)
     if Path(args.run_a).resolve() == Path(args.run_b).resolve():
         raise AnalysisError(
             f"compare was given the same run twice ({args.run_a}); name two different run directories."
@@ -113,7 +112,7 @@ MAX_TARGET_PCT = 100.0  # a half-width beyond ±100 % answers no question a run 
 def _plan_run(args: argparse.Namespace) -> int:
     from ..analysis.planning import MAX_PLAN_CYCLES
 
-    check_resampling(args.boot, args.boot_seed)
+    BOOT.check(args.boot, args.boot_seed)
     width, top = args.target_width, args.max_cycles
     if not (0.0 < width <= MAX_TARGET_PCT):  # NaN fails this too
         raise AnalysisError(

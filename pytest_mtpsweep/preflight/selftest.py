@@ -78,9 +78,11 @@ def _paired_bootstrap() -> None:
     # runs before any kind's analysis and imports none.
     ratios = math.log(1.10) + np.array([-0.04, -0.03, -0.02, -0.01, 0.01, 0.02, 0.03, 0.04])
     est = float(ratios.mean())
-    drawn = stats.resample(ratios[None, :], stats.index_matrix(len(ratios), 1000, 42, "prose"))
-    q95 = float(stats.summarise_resamples(drawn, np.array([est])).q95[0])
-    low, high = stats.published_interval(est, stats.prompt_spread([ratios]), q95, 0.95)
+    drawn = stats.Resamples.of(
+        ratios[None, :], stats.Resamples.indices(len(ratios), 1000, 42, "prose")
+    )
+    q95 = float(drawn.summary(np.array([est])).q95[0])
+    low, high = stats.Spread.of_prompts([ratios]).interval(est, q95, 0.95)
     assert math.isclose(stats.to_pct(est), 10.0, abs_tol=1e-6), est
     assert 0.0 < stats.to_pct(low) < 10.0 < stats.to_pct(high), (low, high)
 

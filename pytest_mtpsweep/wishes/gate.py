@@ -26,21 +26,6 @@ MAX_MARGIN_PCT = 50.0  # inclusive: beyond, "not slower" says nothing a user wou
 Decided = Literal["pass", "fail", "undecided"]
 
 
-def check_margin(text: str, where: str, *, unit: str = "a percent", like: str = "3 %") -> float:
-    """The margin M from its text (a percent; a kind may say its unit), bounded 0 < M ≤ 50;
-    ValueError in one sentence."""
-    try:
-        margin = float(text)
-    except ValueError:
-        margin = math.nan
-    if not (math.isfinite(margin) and MIN_MARGIN_PCT < margin <= MAX_MARGIN_PCT):
-        raise ValueError(
-            f"{where}: the margin {text!r} is not {unit} in (0, {MAX_MARGIN_PCT:g}]; write "
-            f"it like {WORD}:3 (no more than {like} worse)"
-        )
-    return margin
-
-
 @dataclass(frozen=True)
 class GateGrammar:
     """What a kind's gates may say, declared on its `Kind` (None there: it judges none)."""
@@ -57,6 +42,20 @@ class GateGrammar:
     unit: str = "%"  # the margin's unit in a sentence
     unit_words: str = "a percent"  # the margin's unit in a refusal
     like: str = "3 %"  # a margin in words, for a refusal
+
+    def margin(self, text: str, where: str) -> float:
+        """The margin M from its text (in this grammar's unit), bounded 0 < M ≤ 50;
+        ValueError in one sentence naming `where`."""
+        try:
+            margin = float(text)
+        except ValueError:
+            margin = math.nan
+        if not (math.isfinite(margin) and MIN_MARGIN_PCT < margin <= MAX_MARGIN_PCT):
+            raise ValueError(
+                f"{where}: the margin {text!r} is not {self.unit_words} in "
+                f"(0, {MAX_MARGIN_PCT:g}]; write it like {WORD}:3 (no more than {self.like} worse)"
+            )
+        return margin
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ def parse_gate(text: str, g: GateGrammar) -> Gate:
         if not all(four[:3]):
             raise _syntax(text, g)
         try:
-            margin = check_margin(four[3], f"expectation {text!r}", unit=g.unit_words, like=g.like)
+            margin = g.margin(four[3], f"expectation {text!r}")
         except ValueError as exc:
             raise ExpectationError(str(exc)) from None
         treatment, cell, rule = four[:3]

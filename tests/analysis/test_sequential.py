@@ -12,9 +12,9 @@ from pytest_mtpsweep.analysis.decision import Decision
 from pytest_mtpsweep.analysis.sequential import (
     CellState,
     Design,
+    LookState,
     boundaries,
     levels,
-    look_state,
     planned_looks,
     rule_met,
     spent,
@@ -111,15 +111,15 @@ def test_rule_decided_and_width() -> None:
 def test_look_state_of_a_run() -> None:
     plan = Design.plan("decided", 2, 6, "pocock", None).to_json()
     stop = stop_design(plan)  # plan.json's `stop`, as the run reader parses it
-    assert look_state(None, 4) is None
+    assert LookState.at(None, 4) is None
     decided = (CellState("b:prose", Decision.FASTER, 3.0),)
     open_cell = (CellState("b:prose", Decision.UNDECIDED, 9.0),)
-    s = look_state(stop, 4)
+    s = LookState.at(stop, 4)
     assert s is not None and (s.look, s.stopped_at) == (2, None)
     s = s.judged(decided)  # the rule applied to the records' cells at the look
     assert (s.look, s.stopped_at) == (2, 2)
     assert "stopped at look 2 of 3 (after cycle 4): every headline cell is decided" in s.sentence()
-    ran_out = look_state(stop, 6)
+    ran_out = LookState.at(stop, 6)
     assert ran_out is not None and ran_out.look == 3
     ran_out = ran_out.judged(open_cell)
     assert ran_out.stopped_at is None
@@ -127,7 +127,7 @@ def test_look_state_of_a_run() -> None:
     # the last look stops nothing: the run ends there anyway
     assert ran_out.judged(decided).stopped_at is None
     # data between looks use the next look's level, never an earlier one's, and are not judged
-    between = look_state(stop, 3)
+    between = LookState.at(stop, 3)
     assert between is not None and between.confidence == plan["confidence"][1]
     assert between.judged(decided) == between
     with pytest.raises(RunReadError, match=r"`stop\.looks` is None"):
@@ -137,7 +137,7 @@ def test_look_state_of_a_run() -> None:
         s.sentence()
     )
     assert "one with no other arm beside it speaks for its sessions only" in s.sentence()
-    later = look_state(Design.plan("decided", 4, 8, "pocock", None).document(), 6)
+    later = LookState.at(Design.plan("decided", 4, 8, "pocock", None).document(), 6)
     assert later is not None
     later = later.judged(decided)
     assert "allow_early_looks" not in later.sentence()

@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.stats import Spread, published_interval, session_spread, t_quantile
+from pytest_mtpsweep.analysis.stats import Spread, t_quantile
 from pytest_mtpsweep.kinds.decode.analysis.io import AnalyseOptions, analyse_run
 from tests.strategies import Design, make_records, noisy, write_run
 
@@ -48,11 +48,11 @@ def test_the_session_df_is_never_below_its_smallest_mean_squares_df(
     seed: int, n: int, k: int, prompt_sd: float, cycle_sd: float, noise_sd: float
 ) -> None:
     groups, matrices = _cell(seed, n, k, prompt_sd, cycle_sd, noise_sd)
-    spread = session_spread(groups, matrices)
+    spread = Spread.of_sessions(groups, matrices)
     floor = min(n - 1, k - 1)
     assert spread.df >= floor - 1e-9, (spread, floor)
     # So the interval is at most Student's t at that floor (the bootstrap-t's cap aside) wide.
-    _, high = published_interval(0.68, spread, math.nan, 0.95)
+    _, high = spread.interval(0.68, math.nan, 0.95)
     assert high - 0.68 <= t_quantile(0.975, floor) * spread.se * (1 + 1e-9)
 
 
@@ -62,12 +62,12 @@ def test_the_reported_four_cycle_case_has_a_finite_honest_interval() -> None:
     worst = None
     for seed in range(400):
         groups, matrices = _cell(seed, 6, 4, 1e-4, 0.0, 0.01)
-        spread = session_spread(groups, matrices)
+        spread = Spread.of_sessions(groups, matrices)
         if spread.method == Spread.WITH_SESSION and (worst is None or spread.df < worst.df):
             worst = spread
     assert worst is not None
     assert worst.df >= 3.0
-    low, high = published_interval(0.68, worst, math.nan, 0.95)
+    low, high = worst.interval(0.68, math.nan, 0.95)
     assert 100 * math.expm1(high) - 100 * math.expm1(low) < 100 * 20 * worst.se
 
 

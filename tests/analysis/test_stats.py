@@ -12,13 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_mtpsweep.analysis.stats import (
-    index_matrix,
-    prompt_spread,
-    published_interval,
-    row_quantiles,
-    session_spread,
-)
+from pytest_mtpsweep.analysis.stats import Resamples, Spread, row_quantiles
 from pytest_mtpsweep.base.constants import INTERVAL
 from pytest_mtpsweep.kinds.decode.analysis.contraststats import (
     fixed_effects_slope,
@@ -177,7 +171,7 @@ class TestPooledAndIntervals:
         ]  # fmt: skip
         result = analyse([run_data(design, records)], boot=1000, seed=5)
         row = result.contrasts.query("endpoint == 'primary'").iloc[0]
-        idx = index_matrix(4, 1000, 5, "prose")
+        idx = Resamples.indices(4, 1000, 5, "prose")
         assert row["boot_requested"] == 1000
         assert row["boot_kept"] == int((idx == 2).any(axis=1).sum())
         assert row["boot_kept"] < 1000
@@ -259,39 +253,39 @@ class TestSignFlip:
 class TestSmallHelpers:
     def test_without_a_bootstrap_quantile_the_interval_is_scipys_t_interval(self) -> None:
         x = np.array([0.1, -0.05, 0.2, 0.07])
-        lo, hi = published_interval(float(x.mean()), prompt_spread([x]), math.nan, 0.95)
+        lo, hi = Spread.of_prompts([x]).interval(float(x.mean()), math.nan, 0.95)
         ref = sps.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=sps.sem(x))
         assert (lo, hi) == pytest.approx(ref)
         # A larger bootstrap-t quantile widens it; a smaller one never narrows it.
-        wide = published_interval(float(x.mean()), prompt_spread([x]), 10.0, 0.95)
+        wide = Spread.of_prompts([x]).interval(float(x.mean()), 10.0, 0.95)
         assert wide[0] < lo and wide[1] > hi
-        assert published_interval(float(x.mean()), prompt_spread([x]), 0.1, 0.95) == (lo, hi)
+        assert Spread.of_prompts([x]).interval(float(x.mean()), 0.1, 0.95) == (lo, hi)
 
     def test_a_runaway_bootstrap_quantile_widens_the_interval_at_most_twice(self) -> None:
         x = np.array([0.1, -0.05, 0.2, 0.07])
-        spread = prompt_spread([x])
-        lo, hi = published_interval(float(x.mean()), spread, math.nan, 0.95)
-        capped = published_interval(float(x.mean()), spread, 500.0, 0.95)
+        spread = Spread.of_prompts([x])
+        lo, hi = spread.interval(float(x.mean()), math.nan, 0.95)
+        capped = spread.interval(float(x.mean()), 500.0, 0.95)
         assert capped[1] - capped[0] == pytest.approx(INTERVAL.boot_t_max_factor * (hi - lo))
         # Below the cap the bootstrap-t quantile is used as it is.
         q = 1.5 * sps.t.ppf(0.975, 3)
-        inside = published_interval(float(x.mean()), spread, q, 0.95)
+        inside = spread.interval(float(x.mean()), q, 0.95)
         assert inside[1] - inside[0] == pytest.approx(2 * q * spread.se)
 
     def test_two_groups_use_welch_satterthwaite(self) -> None:
         a, b = np.array([0.1, 0.2, 0.3]), np.array([-0.2, 0.0, 0.1, 0.3])
-        spread = prompt_spread([a, b])
+        spread = Spread.of_prompts([a, b])
         va, vb = a.var(ddof=1) / 3 / 4, b.var(ddof=1) / 4 / 4
         assert spread.se == pytest.approx(math.sqrt(va + vb))
         assert spread.df == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 3))
-        assert math.isnan(prompt_spread([a[:1], b]).se)
+        assert math.isnan(Spread.of_prompts([a[:1], b]).se)
 
     def test_index_matrix_is_fixed_by_seed_and_subset(self) -> None:
-        m = index_matrix(5, 50, 42, "prose")
+        m = Resamples.indices(5, 50, 42, "prose")
         assert m.shape == (50, 5) and m.min() >= 0 and m.max() <= 4
-        assert np.array_equal(m, index_matrix(5, 50, 42, "prose"))
-        assert not np.array_equal(m, index_matrix(5, 50, 43, "prose"))
-        assert not np.array_equal(m, index_matrix(5, 50, 42, "structured"))
+        assert np.array_equal(m, Resamples.indices(5, 50, 42, "prose"))
+        assert not np.array_equal(m, Resamples.indices(5, 50, 43, "prose"))
+        assert not np.array_equal(m, Resamples.indices(5, 50, 42, "structured"))
 
 
 class TestSessionAndTrendHelpers:
@@ -314,7 +308,7 @@ class TestSessionAndTrendHelpers:
             + rng.normal(size=(1, k)) * 0.2
             + rng.normal(size=(n, k)) * 0.05
         )
-        spread = session_spread([y.mean(axis=1)], [y])
+        spread = Spread.of_sessions([y.mean(axis=1)], [y])
         grand, rows, cols = y.mean(), y.mean(axis=1), y.mean(axis=0)
         ms_p = k * ((rows - grand) ** 2).sum() / (n - 1)
         ms_c = n * ((cols - grand) ** 2).sum() / (k - 1)
@@ -330,7 +324,10 @@ class TestSessionAndTrendHelpers:
     def test_without_a_cycle_level_the_session_term_is_truncated_to_the_t_interval(self) -> None:
         y = np.array([[0.1, 0.1, 0.1, 0.1], [0.3, 0.3, 0.3, 0.3], [0.2, 0.2, 0.2, 0.2]])
         y = y + np.array([[0.01, -0.01, 0.01, -0.01], [-0.01, 0.01, -0.01, 0.01], [0, 0, 0, 0]])
-        spread, plain = session_spread([y.mean(axis=1)], [y]), prompt_spread([y.mean(axis=1)])
+        spread, plain = (
+            Spread.of_sessions([y.mean(axis=1)], [y]),
+            Spread.of_prompts([y.mean(axis=1)]),
+        )
         assert spread.method == "boot-t+session" and spread.session_var == 0.0
         assert (spread.se, spread.df) == (plain.se, plain.df)
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...kindapi import BOOT, AnalysisError, ExitStatus, Gate
-from ...kindapi.analysis import check_resampling
 from ...kindapi.records import recordlines as rl
 from .analysis.gates import verdicts
 from .analysis.io import analyse_dir
@@ -51,7 +50,7 @@ def analyse(args: argparse.Namespace, runs: Sequence[Path], plans: Sequence[Plan
         )
 
     # plan.json is the run's, not the command line's: its count is bounded like --boot's.
-    check_resampling(boot, seed)
+    BOOT.check(boot, seed)
     baseline = args.baseline or str(plan.kind_fields.get("baseline_cohort") or "")
     result = analyse_dir(runs[0], baseline, boot, seed, bool(registered.get("pooled")))
     print(result.headline)

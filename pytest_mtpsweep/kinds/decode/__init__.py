@@ -1,22 +1,16 @@
 """The decode-rate experiment: prompt × treatment × cycle, one streamed request each.
 
 This module is the kind's declaration (the entry point `decode` names `KIND`): every pytest
-process of the environment imports it for the kind's options, so it imports nothing else.
+process of the environment imports it for the kind's options, so it imports nothing else
+but its gate grammar (`grammar.py`, as light).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...kindapi import SUBSETS, GateGrammar, Kind, Opt
-
-GATES = GateGrammar(
-    syntax=f"TREATMENT:SUBSET:faster|slower|equivalent or TREATMENT:SUBSET:{GateGrammar.WORD}:M",
-    example="gate_0.10:structured:faster",
-    rules=GateGrammar.DIRECTIONS,
-    cells=(*SUBSETS.names, SUBSETS.pooled),
-    cell_word="subset",
-)
+from ...kindapi import SUBSETS, Kind, Opt
+from .grammar import GATES
 
 KIND = Kind(
     name="decode",

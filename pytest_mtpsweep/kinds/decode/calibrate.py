@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...kindapi import BOOT, SUBSETS, AnalysisError, ExitStatus, OptionError
-from ...kindapi.analysis import INTERVAL, Calibration, Design, Noise, check_margin
+from ...kindapi.analysis import INTERVAL, Calibration, Design, Noise
 from ...kindapi.ladder import Ladder
 from ...kindapi.records import atomic_write_json, output_problem
 from ...kindapi.rig import cpu_key
 from .analysis.io import load_run
 from .analysis.pipeline import analyse
 from .analysis.plan import cell_matrix
+from .grammar import GATES
 
 if TYPE_CHECKING:
     import argparse
@@ -97,7 +98,7 @@ def register(sub: Any) -> None:
 def _checked(args: argparse.Namespace) -> None:
 
     try:
-        check_margin(str(args.margin), "--margin")
+        GATES.margin(str(args.margin), "--margin")
     except ValueError as exc:
         raise OptionError(f"{exc}.") from None
     if not Calibration.MIN_REPS <= args.reps <= Calibration.MAX_REPS:

@@ -11,7 +11,7 @@ Intervals (95 %):
   differences, collapsed to [0, 0] there;
 - token ratios: the decode kind's published interval on the log ratios, i.e. t at n−1 df or
   the symmetric bootstrap-t over task resamples, whichever is wider. The resamples are drawn
-  with `stats.index_matrix` (seed and resamples from the ladder), one index matrix per
+  with `Resamples.indices` (seed and resamples from the ladder), one index matrix per
   (subject, cohort).
 bench/pass_rate_coverage.py measures both intervals' coverage. Only informative cells enter,
 and a task enters when both cohorts have one. Subjects are never pooled unless asked; then a
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....kindapi.analysis import Spread, index_matrix, published_interval
+from ....kindapi.analysis import Resamples, Spread
 from ..records import COMPLETION_TOKENS, PROMPT_TOKENS
 from .paired_binary import METHOD as PAIRED_METHOD
 from .paired_binary import paired_difference
@@ -125,7 +125,7 @@ def mean_interval(
             if ok.any():
                 q_boot = float(np.quantile(t_star[ok], LEVEL))
         spread = Spread(se, float(n - 1), Spread.PROMPTS_ONLY)
-        low, high = published_interval(est, spread, q_boot, LEVEL)
+        low, high = spread.interval(est, q_boot, LEVEL)
         if se == 0.0:
             low = high = est
         if scale == "difference":  # a difference of two rates lies in [-1, 1]
@@ -167,7 +167,7 @@ def contrasts(
     mine = cells[cells["subject"] == subject]
     series = {e: per_task(mine, cohort, baseline, col, sc) for e, (col, sc) in ENDPOINTS.items()}
     tasks = sorted(set().union(*(s.index for s in series.values())))
-    idx = index_matrix(len(tasks), boot, seed, f"{subject}:{cohort}:{baseline}")
+    idx = Resamples.indices(len(tasks), boot, seed, f"{subject}:{cohort}:{baseline}")
     out = []
     for endpoint, (column, scale) in ENDPOINTS.items():
         values = series[endpoint].reindex(tasks)
@@ -213,7 +213,7 @@ def pooled(
         for e, (col, sc) in ENDPOINTS.items()
     }
     common = sorted(set.intersection(*(set(s.index) for s in per["green"]))) if subjects else []
-    idx = index_matrix(len(common), boot, seed, f"{POOLED}:{cohort}:{baseline}")
+    idx = Resamples.indices(len(common), boot, seed, f"{POOLED}:{cohort}:{baseline}")
     for endpoint, (column, scale) in ENDPOINTS.items():
         frame = pd.concat([s.reindex(common) for s in per[endpoint]], axis=1)
         values = frame.mean(axis=1, skipna=False) if len(frame.columns) else pd.Series(dtype=float)

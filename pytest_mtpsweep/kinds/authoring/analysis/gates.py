@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ....kindapi import AnalysisError, ExpectationError, Gate, GateFigures, GateVerdict
-from ....kindapi.analysis import NonInferiority, decide
+from ....kindapi.analysis import NonInferiority
 from .contrast import cells_behind, paired_means, rate_interval
 
 LEVEL = 0.90  # two-sided: each end a one-sided 95 % bound
@@ -94,7 +94,7 @@ def decide_rates(
 ) -> NonInferiority:
     """The decision on a difference of pass rates (fractions) and its interval, said in pp;
     what `judge` and the simulation (tests/authoring_gate_sim.py) both decide with."""
-    return decide(
+    return NonInferiority.decide(
         100.0 * est,
         100.0 * low,
         100.0 * high,

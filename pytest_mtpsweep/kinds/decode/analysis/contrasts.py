@@ -13,7 +13,7 @@ import pandas as pd
 
 from ....kindapi import SUBSETS
 from ....kindapi import analysis as stats
-from .contraststats import mde_pct, nan_mean, sign_flip_pvalue
+from .contraststats import FloatArray, mde_pct, nan_mean, sign_flip_pvalue
 from .cycles import drift_table, per_cycle_table
 from .layout import Layout, Series, make_layout
 from .pairing import (
@@ -122,7 +122,7 @@ def _decision(row: dict[str, Any], parts: Sequence[Series], margin: float) -> tu
 
 
 def _spread(
-    parts: Sequence[Series], finite: Sequence[stats.FloatArray], borrow: Borrow = None
+    parts: Sequence[Series], finite: Sequence[FloatArray], borrow: Borrow = None
 ) -> tuple[stats.Spread, str]:
     """The published SE: with the session level from 4 shared cycles; under 4, the session
     level the run's arms share (`borrow`, `kinds/decode/analysis/sessionpool.py`) where there is one to
@@ -130,7 +130,7 @@ def _spread(
     shared = np.logical_and.reduce([np.isfinite(p.matrix).any(axis=0) for p in parts])
     cycles = int(shared.sum())
     if cycles < stats.INTERVAL.session_cycles:
-        base = stats.prompt_spread(finite)
+        base = stats.Spread.of_prompts(finite)
         got = borrow_session(base.se, base.df, cycles, borrow)
         if got is None:
             return base, ""
@@ -138,7 +138,7 @@ def _spread(
         return stats.Spread(se, df, BORROWED_SESSION, se**2 - base.se**2), (
             f"session level borrowed from the run's arms ({cycles} cycle(s) of its own)"
         )
-    spread = stats.session_spread(finite, [p.matrix[:, shared] for p in parts])
+    spread = stats.Spread.of_sessions(finite, [p.matrix[:, shared] for p in parts])
     if spread.method != stats.Spread.WITH_SESSION and math.isfinite(spread.se):
         return spread, "session level not estimable: fewer than 2 prompts hold every cycle"
     return spread, ""
@@ -179,7 +179,7 @@ def _boot_row(summary: stats.BootSummary, k: int) -> _Boot:
 
 def _interval_columns(
     point: float,
-    finite: Sequence[stats.FloatArray],
+    finite: Sequence[FloatArray],
     parts: Sequence[Series],
     boot: _Boot,
     settings: AnalysisSettings,
@@ -187,8 +187,8 @@ def _interval_columns(
 ) -> tuple[dict[str, Any], stats.Spread, str]:
     """The published 95 % / 90 % intervals and their SE, df and method, in percent."""
     spread, note = _spread(parts, finite, borrow)
-    lo95, hi95 = stats.published_interval(point, spread, boot.q95, settings.confidence)
-    lo90, hi90 = stats.published_interval(point, spread, boot.q90, settings.equivalence_confidence)
+    lo95, hi95 = spread.interval(point, boot.q95, settings.confidence)
+    lo90, hi90 = spread.interval(point, boot.q90, settings.equivalence_confidence)
     with_session = spread.method in (stats.Spread.WITH_SESSION, BORROWED_SESSION)
     session_se = math.sqrt(spread.session_var) if with_session else math.nan
     columns = {
@@ -206,7 +206,7 @@ def _interval_columns(
 
 
 def _crosscheck_columns(
-    finite: Sequence[stats.FloatArray], boot: _Boot, settings: AnalysisSettings
+    finite: Sequence[FloatArray], boot: _Boot, settings: AnalysisSettings
 ) -> dict[str, Any]:
     """The percentile-bootstrap interval and the sign-flip p-value."""
     if finite and all(v.size for v in finite):
@@ -301,13 +301,11 @@ def compute_contrasts(
     for s in subsets:
         universe = sorted(str(p) for p in records.loc[records["subset"] == s, "prompt_id"].unique())
         layouts[s] = make_layout(s, pairs[pairs["subset"] == s], keys, universe, sessions)
-        idx = stats.index_matrix(len(universe), settings.boot, settings.seed, s)
-        boot[s] = stats.resample(layouts[s].log, idx)
+        idx = stats.Resamples.indices(len(universe), settings.boot, settings.seed, s)
+        boot[s] = stats.Resamples.of(layouts[s].log, idx)
 
     levels = (settings.confidence, settings.equivalence_confidence)
-    summaries = {
-        s: stats.summarise_resamples(boot[s], layouts[s].log_mean, levels) for s in subsets
-    }
+    summaries = {s: boot[s].summary(layouts[s].log_mean, levels) for s in subsets}
     if len(subsets) >= 2:
         # Equal weight inside each resample; a resample missing any subset is not kept.
         pooled = stats.Resamples(
@@ -315,7 +313,7 @@ def compute_contrasts(
             np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
-        summaries[SUBSETS.pooled] = stats.summarise_resamples(pooled, point, levels)
+        summaries[SUBSETS.pooled] = pooled.summary(point, levels)
     borrow = {
         (s, e): _borrowable(
             layouts[s], [k for k, key in enumerate(keys) if key[0] == e], settings.borrow_min_df

@@ -10,8 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from ....kindapi.analysis import FloatArray, IntArray, Spread, t_quantile, to_pct
+from ....kindapi.analysis import Spread, t_quantile, to_pct
+
+# the kind's array types (a float and an integer numpy array)
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 # Power of the MDE: the true effect a two-sided 5 % test detects this often.
 MDE_POWER = 0.80

@@ -9,8 +9,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from ....kindapi import SUBSETS
-from ....kindapi.analysis import FloatArray
-from .contraststats import nan_mean
+from .contraststats import FloatArray, nan_mean
 from .layout import Layout
 
 PER_CYCLE_COLUMNS: tuple[str, ...] = (

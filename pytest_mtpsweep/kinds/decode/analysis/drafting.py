@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....kindapi.analysis import FloatArray, index_matrix, t_quantile
+from ....kindapi.analysis import Resamples, t_quantile
+from .contraststats import FloatArray
 
 SAVES, COSTS, CANNOT_TELL, DRAFTED_NONE = "saves", "costs", "cannot tell", "drafted no tokens"
 
@@ -100,7 +101,7 @@ def per_position_problem(rates: Sequence[float]) -> str | None:
 
 def weights(n: int, boot: int, seed: int, name: str) -> FloatArray:
     """(boot + 1, n) draw counts: row 0 all ones (the point estimate), then `boot` resamples."""
-    idx = index_matrix(n, boot, seed, name)
+    idx = Resamples.indices(n, boot, seed, name)
     counts = np.zeros((boot, n))
     np.add.at(counts, (np.arange(boot)[:, None], idx), 1.0)
     return np.vstack([np.ones((1, n)), counts])

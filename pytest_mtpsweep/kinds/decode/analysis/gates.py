@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi import ExpectationError, Gate, GateFigures, GateVerdict
-from ....kindapi.analysis import Decision, NonInferiority, decide
+from ....kindapi.analysis import Decision, NonInferiority
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,7 +128,7 @@ def judge_margin(
 ) -> NonInferiority:
     """A not-slower gate on one published row: its 90 % interval (one-sided 95 % each end, at
     a look the spending-adjusted level) against −M; a decode rate is better higher."""
-    return decide(
+    return NonInferiority.decide(
         float(row["pct_change"]),
         float(row["ci90_low"]),
         float(row["ci90_high"]),

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....kindapi.analysis import FloatArray
-from .contraststats import nan_mean
+from .contraststats import FloatArray, nan_mean
 from .pairing import SERIES_KEYS
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi import BOOT, SUBSETS, AnalysisError
-from ....kindapi.analysis import CellState, Decision, LookState, look_state
+from ....kindapi.analysis import CellState, Decision, LookState
 from ..report.sections import render_report
 from . import census as cen
 from . import hosteffect as hostrule
@@ -178,7 +178,7 @@ def _look(run: RunData, runs: Sequence[RunData]) -> LookState | None:
     cells are analysed: never from stop.json)."""
     seen = _reached(runs)
     cycles = [c for s, c in _cycle_of([run]).items() if s in seen]
-    return look_state(run.plan.stop, max(cycles, default=1))
+    return LookState.at(run.plan.stop, max(cycles, default=1))
 
 
 def _parsed(runs: Sequence[RunData]) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from ....kindapi import SUBSETS, ExitStatus
-from ....kindapi.analysis import CellPlan, FloatArray
+from ....kindapi.analysis import CellPlan
 from ....kindapi.records import recordlines
+from .contraststats import FloatArray
 from .io import load_run
 from .pipeline import analyse
 from .sweepplanning import ArmEstimate, plan_sweep

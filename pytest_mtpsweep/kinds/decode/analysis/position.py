@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ....kindapi.analysis import FloatArray, IntArray, t_quantile, to_pct
-from .contraststats import fixed_effects_slope
+from ....kindapi.analysis import t_quantile, to_pct
+from .contraststats import FloatArray, IntArray, fixed_effects_slope
 from .runvalues import ENDPOINTS, STATEFUL_MIN_PCT_PER_POSITION
 
 POSITION_COLUMNS: tuple[str, ...] = (

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ....kindapi import BOOT, SUBSETS, AnalysisError
-from ....kindapi.analysis import INTERVAL, LookState, check_resampling
+from ....kindapi.analysis import INTERVAL, LookState
 from ....kindapi.records import DroppedArm, PlanDoc
 from ....kindapi.report import Report
 from ..records import ENDPOINT_FIELDS
@@ -61,7 +61,7 @@ class AnalysisSettings:
                 "no baseline treatment is set; pass --baseline TREATMENT or set "
                 "analysis.baseline in plan.json"
             )
-        check_resampling(self.boot, self.seed)
+        BOOT.check(self.boot, self.seed)
         if not (math.isfinite(self.margin_pct) and self.margin_pct > 0):
             raise AnalysisError(
                 f"the equivalence margin {self.margin_pct} % is not a positive number; fix "

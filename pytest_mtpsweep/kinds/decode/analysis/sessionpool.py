@@ -1,5 +1,5 @@
 """The session level a whole run shares: when a pair has too few cycles of its own to estimate
-how much one server session differs from another (under 4 shared cycles, `stats.session_spread`
+how much one server session differs from another (under 4 shared cycles, `Spread.of_sessions`
 has under 3 df), it borrows the level from every arm of the run.
 
 A run of sessions, one server load per arm and cycle, holds a session offset in every cell of
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....kindapi.analysis import FloatArray
+from .contraststats import FloatArray
 
 # The published interval's method where the session level was borrowed (decode's contrasts).
 BORROWED_SESSION = "boot-t+pooled session"

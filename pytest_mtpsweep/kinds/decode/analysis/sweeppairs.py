@@ -8,14 +8,14 @@ measured in the same prompt and cycle. Per prompt, the mean over its cycles is t
 a pair's estimate is the mean over prompts (decode's estimator, `kinds/decode/analysis`).
 
 The spread of each pair is the prompt-level SE (`analysis/stats.py`) plus the session level. A
-pair's own cycles give its session level only from 4 shared cycles (`session_spread`); before
+pair's own cycles give its session level only from 4 shared cycles (`Spread.of_sessions`); before
 that, and as a floor after it, the session level comes from the whole run: the arm × cycle
 interaction of the arms' per-cycle means against the baseline (`pooled_session`), which every
 arm of a session-per-arm design shares, with (cycles − 1)(arms − 2) degrees of freedom. An arm
 a look dropped after 2 cycles keeps those 2 cycles, and its interval carries the session level
 all the same; a pair with no session level to borrow has no spread (no claim is made on it). The bootstrap is stats.py's too: one index
-matrix over prompts (`index_matrix`, seeded by the seed and the subset, the draw decode's
-contrasts make) resamples every pair at once (`resample`), so the pairs' joint distribution,
+matrix over prompts (`Resamples.indices`, seeded by the seed and the subset, the draw decode's
+contrasts make) resamples every pair at once (`Resamples.of`), so the pairs' joint distribution,
 which the max statistic needs, is kept, and an arm's interval against the baseline is decode's
 published one (tests/kinds/decode/analysis/test_sweepstats.py checks it).
 Without prompt labels each cycle is the cluster (one value per cycle: a load ladder's per-block
@@ -30,18 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ....kindapi import AnalysisError
-from ....kindapi.analysis import (
-    INTERVAL,
-    FloatArray,
-    IntArray,
-    check_resampling,
-    index_matrix,
-    prompt_spread,
-    resample,
-    session_spread,
-)
-from .contraststats import nan_mean
+from ....kindapi import BOOT, AnalysisError
+from ....kindapi.analysis import INTERVAL, Resamples, Spread
+from .contraststats import FloatArray, IntArray, nan_mean
 from .sessionpool import PooledSession, borrow_session, pooled_session_level
 
 # A sweep is a handful of values along a setting (the issue's ladders: 6 values and a baseline;
@@ -51,7 +42,7 @@ MAX_SWEEP_ARMS = 32
 MAX_SWEEP_BLOCKS = 200_000
 # The (pairs x resamples) studentized draws are held at once for the max statistic.
 MAX_PAIR_DRAWS = 20_000_000
-# `resample` builds (pairs, resamples, clusters) arrays: a chunk of pairs at most this big.
+# `Resamples.of` builds (pairs, resamples, clusters) arrays: a chunk of pairs at most this big.
 CHUNK_VALUES = 4_000_000
 
 
@@ -94,7 +85,7 @@ class SweepData:
 def check_data(data: SweepData, boot: int, seed: int) -> None:
     """Refuse a sweep the functions cannot analyse, or one past the bounds, before any work:
     one sentence naming the bound (AnalysisError, a UserError)."""
-    check_resampling(boot, seed)
+    BOOT.check(boot, seed)
     k = len(data.arms)
     if not 2 <= k <= MAX_SWEEP_ARMS:
         raise AnalysisError(f"a sweep holds 2 to {MAX_SWEEP_ARMS} arms with its baseline, not {k}")
@@ -151,7 +142,7 @@ class Pairs:
 
     est, se, df: (pairs,); the spread is prompt-level or with the session level. tstar:
     (pairs, boot) the studentized resample deviations (m* − m) / se* (NaN where unusable).
-    q_boot: (pairs,) the symmetric bootstrap-t quantile at `level` (stats.summarise_resamples).
+    q_boot: (pairs,) the symmetric bootstrap-t quantile at `level` (Resamples.summary).
     """
 
     k: int
@@ -192,14 +183,14 @@ def _spread_of(
     if finite.size < 2:
         return math.nan, math.nan
     shared = np.isfinite(matrix).any(axis=0)
-    base = prompt_spread([finite])
+    base = Spread.of_prompts([finite])
     cycles = int(shared.sum())
     borrowed = borrow_session(base.se, base.df, cycles, pooled)
     if cycles < INTERVAL.session_cycles:
         if not pool:
             return base.se, base.df
         return borrowed if borrowed is not None else (math.nan, math.nan)
-    s = session_spread([finite], [matrix[np.isfinite(values)][:, shared]])
+    s = Spread.of_sessions([finite], [matrix[np.isfinite(values)][:, shared]])
     if pool and borrowed is not None and borrowed[0] > s.se:
         return borrowed
     if s.session_var <= 0.0:
@@ -246,11 +237,11 @@ def pair_statistics(data: SweepData, boot: int, seed: int, *, with_arm: int | No
     ]
     se = np.array([s for s, _ in spreads])
     df = np.array([d for _, d in spreads])
-    idx = index_matrix(values.shape[1], boot, seed, data.subset)
+    idx = Resamples.indices(values.shape[1], boot, seed, data.subset)
     step = max(1, CHUNK_VALUES // max(1, boot * values.shape[1]))
     tstar = np.full((ii.size, boot), np.nan)
     for lo in range(0, ii.size, step):
-        draws = resample(values[lo : lo + step], idx)
+        draws = Resamples.of(values[lo : lo + step], idx)
         se_star = np.sqrt(draws.var_mean)
         with np.errstate(invalid="ignore", divide="ignore"):
             t = (draws.mean - est[lo : lo + step, None]) / se_star

@@ -5,7 +5,7 @@ by the kind), the pairs and their resamples from `sweep_pairs.py`.
 - **Where the gain starts** (`where_gain_starts`): a fixed-sequence step-down along the
   pre-registered order, from the end expected most effective (Maurer, Hothorn & Lehmacher 1995;
   Tamhane, Hochberg & Dunnett 1996; Hsu & Berger 1999). Each arm is tested against the baseline
-  in turn with its published 95 % interval (`stats.published_interval`, the decode interval) and
+  in turn with its published 95 % interval (`Spread.interval`, the decode interval) and
   no multiplicity adjustment; the first arm whose interval does not exclude 0 in the
   pre-registered direction stops the sequence, and no arm after it is tested. Family-wise error
   is at most alpha because a false call needs the first true null in the order to be rejected,
@@ -38,15 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....kindapi import AnalysisError
-from ....kindapi.analysis import (
-    INTERVAL,
-    FloatArray,
-    Spread,
-    published_interval,
-    row_quantiles,
-    t_quantile,
-    to_pct,
-)
+from ....kindapi.analysis import INTERVAL, Spread, row_quantiles, t_quantile, to_pct
+from .contraststats import FloatArray
 from .sweeppairs import Pairs, SweepData, check_data, pair_statistics
 
 __all__ = [
@@ -137,15 +130,15 @@ def where_gain_starts(
     pairs = pair_statistics(data, boot, seed, with_arm=b)
     along = [a for a in data.arms if a != data.baseline]
     order = tuple(reversed(along)) if start == "last" else tuple(along)
-    # The symmetric bootstrap-t quantile of each pair at the level, as stats.summarise_resamples.
+    # The symmetric bootstrap-t quantile of each pair at the level, as Resamples.summary.
     q_boot = row_quantiles(np.abs(pairs.tstar), (1.0 - alpha,))[:, 0]
     intervals: dict[str, ArmInterval] = {}
     bounds: dict[str, tuple[float, float]] = {}
     for arm in along:
         i = data.arms.index(arm)
         est, se, df = pairs.diff(i, b)
-        lo, hi = published_interval(
-            est, Spread(se, df, "sweep"), float(q_boot[pairs.row(i, b)[0]]), 1.0 - alpha
+        lo, hi = Spread(se, df, "sweep").interval(
+            est, float(q_boot[pairs.row(i, b)[0]]), 1.0 - alpha
         )
         bounds[arm] = (lo, hi)
         intervals[arm] = ArmInterval(arm, to_pct(est), to_pct(lo), to_pct(hi))

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ....kindapi.analysis import FloatArray, index_matrix
+from ....kindapi.analysis import Resamples
 from ..capacity import CapacitySettings, bracket
 from ..ladder import SLO_E2E, SLO_ITL, SLO_TTFT
 from ..records import E2E_MS, ITL_MEAN_MS, TTFT_MS
+from .contrast import FloatArray
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -182,7 +183,7 @@ def ratios(
     """Each treatment's capacity over the baseline's, prompts resampled for both at once."""
     frame = requests.assign(attained=attains(requests, slo))
     prompts = sorted({str(p) for p in frame["prompt_id"]})
-    idx = index_matrix(len(prompts), boot, seed, "capacity-ratio")
+    idx = Resamples.indices(len(prompts), boot, seed, "capacity-ratio")
     # each resample's draw count per prompt: the weights of every treatment's requests alike
     draws = np.stack([np.bincount(row, minlength=len(prompts)) for row in idx]).astype(float)
     out = []

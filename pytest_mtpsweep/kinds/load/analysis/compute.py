@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi import BOOT, AnalysisError
-from ....kindapi.analysis import CellState, Decision, look_state
+from ....kindapi.analysis import CellState, Decision, LookState
 from ....kindapi.ladder import AnalysisConfig
 from ....kindapi.records import RunReader, schema
 from ....kindapi.records import recordlines as rl
@@ -326,7 +326,7 @@ def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
     reader parses plan.json)."""
 
     cycles = int(levels["cycle"].max()) if len(levels) else 1
-    return look_state(plan.stop, cycles)
+    return LookState.at(plan.stop, cycles)
 
 
 def margin_of(plan: PlanDoc) -> float:

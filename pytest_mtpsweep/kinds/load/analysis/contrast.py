@@ -23,19 +23,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
-from ....kindapi.analysis import (
-    INTERVAL,
-    FloatArray,
-    Spread,
-    index_matrix,
-    prompt_spread,
-    published_interval,
-    resample,
-    session_spread,
-    summarise_resamples,
-    to_pct,
-)
+from ....kindapi.analysis import INTERVAL, Resamples, Spread, to_pct
 from ..records import E2E_MS, GOODPUT_REQ_S, ITL_MEAN_MS, J_PER_TOKEN, OUTPUT_TOK_S, REQ_S, TTFT_MS
 
 if TYPE_CHECKING:
@@ -48,6 +38,8 @@ LOWER_IS_BETTER = frozenset({J_PER_TOKEN})
 # per-block endpoints that only some runs have (goodput: SLOs; energy: NVML)
 OPTIONAL = (GOODPUT_REQ_S, J_PER_TOKEN)
 BY_CYCLE = "t over cycles"
+
+FloatArray = npt.NDArray[np.float64]  # the kind's float array type
 
 
 @dataclass(frozen=True)
@@ -82,13 +74,13 @@ def clustered(
         per = np.nanmean(m, axis=1)
     est = float(per.mean())
     cycles = int(np.isfinite(m).any(axis=0).sum())
-    spread: Spread = prompt_spread([per])
+    spread: Spread = Spread.of_prompts([per])
     if cycles >= INTERVAL.session_cycles:
         shared = m[:, np.isfinite(m).any(axis=0)]
-        spread = session_spread([per], [shared])
-    idx = index_matrix(per.size, boot, seed, key)
-    summary = summarise_resamples(resample(per[None, :], idx), np.array([est]), (confidence, 0.90))
-    low, high = published_interval(est, spread, float(summary.q95[0]), confidence)
+        spread = Spread.of_sessions([per], [shared])
+    idx = Resamples.indices(per.size, boot, seed, key)
+    summary = Resamples.of(per[None, :], idx).summary(np.array([est]), (confidence, 0.90))
+    low, high = spread.interval(est, float(summary.q95[0]), confidence)
     method = spread.method if spread.method == Spread.WITH_SESSION else "boot-t (prompts)"
     return Estimate(est, low, high, spread.se, spread.df, method, int(per.size), n_pairs, cycles)
 
@@ -99,8 +91,8 @@ def by_cycle(values: FloatArray, confidence: float = 0.95) -> Estimate:
     if v.size == 0:
         return _nan_estimate(BY_CYCLE)
     est = float(v.mean())
-    spread = prompt_spread([v])
-    low, high = published_interval(est, spread, math.nan, confidence)
+    spread = Spread.of_prompts([v])
+    low, high = spread.interval(est, math.nan, confidence)
     return Estimate(
         est, low, high, spread.se, spread.df, BY_CYCLE, int(v.size), int(v.size), int(v.size)
     )

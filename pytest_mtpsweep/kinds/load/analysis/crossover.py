@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ....kindapi.analysis import FloatArray, index_matrix
-from .contrast import REQUEST_ENDPOINTS, level_gains, request_gains
+from ....kindapi.analysis import Resamples
+from .contrast import REQUEST_ENDPOINTS, FloatArray, level_gains, request_gains
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,7 +147,7 @@ def crossover(
         return made(math.nan, math.nan, math.nan, 0.0)
     if m.shape[1] < 2:  # one cluster: a crossing, but nothing to resample
         return made(float(2.0**at), math.nan, math.nan, math.nan)
-    idx = index_matrix(m.shape[1], boot, seed, f"{t}:{b}:{ep}:{mode}:crossover")
+    idx = Resamples.indices(m.shape[1], boot, seed, f"{t}:{b}:{ep}:{mode}:crossover")
     with np.errstate(invalid="ignore"):
         means = np.nanmean(m[:, idx], axis=2)  # levels x boot
     first = point[np.isfinite(point)][0]

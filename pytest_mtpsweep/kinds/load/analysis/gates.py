@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ....kindapi import AnalysisError, Gate, GateFigures, GateVerdict
-from ....kindapi.analysis import Decision, NonInferiority, decide
+from ....kindapi.analysis import Decision, NonInferiority
 from .contrast import LOWER_IS_BETTER, REQUEST_ENDPOINTS
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonI
         def back(gain: float) -> float:  # gain % of baseline/treatment -> treatment's change %
             return 100.0 * (100.0 / (100.0 + gain) - 1.0) if gain > -100.0 else math.inf
 
-        return decide(
+        return NonInferiority.decide(
             back(row.gain_pct),
             back(row.ci_high),
             back(row.ci_low),
@@ -56,7 +56,7 @@ def judge_row(row: Row, margin_pct: float, *, final: bool, level: float) -> NonI
             final=final,
             level=level,
         )
-    return decide(
+    return NonInferiority.decide(
         row.gain_pct,
         row.ci_low,
         row.ci_high,
@@ -75,7 +75,7 @@ def judge_ratio(ratio: Ratio, margin_pct: float) -> NonInferiority:
         100.0 * (x - 1.0) if not ratio.bound else math.nan for x in (ratio.low, ratio.high)
     )
     fixes = CENSORED_FIXES if ratio.bound else CAPACITY_FIXES
-    return decide(
+    return NonInferiority.decide(
         est,
         low,
         high,

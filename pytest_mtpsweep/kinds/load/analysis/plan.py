@@ -25,9 +25,8 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from ....kindapi.analysis import FloatArray
     from ....kindapi.records import PlanDoc
-    from .contrast import Row
+    from .contrast import FloatArray, Row
 
 
 def _row(r: Row) -> dict[str, float]:

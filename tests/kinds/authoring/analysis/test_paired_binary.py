@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mtpsweep.analysis.stats import index_matrix
+from pytest_mtpsweep.analysis.stats import Resamples
 from pytest_mtpsweep.kinds.authoring.analysis.contrast import LEVEL, mean_interval
 from pytest_mtpsweep.kinds.authoring.analysis.paired_binary import (
     paired_difference,
@@ -60,7 +60,7 @@ def test_ten_tasks_where_both_cohorts_pass_the_same_four_are_not_certain() -> No
     assert float(est) == 0.0
     assert float(low) < 0.0 < float(high)
     assert (round(float(low), 4), round(float(high), 4)) == (-0.1756, 0.1756)
-    old = mean_interval(pd.Series(np.zeros(10)), "difference", index_matrix(10, 1000, 1, "x"))
+    old = mean_interval(pd.Series(np.zeros(10)), "difference", Resamples.indices(10, 1000, 1, "x"))
     assert old[1] == old[2] == 0.0  # the replaced interval: zero width
 
 
@@ -116,7 +116,7 @@ def coverage(tasks: int, repeats: int, rate_a: float, rate_b: float, experiments
     draw = pass_rates(np.random.default_rng(seed), experiments, tasks, repeats, rate_a, rate_b)
     truth = rate_b - rate_a
     if old:  # the replaced interval: t/bootstrap-t over per-task differences
-        idx = index_matrix(tasks, 1000, seed, "old")
+        idx = Resamples.indices(tasks, 1000, seed, "old")
         rows = [mean_interval(pd.Series(d), "difference", idx)
                 for d in draw.treated - draw.baseline]  # fmt: skip
         low, high = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
@@ -145,6 +145,6 @@ def test_the_replaced_interval_fails_the_same_check() -> None:
 
 def test_token_ratio_interval_coverage() -> None:
     logs = log_token_ratios(np.random.default_rng(5), 400, 16, 3, np.log(0.8), "skewed")
-    idx = index_matrix(16, 1000, 5, "tokens")
+    idx = Resamples.indices(16, 1000, 5, "tokens")
     rows = [mean_interval(pd.Series(row), "ratio", idx) for row in logs]
     assert np.mean([low <= 0.8 <= high for _, low, high, _ in rows]) >= 0.90

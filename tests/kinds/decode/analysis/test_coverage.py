@@ -15,13 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pytest_mtpsweep.analysis.stats import (
-    Spread,
-    index_matrix,
-    resample,
-    summarise_resamples,
-    t_quantile,
-)
+from pytest_mtpsweep.analysis.stats import Resamples, Spread, t_quantile
 from pytest_mtpsweep.base.constants import INTERVAL
 from pytest_mtpsweep.kinds.decode.analysis.contrasts import compute_contrasts
 from pytest_mtpsweep.kinds.decode.analysis.runvalues import AnalysisSettings
@@ -108,8 +102,8 @@ class TestDegenerateBootstrapT:
         rng = np.random.default_rng(6)
         values = self.EFFECT + 1e-4 * rng.standard_normal(6)
         values[5] += self.OUTLIER
-        boot = summarise_resamples(
-            resample(values[None, :], index_matrix(6, 1000, 6, "prose")), np.array([values.mean()])
+        boot = Resamples.of(values[None, :], Resamples.indices(6, 1000, 6, "prose")).summary(
+            np.array([values.mean()])
         )
         # Uncapped, q would be ~30-300x Student's t here.
         assert boot.q95[0] > 20 * t_quantile(0.975, 5.0)
