@@ -385,7 +385,7 @@ def test_cleanup_of_a_hostile_live_list_is_one_sentence(tmp_path: Path, form: st
 
 
 def _history(tmp_path: Path) -> Path:
-    from tests.test_historycli import gate, history
+    from tests.cli.test_history_cmd import gate, history
 
     return history(tmp_path, [gate(i, 1.0) for i in range(3)])
 

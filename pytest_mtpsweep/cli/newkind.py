@@ -4,7 +4,7 @@ The template is package data, `kindtemplate/` beside this module: each `*.tmpl` 
 file of the new package, its `{{token}}`s replaced by the name's spellings (`package/` becomes
 the import package, `NAME` in a file name the kind's name). It is the only copy: the tests'
 probe kind is this template rendered as `probe`, and rendered output is held lint- and
-mypy --strict clean by tests/test_newkind.py.
+mypy --strict clean by tests/cli/test_newkind.py.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from pytest_mtpsweep.cli.main import main
 from tests.sandbox import FAKE_GGUF, STUB_SERVER
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def mtpsweep(

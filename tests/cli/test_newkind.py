@@ -17,7 +17,7 @@ from pytest_mtpsweep.cli import newkind
 from pytest_mtpsweep.cli.main import main
 from pytest_mtpsweep.cli.newkind import ScaffoldError, render, spellings, write
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "pytest_mtpsweep" / newkind.TEMPLATE
 SHIPPED = frozenset({"decode", "authoring", "load"})
 LONGEST = "a" * (newkind.MAX_NAME - 5) + "_long"  # the longest name, with an underscore

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_mtpsweep.cli.main import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def shipped(tmp_path: Path, name: str, edit: tuple[str, str] = ("", ""), add: str = "") -> Path:
