@@ -24,8 +24,8 @@ import pytest
 
 from pytest_mtpsweep.rig.net import free_port
 from tests.protocol.test_session import all_records
-from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of
 from tests.runner.test_distribute import CPU_SLICE
+from tests.sandbox import copy_experiments, only_run, prompt_dir, servers_of
 
 SSHD = Path("/usr/sbin/sshd")
 pytestmark = pytest.mark.skipif(

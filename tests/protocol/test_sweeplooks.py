@@ -60,7 +60,8 @@ def test_losing_arms_leave_at_the_first_look_and_the_run_stops(
     run = only_run(pytester)
     stop = json.loads((run / schema.STOP_FILE).read_text())
     left = {d["arm"]: d for d in stop["dropped"]}
-    assert set(left) == {"ms_24"} and left["ms_24"]["look"] == 1  # 12x slower: it leaves at once, even on a busy host
+    # 12x slower: it leaves at once, even on a busy host
+    assert set(left) == {"ms_24"} and left["ms_24"]["look"] == 1
     assert left["ms_24"]["after_cycle"] == 2 and "surely not the best" in left["ms_24"]["why"]
     assert stop["stopped_at"] == 1  # one arm is left: the sweep is settled
     assert "1 arm left beside a: ms_0.50" in stop["looks"][0]["why"]
