@@ -169,14 +169,3 @@ def parse_placement(value: Any, path: Path | str) -> tuple[str, tuple[str, ...]]
         )
     return value.get("name", ""), devices
 
-
-def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
-    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
-    parts = [p.strip() for p in text.split(" vs ")]
-    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
-        raise LadderError(
-            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
-            f"with two different treatments of {', '.join(keys)}; write e.g. "
-            f"'{keys[-1]} vs {keys[0]}'."
-        )
-    return parts[0], parts[1]
