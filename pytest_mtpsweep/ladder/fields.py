@@ -168,4 +168,3 @@ def parse_placement(value: Any, path: Path | str) -> tuple[str, tuple[str, ...]]
             '(CUDA_VISIBLE_DEVICES values such as "0", "1"); remove the repeat or the blank.'
         )
     return value.get("name", ""), devices
-
