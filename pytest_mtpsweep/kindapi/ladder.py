@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 from ..ladder import Prompt, PromptSet, SessionSlot
-from ..ladder.fields import Spec, check_key, check_table, parse_contrast, str_list
+from ..ladder.fields import Spec, check_key, check_table, str_list
 from ..ladder.load import parse_treatments
 from ..ladder.prompts import read_text_file
-from ..ladder.values import AnalysisConfig, Ladder, Preregistration, Treatment
+from ..ladder.values import Ladder, Preregistration, Treatment
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # a ladder as frozen values
     "Ladder",
     "Treatment",
     "Preregistration",
-    "AnalysisConfig",
     "SessionSlot",
     # fields and their checks
     "Spec",
@@ -22,7 +21,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "check_key",
     "str_list",
     "parse_treatments",
-    "parse_contrast",
     # prompts
     "Prompt",
     "PromptSet",

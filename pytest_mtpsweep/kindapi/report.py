@@ -8,18 +8,16 @@ from __future__ import annotations
 from ..report.analysisresult import AnalysisResult, FigureData
 from ..report.document import Markup
 from ..report.mdtext import Md
-from ..report.model import Block, Figure, Page, Report, Role, Section, Table, Text
+from ..report.model import Figure, Page, Report, Section, Table, Text
 
 __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lists them
     # the model
     "Report",
     "Section",
-    "Block",
     "Text",
     "Table",
     "Figure",
     "Page",
-    "Role",
     "AnalysisResult",
     "FigureData",
     # Markdown and page helpers

@@ -168,15 +168,3 @@ def parse_placement(value: Any, path: Path | str) -> tuple[str, tuple[str, ...]]
             '(CUDA_VISIBLE_DEVICES values such as "0", "1"); remove the repeat or the blank.'
         )
     return value.get("name", ""), devices
-
-
-def parse_contrast(text: str, keys: tuple[str, ...], where: Path | str) -> tuple[str, str]:
-    """`TREATMENT vs BASELINE` -> (treatment, baseline), both treatments of the ladder."""
-    parts = [p.strip() for p in text.split(" vs ")]
-    if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
-        raise LadderError(
-            f"{where}: contrast {text!r} in [preregistration] is not 'TREATMENT vs BASELINE' "
-            f"with two different treatments of {', '.join(keys)}; write e.g. "
-            f"'{keys[-1]} vs {keys[0]}'."
-        )
-    return parts[0], parts[1]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..base.errors import LadderError
 from ..base.redact import redact_url
 
 # The longest silence a streamed answer may hold between its first token and its end; longer
@@ -305,6 +306,19 @@ class Ladder:
     @property
     def treatment_keys(self) -> tuple[str, ...]:
         return tuple(t.key for t in self.treatments)
+
+    def contrast(self, text: str, where: Path | str | None = None) -> tuple[str, str]:
+        """`TREATMENT vs BASELINE` -> (treatment, baseline), two of this ladder's treatments;
+        a LadderError naming `where` (the ladder's path when None) and the fix else."""
+        keys = self.treatment_keys
+        parts = [p.strip() for p in text.split(" vs ")]
+        if len(parts) != 2 or not all(p in keys for p in parts) or parts[0] == parts[1]:
+            raise LadderError(
+                f"{self.path if where is None else where}: contrast {text!r} in "
+                "[preregistration] is not 'TREATMENT vs BASELINE' with two different treatments "
+                f"of {', '.join(keys)}; write e.g. '{keys[-1]} vs {keys[0]}'."
+            )
+        return parts[0], parts[1]
 
     def alias(self, treatment: str) -> str:
         """The `model` every response of this treatment's server must carry: the `--alias` the

@@ -161,6 +161,14 @@ class TestKindsAndOverrides:
         with pytest.raises(LadderError, match="is not 'TREATMENT vs BASELINE'"):
             load_ladder(write(tmp_path, text))
 
+    def test_a_ladder_reads_its_contrast(self, tmp_path: Path) -> None:
+        lad = load_ladder(write(tmp_path, MINIMAL))
+        assert lad.contrast(" b vs a ") == ("b", "a")
+        with pytest.raises(LadderError, match=r"^.*l\.toml: contrast 'a vs a' in \[pre"):
+            lad.contrast("a vs a")
+        with pytest.raises(LadderError, match=r"^elsewhere: contrast 'b vs z' .* of a, b; "):
+            lad.contrast("b vs z", "elsewhere")
+
     def test_the_scope_is_one_line(self, tmp_path: Path) -> None:
         ok = MINIMAL + '[preregistration]\nscope = "  Bounds the gain; no knee.  "\n'
         assert load_ladder(write(tmp_path, ok)).prereg.scope == "Bounds the gain; no knee."

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ...kindapi import SUBSETS, KindSpec, LadderError
-from ...kindapi.ladder import Ladder, Spec, Treatment, parse_contrast, parse_treatments
+from ...kindapi.ladder import Ladder, Spec, Treatment, parse_treatments
 
 FIELDS: Spec = {
     "prompt_set": (str, False),
@@ -80,7 +80,7 @@ def validate(ladder: Ladder, s: DecodeSettings, where: Path | str) -> None:
             "sends the ladder's seed) or per-measurement."
         )
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
-        parse_contrast(text, keys, where)
+        ladder.contrast(text, where)
     if not 1 <= s.repeats <= MAX_REPEATS:
         raise LadderError(f"{where}: field 'repeats' is {s.repeats}; use 1 to {MAX_REPEATS}.")
     if s.subset not in SUBSETS.choices:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...kindapi import SUBSETS, KindSpec, LadderError
-from ...kindapi.ladder import Ladder, Spec, Treatment, check_table, parse_contrast, parse_treatments
+from ...kindapi.ladder import Ladder, Spec, Treatment, check_table, parse_treatments
 from . import capacity, conversation, trace
 from .capacity import CapacitySettings
 from .conversation import ConversationSettings
@@ -419,7 +419,7 @@ def validate(ladder: Ladder, s: LoadSettings, where: Path | str) -> None:
     if s.trace is not None:  # its file read and checked whole: line and field of the first fault
         trace.check(ladder, s.trace, s.level_timeout_s, where)
     for text in (*ladder.prereg.primary_contrasts, *ladder.prereg.secondary_contrasts):
-        parse_contrast(text, keys, where)
+        ladder.contrast(text, where)
     far = [t.key for t in ladder.treatments if t.base_url and not is_loopback(t.base_url)]
     if far and not s.allow_remote:
         raise LadderError(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....kindapi import AnalysisError, AnalysisRequest, EndAnalysis
-from ....kindapi.ladder import Ladder, parse_contrast
+from ....kindapi.ladder import Ladder
 from ....kindapi.records import RunReader, recordlines
 from ..report.sections import headline_table
 from .devices import terminal_lines
@@ -86,10 +86,9 @@ def beside_the_primary(
     run_dir: Path, request: AnalysisRequest, ladder: Ladder, baseline: str
 ) -> list[str]:
     """Run the registered secondary contrasts and the interval-basis analysis; one line each."""
-    keys = ladder.treatment_keys
     secondary: dict[str, list[str]] = {}
     for text in ladder.prereg.secondary_contrasts:
-        _, base = parse_contrast(text, keys, ladder.path)
+        _, base = ladder.contrast(text)
         if base != baseline:
             secondary.setdefault(base, []).append(text)
     asked = AnalyseOptions(boot=request.boot, seed=request.seed, draw=True)

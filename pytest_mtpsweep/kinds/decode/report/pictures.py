@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ....kindapi.report import Block, Figure, Markup, Page, Section
+from ....kindapi.report import Figure, Markup, Page, Section
 from ..analysis.runvalues import ENDPOINT_COLUMNS, DecodeAnalysis
 from .textfmt import dict_rows
 from .whysection import mechanism_figure
@@ -54,7 +54,7 @@ def frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     return out
 
 
-def _drawn(draw: Callable[[], Any], alt: str, caption: str) -> Block:
+def _drawn(draw: Callable[[], Any], alt: str, caption: str) -> Figure | Page:
     """A matplotlib Figure as the model's PNG (nothing when there is nothing to draw); a picture
     that fails to draw is a note, never the report's end."""
     try:

@@ -10,9 +10,10 @@ page's sections as Markdown (what the page says, for reading in a test or a term
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 from ....kindapi.analysis import INTERVAL
-from ....kindapi.report import Block, Figure, Md, Report, Role, Section, Table, Text
+from ....kindapi.report import Figure, Md, Report, Section, Table, Text
 from ..analysis import devices, sweep
 from ..analysis import hosteffect as hostrule
 from ..analysis.mechanism import sweep_cells
@@ -166,7 +167,7 @@ def _headline(result: DecodeAnalysis, forest: bool) -> Section:
     """The headline: its lead, its table, and on the page the forest plot under it (forest.png,
     saved beside the report)."""
     lead = "\n".join(_headline_lead(result)).strip("\n")
-    blocks: list[Block] = [Text(lead)] if lead else []
+    blocks: list[Text | Table | Figure] = [Text(lead)] if lead else []
     blocks.append(_headline_table(result))
     if forest:
         blocks.append(Figure("forest plot", FOREST_CAPTION, file=FOREST_PNG))
@@ -217,7 +218,11 @@ def _preamble(result: DecodeAnalysis) -> list[str]:
 
 
 def _as(
-    s: Section | None, role: Role = "detail", *, markdown: bool = True, anchor: str = ""
+    s: Section | None,
+    role: Literal["headline", "limitations", "detail"] = "detail",
+    *,
+    markdown: bool = True,
+    anchor: str = "",
 ) -> Section | None:
     """A writer's section placed: its role on the page, whether report.md carries it."""
     if s is None:
@@ -225,8 +230,8 @@ def _as(
     return dataclasses.replace(s, role=role, markdown=markdown, anchor=anchor or s.anchor)
 
 
-def _with(s: Section | None, extra: Block | None) -> Section | None:
-    """`s` with a block of the page's alone after its text."""
+def _with(s: Section | None, extra: Table | None) -> Section | None:
+    """`s` with a table of the page's alone after its text."""
     if s is None or extra is None:
         return s
     return dataclasses.replace(s, blocks=(*s.blocks, extra))
@@ -274,7 +279,7 @@ def report_model(result: DecodeAnalysis, parts: page.PageParts | None = None) ->
             ),
         ]
     found.append(_as(section_limitations(result), "limitations"))
-    detail: list[tuple[Section, bool, Block | None]] = []
+    detail: list[tuple[Section, bool, Table | None]] = []
     if paired:
         detail += [
             (section_tiebreak(result), False, None),

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ....kindapi import BOOT, AnalysisError
 from ....kindapi.analysis import CellState, Decision, LookState
-from ....kindapi.ladder import AnalysisConfig
 from ....kindapi.records import RunReader, schema
 from ....kindapi.records import recordlines as rl
 from ....kindapi.report import AnalysisResult, Figure, FigureData
@@ -37,6 +36,9 @@ if TYPE_CHECKING:
     from .turns import TurnReport
 
 OUT = "analysis"
+# the margin a run written before load recorded its own in plan.json was judged with: the
+# ladder's default then (`[analysis] margin_pct`), as decode keeps its own for its old runs
+DEFAULT_MARGIN_PCT = 1.0
 REPORT = "report.md"
 
 
@@ -331,10 +333,10 @@ def look_of(plan: PlanDoc, levels: Any) -> LookState | None:
 
 def margin_of(plan: PlanDoc) -> float:
     """The equivalence margin (percent) plan.json's analysis block registers; a run written
-    before load recorded it gets the ladder's default."""
+    before load recorded it gets the ladder's default then, `DEFAULT_MARGIN_PCT`."""
 
     got = plan.analysis.kind_settings.get("margin_pct")
-    return float(got) if isinstance(got, int | float) else AnalysisConfig().margin_pct
+    return float(got) if isinstance(got, int | float) else DEFAULT_MARGIN_PCT
 
 
 def interval_decision(low: float, high: float, margin: float | None = None) -> Decision:

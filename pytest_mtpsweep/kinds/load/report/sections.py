@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi.analysis import INTERVAL
-from ....kindapi.report import Block, Md, Report, Section, Table, Text
+from ....kindapi.report import Md, Report, Section, Table, Text
 from ..analysis import census, pairing
 from ..analysis.contrast import BY_CYCLE, REQUEST_ENDPOINTS, Row, cycle_gains
 from ..analysis.crossover import sentence
@@ -222,7 +222,7 @@ def _headline(
         *(f"- {Md.text(x)}" for x in (turns.headline if turns else ())),
         *cycle_lines(requests, contrasts, endpoint),
     ]
-    blocks: list[Block] = [Text.of(*said)] if said else []
+    blocks: list[Text | Table] = [Text.of(*said)] if said else []
     blocks.append(
         Text(
             "Gain: positive means the treatment is better than the baseline "
@@ -263,7 +263,7 @@ def _per_level(table: pd.DataFrame) -> Section:
 
 def _contrasts(requests: pd.DataFrame, contrasts: Sequence[Row]) -> Section:
     rows = tuple(tuple(r) for r in _contrast_rows(contrasts))
-    shown: Block = Table(CONTRASTS, rows) if contrasts else Text("No contrasts.")
+    shown: Table | Text = Table(CONTRASTS, rows) if contrasts else Text("No contrasts.")
     paired = Text.of(*pairing.pairing_lines(requests, contrasts))
     return Section("Contrasts per level", (shown, paired))
 
@@ -275,7 +275,7 @@ def _interaction(interactions: Sequence[Row]) -> Section:
         "(prompt, cycle) for per-request endpoints and by cycle for throughput."
     )
     rows = tuple(tuple(r) for r in _interaction_rows(interactions))
-    shown: Block = (
+    shown: Table | Text = (
         Table(INTERACTION, rows)
         if interactions
         else Text("No interaction (a mode needs two or more levels).")

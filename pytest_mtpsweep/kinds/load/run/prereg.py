@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....kindapi.ladder import parse_contrast
 from .. import conversation
 from ..ladder import LEVEL_ENDPOINTS, REQUEST_ENDPOINTS
 
@@ -18,7 +17,7 @@ def contrasts(lad: Ladder) -> list[tuple[str, str]]:
     """(treatment, baseline) pairs: the registered ones, else every treatment vs the baseline."""
     given = [*lad.prereg.primary_contrasts, *lad.prereg.secondary_contrasts]
     if given:
-        return [parse_contrast(t, lad.treatment_keys, lad.path) for t in given]
+        return [lad.contrast(t) for t in given]
     return [(t, lad.baseline) for t in lad.treatment_keys if t != lad.baseline]
 
 
