@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import platform
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -51,6 +53,23 @@ class Calibration:
     run_dir: str
     cells: tuple[CellCalibration, ...] = field(default=())
     cycles_run: int = 0  # the complete cycles the A/A run had, whatever it planned
+
+    @staticmethod
+    def this_host(placement: str) -> dict[str, str]:
+        """This host as a calibration names it (the hostname, the CPU's features as the build
+        cache keys them, the CPU count, the run's `placement`), and its fingerprint (sha256 of
+        the rest): what `host` holds, and what `staleness` compares."""
+        from ..rig.build import cpu_key  # the build cache's key, loaded only when asked
+
+        parts = {
+            "hostname": platform.node(),
+            "machine": platform.machine(),
+            "cpu_key": cpu_key(),
+            "cpus": str(os.cpu_count() or 0),
+            "placement": placement,
+        }
+        text = "\n".join(f"{k}={v}" for k, v in sorted(parts.items()))
+        return {"fingerprint": hashlib.sha256(text.encode()).hexdigest()[:32], **parts}
 
     @property
     def noise_floor_pct(self) -> float:

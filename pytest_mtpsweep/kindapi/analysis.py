@@ -12,7 +12,6 @@ from ..analysis.decision import Decision
 from ..analysis.noninferiority import NonInferiority
 from ..analysis.sequential import CellState, Design, LookState
 from ..analysis.stats import (
-    BootSummary,
     Resamples,
     Spread,
     row_quantiles,
@@ -26,7 +25,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "Spread",
     "INTERVAL",
     "Resamples",
-    "BootSummary",
     "row_quantiles",
     "t_quantile",
     "to_pct",

@@ -7,7 +7,6 @@ from __future__ import annotations
 from ..rig import stream_chat
 from ..rig.bearer import bearer
 from ..rig.bounds import ReadBound
-from ..rig.build import cpu_key
 from ..rig.exits import exit_of
 from ..rig.gpu import Energy
 from ..rig.served import model_reason
@@ -22,7 +21,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "read_usage",
     "bearer",
     # the host, the process, the counters
-    "cpu_key",
     "exit_of",
     "Energy",
     "parse_samples",

@@ -4,6 +4,7 @@ freshness."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import datetime as dt
 import math
 
@@ -181,3 +182,12 @@ def test_a_value_of_the_wrong_type_is_malformed_never_a_traceback(edit: object) 
     doc["sha256"] = digest(doc)  # as if calibrate had written it
     with pytest.raises(ValueError, match=r"^c.json is malformed \(.*\); run `mtpsweep calibrate`"):
         Calibration.from_json(doc, "c.json")
+
+
+def test_this_host_fingerprints_the_rest_and_the_placement() -> None:
+    here = Calibration.this_host("cpu:0-3")
+    rest = {k: v for k, v in here.items() if k != "fingerprint"}
+    text = "\n".join(f"{k}={v}" for k, v in sorted(rest.items()))
+    assert here["fingerprint"] == hashlib.sha256(text.encode()).hexdigest()[:32]
+    assert here["placement"] == "cpu:0-3" and len(here["cpu_key"]) == 12
+    assert Calibration.this_host("cpu:4-7")["fingerprint"] != here["fingerprint"]

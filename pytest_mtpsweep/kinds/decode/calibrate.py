@@ -14,10 +14,7 @@ checks it against the host it runs on.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import math
-import os
-import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +22,6 @@ from ...kindapi import BOOT, SUBSETS, AnalysisError, ExitStatus, OptionError
 from ...kindapi.analysis import INTERVAL, Calibration, Design, Noise
 from ...kindapi.ladder import Ladder
 from ...kindapi.records import atomic_write_json, output_problem
-from ...kindapi.rig import cpu_key
 from .analysis.io import load_run
 from .analysis.pipeline import analyse
 from .analysis.plan import cell_matrix
@@ -38,20 +34,6 @@ if TYPE_CHECKING:
     from ...kindapi.records import PlanDoc
 
 DEFAULT_FILE = "calibration.json"
-
-
-def host_identity(placement: str) -> dict[str, str]:
-    """This host as a calibration names it, and its fingerprint (sha256 of the rest)."""
-
-    parts = {
-        "hostname": platform.node(),
-        "machine": platform.machine(),
-        "cpu_key": cpu_key(),
-        "cpus": str(os.cpu_count() or 0),
-        "placement": placement,
-    }
-    text = "\n".join(f"{k}={v}" for k, v in sorted(parts.items()))
-    return {"fingerprint": hashlib.sha256(text.encode()).hexdigest()[:32], **parts}
 
 
 def register(sub: Any) -> None:
@@ -211,7 +193,7 @@ def calibrate(run_dir: Path, args: argparse.Namespace) -> Calibration:
     )
     keyed = run.plan.keyed
     return Calibration(
-        host=host_identity(str(keyed.get("placement", ""))),
+        host=Calibration.this_host(str(keyed.get("placement", ""))),
         model_id=str(keyed.get("model_id", "")),
         model_sha256=str(keyed.get("model_sha256", "")),
         build=str(keyed.get("server_build", "")),
@@ -319,7 +301,7 @@ def check_cited(
         return f"calibration {exc}"
     placement = str(cal.host.get("placement", ""))
     stale = cal.staleness(
-        host_fingerprint=host_identity(placement)["fingerprint"],
+        host_fingerprint=Calibration.this_host(placement)["fingerprint"],
         model_sha256=model_sha256,
         now=dt.datetime.now(dt.UTC),
         max_age_days=max_age_days or Calibration.DEFAULT_AGE_DAYS,

@@ -158,7 +158,7 @@ def _borrowable(layout: Layout, rows: Sequence[int], min_df: float) -> Borrow:
 
 @dataclass(frozen=True)
 class _Boot:
-    """One row's share of a BootSummary."""
+    """One row's share of its resamples' summary."""
 
     kept: int
     q95: float
@@ -167,14 +167,21 @@ class _Boot:
     high: float
 
 
-def _boot_row(summary: stats.BootSummary, k: int) -> _Boot:
-    return _Boot(
-        int(summary.kept[k]),
-        float(summary.q95[k]),
-        float(summary.q90[k]),
-        float(summary.low[k]),
-        float(summary.high[k]),
-    )
+def _boot_rows(
+    resamples: stats.Resamples, est: FloatArray, levels: tuple[float, float]
+) -> list[_Boot]:
+    """Each series' share of its resamples' summary (`Resamples.summary`), row by row."""
+    summary = resamples.summary(est, levels)
+    return [
+        _Boot(
+            int(summary.kept[k]),
+            float(summary.q95[k]),
+            float(summary.q90[k]),
+            float(summary.low[k]),
+            float(summary.high[k]),
+        )
+        for k in range(len(summary.kept))
+    ]
 
 
 def _interval_columns(
@@ -305,7 +312,7 @@ def compute_contrasts(
         boot[s] = stats.Resamples.of(layouts[s].log, idx)
 
     levels = (settings.confidence, settings.equivalence_confidence)
-    summaries = {s: boot[s].summary(layouts[s].log_mean, levels) for s in subsets}
+    summaries = {s: _boot_rows(boot[s], layouts[s].log_mean, levels) for s in subsets}
     if len(subsets) >= 2:
         # Equal weight inside each resample; a resample missing any subset is not kept.
         pooled = stats.Resamples(
@@ -313,7 +320,7 @@ def compute_contrasts(
             np.sum(np.stack([boot[s].var_mean for s in subsets]), axis=0) / len(subsets) ** 2,
         )
         point = np.mean(np.stack([layouts[s].log_mean for s in subsets]), axis=0)
-        summaries[SUBSETS.pooled] = pooled.summary(point, levels)
+        summaries[SUBSETS.pooled] = _boot_rows(pooled, point, levels)
     borrow = {
         (s, e): _borrowable(
             layouts[s], [k for k, key in enumerate(keys) if key[0] == e], settings.borrow_min_df
@@ -328,14 +335,14 @@ def compute_contrasts(
         head = {"endpoint": endpoint, "treatment": treatment, "baseline": baseline}
         for s in subsets:
             got = borrow[(s, endpoint)]
-            row = _summarise([layouts[s].series(k)], _boot_row(summaries[s], k), settings, got)
+            row = _summarise([layouts[s].series(k)], summaries[s][k], settings, got)
             rows.append({**head, "subset": s, **row})
         if len(subsets) >= 2:
             parts = [layouts[s].series(k) for s in subsets]
             # one session serves every subset: the pooled mean keeps its offset whole
             each = [b for s in subsets if (b := borrow[(s, endpoint)]) is not None]
             most = max(each, default=None)
-            row = _summarise(parts, _boot_row(summaries[SUBSETS.pooled], k), settings, most)
+            row = _summarise(parts, summaries[SUBSETS.pooled][k], settings, most)
             rows.append({**head, "subset": SUBSETS.pooled, **row})
     return replace(_tables(rows, layouts, keys, gaps, records, settings), pairs=pairs)
 
