@@ -4,8 +4,8 @@ freshness."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import datetime as dt
+import hashlib
 import math
 
 import numpy as np
