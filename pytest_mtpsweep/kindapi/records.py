@@ -1,7 +1,7 @@
 """The door's records: the run directory's names (`schema`, whole: its file names, the
 session identity and keyed fields, the rig's `Measurement`), record lines read by one rule
-(`recordlines`, whole: the field types a kind declares its lines with), the record writer,
-the run reader and atomic files."""
+(`recordlines`, whole: the field types a kind declares its lines with), the run reader and
+atomic files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from ..base import recordlines, schema
 from ..base.fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
 from ..base.redact import redact_url
 from ..state.plandoc import PlanDoc
-from ..state.rundir import RecordWriter
 from ..state.rundocs import DroppedArm
 from ..state.runread import RunReader
 
@@ -18,7 +17,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "schema",
     "recordlines",
     # writing
-    "RecordWriter",
     "atomic_write_json",
     "atomic_write_text",
     "cache_dir",

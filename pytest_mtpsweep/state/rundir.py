@@ -210,6 +210,15 @@ class RunDir:
     def record_writer(self, session: str) -> RecordWriter:
         return RecordWriter(self.path / schema.records_file(session))
 
+    def append(self, relpath: str, record: Mapping[str, Any]) -> None:
+        """One record line appended to `relpath` of this run, fsync'd, and the file closed
+        (`RecordWriter`'s rule: a failed write is cut back and raises RunDirError)."""
+        writer = RecordWriter(self.path / relpath)
+        try:
+            writer.append(record)
+        finally:
+            writer.close()
+
     def session_files(self) -> Iterator[Mapping[str, Any]]:
         """Every readable session file, in name (run) order (read by `runread.RunReader`)."""
         yield from RunReader(self.path).sessions().facts

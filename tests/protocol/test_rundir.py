@@ -100,6 +100,19 @@ class TestRecords:
         rd.record_writer("s").append({"i": 2})
         assert [r["i"] for r in read_records(rd.path / "records" / "s.jsonl")[0]] == [1, 2]
 
+    def test_append_to_a_named_file_is_synced_closed_and_kept(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # a kind's own records file (authoring's cells/ and turns/), one line at a time
+        synced: list[int] = []
+        real_fsync = os.fsync
+        monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+        rd = RunDir.create(tmp_path / "r")
+        rd.append("cells/s.jsonl", {"i": 1})
+        rd.append("cells/s.jsonl", {"i": 2})
+        assert len(synced) == 2
+        assert read_records(rd.path / "cells" / "s.jsonl") == ([{"i": 1}, {"i": 2}], 0)
+
     def test_torn_last_line_is_counted_not_fatal(self, tmp_path: Path) -> None:
         p = tmp_path / "x.jsonl"
         p.write_text('{"i": 1}\n{"i": 2, "tr')

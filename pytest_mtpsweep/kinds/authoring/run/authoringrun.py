@@ -193,7 +193,7 @@ class AuthoringKindRun(AuthoringRun, KindRun):
         record = records.authoring_record(
             self.identity(ctx, case), body, records.CELL_FIELDS, self.tail(ctx)
         )
-        cells.append(ctx.run_dir.path, records.cells_file(case.slot.name), record)
+        cells.append(ctx, records.cells_file(case.slot.name), record)
         self.run_state(ctx.run_dir.path).latest[case.id] = record
         return record
 

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ....kindapi.records import RecordWriter, RunReader, schema
+from ....kindapi.records import RunReader, schema
+from ....kindapi.run import RunContext
 from ..records import (
     CELLS_DIR,
     COMPLETION_TOKENS,
@@ -27,14 +28,10 @@ from ..records import (
 _APPEND = threading.Lock()  # cells in flight together (pool.py) append to one turns file
 
 
-def append(run_dir: Path, relpath: str, record: Mapping[str, Any]) -> None:
+def append(ctx: RunContext, relpath: str, record: Mapping[str, Any]) -> None:
     """One fsync'd line; a failed write raises RunDirError (the protocol stops the run)."""
     with _APPEND:
-        writer = RecordWriter(run_dir / relpath)
-        try:
-            writer.append(record)
-        finally:
-            writer.close()
+        ctx.run_dir.append(relpath, record)
 
 
 def records(run_dir: Path, subdir: str) -> Iterator[dict[str, Any]]:

@@ -80,7 +80,6 @@ def measure_cell(
     spec = dataclasses.replace(chat_spec(kind, live), seed=seed)
     policy = RetryPolicy(s.api.retries, s.api.backoff_s, s.api.max_backoff_s)
     identity, tail = kind.identity(ctx, case), kind.tail(ctx)
-    run_path = ctx.run_dir.path
 
     def ask(messages: Messages) -> ChatReply:
         if throttle is None:
@@ -115,7 +114,7 @@ def measure_cell(
             **fields,
         }
         record = records.authoring_record(identity, body, records.TURN_FIELDS, tail)
-        cells.append(run_path, records.turns_file(case.slot.name), record)
+        cells.append(ctx, records.turns_file(case.slot.name), record)
 
     started = schema.utc_now_iso()
     settings = Settings(
