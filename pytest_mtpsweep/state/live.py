@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from .. import rig
 from ..base import schema
+from ..base.errors import ReplyCut
 from ..ladder.runplan import SessionSlot
 from ..rig import hostnoise as host
-from ..rig.bounds import request_s
-from ..rig.specmetrics import SpecCounters, request_counts
+from ..rig.bounds import ReadBound, request_s
+from ..rig.specmetrics import METRICS_PATH, SpecCounters, parse_samples, request_counts
 from .context import RunContext
 from .rundir import RecordWriter
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import httpx
 
 
@@ -97,6 +100,20 @@ class LiveSession:
         if not self.spec_metrics or self.endpoint is None:
             return None
         return self.endpoint.spec_counters()[0]
+
+    def metrics(
+        self, http: httpx.Client, headers: Mapping[str, str], bound: ReadBound
+    ) -> dict[str, float] | None:
+        """The server's Prometheus `/metrics` now, read whole within `bound`: each metric's
+        samples summed over every label set; None when it does not answer 200 in time. `http`:
+        the caller's client (a sampling thread's own), `headers`: the key's."""
+        import httpx
+
+        try:
+            r = bound.fetch(http, "GET", self.base_url + METRICS_PATH, headers=headers)
+        except (httpx.HTTPError, ReplyCut):
+            return None
+        return parse_samples(r.text) if r.status_code == 200 else None
 
     def counted(self, before: SpecCounters | None, m: schema.Measurement) -> schema.Measurement:
         """The measurement with this request's spec-decode counts, read after its stream

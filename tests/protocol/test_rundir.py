@@ -106,7 +106,12 @@ class TestRecords:
         # a kind's own records file (authoring's cells/ and turns/), one line at a time
         synced: list[int] = []
         real_fsync = os.fsync
-        monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+
+        def fsync(fd: int) -> None:
+            synced.append(fd)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
         rd = RunDir.create(tmp_path / "r")
         rd.append("cells/s.jsonl", {"i": 1})
         rd.append("cells/s.jsonl", {"i": 2})

@@ -85,7 +85,7 @@ def server_slots(live: LiveSession) -> int | None:
 def _sources(live: LiveSession, headers: dict[str, str]) -> occupancy.Sources:
     found = live.extra.get("occupancy_sources")
     if found is None:
-        found = occupancy.discover(live.http, live.base_url, headers)
+        found = occupancy.discover(live.http, live, headers)
         live.extra["occupancy_sources"] = found
     assert isinstance(found, occupancy.Sources)
     return found
@@ -190,8 +190,8 @@ def measure_level(
     sources = _sources(live, headers)
     local = is_loopback(live.base_url)
     with httpx.Client(trust_env=False) as side:  # the sampler's own: not the session's client
-        before = occupancy.spec_totals(side, live.base_url, headers, sources)
-        sampler = occupancy.Sampler(side, live.base_url, headers, sources).start()
+        before = occupancy.spec_totals(side, live, headers, sources)
+        sampler = occupancy.Sampler(side, live, headers, sources).start()
         joules_before = energy.read(live.ctx.device, local)
         try:
             run, turns = _run(s, target, spec, scheduled, load, case, warm)
@@ -202,7 +202,7 @@ def measure_level(
             return line
         joules_after = energy.read(live.ctx.device, local)
         occ = sampler.stop()
-        after = occupancy.spec_totals(side, live.base_url, headers, sources)
+        after = occupancy.spec_totals(side, live, headers, sources)
     if before is not None and after is not None:
         # the block's warm-up requests are in these totals too: a witness, not an endpoint
         occ["drafted"], occ["accepted"] = after[0] - before[0], after[1] - before[1]

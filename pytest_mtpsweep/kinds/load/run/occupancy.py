@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ....kindapi import ReplyCut
-from ....kindapi.rig import ReadBound, parse_samples
+from ....kindapi.rig import ReadBound
 
 if TYPE_CHECKING:
     import httpx
+
+    from ....kindapi.run import LiveSession
 
 SLOTS_PATH = "/slots"
 METRICS_PATH = "/metrics"
@@ -75,28 +77,26 @@ def _get(http: httpx.Client, url: str, headers: Mapping[str, str]) -> httpx.Resp
     return r if r.status_code == 200 else None
 
 
-def discover(http: httpx.Client, base_url: str, headers: Mapping[str, str]) -> Sources:
+def discover(http: httpx.Client, live: LiveSession, headers: Mapping[str, str]) -> Sources:
     """Which occupancy sources this server answers, asked once per session."""
-    r = _get(http, base_url + SLOTS_PATH, headers)
+    r = _get(http, live.base_url + SLOTS_PATH, headers)
     try:
         slots = r is not None and busy_slots(r.json()) is not None
     except ValueError:
         slots = False
-    m = _get(http, base_url + METRICS_PATH, headers)
-    samples = parse_samples(m.text) if m is not None else {}
+    samples = live.metrics(http, headers, PROBE) or {}
     return Sources(slots, pick(samples, GAUGES), pick(samples, SPEC_TOTALS))
 
 
 def spec_totals(
-    http: httpx.Client, base_url: str, headers: Mapping[str, str], sources: Sources
+    http: httpx.Client, live: LiveSession, headers: Mapping[str, str], sources: Sources
 ) -> tuple[float, float] | None:
     """(drafted, accepted) token totals now, or None."""
     if sources.spec is None:
         return None
-    m = _get(http, base_url + METRICS_PATH, headers)
-    if m is None:
+    s = live.metrics(http, headers, PROBE)
+    if s is None:
         return None
-    s = parse_samples(m.text)
     drafted, accepted = sources.spec
     return (s[drafted], s[accepted]) if drafted in s and accepted in s else None
 
@@ -106,7 +106,7 @@ class Sampler:
     """Samples occupancy in a thread from `start()` to `stop()`."""
 
     http: httpx.Client
-    base_url: str
+    live: LiveSession
     headers: Mapping[str, str]
     sources: Sources
     period_s: float = PERIOD_S
@@ -126,7 +126,7 @@ class Sampler:
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s):
             if self.sources.slots:
-                r = _get(self.http, self.base_url + SLOTS_PATH, self.headers)
+                r = _get(self.http, self.live.base_url + SLOTS_PATH, self.headers)
                 try:
                     n = busy_slots(r.json()) if r is not None else None
                 except ValueError:
@@ -134,9 +134,8 @@ class Sampler:
                 if n is not None:
                     self.busy.append(n)
             if self.sources.gauges:
-                m = _get(self.http, self.base_url + METRICS_PATH, self.headers)
-                if m is not None:
-                    s = parse_samples(m.text)
+                s = self.live.metrics(self.http, self.headers, PROBE)
+                if s is not None:
                     run, wait = self.sources.gauges
                     if run in s and wait in s:
                         self.running.append(s[run])
