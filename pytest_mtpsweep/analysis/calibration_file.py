@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base.constants import INTERVAL
-from ..base.fileio import BadFile, json_safe, load_json_bounded
+from ..base.fileio import BadFile, json_safe, load_json_bounded, output_problem
 from ..ladder.values import MAX_CYCLES
 from ..wishes.gate import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from .calibration import DEFAULT_REPS, MAX_REPS, MIN_REPS, CellCalibration, Rate
@@ -139,6 +139,18 @@ class Calibration:
         except BadFile as exc:
             raise ValueError(f"{path} {exc}; run `mtpsweep calibrate` again") from None
         return cls.from_json(doc, str(path))
+
+    @staticmethod
+    def output_problem(path: Path, run_file: str = "") -> str | None:
+        """Why a calibration may not be written to `path` (a clause), or None: it must be new or
+        a calibration already, a regular file in a folder that can be written, and inside a run
+        directory only its `run_file` (`fileio.output_problem`)."""
+        return output_problem(
+            path,
+            looks_right=lambda head: f'"{KIND}"'.encode() in head,
+            what="a calibration",
+            run_file=run_file,
+        )
 
     def staleness(
         self,

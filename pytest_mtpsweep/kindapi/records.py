@@ -6,7 +6,7 @@ atomic files."""
 from __future__ import annotations
 
 from ..base import recordlines, schema
-from ..base.fileio import atomic_write_json, atomic_write_text, cache_dir, output_problem
+from ..base.fileio import atomic_write_json, atomic_write_text, cache_dir
 from ..base.redact import redact_url
 from ..state.plandoc import PlanDoc
 from ..state.rundocs import DroppedArm
@@ -20,7 +20,6 @@ __all__ = [  # noqa: RUF022 -- grouped as docs/architecture/10-front-door.md lis
     "atomic_write_json",
     "atomic_write_text",
     "cache_dir",
-    "output_problem",
     "redact_url",
     # reading
     "RunReader",

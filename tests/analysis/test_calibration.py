@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -191,3 +192,19 @@ def test_this_host_fingerprints_the_rest_and_the_placement() -> None:
     assert here["fingerprint"] == hashlib.sha256(text.encode()).hexdigest()[:32]
     assert here["placement"] == "cpu:0-3" and len(here["cpu_key"]) == 12
     assert Calibration.this_host("cpu:4-7")["fingerprint"] != here["fingerprint"]
+
+
+def test_output_problem_keeps_calibrations_and_refuses_other_files(tmp_path: Path) -> None:
+    old = tmp_path / "old.json"
+    old.write_text('{"kind": "mtpsweep-calibration"}')
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes")
+    assert Calibration.output_problem(tmp_path / "new.json") is None
+    assert Calibration.output_problem(old) is None
+    why = Calibration.output_problem(other)
+    assert why == "holds something other than a calibration, which writing would destroy"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "plan.json").write_text("{}")
+    assert Calibration.output_problem(run / "calibration.json", run_file="calibration.json") is None
+    assert "inside the run directory" in str(Calibration.output_problem(run / "records.json"))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ...kindapi import BOOT, SUBSETS, AnalysisError, ExitStatus, OptionError
 from ...kindapi.analysis import INTERVAL, Calibration, Design, Noise
 from ...kindapi.ladder import Ladder
-from ...kindapi.records import atomic_write_json, output_problem
+from ...kindapi.records import atomic_write_json
 from .analysis.io import load_run
 from .analysis.pipeline import analyse
 from .analysis.plan import cell_matrix
@@ -100,12 +100,7 @@ def _out(args: argparse.Namespace) -> Path:
     own plan or records, a link, a folder or a FIFO), in a folder that can be written."""
 
     out = Path(args.out) if args.out else Path(args.run) / DEFAULT_FILE
-    why = output_problem(
-        out,
-        looks_right=lambda head: b'"mtpsweep-calibration"' in head,
-        what="a calibration",
-        run_file=DEFAULT_FILE,
-    )
+    why = Calibration.output_problem(out, run_file=DEFAULT_FILE)
     if why is not None:
         raise OptionError(f"--out {out} {why}; name a new file or a calibration to replace.")
     return out
