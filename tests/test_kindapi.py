@@ -151,7 +151,7 @@ MODULES = ("", ".ladder", ".run", ".rig", ".records", ".analysis", ".report")
 PAGE = REPO / "docs" / "architecture" / "10-front-door.md"
 # The door's size, every module's __all__ together: 248 before issue 52, which asks for well
 # under 100. A ceiling, not a target: lower it as names leave, never raise it without a reason.
-MAX_NAMES = 88
+MAX_NAMES = 83
 
 
 def door_names() -> dict[str, list[str]]:
