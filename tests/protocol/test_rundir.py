@@ -73,18 +73,22 @@ class TestQuarantine:
         assert load_run(rd.path).record_files == ()  # the analysis does not read it
 
 
+@pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The file descriptors fsync'd from here on, in order (each fsync still happens)."""
+    fds: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        fds.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return fds
+
+
 class TestRecords:
-    def test_each_append_is_on_disk_at_once(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        synced: list[int] = []
-        real_fsync = os.fsync
-
-        def fsync(fd: int) -> None:
-            synced.append(fd)
-            real_fsync(fd)
-
-        monkeypatch.setattr(os, "fsync", fsync)
+    def test_each_append_is_on_disk_at_once(self, tmp_path: Path, synced: list[int]) -> None:
         w = RunDir.create(tmp_path / "r").record_writer("01_a_c1")
         w.append({"i": 1, "rate": float("nan")})
         # readable by another reader before the writer closes
@@ -101,17 +105,9 @@ class TestRecords:
         assert [r["i"] for r in read_records(rd.path / "records" / "s.jsonl")[0]] == [1, 2]
 
     def test_append_to_a_named_file_is_synced_closed_and_kept(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, synced: list[int]
     ) -> None:
         # a kind's own records file (authoring's cells/ and turns/), one line at a time
-        synced: list[int] = []
-        real_fsync = os.fsync
-
-        def fsync(fd: int) -> None:
-            synced.append(fd)
-            real_fsync(fd)
-
-        monkeypatch.setattr(os, "fsync", fsync)
         rd = RunDir.create(tmp_path / "r")
         rd.append("cells/s.jsonl", {"i": 1})
         rd.append("cells/s.jsonl", {"i": 2})
