@@ -7,7 +7,7 @@ import csv
 import io
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ..base import schema
@@ -82,9 +82,16 @@ class RunDir:
             (path / sub).mkdir(exist_ok=True)
         return cls(path)
 
+    def _under(self, relpath: str) -> Path:
+        """`relpath` inside this run; a path that would leave it is the writer's bug, refused."""
+        rel = PurePosixPath(relpath)
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+            raise ValueError(f"{relpath!r} is not a path inside the run directory {self.path}")
+        return self.path / rel
+
     def write_json(self, relpath: str, obj: Any) -> Path:
         """Write a whole JSON file atomically (temp file + rename), fsync'd."""
-        target = self.path / relpath
+        target = self._under(relpath)
         with _writing(target):
             atomic_write_json(target, obj)
         return target
@@ -102,14 +109,14 @@ class RunDir:
         return self.write_json(schema.session_file(session), {FORMAT_FIELD: FORMAT, **info})
 
     def write_text(self, relpath: str, text: str) -> Path:
-        target = self.path / relpath
+        target = self._under(relpath)
         with _writing(target):
             atomic_write_text(target, text)
         return target
 
     def write_text_new(self, relpath: str, text: str) -> Path:
         """Write a file that must not exist yet (e.g. a cycle-tagged flags file)."""
-        target = self.path / relpath
+        target = self._under(relpath)
         with _writing(target):
             try:
                 write_new_text(target, text)
@@ -120,7 +127,7 @@ class RunDir:
         return target
 
     def append_text(self, relpath: str, line: str) -> None:
-        target = self.path / relpath
+        target = self._under(relpath)
         with _writing(target), target.open("a", encoding="utf-8") as f:
             f.write(line.rstrip("\n") + "\n")
 
@@ -213,7 +220,7 @@ class RunDir:
     def append(self, relpath: str, record: Mapping[str, Any]) -> None:
         """One record line appended to `relpath` of this run, fsync'd, and the file closed
         (`RecordWriter`'s rule: a failed write is cut back and raises RunDirError)."""
-        writer = RecordWriter(self.path / relpath)
+        writer = RecordWriter(self._under(relpath))
         try:
             writer.append(record)
         finally:

@@ -136,3 +136,17 @@ class TestRunId:
         ids = {new_run_id(t) for _ in range(50)}
         assert len(ids) == 50
         assert all(i.startswith("20260811T040506Z-") for i in ids)
+
+
+@pytest.mark.parametrize("relpath", ["../outside.jsonl", "/tmp/abs.jsonl", "cells/../../x", ""])
+def test_no_write_leaves_the_run_directory(tmp_path: Path, relpath: str) -> None:
+    rd = RunDir.create(tmp_path / "r")
+    for write in (
+        lambda: rd.append(relpath, {"i": 1}),
+        lambda: rd.append_text(relpath, "x"),
+        lambda: rd.write_text(relpath, "x"),
+        lambda: rd.write_json(relpath, {}),
+    ):
+        with pytest.raises(ValueError, match="not a path inside the run directory"):
+            write()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
