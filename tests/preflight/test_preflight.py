@@ -90,6 +90,21 @@ class TestAgainst:
         assert same.pop("run_dir") is None
         assert [name for name, equal in same.items() if not equal] == []
 
+    def test_a_remembered_smoke_pass_is_the_same_rig(
+        self, inputs: PreflightInputs, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # A cache with no smoke in it: the first preflight decodes, the second remembers the pass.
+        # Both are "it runs"; once, the two wordings made an unchanged rig "not the same".
+        monkeypatch.setenv("MTPSWEEP_CACHE", str(tmp_path / "fresh-cache"))
+        first = run_preflight(inputs, digest_cache=cache)
+        run = tmp_path / "first-run"
+        run.mkdir()
+        write_preflight_json(first, run / "preflight.json")
+        again = by_name(run_preflight(inputs, against=run, digest_cache=cache))["server_runs"]
+        assert by_name(first)["server_runs"].observed.startswith("decoded ")
+        assert again.observed.startswith("passed before on this CPU")
+        assert again.same_as_against is True
+
     def test_touched_model_and_changed_launcher_are_not_same(
         self, inputs: PreflightInputs, cache: Path, earlier: Path
     ) -> None:
