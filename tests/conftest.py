@@ -103,6 +103,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.solo)
         if _listed(item, SLOW):
             item.add_marker(pytest.mark.slow)
-    # Longest first: xdist hands tests out in this order, so the slow ones start early and the
-    # short ones fill the workers' ends; last in line, one long test kept two workers idle.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
