@@ -37,9 +37,11 @@ def test_lying_timings_are_invalid_records_and_never_the_headline(
     with (run / "analysis" / "contrasts.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert rows
-    for row in rows:  # the stand-ins run at one pace: no figure near +1e12 %
+    # The lie would put b near +1e11 %. The stand-ins run at one pace, but a busy host can make
+    # one of them several times slower (CI once saw +89 %), so the bound is far from both.
+    for row in rows:
         pct = float(row["pct_change"])
-        assert math.isfinite(pct) and abs(pct) < 50.0, row
+        assert math.isfinite(pct) and abs(pct) < 1000.0, row
     assert stubs_running() == []
 
 
