@@ -294,9 +294,9 @@ def read_body(response: httpx.Response, bound: ReadBound) -> bytes:
 
 def get(url: str, bound: ReadBound, headers: Mapping[str, str] | None = None) -> httpx.Response:
     """A GET on a fresh connection, bounded (proxies off: servers are reached directly)."""
-    import httpx
+    from .http import http_client
 
-    with httpx.Client(trust_env=False) as client:
+    with http_client() as client:
         return bound.fetch(client, "GET", url, headers=headers)
 
 

@@ -12,6 +12,7 @@ from ..base.errors import ReplyCut
 from ..base.redact import redact_url
 from ..base.schema import Measurement
 from .bounds import Deadline, ReadBound, read_body, stream_lines
+from .http import http_client
 from .stream import RawStream, reduce_stream
 
 
@@ -51,7 +52,7 @@ def request_body(prompt: str, spec: RequestSpec) -> dict[str, Any]:
 def new_http_client() -> httpx.Client:
     """One fresh connection per request: a kept-alive socket the server has just closed would
     turn into a spurious failed measurement. trust_env=False keeps proxies off loopback."""
-    return httpx.Client(trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
+    return http_client(limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def stream_chat(client: httpx.Client, base_url: str, prompt: str, spec: RequestSpec) -> Measurement:

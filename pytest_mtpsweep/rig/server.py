@@ -20,6 +20,7 @@ import psutil
 from ..base.errors import ReplyCut, ServerCrashed, ServerError
 from . import bounds
 from .exits import describe_exit, exit_of, fault_site
+from .http import http_client
 from .net import listening, port_is_free
 from .readiness import wait_until_ready
 
@@ -277,7 +278,7 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
 
 def _wait_ready(server: ServerProcess, t0: float, on_wait: OnWait | None = None) -> None:
     spec = server.spec
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
+    with http_client(timeout=2.0) as client:
 
         def probe() -> str | None:
             code = server.exit_code()

@@ -18,17 +18,17 @@ from tests.sandbox import copy_experiments, only_run, prompt_dir, server_by_hand
 ALIAS = "load-by-hand"
 LADDER = """
 kind = "load"
-question = "Does a server started by hand keep up with 4 requests/s on one slot?"
+question = "Does a server started by hand keep up with 16 requests/s on one slot?"
 baseline = "a"
 cycles = 2
-max_tokens = 16
+max_tokens = 256
 concurrency = [1]
-rate = [4.0]
+rate = [16.0]
 requests = 6
 warmup_requests = 1
 lag_bound_ms = 50.0
 [model]
-id = "qwen2.5-coder-0.5b"
+id = "tiny"
 [server]
 ctx_size = 2048
 ready_timeout_s = 5
@@ -44,11 +44,13 @@ served_model = "{alias}"
 
 
 @pytest.fixture
-def one_slot(server_bin: Path, model_path: Path, tmp_path: Path) -> Iterator[str]:
-    # the 0.5B model, not the tiny one: the queue this test witnesses needs a slot slower than
-    # the arrivals (several tenths of a second per answer); the tiny model serves one in ~30 ms
+def one_slot(server_bin: Path, machinery_model: Path, tmp_path: Path) -> Iterator[str]:
+    # the tiny model, which always answers to max_tokens: 256 tokens hold the one slot for a few
+    # tenths of a second (~30 ms for 16), several arrival gaps at 16 requests/s (62 ms), so the
+    # queue forms on a host several times faster or slower than this one
     flags = ("--alias", ALIAS, "--ctx-size", "2048", "--parallel", "1", "--metrics")
-    with server_by_hand(server_bin, model_path, tmp_path / "by-hand.log", *flags) as (_, url):
+    path = machinery_model
+    with server_by_hand(server_bin, path, tmp_path / "by-hand.log", *flags) as (_, url):
         yield url
 
 
@@ -72,12 +74,12 @@ def test_load_attached_to_a_server_started_by_hand_shows_the_queue_it_cannot_ser
         assert level["occupancy"]["source"] == "/slots and /metrics"
     closed = [lv for lv in levels if lv["level"] == "conc1"]
     assert all(lv["queued"] == 0 for lv in closed)
-    for lv in (lv for lv in levels if lv["level"] == "rate4"):
-        # 6 arrivals in ~1.5 s on one slot that serves one in several tenths of a second: most
+    for lv in (lv for lv in levels if lv["level"] == "rate16"):
+        # 6 arrivals in ~0.4 s on one slot that serves one in several tenths of a second: most
         # were sent while the slot held another, and the client says so.
         assert lv["queued"] >= 3, lv
         block = sorted(
-            (r for r in reqs if r["session"] == lv["session"] and r["level"] == "rate4"),
+            (r for r in reqs if r["session"] == lv["session"] and r["level"] == "rate16"),
             key=lambda r: r["intended_ms"],
         )
         e2e = [r["e2e_ms"] for r in block]
@@ -96,7 +98,7 @@ def test_load_attached_to_a_server_started_by_hand_shows_the_queue_it_cannot_ser
         assert served[-1] > 2 * served[0], (e2e, lags)
         assert lv["send_lag_ms"]["p50"] is not None, lv
     report = (run_dir / "analysis" / "report.md").read_text()
-    assert "queued" in report and "rate4" in report
+    assert "queued" in report and "rate16" in report
     # attached: the server the test started is still running and answers
     assert httpx.get(f"{one_slot}/health", timeout=5).status_code == 200
 
