@@ -158,8 +158,8 @@ def test_a_run_wide_document_in_a_hostile_form_is_one_sentence(
     one_sentence(*analyse(run), RUN_WIDE[doc], doc)
 
 
-# One of many: a record file or a session file. A hostile line is named unreadable and the rest
-# are analysed; a file that is no regular file inside the run is passed over (runread's rule).
+# One of many: a record file or a session file. A hostile line or file is named unreadable and
+# the rest are analysed (runread's rule); a FIFO, folder or link out was once passed over unsaid.
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("doc", ["records", "session"])
 @pytest.mark.parametrize("kind", ["decode", "load"])
@@ -171,9 +171,11 @@ def test_one_of_many_in_a_hostile_form_costs_itself_only(
     FORMS[form](path)
     rc, out = analyse(run)
     assert "Traceback" not in out and rc == 0, out
-    if doc == "records" and form in ("100 MiB", "10k deep"):  # read, and named unreadable
-        told = out + (run / "analysis" / "report.md").read_text()
+    told = out + (run / "analysis" / "report.md").read_text()
+    if doc == "records":
         assert f"records/{path.name}:1: no record the tool writes" in told, told
+    elif form != "100 MiB":  # a session file's facts may be that long: read, and used
+        assert f"{SESSION_FILE}: " in told, told
 
 
 # A session file's facts hold a value no run writes: the file is set aside and named, the
@@ -242,13 +244,32 @@ PLAN_FIELDS = {
     "decode": ["analysis.margin_pct", "analysis.tiebreak_pp", "repeats", "sessions.0.cycle"],
     "load": ["load.requests", "load.lag_bound_ms", "load.levels.0.value",
              "load.capacity.tolerance", "load.capacity.low", "load.capacity.slo_attainment",
-             "load.slo.e2e_ms", "analysis.margin_pct"],
+             "load.slo.e2e_ms", "analysis.margin_pct", "load.block_order.c1",
+             "load.trace.time_scale", "load.trace.span_ms", "load.trace.records"],
 }  # fmt: skip
+
+
+# load.trace as a replay writes it (`Replay.plan_entry`): settings, then the window's counts
+TRACE = {"path": "t.jsonl", "format": "mooncake", "time_scale": 1.0, "input_scale": 1.0,
+         "start": 1, "limit": None, "chars_per_token": 4.0, "block_tokens": 512,
+         "sha256": "0" * 64, "bytes": 300, "records": 3, "span_ms": 20.0, "first_line": 1,
+         "last_line": 3, "corpus_chars": 90, "block_chars": 90, "lines": [1, 2, 3],
+         "arrivals_ms": [0.0, 10.0, 20.0], "tasks": ["a", "b", "c"], "max_tokens": [8, 8, 8]}  # fmt: skip
+
+
+def test_the_plans_a_load_run_writes_are_read_back(tmp_path: Path) -> None:
+    """The base of the cases above: a load plan with capacity, SLO and trace passes."""
+    from pytest_mtpsweep.kinds.load.planfields import check_plan
+    from pytest_mtpsweep.state.plandoc import PlanDoc
+
+    run = load_run(tmp_path)
+    _load_with_capacity(run)
+    check_plan(PlanDoc.from_json(json.loads((run / "plan.json").read_text())), "plan.json")
 
 
 def _load_with_capacity(run: Path) -> None:
     plan = json.loads((run / "plan.json").read_text())
-    plan["load"] |= {"capacity": CAPACITY, "slo": {"e2e_ms": 500.0}, "requests": 6}
+    plan["load"] |= {"capacity": CAPACITY, "slo": {"e2e_ms": 500.0}, "requests": 6, "trace": TRACE}
     plan["analysis"]["margin_pct"] = 5.0
     (run / "plan.json").write_text(json.dumps(plan))
 
@@ -312,7 +333,11 @@ def _out_cases(run: Path, tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "afile").write_text("x")
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "alink").symlink_to(tmp_path)
+    (tmp_path / "users").mkdir()
+    (tmp_path / "users" / "report.md").write_text("my notes\n")  # not an analysis: kept
     return {
+        "a folder of the user's": tmp_path / "users",
+        "under a folder that does not exist": tmp_path / "typo" / "out",
         "the run itself": run, "its records": run / "records", "its sessions": run / "sessions",
         "a folder new in the run": run / "new", "a file": tmp_path / "afile",
         "a FIFO": tmp_path / "fifo", "a link": tmp_path / "alink", "/dev/null": Path("/dev/null"),
@@ -320,7 +345,7 @@ def _out_cases(run: Path, tmp_path: Path) -> dict[str, Path]:
     }  # fmt: skip
 
 
-OUTS = ["the run itself", "its records", "its sessions", "a folder new in the run", "a file",
+OUTS = ["a folder of the user's", "under a folder that does not exist", "the run itself", "its records", "its sessions", "a folder new in the run", "a file",
         "a FIFO", "a link", "/dev/null", "under a file"]  # fmt: skip
 
 
@@ -334,6 +359,30 @@ def test_analyse_out_is_a_folder_of_the_users_never_the_runs(
     before = sorted(p.name for p in run.rglob("*"))
     one_sentence(*analyse(run, "--out", str(out)), "--out")
     assert sorted(p.name for p in run.rglob("*")) == before  # nothing written, in the run or out
+    assert (tmp_path / "users" / "report.md").read_text() == "my notes\n"
+    assert not (tmp_path / "typo").exists()
+
+
+# The run's own analysis folder, where an analysis goes without --out: a link (out of the run,
+# to /etc), a file or a FIFO planted there is refused before any work (issue 50: a link there
+# had the whole analysis written wherever it pointed).
+@pytest.mark.parametrize("form", ["a link out", "a file", "a FIFO"])
+@pytest.mark.parametrize("kind", ["decode", "load"])
+def test_the_runs_analysis_folder_is_a_folder_never_a_link(
+    tmp_path: Path, kind: str, form: str
+) -> None:
+    run = _run(kind, tmp_path / "r")
+    away = tmp_path / "away"
+    away.mkdir()
+    target = run / "analysis"
+    if form == "a link out":
+        target.symlink_to(away)
+    elif form == "a file":
+        target.write_text("x")
+    else:
+        os.mkfifo(target)
+    one_sentence(*analyse(run), str(target), "move it aside")
+    assert not any(away.iterdir())
 
 
 @pytest.mark.parametrize("kind", ["decode", "load"])
@@ -341,7 +390,8 @@ def test_analyse_out_elsewhere_or_in_the_runs_analysis_is_written(
     tmp_path: Path, kind: str
 ) -> None:
     run = _run(kind, tmp_path)
-    for out in (tmp_path / "mine", run / "analysis" / "again"):
+    # the same folder twice: an earlier analysis is the tool's own to write over
+    for out in (tmp_path / "mine", tmp_path / "mine", run / "analysis" / "again"):
         rc, text = analyse(run, "--out", str(out))
         assert rc == 0 and "Traceback" not in text, text
         assert (out / "report.md").is_file()

@@ -106,9 +106,12 @@ def write_new_text(path: Path, text: str) -> None:
 # document the tool writes reaches (the parser would recurse out of the stack).
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 64
-# A record file (records/*.jsonl and the like) is read whole up to this; a line of it longer
-# than MAX_RECORD_LINE_BYTES is no record the tool writes (its longest, an authoring turn's
-# reply, is a few hundred KiB) and is named unreadable without being parsed.
+# A record file (records/*.jsonl, quarantine/*/records.jsonl) is read whole up to this: the
+# file, its lines and their records are held at once, a few times this in memory, so a bigger
+# one (past 800,000 load requests of ~600 bytes in one session, or /dev/zero, or a GiB
+# `truncate` made) is named unreadable, never read. A line of it longer than
+# MAX_RECORD_LINE_BYTES is no record the tool writes (its longest, an authoring turn's reply,
+# is a few hundred KiB) and is named unreadable without being parsed.
 MAX_RECORD_FILE_BYTES = 512 * 1024 * 1024
 MAX_RECORD_LINE_BYTES = 8 * 1024 * 1024
 
@@ -267,46 +270,76 @@ def output_problem(
     return None
 
 
-def _head(path: Path) -> bytes:
-    """A regular file's first `HEAD_BYTES`, opened non-blocking (BadFile when it cannot be)."""
+def _head(path: Path, *, tail: bool = False) -> bytes:
+    """A regular file's first (or with `tail`, last) `HEAD_BYTES`, opened non-blocking and
+    never through a link (BadFile when it cannot be)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         raise BadFile(f"cannot be read ({exc.strerror or exc})") from None
     try:
-        if special(os.fstat(fd).st_mode):
-            raise BadFile(f"is {special(os.fstat(fd).st_mode)}, not a regular file")
+        info = os.fstat(fd)
+        if special(info.st_mode):
+            raise BadFile(f"is {special(info.st_mode)}, not a regular file")
+        if tail:
+            os.lseek(fd, max(0, info.st_size - HEAD_BYTES), os.SEEK_SET)
         return os.read(fd, HEAD_BYTES)
     finally:
         os.close(fd)
 
 
+def tail_of(path: Path) -> bytes:
+    """A regular file's last `HEAD_BYTES` (b"" when it is no regular file or cannot be read):
+    what `output_dir_problem`'s callers read of a file to tell whether the tool wrote it."""
+    try:
+        return _head(path, tail=True)
+    except (BadFile, OSError):
+        return b""
+
+
 ANALYSIS_FOLDER = "analysis"  # the one folder of a run an output folder may be (or be under)
 
 
-def output_dir_problem(path: Path, *, new: bool = False) -> str | None:
-    """Why the tool may not write its files into the folder `path` (a clause), or None.
-
-    An output folder is new or a folder, never a link (it could point anywhere), a regular
-    file, a FIFO or a device; inside a run directory it is that run's `analysis` folder or
-    under it, never the run itself or its records, sessions or quarantine (a table written
-    there would be read back as the run's own); with `new`, it must not exist yet. Checked
-    before the work, so a bad target never costs an analysis or a run."""
+def folder_problem(path: Path) -> str | None:
+    """Why `path` is no folder the tool may write into (a clause), or None: it is new or a
+    folder, never a link (it could point anywhere: a run's `analysis` linked to /etc), a
+    regular file, a FIFO or a device. The least every output folder passes, even one the
+    tool names itself, checked again where the files are written."""
     if path.is_symlink():
         return "is a link, which could point anywhere"
     try:
-        mode: int | None = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):  # new, or under a file (said below)
-        mode = None
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # new, or under a file (said elsewhere)
+        return None
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
-    if mode is not None and not stat.S_ISDIR(mode):
-        return f"is {special(mode) or 'a file'}, not a folder"
-    if mode is not None and new:
+    return None if stat.S_ISDIR(mode) else f"is {special(mode) or 'a file'}, not a folder"
+
+
+def output_dir_problem(
+    path: Path,
+    *,
+    new: bool = False,
+    looks_right: Callable[[Path], bool] | None = None,
+    what: str = "",
+) -> str | None:
+    """Why the tool may not write its files into the folder `path` (a clause), or None.
+
+    An output folder passes `folder_problem`; inside a run directory it is that run's
+    `analysis` folder or under it, never the run itself or its records, sessions or quarantine
+    (a table written there would be read back as the run's own); with `new`, it must not exist
+    yet; outside a run, an existing folder that holds anything must hold `what`
+    (`looks_right` of the folder), never a folder of the user's whose files writing would
+    replace. Checked before the work, so a bad target never costs an analysis or a run."""
+    why = folder_problem(path)
+    if why is not None:
+        return why
+    if new and path.is_dir():
         return "already exists"
     absolute = Path(os.path.abspath(path))
-    for run in (absolute, *absolute.parents):
-        if (run / PLAN_FILE).is_file() and not absolute.is_relative_to(run / ANALYSIS_FOLDER):
+    runs = [run for run in (absolute, *absolute.parents) if (run / PLAN_FILE).is_file()]
+    for run in runs:
+        if not absolute.is_relative_to(run / ANALYSIS_FOLDER):
             return (
                 f"is inside the run directory {run}, whose folders are the run's own (write "
                 f"into {run / ANALYSIS_FOLDER} or outside the run)"
@@ -314,6 +347,10 @@ def output_dir_problem(path: Path, *, new: bool = False) -> str | None:
     existing = next((p for p in (absolute, *absolute.parents) if p.exists()), None)
     if existing is None or not existing.is_dir():
         return f"is under {existing}, which is not a folder"
+    # outside a run, a folder of the user's: written into only when empty or the tool's
+    ours = looks_right is None or runs or existing != absolute or looks_right(absolute)
+    if not ours and next(iter(absolute.iterdir()), None) is not None:
+        return f"holds files but not {what}, and writing would replace them"
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"cannot be made or written in {existing} (permission denied)"
     return None

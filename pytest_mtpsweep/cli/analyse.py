@@ -15,9 +15,10 @@ from pathlib import Path
 from ..base import schema
 from ..base.constants import BOOT
 from ..base.errors import AnalysisError, ExpectationError, KindError, LadderError
-from ..base.fileio import output_dir_problem
+from ..base.fileio import ANALYSIS_FOLDER, folder_problem, output_dir_problem
 from ..interface import registry
 from ..interface.kind import ExitStatus, Kind
+from ..report.save import AN_ANALYSIS, written_here
 from ..state.plandoc import PlanDoc
 from ..state.runread import RunReader
 from ..wishes.gate import parse_gates
@@ -50,11 +51,25 @@ def _plan(run: Path) -> PlanDoc:
 def _analyse(args: argparse.Namespace) -> int:
     # Check options before reading the run or spending time on the bootstrap.
     BOOT.check(args.boot, args.boot_seed)
-    if args.out is not None:  # before any run is read: a bad target never costs an analysis
-        why = output_dir_problem(Path(args.out))
-        if why is not None:
-            raise AnalysisError(f"--out {args.out} {why}; name a new folder or one of yours")
     runs = [Path(p) for p in args.runs]
+    if args.out is not None:  # before any run is read: a bad target never costs an analysis
+        out = Path(args.out)
+        why = output_dir_problem(out, looks_right=written_here, what=AN_ANALYSIS)
+        parent = out.absolute().parent  # a typo never makes a tree; a run's analysis/ is made
+        made = parent.name == ANALYSIS_FOLDER and (parent.parent / schema.PLAN_FILE).is_file()
+        if why is None and not (parent.is_dir() or made):
+            why = f"is in {parent}, which is not a folder that exists"
+        if why is not None:
+            raise AnalysisError(
+                f"--out {args.out} {why}; name a new folder, an empty one or an earlier analysis"
+            )
+    for run in runs if args.out is None else ():  # the run's own folder, where it goes
+        why = folder_problem(run / ANALYSIS_FOLDER)
+        if why is not None:
+            raise AnalysisError(
+                f"{run / ANALYSIS_FOLDER} {why}; move it aside (the analysis is written there) "
+                "or pass --out with a new folder"
+            )
     plans = [_plan(run) for run in runs]
     names = list(dict.fromkeys(p.kind or registry.default_name() for p in plans))
     if len(names) > 1:

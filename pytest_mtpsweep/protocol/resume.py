@@ -96,12 +96,11 @@ def reopen(
     `kind_fields` are the plan fields the kind counts as the run's identity (`--resume`)."""
 
     old = read_plan(run_path)
-    stopped = run_path / schema.STOPPED_FILE
-    if stopped.exists():
+    if (run_path / schema.STOPPED_FILE).exists():
+        why = RunReader(run_path).stop_reason  # bounded: a FIFO there is never waited on
         raise RunDirError(
-            f"--resume {run_path}: the run was stopped by a protocol rule "
-            f"({stopped.read_text(errors='replace').strip()}) and must not be resumed; start a "
-            "new run."
+            f"--resume {run_path}: the run was stopped by a protocol rule ({why}) and must not "
+            "be resumed; start a new run."
         )
     differ = planfile.differences(old, now, kind_fields, registry.default_name())
     if differ:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.fileio import atomic_write_bytes, atomic_write_text, json_safe
 from .model import Report
-from .save import unwritable, write_report
+from .save import check_target, unwritable, write_report
 
 if TYPE_CHECKING:
     from ..analysis.sequential import CellState
@@ -69,6 +69,7 @@ class AnalysisResult:
         """Save every part into `out_dir`: the tables as CSV, the documents as JSON, the figures
         drawn, stale files removed, then report.md and report.html (the page inlines the figures
         it names). Returns report.md's path; an AnalysisError when it cannot write."""
+        check_target(out_dir)
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, frame in self.tables.items():

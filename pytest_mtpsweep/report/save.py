@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from ..base.errors import AnalysisError
-from ..base.fileio import atomic_write_text
+from ..base.fileio import atomic_write_text, folder_problem, tail_of
 from .document import REPORT_HTML, page_title, versions
 from .model import REPORT_MD, Report
 from .render_html import page
@@ -19,6 +19,30 @@ def unwritable(out_dir: Path, exc: OSError) -> AnalysisError:
         f"cannot write the report into {out_dir} ({exc.strerror}); make it writable or "
         "pass --out with a directory that is"
     )
+
+
+# report.md's closing line (`document.versions`): "Analysed by pytest-mtpsweep 0.3.0." or
+# "...; analysed by pytest-mtpsweep ...": the mark of a folder an earlier analysis wrote
+WRITTEN_BY = b"nalysed by pytest-mtpsweep "
+AN_ANALYSIS = f"an analysis mtpsweep wrote (its {REPORT_MD})"
+
+
+def written_here(out_dir: Path) -> bool:
+    """Whether `out_dir` holds an analysis this tool wrote: a regular report.md (never a link)
+    whose closing line names pytest-mtpsweep. `fileio.output_dir_problem`'s `looks_right`."""
+    return WRITTEN_BY in tail_of(out_dir / REPORT_MD)
+
+
+def check_target(out_dir: Path) -> None:
+    """An AnalysisError when `out_dir` is no folder to write into (a link, which could point
+    out of the run, a file, a FIFO, a device: `fileio.folder_problem`); every writer's check,
+    the default folders a kind names itself included."""
+    why = folder_problem(out_dir)
+    if why is not None:
+        raise AnalysisError(
+            f"cannot write the analysis into {out_dir}: it {why}; move it aside, or pass --out "
+            "with a new folder"
+        )
 
 
 def finished(report: Report, run_dir: Path | None = None) -> Report:
@@ -39,6 +63,7 @@ def write_report(report: Report, out_dir: Path, run_dir: Path | None = None) -> 
     paths."""
     report = finished(report, run_dir)
     md, html = out_dir / REPORT_MD, out_dir / REPORT_HTML
+    check_target(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(md, report.markdown())

@@ -220,13 +220,14 @@ def settle(run: Run) -> list[str]:
     """At the controller's end: sessions a dead worker left with records but no session
     file are set aside (quarantined); their names. A stop a worker wrote is the run's."""
     from ..base import schema
+    from ..state.runread import RunReader
 
     if run.run_dir is None or run.sessions is None:
         return []
     run_dir, out = run.run_dir, []
     stopped = run_dir.path / schema.STOPPED_FILE
     if stopped.exists() and run.sessions.stopped is None:  # a rule stopped it on a worker
-        run.sessions.stopped = stopped.read_text(errors="replace").strip()
+        run.sessions.stopped = RunReader(run_dir.path).stop_reason  # bounded, never waits
     for slot in run.plan:
         if _abandoned(run_dir.path, slot):
             run_dir.quarantine(slot.name, WORKER_DIED)
@@ -285,12 +286,13 @@ def before_session(run: Run, slot: SessionSlot) -> None:
     skipped (its block goes on; --resume runs it again)."""
     from ..base import schema
     from ..base.errors import AlreadyDone, SkipSession, StopRun
+    from ..state.runread import RunReader
 
     assert run.run_dir is not None
     path = run.run_dir.path
     stopped = path / schema.STOPPED_FILE
     if stopped.exists():
-        raise StopRun(stopped.read_text(errors="replace").strip())
+        raise StopRun(RunReader(path).stop_reason)  # bounded: a FIFO there never hangs a worker
     if (path / schema.session_file(slot.name)).exists():
         raise AlreadyDone(f"session {slot.name} was filed by another worker")
     if _abandoned(path, slot):

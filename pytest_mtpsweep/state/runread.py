@@ -25,8 +25,11 @@ One rule for a file that is not as the protocol writes it:
   plan.json's (a file copied in, lines appended from another run) is set aside the same way,
   named with both values: one run's records are never pooled with another's by accident.
 
-A folder of records, sessions or quarantined sessions yields only its regular files inside the
-run: a folder, FIFO, device or link out of the run named like one is passed over. A name is
+A folder of records or sessions yields every file named like one: a folder, FIFO, device, link
+out of the run or file over its bound (`fileio.MAX_RECORD_FILE_BYTES`,
+`fileio.MAX_DOCUMENT_BYTES`) named like one is never opened as one, and is set aside and named
+like a bad line (`records/01_a_c1.jsonl:1: no record the tool writes: the file is a FIFO, ...`),
+never passed over without a word. A quarantined session's odd file is passed over. A name is
 shown with its control characters escaped, so a hostile file name stays one line wherever it
 is printed.
 """
@@ -50,6 +53,7 @@ from .plandoc import PlanDoc
 from .rundocs import SessionDoc, StopDoc
 
 RECORD_SUFFIX = ".jsonl"
+OUT = "the file is a link out of the run, whose files are the ones inside it"
 SESSION_SUFFIX = ".json"
 
 
@@ -219,13 +223,23 @@ class RunReader:
         """The STOPPED marker's text, stripped ("" when the run was not stopped)."""
         return self.text(schema.STOPPED_FILE).strip()
 
+    @property
+    def stop_reason(self) -> str:
+        """Why the run was stopped, for a refusal: the STOPPED marker's text, or a clause saying
+        it cannot be read; never raises, never waits on a FIFO or reads a device."""
+        try:
+            text = self.stopped
+        except RunReadError as exc:
+            return str(exc)
+        return text or f"its {schema.STOPPED_FILE} marker, which is no regular file or is empty"
+
     def record_files(self, folder: str = schema.RECORDS_DIR) -> tuple[RecordText, ...]:
         """Every `*.jsonl` file of `folder`, in name (run) order, as its lines."""
         return tuple(
             RecordText(
                 path.stem,
                 f"{folder}/{shown(path.name)}",
-                tuple(rl.text_lines(path)),
+                tuple(rl.text_lines(path) if self._inside(path) else [f"{rl.UNREAD}{OUT}"]),
                 self.identity,
             )
             for path in self._files(folder, RECORD_SUFFIX)
@@ -256,6 +270,9 @@ class RunReader:
         other: set[str] = set()
         for path in self._files(schema.SESSIONS_DIR, SESSION_SUFFIX):
             label = f"{schema.SESSIONS_DIR}/{shown(path.name)}"
+            if not self._inside(path):
+                bad.append(f"{label}: {OUT}")
+                continue
             try:
                 loaded = load_json_bounded(path)
             except BadJson:
@@ -332,13 +349,15 @@ class RunReader:
         root = self.path / folder
         if not root.is_dir():
             return []
-        return sorted(
-            p for p in root.iterdir() if p.name.endswith(suffix) and _regular(p) and self._inside(p)
-        )
+        # every one, a FIFO or a link out too: the reader names it, never passes it over
+        return sorted(p for p in root.iterdir() if p.name.endswith(suffix))
 
     def _inside(self, path: Path) -> bool:
         # a link may point anywhere; the run's files are the ones inside it
-        return path.resolve().is_relative_to(self.path.resolve())
+        try:
+            return path.resolve().is_relative_to(self.path.resolve())
+        except (OSError, RuntimeError):  # a loop of links: nothing inside the run
+            return False
 
     def _facts(self, path: Path) -> Mapping[str, Any] | None:
         if not _regular(path):
@@ -395,7 +414,12 @@ def read_table(path: Path) -> Table:
     CSV (blank lines are skipped, as csv.DictReader does)."""
     if not _regular(path):
         return Table((), ())
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        text = read_bounded(path).decode("utf-8", errors="replace")
+    except BadFile as exc:  # swapped for a FIFO since, or grown past any table written
+        raise RunReadError(
+            f"analysis table {path} {exc}; write it again with mtpsweep analyse"
+        ) from None
     try:
         rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
     except csv.Error as exc:

@@ -57,3 +57,19 @@ def test_another_runs_session_file_is_no_finished_session(tmp_path: Path) -> Non
     (tmp_path / schema.session_file("s1")).write_text(json.dumps({"run_id": "r1"}))
     (tmp_path / schema.session_file("s2")).write_text(json.dumps({"run_id": "r2"}))
     assert finished_sessions(tmp_path, PlanDoc.from_json(plan)) == {"s1"}
+
+
+@pytest.mark.timeout(30)  # the old read waited on the FIFO for ever: a hang fails the test
+@pytest.mark.parametrize("form", ["fifo", "/dev/zero"])
+def test_a_stop_marker_that_is_no_file_is_named_never_waited_on(tmp_path: Path, form: str) -> None:
+    import os
+
+    from pytest_mtpsweep.protocol.resume import reopen
+
+    (tmp_path / schema.PLAN_FILE).write_text(json.dumps({"run_id": "R1", "sessions": []}))
+    marker = tmp_path / schema.STOPPED_FILE
+    os.mkfifo(marker) if form == "fifo" else marker.symlink_to("/dev/zero")
+    with pytest.raises(
+        RunDirError, match=r"stopped by a protocol rule \(its STOPPED marker, which is no regular"
+    ):
+        reopen(tmp_path, PlanDoc(run_id="R1"), ())

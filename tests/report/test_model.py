@@ -148,7 +148,9 @@ def test_write_report_writes_both_from_one_model_and_names_an_unwritable_place(
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     with pytest.raises(AnalysisError, match=r"cannot write the report into .*; make it writable"):
-        write_report(sample(), blocked)
+        write_report(sample(), blocked / "under")
+    with pytest.raises(AnalysisError, match=r"cannot write the analysis into .*: it is a file"):
+        write_report(sample(), blocked)  # never mkdir'd over: said before a byte is written
 
 
 def test_an_unknown_block_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_a_directory_it_cannot_write_is_one_sentence(tmp_path: Path) -> None:
     blocker = tmp_path / "analysis"
     blocker.write_text("a file where the directory should be")
     with pytest.raises(AnalysisError, match=r"cannot write the report into .*; make it writable"):
-        _result(tables={"t.csv": pd.DataFrame({"a": [1]})}).save(blocker)
+        _result(tables={"t.csv": pd.DataFrame({"a": [1]})}).save(blocker / "out")
 
 
 @pytest.mark.parametrize(
@@ -94,3 +94,35 @@ def test_a_hostile_harness_version_reaches_report_md_as_text(tmp_path: Path) -> 
     (run / "plan.json").write_text(json.dumps({"harness_version": "[x](http://e.vil) *b*"}))
     text = _result().save(run / "analysis", run).read_text(encoding="utf-8")
     assert "pytest-mtpsweep [x\\](http://e.vil) \\*b\\*; analysed by" in text  # no link
+
+
+@pytest.mark.parametrize("form", ["link", "file"])
+def test_a_folder_that_is_a_link_or_a_file_is_never_written_through(
+    tmp_path: Path, form: str
+) -> None:
+    # issue 50: a run's analysis_pooled (or any folder a kind names) linked out of the run had
+    # the analysis written wherever it pointed; the writer refuses it, whoever chose the folder
+    away = tmp_path / "away"
+    away.mkdir()
+    out = tmp_path / "run" / "analysis_pooled"
+    out.parent.mkdir()
+    if form == "link":
+        out.symlink_to(away)
+    else:
+        out.write_text("x")
+    with pytest.raises(AnalysisError, match=f"cannot write the analysis into {out}: it is a"):
+        _result(documents={"a.json": {}}).save(out)
+    assert not any(away.iterdir())
+
+
+def test_an_analysis_the_tool_wrote_is_known_by_its_closing_line(tmp_path: Path) -> None:
+    from pytest_mtpsweep.report.save import written_here
+
+    _result().save(tmp_path / "ours")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "report.md").write_text("# my notes\n")
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "report.md").symlink_to(tmp_path / "ours" / "report.md")
+    assert written_here(tmp_path / "ours")
+    assert not written_here(tmp_path / "theirs")
+    assert not written_here(tmp_path / "linked")  # never read through a link

@@ -283,3 +283,18 @@ def test_a_workers_servers_get_threads_to_match_its_share() -> None:
     assert RunContext.thread_args(ctx, slot) == ()  # type: ignore[arg-type]
     ctx.worker_cpus = frozenset()
     assert RunContext.thread_args(ctx, slot) == ()  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(30)  # the old read waited on the FIFO for ever: a hang fails the test
+def test_a_stop_marker_that_is_a_fifo_stops_a_worker_never_hangs_it(tmp_path: Path) -> None:
+    # issue 50: STOPPED was read unbounded on every worker before each session
+    import os
+    from types import SimpleNamespace
+
+    from pytest_mtpsweep.base.errors import StopRun
+    from pytest_mtpsweep.runner.distribute import before_session
+
+    os.mkfifo(tmp_path / "STOPPED")
+    run = SimpleNamespace(run_dir=SimpleNamespace(path=tmp_path))
+    with pytest.raises(StopRun, match="STOPPED marker, which is no regular file"):
+        before_session(run, SimpleNamespace(name="01_a_c1"))  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from pytest_mtpsweep.base import schema
 from pytest_mtpsweep.base.errors import AnalysisError, RunReadError
 from pytest_mtpsweep.state.plandoc import PlanDoc
 from pytest_mtpsweep.state.rundocs import StopDoc
-from pytest_mtpsweep.state.runread import RunReader, shown
+from pytest_mtpsweep.state.runread import OUT, RunReader, shown
 
 
 def _records(run: Path, name: str, text: str, folder: str = schema.RECORDS_DIR) -> Path:
@@ -106,13 +106,20 @@ def test_a_record_folder_with_hostile_names(tmp_path: Path) -> None:
     (run / "records" / "again.jsonl").symlink_to(run / "records" / "01_a_c1.jsonl")
     read = RunReader(run)
     files = read.record_files()
-    assert [f.name for f in files] == ["01_a_c1", "<b>|`x`", "again", "evil\nname\x1b[2J"]
-    assert files[-1].label == "records/evil\\nname\\x1b[2J.jsonl"
+    names = ["01_a_c1", "<b>|`x`", "again", "away", "evil\nname\x1b[2J", "fifo", "folder"]
+    assert [f.name for f in files] == names
+    assert files[4].label == "records/evil\\nname\\x1b[2J.jsonl"
     records = read.records()
     assert [r["i"] for r in records.records] == [1, 2, 1]
-    (bad,) = records.unreadable
-    assert str(bad) == f"records/evil\\nname\\x1b[2J.jsonl:1: {rl.TORN}"
-    assert str(bad).isprintable()
+    # issue 50: a FIFO, a folder or a link out named like a record file was passed over without
+    # a word; each is now an unreadable line named, never opened as a record file
+    assert [str(b) for b in records.unreadable] == [
+        f"records/away.jsonl:1: {rl.NO_RECORD}: {OUT}",
+        f"records/evil\\nname\\x1b[2J.jsonl:1: {rl.TORN}",
+        f"records/fifo.jsonl:1: {rl.NO_RECORD}: the file is a FIFO, not a regular file",
+        f"records/folder.jsonl:1: {rl.NO_RECORD}: the file is a folder, not a regular file",
+    ]
+    assert all(str(b).isprintable() for b in records.unreadable)
 
 
 def test_shown_escapes_only_what_would_break_a_line() -> None:
@@ -133,6 +140,7 @@ def test_a_bad_session_file_is_named_and_the_rest_are_read(tmp_path: Path) -> No
     assert read.unreadable == (
         f"sessions/02_b_c1.json: {rl.NOT_JSON}",
         f"sessions/03_b_c2.json: {rl.NOT_OBJECT}",
+        "sessions/04_a_c2.json: is a folder, not a regular file",  # issue 50: no longer unsaid
     )
 
 
@@ -250,7 +258,7 @@ def test_a_session_file_no_run_wrote_costs_itself_only(tmp_path: Path, make: str
     (sessions / "01_a_c1.json").write_text(json.dumps({"cycle": 1}))
     bad = sessions / "02_b_c1.json"
     if make == "fifo":
-        os.mkfifo(bad)  # passed over, as a folder named like one is
+        os.mkfifo(bad)  # named, never waited on
     elif make == "zero":
         os.symlink("/dev/zero", bad)
     else:
@@ -258,3 +266,15 @@ def test_a_session_file_no_run_wrote_costs_itself_only(tmp_path: Path, make: str
     read = RunReader(tmp_path).sessions()
     assert [f["session"] for f in read.facts] == ["01_a_c1"]
     assert all("\n" not in why for why in read.unreadable)
+    # issue 50: a FIFO or a link out was passed over without a word; each is named
+    (why,) = read.unreadable
+    assert why.startswith("sessions/02_b_c1.json: "), why
+
+
+def test_an_analysis_table_is_read_bounded(tmp_path: Path) -> None:
+    # issue 50: a table grown past any analysis (a sparse GiB) was read whole into memory
+    table = tmp_path / "gaps.csv"
+    table.write_text("treatment,n\n")
+    os.truncate(table, 100 << 20)
+    with pytest.raises(RunReadError, match=r"analysis table .*gaps\.csv is 104857600 bytes, over"):
+        RunReader(tmp_path / "run").table(table)

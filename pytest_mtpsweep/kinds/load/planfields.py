@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...kindapi import LadderError, RunReadError
@@ -51,9 +52,15 @@ def check_plan(plan: PlanDoc, where: str) -> None:
         raise _bad(where, "load", load, "an object")
     _scalars(load, where)
     _levels(load.get("levels"), where)
-    for name, parse in (("capacity", _capacity), ("conversation", _conversation)):
+    for name, parse in (
+        ("capacity", _capacity),
+        ("conversation", _conversation),
+        ("trace", _trace),
+    ):
         if load.get(name) is not None:
             parse(load[name], where)
+    if load.get("block_order") is not None:
+        _block_order(load["block_order"], load.get("levels"), where)
     if load.get("slo") is not None:
         try:
             _slo(load["slo"], where)
@@ -150,6 +157,61 @@ def _conversation(entry: Any, where: str) -> None:
         conversation.parse({k: entry[k] for k in fields if k in entry}, where)
     except (LadderError, TypeError, KeyError) as exc:
         raise RunReadError(f"{str(exc).rstrip('.')}; {RESTORE}") from None
+
+
+def _block_order(order: Any, levels: Any, where: str) -> None:
+    """Each cycle's levels as the run ran them (report.md's Design line): `c1` to at most
+    `c<MAX_CYCLES>`, each a reordering of the plan's level labels."""
+    labels = sorted(str(lv.get("label")) for lv in levels or () if isinstance(lv, Mapping))
+    want = f"c1 to c{Ladder.MAX_CYCLES}, each cycle's order of the plan's level labels"
+    if not isinstance(order, Mapping) or len(order) > Ladder.MAX_CYCLES:
+        raise _bad(where, "load.block_order", order, want)
+    for key, value in order.items():
+        cycle = key[1:] if isinstance(key, str) and key.startswith("c") else ""
+        if not (cycle.isdigit() and 1 <= int(cycle) <= Ladder.MAX_CYCLES) or not (
+            isinstance(value, list)
+            and all(isinstance(v, str) for v in value)
+            and (not labels or sorted(value) == labels)
+        ):
+            raise _bad(where, f"load.block_order.{key}", value, want)
+
+
+# load.trace's own numbers beside its settings (`Replay.plan_entry`): each one a replay of at
+# most trace.MAX_RECORDS records of a file of at most trace.MAX_TRACE_BYTES could have written
+TRACE_COUNTS = {
+    "records": (1, trace.MAX_RECORDS),
+    "bytes": (0, trace.MAX_TRACE_BYTES),
+    "first_line": (1, trace.MAX_TRACE_BYTES),
+    "last_line": (1, trace.MAX_TRACE_BYTES),
+    "corpus_chars": (0, trace.MAX_FILL_CHARS),
+    "block_chars": (0, trace.MAX_FILL_CHARS),
+}
+TRACE_LISTS = ("lines", "arrivals_ms", "tasks", "max_tokens")
+MAX_SPAN_MS = 10 * 365 * 86400 * 1000.0  # ten years of a trace's times: past any trace
+
+
+def _trace(entry: Any, where: str) -> None:
+    """The replay's settings as the ladder's `[trace]` takes them, and its counts bounded."""
+    if not isinstance(entry, Mapping):
+        raise _bad(where, "load.trace", entry, "an object")
+    settings = {k: v for k, v in entry.items() if k in trace.FIELDS and v is not None}
+    try:
+        trace.parse(settings, Path(where), where)
+    except (LadderError, TypeError, KeyError) as exc:
+        raise RunReadError(f"{str(exc).rstrip('.')}; {RESTORE}") from None
+    for name, (low, high) in TRACE_COUNTS.items():
+        if name in entry and not _within(entry[name], low, high, True):
+            raise _bad(
+                where, f"load.trace.{name}", entry[name], f"a whole number {low} to {high:,}"
+            )
+    if "span_ms" in entry and not _within(entry["span_ms"], 0, MAX_SPAN_MS):
+        raise _bad(where, "load.trace.span_ms", entry["span_ms"], f"0 to {MAX_SPAN_MS:g} ms")
+    for name in TRACE_LISTS:
+        value = entry.get(name)
+        if value is not None and not (isinstance(value, list) and len(value) <= trace.MAX_RECORDS):
+            raise _bad(
+                where, f"load.trace.{name}", value, f"a list of at most {trace.MAX_RECORDS:,}"
+            )
 
 
 def _bad(where: str, name: str, value: Any, want: str) -> RunReadError:
