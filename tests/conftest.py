@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import pkgutil
 import shutil
 import signal
 from pathlib import Path
@@ -13,8 +16,21 @@ import pandas  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
+import pytest_mtpsweep
 from pytest_mtpsweep.base.fileio import cache_dir
 from pytest_mtpsweep.rig import provision
+
+# Every module of the package, and the libraries a run imports lazily, imported once per test
+# process before any in-process pytester run. Pytester drops from sys.modules whatever a run
+# imported, so (1) each run imported them again: 17 % of the CPU of the stand-in runs in
+# tests/protocol/test_session.py and its neighbours; and (2) a package kept a dropped module as
+# its attribute, so `from pytest_mtpsweep.protocol import lifecycle` in one run could reach a
+# stale copy while a test patched the fresh one (a fault injection that CI once saw not fire).
+for _module in pkgutil.walk_packages(pytest_mtpsweep.__path__, "pytest_mtpsweep."):
+    importlib.import_module(_module.name)
+with contextlib.suppress(ImportError):  # the plots extra; without it a report draws nothing
+    for _name in ("matplotlib.figure", "matplotlib.ticker", "matplotlib.backends.backend_agg"):
+        importlib.import_module(_name)
 
 
 def pytest_configure(config: pytest.Config) -> None:

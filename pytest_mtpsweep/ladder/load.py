@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import LadderError
+from ..base.fileio import BadFile, read_bounded
 from . import hostthresholds as hostrule
 from . import stop
 from . import sweepaxes as sweep
@@ -132,30 +133,41 @@ PREREG: Spec = {
 }
 
 
+# A ladder is a page of settings: the longest shipped one is ~6 KiB, so a MiB is room for any
+# hand-written sweep while a FIFO, /dev/zero or a GiB file is refused before it is read.
+MAX_LADDER_BYTES = 1024 * 1024
+
+
+def _ladder_bytes(path: Path) -> bytes:
+    try:
+        return read_bounded(path, MAX_LADDER_BYTES)
+    except BadFile as exc:
+        why = str(exc)
+    if why == "does not exist":
+        raise LadderError(f"{path}: ladder file not found; check the --ladder name or path.")
+    if why.startswith("is a folder"):
+        raise LadderError(f"{path}: is a directory, not a ladder file; name a .toml file.")
+    if why.startswith("cannot be read"):
+        raise LadderError(f"{path}: {why}; check the path and its permissions.")
+    raise LadderError(f"{path}: {why}; name a ladder .toml file of at most 1 MiB.")
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """The TOML document at `path`, or a one-line LadderError saying why it cannot be read."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise LadderError(
-            f"{path}: ladder file not found; check the --ladder name or path."
-        ) from None
-    except IsADirectoryError:
-        raise LadderError(
-            f"{path}: is a directory, not a ladder file; name a .toml file."
-        ) from None
+        text = _ladder_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LadderError(
             f"{path}: not UTF-8 text (byte {exc.start}); save the ladder as UTF-8 TOML."
-        ) from None
-    except OSError as exc:
-        raise LadderError(
-            f"{path}: cannot be read ({exc.strerror}); check the path and its permissions."
         ) from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LadderError(f"{path}: not valid TOML ({exc}); fix the syntax at that spot.") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise LadderError(
+            f"{path}: nests arrays or tables thousands deep; no ladder setting nests past two."
+        ) from None
     except ValueError:  # int() refuses a number of over 4,300 digits before TOML's bound does
         raise LadderError(
             f"{path}: holds an integer of thousands of digits; TOML integers are 64-bit, so "

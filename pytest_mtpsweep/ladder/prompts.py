@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..base.constants import SUBSETS
 from ..base.errors import PromptError
+from ..base.fileio import BadFile, read_bounded
 
 _NAME = re.compile(rf"({'|'.join(SUBSETS.names)})_[0-9]+")
 
@@ -23,16 +24,27 @@ class Prompt:
     text: str
 
 
+# A prompt, task or trace text is read whole: 16 MiB holds a prompt of millions of tokens, past
+# any context a server takes, while a FIFO, /dev/zero or a GiB file is refused unread.
+MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024
+
+
 def read_text_file(path: Path, what: str) -> str:
     """A UTF-8 text file, or a one-line error saying why it cannot be read and what to do."""
     try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise PromptError(f"{what} {path} is a directory; remove it or put a file there.") from None
-    except OSError as exc:
+        data = read_bounded(path, MAX_TEXT_FILE_BYTES)
+    except BadFile as exc:
+        why = str(exc)
+        if why.startswith("is a folder"):
+            raise PromptError(
+                f"{what} {path} is a directory; remove it or put a file there."
+            ) from None
+        if why.startswith("cannot be read"):
+            raise PromptError(
+                f"{what} {path} {why}; fix its permissions or replace the file."
+            ) from None
         raise PromptError(
-            f"{what} {path} cannot be read ({exc.strerror or exc}); fix its permissions or "
-            "replace the file."
+            f"{what} {path} {why}; replace it with a UTF-8 text file of at most 16 MiB."
         ) from None
     if b"\0" in data:
         raise PromptError(f"{what} {path} is binary, not text; replace it with a UTF-8 text file.")

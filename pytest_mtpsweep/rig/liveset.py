@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from ..base.errors import RunDirError
-from ..base.fileio import atomic_write_json, load_json_bounded
+from ..base.errors import RunDirError, ServerError
+from ..base.fileio import BadFile, atomic_write_json, load_json_bounded, read_bounded
 from ..base.schema import LIVE_SERVERS_FILE, launcher_dir
 
 STOP_TIMEOUT_S = 120.0
@@ -138,7 +138,12 @@ def keep_stop(stop: Path, session_dir: Path) -> dict[str, str]:
     sha256: the launcher entry of live.json. `cleanup` runs this copy and nothing else."""
     session_dir.mkdir(parents=True, exist_ok=True)
     kept = session_dir / KEPT_STOP
-    data = stop.read_bytes()
+    try:  # a script: 16 MiB is far past any, and a file swapped for a FIFO is never waited on
+        data = read_bounded(stop, 16 * 1024 * 1024)
+    except BadFile as exc:
+        raise ServerError(
+            f"server.stop {stop} {exc}; point it at the executable script that stops the server."
+        ) from None
     tmp = kept.with_name(f".{KEPT_STOP}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
     with os.fdopen(fd, "wb") as out:

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from ..base.errors import ProvisionError
+from ..base.fileio import special
 from .digests import file_digest
 
 MAGIC = b"GGUF"
@@ -31,6 +32,9 @@ def shards(path: Path) -> tuple[Path, ...]:
 def gguf_problem(path: Path) -> str | None:
     """Why `path` cannot be a GGUF model file (None: it starts like one)."""
     try:
+        odd = special(path.stat().st_mode)  # a FIFO would block the open below for ever
+        if odd:
+            return f"{odd}, not a regular file"
         with path.open("rb") as handle:
             head = handle.read(len(MAGIC))
     except OSError as exc:

@@ -18,6 +18,7 @@ import httpx
 import psutil
 
 from ..base.errors import ReplyCut, ServerCrashed, ServerError
+from ..base.fileio import BadFile, read_bounded
 from . import bounds
 from .exits import describe_exit, exit_of, fault_site
 from .http import http_client
@@ -266,9 +267,9 @@ def _launch(spec: LaunchSpec) -> ServerProcess:
             f"launcher {lau.launch} {describe_exit(done.returncode, shell=True)}; its output:\n"
             f"{(done.stdout + done.stderr).decode(errors='replace')[-2000:]}"
         )
-    try:
-        pid = int(lau.pid_file.read_text().strip())
-    except (OSError, ValueError):
+    try:  # a pid is a few digits: 64 bytes, and never a FIFO waited on
+        pid = int(read_bounded(lau.pid_file, 64).decode("ascii").strip())
+    except (BadFile, ValueError):
         raise ServerError(
             f"launcher {lau.launch} wrote no pid to {lau.pid_file}; it must write the server's "
             "pid there."

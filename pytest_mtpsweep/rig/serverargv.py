@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..base.errors import ServerError
+from ..base.fileio import BadFile, read_bounded
 
 FLAGS_COMMAND_TIMEOUT_S = 30.0
 
@@ -21,11 +22,11 @@ def split_argv(text: str) -> list[str]:
 
 def read_flags_file(path: Path) -> str:
     """The text of a flags file; ServerError with the fix when it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
+    try:  # an argv is at most the kernel's ARG_MAX (2 MiB on Linux)
+        return read_bounded(path, 4 * 1024 * 1024).decode("utf-8", errors="replace")
+    except BadFile as exc:
         raise ServerError(
-            f"flags_file {path} cannot be read ({exc.strerror}); write the server's argv there "
+            f"flags_file {path} cannot be read (it {exc}); write the server's argv there "
             "before the session (e.g. tr '\\0' ' ' < /proc/PID/cmdline > FILE)."
         ) from None
 

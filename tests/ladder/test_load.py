@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,26 @@ class TestKindsAndOverrides:
             with pytest.raises(LadderError, match=needle) as info:
                 load_ladder(path)
             assert "\n" not in str(info.value)
+
+    def test_a_fifo_a_device_a_huge_or_deep_ladder_is_one_line_never_a_hang(
+        self, tmp_path: Path
+    ) -> None:
+        fifo = tmp_path / "fifo.toml"
+        os.mkfifo(fifo)  # read_bytes() waited here for a writer for ever
+        huge = tmp_path / "huge.toml"
+        with huge.open("wb") as f:
+            f.truncate(2 * 1024 * 1024)
+        deep = write(tmp_path, MINIMAL + "x = " + "[" * 5000 + "]" * 5000 + "\n")
+        cases = (
+            (fifo, "is a FIFO, not a regular file"),
+            (Path("/dev/zero"), "is a device, not a regular file"),
+            (huge, "over the 1048576 a read takes"),
+            (deep, "nests arrays or tables thousands deep"),
+        )
+        for path, needle in cases:
+            with pytest.raises(LadderError, match=needle) as info:
+                load_ladder(path)
+            assert str(path) in str(info.value) and "\n" not in str(info.value)
 
     @pytest.mark.parametrize("contrast", ['"b vs z"', '"b versus a"', '"a vs a"', '"b vs a vs a"'])
     def test_a_contrast_names_two_treatments(self, tmp_path: Path, contrast: str) -> None:

@@ -77,6 +77,19 @@ def test_a_symlink_loop_is_refused(tmp_path: Path) -> None:
         load_prompt_set(d)
 
 
+def test_a_fifo_or_a_huge_prompt_is_one_line_never_a_hang(tmp_path: Path) -> None:
+    d = prompt_set(tmp_path, {"prose_01.txt": "ok"})
+    os.mkfifo(d / "prose_02.txt")  # read_bytes() waited here for a writer for ever
+    with pytest.raises(PromptError, match="is a FIFO, not a regular file"):
+        load_prompt_set(d)
+    (d / "prose_02.txt").unlink()
+    with (d / "prose_02.txt").open("wb") as f:
+        f.truncate(17 * 1024 * 1024)
+    with pytest.raises(PromptError, match="a read takes; replace it") as info:
+        load_prompt_set(d)
+    assert "prose_02.txt" in str(info.value)
+
+
 def test_a_missing_set_names_the_option(tmp_path: Path) -> None:
     with pytest.raises(PromptError, match="--prompts-dir"):
         load_prompt_set(tmp_path / "nope")

@@ -462,12 +462,17 @@ class TestDiskFull:
         assert stubs_running() == []
 
 
+# The modules are looked up by their full names, never as `from package import module`: an
+# earlier in-process run on the same xdist worker can leave the package holding a module object
+# that pytester has since dropped from sys.modules, and patching that stale copy patches nothing
+# the run calls (CI once saw the fault never fire).
 FAULT_CONFTEST = """
+import importlib
 import pytest
 from pytest_mtpsweep.base.errors import RunDirError
-from pytest_mtpsweep.protocol import lifecycle
 from pytest_mtpsweep.state.rundir import RunDir
-from pytest_mtpsweep.rig import server
+lifecycle = importlib.import_module("pytest_mtpsweep.protocol.lifecycle")
+server = importlib.import_module("pytest_mtpsweep.rig.server")
 
 calls = []
 real = getattr({owner}, {name!r})

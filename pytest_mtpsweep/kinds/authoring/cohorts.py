@@ -77,6 +77,11 @@ def _settings(path: Path) -> str:
         raw = tomllib.loads(read_text_file(path, "cohort file"))
     except tomllib.TOMLDecodeError as exc:
         raise PromptError(f"cohort file {path} is not valid TOML ({exc}); fix it.") from None
+    except (RecursionError, ValueError):  # nested thousands deep, or an int of 4,300+ digits
+        raise PromptError(
+            f"cohort file {path} nests thousands deep or holds a number of thousands of digits; "
+            "write flat string settings."
+        ) from None
     unknown = set(raw) - {"extract", "description"}
     if unknown:
         raise PromptError(

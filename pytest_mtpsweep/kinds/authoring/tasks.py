@@ -48,6 +48,11 @@ def _variables(path: Path) -> dict[str, str]:
         raw = tomllib.loads(read_text_file(path, "task file"))
     except tomllib.TOMLDecodeError as exc:
         raise PromptError(f"task file {path} is not valid TOML ({exc}); fix it.") from None
+    except (RecursionError, ValueError):  # nested thousands deep, or an int of 4,300+ digits
+        raise PromptError(
+            f"task file {path} nests thousands deep or holds a number of thousands of digits; "
+            "write flat string settings."
+        ) from None
     bad = [k for k, v in raw.items() if not isinstance(v, str)]
     if bad:
         raise PromptError(
@@ -95,7 +100,7 @@ def load_task(directory: Path) -> Task:
     """One task directory, or a one-line PromptError naming what is missing."""
     check_key(directory.name, "task directory", directory.parent)
     for name in (STATEMENT_FILE, CHECKER_FILE):
-        if not (directory / name).is_file():
+        if not (directory / name).exists():  # a FIFO or folder there: read_text_file says so
             raise PromptError(f"task {directory} has no {name}; add it.")
     statement = read_text_file(directory / STATEMENT_FILE, "task statement")
     checker = read_text_file(directory / CHECKER_FILE, "task checker")

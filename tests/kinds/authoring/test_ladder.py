@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -154,6 +155,17 @@ def test_tasks_and_cohorts_load_and_fail_in_one_line(tmp_path: Path) -> None:
         )
     with pytest.raises(PromptError, match="has no task t9"):
         load_tasks(tmp_path, ["t9"])
+    # a hostile task.toml: nested thousands deep (tomllib's RecursionError was a traceback), or
+    # a FIFO where the statement is (its read waited for a writer for ever)
+    (tmp_path / "t1" / "task.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(PromptError, match="nests thousands deep") as info:
+        load_tasks(tmp_path)
+    assert "task.toml" in str(info.value) and "\n" not in str(info.value)
+    (tmp_path / "t1" / "task.toml").unlink()
+    (tmp_path / "t1" / "statement.md").unlink()
+    os.mkfifo(tmp_path / "t1" / "statement.md")
+    with pytest.raises(PromptError, match="is a FIFO, not a regular file"):
+        load_tasks(tmp_path)
 
 
 def test_prompts_dir_is_refused(tmp_path: Path) -> None:
