@@ -55,6 +55,8 @@ os.environ.setdefault("MTPSWEEP_CACHE", str(cache_dir()))
 # The host rule (protocol/hostrule.py) would set aside sessions a busy CI host spoils: off for
 # the suite; the tests of the rule turn it on (monkeypatch.setenv("MTPSWEEP_HOST_RULE", "on")).
 os.environ.setdefault("MTPSWEEP_HOST_RULE", "off")
+# host_idle watches the host for 0.1 s, not 1 s: the suite starts hundreds of runs (docs/ladders.md)
+os.environ.setdefault("MTPSWEEP_HOST_IDLE_S", "0.1")
 
 
 @pytest.fixture(scope="session")

@@ -400,7 +400,7 @@ class TestWhatTheModelDid:
     ) -> None:
         result = project.runpytest(
             "experiments/", "--ladder=drafters-cpu", "-k", "c1-none", "--max-tokens=64", "--port=0",
-            "--no-analysis",
+            "--no-analysis", "--no-calibration",
         )  # fmt: skip
         result.assert_outcomes(passed=16, deselected=176)
         run = only_run(project.path)

@@ -24,6 +24,7 @@ from pytest_mtpsweep.preflight.machine import (
     check_ports,
     check_ram,
     check_server_processes,
+    idle_window_s,
 )
 from tests.fake_pynvml import FakeGpu, FakeNvml
 from tests.preflight.helpers import free_port, running, sleep_copy, write_script
@@ -275,3 +276,16 @@ class TestHostIdle:
         item = check_host_idle(-1.0, interval_s=0.2)
         assert item.verdict == FAIL and "host_idle_pct" in item.fix
         assert check_host_idle(100.0, interval_s=0.2).verdict == PASS
+
+    def test_the_window_comes_from_the_environment_bounded(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("MTPSWEEP_HOST_IDLE_S", raising=False)
+        assert idle_window_s() == 1.0
+        monkeypatch.setenv("MTPSWEEP_HOST_IDLE_S", "0.3")
+        assert "% busy over 0.3 s" in check_host_idle(None).observed
+        for bad in ("nan", "0", "-1", "61", "1e308", "fast"):
+            monkeypatch.setenv("MTPSWEEP_HOST_IDLE_S", bad)
+            item = check_host_idle(None)
+            assert item.verdict == FAIL and "from 0.05 to 60" in item.observed, bad
+            assert "MTPSWEEP_HOST_IDLE_S" in item.fix
