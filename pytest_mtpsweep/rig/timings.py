@@ -39,9 +39,13 @@ ABSURD_MS = 86_400_000.0
 ABSURD_TPS = 1e7
 # The server's decode interval may be this much shorter than the span the client received
 # the tokens over, and no more: buffering and scheduling bunch tokens up, they do not spread
-# a burst out by a factor of 2.
+# a burst out by a factor of 2. The slack is the client's own: a client descheduled between
+# two reads on a busy host (a throttled CI container stalls for 100s of ms) spreads the span
+# it stamps, and CI once saw an honest server's 15 ms decode read over 704 ms. A second of it
+# still rules out any lie of a factor of 2 over a stream of more than a second, and the rate
+# and request bounds above catch the absurd ones at any length.
 SERVER_CLOCK_FACTOR = 2.0
-NETWORK_SLACK_S = 0.05
+NETWORK_SLACK_S = 1.0
 
 
 @dataclass(frozen=True)
